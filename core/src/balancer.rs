@@ -1,0 +1,528 @@
+//! The balancer: membership, leases and outcomes over a fixed set of node slots.
+
+use crate::config::{Config, Prepared};
+use crate::error::{ConfigError, MembershipError, Rejected, ReleaseError};
+use crate::limit::{Limit, Sample};
+use crate::outcome::Outcome;
+use crate::select::{self, Choice};
+use crate::slot::{self, NodeSlot, ACTIVE, CLAIMED, KILLED, LAME_DUCK, REGISTERING, VACANT};
+use crate::sync::{AtomicU64, Ordering::*};
+use fastrand::Rng;
+
+/// A health-weighted, concurrency-limited load balancer over a fixed set of node slots.
+///
+/// `S` is the slot storage: a `&'static [NodeSlot]` or `[NodeSlot; N]` without allocation, or a
+/// `Box<[NodeSlot]>` with the `std` feature ([`Balancer::with_capacity`]). Every method takes `&self` and is
+/// safe to call from many threads at once; none takes a lock or allocates.
+///
+/// ```
+/// use weir::{Balancer, Config, NodeSlot, Outcome};
+/// let balancer = Balancer::new([const { NodeSlot::new() }; 3], Config::default()).unwrap();
+/// for id in [10, 20, 30] {
+///     balancer.add(id).unwrap();
+/// }
+/// let mut rng = fastrand::Rng::with_seed(7);
+/// let lease = balancer.acquire(1_000, &mut rng).unwrap();
+/// assert!([10, 20, 30].contains(&lease.node_id()));
+/// balancer.release(lease, Outcome::Success, 2_000).unwrap();
+/// assert_eq!(balancer.stats().released[Outcome::Success as usize], 1);
+/// ```
+#[derive(Debug)]
+pub struct Balancer<S: AsRef<[NodeSlot]>> {
+    slots: S,
+    prepared: Prepared,
+    /// Active (non lame duck) member count in the high 32 bits, the recovery floor's weight
+    /// `(floor / count)^exponent` as `f32` bits in the low 32: one word, so the two never disagree.
+    active: AtomicU64,
+    rejected_busy: AtomicU64,
+    rejected_empty: AtomicU64,
+}
+
+/// The right to make one call to one node. Obtained from [`Balancer::acquire`] and consumed by
+/// [`Balancer::release`]; neither `Clone` nor `Copy`, so it is released at most once. Dropping it without
+/// releasing leaks the node's in-flight slot: with the `std` feature, prefer [`LeaseGuard`](crate::LeaseGuard),
+/// which releases as [`Outcome::Ignored`] on drop.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "a lease holds a concurrency slot until it is released"]
+pub struct Lease {
+    id: u64,
+    start: u64,
+    slot: u32,
+    inflight: u32,
+    generation: u16,
+}
+
+/// The plain fields of a lease, for bindings that must hand it across a language boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct RawLease {
+    /// Node id.
+    pub id: u64,
+    /// `now` at acquire.
+    pub start: u64,
+    /// Slot index.
+    pub slot: u32,
+    /// In-flight count at admission, including this lease.
+    pub inflight: u32,
+    /// Slot generation.
+    pub generation: u16,
+}
+
+impl Lease {
+    /// The id of the node to call.
+    pub fn node_id(&self) -> u64 {
+        self.id
+    }
+    /// The `now` passed to `acquire`.
+    pub fn acquired_at(&self) -> u64 {
+        self.start
+    }
+    /// Requests in flight on the node when this one was admitted, including it.
+    pub fn inflight_at_acquire(&self) -> u32 {
+        self.inflight
+    }
+    /// Gives up the lease's fields (the lease is consumed; pass them back with [`Lease::from_raw`]).
+    ///
+    /// ```
+    /// # use weir::{Balancer, Config, NodeSlot, Outcome, Lease};
+    /// # let b = Balancer::new([const { NodeSlot::new() }; 1], Config::default()).unwrap();
+    /// # b.add(1).unwrap();
+    /// let raw = b.acquire(0, &mut fastrand::Rng::with_seed(1)).unwrap().into_raw();
+    /// b.release(Lease::from_raw(raw), Outcome::Success, 5).unwrap();
+    /// ```
+    pub fn into_raw(self) -> RawLease {
+        RawLease {
+            id: self.id,
+            start: self.start,
+            slot: self.slot,
+            inflight: self.inflight,
+            generation: self.generation,
+        }
+    }
+    /// Rebuilds a lease from [`Lease::into_raw`]. A forged or twice-used raw lease is caught where the
+    /// balancer can tell ([`ReleaseError::InvalidLease`]); bindings must still release each raw lease once.
+    pub fn from_raw(raw: RawLease) -> Lease {
+        Lease {
+            id: raw.id,
+            start: raw.start,
+            slot: raw.slot,
+            inflight: raw.inflight,
+            generation: raw.generation,
+        }
+    }
+}
+
+/// Whether a member node takes new leases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NodeState {
+    /// In rotation.
+    Active,
+    /// No new leases; leases in flight finish normally.
+    LameDuck,
+}
+
+/// A point-in-time view of one member node.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NodeSnapshot {
+    /// The caller's id of the node.
+    pub id: u64,
+    /// Active or lame duck.
+    pub state: NodeState,
+    /// Success rate used for selection, with the recovery floor applied where it applies.
+    pub success_rate: f64,
+    /// `success_rate ^ weight_exponent`.
+    pub weight: f64,
+    /// Current concurrency limit.
+    pub limit: u32,
+    /// Leases in flight.
+    pub in_flight: u32,
+    /// Finished outcomes in the window (unweighted; 0 for the average model).
+    pub window_finished: u64,
+    /// Succeeded outcomes in the window.
+    pub window_succeeded: u64,
+    /// Finished outcomes in the sticky bucket, when the window is empty.
+    pub sticky_finished: u64,
+    /// Succeeded outcomes in the sticky bucket.
+    pub sticky_succeeded: u64,
+    /// Whether the node has any recorded outcome (a node without is fully trusted).
+    pub has_data: bool,
+}
+
+/// Balancer-wide counters since construction. Conserved: `acquired == Σ released + released_stale + in_flight`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Leases granted.
+    pub acquired: u64,
+    /// Acquires refused because every active node was at its limit.
+    pub rejected_all_busy: u64,
+    /// Acquires refused because no node was active.
+    pub rejected_no_active: u64,
+    /// Leases released, by [`Outcome`] code (`stats.released[Outcome::Dropped as usize]`).
+    pub released: [u64; 4],
+    /// Leases released after their node was removed.
+    pub released_stale: u64,
+    /// Leases in flight now.
+    pub in_flight: u64,
+    /// Members in rotation.
+    pub active_nodes: u32,
+    /// Members in lame duck.
+    pub lame_duck_nodes: u32,
+}
+
+impl<S: AsRef<[NodeSlot]>> Balancer<S> {
+    /// Builds a balancer over `slots` (all of them are reset to empty). Fails on a bad configuration or
+    /// a storage of 0 or more than [`MAX_NODES`](crate::MAX_NODES) slots.
+    pub fn new(slots: S, config: Config) -> Result<Self, ConfigError> {
+        let prepared = config.prepare()?;
+        let n = slots.as_ref().len();
+        if n == 0 || n > crate::MAX_NODES {
+            return Err(ConfigError::Capacity);
+        }
+        for s in slots.as_ref() {
+            // Relaxed: the balancer is not shared yet; publishing it to other threads synchronises.
+            s.ctl.store(0, Relaxed);
+            s.health.reset(&prepared.model);
+            for c in [&s.id, &s.acquired, &s.stale]
+                .into_iter()
+                .chain(s.released.iter())
+            {
+                c.store(0, Relaxed);
+            }
+        }
+        let b = Balancer {
+            slots,
+            prepared,
+            active: AtomicU64::new(0),
+            rejected_busy: AtomicU64::new(0),
+            rejected_empty: AtomicU64::new(0),
+        };
+        b.active.store(b.active_word(0), Relaxed);
+        Ok(b)
+    }
+
+    /// The configuration this balancer was built with.
+    pub fn config(&self) -> &Config {
+        &self.prepared.config
+    }
+
+    /// The number of node slots.
+    pub fn capacity(&self) -> usize {
+        self.slots.as_ref().len()
+    }
+
+    fn active_word(&self, count: u32) -> u64 {
+        let rate = self.prepared.config.floor / f64::from(count.max(1));
+        let w = self.prepared.weight_of(rate) as f32;
+        (u64::from(count) << 32) | u64::from(w.to_bits())
+    }
+
+    fn change_active(&self, up: bool) {
+        // AcqRel: counts and floor move together; the word is independent of the slots.
+        let _ = self.active.fetch_update(AcqRel, Acquire, |w| {
+            let n = (w >> 32) as u32;
+            Some(self.active_word(if up {
+                n.saturating_add(1)
+            } else {
+                n.saturating_sub(1)
+            }))
+        });
+    }
+
+    /// Grants a lease on a node chosen by the configured [`Policy`](crate::Policy), or fails fast.
+    /// `now` is monotonic nanoseconds; `rng` is the caller's (one per thread: see the module docs of
+    /// [`crate`]). Never blocks, never allocates.
+    pub fn acquire(&self, now: u64, rng: &mut Rng) -> Result<Lease, Rejected> {
+        let slots = self.slots.as_ref();
+        let floor_weight = f32::from_bits(self.active.load(Relaxed) as u32) as f64;
+        loop {
+            let i = match select::choose(&self.prepared, slots, now, floor_weight, rng) {
+                Choice::Try(i) => i,
+                Choice::Reject(r) => {
+                    let counter = match r {
+                        Rejected::AllBusy => &self.rejected_busy,
+                        Rejected::NoActiveNodes => &self.rejected_empty,
+                    };
+                    // Relaxed: a statistic.
+                    counter.fetch_add(1, Relaxed);
+                    return Err(r);
+                }
+            };
+            let Some(s) = slots.get(i) else { continue };
+            if let Some((c, inflight)) = admit(s) {
+                // Relaxed: a statistic on the node's own line.
+                s.acquired.fetch_add(1, Relaxed);
+                return Ok(Lease {
+                    // Relaxed is enough: the Acquire of the admitting CAS already synchronised with the
+                    // Release that published this occupant, and the id cannot change while we hold a lease.
+                    id: s.id.load(Relaxed),
+                    start: now,
+                    slot: i as u32,
+                    inflight: inflight as u32,
+                    generation: slot::generation(c) as u16,
+                });
+            }
+            // The node filled up (or left) after the scan: the walk goes on.
+        }
+    }
+
+    /// Reports the outcome of a lease's call; `now` is monotonic nanoseconds (the RTT fed to the limiter
+    /// is `now - acquired_at`, 0 if `now` is earlier). A lease whose node was removed meanwhile returns its
+    /// in-flight slot and records nothing else ([`ReleaseError::NodeRemoved`]).
+    pub fn release(&self, lease: Lease, outcome: Outcome, now: u64) -> Result<(), ReleaseError> {
+        let s = self
+            .slots
+            .as_ref()
+            .get(lease.slot as usize)
+            .ok_or(ReleaseError::InvalidLease)?;
+        // Acquire: pairs with the Release that published the occupant, before we touch its health.
+        let c = s.ctl.load(Acquire);
+        if slot::inflight(c) == 0 || slot::generation(c) != u64::from(lease.generation) {
+            return Err(ReleaseError::InvalidLease);
+        }
+        let live = slot::is_member(c) && s.id.load(Relaxed) == lease.id;
+        let sample = match outcome {
+            Outcome::Success => Some(false),
+            Outcome::Dropped => Some(true),
+            Outcome::Failure | Outcome::Ignored => None,
+        }
+        .filter(|_| live)
+        .map(|dropped| Sample {
+            rtt_ns: now.saturating_sub(lease.start),
+            inflight: lease.inflight,
+            dropped,
+        });
+        if live && outcome.counts_for_health() {
+            s.health
+                .record(&self.prepared, now, outcome == Outcome::Success);
+        }
+        let limit_algo = &self.prepared.config.limit;
+        // Release: every write above happens-before a membership change that sees the slot drained.
+        let done = s.ctl.fetch_update(Release, Relaxed, |c| {
+            if slot::inflight(c) == 0 || slot::generation(c) != u64::from(lease.generation) {
+                return None;
+            }
+            let c = c - 1;
+            Some(match &sample {
+                Some(sm) => {
+                    let next = limit_algo
+                        .update(slot::limit(c) as u32, sm)
+                        .min(crate::MAX_LIMIT);
+                    slot::with_limit(c, u64::from(next))
+                }
+                None => c,
+            })
+        });
+        if done.is_err() {
+            return Err(ReleaseError::InvalidLease);
+        }
+        // Relaxed: statistics.
+        if live {
+            s.released[outcome as usize].fetch_add(1, Relaxed);
+            Ok(())
+        } else {
+            s.stale.fetch_add(1, Relaxed);
+            Err(ReleaseError::NodeRemoved { id: lease.id })
+        }
+    }
+
+    /// Adds a node. It starts fully trusted (success rate 1.0) with the limit algorithm's initial limit, so it
+    /// is competitive at once. Lock-free and safe against concurrent adds of the same id (exactly one wins).
+    pub fn add(&self, id: u64) -> Result<(), MembershipError> {
+        let slots = self.slots.as_ref();
+        if self.find(id).is_some() {
+            return Err(MembershipError::DuplicateId(id));
+        }
+        let initial = u64::from(self.prepared.config.limit.initial_limit());
+        // Claim a vacant, drained slot.
+        let mut mine = None;
+        for (i, s) in slots.iter().enumerate() {
+            // Acquire: a drained slot's last releases happen-before our reset of its health.
+            let c = s.ctl.load(Acquire);
+            if slot::state(c) == VACANT && slot::inflight(c) == 0 {
+                let claimed = slot::pack(CLAIMED, slot::generation(c) + 1, initial, 0);
+                if s.ctl.compare_exchange(c, claimed, AcqRel, Relaxed).is_ok() {
+                    mine = Some((i, s, claimed));
+                    break;
+                }
+            }
+        }
+        let Some((i, s, claimed)) = mine else {
+            return Err(MembershipError::CapacityFull {
+                capacity: slots.len(),
+            });
+        };
+        // Relaxed: published by the SeqCst write below.
+        s.id.store(id, Relaxed);
+        s.health.reset(&self.prepared.model);
+        let registering = slot::with_state(claimed, REGISTERING);
+        // SeqCst store then SeqCst loads of the other slots (and theirs of ours): of two adders of one id, at
+        // least the later one sees the earlier.
+        s.ctl.store(registering, SeqCst);
+        for (j, other) in slots.iter().enumerate() {
+            if j == i {
+                continue;
+            }
+            loop {
+                let c = other.ctl.load(SeqCst);
+                let st = slot::state(c);
+                if !matches!(st, ACTIVE | LAME_DUCK | REGISTERING) || other.id.load(SeqCst) != id {
+                    break;
+                }
+                if st == REGISTERING && j > i {
+                    // The lower slot wins a tie between two registrations.
+                    if other
+                        .ctl
+                        .compare_exchange(c, slot::with_state(c, KILLED), SeqCst, SeqCst)
+                        .is_ok()
+                    {
+                        break;
+                    }
+                    continue;
+                }
+                s.ctl.store(slot::with_state(claimed, VACANT), SeqCst);
+                return Err(MembershipError::DuplicateId(id));
+            }
+        }
+        if s.ctl
+            .compare_exchange(
+                registering,
+                slot::with_state(claimed, ACTIVE),
+                SeqCst,
+                SeqCst,
+            )
+            .is_err()
+        {
+            // Killed by a concurrent adder of the same id in a lower slot.
+            s.ctl.store(slot::with_state(claimed, VACANT), SeqCst);
+            return Err(MembershipError::DuplicateId(id));
+        }
+        self.change_active(true);
+        Ok(())
+    }
+
+    /// Removes a node at once. Its leases in flight stay valid to release (they are reported as
+    /// [`ReleaseError::NodeRemoved`]); its slot is reused only once they all are.
+    pub fn remove(&self, id: u64) -> Result<(), MembershipError> {
+        self.transition(id, |st| matches!(st, ACTIVE | LAME_DUCK).then_some(VACANT))
+    }
+
+    /// Puts a node into lame duck (`true`: no new leases, leases in flight finish and are recorded normally)
+    /// or back into rotation (`false`).
+    pub fn set_lame_duck(&self, id: u64, lame_duck: bool) -> Result<(), MembershipError> {
+        let to = if lame_duck { LAME_DUCK } else { ACTIVE };
+        self.transition(id, |st| matches!(st, ACTIVE | LAME_DUCK).then_some(to))
+    }
+
+    fn transition(&self, id: u64, to: impl Fn(u64) -> Option<u64>) -> Result<(), MembershipError> {
+        loop {
+            let (_, s) = self.find(id).ok_or(MembershipError::UnknownId(id))?;
+            // Acquire/AcqRel: membership changes are ordered with the adds that published the slot.
+            let c = s.ctl.load(Acquire);
+            let Some(next) = to(slot::state(c)) else {
+                continue;
+            };
+            if s.id.load(Relaxed) != id {
+                continue;
+            }
+            if s.ctl
+                .compare_exchange(c, slot::with_state(c, next), AcqRel, Acquire)
+                .is_ok()
+            {
+                match (slot::state(c) == ACTIVE, next == ACTIVE) {
+                    (true, false) => self.change_active(false),
+                    (false, true) => self.change_active(true),
+                    _ => {}
+                }
+                return Ok(());
+            }
+        }
+    }
+
+    fn find(&self, id: u64) -> Option<(usize, &NodeSlot)> {
+        self.slots.as_ref().iter().enumerate().find(|(_, s)| {
+            // Acquire: the id of a published slot is read after its state.
+            slot::is_member(s.ctl.load(Acquire)) && s.id.load(Relaxed) == id
+        })
+    }
+
+    /// A snapshot of the member with this id at `now`.
+    pub fn node(&self, id: u64, now: u64) -> Option<NodeSnapshot> {
+        self.find(id).and_then(|(_, s)| self.snapshot(s, now))
+    }
+
+    /// Snapshots of every member at `now`, in slot order. Allocation-free.
+    pub fn nodes(&self, now: u64) -> impl Iterator<Item = NodeSnapshot> + '_ {
+        self.slots
+            .as_ref()
+            .iter()
+            .filter_map(move |s| self.snapshot(s, now))
+    }
+
+    fn snapshot(&self, s: &NodeSlot, now: u64) -> Option<NodeSnapshot> {
+        let c = s.ctl.load(Acquire);
+        let state = match slot::state(c) {
+            ACTIVE => NodeState::Active,
+            LAME_DUCK => NodeState::LameDuck,
+            _ => return None,
+        };
+        let v = s.health.view(&self.prepared, now);
+        let floor = self.prepared.config.floor
+            / f64::from(((self.active.load(Relaxed) >> 32) as u32).max(1));
+        let rate = if v.floored { v.rate.max(floor) } else { v.rate };
+        Some(NodeSnapshot {
+            id: s.id.load(Relaxed),
+            state,
+            success_rate: rate,
+            weight: self.prepared.weight_of(rate),
+            limit: slot::limit(c) as u32,
+            in_flight: slot::inflight(c) as u32,
+            window_finished: v.window.0,
+            window_succeeded: v.window.1,
+            sticky_finished: v.sticky.0,
+            sticky_succeeded: v.sticky.1,
+            has_data: v.has_data,
+        })
+    }
+
+    /// Balancer-wide counters, summed over the slots (each counter is read once; under concurrent traffic
+    /// the sums are from slightly different instants).
+    pub fn stats(&self) -> Stats {
+        let mut st = Stats {
+            rejected_all_busy: self.rejected_busy.load(Relaxed),
+            rejected_no_active: self.rejected_empty.load(Relaxed),
+            ..Stats::default()
+        };
+        for s in self.slots.as_ref() {
+            let c = s.ctl.load(Acquire);
+            st.acquired += s.acquired.load(Relaxed);
+            for (k, r) in s.released.iter().enumerate() {
+                st.released[k] += r.load(Relaxed);
+            }
+            st.released_stale += s.stale.load(Relaxed);
+            st.in_flight += slot::inflight(c);
+            match slot::state(c) {
+                ACTIVE => st.active_nodes += 1,
+                LAME_DUCK => st.lame_duck_nodes += 1,
+                _ => {}
+            }
+        }
+        st
+    }
+}
+
+/// Reserves one in-flight slot on `s` if it is active and below its limit; returns the control word it
+/// replaced and the new in-flight count.
+#[inline]
+fn admit(s: &NodeSlot) -> Option<(u64, u64)> {
+    let mut c = s.ctl.load(Relaxed);
+    loop {
+        if slot::state(c) != ACTIVE || slot::inflight(c) >= slot::limit(c) {
+            return None;
+        }
+        // Acquire: pairs with the Release that published the occupant (its id and health).
+        match s.ctl.compare_exchange_weak(c, c + 1, Acquire, Relaxed) {
+            Ok(_) => return Some((c, slot::inflight(c) + 1)),
+            Err(now) => c = now,
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! Balancer configuration, validated once at construction.
+
+use crate::error::ConfigError;
+use crate::limit::{Limit, LimitAlgorithm};
+
+/// The most buckets a node's window can have (each bucket is one 64-bit word in the node's slot).
+pub const MAX_BUCKETS: usize = 8;
+/// The most node slots a balancer can have.
+pub const MAX_NODES: usize = 1 << 16;
+
+/// How a node's success rate is measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HealthModel {
+    /// The seeds' model: a window of `count` buckets of `width_ns` each, plus a sticky bucket.
+    ///
+    /// Success rate: with finished requests in the window, `Σ w_a·succeeded / Σ w_a·finished` with
+    /// `w_a = decay^-age` (age 0 = the newest bucket, the one being written); with none in the window but
+    /// data in the sticky bucket, the sticky bucket's rate floored at `floor / active_nodes`; with no data
+    /// ever, 1.0.
+    Buckets {
+        /// Buckets in the window, 1..=[`MAX_BUCKETS`] (seeds: 6).
+        count: usize,
+        /// Width of one bucket in nanoseconds (seeds: 5 s).
+        width_ns: u64,
+        /// Each bucket weighs `decay` times the next older one (seeds: 3).
+        decay: f64,
+    },
+    /// The seed author's later variant: one exponentially weighted success average per node. Each outcome
+    /// moves the average toward 1 (success) or 0 (failure) by `1 - 2^(-1/half_life)`, so an outcome's
+    /// influence halves every `half_life` outcomes (like Finagle's success-rate EMA, the half-life is counted
+    /// in outcomes, which makes the average exact under concurrency: each outcome is one compare-and-swap).
+    /// A fresh node starts at 1.0; the rate is floored at `floor / active_nodes` so a node that failed
+    /// completely keeps a slight chance to show it recovered.
+    Ewma {
+        /// Outcomes after which an outcome's influence has halved (at least 1).
+        half_life: u32,
+    },
+}
+
+impl HealthModel {
+    /// The seeds' bucket window: 6 buckets of 5 s, decay 3.
+    pub const SEED_BUCKETS: HealthModel = HealthModel::Buckets {
+        count: 6,
+        width_ns: 5_000_000_000,
+        decay: 3.0,
+    };
+}
+
+impl Default for HealthModel {
+    fn default() -> Self {
+        HealthModel::SEED_BUCKETS
+    }
+}
+
+/// How a node is chosen from the nodes' weights (`success_rate ^ weight_exponent`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Policy {
+    /// The seeds' algorithm: a weighted random shuffle of the active nodes (iterated weighted sampling
+    /// without replacement, drawn lazily), zero-weight nodes last in uniform random order; the first node
+    /// whose limiter grants a lease wins; if none does, fail fast.
+    #[default]
+    Cascade,
+    /// The gist's approximation: uniform shuffle, stable sort by descending success rate, one weighted
+    /// random pick promoted to the front, then the same walk.
+    CascadeApprox,
+    /// The later variant: one weighted random pick among the nodes whose limiter has room; zero-weight nodes
+    /// are never picked.
+    WeightedPick,
+}
+
+/// Everything a [`Balancer`](crate::Balancer) is built from.
+///
+/// ```
+/// use weir::{Config, HealthModel, Policy};
+/// let config = Config { policy: Policy::WeightedPick, health: HealthModel::Ewma { half_life: 20 }, ..Config::default() };
+/// assert!(config.validate().is_ok());
+/// let bad = Config { weight_exponent: f64::NAN, ..Config::default() };
+/// assert!(bad.validate().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Config {
+    /// Success-rate model (default: the seeds' buckets).
+    pub health: HealthModel,
+    /// Weight = success rate ^ this (seeds: 3). Finite, in (0, 64].
+    pub weight_exponent: f64,
+    /// Recovery floor: a node with no recent data but a recorded rate is floored at `floor / active_nodes`
+    /// (seeds: 0.0001). Finite, in (0, 1].
+    pub floor: f64,
+    /// Selection policy (default: [`Policy::Cascade`]).
+    pub policy: Policy,
+    /// The per-node concurrency limit (default: fixed at 100).
+    pub limit: LimitAlgorithm,
+    /// Seed for the per-thread random generators of the `std`, C and Python layers.
+    pub seed: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            health: HealthModel::default(),
+            weight_exponent: 3.0,
+            floor: 0.0001,
+            policy: Policy::Cascade,
+            limit: LimitAlgorithm::default(),
+            seed: 0,
+        }
+    }
+}
+
+/// A validated configuration with its derived constants.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Prepared {
+    pub(crate) config: Config,
+    pub(crate) model: PreparedModel,
+    /// `Some(n)` when the exponent is a small whole number: the weight is then `rate^n` by multiplication.
+    pub(crate) int_exponent: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum PreparedModel {
+    Buckets {
+        count: u64,
+        width_ns: u64,
+        /// `decay^-age` for age 0..count.
+        weights: [f64; MAX_BUCKETS],
+    },
+    Ewma {
+        /// Step toward each new outcome: `1 - 2^(-1/half_life)`.
+        alpha: f64,
+    },
+}
+
+impl Config {
+    /// Checks every parameter and returns the first problem found.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.prepare().map(|_| ())
+    }
+
+    pub(crate) fn prepare(&self) -> Result<Prepared, ConfigError> {
+        let model = match self.health {
+            HealthModel::Buckets {
+                count,
+                width_ns,
+                decay,
+            } => {
+                if count == 0 || count > MAX_BUCKETS {
+                    return Err(ConfigError::BucketCount);
+                }
+                if width_ns == 0 {
+                    return Err(ConfigError::BucketWidth);
+                }
+                if !(decay.is_finite() && decay >= 1.0) {
+                    return Err(ConfigError::Decay);
+                }
+                let mut weights = [0.0; MAX_BUCKETS];
+                for (age, slot) in weights.iter_mut().enumerate().take(count) {
+                    // decay^age is exact for whole decays and these ages; one rounding in the division.
+                    *slot = 1.0 / libm::pow(decay, age as f64);
+                }
+                PreparedModel::Buckets {
+                    count: count as u64,
+                    width_ns,
+                    weights,
+                }
+            }
+            HealthModel::Ewma { half_life } => {
+                if half_life == 0 {
+                    return Err(ConfigError::HalfLife);
+                }
+                PreparedModel::Ewma {
+                    alpha: 1.0 - libm::exp2(-1.0 / f64::from(half_life)),
+                }
+            }
+        };
+        if !(self.weight_exponent.is_finite()
+            && self.weight_exponent > 0.0
+            && self.weight_exponent <= 64.0)
+        {
+            return Err(ConfigError::WeightExponent);
+        }
+        if !(self.floor.is_finite() && self.floor > 0.0 && self.floor <= 1.0) {
+            return Err(ConfigError::Floor);
+        }
+        self.limit.validate()?;
+        let e = self.weight_exponent;
+        let int_exponent = if e == libm::trunc(e) && e <= 8.0 {
+            Some(e as u32)
+        } else {
+            None
+        };
+        Ok(Prepared {
+            config: *self,
+            model,
+            int_exponent,
+        })
+    }
+}
+
+impl Prepared {
+    /// `rate ^ weight_exponent`, for a rate in [0, 1].
+    #[inline]
+    pub(crate) fn weight_of(&self, rate: f64) -> f64 {
+        match self.int_exponent {
+            Some(n) => {
+                let mut w = 1.0;
+                for _ in 0..n {
+                    w *= rate;
+                }
+                w
+            }
+            None => libm::pow(rate, self.config.weight_exponent),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_each_bad_parameter() {
+        let d = Config::default();
+        let cases = [
+            (
+                Config {
+                    health: HealthModel::Buckets {
+                        count: 0,
+                        width_ns: 1,
+                        decay: 3.0,
+                    },
+                    ..d
+                },
+                ConfigError::BucketCount,
+            ),
+            (
+                Config {
+                    health: HealthModel::Buckets {
+                        count: 9,
+                        width_ns: 1,
+                        decay: 3.0,
+                    },
+                    ..d
+                },
+                ConfigError::BucketCount,
+            ),
+            (
+                Config {
+                    health: HealthModel::Buckets {
+                        count: 6,
+                        width_ns: 0,
+                        decay: 3.0,
+                    },
+                    ..d
+                },
+                ConfigError::BucketWidth,
+            ),
+            (
+                Config {
+                    health: HealthModel::Buckets {
+                        count: 6,
+                        width_ns: 1,
+                        decay: 0.5,
+                    },
+                    ..d
+                },
+                ConfigError::Decay,
+            ),
+            (
+                Config {
+                    health: HealthModel::Buckets {
+                        count: 6,
+                        width_ns: 1,
+                        decay: f64::NAN,
+                    },
+                    ..d
+                },
+                ConfigError::Decay,
+            ),
+            (
+                Config {
+                    health: HealthModel::Buckets {
+                        count: 6,
+                        width_ns: 1,
+                        decay: f64::INFINITY,
+                    },
+                    ..d
+                },
+                ConfigError::Decay,
+            ),
+            (
+                Config {
+                    health: HealthModel::Ewma { half_life: 0 },
+                    ..d
+                },
+                ConfigError::HalfLife,
+            ),
+            (
+                Config {
+                    weight_exponent: 0.0,
+                    ..d
+                },
+                ConfigError::WeightExponent,
+            ),
+            (
+                Config {
+                    weight_exponent: -1.0,
+                    ..d
+                },
+                ConfigError::WeightExponent,
+            ),
+            (
+                Config {
+                    weight_exponent: f64::NAN,
+                    ..d
+                },
+                ConfigError::WeightExponent,
+            ),
+            (Config { floor: 0.0, ..d }, ConfigError::Floor),
+            (Config { floor: 1.5, ..d }, ConfigError::Floor),
+            (
+                Config {
+                    floor: f64::NAN,
+                    ..d
+                },
+                ConfigError::Floor,
+            ),
+        ];
+        for (config, err) in cases {
+            assert_eq!(config.validate(), Err(err), "{config:?}");
+        }
+        assert_eq!(d.validate(), Ok(()));
+    }
+
+    #[test]
+    fn decay_weights_and_exponent() {
+        let p = Config::default().prepare().unwrap();
+        match p.model {
+            PreparedModel::Buckets { weights, count, .. } => {
+                assert_eq!(count, 6);
+                assert_eq!(
+                    &weights[..6],
+                    &[
+                        1.0,
+                        1.0 / 3.0,
+                        1.0 / 9.0,
+                        1.0 / 27.0,
+                        1.0 / 81.0,
+                        1.0 / 243.0
+                    ]
+                );
+            }
+            PreparedModel::Ewma { .. } => unreachable!(),
+        }
+        assert_eq!(p.int_exponent, Some(3));
+        assert_eq!(p.weight_of(0.5), 0.125);
+        let p = Config {
+            weight_exponent: 2.5,
+            ..Config::default()
+        }
+        .prepare()
+        .unwrap();
+        assert_eq!(p.int_exponent, None);
+        assert!((p.weight_of(0.25) - 0.03125).abs() < 1e-15);
+        let p = Config {
+            health: HealthModel::Ewma { half_life: 1 },
+            ..Config::default()
+        }
+        .prepare()
+        .unwrap();
+        match p.model {
+            PreparedModel::Ewma { alpha } => assert_eq!(alpha, 0.5),
+            PreparedModel::Buckets { .. } => unreachable!(),
+        }
+    }
+}

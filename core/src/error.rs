@@ -1,0 +1,131 @@
+//! Errors: every failure is a value with a clear message; nothing in the core panics on user input.
+
+use core::fmt;
+
+/// Why [`Balancer::acquire`](crate::Balancer::acquire) granted no lease. Both are fail-fast answers: the
+/// caller should return an error to its own caller rather than wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rejected {
+    /// There are active nodes, but every one of them is at its concurrency limit.
+    AllBusy,
+    /// There is no node in rotation (none added, all removed, or all in lame duck).
+    NoActiveNodes,
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejected::AllBusy => f.write_str("every active node is at its concurrency limit"),
+            Rejected::NoActiveNodes => f.write_str("no active nodes"),
+        }
+    }
+}
+
+/// A membership change that was refused. State is left exactly as it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MembershipError {
+    /// A node with this id is already a member.
+    DuplicateId(u64),
+    /// No member has this id.
+    UnknownId(u64),
+    /// Every slot is occupied, or still draining leases of removed nodes.
+    CapacityFull {
+        /// The number of slots the balancer was built with.
+        capacity: usize,
+    },
+}
+
+impl fmt::Display for MembershipError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MembershipError::DuplicateId(id) => write!(f, "node {id} is already a member"),
+            MembershipError::UnknownId(id) => write!(f, "no node with id {id}"),
+            MembershipError::CapacityFull { capacity } => write!(
+                f,
+                "all {capacity} node slots are occupied or still draining leases of removed nodes"
+            ),
+        }
+    }
+}
+
+/// A release that recorded nothing. In every case the balancer's state is intact and counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReleaseError {
+    /// The lease's node was removed (or removed and replaced) after the lease was granted. The lease's
+    /// in-flight slot is returned, but no health or limiter update is made, so the removed node's history
+    /// never leaks into the new occupant. Counted as `released_stale`.
+    NodeRemoved {
+        /// The id the lease was granted for.
+        id: u64,
+    },
+    /// The lease does not belong to this balancer, or was already released (possible only through the
+    /// raw-parts interface used by the C and Python bindings; a Rust `Lease` is consumed by `release`).
+    InvalidLease,
+}
+
+impl fmt::Display for ReleaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReleaseError::NodeRemoved { id } => {
+                write!(
+                    f,
+                    "node {id} was removed after the lease was granted; nothing recorded"
+                )
+            }
+            ReleaseError::InvalidLease => {
+                f.write_str("lease does not belong to this balancer or was already released")
+            }
+        }
+    }
+}
+
+/// A configuration that was rejected at construction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConfigError {
+    /// `capacity` must be between 1 and [`MAX_NODES`](crate::MAX_NODES).
+    Capacity,
+    /// `bucket_count` must be between 1 and [`MAX_BUCKETS`](crate::MAX_BUCKETS).
+    BucketCount,
+    /// `bucket_width_ns` must be at least 1.
+    BucketWidth,
+    /// `decay` must be finite and at least 1.
+    Decay,
+    /// `floor` must be finite and in (0, 1].
+    Floor,
+    /// `weight_exponent` must be finite and in (0, 64].
+    WeightExponent,
+    /// `half_life` must be at least 1 outcome.
+    HalfLife,
+    /// A limit must be at most [`MAX_LIMIT`](crate::MAX_LIMIT), and `min_limit <= max_limit`.
+    LimitRange,
+    /// AIMD `backoff_ratio` must be in [0.5, 1.0).
+    BackoffRatio,
+    /// AIMD `timeout_ns` must be at least 1.
+    Timeout,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ConfigError::Capacity => "capacity must be between 1 and MAX_NODES",
+            ConfigError::BucketCount => "bucket_count must be between 1 and MAX_BUCKETS",
+            ConfigError::BucketWidth => "bucket_width_ns must be at least 1",
+            ConfigError::Decay => "decay must be finite and >= 1",
+            ConfigError::Floor => "floor must be finite and in (0, 1]",
+            ConfigError::WeightExponent => "weight_exponent must be finite and in (0, 64]",
+            ConfigError::HalfLife => "half_life must be at least 1 outcome",
+            ConfigError::LimitRange => "limits must be <= MAX_LIMIT with min_limit <= max_limit",
+            ConfigError::BackoffRatio => "backoff_ratio must be in [0.5, 1.0)",
+            ConfigError::Timeout => "timeout_ns must be at least 1",
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for Rejected {}
+#[cfg(feature = "std")]
+impl std::error::Error for MembershipError {}
+#[cfg(feature = "std")]
+impl std::error::Error for ReleaseError {}
+#[cfg(feature = "std")]
+impl std::error::Error for ConfigError {}

@@ -1,0 +1,41 @@
+//! The one place atomics come from.
+//!
+//! Every atomic in the core is imported from here so that the loom model checker can swap in its own
+//! types (`RUSTFLAGS="--cfg loom"`), and so that the lock-freedom claim is made, and checked, in one place.
+//!
+//! # Lock-freedom
+//! Without the `critical-section` feature the core uses `portable-atomic` with its default features off:
+//! no lock-based fallback is compiled in, so a target without native 64-bit atomics fails to build instead
+//! of silently taking a lock. The assertion below turns that into a compile-time proof. With
+//! `critical-section` (32-bit microcontrollers) 64-bit atomics are emulated by masking interrupts: correct
+//! and wait-free on a single core, but no longer lock-free in the strict sense.
+//!
+//! # Memory ordering (shared reasoning for the whole crate)
+//! - A node slot's control word (`ctl`: state, limit, in-flight) is the synchronisation point of a slot.
+//!   Membership changes publish a slot with `Release`/`SeqCst` writes to `ctl`; readers `Acquire` it before
+//!   they read the slot's id or health.
+//! - Health words (buckets, cached weight) are independent statistics: a reader that sees a slightly older
+//!   value makes the decision it would have made a moment earlier, which is indistinguishable from a
+//!   scheduling delay. They use `Relaxed` except where a value read from one word must be interpreted
+//!   against another (the bucket tags against the node's newest epoch), which uses `Acquire`/`Release`.
+//! - A release decrements in-flight last, with `Release`, so that every write it made to the node's
+//!   health happens-before a membership change that observes the slot drained (`Acquire`).
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+#[cfg(not(loom))]
+pub(crate) use portable_atomic::{AtomicU64, Ordering};
+
+/// `true` when 64-bit atomics on this build are native instructions, with no lock and no interrupt masking.
+#[cfg(not(loom))]
+pub const LOCK_FREE: bool = AtomicU64::is_always_lock_free();
+/// Under loom the question is moot; the models check the protocols, not the hardware.
+#[cfg(loom)]
+pub const LOCK_FREE: bool = true;
+
+// The claim in the README: without `critical-section`, every atomic in the core is a native instruction.
+#[cfg(all(not(loom), not(feature = "critical-section")))]
+const _: () = assert!(
+    LOCK_FREE,
+    "weir requires native 64-bit atomics without the critical-section feature"
+);
