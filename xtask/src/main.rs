@@ -1,1 +1,205 @@
-fn main() {}
+//! The one entry point for everything beyond `cargo build`:
+//!
+//! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
+//!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the loom models,
+//!   and the README's example.
+//! - `cargo xtask bench`: the criterion benchmarks, then a table of medians and same-run ratios.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{exit, Command};
+use std::time::Instant;
+
+/// 64-bit bare-metal targets: native 64-bit atomics, so the core is truly lock-free there.
+const LOCK_FREE_TARGETS: [&str; 2] = ["aarch64-unknown-none", "riscv64gc-unknown-none-elf"];
+/// 32-bit microcontrollers: 64-bit atomics through the `critical-section` feature.
+const CRITICAL_SECTION_TARGETS: [&str; 2] = ["thumbv7em-none-eabihf", "thumbv6m-none-eabi"];
+
+fn main() {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let root = workspace_root();
+    env::set_current_dir(&root)
+        .unwrap_or_else(|e| fail(&format!("cannot enter {}: {e}", root.display())));
+    match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("bench") => bench(&args[1..]),
+        Some("nostd") => nostd(),
+        Some("loom") => loom(),
+        _ => {
+            eprintln!("usage: cargo xtask <ci | bench | nostd | loom>");
+            exit(2);
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    let manifest = env::var("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from("xtask"));
+    manifest
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn fail(msg: &str) -> ! {
+    eprintln!("xtask: FAILED: {msg}");
+    exit(1);
+}
+
+/// Runs a command, echoing it, and stops everything on failure.
+fn run(program: &str, args: &[&str], envs: &[(&str, &str)]) {
+    let shown = format!("{program} {}", args.join(" "));
+    let prefix: String = envs.iter().map(|(k, v)| format!("{k}={v} ")).collect();
+    eprintln!("\n==> {prefix}{shown}");
+    let start = Instant::now();
+    let status = Command::new(program)
+        .args(args)
+        .envs(envs.iter().copied())
+        .status()
+        .unwrap_or_else(|e| fail(&format!("cannot start `{shown}`: {e}")));
+    if !status.success() {
+        fail(&format!("`{prefix}{shown}` exited with {status}"));
+    }
+    eprintln!("    ok in {:.1} s", start.elapsed().as_secs_f64());
+}
+
+fn cargo(args: &[&str]) {
+    run("cargo", args, &[]);
+}
+
+fn ci() {
+    let start = Instant::now();
+    cargo(&["fmt", "--all", "--check"]);
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    cargo(&[
+        "clippy",
+        "-p",
+        "weir",
+        "--no-default-features",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    cargo(&["test", "--workspace"]);
+    cargo(&["test", "-p", "weir", "--no-default-features", "--lib"]);
+    nostd();
+    loom();
+    cargo(&["run", "--quiet", "-p", "weir", "--example", "failover"]);
+    eprintln!(
+        "\nxtask: ci passed in {:.0} s",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+/// Installs a rustup target if rustup is there; false (with a loud line) if it cannot be had.
+fn ensure_target(target: &str) -> bool {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output();
+    match installed {
+        Ok(out)
+            if String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.trim() == target) =>
+        {
+            true
+        }
+        Ok(_) => {
+            let ok = Command::new("rustup")
+                .args(["target", "add", target])
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                eprintln!("\n!!!!! SKIPPED: no_std build for {target}: `rustup target add {target}` failed !!!!!");
+            }
+            ok
+        }
+        Err(e) => {
+            eprintln!(
+                "\n!!!!! SKIPPED: no_std build for {target}: rustup not available ({e}) !!!!!"
+            );
+            false
+        }
+    }
+}
+
+fn nostd() {
+    for target in LOCK_FREE_TARGETS {
+        if ensure_target(target) {
+            cargo(&[
+                "build",
+                "-p",
+                "weir",
+                "--no-default-features",
+                "--target",
+                target,
+            ]);
+        }
+    }
+    for target in CRITICAL_SECTION_TARGETS {
+        if ensure_target(target) {
+            cargo(&[
+                "build",
+                "-p",
+                "weir",
+                "--no-default-features",
+                "--features",
+                "critical-section",
+                "--target",
+                target,
+            ]);
+        }
+    }
+}
+
+fn loom() {
+    // A separate target directory: `--cfg loom` would otherwise rebuild everything the other steps built.
+    run(
+        "cargo",
+        &["test", "-p", "weir", "--release", "--test", "loom"],
+        &[
+            ("RUSTFLAGS", "--cfg loom"),
+            ("CARGO_TARGET_DIR", "target/loom"),
+            ("LOOM_MAX_PREEMPTIONS", "3"),
+        ],
+    );
+}
+
+fn bench(extra: &[String]) {
+    let mut args = vec!["bench", "-p", "weir-benches", "--bench", "hot_path"];
+    if !extra.is_empty() {
+        args.push("--");
+        args.extend(extra.iter().map(String::as_str));
+    }
+    cargo(&args);
+    report();
+}
+
+/// Reads criterion's medians and prints weir against its baseline for each node count.
+fn report() {
+    let dir = Path::new("target/criterion/acquire_release");
+    let median = |imp: &str, n: &str| -> Option<f64> {
+        let text = fs::read_to_string(dir.join(imp).join(n).join("new/estimates.json")).ok()?;
+        let at = text.find("\"median\"")?;
+        let rest = &text[at..];
+        let p = rest.find("\"point_estimate\":")? + "\"point_estimate\":".len();
+        rest[p..].split([',', '}']).next()?.trim().parse().ok()
+    };
+    println!("\n| nodes | weir ns/pair | Mutex<Vec> ns/pair | Mutex / weir |");
+    println!("|---:|---:|---:|---:|");
+    for n in ["3", "16", "64"] {
+        match (median("weir", n), median("mutex", n)) {
+            (Some(w), Some(m)) => println!("| {n} | {w:.1} | {m:.1} | {:.2}x |", m / w),
+            _ => println!("| {n} | (missing) | (missing) | |"),
+        }
+    }
+}
