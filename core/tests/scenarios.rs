@@ -8,7 +8,6 @@ use weir::{
 };
 
 const MS: u64 = 1_000_000;
-const S: u64 = 1_000 * MS;
 
 /// Drives a balancer with one request every `dt`, each answered after 1 ms with the outcome `behave` gives.
 struct Driver {
