@@ -6,7 +6,7 @@ use crate::limit::{Limit, Sample};
 use crate::outcome::Outcome;
 use crate::select::{self, Choice};
 use crate::slot::{self, NodeSlot, ACTIVE, CLAIMED, KILLED, LAME_DUCK, REGISTERING, VACANT};
-use crate::sync::{AtomicU64, Ordering::*};
+use crate::sync::{fence, AtomicU64, Ordering::*};
 use fastrand::Rng;
 
 /// A health-weighted, concurrency-limited load balancer over a fixed set of node slots.
@@ -351,53 +351,63 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 capacity: slots.len(),
             });
         };
-        // Relaxed: published by the SeqCst write below.
+        // Relaxed: published by the Release write of REGISTERING below.
         s.id.store(id, Relaxed);
         s.health.reset(&self.prepared.model);
         let registering = slot::with_state(claimed, REGISTERING);
-        // SeqCst store then SeqCst loads of the other slots (and theirs of ours): of two adders of one id, at
-        // least the later one sees the earlier.
-        s.ctl.store(registering, SeqCst);
+        s.ctl.store(registering, Release);
+        // SeqCst fence between our store and our loads of the other slots (two adders of one id both fence):
+        // at least one of them sees the other's REGISTERING, so they never both go active.
+        fence(SeqCst);
         for (j, other) in slots.iter().enumerate() {
             if j == i {
                 continue;
             }
             loop {
-                let c = other.ctl.load(SeqCst);
+                // Acquire: pairs with the Release publication, so the id read next is the one published.
+                let c = other.ctl.load(Acquire);
                 let st = slot::state(c);
-                if !matches!(st, ACTIVE | LAME_DUCK | REGISTERING) || other.id.load(SeqCst) != id {
+                if !matches!(st, ACTIVE | LAME_DUCK | REGISTERING) || other.id.load(Acquire) != id {
                     break;
                 }
                 if st == REGISTERING && j > i {
                     // The lower slot wins a tie between two registrations.
                     if other
                         .ctl
-                        .compare_exchange(c, slot::with_state(c, KILLED), SeqCst, SeqCst)
+                        .compare_exchange(c, slot::with_state(c, KILLED), AcqRel, Relaxed)
                         .is_ok()
                     {
                         break;
                     }
                     continue;
                 }
-                s.ctl.store(slot::with_state(claimed, VACANT), SeqCst);
+                self.abandon(s, claimed);
                 return Err(MembershipError::DuplicateId(id));
             }
         }
+        // AcqRel: publishes the slot as active; fails only if a lower-slot adder of the same id killed us.
         if s.ctl
             .compare_exchange(
                 registering,
                 slot::with_state(claimed, ACTIVE),
-                SeqCst,
-                SeqCst,
+                AcqRel,
+                Relaxed,
             )
             .is_err()
         {
-            // Killed by a concurrent adder of the same id in a lower slot.
-            s.ctl.store(slot::with_state(claimed, VACANT), SeqCst);
+            self.abandon(s, claimed);
             return Err(MembershipError::DuplicateId(id));
         }
         self.change_active(true);
         Ok(())
+    }
+
+    /// Gives a slot that lost a registration back: vacant, drained, with its claim's generation. A swap,
+    /// not a store: a lower-slot adder of the same id may be killing it at this moment, and the read-modify-
+    /// write puts our write after that kill in the slot's modification order, never before it.
+    fn abandon(&self, s: &NodeSlot, claimed: u64) {
+        // AcqRel: orders the vacancy after everything this adder wrote to the slot.
+        s.ctl.swap(slot::with_state(claimed, VACANT), AcqRel);
     }
 
     /// Removes a node at once. Its leases in flight stay valid to release (they are reported as

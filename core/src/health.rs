@@ -59,6 +59,12 @@ fn tag(v: u64) -> u64 {
 fn bucket(epoch: u64, finished: u64, succeeded: u64) -> u64 {
     ((epoch & TAG_MASK) << TAG_SHIFT) | (finished << COUNT_BITS) | succeeded
 }
+/// The bucket epoch of `now`. The last epoch, `u64::MAX`, is folded into the one before it so that
+/// `last = epoch + 1` never saturates (only 1 ns buckets reach it).
+#[inline]
+fn epoch_at(now: u64, width_ns: u64) -> u64 {
+    (now / width_ns).min(u64::MAX - 1)
+}
 /// The most recent epoch `<= newest` whose low 16 bits are `t`.
 #[inline]
 fn epoch_of(t: u64, newest: u64) -> u64 {
@@ -145,7 +151,7 @@ impl Health {
         match p.model {
             PreparedModel::Buckets {
                 count, width_ns, ..
-            } => self.record_bucket(count, now / width_ns, success),
+            } => self.record_bucket(count, epoch_at(now, width_ns), success),
             PreparedModel::Ewma { alpha } => {
                 let target = if success { 1.0 } else { 0.0 };
                 // Relaxed CAS: the average is a standalone statistic (see sync.rs).
@@ -162,24 +168,23 @@ impl Health {
     }
 
     fn record_bucket(&self, count: u64, epoch: u64, success: bool) {
+        let mut advanced = None;
         loop {
             // Acquire: the ring words written under this `last` must be visible before we read them.
             let l1 = self.last.load(Acquire);
-            let target = epoch.saturating_add(1);
-            if l1 == 0 || target > l1 {
+            if advanced.is_none() && (l1 == 0 || epoch + 1 > l1) {
                 match self.advance(count, l1, epoch) {
-                    Some(previous) => {
-                        self.write_bucket(count, epoch, success);
-                        if let Some(old) = previous {
-                            self.clear_aged_newest(count, old, epoch);
-                        }
-                        return;
-                    }
+                    Some(previous) => advanced = Some(previous),
                     None => continue,
                 }
+                continue;
             }
-            // `epoch` is not newer than `last`: record into the newest bucket.
-            if self.try_write_bucket(count, l1 - 1, success) {
+            // The outcome goes into the newest bucket: our own epoch after our advance, or a newer one if
+            // another writer advanced past us (a `now` older than `last` counts as the newest bucket).
+            if self.try_write_bucket(count, l1, success) {
+                if let Some(Some(old)) = advanced {
+                    self.clear_aged_newest(count, old, l1 - 1);
+                }
                 return;
             }
         }
@@ -202,7 +207,9 @@ impl Health {
                     return None;
                 }
                 let e = epoch_of(tag(v), newest);
-                if e != newest && epoch - e >= count {
+                // `e <= newest < epoch`: `v` was written under `l1` (its Release write is ordered before our
+                // re-read of `last`), so its tag resolves to an epoch no newer than `newest`.
+                if e != newest && epoch.wrapping_sub(e) >= count {
                     // Release: nothing to publish, but a failed CAS simply means a writer got there.
                     if w.compare_exchange(v, 0, Release, Relaxed).is_err() {
                         return None;
@@ -210,38 +217,26 @@ impl Health {
                 }
             }
         }
-        let target = epoch.saturating_add(1);
         // AcqRel: publishes our clears to writers of the new epoch, and orders us after earlier advances.
-        match self.last.compare_exchange(l1, target, AcqRel, Acquire) {
+        match self.last.compare_exchange(l1, epoch + 1, AcqRel, Acquire) {
             Ok(_) => Some(if l1 == 0 { None } else { Some(l1 - 1) }),
             Err(_) => None,
         }
     }
 
-    /// Records into the bucket of `epoch`, which is the newest; retries across concurrent writers and advances.
-    fn write_bucket(&self, count: u64, epoch: u64, success: bool) {
-        loop {
-            let l1 = self.last.load(Acquire);
-            let newest = l1.saturating_sub(1);
-            if l1 != 0 && newest > epoch {
-                // Another writer already advanced past us: our outcome belongs in its newest bucket.
-                if self.try_write_bucket(count, newest, success) {
-                    return;
-                }
-                continue;
-            }
-            if self.try_write_bucket(count, epoch, success) {
-                return;
-            }
-        }
-    }
-
-    /// One attempt to add an outcome to the bucket of `epoch`. The bucket holds either `epoch` (add to it),
-    /// or nothing, or an aged epoch (replace it).
+    /// One attempt to add an outcome to the newest bucket, epoch `l1 - 1`. The bucket holds either that
+    /// epoch (add to it), or nothing, or an aged epoch (replace it). The bucket is read, then `last` is
+    /// checked again: if a writer advanced meanwhile, the word read may already belong to a newer epoch,
+    /// which must never be replaced by an older one, so the attempt fails and the caller re-reads `last`.
     #[inline]
-    fn try_write_bucket(&self, count: u64, epoch: u64, success: bool) -> bool {
+    fn try_write_bucket(&self, count: u64, l1: u64, success: bool) -> bool {
+        let epoch = l1 - 1;
         let w = &self.ring[(epoch % count) as usize];
+        // Acquire: a bucket written under a newer `last` makes that `last` visible to the check below.
         let v = w.load(Acquire);
+        if self.last.load(Acquire) != l1 {
+            return false;
+        }
         let next = if fin(v) != 0 && tag(v) == epoch & TAG_MASK {
             bumped(v, success)
         } else {
@@ -298,7 +293,7 @@ impl Health {
                     };
                 }
                 let newest = l1 - 1;
-                let now_epoch = (now / width_ns).max(newest);
+                let now_epoch = epoch_at(now, width_ns).max(newest);
                 let (mut num, mut den) = (0.0f64, 0.0f64);
                 let (mut wf, mut ws) = (0u64, 0u64);
                 let mut oldest_in_window = u64::MAX;
@@ -311,6 +306,11 @@ impl Health {
                     }
                     let s = succ(v);
                     let e = epoch_of(tag(v), newest);
+                    if e > newest {
+                        // Near epoch 0 a tag newer than `newest` resolves past it: a writer advanced `last`
+                        // after we read it, and the check below retries the whole reading.
+                        continue;
+                    }
                     if now_epoch - e < count {
                         // Ages are counted from the newest bucket with data: the same ratio as from `now`
                         // (every weight shrinks by the same factor), and bit-identical whenever it is read.
@@ -331,7 +331,8 @@ impl Health {
                     View {
                         rate: num / den,
                         floored: false,
-                        expiry_offset: oldest_in_window + count - newest,
+                        // `newest - oldest < count` (both in the window), so this is in 1..=count.
+                        expiry_offset: count - (newest - oldest_in_window),
                         newest,
                         window: (wf, ws),
                         sticky: (0, 0),

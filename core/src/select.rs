@@ -23,7 +23,8 @@ const SCAN: usize = 64;
 /// Not a candidate (vacant, lame duck, being added).
 const ABSENT: f64 = f64::NEG_INFINITY;
 
-/// The result of the scan: each active node's weight, with nodes at their limit encoded as `-(w + 1)`.
+/// The result of the scan: each active node's weight, with nodes at their limit encoded as `-w` (the sign
+/// bit marks a full node, so `-0.0` is a full node of zero weight and no weight is rounded away).
 struct Scan {
     head: [f64; SCAN],
     /// Σ weight over nodes with room.
@@ -52,22 +53,18 @@ fn entry(p: &Prepared, s: &NodeSlot, now: u64, floor_weight: f64) -> f64 {
     if slot::inflight(c) < slot::limit(c) {
         w
     } else {
-        -(w + 1.0)
+        -w
     }
 }
 
 #[inline]
 fn has_room(e: f64) -> bool {
-    e >= 0.0
+    e.is_sign_positive()
 }
 
 #[inline]
 fn weight(e: f64) -> f64 {
-    if e >= 0.0 {
-        e
-    } else {
-        -e - 1.0
-    }
+    e.abs()
 }
 
 /// Picks the node to try, or the reason to fail fast.

@@ -12,8 +12,11 @@
 //!
 //! # Memory ordering (shared reasoning for the whole crate)
 //! - A node slot's control word (`ctl`: state, limit, in-flight) is the synchronisation point of a slot.
-//!   Membership changes publish a slot with `Release`/`SeqCst` writes to `ctl`; readers `Acquire` it before
-//!   they read the slot's id or health.
+//!   Membership changes publish a slot with `Release` writes to `ctl`; readers `Acquire` it before they
+//!   read the slot's id or health. Two adders of one id find each other through a `SeqCst` fence between
+//!   publishing their own slot and scanning the others (the store-buffering pattern: of two fenced
+//!   threads, at least one sees the other's store). A fence, not `SeqCst` accesses, because the fence
+//!   states the requirement exactly and is what the loom models check.
 //! - Health words (buckets, cached weight) are independent statistics: a reader that sees a slightly older
 //!   value makes the decision it would have made a moment earlier, which is indistinguishable from a
 //!   scheduling delay. They use `Relaxed` except where a value read from one word must be interpreted
@@ -22,9 +25,9 @@
 //!   health happens-before a membership change that observes the slot drained (`Acquire`).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
 #[cfg(not(loom))]
-pub(crate) use portable_atomic::{AtomicU64, Ordering};
+pub(crate) use portable_atomic::{fence, AtomicU64, Ordering};
 
 /// `true` when 64-bit atomics on this build are native instructions, with no lock and no interrupt masking.
 #[cfg(not(loom))]

@@ -1,0 +1,223 @@
+//! Allocation counting: after construction, no hot-path call allocates (DESIGN.md invariant 1). A counting
+//! global allocator counts each thread's allocations; every workload below must make exactly zero.
+
+use weir::{
+    AimdLimit, Balancer, Config, FixedLimit, HealthModel, HeapBalancer, Lease, LimitAlgorithm,
+    MembershipError, Outcome, Policy, Rejected, Rng,
+};
+use weir_alloc_counter::{count, CountingAlloc};
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+const NODES: u64 = 4;
+const PAIRS: u64 = 10_000;
+/// More leases held at once than a fixed limit of 1 admits on `NODES` nodes: AllBusy happens.
+const HELD: usize = 6;
+
+fn configs() -> Vec<Config> {
+    let healths = [
+        HealthModel::SEED_BUCKETS,
+        // Narrow buckets: the window rotates every few calls, so advances, clears, the sticky bucket and
+        // the cache's slow path all run inside the counted region.
+        HealthModel::Buckets {
+            count: 3,
+            width_ns: 100_000,
+            decay: 2.0,
+        },
+        HealthModel::Ewma { half_life: 10 },
+    ];
+    let limits = [
+        LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
+        LimitAlgorithm::Aimd(AimdLimit {
+            initial_limit: 1,
+            min_limit: 1,
+            max_limit: 3,
+            backoff_ratio: 0.5,
+            timeout_ns: 100_000,
+        }),
+    ];
+    let mut out = Vec::new();
+    for policy in [Policy::Cascade, Policy::CascadeApprox, Policy::WeightedPick] {
+        for health in healths {
+            for limit in limits {
+                out.push(Config {
+                    policy,
+                    health,
+                    limit,
+                    weight_exponent: if policy == Policy::CascadeApprox {
+                        2.5 // the `pow` path instead of repeated multiplication
+                    } else {
+                        3.0
+                    },
+                    ..Config::default()
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Acquires and releases `PAIRS` times with every outcome, up to `HELD` leases at once, plus membership
+/// changes (with leases outstanding, so releases go stale), refused changes, rejections, and reads.
+/// Returns a checksum so that nothing is optimised away and the workload provably did something.
+fn workload(b: &HeapBalancer, rng: &mut Rng, now: &mut u64) -> (u64, [u64; 4]) {
+    let mut held: [Option<Lease>; HELD] = [const { None }; HELD];
+    let mut seen = [0u64; 4]; // leases, rejections, stale releases, snapshot reads
+    for i in 0..PAIRS {
+        *now += rng.u64(10_000..60_000);
+        let k = rng.usize(..HELD);
+        match held[k].take() {
+            Some(lease) => {
+                let outcome = Outcome::ALL[rng.usize(..4)];
+                let id = lease.node_id();
+                // A node that fails half the time, so weights differ and some reach zero.
+                let outcome = if id % 3 == 0 && rng.bool() {
+                    Outcome::Failure
+                } else {
+                    outcome
+                };
+                if b.release(lease, outcome, *now).is_err() {
+                    seen[2] += 1;
+                }
+            }
+            None => match b.acquire(*now, rng) {
+                Ok(lease) => {
+                    seen[0] += 1;
+                    held[k] = Some(lease);
+                }
+                Err(_) => seen[1] += 1,
+            },
+        }
+        match i % 1000 {
+            // Remove a node while it may have leases in flight, then bring it back.
+            100 => b.remove(1 + i / 1000 % NODES).unwrap(),
+            600 => b.add(1 + i / 1000 % NODES).unwrap(),
+            // Lame duck everything for a moment: NoActiveNodes.
+            700 => {
+                for id in 1..=NODES {
+                    b.set_lame_duck(id, true).unwrap();
+                }
+                assert_eq!(b.acquire(*now, rng).err(), Some(Rejected::NoActiveNodes));
+                for id in 1..=NODES {
+                    b.set_lame_duck(id, false).unwrap();
+                }
+            }
+            // Refused changes are values too.
+            800 => {
+                assert_eq!(b.add(1), Err(MembershipError::DuplicateId(1)));
+                assert_eq!(b.remove(999), Err(MembershipError::UnknownId(999)));
+                assert_eq!(
+                    b.set_lame_duck(999, true),
+                    Err(MembershipError::UnknownId(999))
+                );
+            }
+            900 => {
+                let st = b.stats();
+                seen[3] += st.acquired;
+                for n in b.nodes(*now) {
+                    seen[3] += u64::from(n.in_flight) + n.success_rate.to_bits() % 7;
+                }
+                if let Some(n) = b.node(2, *now) {
+                    seen[3] += n.window_finished;
+                }
+            }
+            _ => {}
+        }
+    }
+    for lease in held.into_iter().flatten() {
+        let _ = b.release(lease, Outcome::Success, *now);
+    }
+    (seen.iter().sum(), seen)
+}
+
+fn balancer(config: Config) -> HeapBalancer {
+    let b = Balancer::with_capacity(16, config).unwrap();
+    for id in 1..=NODES {
+        b.add(id).unwrap();
+    }
+    b
+}
+
+#[test]
+fn counting_allocator_counts() {
+    let (v, n) = count(|| vec![0u8; 64]);
+    assert_eq!(
+        (v.len(), n),
+        (64, 1),
+        "the counter must see a Vec allocation"
+    );
+}
+
+#[test]
+fn hot_paths_allocate_nothing_for_every_policy_health_and_limit() {
+    for config in configs() {
+        let b = balancer(config);
+        let mut rng = Rng::with_seed(17);
+        let mut now = 1_000_000;
+        // Warm up outside the counted region (nothing should need it, but the claim is about steady state).
+        workload(&b, &mut rng, &mut now);
+        let ((_, seen), n) = count(|| workload(&b, &mut rng, &mut now));
+        assert_eq!(n, 0, "{n} allocations in {PAIRS} pairs with {config:?}");
+        assert!(
+            seen[0] > PAIRS / 10,
+            "too few leases: {seen:?} with {config:?}"
+        );
+        assert!(seen[3] > 0, "{seen:?}");
+        let st = b.stats();
+        assert_eq!(st.in_flight, 0, "{st:?}");
+        assert!(st.released_stale > 0, "no stale release exercised: {st:?}");
+        if matches!(config.limit, LimitAlgorithm::Fixed(_)) {
+            assert!(st.rejected_all_busy > 0, "no AllBusy exercised: {st:?}");
+        }
+        assert!(st.rejected_no_active > 0, "{st:?}");
+    }
+}
+
+#[test]
+fn construction_is_the_only_allocation() {
+    // `with_capacity` allocates the slots once; `Balancer::new` over a caller's array allocates nothing.
+    let (b, n) = count(|| Balancer::with_capacity(4, Config::default()).unwrap());
+    assert_eq!(n, 1, "with_capacity should allocate the slot array once");
+    drop(b);
+    let (b, n) =
+        count(|| Balancer::new([const { weir::NodeSlot::new() }; 4], Config::default()).unwrap());
+    assert_eq!(n, 0);
+    let ((), n) = count(|| {
+        b.add(1).unwrap();
+        let mut rng = Rng::with_seed(1);
+        let lease = b.acquire(5, &mut rng).unwrap();
+        b.release(lease, Outcome::Dropped, 9).unwrap();
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn lease_guard_allocates_only_on_the_first_call_of_a_thread() {
+    let b = balancer(Config {
+        seed: 99,
+        ..Config::default()
+    });
+    // The first call may create this thread's generator for seed 99.
+    let (r, first) = count(|| b.acquire_guard().map(|g| g.complete(Outcome::Success)));
+    assert_eq!(r, Ok(Ok(())));
+    assert!(first <= 1, "{first} allocations for the first guard");
+    let (ids, n) = count(|| {
+        let mut ids = 0u64;
+        for i in 0..PAIRS {
+            let g = b.acquire_guard().unwrap();
+            ids += g.node_id();
+            match i % 3 {
+                0 => g.complete(Outcome::Success).unwrap(),
+                1 => g.complete(Outcome::Failure).unwrap(),
+                _ => drop(g), // released as Ignored
+            }
+        }
+        ids
+    });
+    assert_eq!(n, 0, "{n} allocations in {PAIRS} guarded calls");
+    assert!(ids >= PAIRS);
+    let st = b.stats();
+    assert_eq!(st.in_flight, 0);
+    assert_eq!(st.released[Outcome::Ignored as usize], PAIRS / 3);
+}
