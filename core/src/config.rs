@@ -120,7 +120,8 @@ pub(crate) struct Prepared {
 pub(crate) enum PreparedModel {
     Buckets {
         count: u64,
-        width_ns: u64,
+        /// The bucket width, for `now / width` without a division instruction.
+        width: crate::div::Divisor,
         /// `decay^-age` for age 0..count.
         weights: [f64; MAX_BUCKETS],
     },
@@ -146,9 +147,9 @@ impl Config {
                 if count == 0 || count > MAX_BUCKETS {
                     return Err(ConfigError::BucketCount);
                 }
-                if width_ns == 0 {
+                let Some(width) = crate::div::Divisor::new(width_ns) else {
                     return Err(ConfigError::BucketWidth);
-                }
+                };
                 if !(decay.is_finite() && decay >= 1.0) {
                     return Err(ConfigError::Decay);
                 }
@@ -159,7 +160,7 @@ impl Config {
                 }
                 PreparedModel::Buckets {
                     count: count as u64,
-                    width_ns,
+                    width,
                     weights,
                 }
             }
@@ -197,6 +198,16 @@ impl Config {
 }
 
 impl Prepared {
+    /// `epoch(now) + 1` for the bucket model, the value [`Health::weight`](crate::health::Health) compares
+    /// cached expiries with; 0 for the average model, whose cache never expires.
+    #[inline]
+    pub(crate) fn next_epoch(&self, now: u64) -> u64 {
+        match self.model {
+            PreparedModel::Buckets { width, .. } => crate::health::epoch_at(now, width) + 1,
+            PreparedModel::Ewma { .. } => 0,
+        }
+    }
+
     /// `rate ^ weight_exponent`, for a rate in [0, 1].
     #[inline]
     pub(crate) fn weight_of(&self, rate: f64) -> f64 {

@@ -33,6 +33,7 @@
 //! `(floor / active_nodes) ^ exponent` when used: the sticky and average cases.
 
 use crate::config::{Prepared, PreparedModel, MAX_BUCKETS};
+use crate::div::Divisor;
 use crate::sync::{AtomicU64, Ordering::*};
 
 const COUNT_BITS: u32 = 24;
@@ -40,6 +41,8 @@ const COUNT_MAX: u64 = (1 << COUNT_BITS) - 1;
 const TAG_SHIFT: u32 = 48;
 const TAG_MASK: u64 = 0xFFFF;
 const SIGN: u32 = 1 << 31;
+// Bucket ages index the weight table with a mask instead of a bounds check.
+const _: () = assert!(MAX_BUCKETS.is_power_of_two());
 /// A fresh node: weight 1.0, valid until the first write.
 const CACHE_FRESH: u64 = ((1.0f32.to_bits() | SIGN) as u64) << 32;
 
@@ -62,8 +65,8 @@ fn bucket(epoch: u64, finished: u64, succeeded: u64) -> u64 {
 /// The bucket epoch of `now`. The last epoch, `u64::MAX`, is folded into the one before it so that
 /// `last = epoch + 1` never saturates (only 1 ns buckets reach it).
 #[inline]
-fn epoch_at(now: u64, width_ns: u64) -> u64 {
-    (now / width_ns).min(u64::MAX - 1)
+pub(crate) fn epoch_at(now: u64, width: Divisor) -> u64 {
+    width.div(now).min(u64::MAX - 1)
 }
 /// The most recent epoch `<= newest` whose low 16 bits are `t`.
 #[inline]
@@ -149,9 +152,19 @@ impl Health {
     /// Records one finished outcome (success or not) at `now`, then refreshes the cached weight.
     pub(crate) fn record(&self, p: &Prepared, now: u64, success: bool) {
         match p.model {
-            PreparedModel::Buckets {
-                count, width_ns, ..
-            } => self.record_bucket(count, epoch_at(now, width_ns), success),
+            PreparedModel::Buckets { count, width, .. } => {
+                let advanced = self.record_bucket(count, epoch_at(now, width), success);
+                // A success added to the newest bucket of a window whose weight is 1.0 leaves both the
+                // weight and the expiry as they are (the oldest bucket did not move): the cache holds the
+                // reading already. The healthy node's common case costs no recomputation.
+                // Acquire: orders this read after our bucket write, as `refresh` does.
+                if success
+                    && !advanced
+                    && (self.cache.load(Acquire) >> 32) as u32 == 1.0f32.to_bits()
+                {
+                    return;
+                }
+            }
             PreparedModel::Ewma { alpha } => {
                 let target = if success { 1.0 } else { 0.0 };
                 // Relaxed CAS: the average is a standalone statistic (see sync.rs).
@@ -167,7 +180,8 @@ impl Health {
         self.refresh(p, now);
     }
 
-    fn record_bucket(&self, count: u64, epoch: u64, success: bool) {
+    /// Records one outcome; returns whether this call advanced the window.
+    fn record_bucket(&self, count: u64, epoch: u64, success: bool) -> bool {
         let mut advanced = None;
         loop {
             // Acquire: the ring words written under this `last` must be visible before we read them.
@@ -185,7 +199,7 @@ impl Health {
                 if let Some(Some(old)) = advanced {
                     self.clear_aged_newest(count, old, l1 - 1);
                 }
-                return;
+                return advanced.is_some();
             }
         }
     }
@@ -262,7 +276,8 @@ impl Health {
 
     /// A consistent reading of the node at `now`.
     pub(crate) fn view(&self, p: &Prepared, now: u64) -> View {
-        match p.model {
+        // By reference: the weight table is not copied.
+        match &p.model {
             PreparedModel::Ewma { .. } => {
                 let has_data = self.last.load(Relaxed) != 0;
                 View {
@@ -275,10 +290,10 @@ impl Health {
                     has_data,
                 }
             }
-            PreparedModel::Buckets {
+            &PreparedModel::Buckets {
                 count,
-                width_ns,
-                weights,
+                width,
+                ref weights,
             } => loop {
                 let l1 = self.last.load(Acquire);
                 if l1 == 0 {
@@ -293,7 +308,7 @@ impl Health {
                     };
                 }
                 let newest = l1 - 1;
-                let now_epoch = epoch_at(now, width_ns).max(newest);
+                let now_epoch = epoch_at(now, width).max(newest);
                 let (mut num, mut den) = (0.0f64, 0.0f64);
                 let (mut wf, mut ws) = (0u64, 0u64);
                 let mut oldest_in_window = u64::MAX;
@@ -314,7 +329,7 @@ impl Health {
                     if now_epoch - e < count {
                         // Ages are counted from the newest bucket with data: the same ratio as from `now`
                         // (every weight shrinks by the same factor), and bit-identical whenever it is read.
-                        let a = weights[(newest - e) as usize];
+                        let a = weights[(newest - e) as usize & (MAX_BUCKETS - 1)];
                         num += a * s as f64;
                         den += a * f as f64;
                         wf += f;
@@ -359,12 +374,14 @@ impl Health {
     fn refresh(&self, p: &Prepared, now: u64) {
         loop {
             let seen = self.cache.load(Acquire);
-            let v = self.view(p, now);
+            let next = encode(p, &self.view(p, now));
+            // Equal words (a healthy node staying at 1.0): the cache already holds this reading.
             // AcqRel: a failed exchange means another writer stored a reading; take it into account.
-            if self
-                .cache
-                .compare_exchange(seen, encode(p, &v), AcqRel, Acquire)
-                .is_ok()
+            if next == seen
+                || self
+                    .cache
+                    .compare_exchange(seen, next, AcqRel, Acquire)
+                    .is_ok()
             {
                 return;
             }
@@ -372,9 +389,10 @@ impl Health {
     }
 
     /// The node's weight for a decision at `now`, with `floor_weight` applied where the floor applies.
+    /// `next_epoch` is `epoch(now) + 1` for the bucket model (computed once per decision; unused otherwise).
     /// Reads one word (two for a windowed weight); recomputes only when the window moved past the cache.
     #[inline]
-    pub(crate) fn weight(&self, p: &Prepared, now: u64, floor_weight: f64) -> f64 {
+    pub(crate) fn weight(&self, p: &Prepared, now: u64, next_epoch: u64, floor_weight: f64) -> f64 {
         // Relaxed: the cache is a standalone statistic; the check against `last` below only decides whether
         // to trust it, and a stale pair at worst makes the decision of a moment earlier (see sync.rs).
         let c = self.cache.load(Relaxed);
@@ -382,15 +400,10 @@ impl Health {
         if bits & SIGN != 0 {
             return (f32::from_bits(bits & !SIGN) as f64).max(floor_weight);
         }
-        if let PreparedModel::Buckets { width_ns, .. } = p.model {
-            let newest = self.last.load(Relaxed).wrapping_sub(1);
-            if now
-                < newest
-                    .saturating_add(c & 0xFFFF_FFFF)
-                    .saturating_mul(width_ns)
-            {
-                return f32::from_bits(bits) as f64;
-            }
+        // Valid while `epoch(now) < newest + offset`, i.e. `epoch(now) + 1 < last + offset`. Near the end of
+        // time the sum saturates and the slow path decides, which is merely slower.
+        if next_epoch < self.last.load(Relaxed).saturating_add(c & 0xFFFF_FFFF) {
+            return f32::from_bits(bits) as f64;
         }
         self.weight_slow(p, now, c, floor_weight)
     }
@@ -446,7 +459,7 @@ mod tests {
         let (p, h) = (prepared(), Health::new());
         let v = h.view(&p, 0);
         assert_eq!((v.rate, v.has_data, v.floored), (1.0, false, false));
-        assert_eq!(h.weight(&p, 123, 0.5), 1.0);
+        assert_eq!(h.weight(&p, 123, p.next_epoch(123), 0.5), 1.0);
     }
 
     #[test]
@@ -468,11 +481,11 @@ mod tests {
         let v6 = h.view(&p, 6 * W);
         assert_eq!(v6.rate, (5.0 / 3.0) / (4.0 + 10.0 / 3.0) * 1.0);
         assert_eq!(v6.window, (14, 5));
-        let cached = h.weight(&p, 2 * W + 3, 0.0);
+        let cached = h.weight(&p, 2 * W + 3, p.next_epoch(2 * W + 3), 0.0);
         assert_eq!(cached, ((num / den).powi(3)) as f32 as f64);
         // The cache expires exactly when epoch 0 leaves the window.
         assert_eq!(
-            h.weight(&p, 6 * W, 0.0),
+            h.weight(&p, 6 * W, p.next_epoch(6 * W), 0.0),
             (v6.rate * v6.rate * v6.rate) as f32 as f64
         );
     }
@@ -492,7 +505,7 @@ mod tests {
         );
         let floor_w = 0.0001f64 / 3.0;
         let floor_w = floor_w * floor_w * floor_w;
-        assert_eq!(h.weight(&p, 9 * W, floor_w), floor_w);
+        assert_eq!(h.weight(&p, 9 * W, p.next_epoch(9 * W), floor_w), floor_w);
         // Far later, with no writes, the node still has its last known rate, not 1.0.
         let far = h.view(&p, u64::MAX / 2);
         assert_eq!((far.rate, far.sticky), (0.0, (2, 0)));
@@ -556,7 +569,10 @@ mod tests {
         assert_eq!(h.view(&p, 0).rate, 0.25);
         h.record(&p, 9, true);
         assert_eq!(h.view(&p, 0).rate, 0.625);
-        assert_eq!(h.weight(&p, 0, 0.0), 0.625f64.powi(3) as f32 as f64);
-        assert_eq!(h.weight(&p, 0, 0.5), 0.5);
+        assert_eq!(
+            h.weight(&p, 0, p.next_epoch(0), 0.0),
+            0.625f64.powi(3) as f32 as f64
+        );
+        assert_eq!(h.weight(&p, 0, p.next_epoch(0), 0.5), 0.5);
     }
 }

@@ -34,6 +34,7 @@ extern crate std;
 
 mod balancer;
 mod config;
+mod div;
 mod error;
 mod health;
 pub mod limit;

@@ -23,33 +23,23 @@ const SCAN: usize = 64;
 /// Not a candidate (vacant, lame duck, being added).
 const ABSENT: f64 = f64::NEG_INFINITY;
 
-/// The result of the scan: each active node's weight, with nodes at their limit encoded as `-w` (the sign
-/// bit marks a full node, so `-0.0` is a full node of zero weight and no weight is rounded away).
-struct Scan {
-    head: [f64; SCAN],
-    /// Σ weight over nodes with room.
-    total_room: f64,
-    /// Nodes with room and zero weight.
-    zero_room: u32,
-    /// Σ weight over all active nodes.
-    total_all: f64,
-    any_active: bool,
-}
-
 /// What a scan found to try next.
 pub(crate) enum Choice {
     Try(usize),
     Reject(crate::Rejected),
 }
 
-#[inline]
-fn entry(p: &Prepared, s: &NodeSlot, now: u64, floor_weight: f64) -> f64 {
+/// A node's scan entry: its weight if it is active with room, `-weight` if it is active and full (the sign
+/// bit marks a full node, so `-0.0` is a full node of zero weight and no weight is rounded away), `ABSENT`
+/// otherwise.
+#[inline(always)]
+fn entry(p: &Prepared, s: &NodeSlot, now: u64, next_epoch: u64, floor_weight: f64) -> f64 {
     // Relaxed: the scan is a snapshot for choosing; admission re-checks with a compare-and-swap.
     let c = s.ctl.load(crate::sync::Ordering::Relaxed);
     if slot::state(c) != slot::ACTIVE {
         return ABSENT;
     }
-    let w = s.health.weight(p, now, floor_weight);
+    let w = s.health.weight(p, now, next_epoch, floor_weight);
     if slot::inflight(c) < slot::limit(c) {
         w
     } else {
@@ -62,12 +52,51 @@ fn has_room(e: f64) -> bool {
     e.is_sign_positive()
 }
 
-#[inline]
-fn weight(e: f64) -> f64 {
-    e.abs()
+/// The scan's totals, kept in registers.
+#[derive(Clone, Copy)]
+struct Totals {
+    /// Σ weight over nodes with room.
+    room: f64,
+    /// Σ weight over all active nodes.
+    all: f64,
+    /// Nodes with room and zero weight.
+    zero_room: u32,
+    any_active: bool,
+}
+
+impl Totals {
+    #[inline(always)]
+    fn add(&mut self, e: f64) {
+        if e == ABSENT {
+            return;
+        }
+        self.any_active = true;
+        self.all += e.abs();
+        if has_room(e) {
+            self.room += e;
+            self.zero_room += u32::from(e == 0.0);
+        }
+    }
+}
+
+/// A node's weight if it is active with room, else 0: all the cascade's common case needs.
+#[inline(always)]
+fn room_weight(p: &Prepared, s: &NodeSlot, now: u64, next_epoch: u64, floor_weight: f64) -> f64 {
+    // Relaxed: as in `entry`.
+    let c = s.ctl.load(crate::sync::Ordering::Relaxed);
+    if slot::state(c) == slot::ACTIVE && slot::inflight(c) < slot::limit(c) {
+        s.health.weight(p, now, next_epoch, floor_weight)
+    } else {
+        0.0
+    }
 }
 
 /// Picks the node to try, or the reason to fail fast.
+///
+/// `Cascade` and `WeightedPick` first scan for the weights of nodes with room only (the common case: one
+/// load of the control word and one or two of the cached weight per node, nothing written) and draw
+/// among them. Only when no node with room has a positive weight does the full scan run, which tells
+/// apart zero-weight, full and absent nodes for the fallbacks and the rejection reason.
 pub(crate) fn choose(
     p: &Prepared,
     slots: &[NodeSlot],
@@ -75,68 +104,113 @@ pub(crate) fn choose(
     floor_weight: f64,
     rng: &mut Rng,
 ) -> Choice {
-    let mut scan = Scan {
-        head: [ABSENT; SCAN],
-        total_room: 0.0,
-        zero_room: 0,
-        total_all: 0.0,
-        any_active: false,
-    };
-    for (i, s) in slots.iter().enumerate() {
-        let e = entry(p, s, now, floor_weight);
-        if let Some(h) = scan.head.get_mut(i) {
-            *h = e;
-        }
-        if e == ABSENT {
-            continue;
-        }
-        scan.any_active = true;
-        let w = weight(e);
-        scan.total_all += w;
-        if has_room(e) {
-            scan.total_room += w;
-            if w == 0.0 {
-                scan.zero_room += 1;
+    if p.config.policy == Policy::CascadeApprox {
+        return choose_full(p, slots, now, floor_weight, rng);
+    }
+    let next_epoch = p.next_epoch(now);
+    let mut head = [0.0f64; SCAN];
+    let mut total = 0.0;
+    for (h, s) in head.iter_mut().zip(slots) {
+        let w = room_weight(p, s, now, next_epoch, floor_weight);
+        *h = w;
+        total += w;
+    }
+    for s in slots.iter().skip(SCAN) {
+        total += room_weight(p, s, now, next_epoch, floor_weight);
+    }
+    if total > 0.0 {
+        let target = rng.f64() * total;
+        let mut acc = 0.0;
+        let mut last = None;
+        for (i, &w) in head[..slots.len().min(SCAN)].iter().enumerate() {
+            if w > 0.0 {
+                acc += w;
+                last = Some(i);
+                if acc > target {
+                    return Choice::Try(i);
+                }
             }
         }
+        for (i, s) in slots.iter().enumerate().skip(SCAN) {
+            let w = room_weight(p, s, now, next_epoch, floor_weight);
+            if w > 0.0 {
+                acc += w;
+                last = Some(i);
+                if acc > target {
+                    return Choice::Try(i);
+                }
+            }
+        }
+        // Rounding (or a node beyond the stack buffer that changed meanwhile) left the target unreached.
+        if let Some(i) = last {
+            return Choice::Try(i);
+        }
     }
-    if !scan.any_active {
+    choose_full(p, slots, now, floor_weight, rng)
+}
+
+/// The full scan: every policy's complete rules, including the fallbacks and the rejection reasons.
+#[inline(never)]
+fn choose_full(
+    p: &Prepared,
+    slots: &[NodeSlot],
+    now: u64,
+    floor_weight: f64,
+    rng: &mut Rng,
+) -> Choice {
+    let next_epoch = p.next_epoch(now);
+    let entry = |s: &NodeSlot| entry(p, s, now, next_epoch, floor_weight);
+    let mut head = [ABSENT; SCAN];
+    let mut t = Totals {
+        room: 0.0,
+        all: 0.0,
+        zero_room: 0,
+        any_active: false,
+    };
+    for (h, s) in head.iter_mut().zip(slots) {
+        let e = entry(s);
+        *h = e;
+        t.add(e);
+    }
+    for s in slots.iter().skip(SCAN) {
+        t.add(entry(s));
+    }
+    if !t.any_active {
         return Choice::Reject(crate::Rejected::NoActiveNodes);
     }
-    let at = |i: usize| -> f64 {
-        match scan.head.get(i) {
-            Some(e) => *e,
-            None => slots
-                .get(i)
-                .map_or(ABSENT, |s| entry(p, s, now, floor_weight)),
-        }
+    let entries = Entries {
+        head: &head[..slots.len().min(SCAN)],
+        rest: slots.get(SCAN..).unwrap_or(&[]),
+        entry: &entry,
     };
     let picked = match p.config.policy {
         Policy::Cascade => {
-            if scan.total_room > 0.0 {
-                weighted(slots.len(), &at, scan.total_room, true, rng)
+            if t.room > 0.0 {
+                weighted_room(&entries, t.room, rng)
             } else {
-                nth_zero(slots.len(), &at, scan.zero_room, rng)
+                nth_zero(&entries, t.zero_room, rng)
             }
         }
         Policy::WeightedPick => {
-            if scan.total_room > 0.0 {
-                weighted(slots.len(), &at, scan.total_room, true, rng)
-            } else if scan.total_all == 0.0 {
+            if t.room > 0.0 {
+                weighted_room(&entries, t.room, rng)
+            } else if t.all == 0.0 {
                 // Every active node is at zero weight: all equally bad, spread evenly.
-                nth_zero(slots.len(), &at, scan.zero_room, rng)
+                nth_zero(&entries, t.zero_room, rng)
             } else {
                 // The only nodes with room have zero weight while better ones are full: no fallback.
                 None
             }
         }
         Policy::CascadeApprox => {
-            let promoted = if scan.total_all > 0.0 {
-                weighted(slots.len(), &at, scan.total_all, false, rng).filter(|&i| has_room(at(i)))
+            let promoted = if t.all > 0.0 {
+                weighted_all(&entries, t.all, rng).filter(|&(_, e)| has_room(e))
             } else {
                 None
             };
-            promoted.or_else(|| best_with_room(slots.len(), &at, rng))
+            promoted
+                .map(|(i, _)| i)
+                .or_else(|| best_with_room(&entries, rng))
         }
     };
     match picked {
@@ -145,80 +219,130 @@ pub(crate) fn choose(
     }
 }
 
-/// Draws index `i` with probability `w_i / total` among candidates (nodes with room when `room_only`,
-/// every active node otherwise).
-fn weighted(
-    n: usize,
-    at: &impl Fn(usize) -> f64,
+/// The scan's entries: the first `SCAN` from the stack, the others read again (a concurrent change can
+/// then shift the draw slightly, never out of the active set).
+struct Entries<'a, F> {
+    head: &'a [f64],
+    rest: &'a [NodeSlot],
+    entry: &'a F,
+}
+
+impl<F: Fn(&NodeSlot) -> f64> Entries<'_, F> {
+    /// Visits `(index, entry)` in slot order until `f` returns `true`; returns that index.
+    #[inline(always)]
+    fn find(&self, mut f: impl FnMut(f64) -> bool) -> Option<usize> {
+        for (i, &e) in self.head.iter().enumerate() {
+            if f(e) {
+                return Some(i);
+            }
+        }
+        for (i, s) in self.rest.iter().enumerate() {
+            if f((self.entry)(s)) {
+                return Some(SCAN + i);
+            }
+        }
+        None
+    }
+}
+
+/// Draws a node with room with probability `w_i / total` (`total` = Σ weight over nodes with room).
+#[inline(always)]
+fn weighted_room<F: Fn(&NodeSlot) -> f64>(
+    es: &Entries<'_, F>,
     total: f64,
-    room_only: bool,
     rng: &mut Rng,
 ) -> Option<usize> {
     let target = rng.f64() * total;
     let mut acc = 0.0;
     let mut last = None;
-    for i in 0..n {
-        let e = at(i);
-        if e == ABSENT || (room_only && !has_room(e)) {
-            continue;
-        }
-        let w = weight(e);
-        if w <= 0.0 {
-            continue;
-        }
-        acc += w;
-        last = Some(i);
-        if acc > target {
-            return last;
-        }
-    }
+    let mut i = 0;
+    // `e > 0.0` holds exactly for nodes with room and a positive weight (full nodes are negative, absent
+    // ones negative infinity).
+    es.find(|e| {
+        let hit = e > 0.0 && {
+            acc += e;
+            last = Some(i);
+            acc > target
+        };
+        i += 1;
+        hit
+    })
     // Rounding (or a node beyond the stack buffer that changed meanwhile) left the target unreached.
+    .or(last)
+}
+
+/// Draws an active node (full or not) with probability `w_i / total`; returns it with its entry.
+fn weighted_all<F: Fn(&NodeSlot) -> f64>(
+    es: &Entries<'_, F>,
+    total: f64,
+    rng: &mut Rng,
+) -> Option<(usize, f64)> {
+    let target = rng.f64() * total;
+    let mut acc = 0.0;
+    let mut last = None;
+    let mut i = 0;
+    es.find(|e| {
+        let w = e.abs();
+        let hit = e != ABSENT && w > 0.0 && {
+            acc += w;
+            last = Some((i, e));
+            acc > target
+        };
+        i += 1;
+        hit
+    });
     last
 }
 
 /// The `k`-th (uniformly drawn) node with room and zero weight.
-fn nth_zero(n: usize, at: &impl Fn(usize) -> f64, zero_room: u32, rng: &mut Rng) -> Option<usize> {
+fn nth_zero<F: Fn(&NodeSlot) -> f64>(
+    es: &Entries<'_, F>,
+    zero_room: u32,
+    rng: &mut Rng,
+) -> Option<usize> {
     if zero_room == 0 {
         return None;
     }
     let mut k = rng.u32(..zero_room);
     let mut last = None;
-    for i in 0..n {
-        let e = at(i);
+    let mut i = 0;
+    es.find(|e| {
+        let mut hit = false;
         if has_room(e) && e == 0.0 {
             last = Some(i);
-            if k == 0 {
-                return last;
-            }
-            k -= 1;
+            hit = k == 0;
+            k = k.wrapping_sub(1);
         }
-    }
-    last
+        i += 1;
+        hit
+    })
+    .or(last)
 }
 
 /// The node with room and the highest weight, ties broken uniformly at random: the first node with room
 /// after a uniform shuffle and a stable sort by descending success rate.
-fn best_with_room(n: usize, at: &impl Fn(usize) -> f64, rng: &mut Rng) -> Option<usize> {
+fn best_with_room<F: Fn(&NodeSlot) -> f64>(es: &Entries<'_, F>, rng: &mut Rng) -> Option<usize> {
     let mut best: Option<(usize, f64)> = None;
     let mut ties = 0u32;
-    for i in 0..n {
-        let e = at(i);
-        if !has_room(e) {
-            continue;
-        }
-        match best {
-            Some((_, b)) if e < b => {}
-            Some((_, b)) if e == b => {
-                ties += 1;
-                if rng.u32(..ties) == 0 {
+    let mut i = 0;
+    es.find(|e| {
+        if has_room(e) {
+            match best {
+                Some((_, b)) if e < b => {}
+                Some((_, b)) if e == b => {
+                    ties += 1;
+                    if rng.u32(..ties) == 0 {
+                        best = Some((i, e));
+                    }
+                }
+                _ => {
                     best = Some((i, e));
+                    ties = 1;
                 }
             }
-            _ => {
-                best = Some((i, e));
-                ties = 1;
-            }
         }
-    }
+        i += 1;
+        false
+    });
     best.map(|(i, _)| i)
 }

@@ -81,7 +81,6 @@ pub struct NodeSlot {
     pub(crate) ctl: AtomicU64,
     pub(crate) health: Health,
     pub(crate) id: AtomicU64,
-    pub(crate) acquired: AtomicU64,
     /// Leases released with each [`Outcome`](crate::Outcome), by its code.
     pub(crate) released: [AtomicU64; 4],
     /// Leases released after their node was removed.
@@ -98,7 +97,6 @@ impl NodeSlot {
             ctl: ZERO,
             health: Health::new(),
             id: ZERO,
-            acquired: ZERO,
             released: [ZERO; 4],
             stale: ZERO,
         }
@@ -111,7 +109,6 @@ impl NodeSlot {
             ctl: AtomicU64::new(0),
             health: Health::new(),
             id: AtomicU64::new(0),
-            acquired: AtomicU64::new(0),
             released: core::array::from_fn(|_| AtomicU64::new(0)),
             stale: AtomicU64::new(0),
         }
