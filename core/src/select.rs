@@ -107,22 +107,39 @@ pub(crate) fn choose(
     if p.config.policy == Policy::CascadeApprox {
         return choose_full(p, slots, now, floor_weight, rng);
     }
+    // The stack buffer fits the balancer, so that small balancers do not clear a large one.
+    match slots.len() {
+        0..=8 => choose_room::<8>(p, slots, now, floor_weight, rng),
+        9..=16 => choose_room::<16>(p, slots, now, floor_weight, rng),
+        _ => choose_room::<SCAN>(p, slots, now, floor_weight, rng),
+    }
+}
+
+/// The common case of `Cascade` and `WeightedPick`, with a buffer of `K` weights.
+#[inline(always)]
+fn choose_room<const K: usize>(
+    p: &Prepared,
+    slots: &[NodeSlot],
+    now: u64,
+    floor_weight: f64,
+    rng: &mut Rng,
+) -> Choice {
     let next_epoch = p.next_epoch(now);
-    let mut head = [0.0f64; SCAN];
+    let mut head = [0.0f64; K];
     let mut total = 0.0;
     for (h, s) in head.iter_mut().zip(slots) {
         let w = room_weight(p, s, now, next_epoch, floor_weight);
         *h = w;
         total += w;
     }
-    for s in slots.iter().skip(SCAN) {
+    for s in slots.iter().skip(K) {
         total += room_weight(p, s, now, next_epoch, floor_weight);
     }
     if total > 0.0 {
         let target = rng.f64() * total;
         let mut acc = 0.0;
         let mut last = None;
-        for (i, &w) in head[..slots.len().min(SCAN)].iter().enumerate() {
+        for (i, &w) in head[..slots.len().min(K)].iter().enumerate() {
             if w > 0.0 {
                 acc += w;
                 last = Some(i);
@@ -131,7 +148,7 @@ pub(crate) fn choose(
                 }
             }
         }
-        for (i, s) in slots.iter().enumerate().skip(SCAN) {
+        for (i, s) in slots.iter().enumerate().skip(K) {
             let w = room_weight(p, s, now, next_epoch, floor_weight);
             if w > 0.0 {
                 acc += w;
