@@ -28,7 +28,8 @@
 //! `cache` holds the node's weight as an `f32` and how long it stays valid, so that acquire reads one word per
 //! node instead of looping over buckets. The weighted rate does not change as the window slides (every
 //! weight shrinks by the same factor) until the oldest bucket with data leaves the window, so the cache
-//! stores that moment as an offset from `last`. The sign bit of the weight (never set by a weight, which
+//! stores that moment as an offset from `last`, beside a sequence number that every store advances (see
+//! `refresh`). The sign bit of the weight (never set by a weight, which
 //! is >= 0) marks a weight that is valid until the next write and must be floored at
 //! `(floor / active_nodes) ^ exponent` when used: the sticky and average cases.
 
@@ -43,6 +44,11 @@ const TAG_MASK: u64 = 0xFFFF;
 const SIGN: u32 = 1 << 31;
 // Bucket ages index the weight table with a mask instead of a bounds check.
 const _: () = assert!(MAX_BUCKETS.is_power_of_two());
+/// Cache word: `f32` weight (bits 63..32) | sequence (31..4) | expiry offset (3..0, at most `MAX_BUCKETS`).
+const OFFSET_MASK: u64 = 0xF;
+const SEQ_ONE: u64 = 0x10;
+const SEQ_MASK: u64 = 0xFFFF_FFF0;
+const _: () = assert!(MAX_BUCKETS as u64 <= OFFSET_MASK);
 /// A fresh node: weight 1.0, valid until the first write.
 const CACHE_FRESH: u64 = ((1.0f32.to_bits() | SIGN) as u64) << 32;
 
@@ -154,14 +160,7 @@ impl Health {
         match p.model {
             PreparedModel::Buckets { count, width, .. } => {
                 let advanced = self.record_bucket(count, epoch_at(now, width), success);
-                // A success added to the newest bucket of a window whose weight is 1.0 leaves both the
-                // weight and the expiry as they are (the oldest bucket did not move): the cache holds the
-                // reading already. The healthy node's common case costs no recomputation.
-                // Acquire: orders this read after our bucket write, as `refresh` does.
-                if success
-                    && !advanced
-                    && (self.cache.load(Acquire) >> 32) as u32 == 1.0f32.to_bits()
-                {
+                if success && !advanced && self.keep_full_weight() {
                     return;
                 }
             }
@@ -371,21 +370,47 @@ impl Health {
 
     /// Recomputes the cached weight after a write; retries until the stored value was computed after the
     /// last concurrent change, so the cache never keeps an older reading than the newest write.
+    ///
+    /// Every store to the cache is a compare-and-swap that also advances its sequence field, so a writer
+    /// whose reading was overtaken by another writer's store always fails and reads again, even when the
+    /// two readings are equal words (no ABA). Of all stores, the last one was therefore computed after
+    /// every earlier store, and every write's own store comes after that write: the last reading
+    /// includes every write.
     fn refresh(&self, p: &Prepared, now: u64) {
         loop {
+            // Acquire: pairs with the AcqRel of the store we read, so our reading sees the writes behind it.
             let seen = self.cache.load(Acquire);
-            let next = encode(p, &self.view(p, now));
-            // Equal words (a healthy node staying at 1.0): the cache already holds this reading.
-            // AcqRel: a failed exchange means another writer stored a reading; take it into account.
-            if next == seen
-                || self
-                    .cache
-                    .compare_exchange(seen, next, AcqRel, Acquire)
-                    .is_ok()
+            let next = encode(p, &self.view(p, now), seen);
+            // AcqRel: publishes our reading; a failure means another store came first: read again.
+            if self
+                .cache
+                .compare_exchange(seen, next, AcqRel, Acquire)
+                .is_ok()
             {
                 return;
             }
         }
+    }
+
+    /// After a success recorded into the newest bucket without advancing the window: if the cache holds
+    /// a windowed weight of exactly 1.0, the success leaves both the weight and its expiry as they are (the
+    /// oldest bucket did not move, and a rate that rounds to 1.0 only rises). Then the cache is kept with
+    /// its sequence advanced (so that a concurrent refresh that read before our write retries), without
+    /// recomputing the window: the healthy node's common case. Returns `false` when a refresh is needed.
+    fn keep_full_weight(&self) -> bool {
+        // Acquire: orders this read after our bucket write, as `refresh` does.
+        let mut seen = self.cache.load(Acquire);
+        while (seen >> 32) as u32 == 1.0f32.to_bits() {
+            // AcqRel: as in `refresh`; the stored reading is unchanged, only its sequence moves.
+            match self
+                .cache
+                .compare_exchange_weak(seen, bump(seen), AcqRel, Acquire)
+            {
+                Ok(_) => return true,
+                Err(c) => seen = c,
+            }
+        }
+        false
     }
 
     /// The node's weight for a decision at `now`, with `floor_weight` applied where the floor applies.
@@ -402,18 +427,20 @@ impl Health {
         }
         // Valid while `epoch(now) < newest + offset`, i.e. `epoch(now) + 1 < last + offset`. Near the end of
         // time the sum saturates and the slow path decides, which is merely slower.
-        if next_epoch < self.last.load(Relaxed).saturating_add(c & 0xFFFF_FFFF) {
+        if next_epoch < self.last.load(Relaxed).saturating_add(c & OFFSET_MASK) {
             return f32::from_bits(bits) as f64;
         }
-        self.weight_slow(p, now, c, floor_weight)
+        self.weight_slow(p, now, floor_weight)
     }
 
     #[cold]
-    fn weight_slow(&self, p: &Prepared, now: u64, seen: u64, floor_weight: f64) -> f64 {
+    fn weight_slow(&self, p: &Prepared, now: u64, floor_weight: f64) -> f64 {
+        // Acquire/AcqRel: this publishes a reading like `refresh` does and follows the same protocol.
+        let seen = self.cache.load(Acquire);
         let v = self.view(p, now);
-        let c = encode(p, &v);
-        // Relaxed: publishing a fresher reading is an optimisation; losing the race to a writer is fine.
-        let _ = self.cache.compare_exchange(seen, c, Relaxed, Relaxed);
+        let c = encode(p, &v, seen);
+        // Losing the race to another store is fine: that store is at least as fresh.
+        let _ = self.cache.compare_exchange(seen, c, AcqRel, Relaxed);
         let w = f32::from_bits(((c >> 32) as u32) & !SIGN) as f64;
         if v.floored {
             w.max(floor_weight)
@@ -423,15 +450,21 @@ impl Health {
     }
 }
 
-/// Packs a view into a cache word: `f32` weight (sign bit = floored, valid until the next write) and the
-/// expiry offset.
-fn encode(p: &Prepared, v: &View) -> u64 {
+/// The cache word with its sequence advanced by one (wrapping inside its field).
+#[inline]
+fn bump(c: u64) -> u64 {
+    (c & !SEQ_MASK) | (c.wrapping_add(SEQ_ONE) & SEQ_MASK)
+}
+
+/// Packs a view into a cache word that replaces `seen`: `f32` weight (sign bit = floored, valid until the
+/// next write), `seen`'s sequence plus one, and the expiry offset.
+fn encode(p: &Prepared, v: &View, seen: u64) -> u64 {
     let w = p.weight_of(v.rate) as f32;
     let mut bits = w.to_bits();
     if v.floored || v.expiry_offset == 0 {
         bits |= SIGN;
     }
-    (u64::from(bits) << 32) | v.expiry_offset
+    (u64::from(bits) << 32) | (bump(seen) & SEQ_MASK) | v.expiry_offset
 }
 
 #[cfg(all(test, not(loom)))]
