@@ -377,19 +377,22 @@ impl Health {
     /// every earlier store, and every write's own store comes after that write: the last reading
     /// includes every write.
     fn refresh(&self, p: &Prepared, now: u64) {
-        loop {
-            // Acquire: pairs with the AcqRel of the store we read, so our reading sees the writes behind it.
-            let seen = self.cache.load(Acquire);
-            let next = encode(p, &self.view(p, now), seen);
-            // AcqRel: publishes our reading; a failure means another store came first: read again.
-            if self
-                .cache
-                .compare_exchange(seen, next, AcqRel, Acquire)
-                .is_ok()
-            {
-                return;
-            }
-        }
+        while !self.try_refresh(p, now).2 {}
+    }
+
+    /// One attempt to store a reading taken now: returns the reading, its cache word, and whether the
+    /// store landed (a failure means another store came first; that one is at least as fresh).
+    fn try_refresh(&self, p: &Prepared, now: u64) -> (View, u64, bool) {
+        // Acquire: pairs with the AcqRel of the store we read, so our reading sees the writes behind it.
+        let seen = self.cache.load(Acquire);
+        let v = self.view(p, now);
+        let next = encode(p, &v, seen);
+        // AcqRel: publishes our reading.
+        let stored = self
+            .cache
+            .compare_exchange(seen, next, AcqRel, Acquire)
+            .is_ok();
+        (v, next, stored)
     }
 
     /// After a success recorded into the newest bucket without advancing the window: if the cache holds
@@ -435,12 +438,8 @@ impl Health {
 
     #[cold]
     fn weight_slow(&self, p: &Prepared, now: u64, floor_weight: f64) -> f64 {
-        // Acquire/AcqRel: this publishes a reading like `refresh` does and follows the same protocol.
-        let seen = self.cache.load(Acquire);
-        let v = self.view(p, now);
-        let c = encode(p, &v, seen);
-        // Losing the race to another store is fine: that store is at least as fresh.
-        let _ = self.cache.compare_exchange(seen, c, AcqRel, Relaxed);
+        // Publishing follows the `refresh` protocol; losing the race to another store is fine.
+        let (v, c, _) = self.try_refresh(p, now);
         let w = f32::from_bits(((c >> 32) as u32) & !SIGN) as f64;
         if v.floored {
             w.max(floor_weight)

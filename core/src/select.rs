@@ -79,7 +79,8 @@ impl Totals {
     }
 }
 
-/// A node's weight if it is active with room, else 0: all the cascade's common case needs.
+/// A node's weight if it is active with room, else 0: all the cascade's common case needs. The same
+/// test as `entry`, without computing the weight of a full node.
 #[inline(always)]
 fn room_weight(p: &Prepared, s: &NodeSlot, now: u64, next_epoch: u64, floor_weight: f64) -> f64 {
     // Relaxed: as in `entry`.
@@ -139,23 +140,22 @@ fn choose_room<const K: usize>(
         let target = rng.f64() * total;
         let mut acc = 0.0;
         let mut last = None;
-        for (i, &w) in head[..slots.len().min(K)].iter().enumerate() {
+        // The buffered weights, then the nodes beyond the buffer read again.
+        let mut draw = |i: usize, w: f64| {
             if w > 0.0 {
                 acc += w;
                 last = Some(i);
-                if acc > target {
-                    return Choice::Try(i);
-                }
+            }
+            w > 0.0 && acc > target
+        };
+        for (i, &w) in head[..slots.len().min(K)].iter().enumerate() {
+            if draw(i, w) {
+                return Choice::Try(i);
             }
         }
         for (i, s) in slots.iter().enumerate().skip(K) {
-            let w = room_weight(p, s, now, next_epoch, floor_weight);
-            if w > 0.0 {
-                acc += w;
-                last = Some(i);
-                if acc > target {
-                    return Choice::Try(i);
-                }
+            if draw(i, room_weight(p, s, now, next_epoch, floor_weight)) {
+                return Choice::Try(i);
             }
         }
         // Rounding (or a node beyond the stack buffer that changed meanwhile) left the target unreached.
