@@ -186,9 +186,19 @@ impl Health {
             // Acquire: the ring words written under this `last` must be visible before we read them.
             let l1 = self.last.load(Acquire);
             if advanced.is_none() && (l1 == 0 || epoch + 1 > l1) {
-                match self.advance(count, l1, epoch) {
-                    Some(previous) => advanced = Some(previous),
-                    None => continue,
+                // The newest bucket is kept by an advance (it is the sticky candidate). If it sits where
+                // `epoch` goes and its 16-bit tag equals `epoch`'s (a node idle for a multiple of 65,536
+                // bucket widths), a write would add to it as if it were `epoch`'s. Step to `epoch - 1`
+                // first: the old bucket is then no longer the newest, and the next advance clears it.
+                let old = l1.wrapping_sub(1);
+                let aliased = l1 != 0
+                    && epoch > l1
+                    && (epoch - old) % count == 0
+                    && (epoch - old) & TAG_MASK == 0;
+                let target = if aliased { epoch - 1 } else { epoch };
+                match self.advance(count, l1, target) {
+                    Some(previous) if !aliased => advanced = Some(previous),
+                    _ => {}
                 }
                 continue;
             }
@@ -554,6 +564,17 @@ mod tests {
         rec(&h, &p, 300 * W, 1, 0);
         let v = h.view(&p, 300 * W);
         assert_eq!((v.rate, v.window, v.floored), (1.0, (1, 1), false));
+    }
+
+    #[test]
+    fn idle_for_a_tag_period_does_not_merge_buckets() {
+        let (p, h) = (prepared(), Health::new());
+        rec(&h, &p, 0, 0, 1); // epoch 0: one failure
+                              // 6 * 65,536 epochs later: same bucket, same 16-bit tag.
+        let t = 6 * 65_536 * W;
+        rec(&h, &p, t, 1, 0);
+        let v = h.view(&p, t);
+        assert_eq!((v.window, v.sticky, v.rate), ((1, 1), (0, 0), 1.0));
     }
 
     #[test]
