@@ -2,6 +2,7 @@
 
 use crate::config::{Config, Prepared};
 use crate::error::{ConfigError, MembershipError, Rejected, ReleaseError};
+use crate::health::Scope;
 use crate::limit::{Limit, Sample};
 use crate::outcome::Outcome;
 use crate::select::{self, Choice};
@@ -34,8 +35,20 @@ pub struct Balancer<S: AsRef<[NodeSlot]>> {
     /// Active (non lame duck) member count in the high 32 bits, the recovery floor's weight
     /// `(floor / count)^exponent` as `f32` bits in the low 32: one word, so the two never disagree.
     active: AtomicU64,
-    rejected_busy: AtomicU64,
-    rejected_empty: AtomicU64,
+    /// The epoch the weight caches were last rotated to, as `start - lag` (see `rotate`). Read by every
+    /// acquire, written once per epoch: it shares a line only with `active`, which is as read-mostly.
+    rotation: AtomicU64,
+    /// Written on every refusal, which under overload is most acquires: on its own cache line, so that
+    /// refusals do not slow the acquires that read `active` and `rotation`.
+    rejected: Rejections,
+}
+
+/// The refusal counters, padded to their own cache lines.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Rejections {
+    busy: AtomicU64,
+    empty: AtomicU64,
 }
 
 /// The right to make one call to one node. Obtained from [`Balancer::acquire`] and consumed by
@@ -195,8 +208,11 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             slots,
             prepared,
             active: AtomicU64::new(0),
-            rejected_busy: AtomicU64::new(0),
-            rejected_empty: AtomicU64::new(0),
+            rotation: AtomicU64::new(prepared.rotation_word(0)),
+            rejected: Rejections {
+                busy: AtomicU64::new(0),
+                empty: AtomicU64::new(0),
+            },
         };
         b.active.store(b.active_word(0), Relaxed);
         Ok(b)
@@ -218,8 +234,10 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         (u64::from(count) << 32) | u64::from(w.to_bits())
     }
 
+    /// Counts a node into or out of rotation, then refreshes every slot's scan weight: the floor and the
+    /// node's state changed (see `Health::refresh`).
     fn change_active(&self, up: bool) {
-        // AcqRel: counts and floor move together; the word is independent of the slots.
+        // AcqRel: counts and floor move together, and the refreshes below read them after this write.
         let _ = self.active.fetch_update(AcqRel, Acquire, |w| {
             let n = (w >> 32) as u32;
             Some(self.active_word(if up {
@@ -228,6 +246,26 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 n.saturating_sub(1)
             }))
         });
+        self.refresh_all(0);
+    }
+
+    /// The words a slot's scan weight depends on.
+    #[inline]
+    fn scope<'a>(&'a self, s: &'a NodeSlot) -> Scope<'a> {
+        Scope {
+            rotation: &self.rotation,
+            active: &self.active,
+            ctl: &s.ctl,
+        }
+    }
+
+    /// Recomputes every slot's scan weight, reading at `now` or at the rotation's epoch if that is later.
+    /// Vacant and lame-duck slots get 0; a slot being recycled meanwhile is safe to refresh (see
+    /// `Health::reset`).
+    fn refresh_all(&self, now: u64) {
+        for s in self.slots.as_ref() {
+            s.health.refresh(&self.prepared, now, self.scope(s));
+        }
     }
 
     /// Grants a lease on a node chosen by the configured [`Policy`](crate::Policy), or fails fast.
@@ -235,14 +273,28 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// [`crate`]). Never blocks, never allocates.
     pub fn acquire(&self, now: u64, rng: &mut Rng) -> Result<Lease, Rejected> {
         let slots = self.slots.as_ref();
-        let floor_weight = f32::from_bits(self.active.load(Relaxed) as u32) as f64;
+        // Relaxed: a rotation publishes through the caches it refreshes (see `rotate`); this load only
+        // decides whether one is due.
+        let rotation = self.rotation.load(Relaxed);
+        if now.wrapping_sub(rotation) >= self.prepared.rotation_span {
+            self.rotate(now, rotation);
+        }
+        // The first draw is over the scan weights alone (one word per node); if the node it draws has no
+        // room, the draws go on over the nodes with room (see `select`).
+        let mut careful = false;
         loop {
-            let i = match select::choose(&self.prepared, slots, now, floor_weight, rng) {
+            let choice = if careful {
+                select::choose(&self.prepared, slots, rng)
+            } else {
+                careful = true;
+                select::choose_fast(&self.prepared, slots, rng)
+            };
+            let i = match choice {
                 Choice::Try(i) => i,
                 Choice::Reject(r) => {
                     let counter = match r {
-                        Rejected::AllBusy => &self.rejected_busy,
-                        Rejected::NoActiveNodes => &self.rejected_empty,
+                        Rejected::AllBusy => &self.rejected.busy,
+                        Rejected::NoActiveNodes => &self.rejected.empty,
                     };
                     // Relaxed: a statistic.
                     counter.fetch_add(1, Relaxed);
@@ -263,6 +315,43 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             }
             // The node filled up (or left) after the scan: the walk goes on.
         }
+    }
+
+    /// Moves the weight caches to the epoch of `now`: a node's weighted rate changes only with a write
+    /// (which refreshes its cache) or when a bucket leaves the window, which can happen only when the clock
+    /// enters a new epoch. So once per epoch one acquire claims the rotation (a compare-and-swap on the
+    /// rotation word, which others that raced it lose and go on) and refreshes every slot's cache at
+    /// `now`; acquires never check an expiry per node. Releases take their reading at the rotation's epoch
+    /// or later (see `Health::refresh`), so a release with a lagging clock cannot undo a rotation.
+    ///
+    /// An acquire up to one epoch behind the rotation does not rotate back (threads' clock readings
+    /// interleave around a boundary); one further away, before or after (a clock jump, or a caller's bad
+    /// `now`), rotates to its own epoch, so a single wild `now` misleads at most until the next acquire
+    /// with a sane one. While a rotation runs, concurrent acquires may still see the previous epoch's
+    /// weights for the few nodes not yet refreshed: the decision of a moment earlier.
+    #[cold]
+    #[inline(never)]
+    fn rotate(&self, now: u64, seen: u64) {
+        let (
+            crate::config::PreparedModel::Buckets { width, .. },
+            crate::HealthModel::Buckets { width_ns, .. },
+        ) = (&self.prepared.model, &self.prepared.config.health)
+        else {
+            return;
+        };
+        // The epoch's first nanosecond (`<= now`: the product cannot overflow).
+        let start = crate::health::epoch_at(now, *width).saturating_mul(*width_ns);
+        let word = self.prepared.rotation_word(start);
+        // AcqRel: orders our refreshes after the claim, and the claim after the rotation it replaces.
+        if word == seen
+            || self
+                .rotation
+                .compare_exchange(seen, word, AcqRel, Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        self.refresh_all(now);
     }
 
     /// Reports the outcome of a lease's call; `now` is monotonic nanoseconds (the RTT fed to the limiter
@@ -292,8 +381,12 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             dropped,
         });
         if live && outcome.counts_for_health() {
-            s.health
-                .record(&self.prepared, now, outcome == Outcome::Success);
+            s.health.record(
+                &self.prepared,
+                now,
+                outcome == Outcome::Success,
+                self.scope(s),
+            );
         }
         let limit_algo = &self.prepared.config.limit;
         // Release: every write above happens-before a membership change that sees the slot drained.
@@ -441,6 +534,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 match (slot::state(c) == ACTIVE, next == ACTIVE) {
                     (true, false) => self.change_active(false),
                     (false, true) => self.change_active(true),
+                    // A lame duck removed: its scan weight is 0 already.
                     _ => {}
                 }
                 return Ok(());
@@ -498,8 +592,8 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// the sums are from slightly different instants).
     pub fn stats(&self) -> Stats {
         let mut st = Stats {
-            rejected_all_busy: self.rejected_busy.load(Relaxed),
-            rejected_no_active: self.rejected_empty.load(Relaxed),
+            rejected_all_busy: self.rejected.busy.load(Relaxed),
+            rejected_no_active: self.rejected.empty.load(Relaxed),
             ..Stats::default()
         };
         for s in self.slots.as_ref() {

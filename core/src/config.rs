@@ -114,6 +114,13 @@ pub(crate) struct Prepared {
     pub(crate) model: PreparedModel,
     /// `Some(n)` when the exponent is a small whole number: the weight is then `rate^n` by multiplication.
     pub(crate) int_exponent: Option<u32>,
+    /// The weight caches are kept for one bucket epoch, `[start, start + width)`; an acquire whose `now`
+    /// lies in `[start - lag, start + width)` trusts them (a thread whose clock reading is up to one
+    /// epoch older than another's does not rotate the caches back). `rotation_lag` is that `lag`,
+    /// `rotation_span` is `lag + width`. For the average model the caches never expire: the span is
+    /// `u64::MAX`. See `Balancer::rotate`.
+    pub(crate) rotation_lag: u64,
+    pub(crate) rotation_span: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -189,23 +196,29 @@ impl Config {
         } else {
             None
         };
+        let (rotation_lag, rotation_span) = match self.health {
+            // `lag <= u64::MAX - width`, so the span never overflows.
+            HealthModel::Buckets { width_ns, .. } => {
+                let lag = width_ns.min(u64::MAX - width_ns);
+                (lag, lag + width_ns)
+            }
+            HealthModel::Ewma { .. } => (0, u64::MAX),
+        };
         Ok(Prepared {
             config: *self,
             model,
             int_exponent,
+            rotation_lag,
+            rotation_span,
         })
     }
 }
 
 impl Prepared {
-    /// `epoch(now) + 1` for the bucket model, the value [`Health::weight`](crate::health::Health) compares
-    /// cached expiries with; 0 for the average model, whose cache never expires.
+    /// The rotation word for caches rotated to the epoch that starts at `start` (see `rotation_lag`).
     #[inline]
-    pub(crate) fn next_epoch(&self, now: u64) -> u64 {
-        match self.model {
-            PreparedModel::Buckets { width, .. } => crate::health::epoch_at(now, width) + 1,
-            PreparedModel::Ewma { .. } => 0,
-        }
+    pub(crate) fn rotation_word(&self, start: u64) -> u64 {
+        start.wrapping_sub(self.rotation_lag)
     }
 
     /// `rate ^ weight_exponent`, for a rate in [0, 1].

@@ -25,32 +25,44 @@
 //! decision and is repaired by that same release.
 //!
 //! # The cached weight
-//! `cache` holds the node's weight as an `f32` and how long it stays valid, so that acquire reads one word per
-//! node instead of looping over buckets. The weighted rate does not change as the window slides (every
-//! weight shrinks by the same factor) until the oldest bucket with data leaves the window, so the cache
-//! stores that moment as an offset from `last`, beside a sequence number that every store advances (see
-//! `refresh`). The sign bit of the weight (never set by a weight, which
-//! is >= 0) marks a weight that is valid until the next write and must be floored at
-//! `(floor / active_nodes) ^ exponent` when used: the sticky and average cases.
+//! `cache` holds the node's *scan weight* as an `f32`: the weight the acquire scan uses as it is, so that
+//! the scan reads one word per node and nothing else. It is the node's weight, floored at
+//! `(floor / active_nodes) ^ exponent` where the floor applies (the sticky and average cases), and 0 for a
+//! node that is not active (lame duck, removed, being added). It is recomputed by every release that
+//! records an outcome, by every membership change (the floor and the states change then), and by the
+//! rotation that the balancer runs once per bucket epoch (`Balancer::rotate`): the weighted rate of a
+//! window changes only when a write lands or when the clock enters a new epoch (a bucket may leave the
+//! window then), so an acquire never checks an expiry. The balancer's rotation word holds the epoch the
+//! caches were last rotated to; a reading is taken at that epoch or later, never earlier, so a release
+//! whose `now` lags behind the rotation cannot put back a reading that the rotation aged. The low 32 bits
+//! are a sequence number that every store advances (see `refresh`).
 
 use crate::config::{Prepared, PreparedModel, MAX_BUCKETS};
 use crate::div::Divisor;
+use crate::slot;
 use crate::sync::{AtomicU64, Ordering::*};
 
 const COUNT_BITS: u32 = 24;
 const COUNT_MAX: u64 = (1 << COUNT_BITS) - 1;
 const TAG_SHIFT: u32 = 48;
 const TAG_MASK: u64 = 0xFFFF;
-const SIGN: u32 = 1 << 31;
 // Bucket ages index the weight table with a mask instead of a bounds check.
 const _: () = assert!(MAX_BUCKETS.is_power_of_two());
-/// Cache word: `f32` weight (bits 63..32) | sequence (31..4) | expiry offset (3..0, at most `MAX_BUCKETS`).
-const OFFSET_MASK: u64 = 0xF;
-const SEQ_ONE: u64 = 0x10;
-const SEQ_MASK: u64 = 0xFFFF_FFF0;
-const _: () = assert!(MAX_BUCKETS as u64 <= OFFSET_MASK);
-/// A fresh node: weight 1.0, valid until the first write.
-const CACHE_FRESH: u64 = ((1.0f32.to_bits() | SIGN) as u64) << 32;
+/// Cache word: `f32` scan weight (bits 63..32) | sequence (31..0).
+const SEQ_MASK: u64 = 0xFFFF_FFFF;
+/// A slot that holds no active node: scan weight 0.
+const CACHE_ABSENT: u64 = 0;
+
+/// The words besides a node's own health that its scan weight depends on.
+#[derive(Clone, Copy)]
+pub(crate) struct Scope<'a> {
+    /// The balancer's rotation word (see `Balancer::rotate`).
+    pub(crate) rotation: &'a AtomicU64,
+    /// The balancer's active word: active node count (high 32 bits) | floor weight (`f32` bits).
+    pub(crate) active: &'a AtomicU64,
+    /// The node's control word: only an active node has a scan weight.
+    pub(crate) ctl: &'a AtomicU64,
+}
 
 #[inline]
 fn fin(v: u64) -> u64 {
@@ -96,8 +108,6 @@ pub(crate) struct View {
     pub(crate) rate: f64,
     /// Whether `rate` is subject to the recovery floor (sticky bucket, or the average model).
     pub(crate) floored: bool,
-    /// Epochs after `last` at which the windowed rate changes; 0 = not until the next write.
-    pub(crate) expiry_offset: u64,
     /// The newest epoch with data (`last - 1`), meaningful for the bucket model only.
     pub(crate) newest: u64,
     /// Finished and succeeded outcomes in the window (unweighted).
@@ -108,8 +118,10 @@ pub(crate) struct View {
     pub(crate) has_data: bool,
 }
 
-/// The health words of one node.
+/// The health words of one node. `repr(C)` keeps `cache` first, beside the slot's control word: the
+/// acquire scan reads those two words of every node and nothing else, so they share one cache line.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Health {
     /// Cached weight, see the module docs. Written by releases and by acquires that find it expired.
     cache: AtomicU64,
@@ -125,7 +137,7 @@ impl Health {
         #[allow(clippy::declare_interior_mutable_const)]
         const ZERO: AtomicU64 = AtomicU64::new(0);
         Health {
-            cache: AtomicU64::new(CACHE_FRESH),
+            cache: AtomicU64::new(CACHE_ABSENT),
             last: ZERO,
             ring: [ZERO; MAX_BUCKETS],
         }
@@ -134,10 +146,16 @@ impl Health {
     #[cfg(loom)]
     pub(crate) fn new() -> Self {
         Health {
-            cache: AtomicU64::new(CACHE_FRESH),
+            cache: AtomicU64::new(CACHE_ABSENT),
             last: AtomicU64::new(0),
             ring: core::array::from_fn(|_| AtomicU64::new(0)),
         }
+    }
+
+    /// The address of the cache word, for the layout test.
+    #[cfg(test)]
+    pub(crate) fn cache_addr(&self) -> usize {
+        &self.cache as *const AtomicU64 as usize
     }
 
     /// Forgets everything: called by the adder that owns a claimed slot, before it publishes the slot.
@@ -152,11 +170,17 @@ impl Health {
             w.store(0, Relaxed);
         }
         self.last.store(0, Relaxed);
-        self.cache.store(CACHE_FRESH, Relaxed);
+        // A read-modify-write that advances the sequence, not a store: a refresh for the slot's previous
+        // occupant may be under way, and its compare-and-swap must then fail and read again (it then
+        // reads the cleared ring: Release here, Acquire in `try_refresh`). The weight is 0 until the node
+        // is active and the adder's membership refresh computes it.
+        let _ = self.cache.fetch_update(Release, Relaxed, |c| {
+            Some(CACHE_ABSENT | (bump(c) & SEQ_MASK))
+        });
     }
 
     /// Records one finished outcome (success or not) at `now`, then refreshes the cached weight.
-    pub(crate) fn record(&self, p: &Prepared, now: u64, success: bool) {
+    pub(crate) fn record(&self, p: &Prepared, now: u64, success: bool, scope: Scope<'_>) {
         match p.model {
             PreparedModel::Buckets { count, width, .. } => {
                 let advanced = self.record_bucket(count, epoch_at(now, width), success);
@@ -176,7 +200,7 @@ impl Health {
                 }
             }
         }
-        self.refresh(p, now);
+        self.refresh(p, now, scope);
     }
 
     /// Records one outcome; returns whether this call advanced the window.
@@ -292,7 +316,6 @@ impl Health {
                 View {
                     rate: f64::from_bits(self.ring[0].load(Relaxed)),
                     floored: true,
-                    expiry_offset: 0,
                     newest: 0,
                     window: (0, 0),
                     sticky: (0, 0),
@@ -309,7 +332,6 @@ impl Health {
                     return View {
                         rate: 1.0,
                         floored: false,
-                        expiry_offset: 0,
                         newest: 0,
                         window: (0, 0),
                         sticky: (0, 0),
@@ -320,7 +342,6 @@ impl Health {
                 let now_epoch = epoch_at(now, width).max(newest);
                 let (mut num, mut den) = (0.0f64, 0.0f64);
                 let (mut wf, mut ws) = (0u64, 0u64);
-                let mut oldest_in_window = u64::MAX;
                 let mut sticky = (0u64, 0u64, 0u64); // (epoch + 1, finished, succeeded)
                 for w in &self.ring[..count as usize] {
                     let v = w.load(Acquire);
@@ -343,7 +364,6 @@ impl Health {
                         den += a * f as f64;
                         wf += f;
                         ws += s;
-                        oldest_in_window = oldest_in_window.min(e);
                     } else if e + 1 > sticky.0 {
                         sticky = (e + 1, f, s);
                     }
@@ -355,8 +375,6 @@ impl Health {
                     View {
                         rate: num / den,
                         floored: false,
-                        // `newest - oldest < count` (both in the window), so this is in 1..=count.
-                        expiry_offset: count - (newest - oldest_in_window),
                         newest,
                         window: (wf, ws),
                         sticky: (0, 0),
@@ -367,7 +385,6 @@ impl Health {
                     View {
                         rate: if f == 0 { 1.0 } else { s as f64 / f as f64 },
                         floored: f != 0,
-                        expiry_offset: 0,
                         newest,
                         window: (0, 0),
                         sticky: (f, s),
@@ -378,36 +395,56 @@ impl Health {
         }
     }
 
-    /// Recomputes the cached weight after a write; retries until the stored value was computed after the
-    /// last concurrent change, so the cache never keeps an older reading than the newest write.
+    /// Recomputes the scan weight after a write, a membership change or a rotation; retries until the
+    /// stored value was computed after the last concurrent change, so the cache never keeps an older
+    /// reading than the newest write, membership change or rotation.
     ///
     /// Every store to the cache is a compare-and-swap that also advances its sequence field, so a writer
     /// whose reading was overtaken by another writer's store always fails and reads again, even when the
     /// two readings are equal words (no ABA). Of all stores, the last one was therefore computed after
     /// every earlier store, and every write's own store comes after that write: the last reading
     /// includes every write.
-    fn refresh(&self, p: &Prepared, now: u64) {
-        while !self.try_refresh(p, now).2 {}
+    ///
+    /// The reading is taken at `max(now, rotation start)`, with the node's state and the floor of the
+    /// moment. A rotation publishes its start, and a membership change its states and floor, before it
+    /// refreshes every slot (this function). If another store lands after such a refresh's store, it
+    /// read the cache after that store (its compare-and-swap expected it), so its reads of the rotation,
+    /// active and control words, ordered after, see what the change published: no reading older than a
+    /// rotation or a membership change survives it.
+    pub(crate) fn refresh(&self, p: &Prepared, now: u64, scope: Scope<'_>) {
+        while !self.try_refresh(p, now, scope) {}
     }
 
-    /// One attempt to store a reading taken now: returns the reading, its cache word, and whether the
-    /// store landed (a failure means another store came first; that one is at least as fresh).
-    fn try_refresh(&self, p: &Prepared, now: u64) -> (View, u64, bool) {
-        // Acquire: pairs with the AcqRel of the store we read, so our reading sees the writes behind it.
+    /// One attempt to store a reading: whether it landed (a failure means another store came first).
+    fn try_refresh(&self, p: &Prepared, now: u64, scope: Scope<'_>) -> bool {
+        // Acquire: pairs with the AcqRel of the store we read, so our reading sees the writes behind it
+        // (and the words that store's rotation or membership change published).
         let seen = self.cache.load(Acquire);
-        let v = self.view(p, now);
-        let next = encode(p, &v, seen);
+        // Acquire (all three): see above. The rotation word holds `start - lag` (wrapping).
+        let weight = if slot::state(scope.ctl.load(Acquire)) == slot::ACTIVE {
+            let start = scope.rotation.load(Acquire).wrapping_add(p.rotation_lag);
+            let v = self.view(p, now.max(start));
+            let w = p.weight_of(v.rate) as f32;
+            if v.floored {
+                // Read only when it applies; still after the cache, as the argument above needs.
+                w.max(f32::from_bits(scope.active.load(Acquire) as u32))
+            } else {
+                w
+            }
+        } else {
+            0.0
+        };
+        let next = (u64::from(weight.to_bits()) << 32) | (bump(seen) & SEQ_MASK);
         // AcqRel: publishes our reading.
-        let stored = self
-            .cache
+        self.cache
             .compare_exchange(seen, next, AcqRel, Acquire)
-            .is_ok();
-        (v, next, stored)
+            .is_ok()
     }
 
     /// After a success recorded into the newest bucket without advancing the window: if the cache holds
-    /// a windowed weight of exactly 1.0, the success leaves both the weight and its expiry as they are (the
-    /// oldest bucket did not move, and a rate that rounds to 1.0 only rises). Then the cache is kept with
+    /// a scan weight of exactly 1.0, the success leaves it as it is (a rate that rounds to 1.0 only rises,
+    /// the newest bucket is the one the reading's window or sticky rate came from, and the floor is below
+    /// 1.0). Then the cache is kept with
     /// its sequence advanced (so that a concurrent refresh that read before our write retries), without
     /// recomputing the window: the healthy node's common case. Returns `false` when a refresh is needed.
     fn keep_full_weight(&self) -> bool {
@@ -426,54 +463,19 @@ impl Health {
         false
     }
 
-    /// The node's weight for a decision at `now`, with `floor_weight` applied where the floor applies.
-    /// `next_epoch` is `epoch(now) + 1` for the bucket model (computed once per decision; unused otherwise).
-    /// Reads one word (two for a windowed weight); recomputes only when the window moved past the cache.
-    #[inline]
-    pub(crate) fn weight(&self, p: &Prepared, now: u64, next_epoch: u64, floor_weight: f64) -> f64 {
-        // Relaxed: the cache is a standalone statistic; the check against `last` below only decides whether
-        // to trust it, and a stale pair at worst makes the decision of a moment earlier (see sync.rs).
-        let c = self.cache.load(Relaxed);
-        let bits = (c >> 32) as u32;
-        if bits & SIGN != 0 {
-            return (f32::from_bits(bits & !SIGN) as f64).max(floor_weight);
-        }
-        // Valid while `epoch(now) < newest + offset`, i.e. `epoch(now) + 1 < last + offset`. Near the end of
-        // time the sum saturates and the slow path decides, which is merely slower.
-        if next_epoch < self.last.load(Relaxed).saturating_add(c & OFFSET_MASK) {
-            return f32::from_bits(bits) as f64;
-        }
-        self.weight_slow(p, now, floor_weight)
-    }
-
-    #[cold]
-    fn weight_slow(&self, p: &Prepared, now: u64, floor_weight: f64) -> f64 {
-        // Publishing follows the `refresh` protocol; losing the race to another store is fine.
-        let (v, c, _) = self.try_refresh(p, now);
-        let w = f32::from_bits(((c >> 32) as u32) & !SIGN) as f64;
-        if v.floored {
-            w.max(floor_weight)
-        } else {
-            w
-        }
+    /// The node's scan weight: one load.
+    #[inline(always)]
+    pub(crate) fn weight(&self) -> f64 {
+        // Relaxed: the cache is a standalone statistic; a stale value at worst makes the decision of a
+        // moment earlier (see sync.rs).
+        f32::from_bits((self.cache.load(Relaxed) >> 32) as u32) as f64
     }
 }
 
 /// The cache word with its sequence advanced by one (wrapping inside its field).
 #[inline]
 fn bump(c: u64) -> u64 {
-    (c & !SEQ_MASK) | (c.wrapping_add(SEQ_ONE) & SEQ_MASK)
-}
-
-/// Packs a view into a cache word that replaces `seen`: `f32` weight (sign bit = floored, valid until the
-/// next write), `seen`'s sequence plus one, and the expiry offset.
-fn encode(p: &Prepared, v: &View, seen: u64) -> u64 {
-    let w = p.weight_of(v.rate) as f32;
-    let mut bits = w.to_bits();
-    if v.floored || v.expiry_offset == 0 {
-        bits |= SIGN;
-    }
-    (u64::from(bits) << 32) | (bump(seen) & SEQ_MASK) | v.expiry_offset
+    (c & !SEQ_MASK) | (c.wrapping_add(1) & SEQ_MASK)
 }
 
 #[cfg(all(test, not(loom)))]
@@ -487,12 +489,39 @@ mod tests {
         Config::default().prepare().unwrap()
     }
 
+    /// The balancer's words a node's scan weight depends on: rotated to `start`, an active node, and a
+    /// floor weight of `floor`.
+    struct Words {
+        rotation: AtomicU64,
+        active: AtomicU64,
+        ctl: AtomicU64,
+    }
+
+    impl Words {
+        fn new(p: &Prepared, start: u64, floor: f32) -> Words {
+            Words {
+                rotation: AtomicU64::new(p.rotation_word(start)),
+                active: AtomicU64::new((1 << 32) | u64::from(floor.to_bits())),
+                ctl: AtomicU64::new(slot::pack(slot::ACTIVE, 0, 100, 0)),
+            }
+        }
+
+        fn scope(&self) -> Scope<'_> {
+            Scope {
+                rotation: &self.rotation,
+                active: &self.active,
+                ctl: &self.ctl,
+            }
+        }
+    }
+
     fn rec(h: &Health, p: &Prepared, t: u64, ok: u64, bad: u64) {
+        let words = Words::new(p, 0, 0.0);
         for _ in 0..ok {
-            h.record(p, t, true);
+            h.record(p, t, true, words.scope());
         }
         for _ in 0..bad {
-            h.record(p, t, false);
+            h.record(p, t, false, words.scope());
         }
     }
 
@@ -501,7 +530,9 @@ mod tests {
         let (p, h) = (prepared(), Health::new());
         let v = h.view(&p, 0);
         assert_eq!((v.rate, v.has_data, v.floored), (1.0, false, false));
-        assert_eq!(h.weight(&p, 123, p.next_epoch(123), 0.5), 1.0);
+        assert_eq!(h.weight(), 0.0, "not active yet");
+        h.refresh(&p, 123, Words::new(&p, 0, 0.5).scope());
+        assert_eq!(h.weight(), 1.0);
     }
 
     #[test]
@@ -516,20 +547,28 @@ mod tests {
         let den = 4.0 * 1.0 + 10.0 / 3.0 + 10.0 / 9.0;
         assert_eq!(v.rate, num / den);
         assert_eq!(v.window, (24, 15));
-        assert_eq!(v.expiry_offset, 6 - 2);
         // Reading later, before the oldest bucket ages out, gives the bit-identical rate.
         assert_eq!(h.view(&p, 5 * W + 7).rate, num / den);
         // At epoch 6 the oldest (epoch 0) leaves the window.
         let v6 = h.view(&p, 6 * W);
         assert_eq!(v6.rate, (5.0 / 3.0) / (4.0 + 10.0 / 3.0) * 1.0);
         assert_eq!(v6.window, (14, 5));
-        let cached = h.weight(&p, 2 * W + 3, p.next_epoch(2 * W + 3), 0.0);
-        assert_eq!(cached, ((num / den).powi(3)) as f32 as f64);
-        // The cache expires exactly when epoch 0 leaves the window.
-        assert_eq!(
-            h.weight(&p, 6 * W, p.next_epoch(6 * W), 0.0),
-            (v6.rate * v6.rate * v6.rate) as f32 as f64
-        );
+        assert_eq!(h.weight(), ((num / den).powi(3)) as f32 as f64);
+        // A rotation to epoch 6 ages epoch 0 out of the cached weight.
+        let rotated = Words::new(&p, 6 * W, 0.0);
+        h.refresh(&p, 6 * W, rotated.scope());
+        assert_eq!(h.weight(), (v6.rate * v6.rate * v6.rate) as f32 as f64);
+        // A release dated before that rotation still reads the window at epoch 6.
+        h.record(&p, 2 * W, true, rotated.scope());
+        let v6 = h.view(&p, 6 * W);
+        assert_eq!(h.weight(), (v6.rate * v6.rate * v6.rate) as f32 as f64);
+        assert_ne!(v6.rate, h.view(&p, 2 * W).rate);
+        // A node that is not active has no scan weight.
+        rotated
+            .ctl
+            .store(slot::pack(slot::LAME_DUCK, 0, 100, 0), Relaxed);
+        h.refresh(&p, 6 * W, rotated.scope());
+        assert_eq!(h.weight(), 0.0);
     }
 
     #[test]
@@ -547,7 +586,8 @@ mod tests {
         );
         let floor_w = 0.0001f64 / 3.0;
         let floor_w = floor_w * floor_w * floor_w;
-        assert_eq!(h.weight(&p, 9 * W, p.next_epoch(9 * W), floor_w), floor_w);
+        h.refresh(&p, 9 * W, Words::new(&p, 0, floor_w as f32).scope());
+        assert_eq!(h.weight(), floor_w as f32 as f64);
         // Far later, with no writes, the node still has its last known rate, not 1.0.
         let far = h.view(&p, u64::MAX / 2);
         assert_eq!((far.rate, far.sticky), (0.0, (2, 0)));
@@ -614,18 +654,18 @@ mod tests {
         .prepare()
         .unwrap();
         let h = Health::new();
+        let words = Words::new(&p, 0, 0.0);
         h.reset(&p.model);
         assert_eq!(h.view(&p, 0).rate, 1.0);
-        h.record(&p, 0, false);
+        h.record(&p, 0, false, words.scope());
         assert_eq!(h.view(&p, 0).rate, 0.5);
-        h.record(&p, 0, false);
+        h.record(&p, 0, false, words.scope());
         assert_eq!(h.view(&p, 0).rate, 0.25);
-        h.record(&p, 9, true);
+        h.record(&p, 9, true, words.scope());
         assert_eq!(h.view(&p, 0).rate, 0.625);
-        assert_eq!(
-            h.weight(&p, 0, p.next_epoch(0), 0.0),
-            0.625f64.powi(3) as f32 as f64
-        );
-        assert_eq!(h.weight(&p, 0, p.next_epoch(0), 0.5), 0.5);
+        assert_eq!(h.weight(), 0.625f64.powi(3) as f32 as f64);
+        // The average is floored: with a floor weight of 0.5 the scan weight is 0.5.
+        h.refresh(&p, 9, Words::new(&p, 0, 0.5).scope());
+        assert_eq!(h.weight(), 0.5);
     }
 }

@@ -33,13 +33,13 @@ pub(crate) enum Choice {
 /// bit marks a full node, so `-0.0` is a full node of zero weight and no weight is rounded away), `ABSENT`
 /// otherwise.
 #[inline(always)]
-fn entry(p: &Prepared, s: &NodeSlot, now: u64, next_epoch: u64, floor_weight: f64) -> f64 {
+fn entry(s: &NodeSlot) -> f64 {
     // Relaxed: the scan is a snapshot for choosing; admission re-checks with a compare-and-swap.
     let c = s.ctl.load(crate::sync::Ordering::Relaxed);
     if slot::state(c) != slot::ACTIVE {
         return ABSENT;
     }
-    let w = s.health.weight(p, now, next_epoch, floor_weight);
+    let w = s.health.weight();
     if slot::inflight(c) < slot::limit(c) {
         w
     } else {
@@ -82,101 +82,120 @@ impl Totals {
 /// A node's weight if it is active with room, else 0: all the cascade's common case needs. The same
 /// test as `entry`, without computing the weight of a full node.
 #[inline(always)]
-fn room_weight(p: &Prepared, s: &NodeSlot, now: u64, next_epoch: u64, floor_weight: f64) -> f64 {
+fn room_weight(s: &NodeSlot) -> f64 {
     // Relaxed: as in `entry`.
     let c = s.ctl.load(crate::sync::Ordering::Relaxed);
     if slot::state(c) == slot::ACTIVE && slot::inflight(c) < slot::limit(c) {
-        s.health.weight(p, now, next_epoch, floor_weight)
+        s.health.weight()
     } else {
         0.0
     }
 }
 
-/// Picks the node to try, or the reason to fail fast.
+/// The first draw of an acquire: over the nodes' scan weights alone, one load per node (a node that is
+/// not active has scan weight 0; see `health.rs`). The drawn node may turn out to be full: its
+/// admission then fails and the acquire goes on with [`choose`], over the nodes with room only.
 ///
-/// `Cascade` and `WeightedPick` first scan for the weights of nodes with room only (the common case: one
-/// load of the control word and one or two of the cached weight per node, nothing written) and draw
-/// among them. Only when no node with room has a positive weight does the full scan run, which tells
-/// apart zero-weight, full and absent nodes for the fallbacks and the rejection reason.
-pub(crate) fn choose(
-    p: &Prepared,
-    slots: &[NodeSlot],
-    now: u64,
-    floor_weight: f64,
-    rng: &mut Rng,
-) -> Choice {
+/// This two-stage draw is exact. With `R` and `F` the total weights of the nodes with room and of the
+/// full ones, a node `j` with room is taken at once with probability `w_j / (R + F)`, or after a full
+/// node was drawn (probability `F / (R + F)`) with probability `w_j / R`; the sum is `w_j / R`, the
+/// cascade's probability. `CascadeApprox` and the zero-weight cases take the full scan at once.
+pub(crate) fn choose_fast(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     if p.config.policy == Policy::CascadeApprox {
-        return choose_full(p, slots, now, floor_weight, rng);
+        return choose_full(p, slots, rng);
     }
-    // The stack buffer fits the balancer, so that small balancers do not clear a large one.
+    let weight = |s: &NodeSlot| s.health.weight();
     match slots.len() {
-        0..=8 => choose_room::<8>(p, slots, now, floor_weight, rng),
-        9..=16 => choose_room::<16>(p, slots, now, floor_weight, rng),
-        _ => choose_room::<SCAN>(p, slots, now, floor_weight, rng),
+        0..=8 => choose_room::<8>(p, slots, rng, weight),
+        9..=16 => choose_room::<16>(p, slots, rng, weight),
+        _ => choose_room::<SCAN>(p, slots, rng, weight),
     }
 }
 
-/// The common case of `Cascade` and `WeightedPick`, with a buffer of `K` weights.
+/// Picks the node to try among the nodes with room, or the reason to fail fast.
+///
+/// `Cascade` and `WeightedPick` first scan for the weights of nodes with room only (the common case: one
+/// load of the control word and one of the cached weight per node, nothing written) and draw among
+/// them. Only when no node with room has a positive weight does the full scan run, which tells apart
+/// zero-weight, full and absent nodes for the fallbacks and the rejection reason.
+pub(crate) fn choose(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    if p.config.policy == Policy::CascadeApprox {
+        return choose_full(p, slots, rng);
+    }
+    // The stack buffer fits the balancer, so that small balancers do not clear a large one.
+    match slots.len() {
+        0..=8 => choose_room::<8>(p, slots, rng, room_weight),
+        9..=16 => choose_room::<16>(p, slots, rng, room_weight),
+        _ => choose_room::<SCAN>(p, slots, rng, room_weight),
+    }
+}
+
+/// A weighted draw over `weight(slot)`, with a buffer of `K` running totals; the full scan when every
+/// weight is 0.
+///
+/// The scan stores the running total of the room weights after each buffered node; the draw then finds
+/// the first total above `u * total` by binary search. That node has a positive weight (the total
+/// rises only at positive weights), and it is the node a walk over the weights in slot order would
+/// stop at, so the distribution is that of the cascade (see the module docs).
 #[inline(always)]
 fn choose_room<const K: usize>(
     p: &Prepared,
     slots: &[NodeSlot],
-    now: u64,
-    floor_weight: f64,
     rng: &mut Rng,
+    weight: impl Fn(&NodeSlot) -> f64,
 ) -> Choice {
-    let next_epoch = p.next_epoch(now);
-    let mut head = [0.0f64; K];
+    let mut prefix = [0.0f64; K];
     let mut total = 0.0;
-    for (h, s) in head.iter_mut().zip(slots) {
-        let w = room_weight(p, s, now, next_epoch, floor_weight);
-        *h = w;
-        total += w;
+    let buffered = slots.len().min(K);
+    for (h, s) in prefix.iter_mut().zip(slots) {
+        total += weight(s);
+        *h = total;
     }
+    let head_total = total;
     for s in slots.iter().skip(K) {
-        total += room_weight(p, s, now, next_epoch, floor_weight);
+        total += weight(s);
     }
     if total > 0.0 {
         let target = rng.f64() * total;
-        let mut acc = 0.0;
+        if target < head_total {
+            // `partition_point` is a binary search: the first index whose total exceeds the target.
+            let i = prefix[..buffered].partition_point(|&t| t <= target);
+            return Choice::Try(i);
+        }
+        // Beyond the buffer the nodes are read again: a concurrent change can shift the draw slightly,
+        // never out of the active set.
+        let mut acc = head_total;
         let mut last = None;
-        // The buffered weights, then the nodes beyond the buffer read again.
-        let mut draw = |i: usize, w: f64| {
+        for (i, s) in slots.iter().enumerate().skip(K) {
+            let w = weight(s);
             if w > 0.0 {
                 acc += w;
                 last = Some(i);
-            }
-            w > 0.0 && acc > target
-        };
-        for (i, &w) in head[..slots.len().min(K)].iter().enumerate() {
-            if draw(i, w) {
-                return Choice::Try(i);
+                if acc > target {
+                    return Choice::Try(i);
+                }
             }
         }
-        for (i, s) in slots.iter().enumerate().skip(K) {
-            if draw(i, room_weight(p, s, now, next_epoch, floor_weight)) {
-                return Choice::Try(i);
-            }
-        }
-        // Rounding (or a node beyond the stack buffer that changed meanwhile) left the target unreached.
+        // Rounding (`u * total` rounded up to `total`), or a node beyond the buffer that changed
+        // meanwhile, left the target unreached: the last positive weight takes it.
         if let Some(i) = last {
             return Choice::Try(i);
         }
+        if let Some(i) = (1..buffered)
+            .rev()
+            .find(|&i| prefix[i] > prefix[i - 1])
+            .or((buffered > 0 && prefix[0] > 0.0).then_some(0))
+        {
+            return Choice::Try(i);
+        }
     }
-    choose_full(p, slots, now, floor_weight, rng)
+    choose_full(p, slots, rng)
 }
 
 /// The full scan: every policy's complete rules, including the fallbacks and the rejection reasons.
 #[inline(never)]
-fn choose_full(
-    p: &Prepared,
-    slots: &[NodeSlot],
-    now: u64,
-    floor_weight: f64,
-    rng: &mut Rng,
-) -> Choice {
-    let next_epoch = p.next_epoch(now);
-    let entry = |s: &NodeSlot| entry(p, s, now, next_epoch, floor_weight);
+fn choose_full(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    let entry = |s: &NodeSlot| entry(s);
     let mut head = [ABSENT; SCAN];
     let mut t = Totals {
         room: 0.0,

@@ -145,4 +145,18 @@ mod tests {
         assert_eq!(core::mem::align_of::<NodeSlot>(), 128);
         assert_eq!(core::mem::size_of::<NodeSlot>() % 128, 0);
     }
+
+    #[test]
+    fn scan_reads_one_line_per_node() {
+        // The acquire scan reads `ctl` and the cached weight (the first word of `health`): both must lie
+        // in the slot's first 64 bytes.
+        let s = NodeSlot::new();
+        let base = &s as *const NodeSlot as usize;
+        let ctl = &s.ctl as *const AtomicU64 as usize - base;
+        let cache = s.health.cache_addr() - base;
+        assert!(
+            ctl < 64 && cache + 8 <= 64,
+            "ctl at {ctl}, cache at {cache}"
+        );
+    }
 }

@@ -16,6 +16,11 @@ const CAPACITY: usize = 16;
 const POOL: u64 = 24;
 /// Acquire/release pairs per test, over all workers.
 const PAIRS: u64 = 1_000_000;
+/// With full churn, workers keep going past `PAIRS` until the membership thread has taken this many
+/// steps, so that the coverage checks (every membership answer seen, a lease outliving its node) do not
+/// depend on how fast the workers are compared with the membership thread. (Lame-duck-only runs stop at
+/// `PAIRS`: their window must hold every outcome, so their clocks must not run further.)
+const MIN_CHURN_STEPS: u64 = 1_000;
 const MS: u64 = 1_000_000;
 
 fn workers() -> usize {
@@ -96,7 +101,14 @@ fn outcome_for(id: u64, rng: &mut Rng) -> Outcome {
     }
 }
 
-fn worker(b: &HeapBalancer, spec: &Spec, seed: u64, t: usize, pairs: u64) -> WorkerReport {
+fn worker(
+    b: &HeapBalancer,
+    spec: &Spec,
+    seed: u64,
+    t: usize,
+    pairs: u64,
+    churn_steps: &AtomicU64,
+) -> WorkerReport {
     let mut rng = Rng::with_seed(seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     // Each thread's clock starts a few milliseconds apart and advances by its own random steps (~100 µs
     // per step on average), so releases of one thread land in buckets older than another's.
@@ -115,7 +127,12 @@ fn worker(b: &HeapBalancer, spec: &Spec, seed: u64, t: usize, pairs: u64) -> Wor
             health[id as usize][1] += u64::from(outcome == Outcome::Success);
         }
     };
-    while tally.releases() < pairs {
+    let min_steps = if spec.churn == Churn::Full {
+        MIN_CHURN_STEPS
+    } else {
+        0
+    };
+    while tally.releases() < pairs || churn_steps.load(Ordering::Relaxed) < min_steps {
         now += rng.u64(50_000..150_000);
         if held.len() < want {
             match tally.acquired(b.acquire(now, &mut rng)) {
@@ -157,6 +174,7 @@ fn churn(
     seed: u64,
     initial: &[u64],
     done: &AtomicBool,
+    steps: &AtomicU64,
 ) -> ChurnReport {
     let mut rng = Rng::with_seed(seed ^ 0xC0FF_EE00);
     let mut report = ChurnReport::default();
@@ -168,6 +186,7 @@ fn churn(
     let mut step = 0u64;
     while !done.load(Ordering::Acquire) {
         step += 1;
+        steps.store(step, Ordering::Relaxed);
         let members = model.iter().filter(|m| m.is_some()).count();
         let id = rng.u64(1..=POOL);
         let member = model[id as usize];
@@ -231,8 +250,9 @@ fn churn(
                 Err(e) => panic!("set_lame_duck({id}): {e:?}"),
             }
         }
-        // Now and then every member goes lame duck for a moment: workers must see NoActiveNodes.
-        if step % 512 == 0 {
+        // Now and then every member goes lame duck for a moment: workers must see NoActiveNodes. The
+        // first phase is at step 1, so that a run always has one however fast the workers finish.
+        if step % 512 == 1 {
             let ids: Vec<u64> = (1..=POOL)
                 .filter(|&i| model[i as usize].is_some())
                 .collect();
@@ -286,15 +306,16 @@ fn run(spec: Spec, seed: u64) -> (Tally, ChurnReport) {
     let n = workers();
     let per_worker = PAIRS.div_ceil(n as u64);
     let done = AtomicBool::new(false);
+    let churn_steps = AtomicU64::new(0);
     let started = std::time::Instant::now();
     let (reports, churn) = thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|t| {
-                let (b, spec) = (&b, &spec);
-                s.spawn(move || worker(b, spec, seed, t, per_worker))
+                let (b, spec, steps) = (&b, &spec, &churn_steps);
+                s.spawn(move || worker(b, spec, seed, t, per_worker, steps))
             })
             .collect();
-        let churner = s.spawn(|| churn(&b, &spec, seed, &initial, &done));
+        let churner = s.spawn(|| churn(&b, &spec, seed, &initial, &done, &churn_steps));
         let reports: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
         // Stop the membership thread before propagating a worker's panic, or the scope never ends.
         done.store(true, Ordering::Release);
