@@ -42,8 +42,10 @@ mod outcome;
 #[cfg(feature = "std")]
 mod rt;
 mod select;
+mod shed;
 mod slot;
 mod sync;
+mod window;
 
 pub use balancer::{Balancer, Lease, NodeSnapshot, NodeState, RawLease, Stats};
 pub use config::{Config, HealthModel, Policy, MAX_BUCKETS, MAX_NODES};
@@ -54,5 +56,10 @@ pub use limit::{AimdLimit, FixedLimit, LimitAlgorithm, MAX_LIMIT};
 pub use outcome::{InvalidStatus, Outcome};
 #[cfg(feature = "std")]
 pub use rt::{monotonic_now, thread_seed, with_thread_rng, HeapBalancer, LeaseGuard};
+pub use shed::{
+    NotInFlight, Overloaded, Promise, RawPromise, Shedder, ShedderConfig, ShedderConfigError,
+    ShedderStats,
+};
 pub use slot::NodeSlot;
 pub use sync::LOCK_FREE;
+pub use window::MAX_WINDOW_BUCKETS;

@@ -25,9 +25,9 @@
 //!   health happens-before a membership change that observes the slot drained (`Acquire`).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 #[cfg(not(loom))]
-pub(crate) use portable_atomic::{fence, AtomicU64, Ordering};
+pub(crate) use portable_atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
 /// `true` when 64-bit atomics on this build are native instructions, with no lock and no interrupt masking.
 #[cfg(not(loom))]
