@@ -45,6 +45,7 @@ mod select;
 mod shed;
 mod slot;
 mod sync;
+mod throttle;
 mod window;
 
 pub use balancer::{Balancer, Lease, NodeSnapshot, NodeState, RawLease, Stats};
@@ -62,4 +63,8 @@ pub use shed::{
 };
 pub use slot::NodeSlot;
 pub use sync::LOCK_FREE;
+pub use throttle::{
+    rejection_probability, Criticality, RetryDenied, Throttle, ThrottleConfig, ThrottleConfigError,
+    ThrottleStats, Throttled,
+};
 pub use window::MAX_WINDOW_BUCKETS;
