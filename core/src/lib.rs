@@ -32,6 +32,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod backoff;
 mod balancer;
 mod config;
 mod div;
@@ -48,6 +49,9 @@ mod sync;
 mod throttle;
 mod window;
 
+pub use backoff::{
+    Backoff, BackoffConfig, BackoffConfigError, BackoffMetrics, Delay, Jitter, Step, MAX_BACKOFF_NS,
+};
 pub use balancer::{Balancer, Lease, NodeSnapshot, NodeState, RawLease, Stats};
 pub use config::{Config, HealthModel, Policy, MAX_BUCKETS, MAX_NODES};
 pub use error::{ConfigError, MembershipError, Rejected, ReleaseError};
