@@ -45,6 +45,7 @@ mod rt;
 mod select;
 mod shed;
 mod slot;
+mod subset;
 mod sync;
 mod throttle;
 mod window;
@@ -66,6 +67,7 @@ pub use shed::{
     ShedderStats,
 };
 pub use slot::NodeSlot;
+pub use subset::{deterministic_subset, random_subset, shuffle, SplitMix64, SubsetError};
 pub use sync::LOCK_FREE;
 pub use throttle::{
     rejection_probability, Criticality, RetryDenied, Throttle, ThrottleConfig, ThrottleConfigError,
