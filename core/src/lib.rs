@@ -25,6 +25,12 @@
 //!
 //! Time and randomness are parameters: the core never reads a clock and never shares a generator. The `std`
 //! feature adds [`monotonic_now`], per-thread generators and [`LeaseGuard`].
+//!
+//! Overload protection, with the same rules (lock-free, no allocation, time, CPU and randomness passed in):
+//! [`Shedder`] (server side, go-zero's adaptive shedder; `std` adds the [`CpuSampler`] that feeds it),
+//! [`Throttle`] (client side, the SRE book's adaptive throttling with criticalities and a retry budget),
+//! [`Backoff`] (the seeds' responsive exponential backoff, shareable between threads) and
+//! [`deterministic_subset`] (the SRE book's subsetting, specified so any language reproduces it).
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -35,6 +41,8 @@ extern crate std;
 mod backoff;
 mod balancer;
 mod config;
+#[cfg(feature = "std")]
+mod cpu;
 mod div;
 mod error;
 mod health;
@@ -55,6 +63,8 @@ pub use backoff::{
 };
 pub use balancer::{Balancer, Lease, NodeSnapshot, NodeState, RawLease, Stats};
 pub use config::{Config, HealthModel, Policy, MAX_BUCKETS, MAX_NODES};
+#[cfg(feature = "std")]
+pub use cpu::{CpuError, CpuSampler, CpuSource};
 pub use error::{ConfigError, MembershipError, Rejected, ReleaseError};
 /// The random generator the core draws from (re-exported so callers need not depend on `fastrand`).
 pub use fastrand::Rng;
