@@ -26,7 +26,8 @@
 //!
 //! # Randomness and cost
 //! A decision draws one `f64` from the caller's generator, and only when `p > 0`: with no throttling the
-//! generator is untouched. Each decision sums the window (`buckets` × 9 words, 120 × 9 by default).
+//! generator is untouched. Each decision sums the window: `buckets` × 2 words per criticality up to the
+//! request's own (120 × 4 for CRITICAL by default), all 9 lanes for a retry.
 //!
 //! # Memory ordering
 //! All counters are independent statistics (`Relaxed`); the window has its own protocol (`window.rs`).
@@ -384,7 +385,9 @@ impl Throttle {
     /// assert_eq!(t.probability(0, CriticalPlus), 0.0);
     /// ```
     pub fn probability(&self, now: u64, c: Criticality) -> f64 {
-        self.probability_in(&self.window.sums(now, false), c)
+        // Only the lanes of `c` and the criticalities above it.
+        let upto = 2 * c as usize + 2;
+        self.probability_in(&self.window.sums(now, false, upto), c)
     }
 
     fn probability_in(&self, sums: &[u64; LANES], c: Criticality) -> f64 {
@@ -431,7 +434,7 @@ impl Throttle {
     /// );
     /// ```
     pub fn allow_retry(&self, now: u64, c: Criticality, rng: &mut Rng) -> Result<(), RetryDenied> {
-        let sums = self.window.sums(now, false);
+        let sums = self.window.sums(now, false, LANES);
         let requests = (0..4).fold(0u64, |a, i| a.saturating_add(sums[2 * i]));
         let retries = sums[RETRY_LANE];
         // retry_ratio is validated (not NaN), so `>=` is the exact negation of "below the budget".
@@ -507,7 +510,7 @@ impl Throttle {
     /// assert_eq!((st.total_requests[1], st.window_requests[1]), (1, 0));
     /// ```
     pub fn stats(&self, now: u64) -> ThrottleStats {
-        let sums = self.window.sums(now, false);
+        let sums = self.window.sums(now, false, LANES);
         let lane = |o: usize| [sums[o], sums[2 + o], sums[4 + o], sums[6 + o]];
         // Relaxed: statistics.
         ThrottleStats {

@@ -193,6 +193,18 @@ impl<const L: usize> Window<L> {
         now: u64,
         skip_current: bool,
         init: A,
+        f: impl FnMut(&mut A, [u64; L]),
+    ) -> A {
+        self.fold_lanes(now, skip_current, L, init, f)
+    }
+
+    /// [`Window::fold`] reading only lanes `0..upto` (the others read as 0).
+    pub(crate) fn fold_lanes<A: Copy>(
+        &self,
+        now: u64,
+        skip_current: bool,
+        upto: usize,
+        init: A,
         mut f: impl FnMut(&mut A, [u64; L]),
     ) -> A {
         let e = self.epoch(now);
@@ -208,7 +220,7 @@ impl<const L: usize> Window<L> {
             loop {
                 let mut lanes = [0u64; L];
                 if let Some(bucket) = self.ring.get(idx) {
-                    for (lane, out) in bucket.iter().zip(lanes.iter_mut()).rev() {
+                    for (lane, out) in bucket.iter().zip(lanes.iter_mut()).take(upto).rev() {
                         // Acquire: see the module docs ("Reading" and lane order).
                         let w = lane.load(Acquire);
                         if tag(w) == epoch as u32 {
@@ -233,9 +245,9 @@ impl<const L: usize> Window<L> {
         }
     }
 
-    /// The sum of each lane over the visited buckets.
-    pub(crate) fn sums(&self, now: u64, skip_current: bool) -> [u64; L] {
-        self.fold(now, skip_current, [0u64; L], |acc, lanes| {
+    /// The sum of each lane `0..upto` over the visited buckets (0 for the others).
+    pub(crate) fn sums(&self, now: u64, skip_current: bool, upto: usize) -> [u64; L] {
+        self.fold_lanes(now, skip_current, upto, [0u64; L], |acc, lanes| {
             for (a, v) in acc.iter_mut().zip(lanes) {
                 *a += v;
             }
@@ -336,7 +348,7 @@ mod tests {
             }
             assert_eq!(r.sums().iter().sum::<u64>(), want, "ignore current: {skip}");
             // Add(0) still counts: the Count lane sees every value.
-            assert_eq!(r.w.sums(r.now, skip)[1], if skip { 6 } else { 10 });
+            assert_eq!(r.w.sums(r.now, skip, 2)[1], if skip { 6 } else { 10 });
         }
     }
 
@@ -366,10 +378,11 @@ mod tests {
         let r = W::new(3, 10, false);
         r.w.add(r.now + 25, [1, 1]); // epoch +2
         r.w.add(r.now, [5, 1]); // an older `now`: lands in the newest bucket
-        assert_eq!(r.w.sums(r.now + 25, false), [6, 2]);
+        assert_eq!(r.w.sums(r.now + 25, false, 2), [6, 2]);
         // A reader with an older `now` reads at the newest bucket's time.
-        assert_eq!(r.w.sums(r.now, false), [6, 2]);
-        assert_eq!(r.w.sums(r.now, true), [0, 0]);
+        assert_eq!(r.w.sums(r.now, false, 2), [6, 2]);
+        assert_eq!(r.w.sums(r.now, true, 2), [0, 0]);
+        assert_eq!(r.w.sums(r.now, false, 1), [6, 0]); // lane 1 not read
     }
 
     #[test]
@@ -377,17 +390,17 @@ mod tests {
         let w: Window<1> = Window::new(2, 20).unwrap();
         w.add(0, [u64::MAX]);
         w.add(1, [7]);
-        assert_eq!(w.sums(1, false), [u64::from(u32::MAX)]);
+        assert_eq!(w.sums(1, false, 1), [u64::from(u32::MAX)]);
         // Epoch 2 reuses index 0: the stale lane is replaced, not added to.
         w.add(20, [3]);
-        assert_eq!(w.sums(20, false), [3]);
+        assert_eq!(w.sums(20, false, 1), [3]);
         // Extreme times never overflow or panic.
         w.add(u64::MAX, [1]);
-        assert_eq!(w.sums(u64::MAX, false), [1]);
+        assert_eq!(w.sums(u64::MAX, false, 1), [1]);
         let one: Window<1> = Window::new(1, 1).unwrap();
         one.add(u64::MAX, [2]);
-        assert_eq!(one.sums(u64::MAX, false), [2]);
-        assert_eq!(one.sums(u64::MAX, true), [0]);
+        assert_eq!(one.sums(u64::MAX, false, 1), [2]);
+        assert_eq!(one.sums(u64::MAX, true, 1), [0]);
     }
 
     #[test]
