@@ -12,8 +12,11 @@
 //! own epoch (it loads before it writes, so the shared word is written once per bucket width, not per call),
 //! then adds into the bucket of `max(its epoch, newest)`: a `now` older than the newest bucket (threads
 //! race, clocks jitter) counts in the newest bucket, as in the health window. A lane whose tag is older than
-//! the target epoch is stale and is replaced; a lane tagged *newer* means this writer stalled for a whole
-//! rotation, so it re-reads `last` and writes into the newest bucket instead (its value is never dropped).
+//! the target epoch is stale and is replaced. A lane tagged *newer* means this writer stalled for a whole
+//! rotation (or its `now` is a whole window old): its target epoch has left the window, taking with it any
+//! lanes of this record already written, so it re-reads `last` and writes the whole record again into the
+//! newest bucket. A record (one call's lanes) therefore always lands whole in one bucket, never split
+//! between two and never dropped (found by the loom model `window_rotation_keeps_lanes_together`).
 //!
 //! # Reading
 //! [`Window::fold`] visits exactly the buckets go-zero's `Reduce` visits (see the function) and reports
@@ -144,38 +147,42 @@ impl<const L: usize> Window<L> {
         } else {
             seen - 1
         };
-        for (lane, &v) in values.iter().enumerate() {
-            if v == 0 {
-                continue;
-            }
-            loop {
-                let Some(w) = self.lane(target, lane) else {
-                    return;
-                };
-                // Acquire: a lane written under a newer `last` makes that `last` visible to our re-read.
-                let cur = w.load(Acquire);
-                let ahead = tag(cur).wrapping_sub(target as u32) as i32;
-                let next = if value(cur) != 0 && ahead == 0 {
-                    word(target, value(cur).saturating_add(v))
-                } else if value(cur) != 0 && ahead > 0 {
-                    // The lane belongs to a newer epoch: we stalled for a whole rotation. Write into the
-                    // newest bucket instead. If `last` shows nothing newer, the tag only looked newer (a lane
-                    // idle for 2^31 epochs): it is stale, replace it.
-                    // Acquire: as above.
-                    let newest = self.last.load(Acquire).saturating_sub(1);
-                    if newest > target {
-                        target = newest;
-                        continue;
+        'record: loop {
+            for (lane, &v) in values.iter().enumerate() {
+                if v == 0 {
+                    continue;
+                }
+                loop {
+                    let Some(w) = self.lane(target, lane) else {
+                        return;
+                    };
+                    // Acquire: a lane written under a newer `last` makes that `last` visible to our re-read.
+                    let cur = w.load(Acquire);
+                    let ahead = tag(cur).wrapping_sub(target as u32) as i32;
+                    let next = if value(cur) != 0 && ahead == 0 {
+                        word(target, value(cur).saturating_add(v))
+                    } else if value(cur) != 0 && ahead > 0 {
+                        // The lane belongs to a newer epoch, so `target` has left the window (and any lanes
+                        // of this record already written left with it): write the whole record again into
+                        // the newest bucket. If `last` shows nothing newer, the tag only looked newer (a
+                        // lane idle for 2^31 epochs): it is stale, replace it.
+                        // Acquire: as above.
+                        let newest = self.last.load(Acquire).saturating_sub(1);
+                        if newest > target {
+                            target = newest;
+                            continue 'record;
+                        }
+                        word(target, v)
+                    } else {
+                        word(target, v)
+                    };
+                    // Release: a reader that sees this word sees our raise of `last` and our lower lanes.
+                    if w.compare_exchange_weak(cur, next, Release, Relaxed).is_ok() {
+                        break;
                     }
-                    word(target, v)
-                } else {
-                    word(target, v)
-                };
-                // Release: a reader that sees this word sees our raise of `last` and our lower lanes.
-                if w.compare_exchange_weak(cur, next, Release, Relaxed).is_ok() {
-                    break;
                 }
             }
+            return;
         }
     }
 
