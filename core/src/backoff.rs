@@ -168,6 +168,13 @@ impl BackoffConfig {
 }
 
 /// A [`BackoffConfig`] that was rejected.
+///
+/// ```
+/// use weir::{BackoffConfig, BackoffConfigError};
+/// let e = BackoffConfig { up_multiplier: 0.5, ..BackoffConfig::default() }.validate().unwrap_err();
+/// assert_eq!(e, BackoffConfigError::UpMultiplier);
+/// assert_eq!(e.to_string(), "backoff up_multiplier must be finite and >= 1");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BackoffConfigError {
     /// `initial_ns` must be at least 1 and at most `max_ns`.
@@ -201,6 +208,15 @@ impl fmt::Display for BackoffConfigError {
 impl std::error::Error for BackoffConfigError {}
 
 /// What one call did to the interval.
+///
+/// ```
+/// use weir::{Backoff, BackoffConfig, Step};
+/// let b = Backoff::new(BackoffConfig { down_threshold: 1, ..BackoffConfig::default() }).unwrap();
+/// let mut rng = weir::Rng::with_seed(1);
+/// assert_eq!(b.on_success(&mut rng).step, Step::Idle);
+/// assert_eq!(b.on_failure(&mut rng).step, Step::Up);
+/// assert_eq!(b.on_success(&mut rng).step, Step::Down); // 500 ms × 0.9 ± 30 % may drop below 500 ms → 0
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Step {
     /// A failure: the interval went up (or started).
@@ -230,6 +246,16 @@ pub struct Delay {
 }
 
 /// The seed's metrics, counted exactly even when many threads share the backoff.
+///
+/// ```
+/// let b = weir::Backoff::new(weir::BackoffConfig::default()).unwrap();
+/// let mut rng = weir::Rng::with_seed(1);
+/// b.on_failure(&mut rng);
+/// b.on_success(&mut rng);
+/// let m = b.metrics();
+/// assert_eq!((m.invocations, m.went_up, m.went_down, m.slept), (2, 1, 0, 2));
+/// assert_eq!(m.sleep_ns, 1_000_000_000); // 500 ms twice
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct BackoffMetrics {
     /// Calls of `on_failure` and `on_success`.

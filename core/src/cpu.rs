@@ -42,6 +42,12 @@ const REFRESH_NS: f64 = 250_000_000.0;
 const BETA: f64 = 0.95;
 
 /// Where a [`CpuSampler`] reads usage from.
+///
+/// ```
+/// if let Ok(s) = weir::CpuSampler::new() {
+///     println!("CPU usage from {:?}", s.source()); // CgroupV2 in most containers today
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CpuSource {
     /// cgroup v2 (`cpu.stat`, `cpu.max`, `cpuset.cpus.effective`).
@@ -53,6 +59,13 @@ pub enum CpuSource {
 }
 
 /// Why CPU usage could not be read.
+///
+/// ```
+/// let missing = std::env::temp_dir().join("weir-no-such-root");
+/// let e = weir::CpuSampler::with_root(&missing).unwrap_err();
+/// assert!(matches!(e, weir::CpuError::NoSource { .. }));
+/// assert!(e.to_string().starts_with("no cgroup v2, cgroup v1 or /proc/stat CPU statistics under"));
+/// ```
 #[derive(Debug)]
 pub enum CpuError {
     /// This operating system has no supported source (only Linux does); the shedder would never see
@@ -157,6 +170,13 @@ pub struct CpuSampler {
 
 impl CpuSampler {
     /// A sampler of this machine (root `/`). Fails with [`CpuError::Unsupported`] off Linux.
+    ///
+    /// ```
+    /// match weir::CpuSampler::new() {
+    ///     Ok(s) => assert_eq!(s.usage(), 0), // nothing sampled yet
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// ```
     pub fn new() -> Result<Self, CpuError> {
         if cfg!(target_os = "linux") {
             Self::with_root("/")
@@ -196,6 +216,15 @@ impl CpuSampler {
     }
 
     /// Where usage is read from.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("weir-cpu-src-{}", std::process::id()));
+    /// # std::fs::create_dir_all(dir.join("proc")).unwrap();
+    /// # std::fs::write(dir.join("proc/stat"), "cpu  1 0 1 8 0 0 0 0\n").unwrap();
+    /// let s = weir::CpuSampler::with_root(&dir).unwrap(); // a tree with only proc/stat
+    /// assert_eq!(s.source(), weir::CpuSource::ProcStat);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
     pub fn source(&self) -> CpuSource {
         match self.files {
             Files::CgroupV2 { .. } => CpuSource::CgroupV2,
@@ -205,6 +234,20 @@ impl CpuSampler {
     }
 
     /// The CPUs this process may use (cpuset count, lowered by a quota), as read now.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("weir-cpu-allow-{}", std::process::id()));
+    /// # let cg = dir.join("sys/fs/cgroup");
+    /// # std::fs::create_dir_all(&cg).unwrap();
+    /// # std::fs::write(cg.join("cgroup.controllers"), "cpu cpuset\n").unwrap();
+    /// # std::fs::write(cg.join("cpu.stat"), "usage_usec 0\n").unwrap();
+    /// // cgroup v2 with cpu.max "250000 100000" and cpuset.cpus.effective "0-7":
+    /// # std::fs::write(cg.join("cpu.max"), "250000 100000\n").unwrap();
+    /// # std::fs::write(cg.join("cpuset.cpus.effective"), "0-7\n").unwrap();
+    /// let s = weir::CpuSampler::with_root(&dir).unwrap();
+    /// assert_eq!(s.allowance().unwrap(), 2.5);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
     pub fn allowance(&self) -> Result<f64, CpuError> {
         match &self.files {
             Files::CgroupV2 { dir, mount } => {
@@ -263,6 +306,18 @@ impl CpuSampler {
     }
 
     /// The smoothed usage in millicpu, as of the last sample (rounded to nearest, at most 1000).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("weir-cpu-usage-{}", std::process::id()));
+    /// # std::fs::create_dir_all(dir.join("proc")).unwrap();
+    /// # std::fs::write(dir.join("proc/stat"), "cpu  0 0 0 0 0 0 0 0\n").unwrap();
+    /// let mut s = weir::CpuSampler::with_root(&dir).unwrap();
+    /// s.sample(0).unwrap();
+    /// # std::fs::write(dir.join("proc/stat"), "cpu  100 0 0 0 0 0 0 0\n").unwrap();
+    /// assert_eq!(s.sample(5_000_000_000).unwrap(), 642); // 5 s of full load: 1000 × (1 − 0.95^20)
+    /// assert_eq!(s.usage(), 642);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
     pub fn usage(&self) -> u32 {
         libm::round(self.average).clamp(0.0, 1000.0) as u32
     }

@@ -72,6 +72,8 @@ pub use limit::{AimdLimit, FixedLimit, LimitAlgorithm, MAX_LIMIT};
 pub use outcome::{InvalidStatus, Outcome};
 #[cfg(feature = "std")]
 pub use rt::{monotonic_now, thread_seed, with_thread_rng, HeapBalancer, LeaseGuard};
+#[cfg(feature = "std")]
+pub use shed::PromiseGuard;
 pub use shed::{
     NotInFlight, Overloaded, Promise, RawPromise, Shedder, ShedderConfig, ShedderConfigError,
     ShedderStats,

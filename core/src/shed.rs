@@ -125,6 +125,13 @@ impl ShedderConfig {
 }
 
 /// A [`ShedderConfig`] that was rejected.
+///
+/// ```
+/// use weir::{ShedderConfig, ShedderConfigError};
+/// let e = ShedderConfig { window_ns: 10, ..ShedderConfig::default() }.validate().unwrap_err();
+/// assert_eq!(e, ShedderConfigError::Window);
+/// assert_eq!(e.to_string(), "shedder window_ns / buckets must be at least 1 ns");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShedderConfigError {
     /// `buckets` must be between 1 and [`MAX_WINDOW_BUCKETS`].
@@ -193,6 +200,13 @@ impl fmt::Display for Overloaded {
 
 /// A completion that the shedder refused: no request was in flight, so the promise was already
 /// completed (through [`RawPromise`]) or belongs to another shedder. Nothing was recorded.
+///
+/// ```
+/// use weir::{NotInFlight, Promise, RawPromise, Shedder, ShedderConfig};
+/// let s = Shedder::new(ShedderConfig::default()).unwrap();
+/// let forged = Promise::from_raw(RawPromise { start: 0 });
+/// assert_eq!(s.failure(forged), Err(NotInFlight));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct NotInFlight;
 
@@ -221,6 +235,13 @@ pub struct Promise {
 }
 
 /// The plain fields of a [`Promise`], for bindings that hand it across a language boundary.
+///
+/// ```
+/// let s = weir::Shedder::new(weir::ShedderConfig::default()).unwrap();
+/// let raw: weir::RawPromise = s.allow(7, 0).unwrap().into_raw();
+/// assert_eq!(raw.start, 7);
+/// # s.failure(weir::Promise::from_raw(raw)).unwrap();
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct RawPromise {
@@ -256,6 +277,11 @@ impl Promise {
 
     /// Rebuilds a promise from [`Promise::into_raw`]. Bindings must complete each raw promise once; the
     /// shedder refuses a completion only when nothing at all is in flight ([`NotInFlight`]).
+    ///
+    /// ```
+    /// let p = weir::Promise::from_raw(weir::RawPromise { start: 9 });
+    /// assert_eq!(p.started_at(), 9);
+    /// ```
     pub fn from_raw(raw: RawPromise) -> Promise {
         Promise { start: raw.start }
     }
@@ -543,6 +569,67 @@ impl Shedder {
 
     fn max_flight(&self, max_pass: u64, min_rt: u64) -> f64 {
         (max_pass as f64 * min_rt as f64 * self.scale).max(1.0)
+    }
+}
+
+#[cfg(feature = "std")]
+impl Shedder {
+    /// Decides at [`monotonic_now`](crate::monotonic_now) and returns a guard that completes the promise:
+    /// [`PromiseGuard::success`] records the response time up to then; dropping the guard without
+    /// completing it (an early return, a panic) completes it as a failure, so nothing leaks in flight.
+    ///
+    /// ```
+    /// let s = weir::Shedder::new(weir::ShedderConfig::default()).unwrap();
+    /// {
+    ///     let guard = s.allow_guard(100).unwrap();
+    ///     guard.success();
+    /// }
+    /// drop(s.allow_guard(100).unwrap()); // completed as a failure
+    /// let st = s.stats(0);
+    /// assert_eq!((st.succeeded, st.failed, st.in_flight), (1, 1, 0));
+    /// ```
+    pub fn allow_guard(&self, cpu: u32) -> Result<PromiseGuard<'_>, Overloaded> {
+        let promise = self.allow(crate::monotonic_now(), cpu)?;
+        Ok(PromiseGuard {
+            shedder: self,
+            promise: Some(promise),
+        })
+    }
+}
+
+/// A [`Promise`] that completes itself (`std`): see [`Shedder::allow_guard`].
+#[cfg(feature = "std")]
+#[derive(Debug)]
+#[must_use = "dropping the guard at once completes the request as a failure"]
+pub struct PromiseGuard<'a> {
+    shedder: &'a Shedder,
+    promise: Option<Promise>,
+}
+
+#[cfg(feature = "std")]
+impl PromiseGuard<'_> {
+    /// Completes the request as a success at [`monotonic_now`](crate::monotonic_now).
+    pub fn success(mut self) {
+        if let Some(p) = self.promise.take() {
+            // The only error is "nothing in flight", impossible for a guard's own promise.
+            let _ = self.shedder.success(p, crate::monotonic_now());
+        }
+    }
+
+    /// Completes the request as a failure.
+    pub fn failure(mut self) {
+        if let Some(p) = self.promise.take() {
+            let _ = self.shedder.failure(p);
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl Drop for PromiseGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.promise.take() {
+            let _ = self.shedder.failure(p);
+        }
     }
 }
 

@@ -56,6 +56,11 @@ pub struct SplitMix64 {
 
 impl SplitMix64 {
     /// A generator whose state starts at `seed`.
+    ///
+    /// ```
+    /// let (mut a, mut b) = (weir::SplitMix64::new(5), weir::SplitMix64::new(5));
+    /// assert_eq!(a.next_u64(), b.next_u64());
+    /// ```
     pub const fn new(seed: u64) -> Self {
         SplitMix64 { state: seed }
     }
@@ -102,6 +107,14 @@ pub fn shuffle<T>(items: &mut [T], seed: u64) {
 }
 
 /// Bad arguments to [`deterministic_subset`] or [`random_subset`].
+///
+/// ```
+/// use weir::{deterministic_subset, SubsetError};
+/// let mut scratch = [0u8; 4];
+/// let e = deterministic_subset(&[1u8, 2, 3], 0, 5, &mut scratch).unwrap_err();
+/// assert_eq!(e, SubsetError::SubsetTooLarge { subset_size: 5, backends: 3 });
+/// assert_eq!(e.to_string(), "subset_size 5 is larger than the 3 backends");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SubsetError {
     /// The backend list is empty.

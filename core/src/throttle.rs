@@ -180,6 +180,13 @@ impl ThrottleConfig {
 }
 
 /// A [`ThrottleConfig`] that was rejected.
+///
+/// ```
+/// use weir::{ThrottleConfig, ThrottleConfigError};
+/// let e = ThrottleConfig { buckets: 0, ..ThrottleConfig::default() }.validate().unwrap_err();
+/// assert_eq!(e, ThrottleConfigError::Buckets);
+/// assert_eq!(e.to_string(), "throttle buckets must be between 1 and MAX_WINDOW_BUCKETS");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ThrottleConfigError {
     /// `buckets` must be between 1 and [`MAX_WINDOW_BUCKETS`].
@@ -209,6 +216,15 @@ impl fmt::Display for ThrottleConfigError {
 }
 
 /// A request rejected locally by [`Throttle::allow`]: do not send it, and do not retry it.
+///
+/// ```
+/// use weir::{Criticality, Throttle, ThrottleConfig};
+/// let t = Throttle::new(ThrottleConfig::default()).unwrap();
+/// let mut rng = weir::Rng::with_seed(2);
+/// let e = (0..100).find_map(|_| t.allow(0, Criticality::Sheddable, &mut rng).err()).unwrap();
+/// assert_eq!(e.criticality, Criticality::Sheddable);
+/// assert!(e.probability > 0.0 && e.probability < 1.0);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Throttled {
     /// The request's criticality.
@@ -228,6 +244,11 @@ impl fmt::Display for Throttled {
 }
 
 /// Why [`Throttle::allow_retry`] refused a retry.
+///
+/// ```
+/// let e = weir::RetryDenied::Budget { retries: 3, requests: 30 };
+/// assert_eq!(e.to_string(), "retry budget exhausted: 3 retries for 30 requests in the window");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RetryDenied {
     /// Retries are already at `retry_ratio` of requests in the window; not counted as a request.
