@@ -346,6 +346,7 @@ impl Backoff {
     /// assert!((525_000_000..975_000_000).contains(&second));
     /// ```
     pub fn on_failure(&self, rng: &mut Rng) -> Delay {
+        // Relaxed: the word publishes nothing but itself (module docs); the CAS below re-checks it.
         let mut state = self.state.load(Relaxed);
         let next = loop {
             let next = self.up(interval(state), rng);
@@ -376,6 +377,7 @@ impl Backoff {
     /// assert_eq!(b.on_success(&mut rng).step, Step::Hold);
     /// ```
     pub fn on_success(&self, rng: &mut Rng) -> Delay {
+        // Relaxed: the word publishes nothing but itself (module docs); the CAS below re-checks it.
         let mut state = self.state.load(Relaxed);
         let (next, step) = loop {
             let current = interval(state);

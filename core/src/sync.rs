@@ -23,6 +23,9 @@
 //!   against another (the bucket tags against the node's newest epoch), which uses `Acquire`/`Release`.
 //! - A release decrements in-flight last, with `Release`, so that every write it made to the node's
 //!   health happens-before a membership change that observes the slot drained (`Acquire`).
+//! - Overload protection (`shed.rs`, `throttle.rs`, `backoff.rs`): counters, averages and the backoff's
+//!   state word are standalone values (`Relaxed`). Their rolling window (`window.rs`) publishes lanes with
+//!   `Release` and validates every reading against its newest epoch with `Acquire`; see its module docs.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
