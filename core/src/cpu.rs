@@ -7,7 +7,8 @@
 //!    `cpuset.cpus.effective`.
 //! 2. **cgroup v1** (a `cpuacct` line in `proc/self/cgroup`): usage `cpuacct.usage` (ns); limit
 //!    `cpu.cfs_quota_us / cpu.cfs_period_us` (−1: none) and the count of `cpuset.cpus`.
-//! 3. **`proc/stat`**: the whole machine; usage = busy jiffies / all jiffies of the aggregate `cpu` line.
+//! 3. **`proc/stat`**: the whole machine; usage = busy jiffies / all jiffies of the aggregate `cpu` line
+//!    (a ratio of two jiffy counts, so no `USER_HZ = 100` assumption as in go-zero).
 //!
 //! The cgroup is the one named in `proc/self/cgroup` under the controller's mount; inside a container
 //! whose cgroup namespace makes that path absent, the mount root itself (go-zero always reads the root).
@@ -25,7 +26,9 @@
 //! 1000 (after 149 samples, 37 s, from an idle start).
 //!
 //! On an operating system without these files, [`CpuSampler::new`] fails with [`CpuError::Unsupported`]
-//! rather than reporting 0 forever (go-zero's behaviour off Linux, which disables shedding silently).
+//! rather than reporting 0 forever (go-zero's behaviour off Linux, which disables shedding silently), and
+//! a file that cannot be read or parsed is an error, not the silent 0 go-zero reports once its cgroup
+//! setup has failed.
 
 use std::collections::BTreeSet;
 use std::fmt;

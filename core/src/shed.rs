@@ -37,6 +37,13 @@
 //!   only when it reports. With go-zero's truncation a steady 100 % load reads 981 forever, so thresholds
 //!   of 982..=999 can never fire and the overload factor never drops below 0.19 at the default threshold;
 //!   here a steady 100 % load reaches 1000. The shedder itself takes whatever `cpu` it is given.
+//! - **The floor of 1 before the CPU factor: kept.** `max_flight` is at least 1 and the factor at least
+//!   0.1, so the limit can be 0.1: under full overload only one request at a time is admitted (never
+//!   zero, since `0 > 0.1` is false).
+//! - **The in-flight average moves only on completions: kept.** go-zero does this on purpose: a sudden
+//!   rise is admitted a little longer, a sudden fall rejected a little longer.
+//! - **Not carried over:** the global `Disable()` (do not call the shedder), `ShedderGroup` (keep one
+//!   shedder per key), and logging: [`Overloaded`] carries what go-zero logs on a drop.
 //! - **Time as an input**, not `timex.Now()`: a `now` older than one seen before counts at the newest time
 //!   already seen (the window) or as no time elapsed (response times, the cool-off); nothing panics.
 //! - **Promises**: a Rust [`Promise`] is neither `Clone` nor `Copy` and is consumed by its completion,
