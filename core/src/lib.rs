@@ -25,6 +25,12 @@
 //!
 //! Time and randomness are parameters: the core never reads a clock and never shares a generator. The `std`
 //! feature adds [`monotonic_now`], per-thread generators and [`LeaseGuard`].
+//!
+//! Overload protection, with the same rules (lock-free, no allocation, time, CPU and randomness passed in):
+//! [`Shedder`] (server side, go-zero's adaptive shedder; `std` adds the [`CpuSampler`] that feeds it),
+//! [`Throttle`] (client side, the SRE book's adaptive throttling with criticalities and a retry budget),
+//! [`Backoff`] (the seeds' responsive exponential backoff, shareable between threads) and
+//! [`deterministic_subset`] (the SRE book's subsetting, specified so any language reproduces it).
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -32,8 +38,11 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod backoff;
 mod balancer;
 mod config;
+#[cfg(feature = "std")]
+mod cpu;
 mod div;
 mod error;
 mod health;
@@ -42,11 +51,20 @@ mod outcome;
 #[cfg(feature = "std")]
 mod rt;
 mod select;
+mod shed;
 mod slot;
+mod subset;
 mod sync;
+mod throttle;
+mod window;
 
+pub use backoff::{
+    Backoff, BackoffConfig, BackoffConfigError, BackoffMetrics, Delay, Jitter, Step, MAX_BACKOFF_NS,
+};
 pub use balancer::{Balancer, Lease, NodeSnapshot, NodeState, RawLease, Stats};
 pub use config::{Config, HealthModel, Policy, MAX_BUCKETS, MAX_NODES};
+#[cfg(feature = "std")]
+pub use cpu::{CpuError, CpuSampler, CpuSource};
 pub use error::{ConfigError, MembershipError, Rejected, ReleaseError};
 /// The random generator the core draws from (re-exported so callers need not depend on `fastrand`).
 pub use fastrand::Rng;
@@ -54,5 +72,17 @@ pub use limit::{AimdLimit, FixedLimit, LimitAlgorithm, MAX_LIMIT};
 pub use outcome::{InvalidStatus, Outcome};
 #[cfg(feature = "std")]
 pub use rt::{monotonic_now, thread_seed, with_thread_rng, HeapBalancer, LeaseGuard};
+#[cfg(feature = "std")]
+pub use shed::PromiseGuard;
+pub use shed::{
+    NotInFlight, Overloaded, Promise, RawPromise, Shedder, ShedderConfig, ShedderConfigError,
+    ShedderStats,
+};
 pub use slot::NodeSlot;
+pub use subset::{deterministic_subset, random_subset, shuffle, SplitMix64, SubsetError};
 pub use sync::LOCK_FREE;
+pub use throttle::{
+    rejection_probability, Criticality, RetryDenied, Throttle, ThrottleConfig, ThrottleConfigError,
+    ThrottleStats, Throttled,
+};
+pub use window::MAX_WINDOW_BUCKETS;

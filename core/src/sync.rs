@@ -23,11 +23,14 @@
 //!   against another (the bucket tags against the node's newest epoch), which uses `Acquire`/`Release`.
 //! - A release decrements in-flight last, with `Release`, so that every write it made to the node's
 //!   health happens-before a membership change that observes the slot drained (`Acquire`).
+//! - Overload protection (`shed.rs`, `throttle.rs`, `backoff.rs`): counters, averages and the backoff's
+//!   state word are standalone values (`Relaxed`). Their rolling window (`window.rs`) publishes lanes with
+//!   `Release` and validates every reading against its newest epoch with `Acquire`; see its module docs.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 #[cfg(not(loom))]
-pub(crate) use portable_atomic::{fence, AtomicU64, Ordering};
+pub(crate) use portable_atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
 /// `true` when 64-bit atomics on this build are native instructions, with no lock and no interrupt masking.
 #[cfg(not(loom))]

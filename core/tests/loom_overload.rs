@@ -1,0 +1,185 @@
+//! Loom models of the overload protocols, through the public API only.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir --release --test
+//! loom_overload`.
+//!
+//! - The shared [`Backoff`]: its interval and success streak live in one word updated by compare-and-swap
+//!   while its metrics are separate counters; racing calls must leave the state of some sequential order,
+//!   hand each caller the delay of that order, and count every call exactly once.
+//! - The rolling window's rotation, through the [`Shedder`]: a writer whose `now` is a whole window old
+//!   races a writer that reuses its bucket for a new epoch. The old record (a response time and a pass, two
+//!   lanes) is either written again into the newest bucket or replaced with its bucket, never half of each
+//!   (this model found the split: a record whose first lane stayed in the replaced epoch while its second
+//!   was moved to the new one). A reader racing both never sees a pass without its response time.
+//!
+//! Each model also checks that its executions reached every outcome it names.
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::thread;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use weir::{Backoff, BackoffConfig, Delay, Jitter, Rng, Shedder, ShedderConfig, Step};
+
+/// Which outcomes the models reached, over all their executions: each must be reached, or the model did
+/// not explore the race it claims to.
+static SEEN: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+
+fn seen(i: usize) {
+    SEEN[i].fetch_add(1, SeqCst);
+}
+
+fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(preemptions);
+    builder.max_branches = 100_000;
+    builder.check(f);
+}
+
+/// initial 10, ×2 up, ×0.5 down after 2 consecutive successes, cap 1000, no jitter.
+fn backoff() -> Backoff {
+    Backoff::new(BackoffConfig {
+        initial_ns: 10,
+        max_ns: 1000,
+        up_multiplier: 2.0,
+        down_multiplier: 0.5,
+        down_threshold: 2,
+        jitter: Jitter::None,
+    })
+    .unwrap()
+}
+
+fn d(ns: u64, step: Step) -> Delay {
+    Delay { ns, step }
+}
+
+#[test]
+fn backoff_racing_failures() {
+    model(3, || {
+        let b = Arc::new(backoff());
+        b.on_failure(&mut Rng::with_seed(0)); // 10
+        let t = {
+            let b = b.clone();
+            thread::spawn(move || b.on_failure(&mut Rng::with_seed(1)))
+        };
+        let mine = b.on_failure(&mut Rng::with_seed(2));
+        let theirs = t.join().unwrap();
+        // Either order: 10 → 20 → 40; each caller gets one of the two steps.
+        let mut got = [mine.ns, theirs.ns];
+        got.sort_unstable();
+        assert_eq!(got, [20, 40]);
+        assert_eq!(b.interval_ns(), 40);
+        let m = b.metrics();
+        assert_eq!(
+            (m.invocations, m.went_up, m.went_down, m.slept, m.sleep_ns),
+            (3, 3, 0, 3, 70)
+        );
+    });
+}
+
+#[test]
+fn backoff_success_races_failure() {
+    model(3, || {
+        let b = Arc::new(backoff());
+        let mut rng = Rng::with_seed(0);
+        b.on_failure(&mut rng); // 10
+        b.on_failure(&mut rng); // 20, streak 0
+        assert_eq!(b.on_success(&mut rng), d(20, Step::Hold)); // streak 1
+        let t = {
+            let b = b.clone();
+            thread::spawn(move || b.on_success(&mut Rng::with_seed(1)))
+        };
+        let fail = b.on_failure(&mut Rng::with_seed(2));
+        let ok = t.join().unwrap();
+        let m = b.metrics();
+        match ok.step {
+            // Success first: its streak completes, 20 → 10; then the failure doubles it: 20.
+            Step::Down => {
+                seen(2);
+                assert_eq!((ok, fail), (d(10, Step::Down), d(20, Step::Up)));
+                assert_eq!(b.interval_ns(), 20);
+                assert_eq!(m.went_down, 1);
+            }
+            // Failure first: 40 and the streak restarts; the success only holds.
+            _ => {
+                seen(3);
+                assert_eq!((ok, fail), (d(40, Step::Hold), d(40, Step::Up)));
+                assert_eq!(b.interval_ns(), 40);
+                assert_eq!(m.went_down, 0);
+            }
+        }
+        assert_eq!((m.invocations, m.went_up, m.slept), (5, 3, 5));
+        assert_eq!(m.sleep_ns, 10 + 20 + 20 + ok.ns + fail.ns);
+    });
+    assert!(
+        SEEN[2].load(SeqCst) > 0 && SEEN[3].load(SeqCst) > 0,
+        "{SEEN:?}"
+    );
+}
+
+const MS: u64 = 1_000_000;
+
+/// Two buckets of 10 ms: epoch 2 reuses epoch 0's bucket.
+fn shedder() -> Shedder {
+    Shedder::new(ShedderConfig {
+        window_ns: 20 * MS,
+        buckets: 2,
+        cpu_threshold: 900,
+        cool_off_ns: 0,
+    })
+    .unwrap()
+}
+
+/// The late writer: admitted at 0, done at 5 ms (epoch 0), response time 5 ms. The new epoch's writer:
+/// admitted at 20 ms, done at 21 ms (epoch 2, the same bucket), response time 1 ms.
+fn race(s: &Arc<Shedder>) -> thread::JoinHandle<()> {
+    let late = s.allow(0, 0).unwrap();
+    let new = s.allow(20 * MS, 0).unwrap();
+    let writer = {
+        let s = s.clone();
+        thread::spawn(move || s.success(late, 5 * MS).unwrap())
+    };
+    s.success(new, 21 * MS).unwrap();
+    writer
+}
+
+#[test]
+fn window_rotation_keeps_lanes_together() {
+    model(3, || {
+        let s = Arc::new(shedder());
+        race(&s).join().unwrap();
+        // At 30 ms the window's complete bucket is epoch 2. The late pass was either written again into
+        // it (it found the bucket taken by epoch 2) or replaced with its bucket: both lanes or neither.
+        let st = s.stats(30 * MS);
+        match (st.max_pass, st.min_rt_ms) {
+            (1, 1) => seen(0),
+            (2, 3) => seen(1),
+            _ => panic!("a record was split between buckets: {st:?}"),
+        }
+        assert_eq!((st.succeeded, st.in_flight), (2, 0));
+    });
+    assert!(
+        SEEN[0].load(SeqCst) > 0 && SEEN[1].load(SeqCst) > 0,
+        "{SEEN:?}"
+    );
+}
+
+#[test]
+fn window_reader_never_sees_a_pass_without_its_response_time() {
+    model(1, || {
+        let s = Arc::new(shedder());
+        let reader = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let st = s.stats(30 * MS);
+                // An average is never 0 (a count read without its sum), and two passes are always read
+                // complete (5 + 1 ms over 2 → 3).
+                assert_ne!(st.min_rt_ms, 0, "{st:?}");
+                if st.max_pass == 2 {
+                    assert_eq!(st.min_rt_ms, 3, "{st:?}");
+                }
+            })
+        };
+        race(&s).join().unwrap();
+        reader.join().unwrap();
+    });
+}

@@ -1,0 +1,317 @@
+//! Overload protection under threads: several workers hammer one shared [`Backoff`], [`Shedder`] or
+//! [`Throttle`]; afterwards every counter must equal what the callers counted, exactly. Also: none of
+//! their hot paths, nor subsetting, allocates (a counting global allocator counts each thread's calls).
+
+use std::sync::Barrier;
+use std::thread;
+use weir::{
+    deterministic_subset, random_subset, Backoff, BackoffConfig, BackoffMetrics, Criticality,
+    Jitter, Promise, RetryDenied, Rng, Shedder, ShedderConfig, Step, Throttle, ThrottleConfig,
+    MAX_BACKOFF_NS,
+};
+use weir_alloc_counter::{count, CountingAlloc};
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+const MS: u64 = 1_000_000;
+const SEC: u64 = 1_000 * MS;
+/// Calls per worker.
+const CALLS: u64 = 50_000;
+/// Calls per worker on the throttle (each sums its 120-bucket window: slower in debug builds).
+const THROTTLE_CALLS: u64 = 20_000;
+
+fn workers() -> usize {
+    thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4)) + 1
+}
+
+/// Runs `f(worker, rng)` on `workers()` threads started together and returns their results.
+fn hammer<T: Send>(f: impl Fn(u64, &mut Rng) -> T + Sync) -> Vec<T> {
+    let n = workers();
+    let start = Barrier::new(n);
+    thread::scope(|s| {
+        let handles: Vec<_> = (0..n as u64)
+            .map(|w| {
+                let (f, start) = (&f, &start);
+                s.spawn(move || {
+                    let mut rng = Rng::with_seed(0xB0FF + w);
+                    start.wait();
+                    f(w, &mut rng)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn shared_backoff_keeps_exact_metrics() {
+    for jitter in [
+        Jitter::default(),
+        Jitter::None,
+        Jitter::Full,
+        Jitter::Equal,
+        Jitter::Decorrelated,
+    ] {
+        let config = BackoffConfig {
+            initial_ns: 1_000,
+            max_ns: 1_000_000,
+            up_multiplier: 2.0,
+            down_multiplier: 0.5,
+            down_threshold: 3,
+            jitter,
+        };
+        let b = Backoff::new(config).unwrap();
+        let tallies = hammer(|_, rng| {
+            let mut t = BackoffMetrics::default();
+            for _ in 0..CALLS {
+                // Mostly successes, so the interval keeps rising and falling back to 0.
+                let d = if rng.u32(0..4) == 0 {
+                    b.on_failure(rng)
+                } else {
+                    b.on_success(rng)
+                };
+                t.invocations += 1;
+                match d.step {
+                    Step::Up => t.went_up += 1,
+                    Step::Down => t.went_down += 1,
+                    Step::Hold | Step::Idle => {}
+                }
+                if d.step != Step::Idle {
+                    t.slept += 1;
+                    t.sleep_ns += d.ns;
+                    assert!(d.ns <= config.max_ns);
+                } else {
+                    assert_eq!(d.ns, 0);
+                }
+            }
+            t
+        });
+        let mut want = BackoffMetrics::default();
+        for t in &tallies {
+            want.invocations += t.invocations;
+            want.went_up += t.went_up;
+            want.went_down += t.went_down;
+            want.slept += t.slept;
+            want.sleep_ns += t.sleep_ns;
+        }
+        assert_eq!(b.metrics(), want, "{jitter:?}");
+        assert_eq!(want.invocations, CALLS * workers() as u64);
+        assert!(want.went_down > 0 && want.went_up > 0, "{want:?}");
+        assert!(b.interval_ns() <= config.max_ns);
+    }
+}
+
+#[test]
+fn shared_shedder_conserves_requests() {
+    let s = Shedder::new(ShedderConfig {
+        window_ns: 50 * MS,
+        buckets: 5,
+        cpu_threshold: 500,
+        ..ShedderConfig::default()
+    })
+    .unwrap();
+    let tallies = hammer(|w, rng| {
+        let (mut allowed, mut dropped, mut ok, mut failed) = (0u64, 0u64, 0u64, 0u64);
+        let mut held: Vec<Promise> = Vec::new();
+        // Per-thread clocks that drift apart (1 ms steps on average, jittered), so windows of 10 ms buckets
+        // rotate under contention and some `now`s are older than the newest bucket.
+        let mut now = w * 3 * MS;
+        for _ in 0..CALLS {
+            now += rng.u64(0..2 * MS);
+            match s.allow(now, rng.u32(0..1000)) {
+                Ok(p) => {
+                    allowed += 1;
+                    held.push(p);
+                }
+                Err(e) => {
+                    dropped += 1;
+                    assert!(e.limit >= 0.1 && e.in_flight as f64 > e.limit);
+                }
+            }
+            if held.len() > 8 || (!held.is_empty() && rng.bool()) {
+                let p = held.swap_remove(rng.usize(0..held.len()));
+                if rng.u32(0..10) == 0 {
+                    s.failure(p).unwrap();
+                    failed += 1;
+                } else {
+                    s.success(p, now + rng.u64(0..MS)).unwrap();
+                    ok += 1;
+                }
+            }
+        }
+        for p in held {
+            s.success(p, now).unwrap();
+            ok += 1;
+        }
+        (allowed, dropped, ok, failed)
+    });
+    let st = s.stats(u64::MAX);
+    let sum = |f: fn(&(u64, u64, u64, u64)) -> u64| tallies.iter().map(f).sum::<u64>();
+    assert_eq!(st.allowed, sum(|t| t.0), "{st:?}");
+    assert_eq!(st.dropped, sum(|t| t.1), "{st:?}");
+    assert_eq!(st.succeeded, sum(|t| t.2), "{st:?}");
+    assert_eq!(st.failed, sum(|t| t.3), "{st:?}");
+    assert_eq!(st.in_flight, 0, "{st:?}");
+    assert_eq!(st.allowed + st.dropped, CALLS * workers() as u64);
+    assert!(st.dropped > 0, "the load never tripped the shedder: {st:?}");
+    assert!(
+        st.avg_in_flight.is_finite() && st.avg_in_flight >= 0.0,
+        "{st:?}"
+    );
+    // A completion with nothing in flight is refused, never counted.
+    let p = s.allow(0, 0).unwrap();
+    let raw = p.into_raw();
+    s.failure(Promise::from_raw(raw)).unwrap();
+    assert!(s.failure(Promise::from_raw(raw)).is_err());
+    assert_eq!(s.stats(0).in_flight, 0);
+}
+
+#[test]
+fn shared_throttle_loses_no_update_across_rotations() {
+    // A 120 s window of 1 s buckets; the workers' clocks cover 0..60 s, so buckets rotate constantly under
+    // contention while nothing leaves the window: the window must hold every request and accept.
+    let t = Throttle::new(ThrottleConfig::default()).unwrap();
+    let tallies = hammer(|w, rng| {
+        let mut req = [0u64; 4];
+        let mut acc = [0u64; 4];
+        let mut thr = [0u64; 4];
+        let (mut retries, mut denied) = (0u64, 0u64);
+        let mut now = w * 7 * MS;
+        for _ in 0..THROTTLE_CALLS {
+            now = (now + rng.u64(0..5 * MS)).min(59 * SEC);
+            let c = Criticality::ALL[rng.usize(0..4)];
+            let i = c as usize;
+            let r = if rng.u32(0..20) == 0 {
+                match t.allow_retry(now, c, rng) {
+                    Ok(()) => {
+                        retries += 1;
+                        Ok(())
+                    }
+                    Err(RetryDenied::Budget { .. }) => {
+                        denied += 1;
+                        continue;
+                    }
+                    Err(RetryDenied::Throttled(e)) => Err(e),
+                }
+            } else {
+                t.allow(now, c, rng)
+            };
+            req[i] += 1;
+            match r {
+                // The backend accepts about half: throttling starts, more for lower criticalities.
+                Ok(()) if rng.bool() => {
+                    t.accepted(now, c);
+                    acc[i] += 1;
+                }
+                Ok(()) => {}
+                Err(e) => {
+                    assert_eq!(e.criticality, c);
+                    thr[i] += 1;
+                }
+            }
+        }
+        (req, acc, thr, retries, denied)
+    });
+    let st = t.stats(60 * SEC);
+    let mut req = [0u64; 4];
+    let mut acc = [0u64; 4];
+    let mut thr = [0u64; 4];
+    for (r, a, th, _, _) in &tallies {
+        for i in 0..4 {
+            req[i] += r[i];
+            acc[i] += a[i];
+            thr[i] += th[i];
+        }
+    }
+    assert_eq!(st.total_requests, req);
+    assert_eq!(st.total_accepts, acc);
+    assert_eq!(st.total_throttled, thr);
+    assert_eq!(st.window_requests, req, "a request was lost in a rotation");
+    assert_eq!(st.window_accepts, acc, "an accept was lost in a rotation");
+    assert_eq!(st.total_retries, tallies.iter().map(|t| t.3).sum::<u64>());
+    assert_eq!(st.window_retries, st.total_retries);
+    assert_eq!(
+        st.total_retries_denied,
+        tallies.iter().map(|t| t.4).sum::<u64>()
+    );
+    assert!(
+        thr[3] > thr[0],
+        "SHEDDABLE must be throttled more than CRITICAL_PLUS: {thr:?}"
+    );
+}
+
+#[test]
+fn hot_paths_do_not_allocate() {
+    let shedder = Shedder::new(ShedderConfig {
+        window_ns: 10 * MS,
+        buckets: 10,
+        cpu_threshold: 100,
+        ..ShedderConfig::default()
+    })
+    .unwrap();
+    let throttle = Throttle::new(ThrottleConfig {
+        window_ns: 10 * MS,
+        buckets: 10,
+        ..ThrottleConfig::default()
+    })
+    .unwrap();
+    let backoff = Backoff::new(BackoffConfig {
+        initial_ns: 10,
+        max_ns: MAX_BACKOFF_NS,
+        ..BackoffConfig::default()
+    })
+    .unwrap();
+    let backends: Vec<u64> = (0..300).collect();
+    let mut scratch = vec![0u64; 300];
+    let mut rng = Rng::with_seed(1);
+    let ((), n) = count(|| {
+        let mut held = [None, None, None, None];
+        for i in 0..20_000u64 {
+            let now = i * 10_000; // the windows rotate every 100 calls
+            let slot = (i % 4) as usize;
+            if let Some(p) = held[slot].take() {
+                if i % 3 == 0 {
+                    shedder.failure(p).unwrap();
+                } else {
+                    shedder.success(p, now).unwrap();
+                }
+            }
+            held[slot] = shedder.allow(now, (i % 1000) as u32).ok();
+            let c = Criticality::ALL[(i % 4) as usize];
+            if throttle.allow(now, c, &mut rng).is_ok() && i % 2 == 0 {
+                throttle.accepted(now, c);
+            }
+            let _ = throttle.allow_retry(now, c, &mut rng);
+            if i % 5 == 0 {
+                backoff.on_failure(&mut rng);
+            } else {
+                backoff.on_success(&mut rng);
+            }
+            let _ = shedder.stats(now);
+            let _ = throttle.stats(now);
+            let _ = backoff.metrics();
+            if i % 100 == 0 {
+                deterministic_subset(&backends, i, 10, &mut scratch).unwrap();
+                random_subset(&backends, 30, &mut rng, &mut scratch).unwrap();
+            }
+        }
+        for p in held.into_iter().flatten() {
+            shedder.failure(p).unwrap();
+        }
+        // The drop path: 10 in flight and a risen average against a limit of 1 at full CPU.
+        let mut held = [const { None }; 20];
+        for h in held.iter_mut() {
+            *h = shedder.allow(0, 0).ok();
+        }
+        for p in held[..10].iter_mut().filter_map(Option::take) {
+            shedder.failure(p).unwrap();
+        }
+        assert!(shedder.allow(0, 1000).is_err());
+        for p in held.iter_mut().filter_map(Option::take) {
+            shedder.failure(p).unwrap();
+        }
+    });
+    assert_eq!(n, 0, "allocations on the overload hot paths");
+    assert!(shedder.stats(0).dropped > 0);
+}
