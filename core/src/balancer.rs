@@ -290,25 +290,24 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             rtt_ns: now.saturating_sub(lease.start),
             inflight: lease.inflight,
             dropped,
+            now_ns: now,
         });
         if live && outcome.counts_for_health() {
             s.health
                 .record(&self.prepared, now, outcome == Outcome::Success);
         }
-        let limit_algo = &self.prepared.config.limit;
+        // The algorithm's state lives in `s.limit`; the control word gets the limit it publishes.
+        let next = sample
+            .as_ref()
+            .map(|sm| self.prepared.config.limit.update(&s.limit, sm, 0));
         // Release: every write above happens-before a membership change that sees the slot drained.
         let done = s.ctl.fetch_update(Release, Relaxed, |c| {
             if slot::inflight(c) == 0 || slot::generation(c) != u64::from(lease.generation) {
                 return None;
             }
             let c = c - 1;
-            Some(match &sample {
-                Some(sm) => {
-                    let next = limit_algo
-                        .update(slot::limit(c) as u32, sm)
-                        .min(crate::MAX_LIMIT);
-                    slot::with_limit(c, u64::from(next))
-                }
+            Some(match next {
+                Some(n) => slot::with_limit(c, u64::from(n.min(crate::MAX_LIMIT))),
                 None => c,
             })
         });
@@ -354,6 +353,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         // Relaxed: published by the Release write of REGISTERING below.
         s.id.store(id, Relaxed);
         s.health.reset(&self.prepared.model);
+        self.prepared.config.limit.reset(&s.limit);
         let registering = slot::with_state(claimed, REGISTERING);
         s.ctl.store(registering, Release);
         // SeqCst fence between our store and our loads of the other slots (two adders of one id both fence):

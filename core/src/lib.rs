@@ -50,7 +50,11 @@ pub use config::{Config, HealthModel, Policy, MAX_BUCKETS, MAX_NODES};
 pub use error::{ConfigError, MembershipError, Rejected, ReleaseError};
 /// The random generator the core draws from (re-exported so callers need not depend on `fastrand`).
 pub use fastrand::Rng;
-pub use limit::{AimdLimit, FixedLimit, LimitAlgorithm, MAX_LIMIT};
+pub use limit::{
+    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, Limit,
+    LimitAlgorithm, LimitState, QueueSize, Sample, VegasLimit, VegasStep,
+    VegasThreshold, MAX_LIMIT,
+};
 pub use outcome::{InvalidStatus, Outcome};
 #[cfg(feature = "std")]
 pub use rt::{monotonic_now, thread_seed, with_thread_rng, HeapBalancer, LeaseGuard};
