@@ -121,7 +121,8 @@ pub enum ConfigError {
     WindowTime,
     /// `min_samples` must be at least 1, and at most a percentile window's capacity.
     WindowSamples,
-    /// A percentile window needs `percentile` in (0, 1) and `capacity` in 1..=`PERCENTILE_CAPACITY`.
+    /// A percentile window needs `percentile` in (0, 1) and `capacity` in
+    /// 1..=[`PERCENTILE_CAPACITY`](crate::limit::PERCENTILE_CAPACITY).
     Percentile,
 }
 

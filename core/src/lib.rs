@@ -51,9 +51,9 @@ pub use error::{ConfigError, MembershipError, Rejected, ReleaseError};
 /// The random generator the core draws from (re-exported so callers need not depend on `fastrand`).
 pub use fastrand::Rng;
 pub use limit::{
-    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, Limit,
-    LimitAlgorithm, LimitState, QueueSize, Sample, VegasLimit, VegasStep,
-    VegasThreshold, MAX_LIMIT,
+    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm, Limit,
+    LimitAlgorithm, LimitState, QueueSize, Sample, SampleWindow, VegasLimit, VegasStep,
+    VegasThreshold, WindowedLimit, MAX_LIMIT,
 };
 pub use outcome::{InvalidStatus, Outcome};
 #[cfg(feature = "std")]

@@ -13,6 +13,7 @@
 //! | [`GradientLimit`] | Netflix `GradientLimit` (v1) | RTT vs. minimum RTT; drops |
 //! | [`Gradient2Limit`] | Netflix `Gradient2Limit` (recommended there) | RTT vs. long-term average RTT |
 //! | [`CiadLimit`] | palantir dialogue's per-host limiter | drops; cautious `1/limit` increase |
+//! | [`WindowedLimit`] | Netflix `WindowedLimit` | any of the above, fed one aggregate per time window |
 //!
 //! # Conformance with Netflix concurrency-limits
 //! The Netflix algorithms follow Java's update rules, defaults and numeric semantics: the estimate is an
@@ -48,6 +49,7 @@ mod gradient2;
 mod measure;
 mod state;
 mod vegas;
+mod windowed;
 
 pub use aimd::AimdLimit;
 pub use ciad::CiadLimit;
@@ -55,8 +57,9 @@ pub use fixed::FixedLimit;
 pub use gradient::GradientLimit;
 pub use gradient2::Gradient2Limit;
 pub use measure::QueueSize;
-pub use state::{LimitState, LIMIT_WORDS};
+pub use state::{LimitState, LIMIT_WORDS, PERCENTILE_CAPACITY};
 pub use vegas::{VegasLimit, VegasStep, VegasThreshold};
+pub use windowed::{SampleWindow, WindowedLimit};
 
 use crate::error::ConfigError;
 
@@ -121,8 +124,37 @@ pub trait Limit {
     fn limit(&self, state: &LimitState) -> u32;
 }
 
+/// The limit algorithms that a [`WindowedLimit`] can wrap: every algorithm except the wrapper itself.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum InnerAlgorithm {
+    /// [`FixedLimit`].
+    Fixed(FixedLimit),
+    /// [`AimdLimit`].
+    Aimd(AimdLimit),
+    /// [`VegasLimit`].
+    Vegas(VegasLimit),
+    /// [`GradientLimit`].
+    Gradient(GradientLimit),
+    /// [`Gradient2Limit`].
+    Gradient2(Gradient2Limit),
+    /// [`CiadLimit`].
+    Ciad(CiadLimit),
+}
+
 /// The limit algorithm every node of a balancer uses, chosen in [`Config`](crate::Config).
 ///
+/// ```
+/// use weir::limit::{InnerAlgorithm, LimitAlgorithm, VegasLimit, WindowedLimit};
+/// use weir::Config;
+/// let config = Config {
+///     limit: LimitAlgorithm::Windowed(WindowedLimit {
+///         inner: InnerAlgorithm::Vegas(VegasLimit::default()),
+///         ..WindowedLimit::default()
+///     }),
+///     ..Config::default()
+/// };
+/// assert!(config.validate().is_ok());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LimitAlgorithm {
     /// A constant cap ([`FixedLimit`]); the default, with a cap of 100.
@@ -137,6 +169,8 @@ pub enum LimitAlgorithm {
     Gradient2(Gradient2Limit),
     /// Cautious increase, aggressive decrease ([`CiadLimit`]).
     Ciad(CiadLimit),
+    /// Any of the above fed one aggregate sample per time window ([`WindowedLimit`]).
+    Windowed(WindowedLimit),
 }
 
 impl Default for LimitAlgorithm {
@@ -170,13 +204,22 @@ macro_rules! dispatch {
     };
 }
 
-dispatch!(LimitAlgorithm {
+dispatch!(InnerAlgorithm {
     Fixed,
     Aimd,
     Vegas,
     Gradient,
     Gradient2,
     Ciad
+});
+dispatch!(LimitAlgorithm {
+    Fixed,
+    Aimd,
+    Vegas,
+    Gradient,
+    Gradient2,
+    Ciad,
+    Windowed
 });
 
 /// Java's `(int) estimate`: truncation toward zero, saturating, NaN as 0; then capped at [`MAX_LIMIT`].

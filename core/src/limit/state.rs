@@ -33,9 +33,22 @@ use crate::sync::{AtomicU64, Ordering::Relaxed};
 /// Number of atomic words in a [`LimitState`].
 pub const LIMIT_WORDS: usize = 16;
 
-/// Words owned by the limit algorithm.
-#[allow(dead_code)] // the windowed wrapper's words follow
+/// How many samples a percentile window ([`SampleWindow::Percentile`](super::SampleWindow::Percentile))
+/// can hold. Java's percentile window grows without bound (or, in later ports, up to its configured size);
+/// this one has fixed storage in [`LimitState`], so windows with more samples keep the first ones.
+pub const PERCENTILE_CAPACITY: usize = 10;
+
+/// Words owned by the limit algorithm (the windowed wrapper's inner algorithm).
 pub(crate) const ALGO_WORDS: usize = 3;
+/// Windowed wrapper: count and RTT sum (average) or generation and count (percentile).
+pub(crate) const W_AGG: usize = ALGO_WORDS;
+/// Windowed wrapper: drop flag, max in-flight, min RTT.
+pub(crate) const W_EXT: usize = ALGO_WORDS + 1;
+/// Windowed wrapper: the timestamp after which the next sample closes the window.
+pub(crate) const W_NEXT: usize = ALGO_WORDS + 2;
+/// Windowed wrapper: first percentile sample word.
+pub(crate) const W_SAMPLES: usize = ALGO_WORDS + 3;
+const _: () = assert!(W_SAMPLES + PERCENTILE_CAPACITY == LIMIT_WORDS);
 
 /// The mutable state of one node's limiter: [`LIMIT_WORDS`] atomic words, updated lock-free by
 /// compare-and-swap. Which word means what depends on the [`Limit`](super::Limit) algorithm (see the
@@ -100,6 +113,20 @@ impl LimitState {
             // Relaxed: see "Memory ordering" above.
             w.store(v, Relaxed);
         }
+    }
+
+    #[inline]
+    pub(crate) fn swap(&self, i: usize, v: u64) -> u64 {
+        // Relaxed: see "Memory ordering" above.
+        self.words.get(i).map_or(0, |w| w.swap(v, Relaxed))
+    }
+
+    #[inline]
+    pub(crate) fn compare_exchange(&self, i: usize, current: u64, new: u64) -> bool {
+        self.words.get(i).is_some_and(|w| {
+            // Relaxed: see "Memory ordering" above; the word carries no other data.
+            w.compare_exchange(current, new, Relaxed, Relaxed).is_ok()
+        })
     }
 
     /// A compare-and-swap loop on word `i`: `f` maps the current value to the next (`None` = leave it);
