@@ -288,3 +288,5 @@ pub(crate) fn check_tolerance(t: f64) -> Result<(), ConfigError> {
     Ok(())
 }
 
+#[cfg(all(test, feature = "std"))]
+mod props;
