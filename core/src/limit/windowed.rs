@@ -29,10 +29,15 @@
 //! A sample racing with a close may land its aggregate part in the closing window and its extremes in the
 //! next one (or the reverse): the average is always a true `sum / count` of the samples it counts, and
 //! the in-flight maximum or drop flag moves by at most one window. The inner algorithm clamps whatever it
-//! is fed, so the limit stays in bounds. A percentile sample is written after its slot is claimed, tagged
-//! with the window's generation: a close reads only samples tagged with the closing generation, so a slot
-//! claimed but not yet written when the window closes is left out (and, written late, never leaks into a
-//! later window).
+//! is fed, so the limit stays in bounds.
+//!
+//! A percentile sample claims a slot in the aggregate word, then writes its RTT there tagged with the
+//! window's generation. A close freezes the aggregate (a full count: claims fail) while it reads the
+//! slots, then thaws it into the next generation, so no slot is reused while it is being read; a sample
+//! arriving during those few instructions is ignored, as if the window were full. The close reads only
+//! samples tagged with the closing generation, so a slot claimed but not yet written is left out; written
+//! late, it never overwrites a newer generation's sample (the write is a compare-and-swap that yields to
+//! newer tags) and is never read as part of a later window.
 //!
 //! Limits of the fixed-size words: an average window counts at most 65,535 samples and 2^48 ns (78 hours)
 //! of summed RTT; later samples of a full window still count for max in-flight, drops and min RTT. A
@@ -49,6 +54,8 @@ const AVG_SUM_MASK: u64 = (1 << AVG_COUNT_SHIFT) - 1;
 const AVG_COUNT_MAX: u64 = (1 << 16) - 1;
 const PCT_COUNT_MASK: u64 = 0xFF;
 const PCT_GEN_SHIFT: u32 = 8;
+/// A percentile window's count while it is being closed: above any capacity, so claims fail.
+const FROZEN: u64 = PCT_COUNT_MASK;
 const DROP: u64 = 1 << 63;
 const INFLIGHT_SHIFT: u32 = 39;
 const INFLIGHT_MAX: u64 = (1 << 24) - 1;
@@ -187,7 +194,13 @@ impl WindowedLimit {
                 let slot = (a & PCT_COUNT_MASK) as usize;
                 let generation = (a >> PCT_GEN_SHIFT) & 0xFF;
                 let tagged = WRITTEN | (generation << SAMPLE_GEN_SHIFT) | rtt.min(SAMPLE_RTT_MASK);
-                state.store(W_SAMPLES + slot, tagged);
+                // A writer delayed past its window's close must not clobber a later window's sample in
+                // the same slot: write only over an empty slot or an older generation's (8-bit tags,
+                // compared modulo 256, so a writer would have to stall for 128 windows to misjudge).
+                let _ = state.update(W_SAMPLES + slot, |cur| {
+                    let ahead = (cur >> SAMPLE_GEN_SHIFT).wrapping_sub(generation) & 0xFF;
+                    (cur & WRITTEN == 0 || ahead == 0 || ahead >= 128).then_some(tagged)
+                });
             }
         }
         let inflight = u64::from(sample.inflight).min(INFLIGHT_MAX);
@@ -209,27 +222,32 @@ impl WindowedLimit {
         }
         let agg = match self.window {
             SampleWindow::Average => state.swap(W_AGG, 0),
+            // Freeze: a full count makes new claims fail until the samples are read, so no slot of the
+            // closing window is reused (and overwritten) while this close reads it.
             SampleWindow::Percentile { .. } => state
-                .update(W_AGG, |a| {
-                    let generation = ((a >> PCT_GEN_SHIFT) + 1) & 0xFF;
-                    Some(generation << PCT_GEN_SHIFT)
-                })
+                .update(W_AGG, |a| Some((a & !PCT_COUNT_MASK) | FROZEN))
                 .unwrap_or(0),
         };
         let ext = state.swap(W_EXT, EMPTY_EXT);
+        let (count, rtt_ns) = match self.window {
+            SampleWindow::Average => {
+                let (count, sum) = (agg >> AVG_COUNT_SHIFT, agg & AVG_SUM_MASK);
+                (count, sum.checked_div(count).unwrap_or(0))
+            }
+            SampleWindow::Percentile { percentile, .. } => {
+                let read = self.percentile(state, agg, percentile);
+                // Thaw into the next generation, empty.
+                let generation = ((agg >> PCT_GEN_SHIFT) + 1) & 0xFF;
+                state.store(W_AGG, generation << PCT_GEN_SHIFT);
+                read
+            }
+        };
         // Java: endTime + Math.min(Math.max(candidateRtt * 2, minWindowTime), maxWindowTime).
         let length = (ext & MIN_RTT_MASK)
             .saturating_mul(2)
             .max(self.min_window_ns)
             .min(self.max_window_ns);
         state.store(W_NEXT, now.saturating_add(length).min(CLOSING - 1));
-        let (count, rtt_ns) = match self.window {
-            SampleWindow::Average => {
-                let (count, sum) = (agg >> AVG_COUNT_SHIFT, agg & AVG_SUM_MASK);
-                (count, sum.checked_div(count).unwrap_or(0))
-            }
-            SampleWindow::Percentile { percentile, .. } => self.percentile(state, agg, percentile),
-        };
         Some(Closed {
             count,
             rtt_ns,
