@@ -85,7 +85,6 @@ impl Limit for AimdLimit {
     }
 
     fn reset(&self, state: &LimitState) {
-        state.clear();
         state.store(0, u64::from(self.initial_limit.min(MAX_LIMIT)));
     }
 

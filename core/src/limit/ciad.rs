@@ -108,7 +108,6 @@ impl Limit for CiadLimit {
     }
 
     fn reset(&self, state: &LimitState) {
-        state.clear();
         state.store(0, f64::from(self.initial_limit).to_bits());
     }
 

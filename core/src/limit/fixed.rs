@@ -40,8 +40,8 @@ impl Limit for FixedLimit {
         Ok(())
     }
 
-    fn reset(&self, state: &LimitState) {
-        state.clear();
+    fn reset(&self, _state: &LimitState) {
+        // No state: the limit is the parameter.
     }
 
     #[inline]

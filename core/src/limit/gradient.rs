@@ -150,8 +150,9 @@ impl Limit for GradientLimit {
     }
 
     fn reset(&self, state: &LimitState) {
-        state.clear();
         state.store(0, f64::from(self.initial_limit.min(MAX_LIMIT)).to_bits());
+        state.store(MIN_RTT, 0);
+        state.store(COUNTDOWN, 0);
     }
 
     fn update(&self, state: &LimitState, sample: &Sample, random: u64) -> u32 {

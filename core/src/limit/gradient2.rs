@@ -125,7 +125,6 @@ impl Limit for Gradient2Limit {
     }
 
     fn reset(&self, state: &LimitState) {
-        state.clear();
         state.store(0, f64::from(self.initial_limit.min(MAX_LIMIT)).to_bits());
         state.store(LONG_RTT, self.long_rtt().empty());
     }

@@ -92,14 +92,6 @@ impl LimitState {
         }
     }
 
-    /// Zeroes every word (a reset with no concurrent users).
-    pub(crate) fn clear(&self) {
-        for w in &self.words {
-            // Relaxed: see "Memory ordering" above; reset has exclusive use.
-            w.store(0, Relaxed);
-        }
-    }
-
     /// Word `i`, or 0 past the end (indices come from validated parameters; this never panics).
     #[inline]
     pub(crate) fn load(&self, i: usize) -> u64 {

@@ -232,8 +232,9 @@ impl Limit for VegasLimit {
     }
 
     fn reset(&self, state: &LimitState) {
-        state.clear();
         state.store(0, f64::from(self.initial_limit.min(MAX_LIMIT)).to_bits());
+        state.store(NOLOAD, 0);
+        state.store(PROBE, 0);
     }
 
     fn update(&self, state: &LimitState, sample: &Sample, random: u64) -> u32 {

@@ -323,8 +323,11 @@ impl Limit for WindowedLimit {
         state.store(W_EXT, EMPTY_EXT);
         // Java: nextUpdateTime = 0, so the first sample closes the first window.
         state.store(W_NEXT, 0);
-        for i in 0..PERCENTILE_CAPACITY {
-            state.store(W_SAMPLES + i, 0);
+        // Only a percentile window reads the sample words; clear a previous occupant's.
+        if let SampleWindow::Percentile { .. } = self.window {
+            for i in 0..PERCENTILE_CAPACITY {
+                state.store(W_SAMPLES + i, 0);
+            }
         }
     }
 
