@@ -24,10 +24,17 @@
 //! documented on its algorithm:
 //! - a sample with `rtt_ns == 0` is ignored by Vegas, Gradient and Gradient2 (Java's Vegas throws; its
 //!   Gradients would compute `0/0` and store NaN);
-//! - every update ends with the estimate clamped to `[min_limit, max_limit]`, where Java's Gradient (v1)
-//!   could leave it above `max_limit` when `max_limit` is below the queue size (NCL#135);
+//! - every estimate Gradient (v1) computes is also clamped to `[min_limit, max_limit]`; Java's exceeds
+//!   `max_limit` when that is below the queue size (its probe value and its floor are the queue size,
+//!   NCL#135), and can stay under `min_limit` while an initial limit below it grows;
 //! - randomness (Vegas' probe jitter, Gradient's probe countdown) comes from the caller's `random` bits,
-//!   so a seeded run is reproducible; its distribution is Java's.
+//!   so a seeded run is reproducible; its distribution is Java's;
+//! - the windowed wrapper's percentile window holds at most [`PERCENTILE_CAPACITY`] samples, a
+//!   percentile index below 0 is clamped to the smallest sample (Java throws), and Java's builder limits
+//!   (windows of at least 100 ms, at least 10 samples) are not enforced, only positivity.
+//!
+//! Like Java, no algorithm clamps its initial limit: it is reported as configured until an update moves
+//! it (AIMD's first update clamps it to `[min_limit, max_limit]`).
 //!
 //! Options for the algorithms' known weaknesses exist but are off by default, so the defaults stay
 //! Netflix's: [`Gradient2Limit::drop_backoff`], [`VegasLimit::baseline_from_drops`],
@@ -117,14 +124,22 @@ pub trait Limit {
     /// Applies one sample; returns the limit to publish (already truncated and clamped, 0..=MAX_LIMIT).
     /// `random` is 64 random bits supplied by the caller for probe jitter (deterministic under a seed).
     /// Called concurrently from many threads for the same node: lock-free, CAS on the state words.
-    /// Never panics, whatever the parameters and samples (unvalidated parameters give unspecified but
-    /// finite, in-range limits).
+    /// Never panics, whatever the parameters and samples (unvalidated parameters give unspecified limits
+    /// in 0..=MAX_LIMIT).
     fn update(&self, state: &LimitState, sample: &Sample, random: u64) -> u32;
     /// The current limit as the state says (for snapshots).
     fn limit(&self, state: &LimitState) -> u32;
 }
 
 /// The limit algorithms that a [`WindowedLimit`] can wrap: every algorithm except the wrapper itself.
+///
+/// ```
+/// use weir::limit::{AimdLimit, InnerAlgorithm, Limit, LimitAlgorithm};
+/// let inner = InnerAlgorithm::Aimd(AimdLimit::default());
+/// // Every inner algorithm is also a top-level one.
+/// assert_eq!(LimitAlgorithm::from(inner), LimitAlgorithm::Aimd(AimdLimit::default()));
+/// assert_eq!(inner.initial_limit(), 20);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum InnerAlgorithm {
     /// [`FixedLimit`].
@@ -171,6 +186,19 @@ pub enum LimitAlgorithm {
     Ciad(CiadLimit),
     /// Any of the above fed one aggregate sample per time window ([`WindowedLimit`]).
     Windowed(WindowedLimit),
+}
+
+impl From<InnerAlgorithm> for LimitAlgorithm {
+    fn from(a: InnerAlgorithm) -> Self {
+        match a {
+            InnerAlgorithm::Fixed(l) => LimitAlgorithm::Fixed(l),
+            InnerAlgorithm::Aimd(l) => LimitAlgorithm::Aimd(l),
+            InnerAlgorithm::Vegas(l) => LimitAlgorithm::Vegas(l),
+            InnerAlgorithm::Gradient(l) => LimitAlgorithm::Gradient(l),
+            InnerAlgorithm::Gradient2(l) => LimitAlgorithm::Gradient2(l),
+            InnerAlgorithm::Ciad(l) => LimitAlgorithm::Ciad(l),
+        }
+    }
 }
 
 impl Default for LimitAlgorithm {

@@ -8,42 +8,36 @@ use std::vec::Vec;
 
 const RAMP_OVER: u64 = 1 << 63;
 
+/// The algorithm itself, or the one a windowed wrapper holds.
+fn as_inner(a: &LimitAlgorithm) -> InnerAlgorithm {
+    match *a {
+        LimitAlgorithm::Fixed(l) => InnerAlgorithm::Fixed(l),
+        LimitAlgorithm::Aimd(l) => InnerAlgorithm::Aimd(l),
+        LimitAlgorithm::Vegas(l) => InnerAlgorithm::Vegas(l),
+        LimitAlgorithm::Gradient(l) => InnerAlgorithm::Gradient(l),
+        LimitAlgorithm::Gradient2(l) => InnerAlgorithm::Gradient2(l),
+        LimitAlgorithm::Ciad(l) => InnerAlgorithm::Ciad(l),
+        LimitAlgorithm::Windowed(w) => w.inner,
+    }
+}
+
 /// The smallest and largest limit an algorithm can report: its bounds, widened to an initial limit
 /// outside them (Netflix does not clamp the initial limit until an update moves it).
 fn bounds(a: &LimitAlgorithm) -> (u32, u32) {
-    fn inner(a: &InnerAlgorithm) -> (u32, u32) {
-        let (lo, hi, initial) = match *a {
-            InnerAlgorithm::Fixed(f) => (f.limit, f.limit, f.limit),
-            InnerAlgorithm::Aimd(l) => (l.min_limit, l.max_limit, l.initial_limit),
-            InnerAlgorithm::Vegas(l) => (1, l.max_limit, l.initial_limit),
-            InnerAlgorithm::Gradient(l) => (l.min_limit, l.max_limit, l.initial_limit),
-            InnerAlgorithm::Gradient2(l) => (l.min_limit, l.max_limit, l.initial_limit),
-            InnerAlgorithm::Ciad(l) => (l.min_limit, l.max_limit, l.initial_limit),
-        };
-        (lo.min(initial), hi.max(initial))
-    }
-    match a {
-        LimitAlgorithm::Fixed(l) => inner(&InnerAlgorithm::Fixed(*l)),
-        LimitAlgorithm::Aimd(l) => inner(&InnerAlgorithm::Aimd(*l)),
-        LimitAlgorithm::Vegas(l) => inner(&InnerAlgorithm::Vegas(*l)),
-        LimitAlgorithm::Gradient(l) => inner(&InnerAlgorithm::Gradient(*l)),
-        LimitAlgorithm::Gradient2(l) => inner(&InnerAlgorithm::Gradient2(*l)),
-        LimitAlgorithm::Ciad(l) => inner(&InnerAlgorithm::Ciad(*l)),
-        LimitAlgorithm::Windowed(w) => inner(&w.inner),
-    }
+    let (lo, hi, initial) = match as_inner(a) {
+        InnerAlgorithm::Fixed(f) => (f.limit, f.limit, f.limit),
+        InnerAlgorithm::Aimd(l) => (l.min_limit, l.max_limit, l.initial_limit),
+        InnerAlgorithm::Vegas(l) => (1, l.max_limit, l.initial_limit),
+        InnerAlgorithm::Gradient(l) => (l.min_limit, l.max_limit, l.initial_limit),
+        InnerAlgorithm::Gradient2(l) => (l.min_limit, l.max_limit, l.initial_limit),
+        InnerAlgorithm::Ciad(l) => (l.min_limit, l.max_limit, l.initial_limit),
+    };
+    (lo.min(initial), hi.max(initial))
 }
 
 /// The algorithm's `f64` estimate, if it keeps one.
 fn estimate(a: &LimitAlgorithm, st: &LimitState) -> Option<f64> {
-    let inner = match a {
-        LimitAlgorithm::Windowed(w) => w.inner,
-        LimitAlgorithm::Vegas(l) => InnerAlgorithm::Vegas(*l),
-        LimitAlgorithm::Gradient(l) => InnerAlgorithm::Gradient(*l),
-        LimitAlgorithm::Gradient2(l) => InnerAlgorithm::Gradient2(*l),
-        LimitAlgorithm::Ciad(l) => InnerAlgorithm::Ciad(*l),
-        LimitAlgorithm::Fixed(_) | LimitAlgorithm::Aimd(_) => return None,
-    };
-    match inner {
+    match as_inner(a) {
         InnerAlgorithm::Fixed(_) | InnerAlgorithm::Aimd(_) => None,
         InnerAlgorithm::Ciad(_) => Some(f64::from_bits(st.load(0) & !RAMP_OVER)),
         _ => Some(st.load_f64(0)),
@@ -240,14 +234,7 @@ fn windowed() -> impl Strategy<Value = WindowedLimit> {
 
 fn algorithm() -> impl Strategy<Value = LimitAlgorithm> {
     prop_oneof![
-        inner().prop_map(|a| match a {
-            InnerAlgorithm::Fixed(l) => LimitAlgorithm::Fixed(l),
-            InnerAlgorithm::Aimd(l) => LimitAlgorithm::Aimd(l),
-            InnerAlgorithm::Vegas(l) => LimitAlgorithm::Vegas(l),
-            InnerAlgorithm::Gradient(l) => LimitAlgorithm::Gradient(l),
-            InnerAlgorithm::Gradient2(l) => LimitAlgorithm::Gradient2(l),
-            InnerAlgorithm::Ciad(l) => LimitAlgorithm::Ciad(l),
-        }),
+        inner().prop_map(LimitAlgorithm::from),
         windowed().prop_map(LimitAlgorithm::Windowed),
     ]
 }
@@ -377,14 +364,7 @@ proptest! {
                 min_rtt_threshold_ns: u64::from(i7 % 1000),
                 window,
             };
-            for a in [LimitAlgorithm::Windowed(windowed), match inner {
-                InnerAlgorithm::Fixed(l) => LimitAlgorithm::Fixed(l),
-                InnerAlgorithm::Aimd(l) => LimitAlgorithm::Aimd(l),
-                InnerAlgorithm::Vegas(l) => LimitAlgorithm::Vegas(l),
-                InnerAlgorithm::Gradient(l) => LimitAlgorithm::Gradient(l),
-                InnerAlgorithm::Gradient2(l) => LimitAlgorithm::Gradient2(l),
-                InnerAlgorithm::Ciad(l) => LimitAlgorithm::Ciad(l),
-            }] {
+            for a in [LimitAlgorithm::Windowed(windowed), LimitAlgorithm::from(inner)] {
                 let _ = a.validate();
                 let st = LimitState::new();
                 // Half the runs skip the reset: an all-zero state must be safe too.

@@ -11,19 +11,21 @@
 //! | 2 | – | – | – | probe: jitter (32) \| drawn (1) \| count (31) | probe countdown (32) \| drawn (1) | – |
 //!
 //! Words 3..16, windowed wrapper: 3 = window aggregate (average: count 16 \| RTT sum 48; percentile:
-//! generation 8 \| count 8), 4 = drop 1 \| max in-flight 24 \| min RTT 39, 5 = next close time (ns;
+//! generation 8 \| count 8, count 255 while a close reads the samples), 4 = drop 1 \| max in-flight 24 \|
+//! min RTT 39, 5 = next close time (ns;
 //! `u64::MAX` while a close is in progress), 6..16 = the percentile window's samples
 //! ([`PERCENTILE_CAPACITY`]), each written 1 \| generation 8 \| RTT 55.
 //!
 //! Ten of the sixteen words exist only for the optional percentile window. Without them the state (48
 //! bytes) would fit in the padding of a 128-byte-aligned [`NodeSlot`](crate::NodeSlot); with them a slot
-//! grows from 256 to 384 bytes. Java's percentile window is unbounded; a fixed capacity is the price of
-//! allocation-free storage.
+//! grows from 256 to 384 bytes. Java's percentile window holds as many samples as configured; a small
+//! fixed capacity is the price of allocation-free storage.
 //!
 //! # Memory ordering
-//! Every access to these words is `Relaxed`. The words are statistics: no word publishes the contents of
-//! another, each word's own read-modify-write is atomic, and a thread that reads a slightly older value
-//! computes the update it would have computed had it run a moment earlier. Where an algorithm keeps
+//! Every access to these words is `Relaxed`. The words are statistics: each word's own read-modify-write
+//! is atomic, a thread that reads a slightly older value computes the update it would have computed had
+//! it run a moment earlier, and no word publishes the contents of another (the percentile window's
+//! claimed-then-written samples are tagged, so a close that cannot see a sample yet leaves it out). Where an algorithm keeps
 //! several words, its module explains why interleaving two of them can never produce an out-of-bounds,
 //! NaN or infinite limit. The slot's control word publishes a freshly [`reset`](super::Limit::reset)
 //! state to other threads (a `Release` store in `Balancer::add`).
@@ -31,11 +33,26 @@
 use crate::sync::{AtomicU64, Ordering::Relaxed};
 
 /// Number of atomic words in a [`LimitState`].
+///
+/// ```
+/// use weir::limit::{LimitState, LIMIT_WORDS};
+/// assert_eq!(core::mem::size_of::<LimitState>(), 8 * LIMIT_WORDS); // 128 bytes
+/// ```
 pub const LIMIT_WORDS: usize = 16;
 
 /// How many samples a percentile window ([`SampleWindow::Percentile`](super::SampleWindow::Percentile))
-/// can hold. Java's percentile window grows without bound (or, in later ports, up to its configured size);
-/// this one has fixed storage in [`LimitState`], so windows with more samples keep the first ones.
+/// can hold. Java's holds its configured size, whatever it is; this one has fixed storage in
+/// [`LimitState`]. As in Java, a full window ignores further samples (it keeps the first ones).
+///
+/// ```
+/// use weir::limit::{Limit, SampleWindow, WindowedLimit, PERCENTILE_CAPACITY};
+/// let p99 = |capacity| WindowedLimit {
+///     window: SampleWindow::Percentile { percentile: 0.99, capacity },
+///     ..WindowedLimit::default()
+/// };
+/// assert!(p99(PERCENTILE_CAPACITY as u32).validate().is_ok());
+/// assert!(p99(PERCENTILE_CAPACITY as u32 + 1).validate().is_err());
+/// ```
 pub const PERCENTILE_CAPACITY: usize = 10;
 
 /// Words owned by the limit algorithm (the windowed wrapper's inner algorithm).
