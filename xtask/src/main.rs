@@ -165,7 +165,16 @@ fn loom() {
     // A separate target directory: `--cfg loom` would otherwise rebuild everything the other steps built.
     run(
         "cargo",
-        &["test", "-p", "weir", "--release", "--test", "loom"],
+        &[
+            "test",
+            "-p",
+            "weir",
+            "--release",
+            "--test",
+            "loom",
+            "--test",
+            "loom_limit",
+        ],
         &[
             ("RUSTFLAGS", "--cfg loom"),
             ("CARGO_TARGET_DIR", "target/loom"),
