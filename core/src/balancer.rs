@@ -7,6 +7,7 @@ use crate::limit::{Limit, Sample};
 use crate::outcome::Outcome;
 use crate::select::{self, Choice};
 use crate::slot::{self, NodeSlot, ACTIVE, CLAIMED, KILLED, LAME_DUCK, REGISTERING, VACANT};
+use crate::subset::SplitMix64;
 use crate::sync::{fence, AtomicU64, Ordering::*};
 use fastrand::Rng;
 
@@ -379,6 +380,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             rtt_ns: now.saturating_sub(lease.start),
             inflight: lease.inflight,
             dropped,
+            now_ns: now,
         });
         if live && outcome.counts_for_health() {
             s.health.record(
@@ -388,21 +390,33 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 self.scope(s),
             );
         }
-        let limit_algo = &self.prepared.config.limit;
+        // The algorithm's state lives in `s.limit`. Its probe jitter draws from bits derived from the
+        // balancer's seed and the lease, so the same calls give the same limits (no shared generator).
+        // A lease released twice at once through its raw parts (the bindings) can feed its sample twice
+        // before one of the two is refused below; the limit stays within the algorithm's bounds.
+        let algo = &self.prepared.config.limit;
+        if let Some(sm) = &sample {
+            let random = SplitMix64::new(
+                self.prepared.config.seed
+                    ^ lease.id.rotate_left(32)
+                    ^ lease.start
+                    ^ (u64::from(lease.inflight) << 40),
+            )
+            .next_u64();
+            algo.update(&s.limit, sm, random);
+        }
         // Release: every write above happens-before a membership change that sees the slot drained.
         let done = s.ctl.fetch_update(Release, Relaxed, |c| {
             if slot::inflight(c) == 0 || slot::generation(c) != u64::from(lease.generation) {
                 return None;
             }
             let c = c - 1;
-            Some(match &sample {
-                Some(sm) => {
-                    let next = limit_algo
-                        .update(slot::limit(c) as u32, sm)
-                        .min(crate::MAX_LIMIT);
-                    slot::with_limit(c, u64::from(next))
-                }
-                None => c,
+            // The limit is read from the state inside the compare-and-swap, so of two racing releases
+            // the one that lands last publishes a limit at least as new as the other's.
+            Some(if sample.is_some() {
+                slot::with_limit(c, u64::from(algo.limit(&s.limit).min(crate::MAX_LIMIT)))
+            } else {
+                c
             })
         });
         if done.is_err() {
@@ -447,6 +461,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         // Relaxed: published by the Release write of REGISTERING below.
         s.id.store(id, Relaxed);
         s.health.reset(&self.prepared.model);
+        self.prepared.config.limit.reset(&s.limit);
         let registering = slot::with_state(claimed, REGISTERING);
         s.ctl.store(registering, Release);
         // SeqCst fence between our store and our loads of the other slots (two adders of one id both fence):

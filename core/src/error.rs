@@ -98,10 +98,32 @@ pub enum ConfigError {
     HalfLife,
     /// A limit must be at most [`MAX_LIMIT`](crate::MAX_LIMIT), and `min_limit <= max_limit`.
     LimitRange,
-    /// AIMD `backoff_ratio` must be in [0.5, 1.0).
+    /// A backoff ratio must be in [0.5, 1.0) (AIMD, CIAD, Gradient2's `drop_backoff`), or [0.5, 1.0]
+    /// (Gradient).
     BackoffRatio,
     /// AIMD `timeout_ns` must be at least 1.
     Timeout,
+    /// `smoothing` must be in [0, 1].
+    Smoothing,
+    /// `rtt_tolerance` must be finite and at least 1.
+    RttTolerance,
+    /// Gradient `probe_interval` must be between 1 and 2^30 (or `None`).
+    ProbeInterval,
+    /// Vegas `probe_multiplier` must be at least 1.
+    ProbeMultiplier,
+    /// Vegas `increase`/`decrease` factors must be finite and positive.
+    VegasStep,
+    /// A queue size must be at most [`MAX_LIMIT`](crate::MAX_LIMIT).
+    QueueSize,
+    /// Gradient2 `long_window` must be at least 1.
+    LongWindow,
+    /// Window times must satisfy `1 <= min_window_ns <= max_window_ns <= 1000 s`.
+    WindowTime,
+    /// `min_samples` must be at least 1, and at most a percentile window's capacity.
+    WindowSamples,
+    /// A percentile window needs `percentile` in (0, 1) and `capacity` in
+    /// 1..=[`PERCENTILE_CAPACITY`](crate::limit::PERCENTILE_CAPACITY).
+    Percentile,
 }
 
 impl fmt::Display for ConfigError {
@@ -114,9 +136,30 @@ impl fmt::Display for ConfigError {
             ConfigError::Floor => "floor must be finite and in (0, 1]",
             ConfigError::WeightExponent => "weight_exponent must be finite and in (0, 64]",
             ConfigError::HalfLife => "half_life must be at least 1 outcome",
-            ConfigError::LimitRange => "limits must be <= MAX_LIMIT with min_limit <= max_limit",
-            ConfigError::BackoffRatio => "backoff_ratio must be in [0.5, 1.0)",
+            ConfigError::LimitRange => {
+                "limits must be <= MAX_LIMIT with min_limit <= max_limit (Vegas: max_limit >= 1; \
+                 CIAD: 1 <= min_limit <= initial_limit <= max_limit)"
+            }
+            ConfigError::BackoffRatio => {
+                "backoff_ratio must be in [0.5, 1.0) ([0.5, 1.0] for Gradient)"
+            }
             ConfigError::Timeout => "timeout_ns must be at least 1",
+            ConfigError::Smoothing => "smoothing must be in [0, 1]",
+            ConfigError::RttTolerance => "rtt_tolerance must be finite and >= 1",
+            ConfigError::ProbeInterval => "probe_interval must be between 1 and 2^30",
+            ConfigError::ProbeMultiplier => "probe_multiplier must be at least 1",
+            ConfigError::VegasStep => "Vegas increase/decrease factors must be finite and > 0",
+            ConfigError::QueueSize => "queue_size must be <= MAX_LIMIT",
+            ConfigError::LongWindow => "long_window must be at least 1",
+            ConfigError::WindowTime => {
+                "window times must satisfy 1 <= min_window_ns <= max_window_ns <= 1000 s"
+            }
+            ConfigError::WindowSamples => {
+                "min_samples must be at least 1, and at most the percentile window's capacity"
+            }
+            ConfigError::Percentile => {
+                "percentile must be in (0, 1) and capacity in 1..=PERCENTILE_CAPACITY"
+            }
         })
     }
 }

@@ -68,7 +68,11 @@ pub use cpu::{CpuError, CpuSampler, CpuSource};
 pub use error::{ConfigError, MembershipError, Rejected, ReleaseError};
 /// The random generator the core draws from (re-exported so callers need not depend on `fastrand`).
 pub use fastrand::Rng;
-pub use limit::{AimdLimit, FixedLimit, LimitAlgorithm, MAX_LIMIT};
+pub use limit::{
+    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm, Limit,
+    LimitAlgorithm, LimitState, QueueSize, Sample, SampleWindow, VegasLimit, VegasStep,
+    VegasThreshold, WindowedLimit, MAX_LIMIT,
+};
 pub use outcome::{InvalidStatus, Outcome};
 #[cfg(feature = "std")]
 pub use rt::{monotonic_now, thread_seed, with_thread_rng, HeapBalancer, LeaseGuard};

@@ -10,6 +10,7 @@
 //! raw-parts interface of the bindings.
 
 use crate::health::Health;
+use crate::limit::LimitState;
 use crate::sync::AtomicU64;
 
 pub(crate) const INFLIGHT_BITS: u32 = 24;
@@ -85,6 +86,8 @@ pub struct NodeSlot {
     pub(crate) released: [AtomicU64; 4],
     /// Leases released after their node was removed.
     pub(crate) stale: AtomicU64,
+    /// The limit algorithm's state, reset on add and updated by `Success`/`Dropped` releases.
+    pub(crate) limit: LimitState,
 }
 
 impl NodeSlot {
@@ -99,6 +102,7 @@ impl NodeSlot {
             id: ZERO,
             released: [ZERO; 4],
             stale: ZERO,
+            limit: LimitState::new(),
         }
     }
 
@@ -111,6 +115,7 @@ impl NodeSlot {
             id: AtomicU64::new(0),
             released: core::array::from_fn(|_| AtomicU64::new(0)),
             stale: AtomicU64::new(0),
+            limit: LimitState::new(),
         }
     }
 }

@@ -18,7 +18,8 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 use std::collections::BTreeMap;
-use weir::limit::{Limit, Sample};
+use std::sync::Arc;
+use weir::limit::{Limit, LimitState, Sample};
 use weir::{
     AimdLimit, Balancer, Config, FixedLimit, HealthModel, HeapBalancer, Lease, LimitAlgorithm,
     MembershipError, NodeSnapshot, NodeState, Outcome, Policy, Rejected, ReleaseError, Rng,
@@ -170,6 +171,8 @@ struct Member {
     lame: bool,
     in_flight: u32,
     limit: u32,
+    /// The limit algorithm's state (shared only by clones of this member; the model never clones one).
+    limit_state: Arc<LimitState>,
     health: HealthState,
 }
 
@@ -220,6 +223,8 @@ impl Model {
             },
         };
         self.next_inc += 1;
+        let limit_state = Arc::new(LimitState::new());
+        self.config.limit.reset(&limit_state);
         self.members.insert(
             id,
             Member {
@@ -227,6 +232,7 @@ impl Model {
                 lame: false,
                 in_flight: 0,
                 limit: self.config.limit.initial_limit(),
+                limit_state,
                 health,
             },
         );
@@ -293,8 +299,13 @@ impl Model {
                         rtt_ns: t.saturating_sub(lease.acquired_at()),
                         inflight: lease.inflight_at_acquire(),
                         dropped: outcome == Outcome::Dropped,
+                        now_ns: t,
                     };
-                    m.limit = config.limit.update(m.limit, &sample).min(MAX_LIMIT);
+                    // The balancer's release passes no random bits (0).
+                    m.limit = config
+                        .limit
+                        .update(&m.limit_state, &sample, 0)
+                        .min(MAX_LIMIT);
                 }
                 self.tally.released[outcome as usize] += 1;
                 Ok(())

@@ -174,6 +174,8 @@ fn loom() {
             "loom",
             "--test",
             "loom_overload",
+            "--test",
+            "loom_limit",
         ],
         &[
             ("RUSTFLAGS", "--cfg loom"),

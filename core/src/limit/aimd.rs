@@ -1,25 +1,34 @@
 //! Additive increase, multiplicative decrease, with Netflix concurrency-limits' rules and defaults
 //! (`AIMDLimit.java`): on a drop or an RTT above `timeout_ns` the limit becomes `trunc(L * backoff_ratio)`;
-//! otherwise, when the request saw at least half the limit in flight (`inflight * 2 >= L`), it becomes
-//! `L + 1`; then it is clamped to `[min_limit, max_limit]`. Like Netflix's, the initial limit is not clamped
-//! until the first update.
+//! otherwise, when the request saw at least half the limit in flight (`inflight * 2 >= L`, on the integer
+//! limit), it becomes `L + 1`; then it is clamped to `[min_limit, max_limit]`. Like Netflix's, the initial
+//! limit is not clamped until the first update.
+//!
+//! State: word 0 holds the integer limit; one compare-and-swap loop applies each sample exactly once.
 
-use super::{Limit, Sample, MAX_LIMIT};
+use super::{check_limits, Limit, LimitState, Sample, MAX_LIMIT};
 use crate::error::ConfigError;
 
 /// AIMD limit parameters. Defaults are Netflix's: initial 20, min 20, max 200, backoff 0.9, timeout 5 s.
 ///
 /// ```
-/// use weir::limit::{AimdLimit, Limit, Sample};
+/// use weir::limit::{AimdLimit, Limit, LimitState, Sample};
 /// let aimd = AimdLimit { initial_limit: 30, ..AimdLimit::default() };
-/// let drop = Sample { rtt_ns: 0, inflight: 0, dropped: true };
-/// assert_eq!(aimd.update(30, &drop), 27);
+/// let state = LimitState::new();
+/// aimd.reset(&state);
+/// let drop = Sample { rtt_ns: 0, inflight: 0, dropped: true, now_ns: 0 };
+/// assert_eq!(aimd.update(&state, &drop, 0), 27);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AimdLimit {
     /// The limit of a fresh node.
     pub initial_limit: u32,
-    /// The limit never goes below this after an update (Netflix's default of 20 is a common surprise).
+    /// The limit never goes below this after an update.
+    ///
+    /// Netflix's default of 20 is a common surprise (reference §5): however many drops a node returns,
+    /// it keeps being offered 20 concurrent requests. Set it to 1 to let drops throttle a struggling node
+    /// all the way down, as congestion-limiter and dialogue's CIAD do; the default stays Netflix's so
+    /// that the same samples give the same limits.
     pub min_limit: u32,
     /// The limit never goes above this.
     pub max_limit: u32,
@@ -41,18 +50,30 @@ impl Default for AimdLimit {
     }
 }
 
+impl AimdLimit {
+    /// The next limit after `sample`, given the current one (Java's `_update`).
+    #[inline]
+    fn next(&self, current: u32, sample: &Sample) -> u32 {
+        let next = if sample.dropped || sample.rtt_ns > self.timeout_ns {
+            // Java: (int) (limit * backoffRatio), truncation toward zero; exact in f64 for 24-bit limits.
+            (f64::from(current) * self.backoff_ratio) as u32
+        } else if u64::from(sample.inflight) * 2 >= u64::from(current) {
+            current.saturating_add(1)
+        } else {
+            current
+        };
+        // Java: Math.min(maxLimit, Math.max(minLimit, limit)); no panic if min > max (unvalidated).
+        next.max(self.min_limit).min(self.max_limit).min(MAX_LIMIT)
+    }
+}
+
 impl Limit for AimdLimit {
     fn initial_limit(&self) -> u32 {
         self.initial_limit
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        if self.initial_limit > MAX_LIMIT
-            || self.max_limit > MAX_LIMIT
-            || self.min_limit > self.max_limit
-        {
-            return Err(ConfigError::LimitRange);
-        }
+        check_limits(self.initial_limit, self.min_limit, self.max_limit)?;
         // Written so that NaN fails too.
         if !(self.backoff_ratio >= 0.5 && self.backoff_ratio < 1.0) {
             return Err(ConfigError::BackoffRatio);
@@ -63,17 +84,25 @@ impl Limit for AimdLimit {
         Ok(())
     }
 
+    fn reset(&self, state: &LimitState) {
+        state.store(0, u64::from(self.initial_limit.min(MAX_LIMIT)));
+    }
+
     #[inline]
-    fn update(&self, current: u32, sample: &Sample) -> u32 {
-        let next = if sample.dropped || sample.rtt_ns > self.timeout_ns {
-            // Java: (int) (limit * backoffRatio), truncation toward zero; exact in f64 for 24-bit limits.
-            (f64::from(current) * self.backoff_ratio) as u32
-        } else if u64::from(sample.inflight) * 2 >= u64::from(current) {
-            current.saturating_add(1)
-        } else {
-            current
-        };
-        next.clamp(self.min_limit, self.max_limit)
+    fn update(&self, state: &LimitState, sample: &Sample, _random: u64) -> u32 {
+        let mut next = 0;
+        let r = state.update(0, |w| {
+            next = self.next(w as u32, sample);
+            Some(u64::from(next))
+        });
+        match r {
+            Ok(_) => next,
+            Err(w) => (w as u32).min(MAX_LIMIT),
+        }
+    }
+
+    fn limit(&self, state: &LimitState) -> u32 {
+        (state.load(0) as u32).min(MAX_LIMIT)
     }
 }
 
@@ -86,63 +115,88 @@ mod tests {
             rtt_ns,
             inflight,
             dropped: false,
+            now_ns: rtt_ns,
         }
+    }
+
+    fn drop(rtt_ns: u64, inflight: u32) -> Sample {
+        Sample {
+            dropped: true,
+            ..ok(rtt_ns, inflight)
+        }
+    }
+
+    /// One sample applied to a fresh node whose limit is `from`.
+    fn step(l: AimdLimit, from: u32, s: Sample) -> u32 {
+        let l = AimdLimit {
+            initial_limit: from,
+            ..l
+        };
+        let state = LimitState::new();
+        l.reset(&state);
+        let got = l.update(&state, &s, 0);
+        assert_eq!(l.limit(&state), got);
+        got
     }
 
     // The published Netflix vectors (AIMDLimitTest.java).
     #[test]
     fn netflix_vectors() {
+        // testDefault: initial 10 (below the default min of 20: not clamped until the first update).
         let d = AimdLimit {
             initial_limit: 10,
             ..AimdLimit::default()
         };
-        assert_eq!(d.initial_limit(), 10);
+        let state = LimitState::new();
+        d.reset(&state);
+        assert_eq!((d.initial_limit(), d.limit(&state)), (10, 10));
 
+        // increaseOnSuccess: initial 20, (0, 1 ms, 10, false) -> 21.
         let l = AimdLimit::default();
-        assert_eq!(l.update(20, &ok(1_000_000, 10)), 21);
+        assert_eq!(step(l, 20, ok(1_000_000, 10)), 21);
 
-        let l = AimdLimit {
-            initial_limit: 30,
-            ..AimdLimit::default()
-        };
-        assert_eq!(
-            l.update(
-                30,
-                &Sample {
-                    rtt_ns: 0,
-                    inflight: 0,
-                    dropped: true
-                }
-            ),
-            27
-        );
+        // decreaseOnDrops: initial 30, (0, 0, 0, true) -> trunc(30 * 0.9) = 27.
+        assert_eq!(step(l, 30, drop(0, 0)), 27);
 
+        // successOverflow: initial 21, max 21, min 0, (0, 1 ms, 10, false) -> 21.
         let l = AimdLimit {
-            initial_limit: 21,
             max_limit: 21,
             min_limit: 0,
             ..AimdLimit::default()
         };
-        assert_eq!(l.update(21, &ok(1_000_000, 10)), 21);
+        assert_eq!(step(l, 21, ok(1_000_000, 10)), 21);
     }
 
     #[test]
     fn timeout_counts_as_drop_and_app_limited_holds() {
         let l = AimdLimit::default();
-        assert_eq!(l.update(100, &ok(5_000_000_001, 90)), 90);
-        assert_eq!(l.update(100, &ok(5_000_000_000, 50)), 101);
-        assert_eq!(l.update(100, &ok(1, 49)), 100);
-        assert_eq!(
-            l.update(
-                21,
-                &Sample {
-                    rtt_ns: 1,
-                    inflight: 1,
-                    dropped: true
-                }
-            ),
-            20
-        );
+        assert_eq!(step(l, 100, ok(5_000_000_001, 90)), 90);
+        assert_eq!(step(l, 100, ok(5_000_000_000, 50)), 101);
+        assert_eq!(step(l, 100, ok(1, 49)), 100);
+        assert_eq!(step(l, 21, drop(1, 1)), 20);
+        // The first update clamps an initial limit below min_limit (Java does the same).
+        assert_eq!(step(l, 10, ok(1, 1)), 20);
+    }
+
+    #[test]
+    fn sequence_applies_every_sample_once() {
+        let l = AimdLimit {
+            min_limit: 1,
+            ..AimdLimit::default()
+        };
+        let state = LimitState::new();
+        l.reset(&state);
+        // 20 -> 21 -> 22 -> trunc(22 * 0.9) = trunc(19.8) = 19 -> 19 (4 * 2 < 19) -> 20 (10 * 2 >= 19).
+        let got = [ok(1, 10), ok(1, 11), drop(1, 5), ok(1, 4), ok(1, 10)]
+            .map(|s| l.update(&state, &s, 0));
+        assert_eq!(got, [21, 22, 19, 19, 20]);
+        // An unvalidated min > max never panics: max wins, as in Java.
+        let bad = AimdLimit {
+            min_limit: 50,
+            max_limit: 10,
+            ..l
+        };
+        assert_eq!(bad.update(&state, &ok(1, 10), 0), 10);
     }
 
     #[test]

@@ -1,16 +1,20 @@
 //! A constant concurrency cap: the SRE book's flow control (ch. 20), default 100 active requests.
+//!
+//! State: none; the limit is the parameter.
 
-use super::{Limit, Sample, MAX_LIMIT};
+use super::{Limit, LimitState, Sample, MAX_LIMIT};
 use crate::error::ConfigError;
 
 /// A constant per-node cap on requests in flight.
 ///
 /// ```
-/// use weir::limit::{FixedLimit, Limit, Sample};
+/// use weir::limit::{FixedLimit, Limit, LimitState, Sample};
 /// let fixed = FixedLimit::default();
 /// assert_eq!(fixed.initial_limit(), 100);
-/// let drop = Sample { rtt_ns: 0, inflight: 1, dropped: true };
-/// assert_eq!(fixed.update(100, &drop), 100);
+/// let state = LimitState::new();
+/// fixed.reset(&state);
+/// let drop = Sample { rtt_ns: 0, inflight: 1, dropped: true, now_ns: 0 };
+/// assert_eq!(fixed.update(&state, &drop, 0), 100);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FixedLimit {
@@ -36,8 +40,16 @@ impl Limit for FixedLimit {
         Ok(())
     }
 
+    fn reset(&self, _state: &LimitState) {
+        // No state: the limit is the parameter.
+    }
+
     #[inline]
-    fn update(&self, _current: u32, _sample: &Sample) -> u32 {
-        self.limit
+    fn update(&self, _state: &LimitState, _sample: &Sample, _random: u64) -> u32 {
+        self.limit.min(MAX_LIMIT)
+    }
+
+    fn limit(&self, _state: &LimitState) -> u32 {
+        self.limit.min(MAX_LIMIT)
     }
 }

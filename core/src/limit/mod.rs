@@ -3,13 +3,70 @@
 //! Admission itself is not here: it is one compare-and-swap on the node's control word that reserves a
 //! slot only while `in_flight < limit` (see `slot.rs`), so a limit can never be overshot by a
 //! check-then-increment race. This module decides what the limit *is*, from the samples that releases
-//! feed it: [`FixedLimit`] (the SRE flow-control cap) and [`AimdLimit`] (Netflix concurrency-limits AIMD).
+//! feed it:
+//!
+//! | algorithm | source | signal |
+//! |---|---|---|
+//! | [`FixedLimit`] | SRE book flow control | none: a constant cap |
+//! | [`AimdLimit`] | Netflix `AIMDLimit` | drops and timeouts |
+//! | [`VegasLimit`] | Netflix `VegasLimit` | estimated queue from RTT vs. no-load RTT; drops |
+//! | [`GradientLimit`] | Netflix `GradientLimit` (v1) | RTT vs. minimum RTT; drops |
+//! | [`Gradient2Limit`] | Netflix `Gradient2Limit` (recommended there) | RTT vs. long-term average RTT |
+//! | [`CiadLimit`] | palantir dialogue's per-host limiter | drops; cautious `1/limit` increase |
+//! | [`WindowedLimit`] | Netflix `WindowedLimit` | any of the above, fed one aggregate per time window |
+//!
+//! # Conformance with Netflix concurrency-limits
+//! The Netflix algorithms follow Java's update rules, defaults and numeric semantics: the estimate is an
+//! `f64`, the reported limit is its truncation (`(int) estimate`), Vegas' queue is `ceil`ed, the `LOG10`
+//! and `SQRT` helpers are Java's integer ones, and the app-limited checks compare the in-flight count with
+//! the `f64` estimate. The in-flight count of a [`Sample`] is the count when that request was admitted,
+//! including itself, as in Java. So the same samples give the same limits, with these exceptions, each
+//! documented on its algorithm:
+//! - a sample with `rtt_ns == 0` is ignored by Vegas, Gradient and Gradient2 (Java's Vegas throws; its
+//!   Gradients would compute `0/0` and store NaN);
+//! - every estimate Gradient (v1) computes is also clamped to `[min_limit, max_limit]`; Java's exceeds
+//!   `max_limit` when that is below the queue size (its probe value and its floor are the queue size,
+//!   NCL#135), and can stay under `min_limit` while an initial limit below it grows;
+//! - randomness (Vegas' probe jitter, Gradient's probe countdown) comes from the caller's `random` bits,
+//!   so a seeded run is reproducible; its distribution is Java's;
+//! - the windowed wrapper's percentile window holds at most [`PERCENTILE_CAPACITY`] samples, a
+//!   percentile index below 0 is clamped to the smallest sample (Java throws), and Java's builder limits
+//!   (windows of at least 100 ms, at least 10 samples) are not enforced, only positivity.
+//!
+//! Like Java, no algorithm clamps its initial limit: it is reported as configured until an update moves
+//! it (AIMD's first update clamps it to `[min_limit, max_limit]`).
+//!
+//! Options for the algorithms' known weaknesses exist but are off by default, so the defaults stay
+//! Netflix's: [`Gradient2Limit::drop_backoff`], [`VegasLimit::baseline_from_drops`],
+//! [`AimdLimit::min_limit`] (documents Netflix's surprising default of 20), [`CiadLimit::fast_start`].
+//!
+//! # Concurrency
+//! Java serialises every update with a monitor. Here [`Limit::update`] is lock-free: each algorithm's
+//! state lives in a [`LimitState`] of atomic words, updated by compare-and-swap loops. Concurrent samples
+//! may interleave, but every update of every word is a complete step of the algorithm computed from values
+//! that word really held, and every estimate is clamped, so the limit always stays within the algorithm's
+//! bounds and is never NaN or infinite. Algorithms whose state is one word (AIMD, CIAD) apply each sample
+//! exactly once, as some serial order would.
 
 mod aimd;
+mod ciad;
 mod fixed;
+mod gradient;
+mod gradient2;
+mod measure;
+mod state;
+mod vegas;
+mod windowed;
 
 pub use aimd::AimdLimit;
+pub use ciad::CiadLimit;
 pub use fixed::FixedLimit;
+pub use gradient::GradientLimit;
+pub use gradient2::Gradient2Limit;
+pub use measure::QueueSize;
+pub use state::{LimitState, LIMIT_WORDS, PERCENTILE_CAPACITY};
+pub use vegas::{VegasLimit, VegasStep, VegasThreshold};
+pub use windowed::{SampleWindow, WindowedLimit};
 
 use crate::error::ConfigError;
 
@@ -19,6 +76,13 @@ pub const MAX_LIMIT: u32 = (1 << 24) - 1;
 /// One observation fed to a limit algorithm when a lease is released with
 /// [`Outcome::Success`](crate::Outcome::Success) (`dropped == false`) or
 /// [`Outcome::Dropped`](crate::Outcome::Dropped) (`dropped == true`).
+///
+/// ```
+/// use weir::limit::Sample;
+/// // Acquired at t = 1 ms as the 3rd request in flight, released at t = 3.5 ms.
+/// let s = Sample { rtt_ns: 2_500_000, inflight: 3, dropped: false, now_ns: 3_500_000 };
+/// assert_eq!(s.now_ns - s.rtt_ns, 1_000_000);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample {
     /// Round-trip time: release `now` minus acquire `now`, saturating at 0.
@@ -27,34 +91,114 @@ pub struct Sample {
     pub inflight: u32,
     /// Whether the request timed out or was rejected for overload.
     pub dropped: bool,
+    /// The release time, monotonic nanoseconds (Java's `startTime + rtt`). Only [`WindowedLimit`] reads
+    /// it, to close its windows on sample timestamps rather than on a clock.
+    pub now_ns: u64,
 }
 
-/// A concurrency-limit algorithm: a pure function from the node's current limit and one sample to its next
-/// limit. The balancer applies it inside the compare-and-swap that returns the lease's slot, so concurrent
-/// samples each apply exactly once and the limit always stays within the algorithm's bounds.
+/// A concurrency-limit algorithm. The parameters live in the implementing value (shared, read-only, in
+/// the balancer's config); each node's mutable state lives in its own [`LimitState`].
+///
+/// The balancer calls [`reset`](Limit::reset) when a node is added, [`update`](Limit::update) on every
+/// `Success` and `Dropped` release, and publishes the returned limit to the node's control word.
 ///
 /// ```
-/// use weir::limit::{AimdLimit, Limit, Sample};
-/// let aimd = AimdLimit::default();
-/// let s = Sample { rtt_ns: 1_000_000, inflight: 10, dropped: false };
-/// assert_eq!(aimd.update(20, &s), 21);
+/// use weir::limit::{Gradient2Limit, Limit, LimitState, Sample};
+/// let g2 = Gradient2Limit::default();
+/// g2.validate().unwrap();
+/// let state = LimitState::new();
+/// g2.reset(&state);
+/// assert_eq!(g2.limit(&state), 20);
+/// // Steady RTT and a full window: gradient 1, so the estimate grows by smoothing * queue = 0.8.
+/// let s = Sample { rtt_ns: 1_000_000, inflight: 20, dropped: false, now_ns: 1_000_000 };
+/// assert_eq!(g2.update(&state, &s, 0), 20); // 20.8
+/// assert_eq!(g2.update(&state, &s, 0), 21); // 21.6
 /// ```
 pub trait Limit {
     /// The limit a fresh node starts with.
     fn initial_limit(&self) -> u32;
     /// Checks the parameters; called when a balancer is built.
     fn validate(&self) -> Result<(), ConfigError>;
-    /// The next limit after `sample`, given the current one.
-    fn update(&self, current: u32, sample: &Sample) -> u32;
+    /// Puts a fresh node's state in place (called when a node is added; no concurrent samples then).
+    fn reset(&self, state: &LimitState);
+    /// Applies one sample; returns the limit to publish (already truncated and clamped, 0..=MAX_LIMIT).
+    /// `random` is 64 random bits supplied by the caller for probe jitter (deterministic under a seed).
+    /// Called concurrently from many threads for the same node: lock-free, CAS on the state words.
+    /// Never panics, whatever the parameters and samples (unvalidated parameters give unspecified limits
+    /// in 0..=MAX_LIMIT).
+    fn update(&self, state: &LimitState, sample: &Sample, random: u64) -> u32;
+    /// The current limit as the state says (for snapshots).
+    fn limit(&self, state: &LimitState) -> u32;
+}
+
+/// The limit algorithms that a [`WindowedLimit`] can wrap: every algorithm except the wrapper itself.
+///
+/// ```
+/// use weir::limit::{AimdLimit, InnerAlgorithm, Limit, LimitAlgorithm};
+/// let inner = InnerAlgorithm::Aimd(AimdLimit::default());
+/// // Every inner algorithm is also a top-level one.
+/// assert_eq!(LimitAlgorithm::from(inner), LimitAlgorithm::Aimd(AimdLimit::default()));
+/// assert_eq!(inner.initial_limit(), 20);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum InnerAlgorithm {
+    /// [`FixedLimit`].
+    Fixed(FixedLimit),
+    /// [`AimdLimit`].
+    Aimd(AimdLimit),
+    /// [`VegasLimit`].
+    Vegas(VegasLimit),
+    /// [`GradientLimit`].
+    Gradient(GradientLimit),
+    /// [`Gradient2Limit`].
+    Gradient2(Gradient2Limit),
+    /// [`CiadLimit`].
+    Ciad(CiadLimit),
 }
 
 /// The limit algorithm every node of a balancer uses, chosen in [`Config`](crate::Config).
+///
+/// ```
+/// use weir::limit::{InnerAlgorithm, LimitAlgorithm, VegasLimit, WindowedLimit};
+/// use weir::Config;
+/// let config = Config {
+///     limit: LimitAlgorithm::Windowed(WindowedLimit {
+///         inner: InnerAlgorithm::Vegas(VegasLimit::default()),
+///         ..WindowedLimit::default()
+///     }),
+///     ..Config::default()
+/// };
+/// assert!(config.validate().is_ok());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LimitAlgorithm {
     /// A constant cap ([`FixedLimit`]); the default, with a cap of 100.
     Fixed(FixedLimit),
     /// Additive increase, multiplicative decrease on drops and timeouts ([`AimdLimit`]).
     Aimd(AimdLimit),
+    /// TCP Vegas-style queue estimation ([`VegasLimit`]).
+    Vegas(VegasLimit),
+    /// Netflix's first gradient algorithm ([`GradientLimit`]).
+    Gradient(GradientLimit),
+    /// Netflix's recommended gradient algorithm ([`Gradient2Limit`]).
+    Gradient2(Gradient2Limit),
+    /// Cautious increase, aggressive decrease ([`CiadLimit`]).
+    Ciad(CiadLimit),
+    /// Any of the above fed one aggregate sample per time window ([`WindowedLimit`]).
+    Windowed(WindowedLimit),
+}
+
+impl From<InnerAlgorithm> for LimitAlgorithm {
+    fn from(a: InnerAlgorithm) -> Self {
+        match a {
+            InnerAlgorithm::Fixed(l) => LimitAlgorithm::Fixed(l),
+            InnerAlgorithm::Aimd(l) => LimitAlgorithm::Aimd(l),
+            InnerAlgorithm::Vegas(l) => LimitAlgorithm::Vegas(l),
+            InnerAlgorithm::Gradient(l) => LimitAlgorithm::Gradient(l),
+            InnerAlgorithm::Gradient2(l) => LimitAlgorithm::Gradient2(l),
+            InnerAlgorithm::Ciad(l) => LimitAlgorithm::Ciad(l),
+        }
+    }
 }
 
 impl Default for LimitAlgorithm {
@@ -63,26 +207,114 @@ impl Default for LimitAlgorithm {
     }
 }
 
-impl Limit for LimitAlgorithm {
-    fn initial_limit(&self) -> u32 {
-        match self {
-            LimitAlgorithm::Fixed(l) => l.initial_limit(),
-            LimitAlgorithm::Aimd(l) => l.initial_limit(),
+/// Forwards every [`Limit`] method to the variant's algorithm.
+macro_rules! dispatch {
+    ($ty:ident { $($variant:ident),* }) => {
+        impl Limit for $ty {
+            fn initial_limit(&self) -> u32 {
+                match self { $($ty::$variant(l) => l.initial_limit(),)* }
+            }
+            fn validate(&self) -> Result<(), ConfigError> {
+                match self { $($ty::$variant(l) => l.validate(),)* }
+            }
+            fn reset(&self, state: &LimitState) {
+                match self { $($ty::$variant(l) => l.reset(state),)* }
+            }
+            #[inline]
+            fn update(&self, state: &LimitState, sample: &Sample, random: u64) -> u32 {
+                match self { $($ty::$variant(l) => l.update(state, sample, random),)* }
+            }
+            #[inline]
+            fn limit(&self, state: &LimitState) -> u32 {
+                match self { $($ty::$variant(l) => l.limit(state),)* }
+            }
         }
-    }
+    };
+}
 
-    fn validate(&self) -> Result<(), ConfigError> {
-        match self {
-            LimitAlgorithm::Fixed(l) => l.validate(),
-            LimitAlgorithm::Aimd(l) => l.validate(),
-        }
-    }
+dispatch!(InnerAlgorithm {
+    Fixed,
+    Aimd,
+    Vegas,
+    Gradient,
+    Gradient2,
+    Ciad
+});
+dispatch!(LimitAlgorithm {
+    Fixed,
+    Aimd,
+    Vegas,
+    Gradient,
+    Gradient2,
+    Ciad,
+    Windowed
+});
 
-    #[inline]
-    fn update(&self, current: u32, sample: &Sample) -> u32 {
-        match self {
-            LimitAlgorithm::Fixed(l) => l.update(current, sample),
-            LimitAlgorithm::Aimd(l) => l.update(current, sample),
-        }
+/// Java's `(int) estimate`: truncation toward zero, saturating, NaN as 0; then capped at [`MAX_LIMIT`].
+#[inline]
+pub(crate) fn publish(estimate: f64) -> u32 {
+    (estimate as u32).min(MAX_LIMIT)
+}
+
+/// Java's `Math.max(lo, Math.min(hi, x))`, except that a NaN `x` gives `lo` (never happens with valid
+/// inputs; a guard, not a semantic).
+#[inline]
+pub(crate) fn clamp_f(x: f64, lo: f64, hi: f64) -> f64 {
+    let v = x.min(hi).max(lo);
+    if v.is_nan() {
+        lo
+    } else {
+        v
     }
 }
+
+/// The estimate an algorithm keeps in word 0 as `f64` bits.
+#[inline]
+pub(crate) fn load_estimate(state: &LimitState) -> f64 {
+    state.load_f64(0)
+}
+
+/// A compare-and-swap loop on the `f64` estimate in word 0: `step` maps the current estimate to the next
+/// (`None` = unchanged); a non-finite result is discarded. Returns the estimate after this sample.
+#[inline]
+pub(crate) fn step_estimate(state: &LimitState, mut step: impl FnMut(f64) -> Option<f64>) -> f64 {
+    let mut after = 0.0;
+    let r = state.update(0, |bits| {
+        let e = f64::from_bits(bits);
+        after = e;
+        let next = step(e).filter(|n| n.is_finite())?;
+        after = next;
+        Some(next.to_bits())
+    });
+    match r {
+        Ok(_) => after,
+        Err(bits) => f64::from_bits(bits),
+    }
+}
+
+/// Checks that a limit triple is usable: `min <= max <= MAX_LIMIT`, `initial <= MAX_LIMIT`.
+pub(crate) fn check_limits(initial: u32, min: u32, max: u32) -> Result<(), ConfigError> {
+    if initial > MAX_LIMIT || max > MAX_LIMIT || min > max {
+        return Err(ConfigError::LimitRange);
+    }
+    Ok(())
+}
+
+/// Checks a smoothing factor: finite, in [0, 1] (written so that NaN fails).
+pub(crate) fn check_smoothing(s: f64) -> Result<(), ConfigError> {
+    if !(0.0..=1.0).contains(&s) {
+        return Err(ConfigError::Smoothing);
+    }
+    Ok(())
+}
+
+/// Checks an RTT tolerance: finite and at least 1 (Java: `rttTolerance >= 1.0`).
+pub(crate) fn check_tolerance(t: f64) -> Result<(), ConfigError> {
+    if !(t >= 1.0 && t.is_finite()) {
+        return Err(ConfigError::RttTolerance);
+    }
+    Ok(())
+}
+
+#[cfg(all(test, feature = "std"))]
+mod props;

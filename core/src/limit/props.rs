@@ -1,0 +1,385 @@
+//! Property tests over every algorithm: for any sample sequence the limit stays within the algorithm's
+//! bounds and its estimate finite; drops never raise AIMD or CIAD and successes never lower them; runs are
+//! deterministic under a seed; unvalidated parameters (NaN, infinities, min > max) never panic.
+
+use super::*;
+use proptest::prelude::*;
+use std::vec::Vec;
+
+const RAMP_OVER: u64 = 1 << 63;
+
+/// The algorithm itself, or the one a windowed wrapper holds.
+fn as_inner(a: &LimitAlgorithm) -> InnerAlgorithm {
+    match *a {
+        LimitAlgorithm::Fixed(l) => InnerAlgorithm::Fixed(l),
+        LimitAlgorithm::Aimd(l) => InnerAlgorithm::Aimd(l),
+        LimitAlgorithm::Vegas(l) => InnerAlgorithm::Vegas(l),
+        LimitAlgorithm::Gradient(l) => InnerAlgorithm::Gradient(l),
+        LimitAlgorithm::Gradient2(l) => InnerAlgorithm::Gradient2(l),
+        LimitAlgorithm::Ciad(l) => InnerAlgorithm::Ciad(l),
+        LimitAlgorithm::Windowed(w) => w.inner,
+    }
+}
+
+/// The smallest and largest limit an algorithm can report: its bounds, widened to an initial limit
+/// outside them (Netflix does not clamp the initial limit until an update moves it).
+fn bounds(a: &LimitAlgorithm) -> (u32, u32) {
+    let (lo, hi, initial) = match as_inner(a) {
+        InnerAlgorithm::Fixed(f) => (f.limit, f.limit, f.limit),
+        InnerAlgorithm::Aimd(l) => (l.min_limit, l.max_limit, l.initial_limit),
+        InnerAlgorithm::Vegas(l) => (1, l.max_limit, l.initial_limit),
+        InnerAlgorithm::Gradient(l) => (l.min_limit, l.max_limit, l.initial_limit),
+        InnerAlgorithm::Gradient2(l) => (l.min_limit, l.max_limit, l.initial_limit),
+        InnerAlgorithm::Ciad(l) => (l.min_limit, l.max_limit, l.initial_limit),
+    };
+    (lo.min(initial), hi.max(initial))
+}
+
+/// The algorithm's `f64` estimate, if it keeps one.
+fn estimate(a: &LimitAlgorithm, st: &LimitState) -> Option<f64> {
+    match as_inner(a) {
+        InnerAlgorithm::Fixed(_) | InnerAlgorithm::Aimd(_) => None,
+        InnerAlgorithm::Ciad(_) => Some(f64::from_bits(st.load(0) & !RAMP_OVER)),
+        _ => Some(st.load_f64(0)),
+    }
+}
+
+fn ratio() -> impl Strategy<Value = f64> {
+    0.5..0.999f64
+}
+
+fn limits() -> impl Strategy<Value = (u32, u32, u32)> {
+    // (initial, min, max) with min <= max; the initial limit may lie outside them.
+    (0u32..300, 0u32..50, 0u32..300).prop_map(|(initial, min, extra)| (initial, min, min + extra))
+}
+
+fn queue() -> impl Strategy<Value = QueueSize> {
+    prop_oneof![
+        (0u32..10).prop_map(QueueSize::Constant),
+        (0u32..10).prop_map(|min| QueueSize::Sqrt { min }),
+    ]
+}
+
+fn threshold() -> impl Strategy<Value = VegasThreshold> {
+    prop_oneof![
+        (0u32..20).prop_map(VegasThreshold::Constant),
+        (0u32..8).prop_map(VegasThreshold::Log10),
+    ]
+}
+
+fn step() -> impl Strategy<Value = VegasStep> {
+    prop_oneof![
+        Just(VegasStep::Log10),
+        (0.1..3.0f64).prop_map(VegasStep::Factor)
+    ]
+}
+
+fn aimd() -> impl Strategy<Value = AimdLimit> {
+    (limits(), ratio(), 1u64..10_000_000).prop_map(
+        |((initial_limit, min_limit, max_limit), backoff_ratio, timeout_ns)| AimdLimit {
+            initial_limit,
+            min_limit,
+            max_limit,
+            backoff_ratio,
+            timeout_ns,
+        },
+    )
+}
+
+fn ciad() -> impl Strategy<Value = CiadLimit> {
+    (1u32..20, 0u32..300, any::<u32>(), ratio(), any::<bool>()).prop_map(
+        |(min_limit, extra, pick, backoff_ratio, fast_start)| CiadLimit {
+            initial_limit: min_limit + pick % (extra + 1),
+            min_limit,
+            max_limit: min_limit + extra,
+            backoff_ratio,
+            fast_start,
+        },
+    )
+}
+
+fn vegas() -> impl Strategy<Value = VegasLimit> {
+    (
+        (0u32..300, 1u32..400, 0.0..=1.0f64, 1u32..40),
+        (
+            threshold(),
+            threshold(),
+            threshold(),
+            step(),
+            step(),
+            any::<bool>(),
+        ),
+    )
+        .prop_map(
+            |(
+                (initial_limit, max_limit, smoothing, probe_multiplier),
+                (alpha, beta, threshold, increase, decrease, baseline_from_drops),
+            )| VegasLimit {
+                initial_limit,
+                max_limit,
+                smoothing,
+                probe_multiplier,
+                alpha,
+                beta,
+                threshold,
+                increase,
+                decrease,
+                baseline_from_drops,
+            },
+        )
+}
+
+fn gradient() -> impl Strategy<Value = GradientLimit> {
+    (
+        limits(),
+        (0.0..=1.0f64, queue(), 1.0..5.0f64),
+        (prop::option::of(1u32..50), 0.5..=1.0f64),
+    )
+        .prop_map(
+            |(
+                (initial_limit, min_limit, max_limit),
+                (smoothing, queue_size, rtt_tolerance),
+                (probe_interval, backoff_ratio),
+            )| {
+                GradientLimit {
+                    initial_limit,
+                    min_limit,
+                    max_limit,
+                    smoothing,
+                    queue_size,
+                    rtt_tolerance,
+                    probe_interval,
+                    backoff_ratio,
+                }
+            },
+        )
+}
+
+fn gradient2() -> impl Strategy<Value = Gradient2Limit> {
+    (
+        limits(),
+        (
+            0.0..=1.0f64,
+            queue(),
+            1u32..1000,
+            1.0..5.0f64,
+            prop::option::of(ratio()),
+        ),
+    )
+        .prop_map(
+            |(
+                (initial_limit, min_limit, max_limit),
+                (smoothing, queue_size, long_window, rtt_tolerance, drop_backoff),
+            )| {
+                Gradient2Limit {
+                    initial_limit,
+                    min_limit,
+                    max_limit,
+                    smoothing,
+                    queue_size,
+                    long_window,
+                    rtt_tolerance,
+                    drop_backoff,
+                }
+            },
+        )
+}
+
+fn inner() -> impl Strategy<Value = InnerAlgorithm> {
+    prop_oneof![
+        (0u32..300).prop_map(|limit| InnerAlgorithm::Fixed(FixedLimit { limit })),
+        aimd().prop_map(InnerAlgorithm::Aimd),
+        vegas().prop_map(InnerAlgorithm::Vegas),
+        gradient().prop_map(InnerAlgorithm::Gradient),
+        gradient2().prop_map(InnerAlgorithm::Gradient2),
+        ciad().prop_map(InnerAlgorithm::Ciad),
+    ]
+}
+
+fn windowed() -> impl Strategy<Value = WindowedLimit> {
+    let kind = prop_oneof![
+        Just(SampleWindow::Average),
+        (0.01..0.99f64, 1u32..=PERCENTILE_CAPACITY as u32).prop_map(|(percentile, capacity)| {
+            SampleWindow::Percentile {
+                percentile,
+                capacity,
+            }
+        }),
+    ];
+    (
+        inner(),
+        1u64..1000,
+        0u64..1000,
+        any::<u32>(),
+        0u64..100,
+        kind,
+    )
+        .prop_map(
+            |(inner, min_window_ns, extra, pick, min_rtt_threshold_ns, window)| {
+                let most = match window {
+                    SampleWindow::Percentile { capacity, .. } => capacity,
+                    SampleWindow::Average => 5,
+                };
+                WindowedLimit {
+                    inner,
+                    min_window_ns,
+                    max_window_ns: min_window_ns + extra,
+                    min_samples: 1 + pick % most,
+                    min_rtt_threshold_ns,
+                    window,
+                }
+            },
+        )
+}
+
+fn algorithm() -> impl Strategy<Value = LimitAlgorithm> {
+    prop_oneof![
+        inner().prop_map(LimitAlgorithm::from),
+        windowed().prop_map(LimitAlgorithm::Windowed),
+    ]
+}
+
+/// Samples with RTTs from zero to huge, in-flight counts from small to `u32::MAX`, time that mostly moves
+/// forward but sometimes back, and random bits.
+fn samples() -> impl Strategy<Value = Vec<(Sample, u64)>> {
+    let rtt = prop_oneof![Just(0u64), 0u64..2_000, 0u64..10_000_000_000, any::<u64>()];
+    let inflight = prop_oneof![0u32..64, 0u32..400, any::<u32>()];
+    prop::collection::vec(
+        (rtt, inflight, any::<bool>(), -100i64..2_000, any::<u64>()),
+        0..80,
+    )
+    .prop_map(|v| {
+        let mut now = 1_000u64;
+        v.into_iter()
+            .map(|(rtt_ns, inflight, dropped, dt, random)| {
+                now = now.saturating_add_signed(dt);
+                (
+                    Sample {
+                        rtt_ns,
+                        inflight,
+                        dropped,
+                        now_ns: now,
+                    },
+                    random,
+                )
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #[test]
+    fn limit_stays_in_bounds_and_finite(a in algorithm(), samples in samples()) {
+        prop_assert_eq!(a.validate(), Ok(()), "{:?}", a);
+        let (lo, hi) = bounds(&a);
+        let st = LimitState::new();
+        a.reset(&st);
+        prop_assert_eq!(a.limit(&st), a.initial_limit());
+        for (s, random) in &samples {
+            let got = a.update(&st, s, *random);
+            prop_assert!(lo <= got && got <= hi, "{} not in [{}, {}] after {:?}", got, lo, hi, s);
+            prop_assert_eq!(got, a.limit(&st));
+            if let Some(e) = estimate(&a, &st) {
+                prop_assert!(e.is_finite() && e >= 0.0, "estimate {}", e);
+                prop_assert!(f64::from(lo) <= e && e < f64::from(hi) + 1.0, "estimate {}", e);
+            }
+        }
+    }
+
+    #[test]
+    fn same_seed_same_limits(a in algorithm(), samples in samples()) {
+        let (x, y) = (LimitState::new(), LimitState::new());
+        a.reset(&x);
+        a.reset(&y);
+        for (s, random) in &samples {
+            prop_assert_eq!(a.update(&x, s, *random), a.update(&y, s, *random));
+        }
+    }
+
+    #[test]
+    fn drops_never_raise_aimd_or_ciad(
+        aimd in aimd(),
+        ciad in ciad(),
+        samples in samples(),
+    ) {
+        // With the initial limit inside the bounds (CIAD requires it; AIMD lifts one below min_limit to
+        // min_limit on its first update, drop or not, as Netflix's does).
+        let aimd = AimdLimit { initial_limit: aimd.initial_limit.clamp(aimd.min_limit, aimd.max_limit), ..aimd };
+        for a in [LimitAlgorithm::Aimd(aimd), LimitAlgorithm::Ciad(ciad)] {
+            let st = LimitState::new();
+            a.reset(&st);
+            for (s, random) in &samples {
+                let before = a.limit(&st);
+                let after = a.update(&st, s, *random);
+                let timed_out = matches!(a, LimitAlgorithm::Aimd(l) if s.rtt_ns > l.timeout_ns);
+                if s.dropped || timed_out {
+                    prop_assert!(after <= before, "{:?}: drop raised {} to {}", a, before, after);
+                } else {
+                    prop_assert!(after >= before, "{:?}: success lowered {} to {}", a, before, after);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unvalidated_parameters_never_panic(
+        ints in prop::array::uniform8(any::<u32>()),
+        floats in prop::array::uniform5(prop_oneof![any::<f64>(), Just(f64::NAN), Just(f64::INFINITY), Just(-1.0), Just(0.0)]),
+        flags in prop::array::uniform3(any::<bool>()),
+        samples in samples(),
+    ) {
+        let [i0, i1, i2, i3, i4, i5, i6, i7] = ints;
+        let [f0, f1, f2, f3, f4] = floats;
+        let vegas = VegasLimit {
+            initial_limit: i0, max_limit: i1, smoothing: f0, probe_multiplier: i2,
+            alpha: VegasThreshold::Log10(i3), beta: VegasThreshold::Constant(i4), threshold: VegasThreshold::Log10(i5),
+            increase: VegasStep::Factor(f1), decrease: if flags[0] { VegasStep::Log10 } else { VegasStep::Factor(f2) },
+            baseline_from_drops: flags[1],
+        };
+        let inners = [
+            InnerAlgorithm::Fixed(FixedLimit { limit: i0 }),
+            InnerAlgorithm::Aimd(AimdLimit { initial_limit: i0, min_limit: i1, max_limit: i2, backoff_ratio: f0, timeout_ns: u64::from(i3) }),
+            InnerAlgorithm::Vegas(vegas),
+            InnerAlgorithm::Gradient(GradientLimit {
+                initial_limit: i0, min_limit: i1, max_limit: i2, smoothing: f0, queue_size: QueueSize::Sqrt { min: i3 },
+                rtt_tolerance: f1, probe_interval: flags[2].then_some(i4), backoff_ratio: f2,
+            }),
+            InnerAlgorithm::Gradient2(Gradient2Limit {
+                initial_limit: i0, min_limit: i1, max_limit: i2, smoothing: f0, queue_size: QueueSize::Constant(i3),
+                long_window: i4, rtt_tolerance: f1, drop_backoff: flags[2].then_some(f2),
+            }),
+            InnerAlgorithm::Ciad(CiadLimit { initial_limit: i0, min_limit: i1, max_limit: i2, backoff_ratio: f0, fast_start: flags[0] }),
+        ];
+        for inner in inners {
+            let window = if flags[1] {
+                SampleWindow::Average
+            } else {
+                SampleWindow::Percentile { percentile: f3, capacity: i6 }
+            };
+            let windowed = WindowedLimit {
+                inner,
+                min_window_ns: u64::from(i5),
+                max_window_ns: u64::from(i6) * u64::from(i7),
+                min_samples: i7,
+                min_rtt_threshold_ns: u64::from(i7 % 1000),
+                window,
+            };
+            for a in [LimitAlgorithm::Windowed(windowed), LimitAlgorithm::from(inner)] {
+                let _ = a.validate();
+                let st = LimitState::new();
+                // Half the runs skip the reset: an all-zero state must be safe too.
+                if flags[2] {
+                    a.reset(&st);
+                }
+                for (s, random) in &samples {
+                    let got = a.update(&st, s, f4.to_bits() ^ random);
+                    prop_assert!(got <= MAX_LIMIT);
+                    prop_assert_eq!(got, a.limit(&st));
+                    if let Some(e) = estimate(&a, &st) {
+                        prop_assert!(!e.is_nan(), "NaN estimate for {:?}", a);
+                    }
+                }
+            }
+        }
+    }
+}
