@@ -168,3 +168,82 @@ fn gradient2_cuts_the_slow_node_and_the_cascade_moves_traffic() {
     });
     assert_moves_traffic("gradient2", &r, before.limits[0]);
 }
+
+/// Netflix `SimpleLimiterTest` (FixedLimit 10) against a one-node balancer: ten acquires succeed, the
+/// eleventh is refused with 10 in flight; releasing one leaves 9, and the next acquire succeeds.
+/// (Netflix's bypass predicate has no counterpart: weir has no request classes.)
+#[test]
+fn netflix_simple_limiter_vector() {
+    let b: HeapBalancer = Balancer::with_capacity(
+        1,
+        Config {
+            limit: LimitAlgorithm::Fixed(FixedLimit { limit: 10 }),
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    b.add(1).unwrap();
+    let mut rng = Rng::with_seed(1);
+    let mut held: Vec<Lease> = (0..10).map(|_| b.acquire(0, &mut rng).unwrap()).collect();
+    assert_eq!(b.acquire(0, &mut rng), Err(weir::Rejected::AllBusy));
+    assert_eq!(b.node(1, 0).unwrap().in_flight, 10);
+    b.release(held.pop().unwrap(), Outcome::Success, 1).unwrap();
+    assert_eq!(b.node(1, 1).unwrap().in_flight, 9);
+    held.push(b.acquire(1, &mut rng).unwrap());
+    assert_eq!(b.node(1, 1).unwrap().in_flight, 10);
+}
+
+/// Netflix `SimpleLimiterTest`'s concurrent case, scaled to this machine: 8 threads x 5,000 attempts on a
+/// limit of 10. Every attempt is either admitted or refused, and no more than 10 leases are ever held at
+/// once (counted outside the balancer).
+#[test]
+fn netflix_simple_limiter_concurrent_vector() {
+    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+    let b: HeapBalancer = Balancer::with_capacity(
+        1,
+        Config {
+            limit: LimitAlgorithm::Fixed(FixedLimit { limit: 10 }),
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    b.add(1).unwrap();
+    let (held, max_held, admitted, refused) = (
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+    );
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let (b, held, max_held, admitted, refused) =
+                (&b, &held, &max_held, &admitted, &refused);
+            s.spawn(move || {
+                let mut rng = Rng::with_seed(t);
+                for i in 0..5_000u64 {
+                    match b.acquire(i, &mut rng) {
+                        Ok(lease) => {
+                            let now_held = held.fetch_add(1, SeqCst) + 1;
+                            max_held.fetch_max(now_held, SeqCst);
+                            admitted.fetch_add(1, SeqCst);
+                            std::hint::spin_loop();
+                            held.fetch_sub(1, SeqCst);
+                            b.release(lease, Outcome::Success, i + 1).unwrap();
+                        }
+                        Err(e) => {
+                            assert_eq!(e, weir::Rejected::AllBusy);
+                            refused.fetch_add(1, SeqCst);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    assert!(max_held.load(SeqCst) <= 10, "{}", max_held.load(SeqCst));
+    assert_eq!(admitted.load(SeqCst) + refused.load(SeqCst), 40_000);
+    assert_eq!(
+        b.stats().released[Outcome::Success as usize],
+        admitted.load(SeqCst)
+    );
+    assert_eq!(b.node(1, 0).unwrap().in_flight, 0);
+}
