@@ -169,11 +169,8 @@ fn gradient2_cuts_the_slow_node_and_the_cascade_moves_traffic() {
     assert_moves_traffic("gradient2", &r, before.limits[0]);
 }
 
-/// Netflix `SimpleLimiterTest` (FixedLimit 10) against a one-node balancer: ten acquires succeed, the
-/// eleventh is refused with 10 in flight; releasing one leaves 9, and the next acquire succeeds.
-/// (Netflix's bypass predicate has no counterpart: weir has no request classes.)
-#[test]
-fn netflix_simple_limiter_vector() {
+/// A balancer of one node (id 1) with a fixed limit of 10.
+fn one_node_limited_to_10() -> HeapBalancer {
     let b: HeapBalancer = Balancer::with_capacity(
         1,
         Config {
@@ -183,6 +180,15 @@ fn netflix_simple_limiter_vector() {
     )
     .unwrap();
     b.add(1).unwrap();
+    b
+}
+
+/// Netflix `SimpleLimiterTest` (FixedLimit 10) against a one-node balancer: ten acquires succeed, the
+/// eleventh is refused with 10 in flight; releasing one leaves 9, and the next acquire succeeds.
+/// (Netflix's bypass predicate has no counterpart: weir has no request classes.)
+#[test]
+fn netflix_simple_limiter_vector() {
+    let b = one_node_limited_to_10();
     let mut rng = Rng::with_seed(1);
     let mut held: Vec<Lease> = (0..10).map(|_| b.acquire(0, &mut rng).unwrap()).collect();
     assert_eq!(b.acquire(0, &mut rng), Err(weir::Rejected::AllBusy));
@@ -199,15 +205,7 @@ fn netflix_simple_limiter_vector() {
 #[test]
 fn netflix_simple_limiter_concurrent_vector() {
     use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-    let b: HeapBalancer = Balancer::with_capacity(
-        1,
-        Config {
-            limit: LimitAlgorithm::Fixed(FixedLimit { limit: 10 }),
-            ..Config::default()
-        },
-    )
-    .unwrap();
-    b.add(1).unwrap();
+    let b = one_node_limited_to_10();
     let (held, max_held, admitted, refused) = (
         AtomicU64::new(0),
         AtomicU64::new(0),
