@@ -32,16 +32,16 @@ impl Cas {
     pub fn step(&self) -> u64 {
         let seen = self.seen.get();
         // Acquire/Relaxed: the orderings of weir's admission CAS, so the floor costs what it costs there.
-        let now = match self.word.0.compare_exchange(
-            seen,
-            seen + 1,
-            Ordering::Acquire,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => seen + 1,
-            // Only another thread could have moved the word: resynchronise from what it holds.
-            Err(actual) => actual,
-        };
+        let now =
+            match self
+                .word
+                .0
+                .compare_exchange(seen, seen + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => seen + 1,
+                // Only another thread could have moved the word: resynchronise from what it holds.
+                Err(actual) => actual,
+            };
         self.seen.set(now);
         now
     }

@@ -56,13 +56,19 @@ pub fn limiters() -> [(&'static str, LimitAlgorithm); 7] {
         ("fixed", LimitAlgorithm::Fixed(FixedLimit::default())),
         ("aimd", LimitAlgorithm::Aimd(AimdLimit::default())),
         ("vegas", LimitAlgorithm::Vegas(VegasLimit::default())),
-        ("gradient", LimitAlgorithm::Gradient(GradientLimit::default())),
+        (
+            "gradient",
+            LimitAlgorithm::Gradient(GradientLimit::default()),
+        ),
         (
             "gradient2",
             LimitAlgorithm::Gradient2(Gradient2Limit::default()),
         ),
         ("ciad", LimitAlgorithm::Ciad(CiadLimit::default())),
-        ("windowed", LimitAlgorithm::Windowed(WindowedLimit::default())),
+        (
+            "windowed",
+            LimitAlgorithm::Windowed(WindowedLimit::default()),
+        ),
     ]
 }
 

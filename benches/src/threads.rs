@@ -109,10 +109,10 @@ impl<M: Workload, H: Workload + Send + 'static> Crew<M, H> {
         self.ctl.stop.store(false, Ordering::Relaxed);
         self.ctl.running.store(0, Ordering::Relaxed);
         self.ctl.start.wait();
-        // Acquire: pairs with each helper's Release; spinning here keeps the helpers' wake-up latency
-        // out of the timed region.
+        // Acquire: pairs with each helper's Release; waiting here keeps the helpers' wake-up latency
+        // out of the timed region (yielding, in case a helper waits for this very core).
         while self.ctl.running.load(Ordering::Acquire) < self.helpers.len() {
-            spin_loop();
+            std::thread::yield_now();
         }
         let main = self
             .main
@@ -140,7 +140,10 @@ impl<M: Workload, H: Workload + Send + 'static> Crew<M, H> {
     /// Stops the helpers and returns every workload, the main one first.
     pub fn finish(mut self) -> (M, Vec<H>) {
         let helpers = self.stop_helpers();
-        let main = self.main.take().expect("the main workload is there until finish");
+        let main = self
+            .main
+            .take()
+            .expect("the main workload is there until finish");
         (main, helpers)
     }
 
@@ -180,14 +183,25 @@ pub struct Ping {
     seq: u64,
 }
 
+/// Polls of the word after which a waiting side yields its core: when the VM has put both threads on
+/// one core (or another process holds the other), spinning would hold the answer back for a whole time
+/// slice. A round trip between two running cores takes far fewer polls.
+const SPINS_BEFORE_YIELD: u32 = 1 << 8;
+
 impl Workload for Ping {
     #[inline]
     fn pair(&mut self) {
         self.seq += 2;
         // Release/Acquire: the message is the value itself; these are the orderings a real hand-off uses.
         self.word.0.store(self.seq - 1, Ordering::Release);
+        let mut spins = 0u32;
         while self.word.0.load(Ordering::Acquire) != self.seq {
-            spin_loop();
+            spins += 1;
+            if spins % SPINS_BEFORE_YIELD == 0 {
+                std::thread::yield_now();
+            } else {
+                spin_loop();
+            }
         }
     }
 }
@@ -196,6 +210,7 @@ impl Workload for Ping {
 #[derive(Debug)]
 pub struct Pong {
     word: Arc<Padded>,
+    idle: u32,
 }
 
 impl Workload for Pong {
@@ -205,6 +220,14 @@ impl Workload for Pong {
         let v = self.word.0.load(Ordering::Acquire);
         if v & 1 == 1 {
             self.word.0.store(v + 1, Ordering::Release);
+            self.idle = 0;
+        } else {
+            self.idle += 1;
+            if self.idle % SPINS_BEFORE_YIELD == 0 {
+                std::thread::yield_now();
+            } else {
+                spin_loop();
+            }
         }
     }
 }
@@ -225,13 +248,30 @@ impl RoundTrip {
             seq: 0,
         };
         RoundTrip {
-            crew: Crew::new(ping, vec![Pong { word }]),
+            crew: Crew::new(ping, vec![Pong { word, idle: 0 }]),
         }
     }
 
     /// Makes `iters` round trips; returns their total time.
     pub fn run(&mut self, iters: u64) -> Duration {
         self.crew.run(iters)
+    }
+
+    /// Runs batches of `per_batch` round trips for about `budget` (at least `min_batches` of them) and
+    /// returns the nanoseconds per round trip of each batch, sorted. Its low quantiles are the
+    /// core-to-core latency of batches during which both threads held a core, which on a busy shared
+    /// machine the median of a long run is not.
+    pub fn batches(&mut self, per_batch: u64, min_batches: usize, budget: Duration) -> Vec<f64> {
+        let start = Instant::now();
+        let mut out = Vec::new();
+        while out.len() < min_batches || start.elapsed() < budget {
+            out.push(self.run(per_batch).as_nanos() as f64 / per_batch as f64);
+            if out.len() >= 10_000 {
+                break;
+            }
+        }
+        out.sort_by(f64::total_cmp);
+        out
     }
 
     /// Round trips made so far.
@@ -290,7 +330,20 @@ mod tests {
         rt.run(1_000);
         rt.run(500);
         assert_eq!(rt.trips(), 1_500);
+        let batches = rt.batches(10, 5, Duration::ZERO);
+        assert_eq!(batches.len(), 5);
+        assert!(batches.windows(2).all(|w| w[0] <= w[1]) && batches[0] > 0.0);
+        assert_eq!(rt.trips(), 1_550);
         // Every ping was answered: the word holds the last even value.
-        assert_eq!(rt.crew.main.as_ref().unwrap().word.0.load(Ordering::Relaxed), 3_000);
+        assert_eq!(
+            rt.crew
+                .main
+                .as_ref()
+                .unwrap()
+                .word
+                .0
+                .load(Ordering::Relaxed),
+            3_100
+        );
     }
 }
