@@ -209,7 +209,7 @@ fn threads(c: &mut Criterion) {
 fn defaults() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
+        .measurement_time(Duration::from_secs(4))
         .sample_size(40)
 }
 

@@ -7,8 +7,17 @@
 //!                           with two counts: the difference divided by the difference of the counts is
 //!                           the instructions per pair, construction cancelling out)
 //! pairs allocations         allocations per pair of every workload at N = 16, as `weir-bench-fact:` lines
+//! pairs interleave          weir (16 and 64 nodes, every limiter), the Mutex baseline and tower at 16
+//!                           nodes in interleaved rounds of about 2 ms each: per workload the median
+//!                           time per pair, and the median over rounds of each one's time over weir's
+//!                           in the same round, as `weir-bench-fact:` lines
 //! pairs list                the workload names
 //! ```
+//!
+//! `interleave` is the cross-check of criterion's same-run ratios on a busy machine: criterion measures
+//! one benchmark after another, seconds apart, so a neighbour's load that comes and goes lands on some
+//! benchmarks and not on others; rounds of 2 ms, alternating, see the same load, and a median over
+//! rounds drops the rounds that a preemption hit.
 //!
 //! With no arguments (`cargo bench --bench pairs`, or `cargo test --benches`) it does `allocations`.
 //! Names are the criterion ids' function names: `weir-{cascade,approx,pick}-{buckets,ewma}`, `mutex`,
@@ -18,6 +27,7 @@
 
 use std::hint::black_box;
 use std::process::exit;
+use std::time::Instant;
 use weir::Config;
 use weir_alloc_counter::{allocations, CountingAlloc};
 use weir_benches::{
@@ -55,7 +65,7 @@ impl Workload for ScanLoad {
 
 /// What to do with a workload, monomorphised per workload type so that no dynamic call is counted.
 trait Act {
-    fn on<W: Workload>(&mut self, w: W);
+    fn on<W: Workload + 'static>(&mut self, w: W);
 }
 
 /// Builds workload `name` over `n` nodes and hands it to `act`; false if there is no such workload.
@@ -108,7 +118,7 @@ fn names() -> Vec<String> {
 
 struct Run(u64);
 impl Act for Run {
-    fn on<W: Workload>(&mut self, mut w: W) {
+    fn on<W: Workload + 'static>(&mut self, mut w: W) {
         for _ in 0..self.0 {
             w.pair();
         }
@@ -119,7 +129,7 @@ impl Act for Run {
 /// Allocations per pair over `PAIRS` pairs after `WARM` pairs of warm-up.
 struct Allocs(f64);
 impl Act for Allocs {
-    fn on<W: Workload>(&mut self, mut w: W) {
+    fn on<W: Workload + 'static>(&mut self, mut w: W) {
         const WARM: u64 = 1_000;
         const PAIRS: u64 = 20_000;
         for _ in 0..WARM {
@@ -134,8 +144,110 @@ impl Act for Allocs {
     }
 }
 
+/// A workload behind a pointer, called once per batch of pairs (so no dynamic call per pair).
+trait Batch {
+    fn batch(&mut self, pairs: u64);
+}
+impl<W: Workload> Batch for W {
+    fn batch(&mut self, pairs: u64) {
+        for _ in 0..pairs {
+            self.pair();
+        }
+    }
+}
+
+struct Boxed(Option<Box<dyn Batch>>);
+impl Act for Boxed {
+    fn on<W: Workload + 'static>(&mut self, w: W) {
+        self.0 = Some(Box::new(w));
+    }
+}
+
+/// Nanoseconds per pair of one batch.
+fn time_batch(w: &mut dyn Batch, pairs: u64) -> f64 {
+    let t0 = Instant::now();
+    w.batch(pairs);
+    t0.elapsed().as_nanos() as f64 / pairs as f64
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// See the module docs.
+fn interleave() {
+    const ROUNDS: usize = 150;
+    const BATCH_NS: f64 = 2e6;
+    let mut set: Vec<(String, usize)> = vec![("limiter-fixed".into(), 16)];
+    set.extend(
+        limiters()[1..]
+            .iter()
+            .map(|(l, _)| (format!("limiter-{l}"), 16)),
+    );
+    set.extend(
+        [
+            ("mutex", 16),
+            ("tower-peak-ewma", 16),
+            ("tower-pending", 16),
+            ("limiter-fixed", 64),
+            ("mutex", 64),
+        ]
+        .map(|(n, k)| (n.to_string(), k)),
+    );
+    let mut loads: Vec<(String, Box<dyn Batch>, u64)> = set
+        .into_iter()
+        .map(|(name, n)| {
+            let mut b = Boxed(None);
+            with_workload(&name, n, &mut b);
+            let mut w = b.0.expect("every interleaved workload exists");
+            // Warm up, then size the batch to about BATCH_NS.
+            let per = time_batch(w.as_mut(), 2_000).max(1.0);
+            let pairs = ((BATCH_NS / per) as u64).max(100);
+            // The default pair is `limiter-fixed`: report it under the criterion name.
+            let name = match name.as_str() {
+                "limiter-fixed" => format!("weir-cascade-buckets.{n}"),
+                _ => format!("{name}.{n}"),
+            };
+            (name, w, pairs)
+        })
+        .collect();
+    let k = loads.len();
+    let mut times = vec![Vec::with_capacity(ROUNDS); k];
+    for round in 0..ROUNDS {
+        // Rotate the order so that no workload always follows the same one.
+        for j in 0..k {
+            let i = (j + round) % k;
+            let (_, w, pairs) = &mut loads[i];
+            times[i].push(time_batch(w.as_mut(), *pairs));
+        }
+    }
+    for (i, (name, _, _)) in loads.iter().enumerate() {
+        let mut t = times[i].clone();
+        println!(
+            "weir-bench-fact: interleaved.{name}.ns {:.2}",
+            median(&mut t)
+        );
+        // weir's own reference is the first workload at 16 nodes, or the 64-node one for 64 nodes.
+        let reference = if name.ends_with(".64") {
+            loads
+                .iter()
+                .position(|(n, _, _)| n == "weir-cascade-buckets.64")
+        } else {
+            Some(0)
+        };
+        if let Some(r) = reference.filter(|&r| r != i) {
+            let mut ratios: Vec<f64> = times[i].iter().zip(&times[r]).map(|(a, b)| a / b).collect();
+            println!(
+                "weir-bench-fact: interleaved.{name}.vs_weir {:.3}",
+                median(&mut ratios)
+            );
+        }
+    }
+}
+
 fn usage() -> ! {
-    eprintln!("usage: pairs [run NAME N COUNT | allocations | list]");
+    eprintln!("usage: pairs [run NAME N COUNT | allocations | interleave | list]");
     exit(2);
 }
 
@@ -155,6 +267,7 @@ fn main() {
                 exit(2);
             }
         }
+        ["interleave"] => interleave(),
         ["list"] => {
             for name in names() {
                 println!("{name}");

@@ -1,9 +1,10 @@
 //! `cargo xtask bench`: the benchmark suite of `benches/` and its report, `benches/RESULTS.md`.
 //!
 //! - `cargo xtask bench [CRITERION ARGS..]`: the criterion run (`hot_path`: weir, its baselines and
-//!   floors, limiters, threads), then the allocation count (`pairs allocations`). The medians of every
-//!   benchmark that this run measured, the bench's facts (memory, the helpers' times, the round trip's
-//!   batch quantiles) and the machine are saved to `<target>/weir-bench/timing.txt`.
+//!   floors, limiters, threads), then the allocation count (`pairs allocations`) and the interleaved
+//!   cross-check of the ratios (`pairs interleave`). The medians of every benchmark that this run
+//!   measured, the bench's facts (memory, the helpers' times, the round trip's batch quantiles) and the
+//!   machine are saved to `<target>/weir-bench/timing.txt`.
 //! - `cargo xtask bench --instructions`: the instruction counts: each workload's pairs under valgrind
 //!   (cachegrind), run twice with two pair counts so that construction cancels out, plus a callgrind
 //!   breakdown of weir's default pair; saved to `<target>/weir-bench/instructions.txt`. Without valgrind
@@ -278,6 +279,18 @@ fn time(target: &Path, out: &Path, criterion_args: &[&str]) {
             "pairs",
             "--",
             "allocations",
+        ],
+    ));
+    facts.extend(run_facts(
+        "cargo",
+        &[
+            "bench",
+            "-p",
+            "weir-benches",
+            "--bench",
+            "pairs",
+            "--",
+            "interleave",
         ],
     ));
     facts.insert("meta.load_after".into(), load_average());
@@ -652,45 +665,86 @@ fn results_md(t: &Facts, i: &Facts) -> String {
         .iter()
         .filter_map(|l| Some((*l, d.ns(&format!("limiter/{l}/16"))? - fixed?)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
+    // The interleaved cross-check (`pairs interleave`).
+    let il = |key: &str| d.fact(&format!("interleaved.{key}"));
+    let il16 = il("weir-cascade-buckets.16.ns");
+    let il_per_node = match (il16, il("weir-cascade-buckets.64.ns")) {
+        (Some(a), Some(b)) => Some((b - a) / 48.0),
+        _ => None,
+    };
+    let il_worst_limiter = LIMITERS[1..]
+        .iter()
+        .filter_map(|l| Some((*l, (il(&format!("limiter-{l}.16.vs_weir"))? - 1.0) * il16?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
     let _ = writeln!(w, "## Targets\n");
     let _ = writeln!(
         w,
-        "Shown, never asserted in tests. N = 16 nodes, one thread, default configuration unless said.\n"
+        "Shown, never asserted in tests. N = 16 nodes, one thread, default configuration unless said. \
+         *criterion*: the medians of the criterion run; *interleaved*: the cross-check of \
+         `pairs interleave` in the same run, where the workloads alternate in rounds of 2 ms and each \
+         ratio is the median over rounds of the two workloads' times in the same round (a neighbour's \
+         load then falls on both sides of a ratio alike).\n"
     );
-    let _ = writeln!(w, "| target | measured | verdict |\n|---|---:|---|");
-    let rows: Vec<(String, String, String)> = vec![
+    let _ = writeln!(
+        w,
+        "| target | criterion | verdict | interleaved | verdict |\n|---|---:|---|---:|---|"
+    );
+    let x2 = |x: f64| format!("{x:.2}x");
+    let ns1 = |x: f64| format!("{x:.1} ns");
+    let limiter_cell = |v: Option<(&str, f64)>| {
+        v.map_or("—".into(), |(l, v)| {
+            format!("{v:+.1} ns ({l}, the worst)")
+        })
+    };
+    let dash = || ("—".to_string(), String::new());
+    let rows: Vec<(&str, String, String, (String, String))> = vec![
         (
-            "time per pair ≤ 45 ns".into(),
-            opt(t16, |x| format!("{} ns", ns(Some(x)))),
+            "time per pair ≤ 45 ns",
+            opt(t16, ns1),
             verdict(t16, 45.0, true, " ns"),
+            (opt(il16, ns1), verdict(il16, 45.0, true, " ns")),
         ),
         (
-            "instructions per pair ≤ 700".into(),
+            "instructions per pair ≤ 700 (valgrind)",
             count(i16),
             verdict(i16, 700.0, true, ""),
+            dash(),
         ),
         (
-            "≥ 3x faster than the Mutex baseline (same run)".into(),
-            opt(div(mutex16, t16), |x| format!("{x:.2}x")),
+            "≥ 3x faster than the Mutex baseline",
+            opt(div(mutex16, t16), x2),
             verdict(div(mutex16, t16), 3.0, false, "x"),
+            (
+                opt(il("mutex.16.vs_weir"), x2),
+                verdict(il("mutex.16.vs_weir"), 3.0, false, "x"),
+            ),
         ),
         (
-            "≥ 10x faster than tower Balance + PeakEwma (same run)".into(),
-            opt(div(tower16, t16), |x| format!("{x:.2}x")),
+            "≥ 10x faster than tower Balance + PeakEwma",
+            opt(div(tower16, t16), x2),
             verdict(div(tower16, t16), 10.0, false, "x"),
+            (
+                opt(il("tower-peak-ewma.16.vs_weir"), x2),
+                verdict(il("tower-peak-ewma.16.vs_weir"), 10.0, false, "x"),
+            ),
         ),
         (
-            "≤ 1 ns per added node (16 → 64)".into(),
+            "≤ 1 ns per added node (16 → 64)",
             opt(per_node_ns, |x| format!("{x:.2} ns")),
             verdict(per_node_ns, 1.0, true, " ns"),
+            (
+                opt(il_per_node, |x| format!("{x:.2} ns")),
+                verdict(il_per_node, 1.0, true, " ns"),
+            ),
         ),
         (
-            "≤ 17 instructions per added node (16 → 64)".into(),
+            "≤ 17 instructions per added node (16 → 64, valgrind)",
             opt(per_node_instr, |x| format!("{x:.1}")),
             verdict(per_node_instr, 17.0, true, ""),
+            dash(),
         ),
         (
-            "2 threads: ≤ 5 cache-line transfers per pair".into(),
+            "2 threads: ≤ 5 cache-line transfers per pair",
             opt(transfers, |x| format!("{x:.1}")),
             match (one_way, readable) {
                 (Some(o), None) => format!(
@@ -699,27 +753,32 @@ fn results_md(t: &Facts, i: &Facts) -> String {
                 ),
                 _ => verdict(transfers, 5.0, true, ""),
             },
+            dash(),
         ),
         (
-            "2 threads: ≥ 2x faster than the Mutex baseline".into(),
-            opt(div(mutex_t2, weir_t2), |x| format!("{x:.2}x")),
+            "2 threads: ≥ 2x faster than the Mutex baseline",
+            opt(div(mutex_t2, weir_t2), x2),
             verdict(div(mutex_t2, weir_t2), 2.0, false, "x"),
+            dash(),
         ),
         (
-            "zero allocations per pair (every policy, health model, limiter)".into(),
+            "zero allocations per pair (every policy, health model, limiter)",
             opt(weir_allocs, |x| format!("{x:.3}")),
             verdict(weir_allocs, 0.0, true, ""),
+            dash(),
         ),
         (
-            "each limiter adds ≤ 10 ns over Fixed".into(),
-            worst_limiter.map_or("—".into(), |(l, v)| {
-                format!("{v:+.1} ns ({l}, the worst)")
-            }),
+            "each limiter adds ≤ 10 ns over Fixed",
+            limiter_cell(worst_limiter),
             verdict(worst_limiter.map(|x| x.1), 10.0, true, " ns"),
+            (
+                limiter_cell(il_worst_limiter),
+                verdict(il_worst_limiter.map(|x| x.1), 10.0, true, " ns"),
+            ),
         ),
     ];
-    for (a, b, c) in rows {
-        let _ = writeln!(w, "| {a} | {b} | {c} |");
+    for (a, b, c, (e, f)) in rows {
+        let _ = writeln!(w, "| {a} | {b} | {c} | {e} | {f} |");
     }
 
     // One pair, one thread.
@@ -754,6 +813,27 @@ fn results_md(t: &Facts, i: &Facts) -> String {
             ratio(wv, q)
         );
     }
+
+    let il_row = |name: &str, n: usize| {
+        let v = d.fact(&format!("interleaved.{name}.{n}.ns"));
+        let r = d.fact(&format!("interleaved.{name}.{n}.vs_weir"));
+        match (v, r) {
+            (Some(v), Some(r)) => format!("{} ns (weir / it {:.2}, {r:.1}x)", ns(Some(v)), 1.0 / r),
+            (Some(v), None) => format!("{} ns", ns(Some(v))),
+            _ => "—".into(),
+        }
+    };
+    let _ = writeln!(
+        w,
+        "\nCross-check, interleaved rounds in the same run (medians over rounds): 16 nodes: weir {}, \
+         Mutex {}, tower PeakEwma {}, tower PendingRequests {}; 64 nodes: weir {}, Mutex {}.",
+        il_row("weir-cascade-buckets", 16),
+        il_row("mutex", 16),
+        il_row("tower-peak-ewma", 16),
+        il_row("tower-pending", 16),
+        il_row("weir-cascade-buckets", 64),
+        il_row("mutex", 64),
+    );
 
     let _ = writeln!(w, "\n## weir: every policy and health model\n");
     let _ = writeln!(
@@ -798,7 +878,7 @@ fn results_md(t: &Facts, i: &Facts) -> String {
     );
     let _ = writeln!(
         w,
-        "| limiter | ns per pair | over Fixed | instructions | over Fixed |\n|---|---:|---:|---:|---:|"
+        "| limiter | ns per pair | over Fixed | over Fixed, interleaved | instructions | over Fixed |\n|---|---:|---:|---:|---:|---:|"
     );
     let fixed_i = d.instr("limiter-fixed", 16);
     for l in LIMITERS {
@@ -812,7 +892,17 @@ fn results_md(t: &Facts, i: &Facts) -> String {
             (Some(v), Some(f)) => format!("{:+.0}", v - f),
             _ => "—".into(),
         };
-        let _ = writeln!(w, "| {l} | {} | {over} | {} | {over_i} |", ns(v), count(iv));
+        let over_il = match (d.fact(&format!("interleaved.limiter-{l}.16.vs_weir")), il16) {
+            (Some(r), Some(b)) => format!("{:+.1}", (r - 1.0) * b),
+            _ if l == "fixed" => "+0.0".into(),
+            _ => "—".into(),
+        };
+        let _ = writeln!(
+            w,
+            "| {l} | {} | {over} | {over_il} | {} | {over_i} |",
+            ns(v),
+            count(iv)
+        );
     }
 
     let _ = writeln!(w, "\n## Floors\n");
@@ -987,7 +1077,7 @@ fn results_md(t: &Facts, i: &Facts) -> String {
     let _ = writeln!(w, "\n## Commands\n");
     let _ = writeln!(
         w,
-        "```sh\ncargo xtask bench                      # timings (about 6 minutes on 2 cores) + this file\n\
+        "```sh\ncargo xtask bench                      # timings (about 7 minutes on 2 cores) + this file\n\
          cargo xtask bench --instructions       # valgrind instruction counts + this file\n\
          cargo xtask bench --warm-up-time 0.5 --measurement-time 1   # a quicker, noisier run\n\
          cargo bench -p weir-benches --bench hot_path -- 'pair/weir'  # criterion alone, filtered\n```"
