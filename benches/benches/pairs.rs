@@ -9,8 +9,9 @@
 //! pairs allocations         allocations per pair of every workload at N = 16, as `weir-bench-fact:` lines
 //! pairs interleave          weir (16 and 64 nodes, every limiter), the Mutex baseline and tower at 16
 //!                           nodes in interleaved rounds of about 2 ms each: per workload the median
-//!                           time per pair, and the median over rounds of each one's time over weir's
-//!                           in the same round, as `weir-bench-fact:` lines
+//!                           and 10th percentile time per pair over rounds, and the median over
+//!                           rounds of each one's time over weir's in the same round, as
+//!                           `weir-bench-fact:` lines
 //! pairs list                the workload names
 //! ```
 //!
@@ -227,6 +228,11 @@ fn interleave() {
         println!(
             "weir-bench-fact: interleaved.{name}.ns {:.2}",
             median(&mut t)
+        );
+        // The least disturbed rounds: the code's own speed while it had a core to itself.
+        println!(
+            "weir-bench-fact: interleaved.{name}.p10_ns {:.2}",
+            t[t.len() / 10]
         );
         // weir's own reference is the first workload at 16 nodes, or the 64-node one for 64 nodes.
         let reference = if name.ends_with(".64") {
