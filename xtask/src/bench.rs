@@ -11,7 +11,8 @@
 //!   it says SKIPPED, loudly, and goes on.
 //!
 //! Either then rewrites `benches/RESULTS.md` from the latest of both files: each section says which run
-//! (commit, date, load) it comes from. Ratios are always taken within one run.
+//! (commit, date, load) it comes from. Ratios are always taken within one run. `--report` only rewrites
+//! it from the saved files.
 
 use super::{fail, run};
 use std::collections::BTreeMap;
@@ -90,16 +91,19 @@ const MAX_PLAUSIBLE_TRANSFER_NS: f64 = 1_000.0;
 
 pub(crate) fn bench(args: &[String]) {
     let instructions = args.iter().any(|a| a == "--instructions");
+    let report_only = args.iter().any(|a| a == "--report");
     let rest: Vec<&str> = args
         .iter()
         .map(String::as_str)
-        .filter(|a| *a != "--instructions")
+        .filter(|a| *a != "--instructions" && *a != "--report")
         .collect();
     let target = target_dir();
     let out = target.join("weir-bench");
     fs::create_dir_all(&out)
         .unwrap_or_else(|e| fail(&format!("cannot create {}: {e}", out.display())));
-    if instructions {
+    if report_only {
+        // Only rewrites RESULTS.md from the saved data (after a change to this report).
+    } else if instructions {
         if !rest.is_empty() {
             fail("--instructions takes no criterion arguments");
         }
@@ -1083,7 +1087,7 @@ fn results_md(t: &Facts, i: &Facts) -> String {
     let _ = writeln!(w, "\n## Commands\n");
     let _ = writeln!(
         w,
-        "```sh\ncargo xtask bench                      # timings (about 7 minutes on 2 cores) + this file\n\
+        "```sh\ncargo xtask bench                      # timings (about 5 minutes on 2 cores) + this file\n\
          cargo xtask bench --instructions       # valgrind instruction counts + this file\n\
          cargo xtask bench --warm-up-time 0.5 --measurement-time 1   # a quicker, noisier run\n\
          cargo bench -p weir-benches --bench hot_path -- 'pair/weir'  # criterion alone, filtered\n```"
