@@ -1,174 +1,221 @@
-//! The hot path: one acquire + release pair, weir against the plain Mutex baseline of the same algorithm
-//! ([`weir_benches::MutexBalancer`]), for 3, 16 and 64 nodes.
+//! The hot path: acquire + release pairs of weir against its baselines and floors, in one run.
 //!
-//! Benchmark ids: `acquire_release/weir/{n}` and `acquire_release/mutex/{n}`; criterion writes each one's
-//! estimates to `target/criterion/acquire_release/{weir,mutex}/{n}/new/estimates.json`. One iteration is one
-//! pair.
+//! One iteration is one pair of the workload in `weir_benches::workload` (a window of 8 leases, scripted
+//! virtual time, mixed outcomes, per-node failure rates so weights differ; any refused acquire panics).
+//! Benchmark ids (criterion writes each one's estimates to `<target>/criterion/<id>/new/estimates.json`):
 //!
-//! The workload is the same for both: a ring of [`OUTSTANDING`] leases (each iteration acquires one and
-//! releases the oldest), virtual time advancing [`STEP_NS`] per pair (buckets rotate every 5000 pairs),
-//! and mixed outcomes: every tenth node (node 0, 10, 20, ...) fails 30% of its calls, the others always
-//! succeed, so the nodes' weights differ. Decisions and outcomes come from seeded generators. With 8 leases
-//! outstanding and a limit of 100 per node an acquire can never be refused; one that is panics.
+//! - `pair/weir-{cascade,approx,pick}-{buckets,ewma}/{3,16,64,256}`: weir, each policy and health model;
+//! - `pair/mutex/{n}`: the same algorithm behind one `Mutex<Vec<..>>` (`weir_benches::MutexBalancer`);
+//! - `pair/tower-peak-ewma/{n}`, `pair/tower-pending/{n}`: tower 0.5 `Balance` (p2c) with `PeakEwma` or
+//!   `PendingRequests` over `n` always-ready services (see `tower_load`);
+//! - `limiter/{fixed,aimd,vegas,gradient,gradient2,ciad,windowed}/16`: the default pair (cascade,
+//!   buckets) with each limit algorithm at its defaults, fed RTTs from the virtual clock;
+//! - `floor/cas`, `floor/fastrand`, `floor/driver`, `floor/scan/{n}`: one uncontended compare-and-swap,
+//!   one random draw, the workload's own bookkeeping without a balancer, one scan of `n` padded atomics;
+//! - `threads/round-trip`: one core-to-core round trip (ping-pong on one padded word);
+//!   `threads/weir-t{k}/16`, `threads/mutex-t{k}/16`: `k` threads on one balancer, the time per pair of
+//!   one thread (k = 2, and 4, 8, 16 where the machine has that many cores).
+//!
+//! Lines starting with `weir-bench-fact:` are read by `cargo xtask bench` (memory, the helpers' times).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use fastrand::Rng;
+use std::hint::black_box;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::time::Duration;
-use weir::{Balancer, Config, HeapBalancer, Lease, Outcome};
-use weir_benches::MutexBalancer;
+use weir::Config;
+use weir_benches::{
+    config, limiters, weir_memory, Cas, Crew, DriverLoad, MutexBalancer, MutexLoad, PaddedScan,
+    RoundTrip, WeirLoad, Workload, HEALTHS, NODE_COUNTS, POLICIES,
+};
 
-/// Leases held at once.
-const OUTSTANDING: usize = 8;
-/// Virtual time per acquire + release pair: 1 ms.
-const STEP_NS: u64 = 1_000_000;
-/// Failure probability of a failing node.
-const FAIL_P: f64 = 0.3;
+mod tower_load;
 
-/// Generators, clock and failure profile shared by both workloads.
-struct Driver {
-    pick: Rng,
-    outcome: Rng,
-    now: u64,
-    failing: Vec<bool>,
+/// Node count of the limiter and thread benchmarks.
+const N: usize = 16;
+
+fn fact(key: &str, value: impl std::fmt::Display) {
+    println!("weir-bench-fact: {key} {value}");
 }
 
-impl Driver {
-    fn new(n: usize) -> Self {
-        Driver {
-            pick: Rng::with_seed(0x5EED_0001),
-            outcome: Rng::with_seed(0x5EED_0002),
-            now: 1,
-            failing: (0..n).map(|i| i % 10 == 0).collect(),
-        }
-    }
-
-    fn tick(&mut self) -> u64 {
-        self.now += STEP_NS;
-        self.now
-    }
-
-    /// Whether a call to `node` succeeds.
-    fn succeeds(&mut self, node: usize) -> bool {
-        !(self.failing[node] && self.outcome.f64() < FAIL_P)
-    }
+/// Memory per node and per balancer, printed before the timings.
+fn memory(_: &mut Criterion) {
+    let (slot, total) = weir_memory(64);
+    fact("memory.weir.slot", slot);
+    fact("memory.weir.balancer64", total);
+    let mutex = MutexBalancer::new(64).memory_bytes();
+    fact("memory.mutex.node", mutex / 64);
+    fact("memory.mutex.balancer64", mutex);
+    fact(
+        "cores",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+    );
 }
 
-/// weir with the default configuration over nodes `0..n`.
-struct WeirLoad {
-    balancer: HeapBalancer,
-    ring: [Option<Lease>; OUTSTANDING],
-    next: usize,
-    d: Driver,
+fn bench<W: Workload>(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    n: usize,
+    w: &mut W,
+) {
+    g.bench_function(BenchmarkId::new(name, n), |b| b.iter(|| w.pair()));
 }
 
-impl WeirLoad {
-    fn new(n: usize) -> Self {
-        let balancer = Balancer::with_capacity(n, Config::default()).expect("valid config");
-        for id in 0..n as u64 {
-            balancer.add(id).expect("capacity for every node");
+fn pair(c: &mut Criterion) {
+    let mut g = c.benchmark_group("pair");
+    g.throughput(Throughput::Elements(1));
+    for n in NODE_COUNTS {
+        for (pn, policy) in POLICIES {
+            for (hn, health) in HEALTHS {
+                let mut w = WeirLoad::new(n, config(policy, health));
+                bench(&mut g, &format!("weir-{pn}-{hn}"), n, &mut w);
+            }
         }
-        let mut load = WeirLoad {
-            balancer,
-            ring: Default::default(),
-            next: 0,
-            d: Driver::new(n),
-        };
-        for slot in 0..OUTSTANDING {
-            let lease = load.acquire();
-            load.ring[slot] = Some(lease);
-        }
-        load
+        bench(&mut g, "mutex", n, &mut MutexLoad::new(n));
+        bench(&mut g, "tower-peak-ewma", n, &mut tower_load::peak_ewma(n));
+        bench(
+            &mut g,
+            "tower-pending",
+            n,
+            &mut tower_load::pending_requests(n),
+        );
     }
-
-    #[inline]
-    fn acquire(&mut self) -> Lease {
-        match self.balancer.acquire(self.d.now, &mut self.d.pick) {
-            Ok(lease) => lease,
-            Err(e) => panic!(
-                "weir refused an acquire ({e:?}) with {OUTSTANDING} leases outstanding and a limit of 100"
-            ),
-        }
-    }
-
-    /// One acquire + release pair.
-    #[inline]
-    fn step(&mut self) {
-        let now = self.d.tick();
-        let lease = self.acquire();
-        let old = self.ring[self.next]
-            .replace(lease)
-            .expect("the ring is always full");
-        self.next = (self.next + 1) % OUTSTANDING;
-        let outcome = if self.d.succeeds(old.node_id() as usize) {
-            Outcome::Success
-        } else {
-            Outcome::Failure
-        };
-        self.balancer
-            .release(old, outcome, now)
-            .expect("weir rejected a valid release");
-    }
+    g.finish();
 }
 
-/// The Mutex baseline over nodes `0..n`.
-struct MutexLoad {
-    balancer: MutexBalancer,
-    ring: [usize; OUTSTANDING],
-    next: usize,
-    d: Driver,
+fn limiter(c: &mut Criterion) {
+    let mut g = c.benchmark_group("limiter");
+    g.throughput(Throughput::Elements(1));
+    for (name, limit) in limiters() {
+        let mut w = WeirLoad::new(
+            N,
+            Config {
+                limit,
+                ..Config::default()
+            },
+        );
+        bench(&mut g, name, N, &mut w);
+    }
+    g.finish();
 }
 
-impl MutexLoad {
-    fn new(n: usize) -> Self {
-        let mut load = MutexLoad {
-            balancer: MutexBalancer::new(n),
-            ring: [0; OUTSTANDING],
-            next: 0,
-            d: Driver::new(n),
-        };
-        for slot in 0..OUTSTANDING {
-            load.ring[slot] = load.acquire();
-        }
-        load
+fn floor(c: &mut Criterion) {
+    let mut g = c.benchmark_group("floor");
+    let cas = Cas::default();
+    g.bench_function("cas", |b| b.iter(|| cas.step()));
+    let mut rng = fastrand::Rng::with_seed(1);
+    g.bench_function("fastrand", |b| b.iter(|| rng.f64()));
+    let mut driver = DriverLoad::new(N);
+    g.bench_function("driver", |b| b.iter(|| driver.pair()));
+    for n in NODE_COUNTS {
+        let scan = PaddedScan::new(n);
+        g.bench_function(BenchmarkId::new("scan", n), |b| {
+            b.iter(|| black_box(&scan).sum())
+        });
     }
-
-    #[inline]
-    fn acquire(&mut self) -> usize {
-        match self.balancer.acquire(self.d.now, &mut self.d.pick) {
-            Some((node, _)) => node,
-            None => panic!(
-                "the mutex baseline refused an acquire with {OUTSTANDING} leases outstanding and a limit of 100"
-            ),
-        }
-    }
-
-    /// One acquire + release pair.
-    #[inline]
-    fn step(&mut self) {
-        let now = self.d.tick();
-        let node = self.acquire();
-        let old = std::mem::replace(&mut self.ring[self.next], node);
-        self.next = (self.next + 1) % OUTSTANDING;
-        let success = self.d.succeeds(old);
-        self.balancer.release(old, success, now);
-    }
+    g.finish();
 }
 
-fn acquire_release(c: &mut Criterion) {
-    let mut group = c.benchmark_group("acquire_release");
-    group
+/// Thread counts of the multi-thread benchmarks: 2, then 4, 8 and 16 while the machine has the cores.
+fn thread_counts() -> Vec<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut counts = vec![2];
+    counts.extend([4, 8, 16].into_iter().filter(|&k| k <= cores));
+    counts
+}
+
+/// Builds `k` workloads on one shared balancer with one shared clock: the first is the timed one.
+fn crew<W: Workload + Send + 'static>(
+    k: usize,
+    first: impl FnOnce() -> W,
+    more: impl Fn(u64) -> W,
+    clock: impl Fn(&mut W, Arc<AtomicU64>),
+) -> Crew<W, W> {
+    let shared = Arc::new(AtomicU64::new(0));
+    let mut main = first();
+    clock(&mut main, Arc::clone(&shared));
+    let helpers = (1..k as u64)
+        .map(|t| {
+            let mut h = more(t);
+            clock(&mut h, Arc::clone(&shared));
+            h
+        })
+        .collect();
+    Crew::new(main, helpers)
+}
+
+fn threads(c: &mut Criterion) {
+    let mut g = c.benchmark_group("threads");
+    g.throughput(Throughput::Elements(1));
+    let mut rt = RoundTrip::new();
+    g.bench_function("round-trip", |b| b.iter_custom(|iters| rt.run(iters)));
+    // Beside criterion's median: the quantiles of short batches, whose lowest are the batches during
+    // which both threads really ran on two cores (see `RoundTrip::batches`).
+    let batches = rt.batches(1_000, 20, Duration::from_millis(500));
+    let q = |p: f64| batches[((batches.len() - 1) as f64 * p) as usize];
+    fact("threads.round_trip.batches", batches.len());
+    fact("threads.round_trip.p10_ns", format!("{:.2}", q(0.1)));
+    fact("threads.round_trip.p50_ns", format!("{:.2}", q(0.5)));
+    drop(rt);
+    for k in thread_counts() {
+        let balancer = Arc::new({
+            let b = weir::Balancer::with_capacity(N, Config::default()).expect("valid config");
+            for id in 0..N as u64 {
+                b.add(id).expect("capacity");
+            }
+            b
+        });
+        let name = format!("weir-t{k}");
+        let mut weir = crew(
+            k,
+            || WeirLoad::on(Arc::clone(&balancer), 0),
+            |t| WeirLoad::on(Arc::clone(&balancer), t),
+            |w, clock| w.driver_mut().share_clock(clock),
+        );
+        g.bench_function(BenchmarkId::new(&name, N), |b| {
+            b.iter_custom(|iters| weir.run(iters))
+        });
+        if let Some(ns) = weir.helper_ns_per_pair() {
+            fact(
+                &format!("threads.{name}.{N}.helpers_ns"),
+                format!("{ns:.2}"),
+            );
+        }
+        drop(weir);
+
+        let mutex = Arc::new(MutexBalancer::new(N));
+        let name = format!("mutex-t{k}");
+        let mut base = crew(
+            k,
+            || MutexLoad::on(Arc::clone(&mutex), N, 0),
+            |t| MutexLoad::on(Arc::clone(&mutex), N, t),
+            |w, clock| w.driver_mut().share_clock(clock),
+        );
+        g.bench_function(BenchmarkId::new(&name, N), |b| {
+            b.iter_custom(|iters| base.run(iters))
+        });
+        if let Some(ns) = base.helper_ns_per_pair() {
+            fact(
+                &format!("threads.{name}.{N}.helpers_ns"),
+                format!("{ns:.2}"),
+            );
+        }
+    }
+    g.finish();
+}
+
+/// Defaults that keep a full run (about 55 benchmarks) under 10 minutes on a 2-core machine; the
+/// command line (`--warm-up-time`, `--measurement-time`, `--sample-size`, `--quick`) overrides them.
+fn defaults() -> Criterion {
+    Criterion::default()
         .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(2))
-        .sample_size(30)
-        .throughput(Throughput::Elements(1));
-    for n in [3usize, 16, 64] {
-        let mut weir = WeirLoad::new(n);
-        group.bench_function(BenchmarkId::new("weir", n), |b| b.iter(|| weir.step()));
-        let mut mutex = MutexLoad::new(n);
-        group.bench_function(BenchmarkId::new("mutex", n), |b| b.iter(|| mutex.step()));
-    }
-    group.finish();
+        .measurement_time(Duration::from_secs(4))
+        .sample_size(40)
 }
 
-criterion_group!(benches, acquire_release);
+criterion_group! {
+    name = benches;
+    config = defaults();
+    targets = memory, pair, limiter, floor, threads
+}
 criterion_main!(benches);

@@ -3,10 +3,13 @@
 //! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the loom models,
 //!   and the README's example.
-//! - `cargo xtask bench`: the criterion benchmarks, then a table of medians and same-run ratios.
+//! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
+//!   then `benches/RESULTS.md`; `cargo xtask bench --instructions`: the valgrind instruction counts,
+//!   then `benches/RESULTS.md` (see `bench.rs`).
+
+mod bench;
 
 use std::env;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 use std::time::Instant;
@@ -23,7 +26,7 @@ fn main() {
         .unwrap_or_else(|e| fail(&format!("cannot enter {}: {e}", root.display())));
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
-        Some("bench") => bench(&args[1..]),
+        Some("bench") => bench::bench(&args[1..]),
         Some("nostd") => nostd(),
         Some("loom") => loom(),
         _ => {
@@ -183,34 +186,4 @@ fn loom() {
             ("LOOM_MAX_PREEMPTIONS", "3"),
         ],
     );
-}
-
-fn bench(extra: &[String]) {
-    let mut args = vec!["bench", "-p", "weir-benches", "--bench", "hot_path"];
-    if !extra.is_empty() {
-        args.push("--");
-        args.extend(extra.iter().map(String::as_str));
-    }
-    cargo(&args);
-    report();
-}
-
-/// Reads criterion's medians and prints weir against its baseline for each node count.
-fn report() {
-    let dir = Path::new("target/criterion/acquire_release");
-    let median = |imp: &str, n: &str| -> Option<f64> {
-        let text = fs::read_to_string(dir.join(imp).join(n).join("new/estimates.json")).ok()?;
-        let at = text.find("\"median\"")?;
-        let rest = &text[at..];
-        let p = rest.find("\"point_estimate\":")? + "\"point_estimate\":".len();
-        rest[p..].split([',', '}']).next()?.trim().parse().ok()
-    };
-    println!("\n| nodes | weir ns/pair | Mutex<Vec> ns/pair | Mutex / weir |");
-    println!("|---:|---:|---:|---:|");
-    for n in ["3", "16", "64"] {
-        match (median("weir", n), median("mutex", n)) {
-            (Some(w), Some(m)) => println!("| {n} | {w:.1} | {m:.1} | {:.2}x |", m / w),
-            _ => println!("| {n} | (missing) | (missing) | |"),
-        }
-    }
 }

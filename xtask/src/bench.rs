@@ -1,0 +1,1096 @@
+//! `cargo xtask bench`: the benchmark suite of `benches/` and its report, `benches/RESULTS.md`.
+//!
+//! - `cargo xtask bench [CRITERION ARGS..]`: the criterion run (`hot_path`: weir, its baselines and
+//!   floors, limiters, threads), then the allocation count (`pairs allocations`) and the interleaved
+//!   cross-check of the ratios (`pairs interleave`). The medians of every benchmark that this run
+//!   measured, the bench's facts (memory, the helpers' times, the round trip's batch quantiles) and the
+//!   machine are saved to `<target>/weir-bench/timing.txt`.
+//! - `cargo xtask bench --instructions`: the instruction counts: each workload's pairs under valgrind
+//!   (cachegrind), run twice with two pair counts so that construction cancels out, plus a callgrind
+//!   breakdown of weir's default pair; saved to `<target>/weir-bench/instructions.txt`. Without valgrind
+//!   it says SKIPPED, loudly, and goes on.
+//!
+//! Either then rewrites `benches/RESULTS.md` from the latest of both files: each section says which run
+//! (commit, date, load) it comes from. Ratios are always taken within one run. `--report` only rewrites
+//! it from the saved files.
+
+use super::{fail, run};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Instant, SystemTime};
+
+type Facts = BTreeMap<String, String>;
+
+/// Pairs of the two runs whose instruction counts are subtracted.
+const SHORT_RUN: u64 = 20_000;
+const LONG_RUN: u64 = 120_000;
+
+/// The workloads counted under valgrind, with their node counts.
+const COUNTED: &[(&str, usize)] = &[
+    ("weir-cascade-buckets", 16),
+    ("weir-cascade-ewma", 16),
+    ("weir-approx-buckets", 16),
+    ("weir-approx-ewma", 16),
+    ("weir-pick-buckets", 16),
+    ("weir-pick-ewma", 16),
+    ("mutex", 16),
+    ("tower-peak-ewma", 16),
+    ("tower-pending", 16),
+    ("limiter-fixed", 16),
+    ("limiter-aimd", 16),
+    ("limiter-vegas", 16),
+    ("limiter-gradient", 16),
+    ("limiter-gradient2", 16),
+    ("limiter-ciad", 16),
+    ("limiter-windowed", 16),
+    ("driver", 16),
+    ("cas", 16),
+    ("fastrand", 16),
+    ("scan", 16),
+    ("weir-cascade-buckets", 3),
+    ("weir-cascade-buckets", 64),
+    ("weir-cascade-buckets", 256),
+    ("mutex", 64),
+];
+
+/// Functions of weir's pair whose inclusive instruction counts the breakdown shows.
+const BREAKDOWN: &[(&str, &str)] = &[
+    ("weir::balancer::Balancer<S>::acquire", "acquire"),
+    (
+        "weir::select::choose_fast",
+        "acquire: the first draw (scan + pick)",
+    ),
+    ("weir::balancer::Balancer<S>::release", "release"),
+    ("weir::health::Health::record", "release: health record"),
+    (
+        "weir::health::Health::refresh",
+        "release: recompute the cached weight",
+    ),
+    (
+        "weir::health::Health::view",
+        "the window's weighted rate (in refresh)",
+    ),
+];
+
+const LIMITERS: [&str; 7] = [
+    "fixed",
+    "aimd",
+    "vegas",
+    "gradient",
+    "gradient2",
+    "ciad",
+    "windowed",
+];
+const NODES: [usize; 4] = [3, 16, 64, 256];
+/// A one-way transfer above this is the scheduler's doing, not the cache's (see `results_md`).
+const MAX_PLAUSIBLE_TRANSFER_NS: f64 = 1_000.0;
+
+pub(crate) fn bench(args: &[String]) {
+    let instructions = args.iter().any(|a| a == "--instructions");
+    let report_only = args.iter().any(|a| a == "--report");
+    let rest: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| *a != "--instructions" && *a != "--report")
+        .collect();
+    let target = target_dir();
+    let out = target.join("weir-bench");
+    fs::create_dir_all(&out)
+        .unwrap_or_else(|e| fail(&format!("cannot create {}: {e}", out.display())));
+    if report_only {
+        // Only rewrites RESULTS.md from the saved data (after a change to this report).
+    } else if instructions {
+        if !rest.is_empty() {
+            fail("--instructions takes no criterion arguments");
+        }
+        count_instructions(&out);
+    } else {
+        time(&target, &out, &rest);
+    }
+    let results = Path::new("benches/RESULTS.md");
+    let text = results_md(
+        &load(&out.join("timing.txt")),
+        &load(&out.join("instructions.txt")),
+    );
+    fs::write(results, text)
+        .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", results.display())));
+    eprintln!("\nxtask: wrote {}", results.display());
+}
+
+/// The cargo target directory (it may be moved by `CARGO_TARGET_DIR` or a config file).
+fn target_dir() -> PathBuf {
+    let out = Command::new("cargo")
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()
+        .unwrap_or_else(|e| fail(&format!("cannot run cargo metadata: {e}")));
+    let text = String::from_utf8_lossy(&out.stdout);
+    json_string(&text, "target_directory")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| fail("cargo metadata gave no target_directory"))
+}
+
+/// The string value of the first `"key":"..."` in `json` (no escapes but `\\` and `\"` expected).
+fn json_string(json: &str, key: &str) -> Option<String> {
+    let pat = format!("\"{key}\":\"");
+    let at = json.find(&pat)? + pat.len();
+    let mut out = String::new();
+    let mut chars = json[at..].chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Some(out),
+            '\\' => out.push(chars.next()?),
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// A number after `"key":` inside the object of `section` in criterion's estimates.json.
+fn json_number(json: &str, section: &str, key: &str) -> Option<f64> {
+    let at = json.find(&format!("\"{section}\""))?;
+    let rest = &json[at..];
+    let pat = format!("\"{key}\":");
+    let p = rest.find(&pat)? + pat.len();
+    rest[p..].split([',', '}']).next()?.trim().parse().ok()
+}
+
+fn shell(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The machine and the code, as facts.
+fn machine() -> Facts {
+    let mut f = Facts::new();
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map_or_else(
+            || std::env::consts::ARCH.to_string(),
+            |m| m.trim().to_string(),
+        );
+    f.insert("meta.cpu".into(), model);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    f.insert("meta.cores".into(), cores.to_string());
+    let mem = fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let kb: f64 = m.lines().next()?.split_whitespace().nth(1)?.parse().ok()?;
+            Some(format!("{:.0} GiB", kb / 1024.0 / 1024.0))
+        })
+        .unwrap_or_else(|| "?".into());
+    f.insert("meta.memory".into(), mem);
+    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|k| format!("Linux {}", k.trim()))
+        .unwrap_or_else(|_| std::env::consts::OS.to_string());
+    f.insert("meta.os".into(), kernel);
+    f.insert(
+        "meta.rustc".into(),
+        shell("rustc", &["--version"]).unwrap_or_else(|| "?".into()),
+    );
+    let commit = shell("git", &["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "?".into());
+    let dirty = shell(
+        "git",
+        &[
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            ":!benches/RESULTS.md",
+        ],
+    )
+    .is_some_and(|s| !s.is_empty());
+    f.insert(
+        "meta.commit".into(),
+        format!(
+            "{commit}{}",
+            if dirty { " (with local changes)" } else { "" }
+        ),
+    );
+    f.insert(
+        "meta.date".into(),
+        shell("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_else(|| "?".into()),
+    );
+    f.insert("meta.load_before".into(), load_average());
+    f
+}
+
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// Runs a command, echoing its stdout, and returns the `weir-bench-fact:` lines as facts.
+fn run_facts(program: &str, args: &[&str]) -> Facts {
+    eprintln!("\n==> {program} {}", args.join(" "));
+    let start = Instant::now();
+    let mut child = Command::new(program)
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| fail(&format!("cannot start {program}: {e}")));
+    let mut facts = Facts::new();
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            println!("{line}");
+            if let Some(fact) = line.strip_prefix("weir-bench-fact: ") {
+                if let Some((k, v)) = fact.split_once(' ') {
+                    facts.insert(k.to_string(), v.to_string());
+                }
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .unwrap_or_else(|e| fail(&format!("{program} did not finish: {e}")));
+    if !status.success() {
+        fail(&format!(
+            "`{program} {}` exited with {status}",
+            args.join(" ")
+        ));
+    }
+    eprintln!("    ok in {:.1} s", start.elapsed().as_secs_f64());
+    facts
+}
+
+fn time(target: &Path, out: &Path, criterion_args: &[&str]) {
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let mut facts = machine();
+    let mut args = vec!["bench", "-p", "weir-benches", "--bench", "hot_path"];
+    if !criterion_args.is_empty() {
+        args.push("--");
+        args.extend_from_slice(criterion_args);
+    }
+    facts.extend(run_facts("cargo", &args));
+    facts.extend(run_facts(
+        "cargo",
+        &[
+            "bench",
+            "-p",
+            "weir-benches",
+            "--bench",
+            "pairs",
+            "--",
+            "allocations",
+        ],
+    ));
+    facts.extend(run_facts(
+        "cargo",
+        &[
+            "bench",
+            "-p",
+            "weir-benches",
+            "--bench",
+            "pairs",
+            "--",
+            "interleave",
+        ],
+    ));
+    facts.insert("meta.load_after".into(), load_average());
+    facts.insert(
+        "meta.wall_s".into(),
+        format!("{:.0}", t0.elapsed().as_secs_f64()),
+    );
+    let mut command = "cargo xtask bench".to_string();
+    for a in criterion_args {
+        command.push(' ');
+        command.push_str(a);
+    }
+    facts.insert("meta.command".into(), command);
+    let found = medians(&target.join("criterion"), started, &mut facts);
+    if found == 0 {
+        fail("criterion wrote no estimates in this run");
+    }
+    save(&out.join("timing.txt"), &facts);
+    eprintln!("xtask: {found} benchmark medians from this run");
+}
+
+/// Adds `median.<id>` for every criterion benchmark whose estimates were written since `since`.
+fn medians(dir: &Path, since: SystemTime, facts: &mut Facts) -> usize {
+    let mut found = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let is_new = p.ends_with("new/estimates.json");
+            let fresh = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t >= since);
+            if !(is_new && fresh) {
+                continue;
+            }
+            let (Some(id), Ok(text)) = (
+                p.parent()
+                    .and_then(Path::parent)
+                    .and_then(|q| q.strip_prefix(dir).ok()),
+                fs::read_to_string(&p),
+            ) else {
+                continue;
+            };
+            if let Some(m) = json_number(&text, "median", "point_estimate") {
+                let id = id.to_string_lossy().replace('\\', "/");
+                facts.insert(format!("median.{id}"), format!("{m:.3}"));
+                found += 1;
+            }
+        }
+    }
+    found
+}
+
+fn save(path: &Path, facts: &Facts) {
+    let text: String = facts.iter().map(|(k, v)| format!("{k}\t{v}\n")).collect();
+    fs::write(path, text)
+        .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", path.display())));
+}
+
+fn load(path: &Path) -> Facts {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The `pairs` bench executable, built.
+fn pairs_executable() -> String {
+    eprintln!("\n==> cargo bench -p weir-benches --bench pairs --no-run --message-format=json");
+    let out = Command::new("cargo")
+        .args([
+            "bench",
+            "-p",
+            "weir-benches",
+            "--bench",
+            "pairs",
+            "--no-run",
+            "--message-format=json",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| fail(&format!("cannot build the pairs bench: {e}")));
+    if !out.status.success() {
+        fail("building the pairs bench failed");
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("\"name\":\"pairs\""))
+        .find_map(|l| json_string(l, "executable"))
+        .unwrap_or_else(|| fail("cargo did not report the pairs executable"))
+}
+
+/// Instructions executed by `pairs run name n count` under cachegrind.
+fn instructions(exe: &str, name: &str, n: usize, count: u64) -> Option<u64> {
+    let out = Command::new("valgrind")
+        .args([
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            "--cachegrind-out-file=/dev/null",
+            exe,
+            "run",
+            name,
+            &n.to_string(),
+            &count.to_string(),
+        ])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .find(|l| l.contains("I refs:") || l.contains("I   refs:"))?
+        .rsplit(':')
+        .next()?
+        .trim()
+        .replace(',', "")
+        .parse()
+        .ok()
+}
+
+fn count_instructions(out: &Path) {
+    if shell("valgrind", &["--version"]).is_none() {
+        eprintln!(
+            "\n!!!!! SKIPPED: instruction counts: valgrind is not installed (apt-get install valgrind); \
+             RESULTS.md keeps the counts of the last run that had it !!!!!\n"
+        );
+        return;
+    }
+    let t0 = Instant::now();
+    let exe = pairs_executable();
+    let mut facts = machine();
+    facts.insert(
+        "meta.valgrind".into(),
+        shell("valgrind", &["--version"]).unwrap_or_default(),
+    );
+    eprintln!(
+        "\n==> valgrind --tool=cachegrind: ({LONG_RUN} - {SHORT_RUN}) pairs of each workload"
+    );
+    println!("\n| workload | nodes | instructions per pair |\n|---|---:|---:|");
+    for &(name, n) in COUNTED {
+        let short = instructions(&exe, name, n, SHORT_RUN);
+        let long = instructions(&exe, name, n, LONG_RUN);
+        match (short, long) {
+            (Some(s), Some(l)) => {
+                let per = (l as f64 - s as f64) / (LONG_RUN - SHORT_RUN) as f64;
+                println!("| {name} | {n} | {per:.0} |");
+                facts.insert(format!("instr.{name}.{n}"), format!("{per:.1}"));
+            }
+            _ => eprintln!("xtask: valgrind failed on {name} with {n} nodes"),
+        }
+    }
+    breakdown(&exe, out, &mut facts);
+    facts.insert(
+        "meta.wall_s".into(),
+        format!("{:.0}", t0.elapsed().as_secs_f64()),
+    );
+    facts.insert(
+        "meta.command".into(),
+        "cargo xtask bench --instructions".into(),
+    );
+    save(&out.join("instructions.txt"), &facts);
+}
+
+/// Where weir's default pair spends its instructions: callgrind's inclusive counts per pair.
+fn breakdown(exe: &str, out: &Path, facts: &mut Facts) {
+    let file = out.join("callgrind.out");
+    let file_arg = format!("--callgrind-out-file={}", file.display());
+    let pairs = 100_000u64;
+    run(
+        "valgrind",
+        &[
+            "--tool=callgrind",
+            "--quiet",
+            &file_arg,
+            exe,
+            "run",
+            "weir-cascade-buckets",
+            "16",
+            &pairs.to_string(),
+        ],
+        &[],
+    );
+    let Some(text) = shell(
+        "callgrind_annotate",
+        &["--inclusive=yes", &file.to_string_lossy()],
+    ) else {
+        eprintln!("xtask: callgrind_annotate failed; no breakdown");
+        return;
+    };
+    for (func, _) in BREAKDOWN {
+        // callgrind_annotate also lists the parts of a function inlined from other source files
+        // (iterators, atomics, ...) as entries of their own; the entry of the function's own file
+        // includes them and is the largest.
+        let best = text
+            .lines()
+            .filter(|l| l.contains(&format!(":{func} [")) || l.ends_with(&format!(":{func}")))
+            .filter_map(|l| {
+                l.split_whitespace()
+                    .next()?
+                    .replace(',', "")
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max();
+        if let Some(count) = best {
+            facts.insert(
+                format!("breakdown.{func}"),
+                format!("{:.0}", count as f64 / pairs as f64),
+            );
+        }
+    }
+}
+
+/// Reads facts by key.
+struct Data<'a> {
+    t: &'a Facts,
+    i: &'a Facts,
+}
+
+impl Data<'_> {
+    fn ns(&self, id: &str) -> Option<f64> {
+        self.t.get(&format!("median.{id}"))?.parse().ok()
+    }
+    fn pair(&self, name: &str, n: usize) -> Option<f64> {
+        self.ns(&format!("pair/{name}/{n}"))
+    }
+    fn instr(&self, name: &str, n: usize) -> Option<f64> {
+        self.i.get(&format!("instr.{name}.{n}"))?.parse().ok()
+    }
+    fn fact(&self, key: &str) -> Option<f64> {
+        self.t.get(key)?.parse().ok()
+    }
+}
+
+fn ns(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+        None => "—".into(),
+    }
+}
+
+/// `v` formatted by `f`, or a dash when not measured.
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map_or_else(|| "—".into(), f)
+}
+
+fn count(v: Option<f64>) -> String {
+    v.map_or_else(|| "—".into(), |v| format!("{v:.0}"))
+}
+
+/// `weir / baseline` and how many times faster weir is.
+fn ratio(weir: Option<f64>, base: Option<f64>) -> String {
+    match (weir, base) {
+        (Some(w), Some(b)) if w > 0.0 && b > 0.0 => format!("{:.2} ({:.1}x)", w / b, b / w),
+        _ => "—".into(),
+    }
+}
+
+/// A target's verdict: `at_most` (lower is better) or not (higher is better).
+fn verdict(value: Option<f64>, target: f64, at_most: bool, unit: &str) -> String {
+    let Some(v) = value else {
+        return "not measured".into();
+    };
+    let met = if at_most { v <= target } else { v >= target };
+    if met {
+        "**met**".into()
+    } else {
+        let by = (v - target).abs();
+        let pct = by / target * 100.0;
+        format!("missed by {by:.1}{unit} ({pct:.0} %)")
+    }
+}
+
+fn meta_line(f: &Facts, what: &str) -> String {
+    let g = |k: &str| f.get(k).map_or("?", String::as_str);
+    format!(
+        "{what}: `{}` at commit {}, {}; {} s; load average {} before{}.",
+        g("meta.command"),
+        g("meta.commit"),
+        g("meta.date"),
+        g("meta.wall_s"),
+        g("meta.load_before"),
+        f.get("meta.load_after")
+            .map_or(String::new(), |a| format!(", {a} after")),
+    )
+}
+
+fn results_md(t: &Facts, i: &Facts) -> String {
+    let d = Data { t, i };
+    let mut s = String::new();
+    let w = &mut s;
+    let t16 = d.pair("weir-cascade-buckets", 16);
+    let i16 = d.instr("weir-cascade-buckets", 16);
+    let _ = writeln!(w, "# weir benchmark results\n");
+    let _ = writeln!(
+        w,
+        "Generated by `cargo xtask bench` (timings) and `cargo xtask bench --instructions` (valgrind \
+         instruction counts); do not edit by hand. The benchmarks and their workload are described in \
+         `benches/benches/hot_path.rs` and `benches/src/workload.rs`: one *pair* is one acquire and one \
+         release with 8 leases outstanding, virtual time advancing about 1 ms per pair, nodes failing \
+         30 %, 5 %, 1 %, 1 % and 0 % of calls (half of the failures are timeouts), so their weights \
+         differ. weir runs its default configuration (cascade, 6 buckets of 5 s, fixed limit 100) \
+         unless the table says otherwise. Times are criterion medians in nanoseconds per pair.\n"
+    );
+    let _ = writeln!(
+        w,
+        "**Read the ratios, not the absolute times.** The development VM is small and shared (2 vCPUs, \
+         other jobs running: see the load averages below); absolute times move by up to 2x between \
+         runs, while ratios taken within one run move much less. Instruction counts are exact and \
+         repeatable.\n"
+    );
+    let _ = writeln!(w, "- {}", meta_line(t, "Timings"));
+    let _ = writeln!(w, "- {}", meta_line(i, "Instructions"));
+    let g = |k: &str| t.get(k).or_else(|| i.get(k)).map_or("?", String::as_str);
+    let _ = writeln!(
+        w,
+        "- Machine: {}, {} cores, {} memory, {}; {}.\n",
+        g("meta.cpu"),
+        g("meta.cores"),
+        g("meta.memory"),
+        g("meta.os"),
+        g("meta.rustc")
+    );
+
+    // Targets.
+    let mutex16 = d.pair("mutex", 16);
+    let tower16 = d.pair("tower-peak-ewma", 16);
+    let per_node_ns = match (t16, d.pair("weir-cascade-buckets", 64)) {
+        (Some(a), Some(b)) => Some((b - a) / 48.0),
+        _ => None,
+    };
+    let per_node_instr = match (i16, d.instr("weir-cascade-buckets", 64)) {
+        (Some(a), Some(b)) => Some((b - a) / 48.0),
+        _ => None,
+    };
+    let one_way = d.fact("threads.round_trip.p10_ns").map(|rt| rt / 2.0);
+    // A transfer between two running cores takes tens of nanoseconds; a "transfer" of microseconds means
+    // the two threads were not running at once (the machine was busy), and no pair can be read with it.
+    let readable = one_way.filter(|&o| o < MAX_PLAUSIBLE_TRANSFER_NS);
+    let weir_t2 = d.ns("threads/weir-t2/16");
+    let mutex_t2 = d.ns("threads/mutex-t2/16");
+    let transfers = match (weir_t2, t16, readable) {
+        (Some(t2), Some(t1), Some(ow)) if ow > 0.0 => Some((t2 - t1) / ow),
+        _ => None,
+    };
+    let div = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let weir_allocs = t
+        .iter()
+        .filter(|(k, _)| {
+            k.starts_with("allocations.weir-") || k.starts_with("allocations.limiter-")
+        })
+        .filter_map(|(_, v)| v.parse::<f64>().ok())
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let fixed = d.ns("limiter/fixed/16");
+    let worst_limiter = LIMITERS[1..]
+        .iter()
+        .filter_map(|l| Some((*l, d.ns(&format!("limiter/{l}/16"))? - fixed?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    // The interleaved cross-check (`pairs interleave`).
+    let il = |key: &str| d.fact(&format!("interleaved.{key}"));
+    // Times from interleaved rounds are their 10th percentiles (the rounds no neighbour disturbed);
+    // ratios are medians over rounds of same-round ratios.
+    let il16 = il("weir-cascade-buckets.16.p10_ns");
+    let il_per_node = match (il16, il("weir-cascade-buckets.64.p10_ns")) {
+        (Some(a), Some(b)) => Some((b - a) / 48.0),
+        _ => None,
+    };
+    let il_limiter = |l: &str| -> Option<f64> {
+        if l == "fixed" {
+            return Some(0.0);
+        }
+        Some(il(&format!("limiter-{l}.16.p10_ns"))? - il16?)
+    };
+    let il_worst_limiter = LIMITERS[1..]
+        .iter()
+        .filter_map(|l| Some((*l, il_limiter(l)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let _ = writeln!(w, "## Targets\n");
+    let _ = writeln!(
+        w,
+        "Shown, never asserted in tests. N = 16 nodes, one thread, default configuration unless said. \
+         *criterion*: the medians of the criterion run; *interleaved*: the cross-check of \
+         `pairs interleave` in the same run, where the workloads alternate in rounds of 2 ms: each \
+         ratio is the median over rounds of the two workloads' times in the same round (a neighbour's \
+         load then falls on both sides of a ratio alike), each time the 10th percentile over rounds \
+         (the rounds that no neighbour disturbed).\n"
+    );
+    let _ = writeln!(
+        w,
+        "| target | criterion | verdict | interleaved | verdict |\n|---|---:|---|---:|---|"
+    );
+    let x2 = |x: f64| format!("{x:.2}x");
+    let ns1 = |x: f64| format!("{x:.1} ns");
+    let limiter_cell = |v: Option<(&str, f64)>| {
+        v.map_or("—".into(), |(l, v)| {
+            format!("{v:+.1} ns ({l}, the worst)")
+        })
+    };
+    let dash = || ("—".to_string(), String::new());
+    let rows: Vec<(&str, String, String, (String, String))> = vec![
+        (
+            "time per pair ≤ 45 ns",
+            opt(t16, ns1),
+            verdict(t16, 45.0, true, " ns"),
+            (opt(il16, ns1), verdict(il16, 45.0, true, " ns")),
+        ),
+        (
+            "instructions per pair ≤ 700 (valgrind)",
+            count(i16),
+            verdict(i16, 700.0, true, ""),
+            dash(),
+        ),
+        (
+            "≥ 3x faster than the Mutex baseline",
+            opt(div(mutex16, t16), x2),
+            verdict(div(mutex16, t16), 3.0, false, "x"),
+            (
+                opt(il("mutex.16.vs_weir"), x2),
+                verdict(il("mutex.16.vs_weir"), 3.0, false, "x"),
+            ),
+        ),
+        (
+            "≥ 10x faster than tower Balance + PeakEwma",
+            opt(div(tower16, t16), x2),
+            verdict(div(tower16, t16), 10.0, false, "x"),
+            (
+                opt(il("tower-peak-ewma.16.vs_weir"), x2),
+                verdict(il("tower-peak-ewma.16.vs_weir"), 10.0, false, "x"),
+            ),
+        ),
+        (
+            "≤ 1 ns per added node (16 → 64)",
+            opt(per_node_ns, |x| format!("{x:.2} ns")),
+            verdict(per_node_ns, 1.0, true, " ns"),
+            (
+                opt(il_per_node, |x| format!("{x:.2} ns")),
+                verdict(il_per_node, 1.0, true, " ns"),
+            ),
+        ),
+        (
+            "≤ 17 instructions per added node (16 → 64, valgrind)",
+            opt(per_node_instr, |x| format!("{x:.1}")),
+            verdict(per_node_instr, 17.0, true, ""),
+            dash(),
+        ),
+        (
+            "2 threads: ≤ 5 cache-line transfers per pair",
+            opt(transfers, |x| format!("{x:.1}")),
+            match (one_way, readable) {
+                (Some(o), None) => format!(
+                    "unreadable in this run: one transfer measured {o:.0} ns, so the two threads \
+                     did not run at once"
+                ),
+                _ => verdict(transfers, 5.0, true, ""),
+            },
+            dash(),
+        ),
+        (
+            "2 threads: ≥ 2x faster than the Mutex baseline",
+            opt(div(mutex_t2, weir_t2), x2),
+            verdict(div(mutex_t2, weir_t2), 2.0, false, "x"),
+            dash(),
+        ),
+        (
+            "zero allocations per pair (every policy, health model, limiter)",
+            opt(weir_allocs, |x| format!("{x:.3}")),
+            verdict(weir_allocs, 0.0, true, ""),
+            dash(),
+        ),
+        (
+            "each limiter adds ≤ 10 ns over Fixed",
+            limiter_cell(worst_limiter),
+            verdict(worst_limiter.map(|x| x.1), 10.0, true, " ns"),
+            (
+                limiter_cell(il_worst_limiter),
+                verdict(il_worst_limiter.map(|x| x.1), 10.0, true, " ns"),
+            ),
+        ),
+    ];
+    for (a, b, c, (e, f)) in rows {
+        let _ = writeln!(w, "| {a} | {b} | {c} | {e} | {f} |");
+    }
+
+    // One pair, one thread.
+    let _ = writeln!(w, "\n## One pair, one thread: weir against its baselines\n");
+    let _ = writeln!(
+        w,
+        "`pair/{{weir-cascade-buckets,mutex,tower-peak-ewma,tower-pending}}/N`. Ratios are weir / \
+         baseline (in brackets: how many times faster weir is). The Mutex baseline is weir's algorithm \
+         behind one `Mutex<Vec<..>>` (`benches/src/mutex.rs`); tower is tower 0.5's p2c `Balance` over \
+         always-ready services, which also reads the clock (PeakEwma) and allocates per call.\n"
+    );
+    let _ = writeln!(
+        w,
+        "| nodes | weir | Mutex<Vec> | tower PeakEwma | tower PendingRequests | weir / Mutex | weir / PeakEwma | weir / Pending |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for n in NODES {
+        let wv = d.pair("weir-cascade-buckets", n);
+        let (m, p, q) = (
+            d.pair("mutex", n),
+            d.pair("tower-peak-ewma", n),
+            d.pair("tower-pending", n),
+        );
+        let _ = writeln!(
+            w,
+            "| {n} | {} | {} | {} | {} | {} | {} | {} |",
+            ns(wv),
+            ns(m),
+            ns(p),
+            ns(q),
+            ratio(wv, m),
+            ratio(wv, p),
+            ratio(wv, q)
+        );
+    }
+
+    let il_row = |name: &str, n: usize| {
+        let v = d.fact(&format!("interleaved.{name}.{n}.p10_ns"));
+        let r = d.fact(&format!("interleaved.{name}.{n}.vs_weir"));
+        match (v, r) {
+            (Some(v), Some(r)) => format!("{} ns (weir / it {:.2}, {r:.1}x)", ns(Some(v)), 1.0 / r),
+            (Some(v), None) => format!("{} ns", ns(Some(v))),
+            _ => "—".into(),
+        }
+    };
+    let _ = writeln!(
+        w,
+        "\nCross-check, interleaved rounds in the same run (10th percentile of the times, median of \
+         the same-round ratios): 16 nodes: weir {}, \
+         Mutex {}, tower PeakEwma {}, tower PendingRequests {}; 64 nodes: weir {}, Mutex {}.",
+        il_row("weir-cascade-buckets", 16),
+        il_row("mutex", 16),
+        il_row("tower-peak-ewma", 16),
+        il_row("tower-pending", 16),
+        il_row("weir-cascade-buckets", 64),
+        il_row("mutex", 64),
+    );
+
+    let _ = writeln!(w, "\n## weir: every policy and health model\n");
+    let _ = writeln!(
+        w,
+        "`pair/weir-{{cascade,approx,pick}}-{{buckets,ewma}}/N` (EWMA: half-life 20 outcomes). The last \
+         row is the cost per added node from 16 to 64 nodes.\n"
+    );
+    let configs = [
+        "cascade-buckets",
+        "cascade-ewma",
+        "approx-buckets",
+        "approx-ewma",
+        "pick-buckets",
+        "pick-ewma",
+    ];
+    let _ = writeln!(w, "| nodes | {} |", configs.join(" | "));
+    let _ = writeln!(w, "|---:|{}", "---:|".repeat(configs.len()));
+    for n in NODES {
+        let cells: Vec<String> = configs
+            .iter()
+            .map(|c| ns(d.pair(&format!("weir-{c}"), n)))
+            .collect();
+        let _ = writeln!(w, "| {n} | {} |", cells.join(" | "));
+    }
+    let per: Vec<String> = configs
+        .iter()
+        .map(|c| {
+            let name = format!("weir-{c}");
+            match (d.pair(&name, 16), d.pair(&name, 64)) {
+                (Some(a), Some(b)) => format!("{:+.2}", (b - a) / 48.0),
+                _ => "—".into(),
+            }
+        })
+        .collect();
+    let _ = writeln!(w, "| ns per node, 16 → 64 | {} |", per.join(" | "));
+
+    let _ = writeln!(w, "\n## Limit algorithms (16 nodes)\n");
+    let _ = writeln!(
+        w,
+        "`limiter/{{name}}/16`: the default pair with each limit algorithm at its defaults (Windowed \
+         wraps Vegas), fed each success's RTT from the virtual clock and each timeout as a drop.\n"
+    );
+    let _ = writeln!(
+        w,
+        "| limiter | ns per pair | over Fixed | over Fixed, interleaved (p10) | instructions | over Fixed |\n|---|---:|---:|---:|---:|---:|"
+    );
+    let fixed_i = d.instr("limiter-fixed", 16);
+    for l in LIMITERS {
+        let v = d.ns(&format!("limiter/{l}/16"));
+        let iv = d.instr(&format!("limiter-{l}"), 16);
+        let over = match (v, fixed) {
+            (Some(v), Some(f)) => format!("{:+.1}", v - f),
+            _ => "—".into(),
+        };
+        let over_i = match (iv, fixed_i) {
+            (Some(v), Some(f)) => format!("{:+.0}", v - f),
+            _ => "—".into(),
+        };
+        let over_il = opt(il_limiter(l), |x| format!("{x:+.1}"));
+        let _ = writeln!(
+            w,
+            "| {l} | {} | {over} | {over_il} | {} | {over_i} |",
+            ns(v),
+            count(iv)
+        );
+    }
+
+    let _ = writeln!(w, "\n## Floors\n");
+    let _ = writeln!(
+        w,
+        "What no implementation on this machine can go below. A pair makes five atomic \
+         read-modify-writes, scans one word per node and draws at least once; `driver` is the \
+         benchmark's own bookkeeping per pair (script, ring, outcome), included in every pair above.\n"
+    );
+    let _ = writeln!(
+        w,
+        "| floor | ns | instructions |\n|---|---:|---:|\n| one uncontended CAS (`floor/cas`) | {} | {} |\n| one fastrand draw (`floor/fastrand`) | {} | {} |\n| the workload alone (`floor/driver`) | {} | {} |",
+        ns(d.ns("floor/cas")),
+        count(d.instr("cas", 16)),
+        ns(d.ns("floor/fastrand")),
+        count(d.instr("fastrand", 16)),
+        ns(d.ns("floor/driver")),
+        count(d.instr("driver", 16)),
+    );
+    for n in NODES {
+        let _ = writeln!(
+            w,
+            "| padded scan of {n} atomics (`floor/scan/{n}`) | {} | {} |",
+            ns(d.ns(&format!("floor/scan/{n}"))),
+            if n == 16 {
+                count(d.instr("scan", 16))
+            } else {
+                "".into()
+            }
+        );
+    }
+    if let (Some(c), Some(sc), Some(r), Some(dr), Some(wv)) = (
+        d.ns("floor/cas"),
+        d.ns("floor/scan/16"),
+        d.ns("floor/fastrand"),
+        d.ns("floor/driver"),
+        t16,
+    ) {
+        let floor = 5.0 * c + sc + r + dr;
+        let _ = writeln!(
+            w,
+            "\nAt 16 nodes, five CAS + one scan + one draw + the driver = {floor:.1} ns: the floor of a \
+             pair on this machine in this run; weir's pair is {wv:.1} ns, {:.1} ns above it.",
+            wv - floor
+        );
+    }
+
+    let _ = writeln!(w, "\n## Two threads on one balancer (16 nodes)\n");
+    let _ = writeln!(
+        w,
+        "`threads/{{weir,mutex}}-t2/16`: two threads run pairs on one shared balancer; the time is one \
+         thread's time per pair (criterion's median). `threads/round-trip` is a ping-pong on one padded \
+         word: one round trip is two cache-line transfers. The VM places the threads where it likes and \
+         other jobs take cores, so the round trip is also taken as the 10th percentile of {} batches of \
+         1,000 round trips (the batches during which both threads held a core); one transfer is half of \
+         that. Transfers per pair = (two-thread time − one-thread time) / one transfer.\n",
+        t.get("threads.round_trip.batches").map_or("?", String::as_str)
+    );
+    let _ = writeln!(
+        w,
+        "| | weir | Mutex<Vec> |\n|---|---:|---:|\n| one thread, ns per pair | {} | {} |\n| two threads, ns per pair of the timed thread | {} | {} |\n| two threads, ns per pair of the other thread | {} | {} |\n| extra ns per pair from sharing | {} | {} |\n| cache-line transfers per pair | {} | {} |\n| weir / Mutex, two threads | {} | |",
+        ns(t16),
+        ns(mutex16),
+        ns(weir_t2),
+        ns(mutex_t2),
+        ns(d.fact("threads.weir-t2.16.helpers_ns")),
+        ns(d.fact("threads.mutex-t2.16.helpers_ns")),
+        ns(weir_t2.zip(t16).map(|(a, b)| a - b)),
+        ns(mutex_t2.zip(mutex16).map(|(a, b)| a - b)),
+        transfers.map_or("—".into(), |x| format!("{x:.1}")),
+        match (mutex_t2, mutex16, readable) {
+            (Some(a), Some(b), Some(o)) if o > 0.0 => format!("{:.1}", (a - b) / o),
+            _ => "—".into(),
+        },
+        ratio(weir_t2, mutex_t2),
+    );
+    let _ = writeln!(
+        w,
+        "\nRound trip: {} ns (criterion median), {} ns (10th percentile of batches), {} ns (median of \
+         batches); one transfer: {} ns.",
+        ns(d.ns("threads/round-trip")),
+        ns(d.fact("threads.round_trip.p10_ns")),
+        ns(d.fact("threads.round_trip.p50_ns")),
+        ns(one_way)
+    );
+    for k in [4, 8, 16] {
+        if let Some(v) = d.ns(&format!("threads/weir-t{k}/16")) {
+            let _ = writeln!(
+                w,
+                "\n{k} threads: weir {} ns per pair per thread, Mutex {} ns.",
+                ns(Some(v)),
+                ns(d.ns(&format!("threads/mutex-t{k}/16")))
+            );
+        }
+    }
+
+    let _ = writeln!(w, "\n## Instructions per pair (valgrind)\n");
+    let _ = writeln!(
+        w,
+        "`cargo xtask bench --instructions`: each workload runs {SHORT_RUN} and {LONG_RUN} pairs under \
+         cachegrind; the difference divided by {} is the instructions per pair (construction cancels \
+         out; bucket rotations and the workload's bookkeeping, `driver`, are included).\n",
+        LONG_RUN - SHORT_RUN
+    );
+    let _ = writeln!(
+        w,
+        "| workload (16 nodes) | instructions per pair | weir / it |\n|---|---:|---:|"
+    );
+    for c in configs {
+        let name = format!("weir-{c}");
+        let _ = writeln!(w, "| {name} | {} | |", count(d.instr(&name, 16)));
+    }
+    for b in ["mutex", "tower-peak-ewma", "tower-pending"] {
+        let _ = writeln!(
+            w,
+            "| {b} | {} | {} |",
+            count(d.instr(b, 16)),
+            ratio(i16, d.instr(b, 16))
+        );
+    }
+    let _ = writeln!(
+        w,
+        "\n| weir default, nodes | 3 | 16 | 64 | 256 |\n|---|---:|---:|---:|---:|\n| instructions per pair | {} | {} | {} | {} |",
+        count(d.instr("weir-cascade-buckets", 3)),
+        count(i16),
+        count(d.instr("weir-cascade-buckets", 64)),
+        count(d.instr("weir-cascade-buckets", 256)),
+    );
+    let _ = writeln!(
+        w,
+        "\nMutex baseline at 64 nodes: {} instructions per pair.",
+        count(d.instr("mutex", 64))
+    );
+    let parts: Vec<String> = BREAKDOWN
+        .iter()
+        .filter_map(|(f, label)| {
+            let v = i.get(&format!("breakdown.{f}"))?;
+            Some(format!("| {label} | `{f}` | {v} |"))
+        })
+        .collect();
+    if !parts.is_empty() {
+        let _ = writeln!(
+            w,
+            "\nWhere weir's default pair (16 nodes) spends them, callgrind's inclusive counts per pair:\n\n| part | function | instructions |\n|---|---|---:|"
+        );
+        for p in parts {
+            let _ = writeln!(w, "{p}");
+        }
+    }
+
+    let _ = writeln!(w, "\n## Memory and allocations\n");
+    let _ = writeln!(
+        w,
+        "| | bytes per node | bytes for 64 nodes |\n|---|---:|---:|\n| weir (`NodeSlot`, cache-line padded; balancer + boxed slots) | {} | {} |\n| Mutex<Vec> baseline (node; struct + vector) | {} | {} |",
+        t.get("memory.weir.slot").map_or("?", String::as_str),
+        t.get("memory.weir.balancer64").map_or("?", String::as_str),
+        t.get("memory.mutex.node").map_or("?", String::as_str),
+        t.get("memory.mutex.balancer64").map_or("?", String::as_str),
+    );
+    let _ = writeln!(
+        w,
+        "\nAllocations per pair (16 nodes, counted by a counting global allocator over 20,000 pairs in \
+         `benches/benches/pairs.rs`; `tests/tests/alloc.rs` asserts zero for weir under every policy, \
+         health model and limiter, with membership changes and rejections):\n"
+    );
+    let _ = writeln!(w, "| workload | allocations per pair |\n|---|---:|");
+    for (k, v) in t.iter().filter(|(k, _)| k.starts_with("allocations.")) {
+        let name = k.trim_start_matches("allocations.").trim_end_matches(".16");
+        let _ = writeln!(w, "| {name} | {v} |");
+    }
+
+    let _ = writeln!(w, "\n## Commands\n");
+    let _ = writeln!(
+        w,
+        "```sh\ncargo xtask bench                      # timings (about 5 minutes on 2 cores) + this file\n\
+         cargo xtask bench --instructions       # valgrind instruction counts + this file\n\
+         cargo xtask bench --warm-up-time 0.5 --measurement-time 1   # a quicker, noisier run\n\
+         cargo bench -p weir-benches --bench hot_path -- 'pair/weir'  # criterion alone, filtered\n```"
+    );
+    s
+}
