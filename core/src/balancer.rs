@@ -3,7 +3,7 @@
 use crate::config::{Config, Prepared};
 use crate::error::{ConfigError, MembershipError, Rejected, ReleaseError};
 use crate::health::Scope;
-use crate::limit::{Limit, Sample};
+use crate::limit::{Limit, LimitAlgorithm, Sample};
 use crate::outcome::Outcome;
 use crate::select::{self, Choice};
 use crate::slot::{self, NodeSlot, ACTIVE, CLAIMED, KILLED, LAME_DUCK, REGISTERING, VACANT};
@@ -395,6 +395,8 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         // A lease released twice at once through its raw parts (the bindings) can feed its sample twice
         // before one of the two is refused below; the limit stays within the algorithm's bounds.
         let algo = &self.prepared.config.limit;
+        // A fixed limit has no state and never changes: nothing to feed or publish.
+        let sample = sample.filter(|_| !matches!(algo, LimitAlgorithm::Fixed(_)));
         if let Some(sm) = &sample {
             let random = SplitMix64::new(
                 self.prepared.config.seed
