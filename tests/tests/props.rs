@@ -21,9 +21,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use weir::limit::{Limit, LimitState, Sample};
 use weir::{
-    AimdLimit, Balancer, Config, FixedLimit, HealthModel, HeapBalancer, Lease, LimitAlgorithm,
-    MembershipError, NodeSnapshot, NodeState, Outcome, Policy, Rejected, ReleaseError, Rng,
-    MAX_LIMIT,
+    AimdLimit, Balancer, CiadLimit, Config, FixedLimit, Gradient2Limit, HealthModel, HeapBalancer,
+    Lease, LimitAlgorithm, MembershipError, NodeSnapshot, NodeState, Outcome, Policy, Rejected,
+    ReleaseError, Rng, MAX_LIMIT,
 };
 use weir_tests::{assert_conserved, check_snapshot, Tally};
 
@@ -124,6 +124,26 @@ fn limit() -> impl Strategy<Value = LimitAlgorithm> {
                     })
                 }
             ),
+        // Limiters whose update draws no random bits (the model feeds 0; the balancer derives its own).
+        (1u32..=2, 0u32..=2, 0u32..=2, any::<bool>()).prop_map(
+            |(min_limit, up, extra, fast_start)| {
+                LimitAlgorithm::Ciad(CiadLimit {
+                    initial_limit: min_limit + up,
+                    min_limit,
+                    max_limit: min_limit + up + extra,
+                    fast_start,
+                    ..CiadLimit::default()
+                })
+            }
+        ),
+        (1u32..=2, 0u32..=2, 0u32..=2).prop_map(|(min_limit, up, extra)| {
+            LimitAlgorithm::Gradient2(Gradient2Limit {
+                initial_limit: min_limit + up,
+                min_limit,
+                max_limit: min_limit + up + extra,
+                ..Gradient2Limit::default()
+            })
+        }),
     ]
 }
 
