@@ -443,10 +443,10 @@ impl Health {
 
     /// After a success recorded into the newest bucket without advancing the window: if the cache holds
     /// a scan weight of exactly 1.0, the success leaves it as it is (a rate that rounds to 1.0 only rises,
-    /// the newest bucket is the one the reading's window or sticky rate came from, and the floor is below
-    /// 1.0). Then the cache is kept with
-    /// its sequence advanced (so that a concurrent refresh that read before our write retries), without
-    /// recomputing the window: the healthy node's common case. Returns `false` when a refresh is needed.
+    /// the newest bucket is the one the reading's window or sticky rate came from, and a weight floored
+    /// to 1.0 stays at that floor). Then the cache is kept with its sequence advanced (so that a concurrent
+    /// refresh that read before our write retries), without recomputing the window: the healthy node's
+    /// common case. Returns `false` when a refresh is needed.
     fn keep_full_weight(&self) -> bool {
         // Acquire: orders this read after our bucket write, as `refresh` does.
         let mut seen = self.cache.load(Acquire);

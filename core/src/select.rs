@@ -101,15 +101,7 @@ fn room_weight(s: &NodeSlot) -> f64 {
 /// node was drawn (probability `F / (R + F)`) with probability `w_j / R`; the sum is `w_j / R`, the
 /// cascade's probability. `CascadeApprox` and the zero-weight cases take the full scan at once.
 pub(crate) fn choose_fast(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
-    if p.config.policy == Policy::CascadeApprox {
-        return choose_full(p, slots, rng);
-    }
-    let weight = |s: &NodeSlot| s.health.weight();
-    match slots.len() {
-        0..=8 => choose_room::<8>(p, slots, rng, weight),
-        9..=16 => choose_room::<16>(p, slots, rng, weight),
-        _ => choose_room::<SCAN>(p, slots, rng, weight),
-    }
+    draw_by(p, slots, rng, |s| s.health.weight())
 }
 
 /// Picks the node to try among the nodes with room, or the reason to fail fast.
@@ -119,14 +111,26 @@ pub(crate) fn choose_fast(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Ch
 /// them. Only when no node with room has a positive weight does the full scan run, which tells apart
 /// zero-weight, full and absent nodes for the fallbacks and the rejection reason.
 pub(crate) fn choose(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    draw_by(p, slots, rng, room_weight)
+}
+
+/// A weighted draw over `weight(slot)` for `Cascade` and `WeightedPick`; the full scan for
+/// `CascadeApprox`.
+#[inline(always)]
+fn draw_by(
+    p: &Prepared,
+    slots: &[NodeSlot],
+    rng: &mut Rng,
+    weight: impl Fn(&NodeSlot) -> f64,
+) -> Choice {
     if p.config.policy == Policy::CascadeApprox {
         return choose_full(p, slots, rng);
     }
     // The stack buffer fits the balancer, so that small balancers do not clear a large one.
     match slots.len() {
-        0..=8 => choose_room::<8>(p, slots, rng, room_weight),
-        9..=16 => choose_room::<16>(p, slots, rng, room_weight),
-        _ => choose_room::<SCAN>(p, slots, rng, room_weight),
+        0..=8 => choose_room::<8>(p, slots, rng, weight),
+        9..=16 => choose_room::<16>(p, slots, rng, weight),
+        _ => choose_room::<SCAN>(p, slots, rng, weight),
     }
 }
 
@@ -181,12 +185,9 @@ fn choose_room<const K: usize>(
         if let Some(i) = last {
             return Choice::Try(i);
         }
-        if let Some(i) = (1..buffered)
-            .rev()
-            .find(|&i| prefix[i] > prefix[i - 1])
-            .or((buffered > 0 && prefix[0] > 0.0).then_some(0))
-        {
-            return Choice::Try(i);
+        if head_total > 0.0 {
+            // The first running total that reaches the buffer's total is the last positive weight.
+            return Choice::Try(prefix[..buffered].partition_point(|&t| t < head_total));
         }
     }
     choose_full(p, slots, rng)
@@ -195,7 +196,6 @@ fn choose_room<const K: usize>(
 /// The full scan: every policy's complete rules, including the fallbacks and the rejection reasons.
 #[inline(never)]
 fn choose_full(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
-    let entry = |s: &NodeSlot| entry(s);
     let mut head = [ABSENT; SCAN];
     let mut t = Totals {
         room: 0.0,

@@ -273,30 +273,20 @@ fn time(target: &Path, out: &Path, criterion_args: &[&str]) {
         args.extend_from_slice(criterion_args);
     }
     facts.extend(run_facts("cargo", &args));
-    facts.extend(run_facts(
-        "cargo",
-        &[
-            "bench",
-            "-p",
-            "weir-benches",
-            "--bench",
-            "pairs",
-            "--",
-            "allocations",
-        ],
-    ));
-    facts.extend(run_facts(
-        "cargo",
-        &[
-            "bench",
-            "-p",
-            "weir-benches",
-            "--bench",
-            "pairs",
-            "--",
-            "interleave",
-        ],
-    ));
+    for mode in ["allocations", "interleave"] {
+        facts.extend(run_facts(
+            "cargo",
+            &[
+                "bench",
+                "-p",
+                "weir-benches",
+                "--bench",
+                "pairs",
+                "--",
+                mode,
+            ],
+        ));
+    }
     facts.insert("meta.load_after".into(), load_average());
     facts.insert(
         "meta.wall_s".into(),
