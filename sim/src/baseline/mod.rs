@@ -1,0 +1,1 @@
+//! The field's balancers, implemented from the reference descriptions (shared/reference/load-balancers.md).

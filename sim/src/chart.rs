@@ -1,0 +1,1 @@
+//! PNG line charts of the simulator's time series.

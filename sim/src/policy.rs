@@ -1,0 +1,108 @@
+//! The interface between a simulated client and the balancing policy it uses.
+//!
+//! The simulation is single-threaded, so a policy is a plain `&mut self` object: one instance per client,
+//! never shared. weir's policies reach the real core through [`crate::weir_policy`]; the field's baselines
+//! live in [`crate::baseline`].
+
+use weir::{RawLease, Rng};
+
+/// A server's index in the scenario's server table (stable for the whole run).
+pub type ServerId = usize;
+
+/// What came back for one attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reply {
+    /// The server answered with this HTTP status.
+    Status(u16),
+    /// The connection was refused or reset: the server is down (crashed) or was removed.
+    Refused,
+    /// The client's deadline passed before the answer (the server may still be working on it).
+    Timeout,
+}
+
+impl Reply {
+    /// A 2xx answer.
+    pub fn is_success(self) -> bool {
+        matches!(self, Reply::Status(200..=299))
+    }
+
+    /// Whether a client retries this reply (when its scenario retries at all): 5xx, 429, connection errors
+    /// and timeouts; never a success or another 4xx (the caller's fault).
+    pub fn is_retryable(self) -> bool {
+        match self {
+            Reply::Status(s) => s == 429 || s >= 500,
+            Reply::Refused | Reply::Timeout => true,
+        }
+    }
+
+    /// The outcome weir's core is told (DESIGN.md: timeouts and overload are `Dropped`, connection errors
+    /// `Failure`, HTTP statuses through [`weir::Outcome::from_http_status`]).
+    pub fn outcome(self) -> weir::Outcome {
+        match self {
+            Reply::Status(s) => weir::Outcome::from_http_status(s).unwrap_or(weir::Outcome::Failure),
+            Reply::Refused => weir::Outcome::Failure,
+            Reply::Timeout => weir::Outcome::Dropped,
+        }
+    }
+}
+
+/// The load a server reports with each answer (ORCA-style, as gRPC's weighted round robin consumes it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LoadReport {
+    /// Busy fraction of the server: requests in progress / capacity (may exceed 1 when overloaded).
+    pub utilization: f64,
+    /// Answers per second the server gave recently (all clients).
+    pub qps: f64,
+    /// Error answers (5xx and 429) per second recently (all clients).
+    pub eps: f64,
+}
+
+/// The end of one attempt, as the client saw it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Completion {
+    /// What came back.
+    pub reply: Reply,
+    /// Time from the attempt's send to this completion, in nanoseconds.
+    pub rtt_ns: u64,
+    /// The server's load report, when it answered (none for timeouts and refused connections).
+    pub report: Option<LoadReport>,
+}
+
+/// One attempt a policy decided to make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pick {
+    /// Where to send it.
+    pub server: ServerId,
+    /// weir's lease for the attempt (baselines leave it `None`).
+    pub lease: Option<RawLease>,
+}
+
+/// What a client does with a request its policy refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Fail it at once (weir's fail-fast).
+    FailFast,
+    /// Keep it in the client's FIFO queue and ask again whenever one of the client's attempts completes
+    /// (dialogue's QueuedChannel).
+    Queue,
+}
+
+/// A client-side balancing policy.
+///
+/// Calls arrive in this order: [`set_servers`](Balance::set_servers) once before anything else, then any
+/// interleaving of picks, completions (exactly one per pick, possibly after the server left the list) and
+/// membership changes.
+pub trait Balance {
+    /// A new attempt: the server to send it to, or `None` when the policy refuses to send it now.
+    fn pick(&mut self, now: u64, rng: &mut Rng) -> Option<Pick>;
+    /// The end of an attempt `pick` returned.
+    fn complete(&mut self, pick: Pick, done: &Completion, now: u64);
+    /// The client's server list is now `servers` (all of it, in the client's order).
+    fn set_servers(&mut self, servers: &[ServerId], now: u64);
+    /// Lame duck on or off: a draining server gets no new attempts; those in flight finish normally.
+    fn set_draining(&mut self, server: ServerId, draining: bool, now: u64);
+    /// What the client does when [`pick`](Balance::pick) returns `None`.
+    fn on_refusal(&self) -> Refusal {
+        Refusal::FailFast
+    }
+}
