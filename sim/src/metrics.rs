@@ -1,0 +1,118 @@
+//! What one run of one policy on one scenario measured.
+
+use std::collections::BTreeMap;
+
+/// Per server, per chart bucket: attempts sent, and attempts answered and succeeded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerSeries {
+    /// Attempts sent to the server, by the bucket of their send time.
+    pub sent: Vec<u64>,
+    /// Attempts that ended (answer, reset or timeout), by the bucket of their end.
+    pub ended: Vec<u64>,
+    /// Of those, the successes.
+    pub succeeded: Vec<u64>,
+}
+
+impl ServerSeries {
+    pub(crate) fn bump(v: &mut Vec<u64>, bucket: usize) {
+        if v.len() <= bucket {
+            v.resize(bucket + 1, 0);
+        }
+        v[bucket] += 1;
+    }
+}
+
+/// The figures of one cell (scenario × policy).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CellResult {
+    /// Requests offered.
+    pub sent: u64,
+    /// Requests that got a final answer (success, error, or fail-fast) before the run stopped.
+    pub received: u64,
+    /// Requests whose final answer was a 2xx.
+    pub succeeded: u64,
+    /// Requests the policy refused at once (weir's fail-fast).
+    pub fail_fast: u64,
+    /// Attempts the servers saw (more than `sent` means retries; fewer means fail-fast or queued).
+    pub server_attempts: u64,
+    /// Σ over attempts of the time the server held them (arrival to completion, or to the end of the run).
+    pub server_busy_ns: u128,
+    /// Mean client-observed time of received requests, from arrival to final answer (queueing, backoff
+    /// and retries included; a fail-fast counts its ~0 time, as dialogue's `client_mean` does).
+    pub client_mean_ns: f64,
+    /// 99th percentile of the same.
+    pub client_p99_ns: u64,
+    /// Final answers by kind: HTTP status, `reset`, `timeout`, `failfast`; `unfinished` for requests still
+    /// open when the run stopped.
+    pub codes: BTreeMap<String, u64>,
+    /// Upper bound on success %: every request sent to the server most likely to succeed at its arrival,
+    /// load ignored (so load-dependent errors and crashes cannot lower it), retries counted.
+    pub oracle_pct: f64,
+    /// Attempts per server, whole run.
+    pub per_server_attempts: Vec<u64>,
+    /// Time series per server.
+    pub series: Vec<ServerSeries>,
+    /// Width of a series bucket.
+    pub bucket_ns: u64,
+    /// Virtual time the run ended.
+    pub end_ns: u64,
+}
+
+impl CellResult {
+    /// Success % of sent requests, rounded to one decimal as dialogue reports it.
+    pub fn success_pct(&self) -> f64 {
+        if self.sent == 0 {
+            return 0.0;
+        }
+        (1000.0 * self.succeeded as f64 / self.sent as f64).round() / 10.0
+    }
+
+    /// Load spread: the busiest server's attempts over the mean of the servers that could receive any
+    /// (SRE ch. 20's measure of subsetting quality); 0 when nothing was sent.
+    pub fn spread(&self) -> f64 {
+        let n = self.per_server_attempts.len();
+        let total: u64 = self.per_server_attempts.iter().sum();
+        if n == 0 || total == 0 {
+            return 0.0;
+        }
+        let max = *self.per_server_attempts.iter().max().unwrap_or(&0);
+        max as f64 * n as f64 / total as f64
+    }
+}
+
+/// The `q` quantile (0..=1) of `v` by the nearest-rank method; reorders `v`. 0 when empty.
+pub fn quantile(v: &mut [u64], q: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    *v.select_nth_unstable(rank - 1).1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_quantiles() {
+        let mut v: Vec<u64> = (1..=100).rev().collect();
+        assert_eq!(quantile(&mut v, 0.99), 99);
+        assert_eq!(quantile(&mut v, 1.0), 100);
+        assert_eq!(quantile(&mut v, 0.0), 1);
+        assert_eq!(quantile(&mut [], 0.5), 0);
+        assert_eq!(quantile(&mut [7], 0.99), 7);
+    }
+
+    #[test]
+    fn success_and_spread() {
+        let r = CellResult {
+            sent: 3,
+            succeeded: 2,
+            per_server_attempts: vec![6, 2, 0, 0],
+            ..CellResult::default()
+        };
+        assert_eq!(r.success_pct(), 66.7);
+        assert_eq!(r.spread(), 3.0);
+        assert_eq!(CellResult::default().spread(), 0.0);
+    }
+}

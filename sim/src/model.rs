@@ -1,0 +1,397 @@
+//! What a scenario is made of: servers with time-varying behaviour, clients with their arrivals, timeouts
+//! and retries, and membership changes. Plain data; [`crate::engine`] gives it life.
+
+use crate::policy::ServerId;
+
+/// One millisecond in virtual nanoseconds.
+pub const MS: u64 = 1_000_000;
+/// One second in virtual nanoseconds.
+pub const SEC: u64 = 1_000_000_000;
+/// One minute in virtual nanoseconds.
+pub const MIN: u64 = 60 * SEC;
+
+/// How long a server takes to answer a request. Every figure is scaled by the request's cost multiplier.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Latency {
+    /// Always this long.
+    Fixed(u64),
+    /// dialogue's contention model: `base × (1 + active / capacity)` while `active <= capacity`, `5 × base`
+    /// beyond, where `active` counts the requests in progress including this one (reference §1.4).
+    Linear {
+        /// Latency of a lone request (almost: `base × (1 + 1/capacity)`).
+        base: u64,
+        /// Requests in progress at which the latency has doubled.
+        capacity: u32,
+    },
+    /// Uniform in `[low, high]`.
+    Uniform {
+        /// Shortest.
+        low: u64,
+        /// Longest.
+        high: u64,
+    },
+    /// Log-normal with this median and shape `sigma` (a long right tail, like real services).
+    LogNormal {
+        /// Median latency.
+        median: u64,
+        /// Standard deviation of the latency's logarithm.
+        sigma: f64,
+    },
+    /// Accepts the request and never answers (a black hole): only a client timeout ends the attempt.
+    Never,
+}
+
+/// The status a server answers with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StatusFn {
+    /// Always this status.
+    Fixed(u16),
+    /// `code` with probability `p`, else 200 (the server's own seeded generator).
+    ErrorRate {
+        /// The error status.
+        code: u16,
+        /// Its probability, in [0, 1].
+        p: f64,
+    },
+    /// `code` when more than `capacity` requests are in progress at completion (including this one),
+    /// else 200: dialogue's `200UntilCapacity`, evaluated at completion time.
+    AboveCapacity {
+        /// The overload status.
+        code: u16,
+        /// Requests in progress the server handles well.
+        capacity: u32,
+    },
+    /// The connection is refused at once (the process is down; clients see a reset, not a status).
+    Refuse,
+    /// A server-side rate limit: 429 when the server's exponentially weighted rate of accepted requests
+    /// (time constant `tau`) is at or above `per_sec`, decided at arrival; accepted requests answer 200 and
+    /// count toward the rate (dialogue's `server_side_rate_limits`).
+    RateLimit {
+        /// Accepted requests per second the server allows.
+        per_sec: f64,
+        /// Time constant of the rate's average.
+        tau: u64,
+    },
+}
+
+/// A server's behaviour for one endpoint during one phase.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Behavior {
+    /// How long it takes.
+    pub latency: Latency,
+    /// What it answers.
+    pub status: StatusFn,
+}
+
+impl Behavior {
+    /// 200 after a fixed delay.
+    pub const fn ok(latency: u64) -> Behavior {
+        Behavior {
+            latency: Latency::Fixed(latency),
+            status: StatusFn::Fixed(200),
+        }
+    }
+
+    /// `code` after a fixed delay.
+    pub const fn status(code: u16, latency: u64) -> Behavior {
+        Behavior {
+            latency: Latency::Fixed(latency),
+            status: StatusFn::Fixed(code),
+        }
+    }
+
+    /// 200 with dialogue's linear contention latency.
+    pub const fn linear(base: u64, capacity: u32) -> Behavior {
+        Behavior {
+            latency: Latency::Linear { base, capacity },
+            status: StatusFn::Fixed(200),
+        }
+    }
+
+    /// A server that refuses connections (down, fast-failing).
+    pub const DOWN: Behavior = Behavior {
+        latency: Latency::Fixed(0),
+        status: StatusFn::Refuse,
+    };
+
+    /// The same latency with another status function.
+    pub const fn with_status(self, status: StatusFn) -> Behavior {
+        Behavior {
+            latency: self.latency,
+            status,
+        }
+    }
+}
+
+/// From `from` on, requests *arriving* at the server get `endpoints[e]` (requests of an endpoint past the
+/// end get the last entry). dialogue's `.until(t)` cut-overs, as a list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Phase {
+    /// Virtual time the phase starts.
+    pub from: u64,
+    /// Behaviour per endpoint.
+    pub endpoints: Vec<Behavior>,
+}
+
+/// A crash under sustained overload: once more than `active_above` requests have been in progress for
+/// `sustained` without a break, the server crashes: every request in progress ends with a reset connection,
+/// new connections are refused, and it comes back empty `down_for` later.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Crash {
+    /// In-progress requests the server survives.
+    pub active_above: u32,
+    /// How long it survives more.
+    pub sustained: u64,
+    /// How long it stays down.
+    pub down_for: u64,
+}
+
+/// One backend.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerSpec {
+    /// Name in the report and charts.
+    pub name: String,
+    /// Behaviour over time; the first phase starts at 0.
+    pub phases: Vec<Phase>,
+    /// Latency multiplier of this machine (1 = nominal; 2 = half as fast).
+    pub slowness: f64,
+    /// Crash rule, if the server can fall over.
+    pub crash: Option<Crash>,
+    /// Whether clients know the server from the start (else an [`Action::Add`] brings it in).
+    pub present: bool,
+}
+
+impl ServerSpec {
+    /// A server that behaves as `b` for every endpoint from the start.
+    pub fn new(name: impl Into<String>, b: Behavior) -> ServerSpec {
+        ServerSpec {
+            name: name.into(),
+            phases: vec![Phase {
+                from: 0,
+                endpoints: vec![b],
+            }],
+            slowness: 1.0,
+            crash: None,
+            present: true,
+        }
+    }
+
+    /// From `from` on, behaves as `b` for every endpoint.
+    pub fn then(mut self, from: u64, b: Behavior) -> ServerSpec {
+        self.phases.push(Phase {
+            from,
+            endpoints: vec![b],
+        });
+        self
+    }
+
+    /// From `from` on, behaves as `endpoints[e]` for endpoint `e`.
+    pub fn then_per_endpoint(mut self, from: u64, endpoints: Vec<Behavior>) -> ServerSpec {
+        self.phases.push(Phase { from, endpoints });
+        self
+    }
+
+    /// With a crash rule.
+    pub fn crashing(mut self, crash: Crash) -> ServerSpec {
+        self.crash = Some(crash);
+        self
+    }
+
+    /// With a latency multiplier.
+    pub fn slowness(mut self, slowness: f64) -> ServerSpec {
+        self.slowness = slowness;
+        self
+    }
+
+    /// Unknown to clients until an [`Action::Add`].
+    pub fn absent(mut self) -> ServerSpec {
+        self.present = false;
+        self
+    }
+
+    /// The behaviour for a request of `endpoint` arriving at `t`.
+    pub fn behavior(&self, t: u64, endpoint: usize) -> &Behavior {
+        let i = self.phases.partition_point(|p| p.from <= t).saturating_sub(1);
+        let endpoints = &self.phases[i].endpoints;
+        &endpoints[endpoint.min(endpoints.len() - 1)]
+    }
+}
+
+/// When requests arrive (all clients together; each request goes to a uniformly random client, as in
+/// dialogue's simulator, unless the stream names one).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Arrivals {
+    /// Time of the first request.
+    pub start: u64,
+    /// Number of requests.
+    pub count: u64,
+    /// Spacing between requests.
+    pub spacing: Spacing,
+    /// The client that sends every request of this stream (`None`: a random client per request).
+    pub client: Option<usize>,
+    /// Fraction of the stream's requests that are the caller's fault (the server answers them 404 in 1 ms).
+    pub bad: f64,
+    /// `(fraction, multiplier)`: that fraction of the requests costs `multiplier` times the normal latency
+    /// (mixed-cost queries).
+    pub heavy: Option<(f64, f64)>,
+}
+
+/// Spacing of a request stream.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Spacing {
+    /// Exactly this many nanoseconds apart (dialogue).
+    Fixed(u64),
+    /// Exponentially distributed gaps with this mean (a Poisson process).
+    Poisson(u64),
+}
+
+impl Arrivals {
+    /// `rps` requests per second, evenly spaced, for `duration`, from 0 (dialogue's arrivals).
+    pub fn steady(rps: f64, duration: u64) -> Arrivals {
+        let count = (duration as f64 / SEC as f64 * rps) as u64;
+        Arrivals {
+            start: 0,
+            count,
+            spacing: Spacing::Fixed((SEC as f64 / rps) as u64),
+            client: None,
+            bad: 0.0,
+            heavy: None,
+        }
+    }
+
+    /// A Poisson process of `rps` per second for `duration`, from 0.
+    pub fn poisson(rps: f64, duration: u64) -> Arrivals {
+        Arrivals {
+            spacing: Spacing::Poisson((SEC as f64 / rps) as u64),
+            ..Arrivals::steady(rps, duration)
+        }
+    }
+
+    /// `count` requests `spacing` apart from `start`.
+    pub fn burst(start: u64, count: u64, spacing: u64) -> Arrivals {
+        Arrivals {
+            start,
+            count,
+            spacing: Spacing::Fixed(spacing),
+            client: None,
+            bad: 0.0,
+            heavy: None,
+        }
+    }
+}
+
+/// Retries after a retryable reply (5xx, 429, reset, timeout).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Retries {
+    /// Retries per request at most.
+    pub max: u32,
+    /// The client's shared responsive backoff (weir's): the delay before each retry.
+    pub backoff: weir::BackoffConfig,
+    /// The retry budget: weir's throttle, whose `retry_ratio` caps retries as a fraction of requests.
+    pub budget: Option<weir::ThrottleConfig>,
+    /// Retry a 5xx other than 503 too (dialogue retries 500s only for idempotent methods such as GET; 429,
+    /// 503, resets and timeouts are retried for every method).
+    pub idempotent: bool,
+}
+
+impl Retries {
+    /// Whether this rule retries `reply`.
+    pub fn retries(&self, reply: crate::policy::Reply) -> bool {
+        match reply {
+            crate::policy::Reply::Status(s) if s >= 500 && s != 503 => self.idempotent,
+            r => r.is_retryable(),
+        }
+    }
+}
+
+/// How clients pick their subset of the servers (SRE ch. 20).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subsetting {
+    /// Every client knows every server.
+    None,
+    /// weir's deterministic subsetting with subsets of this size.
+    Deterministic(usize),
+    /// A random subset of this size per client.
+    Random(usize),
+}
+
+/// The clients of a scenario.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClientSpec {
+    /// Number of independent clients, each with its own balancer.
+    pub count: usize,
+    /// Endpoints: client `i` calls endpoint `i % endpoints` (dialogue's client × endpoint pairs).
+    pub endpoints: usize,
+    /// A deadline per attempt, after which the client gives up on it (and reports a timeout).
+    pub timeout: Option<u64>,
+    /// Retry rule, if any.
+    pub retries: Option<Retries>,
+    /// Subsetting.
+    pub subset: Subsetting,
+}
+
+impl ClientSpec {
+    /// `count` clients of one endpoint, no timeout, no retries, no subsetting.
+    pub const fn plain(count: usize) -> ClientSpec {
+        ClientSpec {
+            count,
+            endpoints: 1,
+            timeout: None,
+            retries: None,
+            subset: Subsetting::None,
+        }
+    }
+}
+
+/// A membership change, applied to every client at its time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Clients learn of the server (it must not be present already).
+    Add(ServerId),
+    /// Clients forget the server; its requests in progress still finish.
+    Remove(ServerId),
+    /// Lame duck on or off: no new requests; those in progress finish.
+    Drain(ServerId, bool),
+}
+
+/// A named, documented failure scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Name (a command-line argument: lowercase with underscores).
+    pub name: &'static str,
+    /// What it shows and where it comes from.
+    pub about: &'static str,
+    /// The backends.
+    pub servers: Vec<ServerSpec>,
+    /// The clients.
+    pub clients: ClientSpec,
+    /// The request streams.
+    pub arrivals: Vec<Arrivals>,
+    /// Membership changes, by time.
+    pub actions: Vec<(u64, Action)>,
+    /// The run stops here even if requests are unfinished (they count as sent, not received).
+    pub abort: u64,
+    /// Width of the charts' time buckets.
+    pub bucket: u64,
+    /// Seed of every generator in the run.
+    pub seed: u64,
+}
+
+impl Scenario {
+    /// The last arrival time of any stream (the end of the offered load).
+    pub fn load_end(&self) -> u64 {
+        self.arrivals
+            .iter()
+            .map(|a| match a.spacing {
+                Spacing::Fixed(d) => a.start + d * a.count.saturating_sub(1),
+                Spacing::Poisson(d) => a.start + d * a.count,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Total requests offered.
+    pub fn requests(&self) -> u64 {
+        self.arrivals.iter().map(|a| a.count).sum()
+    }
+}

@@ -1,0 +1,125 @@
+//! The policies a report compares: weir's (the default marked) and the field's baselines.
+
+use weir::limit::{AimdLimit, CiadLimit, Gradient2Limit, LimitAlgorithm, VegasLimit};
+use weir::{Config, HealthModel, Policy};
+
+use crate::policy::Balance;
+use crate::weir_policy::WeirPolicy;
+
+/// A policy as the report names it.
+pub struct PolicyDef {
+    /// Name (a command-line argument).
+    pub name: &'static str,
+    /// One line on what it is.
+    pub about: &'static str,
+    /// weir's default configuration.
+    pub default: bool,
+    /// Builds one client's instance for a scenario of `servers` servers, from the client's `seed`.
+    pub make: fn(servers: usize, seed: u64) -> Box<dyn Balance>,
+}
+
+/// The success-average health the EWMA variants use: an outcome's influence halves every 32 outcomes.
+const EWMA: HealthModel = HealthModel::Ewma { half_life: 32 };
+
+fn weir(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
+    Box::new(WeirPolicy::new(Config { seed, ..config }, servers))
+}
+
+fn with_limit(limit: LimitAlgorithm) -> Config {
+    Config {
+        limit,
+        ..Config::default()
+    }
+}
+
+/// Every policy, weir's first, in report order.
+pub fn all() -> Vec<PolicyDef> {
+    vec![
+        PolicyDef {
+            name: "weir-cascade",
+            about: "weir default: Cascade, 6x5 s buckets, Fixed(100) limit",
+            default: true,
+            make: |n, seed| weir(Config::default(), n, seed),
+        },
+        PolicyDef {
+            name: "weir-cascade-approx",
+            about: "weir CascadeApprox (the gist's approximate shuffle), buckets, Fixed(100)",
+            default: false,
+            make: |n, seed| {
+                let c = Config {
+                    policy: Policy::CascadeApprox,
+                    ..Config::default()
+                };
+                weir(c, n, seed)
+            },
+        },
+        PolicyDef {
+            name: "weir-weighted-pick",
+            about: "weir WeightedPick (one weighted pick among nodes with room), buckets, Fixed(100)",
+            default: false,
+            make: |n, seed| {
+                let c = Config {
+                    policy: Policy::WeightedPick,
+                    ..Config::default()
+                };
+                weir(c, n, seed)
+            },
+        },
+        PolicyDef {
+            name: "weir-cascade-ewma",
+            about: "weir Cascade with EWMA health (half-life 32 outcomes), Fixed(100)",
+            default: false,
+            make: |n, seed| {
+                let c = Config {
+                    health: EWMA,
+                    ..Config::default()
+                };
+                weir(c, n, seed)
+            },
+        },
+        PolicyDef {
+            name: "weir-weighted-pick-ewma",
+            about: "weir WeightedPick with EWMA health: the seed author's later variant",
+            default: false,
+            make: |n, seed| {
+                let c = Config {
+                    policy: Policy::WeightedPick,
+                    health: EWMA,
+                    ..Config::default()
+                };
+                weir(c, n, seed)
+            },
+        },
+        PolicyDef {
+            name: "weir-cascade-aimd",
+            about: "weir Cascade, buckets, Netflix AIMD limit",
+            default: false,
+            make: |n, seed| weir(with_limit(LimitAlgorithm::Aimd(AimdLimit::default())), n, seed),
+        },
+        PolicyDef {
+            name: "weir-cascade-vegas",
+            about: "weir Cascade, buckets, Netflix Vegas limit",
+            default: false,
+            make: |n, seed| weir(with_limit(LimitAlgorithm::Vegas(VegasLimit::default())), n, seed),
+        },
+        PolicyDef {
+            name: "weir-cascade-gradient2",
+            about: "weir Cascade, buckets, Netflix Gradient2 limit",
+            default: false,
+            make: |n, seed| {
+                weir(with_limit(LimitAlgorithm::Gradient2(Gradient2Limit::default())), n, seed)
+            },
+        },
+        PolicyDef {
+            name: "weir-cascade-ciad",
+            about: "weir Cascade, buckets, dialogue's CIAD limit",
+            default: false,
+            make: |n, seed| weir(with_limit(LimitAlgorithm::Ciad(CiadLimit::default())), n, seed),
+        },
+    ]
+}
+
+/// The policy called `name`.
+pub fn find(name: &str) -> Option<PolicyDef> {
+    all().into_iter().find(|p| p.name == name)
+}

@@ -1,0 +1,1031 @@
+//! Every scenario, each a named, documented function: the seeds' list (seed 000), dialogue's simulator
+//! (reference §1.5, with its load, node timings and abort times), Finagle's balancer-sim modes (§4), tower's
+//! ten-latency spread (§3), SRE subsetting at scale (seed 002), and two cases peers found hard (§10.6).
+
+use weir::{BackoffConfig, Jitter, ThrottleConfig};
+
+use crate::model::{
+    Action, Arrivals, Behavior, ClientSpec, Crash, Latency, Retries, Scenario, ServerSpec,
+    StatusFn, Subsetting, MIN, MS, SEC,
+};
+
+/// dialogue's simulator seed, used for every scenario.
+pub const SEED: u64 = 3_218_974_678;
+
+/// All scenarios, in report order.
+pub fn all() -> Vec<Scenario> {
+    vec![
+        all_healthy(),
+        one_down_fast(),
+        one_timing_out(),
+        flaky(),
+        flapping_fast(),
+        flapping_slow(),
+        cpu_contention(),
+        network_degraded(),
+        nodes_replaced(),
+        combination(),
+        cascading_failure(),
+        thundering_herd(),
+        bad_caller_4xx(),
+        simplest_possible_case(),
+        slowdown_and_error_thresholds(),
+        slow_503s_then_revert(),
+        fast_503s_then_revert(),
+        fast_400s_then_revert(),
+        short_outage_on_one_node(),
+        drastic_slowdown(),
+        all_nodes_500(),
+        black_hole(),
+        one_endpoint_dies_on_each_server(),
+        live_reloading(),
+        uncommon_flakes(),
+        one_big_spike(),
+        server_side_rate_limits(),
+        sticky_steady_vs_bursty_client(),
+        sticky_fairness_across_clients(),
+        cross_az(),
+        fast_500s_then_revert(),
+        finagle_cold_start(),
+        finagle_slow_middle(),
+        finagle_temporary_failure(),
+        finagle_permanent_failure(),
+        tower_latency_spread(),
+        sre_subsetting_random(),
+        sre_subsetting_deterministic(),
+        fast_429s_one_node(),
+        two_of_three_failing(),
+    ]
+}
+
+/// The scenario called `name`.
+pub fn find(name: &str) -> Option<Scenario> {
+    all().into_iter().find(|s| s.name == name)
+}
+
+fn base(name: &'static str, about: &'static str, servers: Vec<ServerSpec>) -> Scenario {
+    Scenario {
+        name,
+        about,
+        servers,
+        clients: ClientSpec::plain(10),
+        arrivals: Vec::new(),
+        actions: Vec::new(),
+        abort: 10 * MIN,
+        bucket: SEC,
+        seed: SEED,
+    }
+}
+
+/// Three servers with dialogue's contention latency (20 ms base, capacity 50); `third` is the third's.
+fn trio(third: ServerSpec) -> Vec<ServerSpec> {
+    vec![
+        ServerSpec::new("a", Behavior::linear(20 * MS, 50)),
+        ServerSpec::new("b", Behavior::linear(20 * MS, 50)),
+        third,
+    ]
+}
+
+/// The seeds' load: 10 clients, Poisson 300 requests/s for 60 s, 2 s deadline.
+fn seeds_load(mut s: Scenario) -> Scenario {
+    s.arrivals = vec![Arrivals::poisson(300.0, 60 * SEC)];
+    s.clients.timeout = Some(2 * SEC);
+    s
+}
+
+/// dialogue's retries: up to 4, 250 ms backoff with full jitter (here weir's shared responsive backoff).
+fn dialogue_retries(idempotent: bool) -> Retries {
+    Retries {
+        max: 4,
+        backoff: BackoffConfig {
+            initial_ns: 250 * MS,
+            up_multiplier: 2.0,
+            jitter: Jitter::Full,
+            ..BackoffConfig::default()
+        },
+        budget: None,
+        idempotent,
+    }
+}
+
+/// dialogue's shape: `clients` clients, `rps` for `duration` evenly spaced, POST retries (429/503/IO).
+fn dialogue(mut s: Scenario, clients: usize, rps: f64, duration: u64, abort: u64) -> Scenario {
+    s.clients = ClientSpec {
+        retries: Some(dialogue_retries(false)),
+        ..ClientSpec::plain(clients)
+    };
+    s.arrivals = vec![Arrivals::steady(rps, duration)];
+    s.abort = abort;
+    s.bucket = (duration / 60).max(MS);
+    s
+}
+
+/// Alternates `up` and `down` every `period` from `from` to `to`, then stays `up`.
+fn flapping(name: &str, up: Behavior, down: Behavior, from: u64, to: u64, period: u64) -> ServerSpec {
+    let mut s = ServerSpec::new(name, up);
+    let mut t = from;
+    let mut bad = true;
+    while t < to {
+        s = s.then(t, if bad { down } else { up });
+        bad = !bad;
+        t += period;
+    }
+    s.then(to, up)
+}
+
+/// Seed 000: the control. Three equal servers; every policy should succeed on everything.
+pub fn all_healthy() -> Scenario {
+    seeds_load(base(
+        "all_healthy",
+        "Seed 000's baseline: three equal servers (20 ms, capacity 50), 300 requests/s for 60 s.",
+        trio(ServerSpec::new("c", Behavior::linear(20 * MS, 50))),
+    ))
+}
+
+/// Seed 000: one node down, fast-failing (connections refused) from 10 s to 40 s.
+pub fn one_down_fast() -> Scenario {
+    seeds_load(base(
+        "one_down_fast",
+        "Seed 000: one of three servers refuses connections from 10 s to 40 s, then comes back.",
+        trio(
+            ServerSpec::new("down", Behavior::linear(20 * MS, 50))
+                .then(10 * SEC, Behavior::DOWN)
+                .then(40 * SEC, Behavior::linear(20 * MS, 50)),
+        ),
+    ))
+}
+
+/// Seed 000: one node timing out: it accepts requests and never answers from 10 s to 40 s; the clients'
+/// 2 s deadline ends them.
+pub fn one_timing_out() -> Scenario {
+    let hole = Behavior {
+        latency: Latency::Never,
+        status: StatusFn::Fixed(200),
+    };
+    seeds_load(base(
+        "one_timing_out",
+        "Seed 000: one of three servers black-holes requests from 10 s to 40 s (2 s client deadline).",
+        trio(
+            ServerSpec::new("hole", Behavior::linear(20 * MS, 50))
+                .then(10 * SEC, hole)
+                .then(40 * SEC, Behavior::linear(20 * MS, 50)),
+        ),
+    ))
+}
+
+/// Seed 000: a flaky node, failing each request at random with probability 0.5.
+pub fn flaky() -> Scenario {
+    seeds_load(base(
+        "flaky",
+        "Seed 000: one of three servers answers 500 to half its requests, at random, all along.",
+        trio(ServerSpec::new(
+            "flaky",
+            Behavior::linear(20 * MS, 50).with_status(StatusFn::ErrorRate { code: 500, p: 0.5 }),
+        )),
+    ))
+}
+
+/// Seed 000: flapping on the scale of seconds: healthy and failing (fast 500s) in turns of 2 s.
+pub fn flapping_fast() -> Scenario {
+    seeds_load(base(
+        "flapping_fast",
+        "Seed 000: one of three servers flaps between healthy and fast 500s every 2 s from 10 s to 50 s.",
+        trio(flapping(
+            "flapping",
+            Behavior::linear(20 * MS, 50),
+            Behavior::status(500, MS),
+            10 * SEC,
+            50 * SEC,
+            2 * SEC,
+        )),
+    ))
+}
+
+/// Seed 000: flapping on the scale of tens of seconds: 20 s turns over two minutes.
+pub fn flapping_slow() -> Scenario {
+    let mut s = seeds_load(base(
+        "flapping_slow",
+        "Seed 000: one of three servers flaps between healthy and fast 500s every 20 s from 10 s to 110 s.",
+        trio(flapping(
+            "flapping",
+            Behavior::linear(20 * MS, 50),
+            Behavior::status(500, MS),
+            10 * SEC,
+            110 * SEC,
+            20 * SEC,
+        )),
+    ));
+    s.arrivals = vec![Arrivals::poisson(150.0, 120 * SEC)];
+    s
+}
+
+/// Seed 000: one node slow from CPU contention, which improves with less load: its latency grows with
+/// its queue three times faster than the others' (60 ms base, capacity 10), under a 300 ms deadline.
+pub fn cpu_contention() -> Scenario {
+    let mut s = seeds_load(base(
+        "cpu_contention",
+        "Seed 000: one server is contended (60 ms base, capacity 10: a third of its share keeps it fast); \
+         300 ms client deadline.",
+        trio(ServerSpec::new("contended", Behavior::linear(60 * MS, 10))),
+    ));
+    s.clients.timeout = Some(300 * MS);
+    s
+}
+
+/// Seed 000: the whole network degrades: every server takes 200 ms from 20 s to 40 s whatever the load,
+/// past the clients' 150 ms deadline.
+pub fn network_degraded() -> Scenario {
+    let server = |name| {
+        ServerSpec::new(name, Behavior::ok(20 * MS))
+            .then(20 * SEC, Behavior::ok(200 * MS))
+            .then(40 * SEC, Behavior::ok(20 * MS))
+    };
+    let mut s = seeds_load(base(
+        "network_degraded",
+        "Seed 000: all three servers take 200 ms (load does not matter) from 20 s to 40 s; 150 ms deadline. \
+         Nothing can succeed then; what matters is recovering at once afterwards.",
+        vec![server("a"), server("b"), server("c")],
+    ));
+    s.clients.timeout = Some(150 * MS);
+    s
+}
+
+/// Seed 000: nodes replaced through configuration: a drains and leaves for a fresh d at 20-22 s; b is
+/// replaced by e at 40 s, and e is broken (fast 500s).
+pub fn nodes_replaced() -> Scenario {
+    let ok = Behavior::linear(20 * MS, 50);
+    let mut s = seeds_load(base(
+        "nodes_replaced",
+        "Seed 000: a drains at 20 s and is replaced by d at 22 s; b is replaced at 40 s by e, which answers \
+         fast 500s.",
+        vec![
+            ServerSpec::new("a", ok),
+            ServerSpec::new("b", ok),
+            ServerSpec::new("c", ok),
+            ServerSpec::new("d", ok).absent(),
+            ServerSpec::new("e", Behavior::status(500, MS)).absent(),
+        ],
+    ));
+    s.actions = vec![
+        (20 * SEC, Action::Drain(0, true)),
+        (22 * SEC, Action::Remove(0)),
+        (22 * SEC, Action::Add(3)),
+        (40 * SEC, Action::Remove(1)),
+        (40 * SEC, Action::Add(4)),
+    ];
+    s
+}
+
+/// Seed 000's combination case: one of three at 50 % success all along; the two healthy ones go hard
+/// down (refused) from 30 s to 60 s, when the half-healthy node should take the traffic.
+pub fn combination() -> Scenario {
+    let ok = Behavior::ok(20 * MS);
+    let hard_down = |name| {
+        ServerSpec::new(name, ok)
+            .then(30 * SEC, Behavior::DOWN)
+            .then(60 * SEC, ok)
+    };
+    let mut s = seeds_load(base(
+        "combination",
+        "Seed 000: c succeeds half the time all along; a and b refuse connections from 30 s to 60 s, \
+         when c is the best there is.",
+        vec![
+            hard_down("a"),
+            hard_down("b"),
+            ServerSpec::new("half", ok.with_status(StatusFn::ErrorRate { code: 500, p: 0.5 })),
+        ],
+    ));
+    s.arrivals = vec![Arrivals::poisson(150.0, 90 * SEC)];
+    s
+}
+
+/// Seed 000: cascading failure near capacity. Four servers run at about 75 % of their capacity; one has
+/// a CPU hiccup (4x slower, 20-23 s) and crashes if overloaded for 2 s; moving its load to the others
+/// pushes them toward their own crash points. Clients retry (at most 2, weir's backoff, 10 % budget).
+pub fn cascading_failure() -> Scenario {
+    let crash = Crash {
+        active_above: 60,
+        sustained: 2 * SEC,
+        down_for: 15 * SEC,
+    };
+    let node = |name| ServerSpec::new(name, Behavior::linear(50 * MS, 20)).crashing(crash);
+    let mut s = base(
+        "cascading_failure",
+        "Seed 000: four servers (50 ms, capacity 20) near capacity at 700 requests/s; each crashes for 15 s \
+         after 2 s above 60 requests in progress; a hiccups (4x slower) at 20-23 s. Retries: 2, 10 % budget.",
+        vec![
+            node("a")
+                .then(20 * SEC, Behavior::linear(200 * MS, 20))
+                .then(23 * SEC, Behavior::linear(50 * MS, 20)),
+            node("b"),
+            node("c"),
+            node("d"),
+        ],
+    );
+    s.arrivals = vec![Arrivals::poisson(700.0, 90 * SEC)];
+    s.clients.timeout = Some(SEC);
+    s.clients.retries = Some(Retries {
+        max: 2,
+        backoff: BackoffConfig {
+            initial_ns: 100 * MS,
+            ..BackoffConfig::default()
+        },
+        budget: Some(ThrottleConfig::default()),
+        idempotent: true,
+    });
+    s
+}
+
+/// Seed 000: a thundering herd: 3,000 synchronised requests within 15 ms at 10 s on top of 100/s.
+pub fn thundering_herd() -> Scenario {
+    let node = |name| {
+        ServerSpec::new(
+            name,
+            Behavior::linear(20 * MS, 20).with_status(StatusFn::AboveCapacity {
+                code: 503,
+                capacity: 60,
+            }),
+        )
+    };
+    let mut s = base(
+        "thundering_herd",
+        "Seed 000: 3,000 requests in 15 ms at 10 s (a cache stampede) on top of 100/s; servers answer 503 \
+         above 60 in progress.",
+        vec![node("a"), node("b"), node("c")],
+    );
+    s.arrivals = vec![
+        Arrivals::poisson(100.0, 30 * SEC),
+        Arrivals::burst(10 * SEC, 3000, 5_000),
+    ];
+    s.clients.timeout = Some(2 * SEC);
+    s
+}
+
+/// Seed 000's "what's a failure, anyway?": 40 % of the requests are the caller's fault (404s, fast); one
+/// server also fails 20 % of the good ones with 500s. A balancer that counts 4xx as failures sees every
+/// node as sick and the real difference blurred.
+pub fn bad_caller_4xx() -> Scenario {
+    let mut s = seeds_load(base(
+        "bad_caller_4xx",
+        "Seed 000: 40 % of requests are the caller's fault (fast 404s, never successes); c also answers 500 \
+         to 20 % of the rest. The oracle is 60 %.",
+        vec![
+            ServerSpec::new("a", Behavior::ok(30 * MS)),
+            ServerSpec::new("b", Behavior::ok(30 * MS)),
+            ServerSpec::new(
+                "c",
+                Behavior::ok(30 * MS).with_status(StatusFn::ErrorRate { code: 500, p: 0.2 }),
+            ),
+        ],
+    ));
+    s.arrivals[0].bad = 0.4;
+    s
+}
+
+/// dialogue #1: three always-healthy nodes of different speeds.
+pub fn simplest_possible_case() -> Scenario {
+    dialogue(
+        base(
+            "simplest_possible_case",
+            "dialogue #1: three healthy nodes, 600/800/1000 ms; 11 requests/s for 20 min, 10 clients.",
+            vec![
+                ServerSpec::new("fast", Behavior::ok(600 * MS)),
+                ServerSpec::new("medium", Behavior::ok(800 * MS)),
+                ServerSpec::new("slow", Behavior::ok(1000 * MS)),
+            ],
+        ),
+        10,
+        11.0,
+        20 * MIN,
+        60 * MIN,
+    )
+}
+
+/// dialogue #2: contention latency with 500s above 40 in progress (GET: 500s retried).
+pub fn slowdown_and_error_thresholds() -> Scenario {
+    let node = |name, base_ms| {
+        ServerSpec::new(
+            name,
+            Behavior::linear(base_ms * MS, 30).with_status(StatusFn::AboveCapacity {
+                code: 500,
+                capacity: 40,
+            }),
+        )
+    };
+    let mut s = dialogue(
+        base(
+            "slowdown_and_error_thresholds",
+            "dialogue #2: linear latency 600/800/1000 ms base, capacity 30; 500 above 40 in progress at \
+             completion; GET, so 500s are retried. 500 requests/s for 20 s.",
+            vec![node("fast", 600), node("medium", 800), node("slow", 1000)],
+        ),
+        10,
+        500.0,
+        20 * SEC,
+        10 * MIN,
+    );
+    s.clients.retries = Some(dialogue_retries(true));
+    s
+}
+
+/// dialogue #3: one node turns into slow 503s (1 s) from 3 s to 10 s.
+pub fn slow_503s_then_revert() -> Scenario {
+    let ok = Behavior::linear(60 * MS, 60);
+    dialogue(
+        base(
+            "slow_503s_then_revert",
+            "dialogue #3: bad answers 503 after 1 s (linear) from 3 s to 10 s; 200 requests/s for 15 s.",
+            vec![
+                ServerSpec::new("fast", ok),
+                ServerSpec::new("bad", ok)
+                    .then(
+                        3 * SEC,
+                        Behavior::linear(SEC, 60).with_status(StatusFn::Fixed(503)),
+                    )
+                    .then(10 * SEC, ok),
+            ],
+        ),
+        10,
+        200.0,
+        15 * SEC,
+        10 * MIN,
+    )
+}
+
+/// dialogue #4: one node answers 503 in 10 ns from 3 s to 60 s.
+pub fn fast_503s_then_revert() -> Scenario {
+    let ok = Behavior::ok(120 * MS);
+    dialogue(
+        base(
+            "fast_503s_then_revert",
+            "dialogue #4: bad answers 503 in 10 ns from 3 s to 60 s; 500 requests/s for 90 s.",
+            vec![
+                ServerSpec::new("normal", ok),
+                ServerSpec::new("bad", ok)
+                    .then(3 * SEC, Behavior::status(503, 10))
+                    .then(60 * SEC, ok),
+            ],
+        ),
+        10,
+        500.0,
+        90 * SEC,
+        10 * MIN,
+    )
+}
+
+/// dialogue #5: a broken new node answers 400 in 20 ms from 3 s to 30 s (blue/green).
+pub fn fast_400s_then_revert() -> Scenario {
+    let ok = Behavior::ok(120 * MS);
+    dialogue(
+        base(
+            "fast_400s_then_revert",
+            "dialogue #5: bad answers 400 in 20 ms from 3 s to 30 s (a broken blue/green node); 100 \
+             requests/s for 60 s.",
+            vec![
+                ServerSpec::new("normal", ok),
+                ServerSpec::new("bad", ok)
+                    .then(3 * SEC, Behavior::status(400, 20 * MS))
+                    .then(30 * SEC, ok),
+            ],
+        ),
+        10,
+        100.0,
+        60 * SEC,
+        10 * MIN,
+    )
+}
+
+/// dialogue #6: a 20 s outage (fast 500s) on one of two slow nodes, one client.
+pub fn short_outage_on_one_node() -> Scenario {
+    let ok = Behavior::ok(2 * SEC);
+    dialogue(
+        base(
+            "short_outage_on_one_node",
+            "dialogue #6: outage answers 500 in 10 ns from 30 s to 50 s; 2 s nodes; 20 requests/s for \
+             80 s, one client.",
+            vec![
+                ServerSpec::new("stable", ok),
+                ServerSpec::new("outage", ok)
+                    .then(30 * SEC, Behavior::status(500, 10))
+                    .then(50 * SEC, ok),
+            ],
+        ),
+        1,
+        20.0,
+        80 * SEC,
+        3 * MIN,
+    )
+}
+
+/// dialogue #7: one node slows to 10 s (linear) from 3 s to 10 s.
+pub fn drastic_slowdown() -> Scenario {
+    let ok = Behavior::linear(60 * MS, 60);
+    dialogue(
+        base(
+            "drastic_slowdown",
+            "dialogue #7: bad's base latency goes from 60 ms to 10 s from 3 s to 10 s; 200 requests/s for \
+             20 s.",
+            vec![
+                ServerSpec::new("fast", ok),
+                ServerSpec::new("bad", ok)
+                    .then(3 * SEC, Behavior::linear(10 * SEC, 60))
+                    .then(10 * SEC, ok),
+            ],
+        ),
+        10,
+        200.0,
+        20 * SEC,
+        10 * MIN,
+    )
+}
+
+/// dialogue #8: both nodes answer 500 for the first 10 s.
+pub fn all_nodes_500() -> Scenario {
+    let node = |name| {
+        ServerSpec::new(name, Behavior::status(500, 600 * MS)).then(10 * SEC, Behavior::ok(600 * MS))
+    };
+    dialogue(
+        base(
+            "all_nodes_500",
+            "dialogue #8: both nodes answer 500 (600 ms) until 10 s, then 200; 100 requests/s for 20 s.",
+            vec![node("node1"), node("node2")],
+        ),
+        10,
+        100.0,
+        20 * SEC,
+        10 * MIN,
+    )
+}
+
+/// dialogue #9: one node becomes a black hole at 3 s; no client deadline (dialogue has none).
+pub fn black_hole() -> Scenario {
+    let hole = Behavior {
+        latency: Latency::Never,
+        status: StatusFn::Fixed(200),
+    };
+    dialogue(
+        base(
+            "black_hole",
+            "dialogue #9: node2 accepts and never answers from 3 s (no client deadline); 200 requests/s for \
+             10 s; abort at 30 s.",
+            vec![
+                ServerSpec::new("node1", Behavior::ok(600 * MS)),
+                ServerSpec::new("node2", Behavior::ok(600 * MS)).then(3 * SEC, hole),
+            ],
+        ),
+        10,
+        200.0,
+        10 * SEC,
+        30 * SEC,
+    )
+}
+
+/// dialogue #10: two endpoints; from 3 s each is healthy on exactly one server.
+pub fn one_endpoint_dies_on_each_server() -> Scenario {
+    let ok = Behavior::ok(600 * MS);
+    let dead = Behavior::status(500, 600 * MS);
+    let mut s = dialogue(
+        base(
+            "one_endpoint_dies_on_each_server",
+            "dialogue #10: from 3 s endpoint 1 fails (500) on A and endpoint 2 on B; 250 requests/s for \
+             10 s over 10 clients x 2 endpoints.",
+            vec![
+                ServerSpec::new("A", ok).then_per_endpoint(3 * SEC, vec![dead, ok]),
+                ServerSpec::new("B", ok).then_per_endpoint(3 * SEC, vec![ok, dead]),
+            ],
+        ),
+        20,
+        250.0,
+        10 * SEC,
+        10 * MIN,
+    );
+    s.clients.endpoints = 2;
+    s
+}
+
+/// dialogue #11: a broken node from the start, a healthy one added at 5 s.
+pub fn live_reloading() -> Scenario {
+    let ok = Behavior::linear(600 * MS, 60);
+    let mut s = dialogue(
+        base(
+            "live_reloading",
+            "dialogue #11: always_on and always_broken (500) from 0; added_halfway joins at 5 s; 250 \
+             requests/s for 10 s.",
+            vec![
+                ServerSpec::new("always_on", ok),
+                ServerSpec::new("always_broken", ok.with_status(StatusFn::Fixed(500))),
+                ServerSpec::new("added_halfway", ok).absent(),
+            ],
+        ),
+        10,
+        250.0,
+        10 * SEC,
+        10 * MIN,
+    );
+    s.actions = vec![(5 * SEC, Action::Add(2))];
+    s
+}
+
+/// dialogue #12: rare random 500s on two very fast nodes.
+pub fn uncommon_flakes() -> Scenario {
+    let node = |name| {
+        ServerSpec::new(
+            name,
+            Behavior::ok(1_000).with_status(StatusFn::ErrorRate { code: 500, p: 0.01 }),
+        )
+    };
+    dialogue(
+        base(
+            "uncommon_flakes",
+            "dialogue #12: two 1 us nodes each answer 500 with probability 0.01; 1000 requests/s for 10 s.",
+            vec![node("node1"), node("node2")],
+        ),
+        10,
+        1000.0,
+        10 * SEC,
+        10 * SEC,
+    )
+}
+
+/// dialogue #13: a 1,000-request spike in 33 ms against 429-above-100 nodes.
+pub fn one_big_spike() -> Scenario {
+    let node = |name| {
+        ServerSpec::new(
+            name,
+            Behavior::ok(150 * MS).with_status(StatusFn::AboveCapacity {
+                code: 429,
+                capacity: 100,
+            }),
+        )
+    };
+    let mut s = dialogue(
+        base(
+            "one_big_spike",
+            "dialogue #13: 1,000 requests at 30,000/s (33 ms) from one client; nodes answer 429 above 100 \
+             in progress (150 ms).",
+            vec![node("node1"), node("node2")],
+        ),
+        1,
+        1.0,
+        SEC,
+        10 * SEC,
+    );
+    s.arrivals = vec![Arrivals::burst(0, 1000, SEC / 30_000)];
+    s.bucket = 100 * MS;
+    s
+}
+
+/// dialogue #14: server-side rate limits over 416 virtual hours.
+pub fn server_side_rate_limits() -> Scenario {
+    let node = |name| {
+        ServerSpec::new(
+            name,
+            Behavior::ok(200 * SEC).with_status(StatusFn::RateLimit {
+                per_sec: 0.1 / 4.0,
+                tau: MIN,
+            }),
+        )
+    };
+    dialogue(
+        base(
+            "server_side_rate_limits",
+            "dialogue #14: four 200 s nodes each rate-limit to 0.025/s (1-minute average, 429 above); \
+             0.1 requests/s for 25,000 min from 2 clients.",
+            vec![node("node1"), node("node2"), node("node3"), node("node4")],
+        ),
+        2,
+        0.1,
+        25_000 * MIN,
+        1000 * 60 * MIN,
+    )
+}
+
+/// dialogue #15 (without sticky sessions, which weir does not have): a steady client and a bursty one share
+/// a node that answers 429 above one request in progress.
+pub fn sticky_steady_vs_bursty_client() -> Scenario {
+    let mut s = dialogue(
+        base(
+            "sticky_steady_vs_bursty_client",
+            "dialogue #15: one 5 ms node, 429 above 1 in progress; a steady client (60 requests, 1/s) and \
+             a bursty one (10,000 requests 50 ns apart at 0). Abort 2 min.",
+            vec![ServerSpec::new(
+                "node",
+                Behavior::ok(5 * MS).with_status(StatusFn::AboveCapacity {
+                    code: 429,
+                    capacity: 1,
+                }),
+            )],
+        ),
+        2,
+        1.0,
+        60 * SEC,
+        2 * MIN,
+    );
+    let mut steady = Arrivals::steady(1.0, 60 * SEC);
+    steady.client = Some(0);
+    let mut bursty = Arrivals::burst(0, 10_000, 50);
+    bursty.client = Some(1);
+    s.arrivals = vec![steady, bursty];
+    s
+}
+
+/// dialogue #16 (without sticky sessions): ten clients share one node that answers 429 above two.
+pub fn sticky_fairness_across_clients() -> Scenario {
+    dialogue(
+        base(
+            "sticky_fairness_across_clients",
+            "dialogue #16: one 150 ms node, 429 above 2 in progress; 30 requests/s for 60 s over 10 clients.",
+            vec![ServerSpec::new(
+                "node",
+                Behavior::ok(150 * MS).with_status(StatusFn::AboveCapacity {
+                    code: 429,
+                    capacity: 2,
+                }),
+            )],
+        ),
+        10,
+        30.0,
+        60 * SEC,
+        2 * MIN,
+    )
+}
+
+/// dialogue's deleted #17: a near and a far zone, both slowing tenfold at 15 min.
+pub fn cross_az() -> Scenario {
+    dialogue(
+        base(
+            "cross_az",
+            "dialogue #17 (deleted 2020): nearby 30 ms and faraway 31 ms, 300/301 ms from 15 min; 20 \
+             requests/s for 25 min, one client.",
+            vec![
+                ServerSpec::new("nearby", Behavior::ok(30 * MS)).then(15 * MIN, Behavior::ok(300 * MS)),
+                ServerSpec::new("faraway", Behavior::ok(31 * MS))
+                    .then(15 * MIN, Behavior::ok(301 * MS)),
+            ],
+        ),
+        1,
+        20.0,
+        25 * MIN,
+        60 * MIN,
+    )
+}
+
+/// dialogue's historical #18: fast 500s on one node from 3 s to 10 s.
+pub fn fast_500s_then_revert() -> Scenario {
+    let ok = Behavior::linear(60 * MS, 60);
+    dialogue(
+        base(
+            "fast_500s_then_revert",
+            "dialogue #18 (replaced 2020): bad answers 500 (10 ms linear) from 3 s to 10 s; 250 requests/s \
+             for 15 s.",
+            vec![
+                ServerSpec::new("fast", ok),
+                ServerSpec::new("bad", ok)
+                    .then(
+                        3 * SEC,
+                        Behavior::linear(10 * MS, 60).with_status(StatusFn::Fixed(500)),
+                    )
+                    .then(10 * SEC, ok),
+            ],
+        ),
+        10,
+        250.0,
+        15 * SEC,
+        10 * MIN,
+    )
+}
+
+/// Finagle's balancer-sim shape: one client, 1,250 requests/s for 45 s over ten backends whose latency is
+/// log-normal around 2 ms; `odd` is the tenth backend.
+fn finagle(name: &'static str, about: &'static str, odd: ServerSpec) -> Scenario {
+    let mut servers: Vec<ServerSpec> = (0..9)
+        .map(|i| ServerSpec::new(format!("b{i}"), ping()))
+        .collect();
+    servers.push(odd);
+    let mut s = base(name, about, servers);
+    s.clients = ClientSpec::plain(1);
+    s.arrivals = vec![Arrivals::steady(1250.0, 45 * SEC)];
+    s.abort = 2 * MIN;
+    s
+}
+
+/// Finagle's recorded ping profile, approximated: log-normal, median 2 ms.
+fn ping() -> Behavior {
+    Behavior {
+        latency: Latency::LogNormal {
+            median: 2 * MS,
+            sigma: 0.5,
+        },
+        status: StatusFn::Fixed(200),
+    }
+}
+
+fn slow_ping() -> Behavior {
+    Behavior {
+        latency: Latency::LogNormal {
+            median: 20 * MS,
+            sigma: 0.5,
+        },
+        status: StatusFn::Fixed(200),
+    }
+}
+
+/// Finagle balancer-sim "cold start": a backend joins at 10 s and is 10x slow while it warms up, to 20 s.
+pub fn finagle_cold_start() -> Scenario {
+    let mut s = finagle(
+        "finagle_cold_start",
+        "Finagle balancer-sim: a tenth backend joins at 10 s, 10x slow until 20 s while it warms up.",
+        ServerSpec::new("cold", slow_ping())
+            .then(20 * SEC, ping())
+            .absent(),
+    );
+    s.actions = vec![(10 * SEC, Action::Add(9))];
+    s
+}
+
+/// Finagle balancer-sim "slow middle": one backend 10x slow from 15 s to 45 s.
+pub fn finagle_slow_middle() -> Scenario {
+    finagle(
+        "finagle_slow_middle",
+        "Finagle balancer-sim: one of ten backends is 10x slow from 15 s on.",
+        ServerSpec::new("slow", ping()).then(15 * SEC, slow_ping()),
+    )
+}
+
+/// Finagle balancer-sim "temporary failure": one backend refuses connections from 10 s to 25 s.
+pub fn finagle_temporary_failure() -> Scenario {
+    finagle(
+        "finagle_temporary_failure",
+        "Finagle balancer-sim: one of ten backends refuses connections from 10 s to 25 s.",
+        ServerSpec::new("flaky", ping())
+            .then(10 * SEC, Behavior::DOWN)
+            .then(25 * SEC, ping()),
+    )
+}
+
+/// Finagle balancer-sim "permanent failure": one backend refuses connections from 10 s on.
+pub fn finagle_permanent_failure() -> Scenario {
+    finagle(
+        "finagle_permanent_failure",
+        "Finagle balancer-sim: one of ten backends refuses connections from 10 s on.",
+        ServerSpec::new("dead", ping()).then(10 * SEC, Behavior::DOWN),
+    )
+}
+
+/// tower's `tower-balance` example: ten endpoints with latency uniform in [0, max], max from 1 ms to 1 s;
+/// capacity 500 each (503 above). Open loop here (tower's runs closed loop at concurrency 500).
+pub fn tower_latency_spread() -> Scenario {
+    let maxes = [1, 5, 10, 10, 10, 100, 100, 100, 500, 1000];
+    let servers = maxes
+        .iter()
+        .enumerate()
+        .map(|(i, &max)| {
+            ServerSpec::new(
+                format!("e{i}-{max}ms"),
+                Behavior {
+                    latency: Latency::Uniform {
+                        low: 0,
+                        high: max * MS,
+                    },
+                    status: StatusFn::AboveCapacity {
+                        code: 503,
+                        capacity: 500,
+                    },
+                },
+            )
+        })
+        .collect();
+    let mut s = base(
+        "tower_latency_spread",
+        "tower's example: ten endpoints, latency U(0, max) with max 1, 5, 10, 10, 10, 100, 100, 100, 500, \
+         1000 ms, 503 above 500 in progress; one client, Poisson 3,000 requests/s for 20 s.",
+        servers,
+    );
+    s.clients = ClientSpec::plain(1);
+    s.arrivals = vec![Arrivals::poisson(3000.0, 20 * SEC)];
+    s
+}
+
+/// SRE subsetting at scale: 300 clients, 300 backends of varied speed, subsets of 10, 10 % of queries
+/// ten times as costly.
+fn sre_subsetting(name: &'static str, about: &'static str, subset: Subsetting) -> Scenario {
+    let servers = (0..300)
+        .map(|i| {
+            ServerSpec::new(format!("s{i}"), Behavior::linear(20 * MS, 10))
+                .slowness(0.75 + 0.125 * (i % 7) as f64)
+        })
+        .collect();
+    let mut s = base(name, about, servers);
+    s.clients = ClientSpec {
+        subset,
+        timeout: Some(2 * SEC),
+        ..ClientSpec::plain(300)
+    };
+    let mut load = Arrivals::poisson(1500.0, 20 * SEC);
+    load.heavy = Some((0.1, 10.0));
+    s.arrivals = vec![load];
+    s
+}
+
+/// SRE ch. 20 with random subsets: the load spread (max/mean attempts per backend) shows the imbalance.
+pub fn sre_subsetting_random() -> Scenario {
+    sre_subsetting(
+        "sre_subsetting_random",
+        "SRE ch. 20: 300 clients pick random subsets of 10 of 300 backends (speeds 0.75-1.5x, 10 % of \
+         queries 10x costly); compare the load spread with deterministic subsetting.",
+        Subsetting::Random(10),
+    )
+}
+
+/// SRE ch. 20 with weir's deterministic subsetting: every backend serves exactly 10 clients.
+pub fn sre_subsetting_deterministic() -> Scenario {
+    sre_subsetting(
+        "sre_subsetting_deterministic",
+        "SRE ch. 20: the same with weir's deterministic subsetting (every backend in exactly 10 subsets).",
+        Subsetting::Deterministic(10),
+    )
+}
+
+/// Reference §8/§10: fast 429s from one node look fast and "least loaded" (Linkerd's sinkhole).
+pub fn fast_429s_one_node() -> Scenario {
+    let ok = Behavior::ok(50 * MS);
+    seeds_load(base(
+        "fast_429s_one_node",
+        "Reference §8: one of three 50 ms servers answers 429 in 1 ms from 10 s to 40 s (the sinkhole \
+         that latency- and load-based balancers fall into).",
+        vec![
+            ServerSpec::new("a", ok),
+            ServerSpec::new("b", ok),
+            ServerSpec::new("limited", ok)
+                .then(10 * SEC, Behavior::status(429, MS))
+                .then(40 * SEC, ok),
+        ],
+    ))
+}
+
+/// Reference §8/§10: a three-node cluster with two failing (Envoy's ejection limits).
+pub fn two_of_three_failing() -> Scenario {
+    let ok = Behavior::ok(20 * MS);
+    let failing = |name| {
+        ServerSpec::new(name, ok)
+            .then(10 * SEC, Behavior::status(500, MS))
+            .then(40 * SEC, ok)
+    };
+    seeds_load(base(
+        "two_of_three_failing",
+        "Reference §8: two of three 20 ms servers answer fast 500s from 10 s to 40 s (ejection limits \
+         that cannot eject 2 of 3).",
+        vec![ServerSpec::new("healthy", ok), failing("b"), failing("c")],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_well_formed() {
+        let all = all();
+        for (i, s) in all.iter().enumerate() {
+            assert!(
+                s.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{}",
+                s.name
+            );
+            assert!(all[..i].iter().all(|o| o.name != s.name), "{}", s.name);
+            assert!(!s.servers.is_empty() && s.requests() > 0, "{}", s.name);
+            assert!(s.load_end() <= s.abort, "{}", s.name);
+            for p in s.servers.iter().flat_map(|v| &v.phases) {
+                assert!(!p.endpoints.is_empty(), "{}", s.name);
+            }
+        }
+        assert!(find("combination").is_some() && find("nope").is_none());
+    }
+
+    #[test]
+    fn dialogue_loads_match_the_reference() {
+        // (name, requests) from reference §1.5.
+        for (name, n) in [
+            ("simplest_possible_case", 13_200),
+            ("slowdown_and_error_thresholds", 10_000),
+            ("slow_503s_then_revert", 3_000),
+            ("fast_503s_then_revert", 45_000),
+            ("fast_400s_then_revert", 6_000),
+            ("short_outage_on_one_node", 1_600),
+            ("drastic_slowdown", 4_000),
+            ("all_nodes_500", 2_000),
+            ("black_hole", 2_000),
+            ("one_endpoint_dies_on_each_server", 2_500),
+            ("live_reloading", 2_500),
+            ("uncommon_flakes", 10_000),
+            ("one_big_spike", 1_000),
+            ("server_side_rate_limits", 150_000),
+            ("sticky_steady_vs_bursty_client", 10_060),
+            ("sticky_fairness_across_clients", 1_800),
+            ("cross_az", 30_000),
+            ("fast_500s_then_revert", 3_750),
+        ] {
+            assert_eq!(find(name).unwrap().requests(), n, "{name}");
+        }
+    }
+}

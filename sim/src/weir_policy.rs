@@ -1,0 +1,103 @@
+//! weir's policies in the simulator: the real core ([`weir::Balancer`]), one per client.
+
+use weir::{Balancer, Config, HeapBalancer, Lease, Rng};
+
+use crate::policy::{Balance, Completion, Pick, ServerId};
+
+/// A client's weir balancer. Node ids are server indices; the lease travels inside the [`Pick`].
+pub struct WeirPolicy {
+    balancer: HeapBalancer,
+    members: Vec<ServerId>,
+    /// Releases the core refused (a lease of a node removed meanwhile): reported no-ops, counted.
+    stale_releases: u64,
+}
+
+impl WeirPolicy {
+    /// A balancer with room for `servers` nodes (every server a scenario may add).
+    ///
+    /// # Panics
+    /// If `config` is invalid or `servers` is 0 or above [`weir::MAX_NODES`]: the policy table is code, not
+    /// input, so that is a bug in the simulator.
+    pub fn new(config: Config, servers: usize) -> WeirPolicy {
+        WeirPolicy {
+            balancer: Balancer::with_capacity(servers.max(1), config).expect("valid weir config"),
+            members: Vec::new(),
+            stale_releases: 0,
+        }
+    }
+
+    /// Releases the core reported as stale (the node left while the attempt was in flight).
+    pub fn stale_releases(&self) -> u64 {
+        self.stale_releases
+    }
+}
+
+impl Balance for WeirPolicy {
+    fn pick(&mut self, now: u64, rng: &mut Rng) -> Option<Pick> {
+        let lease = self.balancer.acquire(now, rng).ok()?;
+        Some(Pick {
+            server: lease.node_id() as ServerId,
+            lease: Some(lease.into_raw()),
+        })
+    }
+
+    fn complete(&mut self, pick: Pick, done: &Completion, now: u64) {
+        if let Some(raw) = pick.lease {
+            let outcome = done.reply.outcome();
+            if self.balancer.release(Lease::from_raw(raw), outcome, now).is_err() {
+                self.stale_releases += 1;
+            }
+        }
+    }
+
+    fn set_servers(&mut self, servers: &[ServerId], _now: u64) {
+        for &gone in self.members.iter().filter(|s| !servers.contains(s)) {
+            let _ = self.balancer.remove(gone as u64);
+        }
+        for &new in servers.iter().filter(|s| !self.members.contains(s)) {
+            let _ = self.balancer.add(new as u64);
+        }
+        self.members.clear();
+        self.members.extend_from_slice(servers);
+    }
+
+    fn set_draining(&mut self, server: ServerId, draining: bool, _now: u64) {
+        let _ = self.balancer.set_lame_duck(server as u64, draining);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Reply;
+
+    #[test]
+    fn follows_membership_and_releases_leases() {
+        let mut p = WeirPolicy::new(Config::default(), 4);
+        let mut rng = Rng::with_seed(7);
+        p.set_servers(&[0, 2], 0);
+        let mut seen = [0u32; 4];
+        let mut picks = Vec::new();
+        for _ in 0..200 {
+            let pick = p.pick(1, &mut rng).unwrap();
+            seen[pick.server] += 1;
+            picks.push(pick);
+        }
+        assert_eq!((seen[1], seen[3]), (0, 0));
+        assert!(seen[0] > 50 && seen[2] > 50, "{seen:?}");
+        // Fixed(100) per node: 200 in flight on two nodes is the limit.
+        assert!(p.pick(1, &mut rng).is_none());
+        p.set_servers(&[2, 3], 2);
+        let ok = Completion {
+            reply: Reply::Status(200),
+            rtt_ns: 1,
+            report: None,
+        };
+        for pick in picks {
+            p.complete(pick, &ok, 3);
+        }
+        assert_eq!(p.stale_releases(), seen[0] as u64);
+        p.set_draining(2, true, 4);
+        assert!((0..50).all(|_| p.pick(5, &mut rng).unwrap().server == 3));
+    }
+}
