@@ -198,9 +198,13 @@ impl<'s> Engine<'s> {
                     servers: known,
                     queue: VecDeque::new(),
                     backoff: retries.and_then(|r| Backoff::new(r.backoff).ok()),
-                    budget: retries
-                        .and_then(|r| r.budget)
-                        .and_then(|b| Throttle::new(ThrottleConfig { max_rejection: 0.0, ..b }).ok()),
+                    budget: retries.and_then(|r| r.budget).and_then(|b| {
+                        Throttle::new(ThrottleConfig {
+                            max_rejection: 0.0,
+                            ..b
+                        })
+                        .ok()
+                    }),
                 }
             })
             .collect();

@@ -10,5 +10,6 @@ pub mod metrics;
 pub mod model;
 pub mod policies;
 pub mod policy;
+pub mod report;
 pub mod scenarios;
 pub mod weir_policy;

@@ -211,7 +211,10 @@ impl ServerSpec {
 
     /// The behaviour for a request of `endpoint` arriving at `t`.
     pub fn behavior(&self, t: u64, endpoint: usize) -> &Behavior {
-        let i = self.phases.partition_point(|p| p.from <= t).saturating_sub(1);
+        let i = self
+            .phases
+            .partition_point(|p| p.from <= t)
+            .saturating_sub(1);
         let endpoints = &self.phases[i].endpoints;
         &endpoints[endpoint.min(endpoints.len() - 1)]
     }

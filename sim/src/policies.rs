@@ -55,7 +55,8 @@ pub fn all() -> Vec<PolicyDef> {
         },
         PolicyDef {
             name: "weir-weighted-pick",
-            about: "weir WeightedPick (one weighted pick among nodes with room), buckets, Fixed(100)",
+            about:
+                "weir WeightedPick (one weighted pick among nodes with room), buckets, Fixed(100)",
             default: false,
             make: |n, seed| {
                 let c = Config {
@@ -94,27 +95,49 @@ pub fn all() -> Vec<PolicyDef> {
             name: "weir-cascade-aimd",
             about: "weir Cascade, buckets, Netflix AIMD limit",
             default: false,
-            make: |n, seed| weir(with_limit(LimitAlgorithm::Aimd(AimdLimit::default())), n, seed),
+            make: |n, seed| {
+                weir(
+                    with_limit(LimitAlgorithm::Aimd(AimdLimit::default())),
+                    n,
+                    seed,
+                )
+            },
         },
         PolicyDef {
             name: "weir-cascade-vegas",
             about: "weir Cascade, buckets, Netflix Vegas limit",
             default: false,
-            make: |n, seed| weir(with_limit(LimitAlgorithm::Vegas(VegasLimit::default())), n, seed),
+            make: |n, seed| {
+                weir(
+                    with_limit(LimitAlgorithm::Vegas(VegasLimit::default())),
+                    n,
+                    seed,
+                )
+            },
         },
         PolicyDef {
             name: "weir-cascade-gradient2",
             about: "weir Cascade, buckets, Netflix Gradient2 limit",
             default: false,
             make: |n, seed| {
-                weir(with_limit(LimitAlgorithm::Gradient2(Gradient2Limit::default())), n, seed)
+                weir(
+                    with_limit(LimitAlgorithm::Gradient2(Gradient2Limit::default())),
+                    n,
+                    seed,
+                )
             },
         },
         PolicyDef {
             name: "weir-cascade-ciad",
             about: "weir Cascade, buckets, dialogue's CIAD limit",
             default: false,
-            make: |n, seed| weir(with_limit(LimitAlgorithm::Ciad(CiadLimit::default())), n, seed),
+            make: |n, seed| {
+                weir(
+                    with_limit(LimitAlgorithm::Ciad(CiadLimit::default())),
+                    n,
+                    seed,
+                )
+            },
         },
     ]
 }

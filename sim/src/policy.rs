@@ -39,7 +39,9 @@ impl Reply {
     /// `Failure`, HTTP statuses through [`weir::Outcome::from_http_status`]).
     pub fn outcome(self) -> weir::Outcome {
         match self {
-            Reply::Status(s) => weir::Outcome::from_http_status(s).unwrap_or(weir::Outcome::Failure),
+            Reply::Status(s) => {
+                weir::Outcome::from_http_status(s).unwrap_or(weir::Outcome::Failure)
+            }
             Reply::Refused => weir::Outcome::Failure,
             Reply::Timeout => weir::Outcome::Dropped,
         }

@@ -121,7 +121,14 @@ fn dialogue(mut s: Scenario, clients: usize, rps: f64, duration: u64, abort: u64
 }
 
 /// Alternates `up` and `down` every `period` from `from` to `to`, then stays `up`.
-fn flapping(name: &str, up: Behavior, down: Behavior, from: u64, to: u64, period: u64) -> ServerSpec {
+fn flapping(
+    name: &str,
+    up: Behavior,
+    down: Behavior,
+    from: u64,
+    to: u64,
+    period: u64,
+) -> ServerSpec {
     let mut s = ServerSpec::new(name, up);
     let mut t = from;
     let mut bad = true;
@@ -542,7 +549,8 @@ pub fn drastic_slowdown() -> Scenario {
 /// dialogue #8: both nodes answer 500 for the first 10 s.
 pub fn all_nodes_500() -> Scenario {
     let node = |name| {
-        ServerSpec::new(name, Behavior::status(500, 600 * MS)).then(10 * SEC, Behavior::ok(600 * MS))
+        ServerSpec::new(name, Behavior::status(500, 600 * MS))
+            .then(10 * SEC, Behavior::ok(600 * MS))
     };
     dialogue(
         base(
@@ -988,7 +996,9 @@ mod tests {
         let all = all();
         for (i, s) in all.iter().enumerate() {
             assert!(
-                s.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                s.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
                 "{}",
                 s.name
             );

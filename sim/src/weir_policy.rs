@@ -44,7 +44,11 @@ impl Balance for WeirPolicy {
     fn complete(&mut self, pick: Pick, done: &Completion, now: u64) {
         if let Some(raw) = pick.lease {
             let outcome = done.reply.outcome();
-            if self.balancer.release(Lease::from_raw(raw), outcome, now).is_err() {
+            if self
+                .balancer
+                .release(Lease::from_raw(raw), outcome, now)
+                .is_err()
+            {
                 self.stale_releases += 1;
             }
         }

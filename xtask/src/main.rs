@@ -3,6 +3,8 @@
 //! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the loom models,
 //!   and the README's example.
+//! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
+//!   table on stdout and the report, CSVs and charts in `target/sim/` (arguments go to `weir-sim`).
 //! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
 //!   then `benches/RESULTS.md`; `cargo xtask bench --instructions`: the valgrind instruction counts,
 //!   then `benches/RESULTS.md` (see `bench.rs`).
@@ -27,10 +29,11 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => bench::bench(&args[1..]),
+        Some("sim") => sim(&args[1..]),
         Some("nostd") => nostd(),
         Some("loom") => loom(),
         _ => {
-            eprintln!("usage: cargo xtask <ci | bench | nostd | loom>");
+            eprintln!("usage: cargo xtask <ci | sim | bench | nostd | loom>");
             exit(2);
         }
     }
@@ -97,10 +100,21 @@ fn ci() {
     nostd();
     loom();
     cargo(&["run", "--quiet", "-p", "weir", "--example", "failover"]);
+    sim(&[]);
     eprintln!(
         "\nxtask: ci passed in {:.0} s",
         start.elapsed().as_secs_f64()
     );
+}
+
+/// The simulator's full report (release build), with `extra` arguments passed to `weir-sim`.
+fn sim(extra: &[String]) {
+    let mut args = vec!["run", "--release", "--quiet", "-p", "weir-sim", "--"];
+    if !extra.iter().any(|a| a == "--out") {
+        args.extend(["--out", "target/sim"]);
+    }
+    args.extend(extra.iter().map(String::as_str));
+    cargo(&args);
 }
 
 /// Installs a rustup target if rustup is there; false (with a loud line) if it cannot be had.

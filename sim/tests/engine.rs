@@ -1,0 +1,290 @@
+//! The engine's semantics on tiny scenarios with exact expected figures.
+
+use weir::{BackoffConfig, Jitter, Rng};
+use weir_sim::engine;
+use weir_sim::metrics::CellResult;
+use weir_sim::model::{
+    Action, Arrivals, Behavior, ClientSpec, Crash, Latency, Retries, Scenario, ServerSpec,
+    StatusFn, MS, SEC,
+};
+use weir_sim::policy::{Balance, Completion, Pick, Refusal, Reply, ServerId};
+
+/// Sends everything to the first listed non-draining server; with `queue_above`, refuses (queueing) while
+/// that many of its attempts are in flight. Records every call.
+#[derive(Default)]
+struct First {
+    servers: Vec<ServerId>,
+    draining: Vec<ServerId>,
+    inflight: usize,
+    queue_above: Option<usize>,
+    replies: Vec<Reply>,
+    lists: Vec<Vec<ServerId>>,
+}
+
+impl Balance for First {
+    fn pick(&mut self, _now: u64, _rng: &mut Rng) -> Option<Pick> {
+        if self.queue_above.is_some_and(|q| self.inflight >= q) {
+            return None;
+        }
+        let server = *self.servers.iter().find(|s| !self.draining.contains(s))?;
+        self.inflight += 1;
+        Some(Pick {
+            server,
+            lease: None,
+        })
+    }
+    fn complete(&mut self, _pick: Pick, done: &Completion, _now: u64) {
+        self.inflight -= 1;
+        self.replies.push(done.reply);
+    }
+    fn set_servers(&mut self, servers: &[ServerId], _now: u64) {
+        self.servers = servers.to_vec();
+        self.lists.push(servers.to_vec());
+    }
+    fn set_draining(&mut self, server: ServerId, draining: bool, _now: u64) {
+        self.draining.retain(|&s| s != server);
+        if draining {
+            self.draining.push(server);
+        }
+    }
+    fn on_refusal(&self) -> Refusal {
+        if self.queue_above.is_some() {
+            Refusal::Queue
+        } else {
+            Refusal::FailFast
+        }
+    }
+}
+
+fn scenario(servers: Vec<ServerSpec>, arrivals: Vec<Arrivals>) -> Scenario {
+    Scenario {
+        name: "t",
+        about: "test",
+        servers,
+        clients: ClientSpec::plain(1),
+        arrivals,
+        actions: Vec::new(),
+        abort: 60 * SEC,
+        bucket: SEC,
+        seed: 1,
+    }
+}
+
+fn run_first(s: &Scenario, queue_above: Option<usize>) -> CellResult {
+    engine::run(s, &|_, _| {
+        Box::new(First {
+            queue_above,
+            ..First::default()
+        })
+    })
+}
+
+#[test]
+fn fixed_latency_figures_are_exact() {
+    let s = scenario(
+        vec![ServerSpec::new("a", Behavior::ok(10 * MS))],
+        vec![Arrivals::burst(0, 10, SEC)],
+    );
+    let r = run_first(&s, None);
+    assert_eq!(
+        (r.sent, r.received, r.succeeded, r.fail_fast),
+        (10, 10, 10, 0)
+    );
+    assert_eq!(r.server_busy_ns, 100 * u128::from(MS));
+    assert_eq!(
+        (r.client_mean_ns, r.client_p99_ns),
+        (10.0 * MS as f64, 10 * MS)
+    );
+    assert_eq!(r.codes.get("200"), Some(&10));
+    assert_eq!(r.series[0].sent[..10], [1; 10]);
+    assert_eq!(r.oracle_pct, 100.0);
+    assert_eq!(r.end_ns, 9 * SEC + 10 * MS);
+}
+
+#[test]
+fn linear_latency_counts_the_request_itself() {
+    // Two requests 1 ns apart: 100 ms x (1 + 1/10) and 100 ms x (1 + 2/10); a 12th one in progress gets 5x.
+    let s = scenario(
+        vec![ServerSpec::new("a", Behavior::linear(100 * MS, 10))],
+        vec![Arrivals::burst(0, 2, 1)],
+    );
+    let r = run_first(&s, None);
+    assert_eq!(r.server_busy_ns, u128::from(110 * MS + 120 * MS));
+    let s = scenario(
+        vec![ServerSpec::new("a", Behavior::linear(100 * MS, 10))],
+        vec![Arrivals::burst(0, 11, 1)],
+    );
+    let r = run_first(&s, None);
+    let expected: u64 = (1..=10).map(|a| 100 * MS + 10 * MS * a).sum::<u64>() + 500 * MS;
+    assert_eq!(r.server_busy_ns, u128::from(expected));
+}
+
+#[test]
+fn capacity_status_is_decided_at_completion() {
+    // dialogue's 200UntilCapacity: the first to complete sees both in progress (429), the second alone.
+    let b = Behavior::ok(10 * MS).with_status(StatusFn::AboveCapacity {
+        code: 429,
+        capacity: 1,
+    });
+    let s = scenario(
+        vec![ServerSpec::new("a", b)],
+        vec![Arrivals::burst(0, 2, 1)],
+    );
+    let r = run_first(&s, None);
+    assert_eq!(
+        (r.codes.get("429"), r.codes.get("200")),
+        (Some(&1), Some(&1))
+    );
+}
+
+#[test]
+fn cut_overs_apply_to_requests_arriving_after_them() {
+    let a = ServerSpec::new("a", Behavior::ok(10 * MS)).then(5 * SEC, Behavior::status(500, MS));
+    let s = scenario(vec![a], vec![Arrivals::burst(0, 10, SEC)]);
+    let r = run_first(&s, None);
+    assert_eq!((r.succeeded, r.codes.get("500")), (5, Some(&5)));
+    assert_eq!(r.oracle_pct, 50.0);
+}
+
+#[test]
+fn a_black_hole_needs_a_deadline() {
+    let hole = Behavior {
+        latency: Latency::Never,
+        status: StatusFn::Fixed(200),
+    };
+    let mut s = scenario(
+        vec![ServerSpec::new("a", hole)],
+        vec![Arrivals::burst(0, 2, SEC)],
+    );
+    let r = run_first(&s, None);
+    assert_eq!((r.received, r.codes.get("unfinished")), (0, Some(&2)));
+    // The server held both until the abort.
+    assert_eq!(r.server_busy_ns, u128::from(60 * SEC + 59 * SEC));
+    s.clients.timeout = Some(500 * MS);
+    let r = run_first(&s, None);
+    assert_eq!((r.received, r.codes.get("timeout")), (2, Some(&2)));
+    assert_eq!(r.client_p99_ns, 500 * MS);
+    assert_eq!(r.oracle_pct, 0.0);
+}
+
+#[test]
+fn a_crash_resets_everything_in_progress_and_refuses_until_recovery() {
+    let hole = Behavior {
+        latency: Latency::Never,
+        status: StatusFn::Fixed(200),
+    };
+    let a = ServerSpec::new("a", hole)
+        .then(1200 * MS, Behavior::ok(MS))
+        .crashing(Crash {
+            active_above: 1,
+            sustained: SEC,
+            down_for: 2 * SEC,
+        });
+    // Two requests at 0 and 0.1 s (over the threshold from 0.1 s: crash at 1.1 s, up at 3.1 s), then
+    // requests at 2 s (refused) and 4 s (answered).
+    let s = scenario(
+        vec![a],
+        vec![
+            Arrivals::burst(0, 2, 100 * MS),
+            Arrivals::burst(2 * SEC, 2, 2 * SEC),
+        ],
+    );
+    let r = run_first(&s, None);
+    assert_eq!(
+        (r.codes.get("reset"), r.codes.get("200")),
+        (Some(&3), Some(&1))
+    );
+    assert_eq!(r.server_busy_ns, u128::from(1100 * MS + 1000 * MS + MS));
+}
+
+#[test]
+fn retries_follow_the_rule_and_the_backoff() {
+    let retries = Retries {
+        max: 2,
+        backoff: BackoffConfig {
+            initial_ns: 100 * MS,
+            up_multiplier: 2.0,
+            jitter: Jitter::None,
+            ..BackoffConfig::default()
+        },
+        budget: None,
+        idempotent: true,
+    };
+    let mut s = scenario(
+        vec![ServerSpec::new("a", Behavior::status(500, 10 * MS))],
+        vec![Arrivals::burst(0, 1, 1)],
+    );
+    s.clients.retries = Some(retries);
+    let r = run_first(&s, None);
+    // Three attempts, 100 ms then 200 ms of backoff between them.
+    assert_eq!((r.server_attempts, r.codes.get("500")), (3, Some(&1)));
+    assert_eq!(r.client_p99_ns, 30 * MS + 300 * MS);
+    assert_eq!(r.oracle_pct, 0.0);
+    // A POST does not retry a 500.
+    s.clients.retries = Some(Retries {
+        idempotent: false,
+        ..retries
+    });
+    assert_eq!(run_first(&s, None).server_attempts, 1);
+    // The budget (10 % of requests) stops retries once spent.
+    s.clients.retries = Some(Retries {
+        budget: Some(weir::ThrottleConfig::default()),
+        ..retries
+    });
+    s.arrivals = vec![Arrivals::burst(0, 100, MS)];
+    let r = run_first(&s, None);
+    assert!(
+        r.server_attempts > 100 && r.server_attempts <= 111,
+        "{}",
+        r.server_attempts
+    );
+}
+
+#[test]
+fn refused_requests_fail_fast_or_queue() {
+    let s = scenario(
+        vec![ServerSpec::new("a", Behavior::ok(10 * MS))],
+        vec![Arrivals::burst(0, 3, 1)],
+    );
+    // Queued behind one in flight: answered at 10, 20 and 30 ms.
+    let r = run_first(&s, Some(1));
+    assert_eq!((r.succeeded, r.fail_fast), (3, 0));
+    assert_eq!(r.client_p99_ns, 30 * MS - 2);
+    // No servers at all: every request fails fast.
+    let mut s = s;
+    s.servers[0].present = false;
+    let r = run_first(&s, None);
+    assert_eq!((r.fail_fast, r.codes.get("failfast")), (3, Some(&3)));
+}
+
+#[test]
+fn membership_actions_reach_every_client() {
+    let mut s = scenario(
+        vec![
+            ServerSpec::new("a", Behavior::ok(MS)),
+            ServerSpec::new("b", Behavior::ok(MS)).absent(),
+        ],
+        vec![Arrivals::burst(0, 4, SEC)],
+    );
+    s.clients = ClientSpec::plain(3);
+    s.actions = vec![
+        (1500 * MS, Action::Add(1)),
+        (1600 * MS, Action::Drain(0, true)),
+        (2500 * MS, Action::Remove(0)),
+    ];
+    let r = run_first(&s, None);
+    // Requests at 0 and 1 s go to a; at 2 and 3 s to b (a is draining, then gone).
+    assert_eq!(r.per_server_attempts, vec![2, 2]);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_figures() {
+    let s = weir_sim::scenarios::flaky();
+    let p = weir_sim::policies::find("weir-cascade").unwrap();
+    let a = weir_sim::report::run_cell(&s, &p);
+    let b = weir_sim::report::run_cell(&s, &p);
+    assert_eq!(a, b);
+    let mut other = s.clone();
+    other.seed += 1;
+    assert_ne!(a, weir_sim::report::run_cell(&other, &p));
+}
