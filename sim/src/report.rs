@@ -327,6 +327,18 @@ impl Report {
             chosen = (0..self.policies.len().min(CHARTED.len())).collect();
         }
         let shown = scenario.servers.len().min(CHARTED_SERVERS);
+        // Up to the last bucket with any activity in a charted cell (a run may idle until its abort time).
+        let active = |v: &crate::metrics::ServerSeries| {
+            (0..v.sent.len())
+                .rev()
+                .find(|&b| v.sent[b] + v.ended[b] > 0)
+                .map_or(0, |b| b + 2)
+        };
+        let buckets = chosen
+            .iter()
+            .flat_map(|&p| self.cells[s][p].series.iter().map(active))
+            .max()
+            .unwrap_or(0);
         let mut rates = Vec::new();
         let mut successes = Vec::new();
         for &p in &chosen {
@@ -341,7 +353,7 @@ impl Report {
                     .take(shown)
                     .map(|(server, series)| Series {
                         label: server.name.clone(),
-                        points: (0..series.sent.len())
+                        points: (0..buckets.min(series.sent.len()))
                             .map(|b| (t(b), f(series, b)))
                             .collect(),
                     })

@@ -93,12 +93,14 @@ fn seeds_load(mut s: Scenario) -> Scenario {
     s
 }
 
-/// dialogue's retries: up to 4, 250 ms backoff with full jitter (here weir's shared responsive backoff).
+/// dialogue's retries: up to 4, 250 ms backoff doubling to at most 2 s with full jitter (here weir's
+/// responsive backoff, shared by the client's requests: it also comes down after successes).
 fn dialogue_retries(idempotent: bool) -> Retries {
     Retries {
         max: 4,
         backoff: BackoffConfig {
             initial_ns: 250 * MS,
+            max_ns: 2 * SEC,
             up_multiplier: 2.0,
             jitter: Jitter::Full,
             ..BackoffConfig::default()
@@ -335,6 +337,7 @@ pub fn cascading_failure() -> Scenario {
         max: 2,
         backoff: BackoffConfig {
             initial_ns: 100 * MS,
+            max_ns: 2 * SEC,
             ..BackoffConfig::default()
         },
         budget: Some(ThrottleConfig::default()),
