@@ -1,0 +1,235 @@
+//! The bookkeeping every baseline shares: the client's server list with one policy state per server, the
+//! lame-duck flags, and the attempts still in flight.
+//!
+//! A real client keeps per-attempt context in the attempt itself (tower's `Handle` holds an `Arc` to the
+//! endpoint's estimate, dialogue's callback closes over the channel object and the permit). The simulator's
+//! [`Pick`](crate::policy::Pick) carries only the server id, so this module keeps that context instead: one
+//! FIFO of attempt records per server id. A completion is matched with the oldest record for its server, which
+//! is exact whenever a server answers one client's attempts in the order they were sent (fixed latencies) and
+//! a close approximation otherwise.
+//!
+//! Each record names the *epoch* of the state it was sent under. A server that leaves the list loses its
+//! state; if it comes back it gets a fresh state with a new epoch, and the completions of attempts sent
+//! before are then matched with no state at all (in the real clients they land on the dropped object). The
+//! same happens when a policy rebuilds every state at once (dialogue on a node-set change).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use weir::Rng;
+
+use crate::policy::ServerId;
+
+/// One server of the client's list and the policy's state for it.
+#[derive(Debug)]
+pub(crate) struct Node<S> {
+    /// The server.
+    pub(crate) id: ServerId,
+    /// Lame duck: no new attempts.
+    pub(crate) draining: bool,
+    /// Attempts sent under this state that have not completed (this client's active requests to the server).
+    pub(crate) inflight: u32,
+    /// Which state the attempts belong to (see the module comment).
+    epoch: u64,
+    /// The policy's own per-server state.
+    pub(crate) state: S,
+}
+
+/// The client's servers in order, with a state `S` per server and a record `T` per attempt in flight.
+#[derive(Debug)]
+pub(crate) struct Members<S, T = ()> {
+    nodes: Vec<Node<S>>,
+    /// Indices into `nodes` of the servers that are not draining, in list order.
+    usable: Vec<usize>,
+    /// Per server id, the attempts in flight in send order: (epoch, record).
+    outstanding: BTreeMap<ServerId, VecDeque<(u64, T)>>,
+    next_epoch: u64,
+}
+
+impl<S, T: Copy> Members<S, T> {
+    /// No servers yet.
+    pub(crate) fn new() -> Self {
+        Members {
+            nodes: Vec::new(),
+            usable: Vec::new(),
+            outstanding: BTreeMap::new(),
+            next_epoch: 0,
+        }
+    }
+
+    /// The servers in the current order.
+    pub(crate) fn nodes(&self) -> &[Node<S>] {
+        &self.nodes
+    }
+
+    /// The servers in the current order, mutably (their states; membership changes go through `set`).
+    pub(crate) fn nodes_mut(&mut self) -> &mut [Node<S>] {
+        &mut self.nodes
+    }
+
+    /// Indices (into [`nodes`](Self::nodes)) of the servers that may get new attempts, in order.
+    pub(crate) fn usable(&self) -> &[usize] {
+        &self.usable
+    }
+
+    /// The servers mutably together with the usable indices (for a pass over the usable servers' states).
+    pub(crate) fn usable_nodes_mut(&mut self) -> (&mut [Node<S>], &[usize]) {
+        (&mut self.nodes, &self.usable)
+    }
+
+    /// Where `id` is in the current order.
+    pub(crate) fn position(&self, id: ServerId) -> Option<usize> {
+        self.nodes.iter().position(|n| n.id == id)
+    }
+
+    /// Whether `servers` names exactly the current servers (in any order, duplicates ignored).
+    pub(crate) fn same_set(&self, servers: &[ServerId]) -> bool {
+        servers.iter().all(|&id| self.position(id).is_some())
+            && self.nodes.iter().all(|n| servers.contains(&n.id))
+    }
+
+    /// Makes `servers` the list (duplicates after the first ignored). With `keep`, a server that stays keeps
+    /// its state and in-flight count; otherwise, and for every new server, `fresh` makes a new state (whose
+    /// in-flight count starts at zero: earlier attempts still complete, against no state). A staying server
+    /// keeps its lame-duck flag either way (it is the server's, not the policy's); a new one starts serving.
+    pub(crate) fn set(
+        &mut self,
+        servers: &[ServerId],
+        keep: bool,
+        mut fresh: impl FnMut(ServerId) -> S,
+    ) {
+        let mut old: Vec<Option<Node<S>>> = self.nodes.drain(..).map(Some).collect();
+        for &id in servers {
+            if self.nodes.iter().any(|n| n.id == id) {
+                continue;
+            }
+            let prev = old
+                .iter_mut()
+                .find(|n| n.as_ref().is_some_and(|n| n.id == id))
+                .and_then(Option::take);
+            let node = match prev {
+                Some(node) if keep => node,
+                prev => {
+                    let epoch = self.next_epoch;
+                    self.next_epoch += 1;
+                    Node {
+                        id,
+                        draining: prev.is_some_and(|n| n.draining),
+                        inflight: 0,
+                        epoch,
+                        state: fresh(id),
+                    }
+                }
+            };
+            self.nodes.push(node);
+        }
+        self.refresh_usable();
+    }
+
+    /// Sets `id`'s lame-duck flag; returns whether anything changed (false for a server not in the list).
+    pub(crate) fn set_draining(&mut self, id: ServerId, draining: bool) -> bool {
+        match self.nodes.iter_mut().find(|n| n.id == id) {
+            Some(node) if node.draining != draining => {
+                node.draining = draining;
+                self.refresh_usable();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Puts the servers in a random order (dialogue's PinUntilError shuffles its node list).
+    pub(crate) fn shuffle(&mut self, rng: &mut Rng) {
+        rng.shuffle(&mut self.nodes);
+        self.refresh_usable();
+    }
+
+    /// Records an attempt sent to the server at `index` (which must be valid), with `record` for its end.
+    pub(crate) fn start(&mut self, index: usize, record: T) {
+        let node = &mut self.nodes[index];
+        node.inflight += 1;
+        self.outstanding
+            .entry(node.id)
+            .or_default()
+            .push_back((node.epoch, record));
+    }
+
+    /// Matches the end of an attempt to `id` with its record: the index of the server whose state it was sent
+    /// under, with the record, or `None` when that state is gone (the server left or the states were rebuilt)
+    /// or no attempt to `id` is in flight.
+    pub(crate) fn finish(&mut self, id: ServerId) -> Option<(usize, T)> {
+        let (epoch, record) = self.outstanding.get_mut(&id)?.pop_front()?;
+        let index = self
+            .nodes
+            .iter()
+            .position(|n| n.id == id && n.epoch == epoch)?;
+        let node = &mut self.nodes[index];
+        node.inflight = node.inflight.saturating_sub(1);
+        Some((index, record))
+    }
+
+    /// Attempts picked and not completed, to any server (including those that left).
+    pub(crate) fn in_flight(&self) -> usize {
+        self.outstanding.values().map(VecDeque::len).sum()
+    }
+
+    fn refresh_usable(&mut self) {
+        self.usable.clear();
+        let usable = self.nodes.iter().enumerate().filter(|(_, n)| !n.draining);
+        self.usable.extend(usable.map(|(i, _)| i));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_stay_leave_and_return_fresh() {
+        let mut m: Members<u32> = Members::new();
+        m.set(&[1, 2, 2, 3], true, |id| id as u32 * 10);
+        assert_eq!(
+            m.nodes().iter().map(|n| n.id).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        m.nodes_mut()[1].state = 99;
+        m.start(1, ());
+        m.start(1, ());
+        assert!(m.set_draining(2, true));
+        assert!(!m.set_draining(2, true));
+        assert!(!m.set_draining(7, true));
+        assert_eq!(m.usable(), [0, 2]);
+        // 2 stays: same state, same in-flight count, still draining.
+        m.set(&[3, 2], true, |_| 0);
+        assert_eq!(m.nodes()[1].state, 99);
+        assert_eq!(m.nodes()[1].inflight, 2);
+        assert_eq!(m.usable(), [0]);
+        // 2 leaves and returns: fresh state; its old attempts complete against nothing.
+        m.set(&[3], true, |_| 0);
+        m.set(&[3, 2], true, |_| 5);
+        assert_eq!((m.nodes()[1].state, m.nodes()[1].inflight), (5, 0));
+        assert!(!m.nodes()[1].draining);
+        assert_eq!(m.in_flight(), 2);
+        assert_eq!(m.finish(2), None);
+        m.start(1, ());
+        assert_eq!(m.finish(2), None, "the oldest record is the stale one");
+        assert_eq!(m.finish(2), Some((1, ())));
+        assert_eq!(m.finish(2), None);
+        assert_eq!(m.in_flight(), 0);
+        assert!(m.same_set(&[2, 3, 3]));
+        assert!(!m.same_set(&[2]));
+        assert!(!m.same_set(&[2, 3, 4]));
+    }
+
+    #[test]
+    fn rebuild_forgets_states_but_keeps_lame_ducks() {
+        let mut m: Members<u32> = Members::new();
+        m.set(&[1, 2], true, |_| 1);
+        m.set_draining(1, true);
+        m.start(1, ());
+        m.set(&[1, 2, 3], false, |_| 2);
+        assert!(m.nodes().iter().all(|n| n.state == 2 && n.inflight == 0));
+        assert!(m.nodes()[0].draining);
+        assert_eq!(m.finish(2), None);
+        assert_eq!(m.in_flight(), 0);
+    }
+}
