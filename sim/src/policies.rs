@@ -3,6 +3,9 @@
 use weir::limit::{AimdLimit, CiadLimit, Gradient2Limit, LimitAlgorithm, VegasLimit};
 use weir::{Config, HealthModel, Policy};
 
+use crate::baseline::{
+    Balanced, LeastLoaded, PeakEwmaP2c, PinUntilError, RandomPick, RoundRobin, WeightedRoundRobin,
+};
 use crate::policy::Balance;
 use crate::weir_policy::WeirPolicy;
 
@@ -138,6 +141,54 @@ pub fn all() -> Vec<PolicyDef> {
                     seed,
                 )
             },
+        },
+        PolicyDef {
+            name: "round-robin",
+            about: "round robin from a per-client random offset (SRE ch. 20)",
+            default: false,
+            make: |_, seed| Box::new(RoundRobin::new(seed)),
+        },
+        PolicyDef {
+            name: "random",
+            about: "uniform random choice",
+            default: false,
+            make: |_, seed| Box::new(RandomPick::new(seed)),
+        },
+        PolicyDef {
+            name: "least-loaded",
+            about: "least-loaded round robin on this client's in-flight requests (SRE ch. 20)",
+            default: false,
+            make: |_, seed| Box::new(LeastLoaded::new(seed)),
+        },
+        PolicyDef {
+            name: "least-loaded-errors",
+            about: "least-loaded round robin counting recent errors as active requests (SRE ch. 20)",
+            default: false,
+            make: |_, seed| Box::new(LeastLoaded::counting_errors(seed)),
+        },
+        PolicyDef {
+            name: "p2c-peak-ewma",
+            about: "power of two choices on peak-EWMA latency x in-flight (tower, Linkerd, Finagle)",
+            default: false,
+            make: |_, seed| Box::new(PeakEwmaP2c::new(seed)),
+        },
+        PolicyDef {
+            name: "grpc-wrr",
+            about: "weighted round robin from backend-reported utilization, qps and errors (gRPC A58)",
+            default: false,
+            make: |_, seed| Box::new(WeightedRoundRobin::new(seed)),
+        },
+        PolicyDef {
+            name: "dialogue-balanced",
+            about: "dialogue BALANCED: in-flight + failure reservoir, host AIMD limiter, queues when refused",
+            default: false,
+            make: |_, seed| Box::new(Balanced::new(seed)),
+        },
+        PolicyDef {
+            name: "pin-until-error",
+            about: "dialogue PIN_UNTIL_ERROR: one node until it fails, host AIMD limiter, queues when refused",
+            default: false,
+            make: |_, seed| Box::new(PinUntilError::new(seed)),
         },
     ]
 }

@@ -77,6 +77,9 @@ pub struct Pick {
     pub server: ServerId,
     /// weir's lease for the attempt (baselines leave it `None`).
     pub lease: Option<RawLease>,
+    /// The policy's own number for the attempt, handed back unchanged with its completion (baselines find
+    /// their per-attempt records by it; weir leaves it 0).
+    pub tag: u64,
 }
 
 /// What a client does with a request its policy refused.

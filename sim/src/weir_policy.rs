@@ -38,6 +38,7 @@ impl Balance for WeirPolicy {
         Some(Pick {
             server: lease.node_id() as ServerId,
             lease: Some(lease.into_raw()),
+            tag: 0,
         })
     }
 

@@ -31,6 +31,7 @@ impl Balance for First {
         Some(Pick {
             server,
             lease: None,
+            tag: 0,
         })
     }
     fn complete(&mut self, _pick: Pick, done: &Completion, _now: u64) {

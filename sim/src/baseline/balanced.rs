@@ -151,10 +151,11 @@ impl Balance for Balanced {
             }
             if let Some(snapshot) = nodes[index].state.limiter.try_acquire() {
                 let server = nodes[index].id;
-                self.members.start(index, snapshot);
+                let tag = self.members.start(index, snapshot);
                 return Some(Pick {
                     server,
                     lease: None,
+                    tag,
                 });
             }
         }
@@ -162,7 +163,7 @@ impl Balance for Balanced {
     }
 
     fn complete(&mut self, pick: Pick, done: &Completion, now: u64) {
-        let Some((index, snapshot)) = self.members.finish(pick.server) else {
+        let Some((index, snapshot)) = self.members.finish(pick.tag) else {
             return;
         };
         let host = &mut self.members.nodes_mut()[index].state;

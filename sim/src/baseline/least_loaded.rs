@@ -154,15 +154,16 @@ impl Balance for LeastLoaded {
         let server = nodes[index].id;
         self.next = (index + 1) % n;
         self.last = Some(server);
-        self.members.start(index, ());
+        let tag = self.members.start(index, ());
         Some(Pick {
+            tag,
             server,
             lease: None,
         })
     }
 
     fn complete(&mut self, pick: Pick, done: &Completion, now: u64) {
-        let Some((index, ())) = self.members.finish(pick.server) else {
+        let Some((index, ())) = self.members.finish(pick.tag) else {
             return;
         };
         if self.config.count_errors && is_error(done.reply) {
@@ -232,20 +233,29 @@ mod tests {
         let servers: Vec<ServerId> = (0..10).collect();
         p.set_servers(&servers, 0);
         let active = [2, 1, 0, 0, 1, 0, 2, 0, 0, 1];
+        let mut tags = vec![Vec::new(); 10];
         for (s, &k) in active.iter().enumerate() {
             let index = p.members.position(s).unwrap();
             for _ in 0..k {
-                p.members.start(index, ());
+                tags[s].push(p.members.start(index, ()));
             }
         }
         p.next = 0;
         let first: Vec<ServerId> = (0..5)
-            .map(|_| p.pick(0, &mut rng).unwrap().server)
+            .map(|_| p.pick(0, &mut rng).unwrap())
+            .map(|pick| {
+                tags[pick.server].push(pick.tag);
+                pick.server
+            })
             .collect();
         assert_eq!(first, [2, 3, 5, 7, 8]);
         // Now everything but t0 and t6 has one: round robin among those eight, from t9 on.
         let next: Vec<ServerId> = (0..8)
-            .map(|_| p.pick(0, &mut rng).unwrap().server)
+            .map(|_| p.pick(0, &mut rng).unwrap())
+            .map(|pick| {
+                tags[pick.server].push(pick.tag);
+                pick.server
+            })
             .collect();
         assert_eq!(next, [9, 1, 2, 3, 4, 5, 7, 8]);
         // A completion on t4 makes it the only least-loaded one.
@@ -253,6 +263,7 @@ mod tests {
             Pick {
                 server: 4,
                 lease: None,
+                tag: tags[4][0],
             },
             &done(200),
             0,

@@ -2,18 +2,16 @@
 //! lame-duck flags, and the attempts still in flight.
 //!
 //! A real client keeps per-attempt context in the attempt itself (tower's `Handle` holds an `Arc` to the
-//! endpoint's estimate, dialogue's callback closes over the channel object and the permit). The simulator's
-//! [`Pick`](crate::policy::Pick) carries only the server id, so this module keeps that context instead: one
-//! FIFO of attempt records per server id. A completion is matched with the oldest record for its server, which
-//! is exact whenever a server answers one client's attempts in the order they were sent (fixed latencies) and
-//! a close approximation otherwise.
+//! endpoint's estimate, dialogue's callback closes over the channel object and the permit). Here each attempt
+//! gets a record under a tag that travels in its [`Pick`](crate::policy::Pick) and comes back with its
+//! completion, so a completion finds exactly its own record whatever order the server answers in.
 //!
 //! Each record names the *epoch* of the state it was sent under. A server that leaves the list loses its
 //! state; if it comes back it gets a fresh state with a new epoch, and the completions of attempts sent
 //! before are then matched with no state at all (in the real clients they land on the dropped object). The
 //! same happens when a policy rebuilds every state at once (dialogue on a node-set change).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use weir::Rng;
 
@@ -40,9 +38,10 @@ pub(crate) struct Members<S, T = ()> {
     nodes: Vec<Node<S>>,
     /// Indices into `nodes` of the servers that are not draining, in list order.
     usable: Vec<usize>,
-    /// Per server id, the attempts in flight in send order: (epoch, record).
-    outstanding: BTreeMap<ServerId, VecDeque<(u64, T)>>,
+    /// The attempts in flight by tag: (server, epoch, record).
+    outstanding: BTreeMap<u64, (ServerId, u64, T)>,
     next_epoch: u64,
+    next_tag: u64,
 }
 
 impl<S, T: Copy> Members<S, T> {
@@ -53,6 +52,7 @@ impl<S, T: Copy> Members<S, T> {
             usable: Vec::new(),
             outstanding: BTreeMap::new(),
             next_epoch: 0,
+            next_tag: 0,
         }
     }
 
@@ -143,21 +143,22 @@ impl<S, T: Copy> Members<S, T> {
         self.refresh_usable();
     }
 
-    /// Records an attempt sent to the server at `index` (which must be valid), with `record` for its end.
-    pub(crate) fn start(&mut self, index: usize, record: T) {
+    /// Records an attempt sent to the server at `index` (which must be valid), with `record` for its end;
+    /// returns the attempt's tag, for its [`Pick`](crate::policy::Pick).
+    pub(crate) fn start(&mut self, index: usize, record: T) -> u64 {
         let node = &mut self.nodes[index];
         node.inflight += 1;
-        self.outstanding
-            .entry(node.id)
-            .or_default()
-            .push_back((node.epoch, record));
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        self.outstanding.insert(tag, (node.id, node.epoch, record));
+        tag
     }
 
-    /// Matches the end of an attempt to `id` with its record: the index of the server whose state it was sent
-    /// under, with the record, or `None` when that state is gone (the server left or the states were rebuilt)
-    /// or no attempt to `id` is in flight.
-    pub(crate) fn finish(&mut self, id: ServerId) -> Option<(usize, T)> {
-        let (epoch, record) = self.outstanding.get_mut(&id)?.pop_front()?;
+    /// Matches the end of attempt `tag` with its record: the index of the server whose state it was sent
+    /// under, with the record, or `None` when that state is gone (the server left or the states were
+    /// rebuilt) or no attempt of that tag is in flight.
+    pub(crate) fn finish(&mut self, tag: u64) -> Option<(usize, T)> {
+        let (id, epoch, record) = self.outstanding.remove(&tag)?;
         let index = self
             .nodes
             .iter()
@@ -169,7 +170,7 @@ impl<S, T: Copy> Members<S, T> {
 
     /// Attempts picked and not completed, to any server (including those that left).
     pub(crate) fn in_flight(&self) -> usize {
-        self.outstanding.values().map(VecDeque::len).sum()
+        self.outstanding.len()
     }
 
     fn refresh_usable(&mut self) {
@@ -192,8 +193,7 @@ mod tests {
             [1, 2, 3]
         );
         m.nodes_mut()[1].state = 99;
-        m.start(1, ());
-        m.start(1, ());
+        let old = [m.start(1, ()), m.start(1, ())];
         assert!(m.set_draining(2, true));
         assert!(!m.set_draining(2, true));
         assert!(!m.set_draining(7, true));
@@ -209,11 +209,15 @@ mod tests {
         assert_eq!((m.nodes()[1].state, m.nodes()[1].inflight), (5, 0));
         assert!(!m.nodes()[1].draining);
         assert_eq!(m.in_flight(), 2);
-        assert_eq!(m.finish(2), None);
-        m.start(1, ());
-        assert_eq!(m.finish(2), None, "the oldest record is the stale one");
-        assert_eq!(m.finish(2), Some((1, ())));
-        assert_eq!(m.finish(2), None);
+        assert_eq!(m.finish(old[0]), None);
+        let new = m.start(1, ());
+        assert_eq!(
+            m.finish(new),
+            Some((1, ())),
+            "its own record, not the older stale one"
+        );
+        assert_eq!(m.finish(new), None, "a tag ends once");
+        assert_eq!(m.finish(old[1]), None);
         assert_eq!(m.in_flight(), 0);
         assert!(m.same_set(&[2, 3, 3]));
         assert!(!m.same_set(&[2]));
@@ -225,11 +229,11 @@ mod tests {
         let mut m: Members<u32> = Members::new();
         m.set(&[1, 2], true, |_| 1);
         m.set_draining(1, true);
-        m.start(1, ());
+        let tag = m.start(1, ());
         m.set(&[1, 2, 3], false, |_| 2);
         assert!(m.nodes().iter().all(|n| n.state == 2 && n.inflight == 0));
         assert!(m.nodes()[0].draining);
-        assert_eq!(m.finish(2), None);
+        assert_eq!(m.finish(tag), None);
         assert_eq!(m.in_flight(), 0);
     }
 }

@@ -21,10 +21,9 @@
 //!   list are ignored after the first.
 //! * A server in lame duck ([`set_draining`](crate::policy::Balance::set_draining)) gets no new attempt; a
 //!   lame-duck call for a server not in the list is ignored.
-//! * Each attempt is remembered until its completion, per server and in send order, with the state it was
-//!   sent under; a completion is matched with the oldest attempt to its server. If that state is gone (the
-//!   server left, or dialogue rebuilt), the completion only ends the attempt. A completion with no attempt
-//!   in flight to its server is ignored. `in_flight()` on each policy counts the attempts not yet completed.
+//! * Each attempt is remembered until its completion, under the tag its [`Pick`](crate::policy::Pick)
+//!   carries, with the state it was sent under. If that state is gone (the server left, or dialogue rebuilt),
+//!   the completion only ends the attempt. A completion with an unknown tag is ignored. `in_flight()` on each policy counts the attempts not yet completed.
 //! * A policy returns `None` from a pick only when no server can be used, or when its reference refuses
 //!   (dialogue's limiters and give-up rule); no call sequence panics.
 
@@ -151,6 +150,7 @@ mod tests {
                             let fake = Pick {
                                 server: rng.usize(..12),
                                 lease: None,
+                                tag: u64::MAX - rng.u64(..1000),
                             };
                             if !outstanding.contains(&fake) {
                                 p.complete(fake, &done(&mut rng), now);

@@ -141,15 +141,16 @@ impl Balance for PeakEwmaP2c {
             }
         };
         let server = self.members.nodes()[index].id;
-        self.members.start(index, ());
+        let tag = self.members.start(index, ());
         Some(Pick {
+            tag,
             server,
             lease: None,
         })
     }
 
     fn complete(&mut self, pick: Pick, done: &Completion, now: u64) {
-        if let Some((index, ())) = self.members.finish(pick.server) {
+        if let Some((index, ())) = self.members.finish(pick.tag) {
             let decay_ns = self.decay_ns;
             self.members.nodes_mut()[index]
                 .state

@@ -101,15 +101,16 @@ impl Balance for PinUntilError {
         let node = &mut self.members.nodes_mut()[pin];
         let snapshot = node.state.try_acquire()?;
         let server = node.id;
-        self.members.start(pin, (snapshot, pin));
+        let tag = self.members.start(pin, (snapshot, pin));
         Some(Pick {
+            tag,
             server,
             lease: None,
         })
     }
 
     fn complete(&mut self, pick: Pick, done: &Completion, _now: u64) {
-        let Some((index, (snapshot, pin_at_send))) = self.members.finish(pick.server) else {
+        let Some((index, (snapshot, pin_at_send))) = self.members.finish(pick.tag) else {
             return;
         };
         let n = self.members.nodes().len();

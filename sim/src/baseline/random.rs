@@ -40,15 +40,16 @@ impl Balance for RandomPick {
         }
         let index = usable[rng.usize(..usable.len())];
         let server = self.members.nodes()[index].id;
-        self.members.start(index, ());
+        let tag = self.members.start(index, ());
         Some(Pick {
+            tag,
             server,
             lease: None,
         })
     }
 
     fn complete(&mut self, pick: Pick, _done: &Completion, _now: u64) {
-        self.members.finish(pick.server);
+        self.members.finish(pick.tag);
     }
 
     fn set_servers(&mut self, servers: &[ServerId], _now: u64) {

@@ -51,15 +51,16 @@ impl Balance for RoundRobin {
         let server = nodes[index].id;
         self.next = (index + 1) % n;
         self.last = Some(server);
-        self.members.start(index, ());
+        let tag = self.members.start(index, ());
         Some(Pick {
+            tag,
             server,
             lease: None,
         })
     }
 
     fn complete(&mut self, pick: Pick, _done: &Completion, _now: u64) {
-        self.members.finish(pick.server);
+        self.members.finish(pick.tag);
     }
 
     fn set_servers(&mut self, servers: &[ServerId], _now: u64) {

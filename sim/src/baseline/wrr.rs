@@ -221,16 +221,16 @@ impl Balance for WeightedRoundRobin {
         };
         let index = usable[slot];
         let server = self.members.nodes()[index].id;
-        self.members.start(index, ());
+        let tag = self.members.start(index, ());
         Some(Pick {
+            tag,
             server,
             lease: None,
         })
     }
 
     fn complete(&mut self, pick: Pick, done: &Completion, now: u64) {
-        let (Some((index, ())), Some(report)) = (self.members.finish(pick.server), done.report)
-        else {
+        let (Some((index, ())), Some(report)) = (self.members.finish(pick.tag), done.report) else {
             return;
         };
         let penalty = self.config.error_utilization_penalty;
