@@ -49,6 +49,8 @@ enum Ev {
     Timeout(usize),
     /// A request's retry is due.
     Retry(usize),
+    /// A queued request's deadline: if it is still queued, it ends as a timeout.
+    QueueDeadline(usize),
     /// Has the server been over its crash threshold since `.1`-th crossing?
     CrashCheck(ServerId, u64),
     /// The server is back up.
@@ -112,7 +114,10 @@ struct Request {
     cost: f64,
     bad: bool,
     arrived: u64,
-    attempts: u32,
+    /// Attempts sent plus refusals by the policy.
+    tries: u32,
+    /// When the request last entered its client's queue.
+    queued_at: u64,
 }
 
 struct Attempt {
@@ -274,6 +279,17 @@ impl<'s> Engine<'s> {
                     }
                 }
                 Ev::Retry(r) => self.attempt(r),
+                Ev::QueueDeadline(r) => {
+                    let req = &self.requests[r];
+                    let deadline = req.queued_at + self.s.clients.timeout.unwrap_or(0);
+                    let queue = &mut self.clients[req.client].queue;
+                    let i = queue.iter().position(|&q| q == r);
+                    // Only the deadline of its latest stay in the queue counts.
+                    if let Some(i) = i.filter(|_| deadline == self.now) {
+                        queue.remove(i);
+                        self.end_request(r, "timeout".into(), false);
+                    }
+                }
                 Ev::CrashCheck(s, crossing) => self.crash_check(s, crossing),
                 Ev::Recover(s) => {
                     self.servers[s].down = false;
@@ -320,7 +336,8 @@ impl<'s> Engine<'s> {
             cost,
             bad,
             arrived: self.now,
-            attempts: 0,
+            tries: 0,
+            queued_at: 0,
         });
         self.oracle_sum += self.oracle(client, bad);
         let cl = &mut self.clients[client];
@@ -378,10 +395,19 @@ impl<'s> Engine<'s> {
             Some(pick) => self.send(r, pick),
             None => match client.policy.on_refusal() {
                 Refusal::FailFast => {
+                    // A local refusal is a try like any other: retried (with backoff) when the client
+                    // retries at all, as a caller treats a 503.
                     self.out.fail_fast += 1;
-                    self.end_request(r, "failfast".into(), false);
+                    self.requests[r].tries += 1;
+                    self.retry_or_end(r, true, "failfast".into());
                 }
-                Refusal::Queue => client.queue.push_back(r),
+                Refusal::Queue => {
+                    client.queue.push_back(r);
+                    self.requests[r].queued_at = self.now;
+                    if let Some(t) = self.s.clients.timeout {
+                        self.at(self.now + t, Ev::QueueDeadline(r));
+                    }
+                }
             },
         }
     }
@@ -389,7 +415,7 @@ impl<'s> Engine<'s> {
     fn send(&mut self, r: usize, pick: Pick) {
         let a = self.attempts.len();
         let sid = pick.server.min(self.servers.len() - 1);
-        self.requests[r].attempts += 1;
+        self.requests[r].tries += 1;
         self.out.server_attempts += 1;
         self.out.per_server_attempts[sid] += 1;
         let bucket = (self.now / self.out.bucket_ns) as usize;
@@ -594,28 +620,19 @@ impl<'s> Engine<'s> {
         };
         let client = &mut self.clients[c];
         client.policy.complete(pick, &done, self.now);
-        let mut retry_in = None;
-        if let Some(b) = &client.backoff {
-            if reply.is_success() {
+        if reply.is_success() {
+            if let Some(b) = &client.backoff {
                 b.on_success(&mut client.rng);
-            } else if reply.is_retryable() {
-                let delay = b.on_failure(&mut client.rng).ns;
-                let rule = self.s.clients.retries;
-                let max = rule.filter(|r| r.retries(reply)).map_or(0, |r| r.max);
-                // The budget is asked only for a retry the rule allows (asking counts the retry).
-                if self.requests[r].attempts <= max
-                    && client.budget.as_ref().is_none_or(|t| {
-                        t.allow_retry(self.now, Criticality::Critical, &mut client.rng)
-                            .is_ok()
-                    })
-                {
-                    retry_in = Some(delay);
-                }
             }
-        }
-        match retry_in {
-            Some(d) => self.at(self.now + d, Ev::Retry(r)),
-            None => self.end_request(r, reply_name(reply), reply.is_success()),
+            self.end_request(r, reply_name(reply), true);
+        } else {
+            let allowed = reply.is_retryable()
+                && self
+                    .s
+                    .clients
+                    .retries
+                    .is_some_and(|rule| rule.retries(reply));
+            self.retry_or_end(r, allowed, reply_name(reply));
         }
         // dialogue's queue: every completion gives queued requests another chance, in order.
         while let Some(&q) = self.clients[c].queue.front() {
@@ -626,6 +643,29 @@ impl<'s> Engine<'s> {
             client.queue.pop_front();
             self.send(q, pick);
         }
+    }
+
+    /// After a failed try of request `r` (an answer, or a refusal by the policy): backs off and retries if
+    /// `allowed` by the rule, the request has tries left and the budget agrees; else ends it with `code`.
+    fn retry_or_end(&mut self, r: usize, allowed: bool, code: String) {
+        let c = self.requests[r].client;
+        let client = &mut self.clients[c];
+        if let Some(b) = &client.backoff {
+            let delay = b.on_failure(&mut client.rng).ns;
+            let max = self.s.clients.retries.map_or(0, |rule| rule.max);
+            // The budget is asked only for a retry the rule allows (asking counts the retry).
+            if allowed
+                && self.requests[r].tries <= max
+                && client.budget.as_ref().is_none_or(|t| {
+                    t.allow_retry(self.now, Criticality::Critical, &mut client.rng)
+                        .is_ok()
+                })
+            {
+                self.at(self.now + delay, Ev::Retry(r));
+                return;
+            }
+        }
+        self.end_request(r, code, false);
     }
 
     fn end_request(&mut self, r: usize, code: String, success: bool) {

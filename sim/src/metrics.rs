@@ -45,8 +45,9 @@ pub struct CellResult {
     /// Final answers by kind: HTTP status, `reset`, `timeout`, `failfast`; `unfinished` for requests still
     /// open when the run stopped.
     pub codes: BTreeMap<String, u64>,
-    /// Upper bound on success %: every request sent to the server most likely to succeed at its arrival,
-    /// load ignored (so load-dependent errors and crashes cannot lower it), retries counted.
+    /// Upper bound on success % for a client that sends each request when it arrives: every try sent to the
+    /// server most likely to succeed at the request's arrival, load ignored (so load-dependent errors and
+    /// crashes cannot lower it), retries counted. A policy that queues can pass it by waiting out an outage.
     pub oracle_pct: f64,
     /// Attempts per server, whole run.
     pub per_server_attempts: Vec<u64>,

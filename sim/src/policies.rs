@@ -143,6 +143,20 @@ pub fn all() -> Vec<PolicyDef> {
             },
         },
         PolicyDef {
+            name: "weir-cascade-queued",
+            about: "weir default, with the client queueing what weir refuses (as dialogue's clients do)",
+            default: false,
+            make: |n, seed| {
+                Box::new(WeirPolicy::queued(
+                    Config {
+                        seed,
+                        ..Config::default()
+                    },
+                    n,
+                ))
+            },
+        },
+        PolicyDef {
             name: "round-robin",
             about: "round robin from a per-client random offset (SRE ch. 20)",
             default: false,

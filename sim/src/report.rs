@@ -189,7 +189,11 @@ impl Report {
             "Made by `cargo xtask sim`: a deterministic discrete-event simulation in virtual time that drives \
              the real weir core and the field's balancers through the same scenarios; the same seed gives \
              this file byte for byte. Success % = final 2xx answers / requests sent. The oracle is an upper \
-             bound (every request sent to the server most likely to succeed when it arrives, load ignored).\n\n",
+             bound for a client that sends each request when it arrives: every try sent to the server most \
+             likely to succeed at that moment, load ignored (a policy that queues requests can pass it by \
+             waiting out an outage). Fail-fast counts refusals (retried when the scenario retries); mean \
+             and p99 are over received requests, fail-fasts included; spread = busiest server's attempts / \
+             mean attempts per server.\n\n",
         );
         out.push_str("## Summary (success %)\n\n");
         out.push_str(&self.summary());

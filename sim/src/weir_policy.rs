@@ -2,7 +2,7 @@
 
 use weir::{Balancer, Config, HeapBalancer, Lease, Rng};
 
-use crate::policy::{Balance, Completion, Pick, ServerId};
+use crate::policy::{Balance, Completion, Pick, Refusal, ServerId};
 
 /// A client's weir balancer. Node ids are server indices; the lease travels inside the [`Pick`].
 pub struct WeirPolicy {
@@ -10,6 +10,8 @@ pub struct WeirPolicy {
     members: Vec<ServerId>,
     /// Releases the core refused (a lease of a node removed meanwhile): reported no-ops, counted.
     stale_releases: u64,
+    /// Queue refused requests in the client (dialogue's QueuedChannel) instead of failing them fast.
+    queue: bool,
 }
 
 impl WeirPolicy {
@@ -23,6 +25,16 @@ impl WeirPolicy {
             balancer: Balancer::with_capacity(servers.max(1), config).expect("valid weir config"),
             members: Vec::new(),
             stale_releases: 0,
+            queue: false,
+        }
+    }
+
+    /// The same, but the client queues the requests weir refuses and asks again whenever one of its
+    /// attempts completes (the simulator's stand-in for a caller-side queue such as dialogue's).
+    pub fn queued(config: Config, servers: usize) -> WeirPolicy {
+        WeirPolicy {
+            queue: true,
+            ..WeirPolicy::new(config, servers)
         }
     }
 
@@ -68,6 +80,14 @@ impl Balance for WeirPolicy {
 
     fn set_draining(&mut self, server: ServerId, draining: bool, _now: u64) {
         let _ = self.balancer.set_lame_duck(server as u64, draining);
+    }
+
+    fn on_refusal(&self) -> Refusal {
+        if self.queue {
+            Refusal::Queue
+        } else {
+            Refusal::FailFast
+        }
     }
 }
 
