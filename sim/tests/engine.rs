@@ -251,11 +251,29 @@ fn refused_requests_fail_fast_or_queue() {
     let r = run_first(&s, Some(1));
     assert_eq!((r.succeeded, r.fail_fast), (3, 0));
     assert_eq!(r.client_p99_ns, 30 * MS - 2);
-    // No servers at all: every request fails fast.
+    // A deadline also bounds the wait in the queue: the third waits past 15 ms and times out there.
     let mut s = s;
+    s.clients.timeout = Some(15 * MS);
+    let r = run_first(&s, Some(1));
+    assert_eq!((r.succeeded, r.codes.get("timeout")), (2, Some(&1)));
+    assert_eq!(r.server_attempts, 2);
+    // No servers at all: every request fails fast...
     s.servers[0].present = false;
     let r = run_first(&s, None);
     assert_eq!((r.fail_fast, r.codes.get("failfast")), (3, Some(&3)));
+    // ... and a retrying client tries again after its backoff: 1 + 2 refusals each.
+    s.clients.retries = Some(Retries {
+        max: 2,
+        backoff: BackoffConfig {
+            initial_ns: MS,
+            jitter: Jitter::None,
+            ..BackoffConfig::default()
+        },
+        budget: None,
+        idempotent: false,
+    });
+    let r = run_first(&s, None);
+    assert_eq!((r.fail_fast, r.codes.get("failfast")), (9, Some(&3)));
 }
 
 #[test]
