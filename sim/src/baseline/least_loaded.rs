@@ -2,7 +2,7 @@
 
 use weir::Rng;
 
-use super::members::Members;
+use super::members::{Cursor, Members};
 use crate::policy::{Balance, Completion, Pick, Reply, ServerId};
 
 /// [`LeastLoaded`]'s parameters.
@@ -86,9 +86,7 @@ fn is_error(reply: Reply) -> bool {
 pub struct LeastLoaded {
     config: LeastLoadedConfig,
     members: Members<Penalty>,
-    next: usize,
-    last: Option<ServerId>,
-    offset: Option<u64>,
+    cursor: Cursor,
     /// Scratch: each server's load during a pick.
     loads: Vec<u64>,
 }
@@ -119,9 +117,7 @@ impl LeastLoaded {
                 ..config
             },
             members: Members::new(),
-            next: 0,
-            last: None,
-            offset: Some(Rng::with_seed(seed).u64(..)),
+            cursor: Cursor::new(seed),
             loads: Vec::new(),
         }
     }
@@ -147,13 +143,11 @@ impl Balance for LeastLoaded {
             u64::from(n.inflight).saturating_add(errors)
         }));
         let min = self.members.usable().iter().map(|&i| self.loads[i]).min()?;
-        let n = nodes.len();
-        let index = (0..n)
-            .map(|k| (self.next + k) % n)
-            .find(|&i| !nodes[i].draining && self.loads[i] == min)?;
+        let loads = &self.loads;
+        let index = self
+            .cursor
+            .advance(nodes, |i| !nodes[i].draining && loads[i] == min)?;
         let server = nodes[index].id;
-        self.next = (index + 1) % n;
-        self.last = Some(server);
         let tag = self.members.start(index, ());
         Some(Pick {
             tag,
@@ -176,22 +170,7 @@ impl Balance for LeastLoaded {
 
     fn set_servers(&mut self, servers: &[ServerId], _now: u64) {
         self.members.set(servers, true, |_| Penalty::default());
-        let n = self.members.nodes().len();
-        if n == 0 {
-            self.next = 0;
-            return;
-        }
-        self.next = match (
-            self.offset,
-            self.last.and_then(|s| self.members.position(s)),
-        ) {
-            (Some(offset), _) => {
-                self.offset = None;
-                (offset % n as u64) as usize
-            }
-            (None, Some(last)) => (last + 1) % n,
-            (None, None) => self.next % n,
-        };
+        self.cursor.reset(&self.members);
     }
 
     fn set_draining(&mut self, server: ServerId, draining: bool, _now: u64) {
@@ -240,7 +219,7 @@ mod tests {
                 tags[s].push(p.members.start(index, ()));
             }
         }
-        p.next = 0;
+        p.cursor.next = 0;
         let first: Vec<ServerId> = (0..5)
             .map(|_| p.pick(0, &mut rng).unwrap())
             .map(|pick| {

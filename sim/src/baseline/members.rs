@@ -180,6 +180,60 @@ impl<S, T: Copy> Members<S, T> {
     }
 }
 
+/// A round-robin position in a client's list that survives list changes: each client starts at its own
+/// random offset (drawn from its seed, so a fleet does not all start at the first server), and after a change
+/// the cycle goes on after the server picked last if it is still there.
+#[derive(Debug)]
+pub(crate) struct Cursor {
+    /// Index of the next server to try.
+    pub(crate) next: usize,
+    /// The server picked last.
+    last: Option<ServerId>,
+    /// The seed's random start, applied to the first non-empty list.
+    offset: Option<u64>,
+}
+
+impl Cursor {
+    /// A cursor whose start is drawn from `seed`.
+    pub(crate) fn new(seed: u64) -> Self {
+        Cursor {
+            next: 0,
+            last: None,
+            offset: Some(Rng::with_seed(seed).u64(..)),
+        }
+    }
+
+    /// The first server index in cycle order from the cursor that `ok` accepts; the cursor moves past it.
+    pub(crate) fn advance<S>(
+        &mut self,
+        nodes: &[Node<S>],
+        ok: impl Fn(usize) -> bool,
+    ) -> Option<usize> {
+        let n = nodes.len();
+        let index = (0..n).map(|k| (self.next + k) % n).find(|&i| ok(i))?;
+        self.next = (index + 1) % n;
+        self.last = Some(nodes[index].id);
+        Some(index)
+    }
+
+    /// Re-places the cursor after the list became `members`' current one.
+    pub(crate) fn reset<S, T: Copy>(&mut self, members: &Members<S, T>) {
+        let n = members.nodes().len();
+        if n == 0 {
+            self.next = 0;
+            return;
+        }
+        self.next = match (self.offset, self.last.and_then(|s| members.position(s))) {
+            (Some(offset), _) => {
+                self.offset = None;
+                (offset % n as u64) as usize
+            }
+            (None, Some(last)) => (last + 1) % n,
+            (None, None) => self.next % n,
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

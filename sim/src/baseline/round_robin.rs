@@ -2,7 +2,7 @@
 
 use weir::Rng;
 
-use super::members::Members;
+use super::members::{Cursor, Members};
 use crate::policy::{Balance, Completion, Pick, ServerId};
 
 /// Simple round robin (SRE book ch. 20, "Simple Round Robin"; shared/seeds/002): each attempt goes to the
@@ -16,12 +16,7 @@ use crate::policy::{Balance, Completion, Pick, ServerId};
 #[derive(Debug)]
 pub struct RoundRobin {
     members: Members<()>,
-    /// Index of the next server to try.
-    next: usize,
-    /// The server picked last.
-    last: Option<ServerId>,
-    /// The seed's random start, applied to the first non-empty list.
-    offset: Option<u64>,
+    cursor: Cursor,
 }
 
 impl RoundRobin {
@@ -29,9 +24,7 @@ impl RoundRobin {
     pub fn new(seed: u64) -> Self {
         RoundRobin {
             members: Members::new(),
-            next: 0,
-            last: None,
-            offset: Some(Rng::with_seed(seed).u64(..)),
+            cursor: Cursor::new(seed),
         }
     }
 
@@ -44,13 +37,8 @@ impl RoundRobin {
 impl Balance for RoundRobin {
     fn pick(&mut self, _now: u64, _rng: &mut Rng) -> Option<Pick> {
         let nodes = self.members.nodes();
-        let n = nodes.len();
-        let index = (0..n)
-            .map(|k| (self.next + k) % n)
-            .find(|&i| !nodes[i].draining)?;
+        let index = self.cursor.advance(nodes, |i| !nodes[i].draining)?;
         let server = nodes[index].id;
-        self.next = (index + 1) % n;
-        self.last = Some(server);
         let tag = self.members.start(index, ());
         Some(Pick {
             tag,
@@ -65,22 +53,7 @@ impl Balance for RoundRobin {
 
     fn set_servers(&mut self, servers: &[ServerId], _now: u64) {
         self.members.set(servers, true, |_| ());
-        let n = self.members.nodes().len();
-        if n == 0 {
-            self.next = 0;
-            return;
-        }
-        self.next = match (
-            self.offset,
-            self.last.and_then(|s| self.members.position(s)),
-        ) {
-            (Some(offset), _) => {
-                self.offset = None;
-                (offset % n as u64) as usize
-            }
-            (None, Some(last)) => (last + 1) % n,
-            (None, None) => self.next % n,
-        };
+        self.cursor.reset(&self.members);
     }
 
     fn set_draining(&mut self, server: ServerId, draining: bool, _now: u64) {
