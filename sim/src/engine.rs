@@ -300,6 +300,11 @@ impl<'s> Engine<'s> {
         self.finish()
     }
 
+    /// The endpoint client `c` calls (dialogue's client x endpoint pairs).
+    fn endpoint(&self, c: usize) -> usize {
+        c % self.s.clients.endpoints.max(1)
+    }
+
     /// The servers client `c` may use now: its subset, minus servers not present.
     fn visible(&self, c: usize) -> Vec<ServerId> {
         self.clients[c]
@@ -354,7 +359,7 @@ impl<'s> Engine<'s> {
         if bad {
             return 0.0;
         }
-        let endpoint = client % self.s.clients.endpoints.max(1);
+        let endpoint = self.endpoint(client);
         let deadline = self.s.clients.timeout.unwrap_or(u64::MAX);
         let best = self
             .servers
@@ -422,8 +427,8 @@ impl<'s> Engine<'s> {
         ServerSeries::bump(&mut self.out.series[sid].sent, bucket);
         let req = &self.requests[r];
         let spec = &self.s.servers[sid];
-        let endpoint = req.client % self.s.clients.endpoints.max(1);
-        let refused = !req.bad && spec.behavior(self.now, endpoint).status == StatusFn::Refuse;
+        let b = spec.behavior(self.now, self.endpoint(req.client));
+        let refused = !req.bad && b.status == StatusFn::Refuse;
         let server = &mut self.servers[sid];
         let mut attempt = Attempt {
             req: r,
@@ -445,7 +450,6 @@ impl<'s> Engine<'s> {
             attempt.status = Some(BAD_REQUEST.0);
             Some(BAD_REQUEST.1)
         } else {
-            let b = spec.behavior(self.now, endpoint);
             if let StatusFn::RateLimit { per_sec, tau } = b.status {
                 let dt = self.now.saturating_sub(server.limited_at) as f64;
                 let tau = tau.max(1) as f64;
@@ -545,34 +549,31 @@ impl<'s> Engine<'s> {
     fn server_done(&mut self, a: usize) {
         let at = &self.attempts[a];
         let sid = at.server;
+        let endpoint = self.endpoint(self.requests[at.req].client);
         let server = &mut self.servers[sid];
         if !at.server_open || at.generation != server.generation {
             return;
         }
         let code = match at.status {
             Some(code) => code,
-            None => {
-                let req = &self.requests[at.req];
-                let endpoint = req.client % self.s.clients.endpoints.max(1);
-                match self.s.servers[sid].behavior(at.sent, endpoint).status {
-                    StatusFn::Fixed(code) => code,
-                    StatusFn::ErrorRate { code, p } => {
-                        if server.rng.f64() < p {
-                            code
-                        } else {
-                            200
-                        }
+            None => match self.s.servers[sid].behavior(at.sent, endpoint).status {
+                StatusFn::Fixed(code) => code,
+                StatusFn::ErrorRate { code, p } => {
+                    if server.rng.f64() < p {
+                        code
+                    } else {
+                        200
                     }
-                    StatusFn::AboveCapacity { code, capacity } => {
-                        if server.active > capacity {
-                            code
-                        } else {
-                            200
-                        }
-                    }
-                    StatusFn::RateLimit { .. } | StatusFn::Refuse => 200,
                 }
-            }
+                StatusFn::AboveCapacity { code, capacity } => {
+                    if server.active > capacity {
+                        code
+                    } else {
+                        200
+                    }
+                }
+                StatusFn::RateLimit { .. } | StatusFn::Refuse => 200,
+            },
         };
         let utilization = f64::from(server.active) / server.capacity;
         server.active -= 1;

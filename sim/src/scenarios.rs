@@ -810,7 +810,7 @@ pub fn fast_500s_then_revert() -> Scenario {
 /// log-normal around 2 ms; `odd` is the tenth backend.
 fn finagle(name: &'static str, about: &'static str, odd: ServerSpec) -> Scenario {
     let mut servers: Vec<ServerSpec> = (0..9)
-        .map(|i| ServerSpec::new(format!("b{i}"), ping()))
+        .map(|i| ServerSpec::new(format!("b{i}"), ping(2 * MS)))
         .collect();
     servers.push(odd);
     let mut s = base(name, about, servers);
@@ -820,23 +820,11 @@ fn finagle(name: &'static str, about: &'static str, odd: ServerSpec) -> Scenario
     s
 }
 
-/// Finagle's recorded ping profile, approximated: log-normal, median 2 ms.
-fn ping() -> Behavior {
+/// Finagle's recorded ping profile, approximated: log-normal around `median` (2 ms nominal, 20 ms when a
+/// backend is 10x slow).
+fn ping(median: u64) -> Behavior {
     Behavior {
-        latency: Latency::LogNormal {
-            median: 2 * MS,
-            sigma: 0.5,
-        },
-        status: StatusFn::Fixed(200),
-    }
-}
-
-fn slow_ping() -> Behavior {
-    Behavior {
-        latency: Latency::LogNormal {
-            median: 20 * MS,
-            sigma: 0.5,
-        },
+        latency: Latency::LogNormal { median, sigma: 0.5 },
         status: StatusFn::Fixed(200),
     }
 }
@@ -846,8 +834,8 @@ pub fn finagle_cold_start() -> Scenario {
     let mut s = finagle(
         "finagle_cold_start",
         "Finagle balancer-sim: a tenth backend joins at 10 s, 10x slow until 20 s while it warms up.",
-        ServerSpec::new("cold", slow_ping())
-            .then(20 * SEC, ping())
+        ServerSpec::new("cold", ping(20 * MS))
+            .then(20 * SEC, ping(2 * MS))
             .absent(),
     );
     s.actions = vec![(10 * SEC, Action::Add(9))];
@@ -859,7 +847,7 @@ pub fn finagle_slow_middle() -> Scenario {
     finagle(
         "finagle_slow_middle",
         "Finagle balancer-sim: one of ten backends is 10x slow from 15 s on.",
-        ServerSpec::new("slow", ping()).then(15 * SEC, slow_ping()),
+        ServerSpec::new("slow", ping(2 * MS)).then(15 * SEC, ping(20 * MS)),
     )
 }
 
@@ -868,9 +856,9 @@ pub fn finagle_temporary_failure() -> Scenario {
     finagle(
         "finagle_temporary_failure",
         "Finagle balancer-sim: one of ten backends refuses connections from 10 s to 25 s.",
-        ServerSpec::new("flaky", ping())
+        ServerSpec::new("flaky", ping(2 * MS))
             .then(10 * SEC, Behavior::DOWN)
-            .then(25 * SEC, ping()),
+            .then(25 * SEC, ping(2 * MS)),
     )
 }
 
@@ -879,7 +867,7 @@ pub fn finagle_permanent_failure() -> Scenario {
     finagle(
         "finagle_permanent_failure",
         "Finagle balancer-sim: one of ten backends refuses connections from 10 s on.",
-        ServerSpec::new("dead", ping()).then(10 * SEC, Behavior::DOWN),
+        ServerSpec::new("dead", ping(2 * MS)).then(10 * SEC, Behavior::DOWN),
     )
 }
 

@@ -150,13 +150,7 @@ impl Balance for Balanced {
                 give_up = score.saturating_mul(2);
             }
             if let Some(snapshot) = nodes[index].state.limiter.try_acquire() {
-                let server = nodes[index].id;
-                let tag = self.members.start(index, snapshot);
-                return Some(Pick {
-                    server,
-                    lease: None,
-                    tag,
-                });
+                return Some(self.members.start(index, snapshot));
             }
         }
         None
@@ -187,11 +181,7 @@ impl Balance for Balanced {
     }
 
     fn on_refusal(&self) -> Refusal {
-        if self.members.nodes().is_empty() {
-            Refusal::FailFast
-        } else {
-            Refusal::Queue
-        }
+        self.members.queue_unless_empty()
     }
 }
 

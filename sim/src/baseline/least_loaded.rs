@@ -147,13 +147,7 @@ impl Balance for LeastLoaded {
         let index = self
             .cursor
             .advance(nodes, |i| !nodes[i].draining && loads[i] == min)?;
-        let server = nodes[index].id;
-        let tag = self.members.start(index, ());
-        Some(Pick {
-            tag,
-            server,
-            lease: None,
-        })
+        Some(self.members.start(index, ()))
     }
 
     fn complete(&mut self, pick: Pick, done: &Completion, now: u64) {
@@ -216,7 +210,7 @@ mod tests {
         for (s, &k) in active.iter().enumerate() {
             let index = p.members.position(s).unwrap();
             for _ in 0..k {
-                tags[s].push(p.members.start(index, ()));
+                tags[s].push(p.members.start(index, ()).tag);
             }
         }
         p.cursor.next = 0;

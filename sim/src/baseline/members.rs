@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use weir::Rng;
 
-use crate::policy::ServerId;
+use crate::policy::{Pick, Refusal, ServerId};
 
 /// One server of the client's list and the policy's state for it.
 #[derive(Debug)]
@@ -143,15 +143,29 @@ impl<S, T: Copy> Members<S, T> {
         self.refresh_usable();
     }
 
-    /// Records an attempt sent to the server at `index` (which must be valid), with `record` for its end;
-    /// returns the attempt's tag, for its [`Pick`](crate::policy::Pick).
-    pub(crate) fn start(&mut self, index: usize, record: T) -> u64 {
+    /// Records an attempt sent to the server at `index` (which must be valid), with `record` for its end, and
+    /// returns the attempt's [`Pick`], whose tag finds the record again.
+    pub(crate) fn start(&mut self, index: usize, record: T) -> Pick {
         let node = &mut self.nodes[index];
         node.inflight += 1;
         let tag = self.next_tag;
         self.next_tag += 1;
         self.outstanding.insert(tag, (node.id, node.epoch, record));
-        tag
+        Pick {
+            server: node.id,
+            lease: None,
+            tag,
+        }
+    }
+
+    /// dialogue's answer to a refused pick: queue the request, unless there is no server at all (then it
+    /// fails, as dialogue does without URIs).
+    pub(crate) fn queue_unless_empty(&self) -> Refusal {
+        if self.nodes.is_empty() {
+            Refusal::FailFast
+        } else {
+            Refusal::Queue
+        }
     }
 
     /// Matches the end of attempt `tag` with its record: the index of the server whose state it was sent
@@ -247,7 +261,7 @@ mod tests {
             [1, 2, 3]
         );
         m.nodes_mut()[1].state = 99;
-        let old = [m.start(1, ()), m.start(1, ())];
+        let old = [m.start(1, ()).tag, m.start(1, ()).tag];
         assert!(m.set_draining(2, true));
         assert!(!m.set_draining(2, true));
         assert!(!m.set_draining(7, true));
@@ -264,7 +278,7 @@ mod tests {
         assert!(!m.nodes()[1].draining);
         assert_eq!(m.in_flight(), 2);
         assert_eq!(m.finish(old[0]), None);
-        let new = m.start(1, ());
+        let new = m.start(1, ()).tag;
         assert_eq!(
             m.finish(new),
             Some((1, ())),
@@ -283,7 +297,7 @@ mod tests {
         let mut m: Members<u32> = Members::new();
         m.set(&[1, 2], true, |_| 1);
         m.set_draining(1, true);
-        let tag = m.start(1, ());
+        let tag = m.start(1, ()).tag;
         m.set(&[1, 2, 3], false, |_| 2);
         assert!(m.nodes().iter().all(|n| n.state == 2 && n.inflight == 0));
         assert!(m.nodes()[0].draining);

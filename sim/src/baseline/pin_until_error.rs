@@ -98,15 +98,8 @@ impl Balance for PinUntilError {
             .map(|k| (self.pin + k) % n)
             .find(|&i| !nodes[i].draining)?;
         self.pin = pin;
-        let node = &mut self.members.nodes_mut()[pin];
-        let snapshot = node.state.try_acquire()?;
-        let server = node.id;
-        let tag = self.members.start(pin, (snapshot, pin));
-        Some(Pick {
-            tag,
-            server,
-            lease: None,
-        })
+        let snapshot = self.members.nodes_mut()[pin].state.try_acquire()?;
+        Some(self.members.start(pin, (snapshot, pin)))
     }
 
     fn complete(&mut self, pick: Pick, done: &Completion, _now: u64) {
@@ -139,11 +132,7 @@ impl Balance for PinUntilError {
     }
 
     fn on_refusal(&self) -> Refusal {
-        if self.members.nodes().is_empty() {
-            Refusal::FailFast
-        } else {
-            Refusal::Queue
-        }
+        self.members.queue_unless_empty()
     }
 }
 

@@ -39,13 +39,7 @@ impl Balance for RandomPick {
             return None;
         }
         let index = usable[rng.usize(..usable.len())];
-        let server = self.members.nodes()[index].id;
-        let tag = self.members.start(index, ());
-        Some(Pick {
-            tag,
-            server,
-            lease: None,
-        })
+        Some(self.members.start(index, ()))
     }
 
     fn complete(&mut self, pick: Pick, _done: &Completion, _now: u64) {

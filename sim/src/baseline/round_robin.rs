@@ -38,13 +38,7 @@ impl Balance for RoundRobin {
     fn pick(&mut self, _now: u64, _rng: &mut Rng) -> Option<Pick> {
         let nodes = self.members.nodes();
         let index = self.cursor.advance(nodes, |i| !nodes[i].draining)?;
-        let server = nodes[index].id;
-        let tag = self.members.start(index, ());
-        Some(Pick {
-            tag,
-            server,
-            lease: None,
-        })
+        Some(self.members.start(index, ()))
     }
 
     fn complete(&mut self, pick: Pick, _done: &Completion, _now: u64) {

@@ -220,13 +220,7 @@ impl Balance for WeightedRoundRobin {
             slot
         };
         let index = usable[slot];
-        let server = self.members.nodes()[index].id;
-        let tag = self.members.start(index, ());
-        Some(Pick {
-            tag,
-            server,
-            lease: None,
-        })
+        Some(self.members.start(index, ()))
     }
 
     fn complete(&mut self, pick: Pick, done: &Completion, now: u64) {
