@@ -129,6 +129,8 @@ pub(crate) enum PreparedModel {
         count: u64,
         /// The bucket width, for `now / width` without a division instruction.
         width: crate::div::Divisor,
+        /// `count`, for a bucket's place in the ring (`epoch % count`) on every outcome, likewise.
+        ring: crate::div::Divisor,
         /// `decay^-age` for age 0..count.
         weights: [f64; MAX_BUCKETS],
     },
@@ -168,6 +170,8 @@ impl Config {
                 PreparedModel::Buckets {
                     count: count as u64,
                     width,
+                    // `count >= 1` was checked above.
+                    ring: crate::div::Divisor::new(count as u64).ok_or(ConfigError::BucketCount)?,
                     weights,
                 }
             }

@@ -36,6 +36,13 @@
 //! caches were last rotated to; a reading is taken at that epoch or later, never earlier, so a release
 //! whose `now` lags behind the rotation cannot put back a reading that the rotation aged. The low 32 bits
 //! are a sequence number that every store advances (see `refresh`).
+//!
+//! Beside the cache, `scan` holds the same weight as an integer: `weight * 2^46`, rounded down (see
+//! [`UNIT_SHIFT`]). The acquire's first draw sums these integers, which is exact and costs one integer add
+//! per node; the exact `f32` weights in `cache` serve the draws whose total is too small for that precision
+//! (see `select.rs`). A refresh stores `scan` before its compare-and-swap on `cache` and stores it again
+//! whenever that fails, so the last `scan` store belongs to the last successful compare-and-swap: once the
+//! node's writes have finished, the two words hold the same weight (see `try_refresh`).
 
 use crate::config::{Prepared, PreparedModel, MAX_BUCKETS};
 use crate::div::Divisor;
@@ -52,6 +59,17 @@ const _: () = assert!(MAX_BUCKETS.is_power_of_two());
 const SEQ_MASK: u64 = 0xFFFF_FFFF;
 /// A slot that holds no active node: scan weight 0.
 const CACHE_ABSENT: u64 = 0;
+/// Scan units per unit of weight, as a power of two: a weight of 1.0 is `2^46` units, so the units of
+/// [`MAX_NODES`](crate::MAX_NODES) nodes sum to at most `2^62` and never overflow.
+pub(crate) const UNIT_SHIFT: u32 = 46;
+const _: () = assert!(crate::MAX_NODES as u64 <= 1 << (62 - UNIT_SHIFT));
+
+/// A scan weight in units (`weight * 2^UNIT_SHIFT`, rounded down; weights lie in [0, 1]).
+#[inline]
+fn units_of(weight: f32) -> u64 {
+    // Exact: an `f32` times a power of two is exact in `f64`, and at most `2^46` converts exactly.
+    (f64::from(weight) * (1u64 << UNIT_SHIFT) as f64) as u64
+}
 
 /// The words besides a node's own health that its scan weight depends on.
 #[derive(Clone, Copy)]
@@ -123,7 +141,9 @@ pub(crate) struct View {
 #[derive(Debug)]
 #[repr(C)]
 pub(crate) struct Health {
-    /// Cached weight, see the module docs. Written by releases and by acquires that find it expired.
+    /// The scan weight in units (see [`UNIT_SHIFT`]): what the acquire's first draw reads.
+    scan: AtomicU64,
+    /// Cached weight, see the module docs. Written by releases, membership changes and rotations.
     cache: AtomicU64,
     /// Newest epoch written + 1 (buckets), or 1 once any outcome was recorded (average); 0 = no data.
     last: AtomicU64,
@@ -137,6 +157,7 @@ impl Health {
         #[allow(clippy::declare_interior_mutable_const)]
         const ZERO: AtomicU64 = AtomicU64::new(0);
         Health {
+            scan: ZERO,
             cache: AtomicU64::new(CACHE_ABSENT),
             last: ZERO,
             ring: [ZERO; MAX_BUCKETS],
@@ -146,16 +167,17 @@ impl Health {
     #[cfg(loom)]
     pub(crate) fn new() -> Self {
         Health {
+            scan: AtomicU64::new(0),
             cache: AtomicU64::new(CACHE_ABSENT),
             last: AtomicU64::new(0),
             ring: core::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 
-    /// The address of the cache word, for the layout test.
+    /// The address of the scan word, for the layout test.
     #[cfg(test)]
-    pub(crate) fn cache_addr(&self) -> usize {
-        &self.cache as *const AtomicU64 as usize
+    pub(crate) fn scan_addr(&self) -> usize {
+        &self.scan as *const AtomicU64 as usize
     }
 
     /// Forgets everything: called by the adder that owns a claimed slot, before it publishes the slot.
@@ -173,7 +195,9 @@ impl Health {
         // A read-modify-write that advances the sequence, not a store: a refresh for the slot's previous
         // occupant may be under way, and its compare-and-swap must then fail and read again (it then
         // reads the cleared ring: Release here, Acquire in `try_refresh`). The weight is 0 until the node
-        // is active and the adder's membership refresh computes it.
+        // is active and the adder's membership refresh computes it. The scan word first, as in
+        // `try_refresh`.
+        self.scan.store(0, Relaxed);
         let _ = self.cache.fetch_update(Release, Relaxed, |c| {
             Some(CACHE_ABSENT | (bump(c) & SEQ_MASK))
         });
@@ -182,8 +206,10 @@ impl Health {
     /// Records one finished outcome (success or not) at `now`, then refreshes the cached weight.
     pub(crate) fn record(&self, p: &Prepared, now: u64, success: bool, scope: Scope<'_>) {
         match p.model {
-            PreparedModel::Buckets { count, width, .. } => {
-                let advanced = self.record_bucket(count, epoch_at(now, width), success);
+            PreparedModel::Buckets {
+                count, width, ring, ..
+            } => {
+                let advanced = self.record_bucket(count, ring, epoch_at(now, width), success);
                 if success && !advanced && self.keep_full_weight() {
                     return;
                 }
@@ -204,7 +230,7 @@ impl Health {
     }
 
     /// Records one outcome; returns whether this call advanced the window.
-    fn record_bucket(&self, count: u64, epoch: u64, success: bool) -> bool {
+    fn record_bucket(&self, count: u64, ring: Divisor, epoch: u64, success: bool) -> bool {
         let mut advanced = None;
         loop {
             // Acquire: the ring words written under this `last` must be visible before we read them.
@@ -228,7 +254,7 @@ impl Health {
             }
             // The outcome goes into the newest bucket: our own epoch after our advance, or a newer one if
             // another writer advanced past us (a `now` older than `last` counts as the newest bucket).
-            if self.try_write_bucket(count, l1, success) {
+            if self.try_write_bucket(count, ring, l1, success) {
                 if let Some(Some(old)) = advanced {
                     self.clear_aged_newest(count, old, l1 - 1);
                 }
@@ -276,9 +302,10 @@ impl Health {
     /// checked again: if a writer advanced meanwhile, the word read may already belong to a newer epoch,
     /// which must never be replaced by an older one, so the attempt fails and the caller re-reads `last`.
     #[inline]
-    fn try_write_bucket(&self, count: u64, l1: u64, success: bool) -> bool {
+    fn try_write_bucket(&self, count: u64, ring: Divisor, l1: u64, success: bool) -> bool {
         let epoch = l1 - 1;
-        let w = &self.ring[(epoch % count) as usize];
+        // `epoch % count`, by multiplication (see `div.rs`).
+        let w = &self.ring[(epoch - ring.div(epoch) * count) as usize];
         // Acquire: a bucket written under a newer `last` makes that `last` visible to the check below.
         let v = w.load(Acquire);
         if self.last.load(Acquire) != l1 {
@@ -326,9 +353,9 @@ impl Health {
                 count,
                 width,
                 ref weights,
-            } => loop {
-                let l1 = self.last.load(Acquire);
-                if l1 == 0 {
+                ..
+            } => {
+                let Some((newest, words)) = self.snapshot() else {
                     return View {
                         rate: 1.0,
                         floored: false,
@@ -337,41 +364,17 @@ impl Health {
                         sticky: (0, 0),
                         has_data: false,
                     };
-                }
-                let newest = l1 - 1;
-                let now_epoch = epoch_at(now, width).max(newest);
-                let (mut num, mut den) = (0.0f64, 0.0f64);
+                };
+                let span = span(count, width, newest, now);
+                let (num, den) = window_sums(&words, newest, span, weights);
                 let (mut wf, mut ws) = (0u64, 0u64);
-                let mut sticky = (0u64, 0u64, 0u64); // (epoch + 1, finished, succeeded)
-                for w in &self.ring[..count as usize] {
-                    let v = w.load(Acquire);
-                    let f = fin(v);
-                    if f == 0 {
-                        continue;
-                    }
-                    let s = succ(v);
-                    let e = epoch_of(tag(v), newest);
-                    if e > newest {
-                        // Near epoch 0 a tag newer than `newest` resolves past it: a writer advanced `last`
-                        // after we read it, and the check below retries the whole reading.
-                        continue;
-                    }
-                    if now_epoch - e < count {
-                        // Ages are counted from the newest bucket with data: the same ratio as from `now`
-                        // (every weight shrinks by the same factor), and bit-identical whenever it is read.
-                        let a = weights[(newest - e) as usize & (MAX_BUCKETS - 1)];
-                        num += a * s as f64;
-                        den += a * f as f64;
-                        wf += f;
-                        ws += s;
-                    } else if e + 1 > sticky.0 {
-                        sticky = (e + 1, f, s);
+                for &v in &words {
+                    if fin(v) != 0 && age_of(v, newest) < span {
+                        wf += fin(v);
+                        ws += succ(v);
                     }
                 }
-                if self.last.load(Acquire) != l1 {
-                    continue;
-                }
-                return if den > 0.0 {
+                if den > 0.0 {
                     View {
                         rate: num / den,
                         floored: false,
@@ -381,7 +384,7 @@ impl Health {
                         has_data: true,
                     }
                 } else {
-                    let (_, f, s) = sticky;
+                    let (f, s) = sticky(&words, newest);
                     View {
                         rate: if f == 0 { 1.0 } else { s as f64 / f as f64 },
                         floored: f != 0,
@@ -390,8 +393,59 @@ impl Health {
                         sticky: (f, s),
                         has_data: true,
                     }
-                };
-            },
+                }
+            }
+        }
+    }
+
+    /// A consistent copy of the ring with its newest epoch, or `None` for a node without data. Every
+    /// ring word is read (those beyond the configured count are always 0), then `last` again: if a writer
+    /// advanced it meanwhile, the copy may mix epochs and is taken again.
+    #[inline(always)]
+    fn snapshot(&self) -> Option<(u64, [u64; MAX_BUCKETS])> {
+        loop {
+            // Acquire: the ring words written under this `last` must be visible before we read them.
+            let l1 = self.last.load(Acquire);
+            if l1 == 0 {
+                return None;
+            }
+            let mut words = [0u64; MAX_BUCKETS];
+            for (v, w) in words.iter_mut().zip(&self.ring) {
+                // Acquire: a bucket written under a newer `last` makes that `last` visible to the check.
+                *v = w.load(Acquire);
+            }
+            if self.last.load(Acquire) == l1 {
+                return Some((l1 - 1, words));
+            }
+        }
+    }
+
+    /// The success rate at `at` and whether the recovery floor applies to it: what a refresh needs of
+    /// [`view`](Self::view), with the same arithmetic, so the same bits.
+    #[inline]
+    fn rate(&self, p: &Prepared, at: u64) -> (f64, bool) {
+        let PreparedModel::Buckets {
+            count,
+            width,
+            ref weights,
+            ..
+        } = p.model
+        else {
+            let v = self.view(p, at);
+            return (v.rate, v.floored);
+        };
+        let Some((newest, words)) = self.snapshot() else {
+            return (1.0, false);
+        };
+        let (num, den) = window_sums(&words, newest, span(count, width, newest, at), weights);
+        if den > 0.0 {
+            return (num / den, false);
+        }
+        let (f, s) = sticky(&words, newest);
+        if f == 0 {
+            (1.0, false)
+        } else {
+            (s as f64 / f as f64, true)
         }
     }
 
@@ -423,9 +477,9 @@ impl Health {
         // Acquire (all three): see above. The rotation word holds `start - lag` (wrapping).
         let weight = if slot::state(scope.ctl.load(Acquire)) == slot::ACTIVE {
             let start = scope.rotation.load(Acquire).wrapping_add(p.rotation_lag);
-            let v = self.view(p, now.max(start));
-            let w = p.weight_of(v.rate) as f32;
-            if v.floored {
+            let (rate, floored) = self.rate(p, now.max(start));
+            let w = p.weight_of(rate) as f32;
+            if floored {
                 // Read only when it applies; still after the cache, as the argument above needs.
                 w.max(f32::from_bits(scope.active.load(Acquire) as u32))
             } else {
@@ -435,6 +489,11 @@ impl Health {
             0.0
         };
         let next = (u64::from(weight.to_bits()) << 32) | (bump(seen) & SEQ_MASK);
+        // Relaxed: the compare-and-swap below publishes it. Stored before it and again on every retry, so
+        // that the last store is that of the last compare-and-swap that succeeds: a store that lands after
+        // ours comes from a writer whose compare-and-swap is still to come (had it succeeded before ours,
+        // our Acquire load above would have ordered its store before ours).
+        self.scan.store(units_of(weight), Relaxed);
         // AcqRel: publishes our reading.
         self.cache
             .compare_exchange(seen, next, AcqRel, Acquire)
@@ -463,6 +522,13 @@ impl Health {
         false
     }
 
+    /// The node's scan weight in units (see [`UNIT_SHIFT`]): one load.
+    #[inline(always)]
+    pub(crate) fn units(&self) -> u64 {
+        // Relaxed: as `weight`.
+        self.scan.load(Relaxed)
+    }
+
     /// The node's scan weight: one load.
     #[inline(always)]
     pub(crate) fn weight(&self) -> f64 {
@@ -476,6 +542,67 @@ impl Health {
 #[inline]
 fn bump(c: u64) -> u64 {
     (c & !SEQ_MASK) | (c.wrapping_add(1) & SEQ_MASK)
+}
+
+/// How many epochs back from the newest the window reaches when read at `at`: a bucket `age` epochs
+/// older than the newest is in it while `age < span`. Reading later than the newest epoch (an idle node
+/// read by a rotation) shortens it; ages are still counted from the newest bucket with data, which gives
+/// the same ratio as counting from `at` (every weight shrinks by the same factor).
+#[inline(always)]
+fn span(count: u64, width: Divisor, newest: u64, at: u64) -> u64 {
+    count.saturating_sub(epoch_at(at, width).saturating_sub(newest))
+}
+
+/// How many epochs bucket `v` is older than `newest`: `newest - epoch_of(tag, newest)`. A tag newer than
+/// `newest` cannot occur in a consistent snapshot except near epoch 0, where it gives an age of nearly
+/// 2^16: outside every window, as `view` always treated it.
+#[inline(always)]
+fn age_of(v: u64, newest: u64) -> u64 {
+    newest.wrapping_sub(tag(v)) & TAG_MASK
+}
+
+/// The window's weighted sums `(Σ w_age * succeeded, Σ w_age * finished)` over a snapshot. Without
+/// branches: an empty bucket adds 0 and a bucket outside the window weighs 0. The eight terms are added
+/// as a balanced tree (three additions deep instead of eight in a row), always in the same order, so
+/// every reading of the same buckets gives the same bits.
+#[inline(always)]
+fn window_sums(
+    words: &[u64; MAX_BUCKETS],
+    newest: u64,
+    span: u64,
+    weights: &[f64; MAX_BUCKETS],
+) -> (f64, f64) {
+    let mut num = [0.0f64; MAX_BUCKETS];
+    let mut den = [0.0f64; MAX_BUCKETS];
+    for ((&v, n), d) in words.iter().zip(&mut num).zip(&mut den) {
+        let age = age_of(v, newest);
+        let a = if age < span {
+            weights[age as usize & (MAX_BUCKETS - 1)]
+        } else {
+            0.0
+        };
+        // The counts have 24 bits: through `u32`, one conversion instruction each.
+        *n = a * f64::from(succ(v) as u32);
+        *d = a * f64::from(fin(v) as u32);
+    }
+    (tree_sum(&num), tree_sum(&den))
+}
+
+/// `((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7))`.
+#[inline(always)]
+fn tree_sum(x: &[f64; MAX_BUCKETS]) -> f64 {
+    ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]))
+}
+
+/// The sticky bucket of a snapshot whose window is empty: the newest bucket with data, as
+/// `(finished, succeeded)`, or `(0, 0)`. Every bucket with data is then outside the window, so the
+/// newest of them is the one with the smallest age.
+fn sticky(words: &[u64; MAX_BUCKETS], newest: u64) -> (u64, u64) {
+    words
+        .iter()
+        .filter(|&&v| fin(v) != 0)
+        .min_by_key(|&&v| age_of(v, newest))
+        .map_or((0, 0), |&v| (fin(v), succ(v)))
 }
 
 #[cfg(all(test, not(loom)))]
@@ -569,6 +696,47 @@ mod tests {
             .store(slot::pack(slot::LAME_DUCK, 0, 100, 0), Relaxed);
         h.refresh(&p, 6 * W, rotated.scope());
         assert_eq!(h.weight(), 0.0);
+    }
+
+    #[test]
+    fn refresh_reads_exactly_what_view_reads() {
+        // Random histories, read at random later times (rotations included): the cached weight is the
+        // view's rate through `weight_of`, bit for bit, and the scan units are that weight's.
+        let mut rng = fastrand::Rng::with_seed(11);
+        for case in 0..300 {
+            let p = Config {
+                health: HealthModel::Buckets {
+                    count: rng.usize(1..=MAX_BUCKETS),
+                    width_ns: W,
+                    decay: [1.0, 2.0, 3.0, 1.7][case % 4],
+                },
+                ..Config::default()
+            }
+            .prepare()
+            .unwrap();
+            let h = Health::new();
+            let mut t = 0;
+            for _ in 0..rng.usize(0..40) {
+                t += rng.u64(..3 * W);
+                rec(&h, &p, t, rng.u64(..3), rng.u64(..3));
+            }
+            let at = t + rng.u64(..12 * W);
+            h.refresh(&p, at, Words::new(&p, at, 0.0).scope());
+            let v = h.view(&p, at);
+            assert_eq!(h.weight(), p.weight_of(v.rate) as f32 as f64, "case {case}");
+            assert_eq!(h.units(), units_of(h.weight() as f32), "case {case}");
+        }
+    }
+
+    #[test]
+    fn scan_units_are_the_weight_rounded_down() {
+        assert_eq!(units_of(1.0), 1 << UNIT_SHIFT);
+        assert_eq!(units_of(0.0), 0);
+        assert_eq!(units_of(0.5), 1 << (UNIT_SHIFT - 1));
+        // A weight below one unit is 0 units; the draw then uses the exact weights (see select.rs).
+        assert_eq!(units_of(1e-15), 0);
+        let w = 0.123_456_79f32;
+        assert_eq!(units_of(w), (f64::from(w) * 2f64.powi(46)).floor() as u64);
     }
 
     #[test]

@@ -79,18 +79,22 @@ impl Totals {
     }
 }
 
-/// A node's weight if it is active with room, else 0: all the cascade's common case needs. The same
-/// test as `entry`, without computing the weight of a full node.
+/// A node's scan weight in units if it is active with room, else 0: all the cascade's common case needs.
+/// The same test as `entry`.
 #[inline(always)]
-fn room_weight(s: &NodeSlot) -> f64 {
+fn room_units(s: &NodeSlot) -> u64 {
     // Relaxed: as in `entry`.
     let c = s.ctl.load(crate::sync::Ordering::Relaxed);
     if slot::state(c) == slot::ACTIVE && slot::inflight(c) < slot::limit(c) {
-        s.health.weight()
+        s.health.units()
     } else {
-        0.0
+        0
     }
 }
+
+/// The least total, in units, that the integer draw takes: `2^-16` of weight. Below it (every node
+/// nearly dead, or only floored ones) the draw runs over the exact `f32` weights instead.
+const UNITS_MIN: u64 = 1 << (crate::health::UNIT_SHIFT - 16);
 
 /// The first draw of an acquire: over the nodes' scan weights alone, one load per node (a node that is
 /// not active has scan weight 0; see `health.rs`). The drawn node may turn out to be full: its
@@ -101,7 +105,7 @@ fn room_weight(s: &NodeSlot) -> f64 {
 /// node was drawn (probability `F / (R + F)`) with probability `w_j / R`; the sum is `w_j / R`, the
 /// cascade's probability. `CascadeApprox` and the zero-weight cases take the full scan at once.
 pub(crate) fn choose_fast(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
-    draw_by(p, slots, rng, |s| s.health.weight())
+    draw_by(p, slots, rng, |s| s.health.units())
 }
 
 /// Picks the node to try among the nodes with room, or the reason to fail fast.
@@ -111,7 +115,7 @@ pub(crate) fn choose_fast(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Ch
 /// them. Only when no node with room has a positive weight does the full scan run, which tells apart
 /// zero-weight, full and absent nodes for the fallbacks and the rejection reason.
 pub(crate) fn choose(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
-    draw_by(p, slots, rng, room_weight)
+    draw_by(p, slots, rng, room_units)
 }
 
 /// A weighted draw over `weight(slot)` for `Cascade` and `WeightedPick`; the full scan for
@@ -121,58 +125,60 @@ fn draw_by(
     p: &Prepared,
     slots: &[NodeSlot],
     rng: &mut Rng,
-    weight: impl Fn(&NodeSlot) -> f64,
+    units: impl Fn(&NodeSlot) -> u64,
 ) -> Choice {
     if p.config.policy == Policy::CascadeApprox {
         return choose_full(p, slots, rng);
     }
     // The stack buffer fits the balancer, so that small balancers do not clear a large one.
     match slots.len() {
-        0..=8 => choose_room::<8>(p, slots, rng, weight),
-        9..=16 => choose_room::<16>(p, slots, rng, weight),
-        _ => choose_room::<SCAN>(p, slots, rng, weight),
+        0..=8 => choose_room::<8>(p, slots, rng, units),
+        9..=16 => choose_room::<16>(p, slots, rng, units),
+        _ => choose_room::<SCAN>(p, slots, rng, units),
     }
 }
 
-/// A weighted draw over `weight(slot)`, with a buffer of `K` running totals; the full scan when every
-/// weight is 0.
+/// A weighted draw over `units(slot)`, with a buffer of `K` running totals; the full scan when the
+/// total is below [`UNITS_MIN`].
 ///
-/// The scan stores the running total of the room weights after each buffered node; the draw then finds
-/// the first total above `u * total` by binary search. That node has a positive weight (the total
-/// rises only at positive weights), and it is the node a walk over the weights in slot order would
-/// stop at, so the distribution is that of the cascade (see the module docs).
+/// The scan stores the running total of the units after each buffered node; the draw then finds the
+/// first total above a uniform integer below the total, by binary search. That node has positive units
+/// (the total rises only there), and it is the node a walk over the weights in slot order would stop at,
+/// so the distribution is that of the cascade (see the module docs), with weights rounded down to whole
+/// units (`2^-46`): with a total of at least `2^-16`, that moves no node's probability by more than
+/// `2^-30`, the rounding of summing the weights in `f64` at the same scale. Integers add exactly and in
+/// one instruction, and a draw below the total is exactly uniform.
 #[inline(always)]
 fn choose_room<const K: usize>(
     p: &Prepared,
     slots: &[NodeSlot],
     rng: &mut Rng,
-    weight: impl Fn(&NodeSlot) -> f64,
+    units: impl Fn(&NodeSlot) -> u64,
 ) -> Choice {
-    let mut prefix = [0.0f64; K];
-    let mut total = 0.0;
+    let mut prefix = [0u64; K];
+    let mut total = 0u64;
     let buffered = slots.len().min(K);
     for (h, s) in prefix.iter_mut().zip(slots) {
-        total += weight(s);
+        total += units(s);
         *h = total;
     }
     let head_total = total;
     for s in slots.iter().skip(K) {
-        total += weight(s);
+        total += units(s);
     }
-    if total > 0.0 {
-        let target = rng.f64() * total;
+    if total >= UNITS_MIN {
+        let target = rng.u64(..total);
         if target < head_total {
             // `partition_point` is a binary search: the first index whose total exceeds the target.
-            let i = prefix[..buffered].partition_point(|&t| t <= target);
-            return Choice::Try(i);
+            return Choice::Try(prefix[..buffered].partition_point(|&t| t <= target));
         }
         // Beyond the buffer the nodes are read again: a concurrent change can shift the draw slightly,
         // never out of the active set.
         let mut acc = head_total;
         let mut last = None;
         for (i, s) in slots.iter().enumerate().skip(K) {
-            let w = weight(s);
-            if w > 0.0 {
+            let w = units(s);
+            if w > 0 {
                 acc += w;
                 last = Some(i);
                 if acc > target {
@@ -180,12 +186,12 @@ fn choose_room<const K: usize>(
                 }
             }
         }
-        // Rounding (`u * total` rounded up to `total`), or a node beyond the buffer that changed
-        // meanwhile, left the target unreached: the last positive weight takes it.
+        // A node beyond the buffer that changed meanwhile left the target unreached: the last positive
+        // weight takes it.
         if let Some(i) = last {
             return Choice::Try(i);
         }
-        if head_total > 0.0 {
+        if head_total > 0 {
             // The first running total that reaches the buffer's total is the last positive weight.
             return Choice::Try(prefix[..buffered].partition_point(|&t| t < head_total));
         }

@@ -153,12 +153,12 @@ mod tests {
 
     #[test]
     fn scan_reads_one_line_per_node() {
-        // The acquire scan reads `ctl` and the cached weight (the first word of `health`): both must lie
-        // in the slot's first 64 bytes.
+        // The acquire scan reads `ctl` and the scan weight (the first word of `health`): both must lie in
+        // the slot's first 64 bytes.
         let s = NodeSlot::new();
         let base = &s as *const NodeSlot as usize;
         let ctl = &s.ctl as *const AtomicU64 as usize - base;
-        let cache = s.health.cache_addr() - base;
+        let cache = s.health.scan_addr() - base;
         assert!(
             ctl < 64 && cache + 8 <= 64,
             "ctl at {ctl}, cache at {cache}"

@@ -176,3 +176,40 @@ fn zero_weight_nodes_are_uniform_among_themselves() {
         assert!(x2 < 16.27, "{policy:?}: chi-square {x2} for {counts:?}"); // 3 degrees of freedom
     }
 }
+
+/// Weights far below the integer draw's resolution (`2^-46`, where both round to 0 units) are drawn
+/// exactly over their `f32` values: success rates 0.5 and 0.51 with exponent 50 give weights `2^-50` and
+/// about `2^-48.6`, in the ratio `1.02^50 ≈ 2.69`. Treated as zero-weight nodes they would split evenly.
+#[test]
+fn tiny_weights_are_drawn_exactly() {
+    let config = Config {
+        weight_exponent: 50.0,
+        ..Config::default()
+    };
+    let b = Balancer::with_capacity(2, config).unwrap();
+    b.add(1).unwrap();
+    b.add(2).unwrap();
+    let mut rng = Rng::with_seed(5);
+    for (id, ok, bad) in [(1, 1, 1), (2, 51, 49)] {
+        let other = 3 - id;
+        b.set_lame_duck(other, true).unwrap();
+        for o in std::iter::repeat_n(Outcome::Success, ok)
+            .chain(std::iter::repeat_n(Outcome::Failure, bad))
+        {
+            let l = b.acquire(0, &mut rng).unwrap();
+            b.release(l, o, 0).unwrap();
+        }
+        b.set_lame_duck(other, false).unwrap();
+    }
+    let (w1, w2) = (b.node(1, 0).unwrap().weight, b.node(2, 0).unwrap().weight);
+    assert!(w1 < 1e-14 && w2 < 1e-14, "{w1} {w2}");
+    let (w1, w2) = (w1 as f32 as f64, w2 as f32 as f64);
+    let mut counts = [0u64; 4];
+    for _ in 0..50_000 {
+        let l = b.acquire(0, &mut rng).unwrap();
+        counts[(l.node_id() - 1) as usize] += 1;
+        b.release(l, Outcome::Ignored, 0).unwrap();
+    }
+    let x2 = chi_square(&counts, [w1 / (w1 + w2), w2 / (w1 + w2), 0.0, 0.0]);
+    assert!(x2 < CRIT_DF1, "chi-square {x2} for {counts:?}");
+}

@@ -160,26 +160,26 @@ fn assert_one_of(b: &B, times: &[u64], allowed: &[&[Seen]]) {
 
 /// Checks that the cached weight acquire uses agrees with the node's health at `now`: node 1's weight is
 /// its snapshot's (`rate^exponent` of the floored rate, stored as `f32`), node 2 is fresh (weight 1). With
-/// the default `Cascade` policy and both nodes below their limit, one `rng.f64()` draw `x` picks node 1
-/// exactly when `w1 > x * (w1 + 1)`. A stale cache (one that missed a racing write, rotation or floor
-/// change) picks differently for some seed: the 32 seeds' first draws leave no gap wider than 0.12 in
-/// [0, 1), so weights whose pick thresholds `w / (w + 1)` differ by more than that are told apart.
+/// the default `Cascade` policy and both nodes below their limit, the first draw sums the nodes' scan
+/// units (`⌊f32 weight * 2^46⌋`) and draws one integer `t` below the sum: node 1 (slot 0) is picked exactly
+/// when `t < units1`. A stale scan word or cache (one that missed a racing write, rotation or floor change)
+/// picks differently for some seed: the 32 seeds' first draws, as fractions of the sum, leave no gap wider
+/// than 0.12 in [0, 1), so weights whose pick thresholds `w / (w + 1)` differ by more than that are told
+/// apart.
 fn assert_cache_fresh(b: &B, now: u64) {
+    const UNIT: f64 = (1u64 << 46) as f64;
     let s1 = b.node(1, now).unwrap();
-    let w1 = s1.weight as f32 as f64;
+    let units1 = (s1.weight as f32 as f64 * UNIT) as u64;
     for seed in 0..32 {
         let mut rng = Rng::with_seed(seed);
-        let x = rng.clone().f64();
-        let want = if w1 > 0.0 && w1 > x * (w1 + 1.0) {
-            1
-        } else {
-            2
-        };
+        let t = rng.clone().u64(..units1 + UNIT as u64);
+        let want = if t < units1 { 1 } else { 2 };
         let l = b.acquire(now, &mut rng).unwrap();
         assert_eq!(
             l.node_id(),
             want,
-            "seed {seed}: weight of node 1 {w1}, draw {x}"
+            "seed {seed}: weight of node 1 {}, units {units1}, draw {t}",
+            s1.weight
         );
         b.release(l, Outcome::Ignored, now).unwrap();
     }
