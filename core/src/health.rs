@@ -366,7 +366,7 @@ impl Health {
                     };
                 };
                 let span = span(count, width, newest, now);
-                let (num, den) = window_sums(&words, newest, span, weights);
+                let (rate, floored) = rate_of(&words, newest, span, weights);
                 let (mut wf, mut ws) = (0u64, 0u64);
                 for &v in &words {
                     if fin(v) != 0 && age_of(v, newest) < span {
@@ -374,25 +374,18 @@ impl Health {
                         ws += succ(v);
                     }
                 }
-                if den > 0.0 {
-                    View {
-                        rate: num / den,
-                        floored: false,
-                        newest,
-                        window: (wf, ws),
-                        sticky: (0, 0),
-                        has_data: true,
-                    }
-                } else {
-                    let (f, s) = sticky(&words, newest);
-                    View {
-                        rate: if f == 0 { 1.0 } else { s as f64 / f as f64 },
-                        floored: f != 0,
-                        newest,
-                        window: (0, 0),
-                        sticky: (f, s),
-                        has_data: true,
-                    }
+                View {
+                    rate,
+                    floored,
+                    newest,
+                    window: (wf, ws),
+                    // With no finished outcome in the window, the rate came from the sticky bucket.
+                    sticky: if wf == 0 {
+                        sticky(&words, newest)
+                    } else {
+                        (0, 0)
+                    },
+                    has_data: true,
                 }
             }
         }
@@ -437,16 +430,7 @@ impl Health {
         let Some((newest, words)) = self.snapshot() else {
             return (1.0, false);
         };
-        let (num, den) = window_sums(&words, newest, span(count, width, newest, at), weights);
-        if den > 0.0 {
-            return (num / den, false);
-        }
-        let (f, s) = sticky(&words, newest);
-        if f == 0 {
-            (1.0, false)
-        } else {
-            (s as f64 / f as f64, true)
-        }
+        rate_of(&words, newest, span(count, width, newest, at), weights)
     }
 
     /// Recomputes the scan weight after a write, a membership change or a rotation; retries until the
@@ -542,6 +526,25 @@ impl Health {
 #[inline]
 fn bump(c: u64) -> u64 {
     (c & !SEQ_MASK) | (c.wrapping_add(1) & SEQ_MASK)
+}
+
+/// The success rate of a snapshot and whether the recovery floor applies: the window's weighted rate,
+/// else the sticky bucket's (floored), else 1.0 for a node whose buckets are all empty.
+#[inline(always)]
+fn rate_of(
+    words: &[u64; MAX_BUCKETS],
+    newest: u64,
+    span: u64,
+    weights: &[f64; MAX_BUCKETS],
+) -> (f64, bool) {
+    let (num, den) = window_sums(words, newest, span, weights);
+    if den > 0.0 {
+        return (num / den, false);
+    }
+    match sticky(words, newest) {
+        (0, _) => (1.0, false),
+        (f, s) => (s as f64 / f as f64, true),
+    }
 }
 
 /// How many epochs back from the newest the window reaches when read at `at`: a bucket `age` epochs

@@ -16,10 +16,18 @@ fn balancer(policy: Policy, limit: u32) -> HeapBalancer {
     for id in 1..=4 {
         b.add(id).unwrap();
     }
-    let mut rng = Rng::with_seed(1);
-    // Record exactly these outcomes per node, with the other nodes in lame duck so the wanted one is picked.
-    for (id, ok, bad) in [(1, 4, 0), (2, 2, 2), (3, 3, 1), (4, 0, 4)] {
-        for other in (1..=4).filter(|&o| o != id) {
+    record(&b, 4, &[(1, 4, 0), (2, 2, 2), (3, 3, 1), (4, 0, 4)], 1);
+    let w: Vec<f64> = (1..=4).map(|id| b.node(id, 0).unwrap().weight).collect();
+    assert_eq!(w, vec![1.0, 0.125, 0.421875, 0.0]);
+    b
+}
+
+/// Records exactly `(id, successes, failures)` on each node of `b` (ids `1..=nodes`), with the other nodes
+/// in lame duck so the wanted one is picked.
+fn record(b: &HeapBalancer, nodes: u64, outcomes: &[(u64, usize, usize)], seed: u64) {
+    let mut rng = Rng::with_seed(seed);
+    for &(id, ok, bad) in outcomes {
+        for other in (1..=nodes).filter(|&o| o != id) {
             b.set_lame_duck(other, true).unwrap();
         }
         for o in std::iter::repeat_n(Outcome::Success, ok)
@@ -29,13 +37,10 @@ fn balancer(policy: Policy, limit: u32) -> HeapBalancer {
             assert_eq!(l.node_id(), id);
             b.release(l, o, 0).unwrap();
         }
-        for other in (1..=4).filter(|&o| o != id) {
+        for other in (1..=nodes).filter(|&o| o != id) {
             b.set_lame_duck(other, false).unwrap();
         }
     }
-    let w: Vec<f64> = (1..=4).map(|id| b.node(id, 0).unwrap().weight).collect();
-    assert_eq!(w, vec![1.0, 0.125, 0.421875, 0.0]);
-    b
 }
 
 /// Holds leases until node `id` is at its limit, releasing (as Ignored) every other lease drawn meanwhile.
@@ -189,18 +194,8 @@ fn tiny_weights_are_drawn_exactly() {
     let b = Balancer::with_capacity(2, config).unwrap();
     b.add(1).unwrap();
     b.add(2).unwrap();
+    record(&b, 2, &[(1, 1, 1), (2, 51, 49)], 5);
     let mut rng = Rng::with_seed(5);
-    for (id, ok, bad) in [(1, 1, 1), (2, 51, 49)] {
-        let other = 3 - id;
-        b.set_lame_duck(other, true).unwrap();
-        for o in std::iter::repeat_n(Outcome::Success, ok)
-            .chain(std::iter::repeat_n(Outcome::Failure, bad))
-        {
-            let l = b.acquire(0, &mut rng).unwrap();
-            b.release(l, o, 0).unwrap();
-        }
-        b.set_lame_duck(other, false).unwrap();
-    }
     let (w1, w2) = (b.node(1, 0).unwrap().weight, b.node(2, 0).unwrap().weight);
     assert!(w1 < 1e-14 && w2 < 1e-14, "{w1} {w2}");
     let (w1, w2) = (w1 as f32 as f64, w2 as f32 as f64);
