@@ -22,6 +22,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Instant, SystemTime};
+use walkdir::WalkDir;
 
 type Facts = BTreeMap<String, String>;
 
@@ -127,35 +128,36 @@ fn target_dir() -> PathBuf {
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .output()
         .unwrap_or_else(|e| fail(&format!("cannot run cargo metadata: {e}")));
-    let text = String::from_utf8_lossy(&out.stdout);
-    json_string(&text, "target_directory")
-        .map(PathBuf::from)
+    metadata_target_dir(&String::from_utf8_lossy(&out.stdout))
         .unwrap_or_else(|| fail("cargo metadata gave no target_directory"))
 }
 
-/// The string value of the first `"key":"..."` in `json` (no escapes but `\\` and `\"` expected).
-fn json_string(json: &str, key: &str) -> Option<String> {
-    let pat = format!("\"{key}\":\"");
-    let at = json.find(&pat)? + pat.len();
-    let mut out = String::new();
-    let mut chars = json[at..].chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => return Some(out),
-            '\\' => out.push(chars.next()?),
-            c => out.push(c),
-        }
-    }
-    None
+/// `target_directory` of `cargo metadata --format-version 1` output; `None` when the output is not
+/// JSON (cargo failed) or lacks it.
+fn metadata_target_dir(json: &str) -> Option<PathBuf> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    v["target_directory"].as_str().map(PathBuf::from)
 }
 
-/// A number after `"key":` inside the object of `section` in criterion's estimates.json.
-fn json_number(json: &str, section: &str, key: &str) -> Option<f64> {
-    let at = json.find(&format!("\"{section}\""))?;
-    let rest = &json[at..];
-    let pat = format!("\"{key}\":");
-    let p = rest.find(&pat)? + pat.len();
-    rest[p..].split([',', '}']).next()?.trim().parse().ok()
+/// The median's point estimate (ns) in one of criterion's `estimates.json`; `None` when the file is
+/// not JSON or has no such number (a half-written file, another criterion format), so that the
+/// benchmark is left out instead of the run failing.
+fn median_estimate(json: &str) -> Option<f64> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    v["median"]["point_estimate"].as_f64()
+}
+
+/// The executable of the `pairs` bench among the lines of `cargo --message-format=json`: the first
+/// `compiler-artifact` of a target named `pairs` whose `executable` is a path (cargo reports `null` for
+/// artifacts that are not run). Lines that are not JSON, such as a build script's output, are skipped.
+fn pairs_executable_in(messages: &str) -> Option<String> {
+    messages.lines().find_map(|line| {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        if v["reason"] != "compiler-artifact" || v["target"]["name"] != "pairs" {
+            return None;
+        }
+        v["executable"].as_str().map(str::to_string)
+    })
 }
 
 fn shell(program: &str, args: &[&str]) -> Option<String> {
@@ -307,40 +309,42 @@ fn time(target: &Path, out: &Path, criterion_args: &[&str]) {
 }
 
 /// Adds `median.<id>` for every criterion benchmark whose estimates were written since `since`.
+///
+/// Criterion keeps `<id>/new/estimates.json` for each benchmark it has ever run (`<id>` may have several
+/// levels: `pair/weir-cascade-buckets/16`); only those written by this run count, so a filtered run
+/// does not pass off old medians as its own. Directories or files that cannot be read are skipped,
+/// and symbolic links are followed (a loop is reported by walkdir as an error and skipped).
 fn medians(dir: &Path, since: SystemTime, facts: &mut Facts) -> usize {
     let mut found = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&d) else {
+    for e in WalkDir::new(dir)
+        .follow_links(true)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        let p = e.path();
+        if e.file_type().is_dir() || !p.ends_with("new/estimates.json") {
+            continue;
+        }
+        let fresh = e
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .is_some_and(|t| t >= since);
+        if !fresh {
+            continue;
+        }
+        let (Some(id), Ok(text)) = (
+            p.parent()
+                .and_then(Path::parent)
+                .and_then(|q| q.strip_prefix(dir).ok()),
+            fs::read_to_string(p),
+        ) else {
             continue;
         };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let is_new = p.ends_with("new/estimates.json");
-            let fresh = e
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t >= since);
-            if !(is_new && fresh) {
-                continue;
-            }
-            let (Some(id), Ok(text)) = (
-                p.parent()
-                    .and_then(Path::parent)
-                    .and_then(|q| q.strip_prefix(dir).ok()),
-                fs::read_to_string(&p),
-            ) else {
-                continue;
-            };
-            if let Some(m) = json_number(&text, "median", "point_estimate") {
-                let id = id.to_string_lossy().replace('\\', "/");
-                facts.insert(format!("median.{id}"), format!("{m:.3}"));
-                found += 1;
-            }
+        if let Some(m) = median_estimate(&text) {
+            let id = id.to_string_lossy().replace('\\', "/");
+            facts.insert(format!("median.{id}"), format!("{m:.3}"));
+            found += 1;
         }
     }
     found
@@ -380,10 +384,7 @@ fn pairs_executable() -> String {
     if !out.status.success() {
         fail("building the pairs bench failed");
     }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.contains("\"name\":\"pairs\""))
-        .find_map(|l| json_string(l, "executable"))
+    pairs_executable_in(&String::from_utf8_lossy(&out.stdout))
         .unwrap_or_else(|| fail("cargo did not report the pairs executable"))
 }
 
@@ -1083,4 +1084,124 @@ fn results_md(t: &Facts, i: &Facts) -> String {
          cargo bench -p weir-benches --bench hot_path -- 'pair/weir'  # criterion alone, filtered\n```"
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    /// The shape criterion 0.8 writes to `<id>/new/estimates.json` (one line, keys in this order).
+    const ESTIMATES: &str = r#"{"mean":{"confidence_interval":{"confidence_level":0.95,"lower_bound":40.1,"upper_bound":42.9},"point_estimate":41.5,"standard_error":0.7},"median":{"confidence_interval":{"confidence_level":0.95,"lower_bound":122.9,"upper_bound":124.0},"point_estimate":123.4,"standard_error":1.0},"median_abs_dev":{"confidence_interval":{"confidence_level":0.95,"lower_bound":0.1,"upper_bound":0.3},"point_estimate":0.2,"standard_error":0.05},"slope":null,"std_dev":{"confidence_interval":{"confidence_level":0.95,"lower_bound":1.0,"upper_bound":2.0},"point_estimate":1.5,"standard_error":0.2}}"#;
+
+    #[test]
+    fn median_is_the_medians_point_estimate() {
+        assert_eq!(median_estimate(ESTIMATES), Some(123.4));
+        // Pretty-printed, with an integer estimate and the median first.
+        let pretty = "{\n  \"median\": {\n    \"point_estimate\": 97,\n    \"standard_error\": 1.0\n  },\n  \"mean\": {\"point_estimate\": 5.0}\n}";
+        assert_eq!(median_estimate(pretty), Some(97.0));
+    }
+
+    #[test]
+    fn median_is_none_without_one() {
+        assert_eq!(median_estimate(""), None);
+        assert_eq!(median_estimate(&ESTIMATES[..ESTIMATES.len() / 2]), None);
+        assert_eq!(median_estimate(r#"{"mean":{"point_estimate":1.0}}"#), None);
+        assert_eq!(
+            median_estimate(r#"{"median":{"point_estimate":null}}"#),
+            None
+        );
+        assert_eq!(
+            median_estimate(r#"{"median":{"point_estimate":"1.0"}}"#),
+            None
+        );
+        // The median absolute deviation is not the median.
+        assert_eq!(
+            median_estimate(r#"{"median_abs_dev":{"point_estimate":0.2}}"#),
+            None
+        );
+    }
+
+    #[test]
+    fn target_dir_from_metadata() {
+        let metadata = r#"{"packages":[{"name":"xtask","targets":[{"name":"xtask"}]}],"workspace_members":[],"target_directory":"/work/weir/target","version":1,"workspace_root":"/work/weir"}"#;
+        assert_eq!(
+            metadata_target_dir(metadata),
+            Some(PathBuf::from("/work/weir/target"))
+        );
+        // Escapes are decoded.
+        assert_eq!(
+            metadata_target_dir(r#"{"target_directory":"C:\\weir \"x\"\\target"}"#),
+            Some(PathBuf::from(r#"C:\weir "x"\target"#))
+        );
+        assert_eq!(metadata_target_dir(r#"{"workspace_root":"/w"}"#), None);
+        assert_eq!(
+            metadata_target_dir("error: could not find Cargo.toml"),
+            None
+        );
+    }
+
+    #[test]
+    fn pairs_executable_is_the_bench_artifacts() {
+        let messages = [
+            "not json",
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/benches#weir-benches@0.1.0","target":{"kind":["lib"],"name":"weir_benches"},"executable":null,"fresh":true}"#,
+            r#"{"reason":"compiler-message","target":{"kind":["bench"],"name":"pairs"},"message":{"rendered":"warning: \"executable\":\"/nope\""}}"#,
+            r#"{"reason":"compiler-artifact","target":{"kind":["bench"],"name":"pairs"},"executable":null,"fresh":false}"#,
+            r#"{"reason":"compiler-artifact","target":{"kind":["bench"],"name":"hot_path"},"executable":"/w/target/release/deps/hot_path-1","fresh":false}"#,
+            r#"{"reason":"compiler-artifact","target":{"kind":["bench"],"name":"pairs"},"executable":"/w/target/release/deps/pairs-2","fresh":false}"#,
+            r#"{"reason":"build-finished","success":true}"#,
+        ]
+        .join("\n");
+        assert_eq!(
+            pairs_executable_in(&messages).as_deref(),
+            Some("/w/target/release/deps/pairs-2")
+        );
+        let without = messages
+            .lines()
+            .filter(|l| !l.contains("pairs-2"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(pairs_executable_in(&without), None);
+    }
+
+    #[test]
+    fn medians_reads_the_new_estimates_of_every_level() {
+        let dir = std::env::temp_dir().join(format!("xtask-medians-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let write = |rel: &str, text: &str| {
+            let p = dir.join(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, text).unwrap();
+        };
+        write("pair/weir-cascade-buckets/16/new/estimates.json", ESTIMATES);
+        write(
+            "pair/weir-cascade-buckets/16/base/estimates.json",
+            &ESTIMATES.replace("123.4", "1.0"),
+        );
+        write(
+            "floor/cas/new/estimates.json",
+            r#"{"median":{"point_estimate":2.25}}"#,
+        );
+        write("floor/cas/change/estimates.json", ESTIMATES);
+        write("floor/broken/new/estimates.json", "{");
+        write("report/index.html", "<html>");
+
+        let mut facts = Facts::new();
+        assert_eq!(medians(&dir, UNIX_EPOCH, &mut facts), 2);
+        let want: Facts = [
+            ("median.floor/cas", "2.250"),
+            ("median.pair/weir-cascade-buckets/16", "123.400"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(facts, want);
+
+        // Nothing was written since an hour from now.
+        let later = SystemTime::now() + Duration::from_secs(3600);
+        assert_eq!(medians(&dir, later, &mut Facts::new()), 0);
+        let _ = fs::remove_dir_all(&dir);
+        assert_eq!(medians(&dir, UNIX_EPOCH, &mut Facts::new()), 0);
+    }
 }
