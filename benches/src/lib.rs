@@ -29,8 +29,9 @@ pub use threads::{Crew, RoundTrip};
 pub use workload::{Driver, DriverLoad, MutexLoad, WeirLoad, Workload, OUTSTANDING};
 
 use weir::{
-    AimdLimit, CiadLimit, Config, FixedLimit, Gradient2Limit, GradientLimit, HealthModel,
-    LimitAlgorithm, Policy, VegasLimit, WindowedLimit,
+    balance::HealthModel, balance::Policy, limit::AimdLimit, limit::CiadLimit, limit::FixedLimit,
+    limit::Gradient2Limit, limit::GradientLimit, limit::LimitAlgorithm, limit::VegasLimit,
+    limit::WindowedLimit, Config,
 };
 
 /// Node counts of the hot-path benchmarks.

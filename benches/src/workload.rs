@@ -348,7 +348,7 @@ impl Workload for MutexLoad {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weir::{HealthModel, Policy};
+    use weir::{balance::HealthModel, balance::Policy};
 
     #[test]
     fn outcomes_follow_the_failure_profile() {
@@ -431,8 +431,8 @@ mod tests {
                     let st = w.balancer().stats();
                     assert_eq!(st.in_flight, 0);
                     assert_eq!(st.acquired, 20_000 + OUTSTANDING as u64);
-                    assert_eq!(st.released.iter().sum::<u64>(), st.acquired);
-                    assert!(st.released[Outcome::Dropped as usize] > 100);
+                    assert_eq!(st.released_total(), st.acquired);
+                    assert!(st.released(Outcome::Dropped) > 100);
                     assert_eq!(st.rejected_all_busy + st.rejected_no_active, 0);
                 }
             }

@@ -10,7 +10,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use weir::{Balancer, Config, FixedLimit, LimitAlgorithm, Outcome, Rng};
+use weir::{limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, Outcome, Rng};
 
 const MS: u64 = 1_000_000;
 
@@ -88,8 +88,8 @@ fn main() {
     println!(
         "\nacquired {} | succeeded {} | failed {} | rejected (all nodes at their limits) {}",
         stats.acquired,
-        stats.released[Outcome::Success as usize],
-        stats.released[Outcome::Failure as usize],
+        stats.released(Outcome::Success),
+        stats.released(Outcome::Failure),
         rejected
     );
 }

@@ -32,7 +32,7 @@
 //! The state word and the metrics are standalone values with no data published through them: `Relaxed`
 //! throughout. Each metric is incremented exactly once per call, after that call's state change.
 
-use crate::sync::{AtomicU64, Ordering::Relaxed};
+use crate::internal::sync::{AtomicU64, Ordering::Relaxed};
 use core::fmt;
 use fastrand::Rng;
 
@@ -40,7 +40,7 @@ use fastrand::Rng;
 /// atomic word with the success streak).
 ///
 /// ```
-/// assert_eq!(weir::MAX_BACKOFF_NS, (1 << 48) - 1);
+/// assert_eq!(weir::backoff::MAX_BACKOFF_NS, (1 << 48) - 1);
 /// ```
 pub const MAX_BACKOFF_NS: u64 = (1 << 48) - 1;
 
@@ -62,7 +62,7 @@ fn pack(interval: u64, streak: u64) -> u64 {
 /// How a [`Backoff`] randomizes its delays (`u` is uniform in [0, 1) from the caller's generator).
 ///
 /// ```
-/// use weir::Jitter;
+/// use weir::backoff::Jitter;
 /// assert_eq!(Jitter::default(), Jitter::Proportional { factor: 0.3, max_ns: 120_000_000_000 });
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -99,7 +99,7 @@ impl Default for Jitter {
 /// Configuration of a [`Backoff`]; the defaults are the seed's `NewAutoSleeper`.
 ///
 /// ```
-/// let c = weir::BackoffConfig::default();
+/// let c = weir::backoff::BackoffConfig::default();
 /// assert_eq!((c.initial_ns, c.max_ns), (500_000_000, 900_000_000_000));
 /// assert_eq!((c.up_multiplier, c.down_multiplier, c.down_threshold), (1.5, 0.9, 10));
 /// assert!(c.validate().is_ok());
@@ -138,7 +138,7 @@ impl BackoffConfig {
     /// Checks every parameter and returns the first problem found.
     ///
     /// ```
-    /// use weir::{BackoffConfig, BackoffConfigError};
+    /// use weir::{backoff::BackoffConfig, backoff::BackoffConfigError};
     /// let bad = BackoffConfig { down_multiplier: f64::NAN, ..BackoffConfig::default() };
     /// assert_eq!(bad.validate(), Err(BackoffConfigError::DownMultiplier));
     /// ```
@@ -170,7 +170,7 @@ impl BackoffConfig {
 /// A [`BackoffConfig`] that was rejected.
 ///
 /// ```
-/// use weir::{BackoffConfig, BackoffConfigError};
+/// use weir::{backoff::BackoffConfig, backoff::BackoffConfigError};
 /// let e = BackoffConfig { up_multiplier: 0.5, ..BackoffConfig::default() }.validate().unwrap_err();
 /// assert_eq!(e, BackoffConfigError::UpMultiplier);
 /// assert_eq!(e.to_string(), "backoff up_multiplier must be finite and >= 1");
@@ -210,7 +210,7 @@ impl std::error::Error for BackoffConfigError {}
 /// What one call did to the interval.
 ///
 /// ```
-/// use weir::{Backoff, BackoffConfig, Step};
+/// use weir::{Backoff, backoff::BackoffConfig, backoff::Step};
 /// let b = Backoff::new(BackoffConfig { down_threshold: 1, ..BackoffConfig::default() }).unwrap();
 /// let mut rng = weir::Rng::with_seed(1);
 /// assert_eq!(b.on_success(&mut rng).step, Step::Idle);
@@ -232,7 +232,7 @@ pub enum Step {
 /// The delay to sleep before the next call, and what the call did.
 ///
 /// ```
-/// use weir::{Backoff, BackoffConfig, Jitter, Step};
+/// use weir::{Backoff, backoff::BackoffConfig, backoff::Jitter, backoff::Step};
 /// let b = Backoff::new(BackoffConfig { jitter: Jitter::None, ..BackoffConfig::default() }).unwrap();
 /// let d = b.on_failure(&mut weir::Rng::with_seed(1));
 /// assert_eq!((d.ns, d.step), (500_000_000, Step::Up));
@@ -245,19 +245,19 @@ pub struct Delay {
     pub step: Step,
 }
 
-/// The seed's metrics, counted exactly even when many threads share the backoff.
+/// The seed's statistics, counted exactly even when many threads share the backoff.
 ///
 /// ```
-/// let b = weir::Backoff::new(weir::BackoffConfig::default()).unwrap();
+/// let b = weir::Backoff::new(weir::backoff::BackoffConfig::default()).unwrap();
 /// let mut rng = weir::Rng::with_seed(1);
 /// b.on_failure(&mut rng);
 /// b.on_success(&mut rng);
-/// let m = b.metrics();
+/// let m = b.stats();
 /// assert_eq!((m.invocations, m.went_up, m.went_down, m.slept), (2, 1, 0, 2));
 /// assert_eq!(m.sleep_ns, 1_000_000_000); // 500 ms twice
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct BackoffMetrics {
+pub struct BackoffStats {
     /// Calls of `on_failure` and `on_success`.
     pub invocations: u64,
     /// Steps up (one per failure).
@@ -274,7 +274,7 @@ pub struct BackoffMetrics {
 /// `&self`, each thread passes its own generator.
 ///
 /// ```
-/// use weir::{Backoff, BackoffConfig, Jitter};
+/// use weir::{Backoff, backoff::BackoffConfig, backoff::Jitter};
 ///
 /// let backoff = Backoff::new(BackoffConfig {
 ///     initial_ns: 1_000_000,
@@ -308,7 +308,7 @@ impl Backoff {
     /// Builds a backoff, or says which parameter is wrong.
     ///
     /// ```
-    /// use weir::{Backoff, BackoffConfig, BackoffConfigError};
+    /// use weir::{Backoff, backoff::BackoffConfig, backoff::BackoffConfigError};
     /// let zero = BackoffConfig { down_threshold: 0, ..BackoffConfig::default() };
     /// assert_eq!(Backoff::new(zero).unwrap_err(), BackoffConfigError::DownThreshold);
     /// ```
@@ -328,7 +328,7 @@ impl Backoff {
     /// The configuration this backoff was built with.
     ///
     /// ```
-    /// let b = weir::Backoff::new(weir::BackoffConfig::default()).unwrap();
+    /// let b = weir::Backoff::new(weir::backoff::BackoffConfig::default()).unwrap();
     /// assert_eq!(b.config().down_threshold, 10);
     /// ```
     pub fn config(&self) -> &BackoffConfig {
@@ -338,7 +338,7 @@ impl Backoff {
     /// Reports a failure: the interval goes up; returns the delay to sleep.
     ///
     /// ```
-    /// use weir::{Backoff, BackoffConfig};
+    /// use weir::{Backoff, backoff::BackoffConfig};
     /// let b = Backoff::new(BackoffConfig::default()).unwrap();
     /// let mut rng = weir::Rng::with_seed(1);
     /// assert_eq!(b.on_failure(&mut rng).ns, 500_000_000); // the first step is not randomized
@@ -369,7 +369,7 @@ impl Backoff {
     /// delay to sleep (0 with [`Step::Idle`] when not backing off).
     ///
     /// ```
-    /// use weir::{Backoff, BackoffConfig, Step};
+    /// use weir::{Backoff, backoff::BackoffConfig, backoff::Step};
     /// let b = Backoff::new(BackoffConfig::default()).unwrap();
     /// let mut rng = weir::Rng::with_seed(1);
     /// assert_eq!(b.on_success(&mut rng).step, Step::Idle);
@@ -414,7 +414,7 @@ impl Backoff {
     /// The current interval in ns (0: not backing off).
     ///
     /// ```
-    /// let b = weir::Backoff::new(weir::BackoffConfig::default()).unwrap();
+    /// let b = weir::Backoff::new(weir::backoff::BackoffConfig::default()).unwrap();
     /// assert_eq!(b.interval_ns(), 0);
     /// ```
     pub fn interval_ns(&self) -> u64 {
@@ -425,31 +425,31 @@ impl Backoff {
     /// Stops backing off (interval and streak to 0); the metrics are kept.
     ///
     /// ```
-    /// let b = weir::Backoff::new(weir::BackoffConfig::default()).unwrap();
+    /// let b = weir::Backoff::new(weir::backoff::BackoffConfig::default()).unwrap();
     /// b.on_failure(&mut weir::Rng::with_seed(1));
     /// b.reset();
     /// assert_eq!(b.interval_ns(), 0);
-    /// assert_eq!(b.metrics().went_up, 1);
+    /// assert_eq!(b.stats().went_up, 1);
     /// ```
     pub fn reset(&self) {
         // Relaxed: see the module docs.
         self.state.store(0, Relaxed);
     }
 
-    /// The metrics so far. Each counter is exact; a snapshot taken while other threads are calling may
+    /// The statistics so far. Each counter is exact; a snapshot taken while other threads are calling may
     /// mix counters from slightly different moments.
     ///
     /// ```
-    /// let b = weir::Backoff::new(weir::BackoffConfig::default()).unwrap();
+    /// let b = weir::Backoff::new(weir::backoff::BackoffConfig::default()).unwrap();
     /// let mut rng = weir::Rng::with_seed(1);
     /// b.on_success(&mut rng);
     /// let d = b.on_failure(&mut rng);
-    /// let m = b.metrics();
+    /// let m = b.stats();
     /// assert_eq!((m.invocations, m.went_up, m.slept, m.sleep_ns), (2, 1, 1, d.ns));
     /// ```
-    pub fn metrics(&self) -> BackoffMetrics {
+    pub fn stats(&self) -> BackoffStats {
         // Relaxed: metrics.
-        BackoffMetrics {
+        BackoffStats {
             invocations: self.invocations.load(Relaxed),
             went_up: self.went_up.load(Relaxed),
             went_down: self.went_down.load(Relaxed),
@@ -539,7 +539,7 @@ impl Backoff {
     /// [`Backoff::on_failure`], then sleeps the delay on this thread; returns it.
     ///
     /// ```
-    /// use weir::{Backoff, BackoffConfig, Jitter};
+    /// use weir::{Backoff, backoff::BackoffConfig, backoff::Jitter};
     /// let b = Backoff::new(BackoffConfig { initial_ns: 1_000, jitter: Jitter::None, ..BackoffConfig::default() }).unwrap();
     /// assert_eq!(b.sleep_on_failure(&mut weir::Rng::with_seed(1)).as_nanos(), 1_000);
     /// ```
@@ -552,7 +552,7 @@ impl Backoff {
     /// [`Backoff::on_success`], then sleeps the delay on this thread (if any); returns it.
     ///
     /// ```
-    /// let b = weir::Backoff::new(weir::BackoffConfig::default()).unwrap();
+    /// let b = weir::Backoff::new(weir::backoff::BackoffConfig::default()).unwrap();
     /// assert!(b.sleep_on_success(&mut weir::Rng::with_seed(1)).is_zero());
     /// ```
     pub fn sleep_on_success(&self, rng: &mut Rng) -> std::time::Duration {
@@ -590,8 +590,8 @@ mod tests {
         went_down: u64,
         slept: u64,
         sleep_ns: u64,
-    ) -> BackoffMetrics {
-        BackoffMetrics {
+    ) -> BackoffStats {
+        BackoffStats {
             invocations,
             went_up,
             went_down,
@@ -605,15 +605,15 @@ mod tests {
         let b = backoff(10 * US, 1.1, 0.9, 10, Jitter::None);
         let mut rng = Rng::with_seed(1);
         b.on_success(&mut rng);
-        assert_eq!(b.metrics(), m(1, 0, 0, 0, 0));
+        assert_eq!(b.stats(), m(1, 0, 0, 0, 0));
         b.on_failure(&mut rng);
-        assert_eq!(b.metrics(), m(2, 1, 0, 1, 10 * US));
+        assert_eq!(b.stats(), m(2, 1, 0, 1, 10 * US));
         b.on_success(&mut rng);
-        assert_eq!(b.metrics(), m(3, 1, 0, 2, 20 * US));
+        assert_eq!(b.stats(), m(3, 1, 0, 2, 20 * US));
         b.on_failure(&mut rng);
-        assert_eq!(b.metrics(), m(4, 2, 0, 3, 31 * US));
+        assert_eq!(b.stats(), m(4, 2, 0, 3, 31 * US));
         b.on_failure(&mut rng);
-        assert_eq!(b.metrics(), m(5, 3, 0, 4, 43_100));
+        assert_eq!(b.stats(), m(5, 3, 0, 4, 43_100));
     }
 
     #[test]
@@ -629,7 +629,7 @@ mod tests {
             }
             .ns;
         }
-        assert_eq!(b.metrics(), m(35, 5, 5, 30, 170 * US));
+        assert_eq!(b.stats(), m(35, 5, 5, 30, 170 * US));
         assert_eq!(
             delays[..9],
             [
@@ -668,7 +668,7 @@ mod tests {
             b.on_success(&mut rng).ns,
         ];
         assert_eq!(d, [100 * US, 150 * US, 0, 0]);
-        assert_eq!(b.metrics(), m(4, 2, 1, 3, 250 * US));
+        assert_eq!(b.stats(), m(4, 2, 1, 3, 250 * US));
     }
 
     #[test]
@@ -685,7 +685,7 @@ mod tests {
                 },
             );
             b.on_failure(&mut Rng::with_seed(seed));
-            assert_eq!(b.metrics().sleep_ns, US);
+            assert_eq!(b.stats().sleep_ns, US);
         }
     }
 
@@ -706,7 +706,7 @@ mod tests {
             let mut rng = Rng::with_seed(seed);
             b.on_failure(&mut rng);
             b.on_failure(&mut rng);
-            let t = b.metrics().sleep_ns;
+            let t = b.stats().sleep_ns;
             assert!((290 * US..=310 * US).contains(&t), "{t}");
             lo = lo.min(t);
             hi = hi.max(t);
@@ -814,7 +814,7 @@ mod tests {
         assert_eq!(b.interval_ns(), MAX_BACKOFF_NS);
         b.on_success(&mut rng);
         assert_eq!(b.interval_ns(), 0);
-        let m = b.metrics();
+        let m = b.stats();
         assert_eq!((m.went_up, m.went_down, m.slept), (100, 1, 101));
         assert!(m.sleep_ns >= 99 * MAX_BACKOFF_NS); // summed without overflow
     }

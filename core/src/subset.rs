@@ -41,61 +41,13 @@
 use core::fmt;
 use fastrand::Rng;
 
-/// The SplitMix64 generator (Steele, Lea and Flood, 2014; Vigna's constants), specified in the module
-/// docs so that other languages reproduce [`shuffle`] exactly.
-///
-/// ```
-/// let mut g = weir::SplitMix64::new(0);
-/// assert_eq!(g.next_u64(), 0xE220_A839_7B1D_CDAF); // the reference implementation's first output
-/// assert!(g.below(10) < 10);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    /// A generator whose state starts at `seed`.
-    ///
-    /// ```
-    /// let (mut a, mut b) = (weir::SplitMix64::new(5), weir::SplitMix64::new(5));
-    /// assert_eq!(a.next_u64(), b.next_u64());
-    /// ```
-    pub const fn new(seed: u64) -> Self {
-        SplitMix64 { state: seed }
-    }
-
-    /// The next 64 random bits.
-    ///
-    /// ```
-    /// let mut g = weir::SplitMix64::new(1234567);
-    /// assert_eq!(g.next_u64(), 6457827717110365317); // the reference implementation's
-    /// ```
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..m` (0 when `m` is 0): `(next_u64() × m) >> 64`.
-    ///
-    /// ```
-    /// let mut g = weir::SplitMix64::new(7);
-    /// assert!((0..100).all(|_| g.below(3) < 3));
-    /// assert_eq!(g.below(0), 0);
-    /// ```
-    pub fn below(&mut self, m: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(m)) >> 64) as u64
-    }
-}
+pub use crate::internal::splitmix::SplitMix64;
 
 /// Shuffles `items` in place with the documented Fisher–Yates shuffle seeded by `seed` (module docs).
 ///
 /// ```
 /// let mut a: Vec<u32> = (0..12).collect();
-/// weir::shuffle(&mut a, 0);
+/// weir::subset::shuffle(&mut a, 0);
 /// assert_eq!(a, [5, 11, 6, 7, 3, 1, 2, 9, 8, 0, 4, 10]);
 /// ```
 pub fn shuffle<T>(items: &mut [T], seed: u64) {
@@ -109,7 +61,7 @@ pub fn shuffle<T>(items: &mut [T], seed: u64) {
 /// Bad arguments to [`deterministic_subset`] or [`random_subset`].
 ///
 /// ```
-/// use weir::{deterministic_subset, SubsetError};
+/// use weir::{subset::deterministic_subset, subset::SubsetError};
 /// let mut scratch = [0u8; 4];
 /// let e = deterministic_subset(&[1u8, 2, 3], 0, 5, &mut scratch).unwrap_err();
 /// assert_eq!(e, SubsetError::SubsetTooLarge { subset_size: 5, backends: 3 });
@@ -187,7 +139,7 @@ fn check<T>(backends: &[T], subset_size: usize, scratch: &[T]) -> Result<(), Sub
 /// it: `subset_size` backends, or one more when `backends.len()` is not a multiple of `subset_size`.
 ///
 /// ```
-/// use weir::deterministic_subset;
+/// use weir::subset::deterministic_subset;
 /// let backends: Vec<u32> = (0..12).collect();
 /// let mut scratch = [0u32; 12];
 /// // 12 backends in subsets of 3: rounds of 4 clients; clients 0..4 share round 0's shuffle.
@@ -224,7 +176,7 @@ pub fn deterministic_subset<'a, T: Copy>(
 /// `scratch` (at least `backends.len()` long).
 ///
 /// ```
-/// use weir::random_subset;
+/// use weir::subset::random_subset;
 /// let backends: Vec<u32> = (0..10).collect();
 /// let mut scratch = [0u32; 10];
 /// let s = random_subset(&backends, 3, &mut weir::Rng::with_seed(1), &mut scratch).unwrap();

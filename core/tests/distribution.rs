@@ -2,7 +2,8 @@
 //! weights (fixed seeds, so the tests are deterministic), including after limiters refuse.
 
 use weir::{
-    Balancer, Config, FixedLimit, HeapBalancer, Lease, LimitAlgorithm, Outcome, Policy, Rng,
+    balance::Policy, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer,
+    Lease, Outcome, Rng,
 };
 
 /// Nodes 1..=4 with success rates 1, 0.5, 0.75 and 0 in one bucket: weights 1, 0.125, 0.421875, 0.
@@ -131,7 +132,10 @@ fn weighted_pick_has_no_fallback_to_zero_weight() {
         .iter()
         .flat_map(|&id| fill(&b, id, &mut rng))
         .collect();
-    assert_eq!(b.acquire(0, &mut rng).err(), Some(weir::Rejected::AllBusy));
+    assert_eq!(
+        b.acquire(0, &mut rng).err(),
+        Some(weir::balance::Rejected::AllBusy)
+    );
     for l in held {
         b.release(l, Outcome::Ignored, 0).unwrap();
     }

@@ -14,8 +14,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use weir::{
-    Balancer, Config, FixedLimit, Gradient2Limit, HeapBalancer, Lease, LimitAlgorithm, Outcome,
-    Rng, VegasLimit,
+    limit::FixedLimit, limit::Gradient2Limit, limit::LimitAlgorithm, limit::VegasLimit, Balancer,
+    Config, HeapBalancer, Lease, Outcome, Rng,
 };
 
 const MS: u64 = 1_000_000;
@@ -191,7 +191,10 @@ fn netflix_simple_limiter_vector() {
     let b = one_node_limited_to_10();
     let mut rng = Rng::with_seed(1);
     let mut held: Vec<Lease> = (0..10).map(|_| b.acquire(0, &mut rng).unwrap()).collect();
-    assert_eq!(b.acquire(0, &mut rng), Err(weir::Rejected::AllBusy));
+    assert_eq!(
+        b.acquire(0, &mut rng),
+        Err(weir::balance::Rejected::AllBusy)
+    );
     assert_eq!(b.node(1, 0).unwrap().in_flight, 10);
     b.release(held.pop().unwrap(), Outcome::Success, 1).unwrap();
     assert_eq!(b.node(1, 1).unwrap().in_flight, 9);
@@ -229,7 +232,7 @@ fn netflix_simple_limiter_concurrent_vector() {
                             b.release(lease, Outcome::Success, i + 1).unwrap();
                         }
                         Err(e) => {
-                            assert_eq!(e, weir::Rejected::AllBusy);
+                            assert_eq!(e, weir::balance::Rejected::AllBusy);
                             refused.fetch_add(1, SeqCst);
                         }
                     }
@@ -239,9 +242,6 @@ fn netflix_simple_limiter_concurrent_vector() {
     });
     assert!(max_held.load(SeqCst) <= 10, "{}", max_held.load(SeqCst));
     assert_eq!(admitted.load(SeqCst) + refused.load(SeqCst), 40_000);
-    assert_eq!(
-        b.stats().released[Outcome::Success as usize],
-        admitted.load(SeqCst)
-    );
+    assert_eq!(b.stats().released(Outcome::Success), admitted.load(SeqCst));
     assert_eq!(b.node(1, 0).unwrap().in_flight, 0);
 }

@@ -17,8 +17,9 @@ use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::sync::Arc;
 use loom::thread;
 use weir::{
-    Balancer, Config, FixedLimit, HealthModel, LimitAlgorithm, MembershipError, NodeSlot, Outcome,
-    Rejected, ReleaseError, Rng, Stats,
+    balance::HealthModel, balance::MembershipError, balance::Rejected, balance::ReleaseError,
+    balance::Stats, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, NodeSlot, Outcome,
+    Rng,
 };
 
 type B = Balancer<Vec<NodeSlot>>;
@@ -58,7 +59,7 @@ fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
 }
 
 fn assert_conserved(st: &Stats) {
-    let released: u64 = st.released.iter().sum();
+    let released: u64 = st.released_total();
     assert_eq!(
         st.acquired,
         released + st.released_stale + st.in_flight,
@@ -143,7 +144,7 @@ fn race_releases(prefill: &[(Outcome, u64)], racing: &[(Outcome, u64)]) -> Arc<B
         Outcome::Ignored,
     ] {
         let n = prefill.iter().chain(racing).filter(|r| r.0 == o).count() as u64;
-        assert_eq!(st.released[o as usize], n, "{o:?}");
+        assert_eq!(st.released(o), n, "{o:?}");
     }
     b
 }
@@ -405,7 +406,7 @@ fn admission_races_release() {
         assert_conserved(&st);
         assert_eq!(st.in_flight, 0);
         assert_eq!(st.acquired, 1 + granted);
-        assert_eq!(st.released[Outcome::Success as usize], 1 + granted);
+        assert_eq!(st.released(Outcome::Success), 1 + granted);
         assert_eq!(st.rejected_all_busy, 2 - granted);
         assert_eq!(st.rejected_no_active, 0);
         // Every success (epochs 0 and 1) is in the window at 10.
@@ -488,7 +489,7 @@ fn remove_races_release() {
         assert_eq!(st.in_flight, 0);
         assert_eq!(st.acquired, 1);
         let live = u64::from(released.is_ok());
-        assert_eq!(st.released[Outcome::Failure as usize], live);
+        assert_eq!(st.released(Outcome::Failure), live);
         assert_eq!(st.released_stale, 1 - live);
         assert_eq!((st.active_nodes, st.lame_duck_nodes), (1, 0));
 

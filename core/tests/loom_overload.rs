@@ -18,7 +18,10 @@
 use loom::sync::Arc;
 use loom::thread;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use weir::{Backoff, BackoffConfig, Delay, Jitter, Rng, Shedder, ShedderConfig, Step};
+use weir::{
+    backoff::BackoffConfig, backoff::Delay, backoff::Jitter, backoff::Step,
+    overload::ShedderConfig, Backoff, Rng, Shedder,
+};
 
 /// Which outcomes the models reached, over all their executions: each must be reached, or the model did
 /// not explore the race it claims to.
@@ -68,7 +71,7 @@ fn backoff_racing_failures() {
         got.sort_unstable();
         assert_eq!(got, [20, 40]);
         assert_eq!(b.interval_ns(), 40);
-        let m = b.metrics();
+        let m = b.stats();
         assert_eq!(
             (m.invocations, m.went_up, m.went_down, m.slept, m.sleep_ns),
             (3, 3, 0, 3, 70)
@@ -90,7 +93,7 @@ fn backoff_success_races_failure() {
         };
         let fail = b.on_failure(&mut Rng::with_seed(2));
         let ok = t.join().unwrap();
-        let m = b.metrics();
+        let m = b.stats();
         match ok.step {
             // Success first: its streak completes, 20 → 10; then the failure doubles it: 20.
             Step::Down => {
@@ -133,7 +136,7 @@ fn shedder() -> Shedder {
 /// admitted at 20 ms, done at 21 ms (epoch 2, the same bucket), response time 1 ms.
 fn race(s: &Arc<Shedder>) -> thread::JoinHandle<()> {
     let late = s.allow(0, 0).unwrap();
-    let new = s.allow(20 * MS, 0).unwrap();
+    let new = s.allow(0, 20 * MS).unwrap();
     let writer = {
         let s = s.clone();
         thread::spawn(move || s.success(late, 5 * MS).unwrap())

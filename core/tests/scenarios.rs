@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 use weir::{
-    AimdLimit, Balancer, Config, FixedLimit, HeapBalancer, LimitAlgorithm, Outcome, Policy,
-    Rejected, Rng,
+    balance::Policy, balance::Rejected, limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm,
+    Balancer, Config, HeapBalancer, Outcome, Rng,
 };
 
 const MS: u64 = 1_000_000;
@@ -335,7 +335,7 @@ fn ignored_outcomes_leave_health_untouched() {
     d.run(5_000, 0, |_, _| Outcome::Ignored);
     let after: Vec<_> = d.b.nodes(d.now).collect();
     assert_eq!(before, after);
-    assert_eq!(d.b.stats().released[Outcome::Ignored as usize], 5_000);
+    assert_eq!(d.b.stats().released(Outcome::Ignored), 5_000);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use weir::{Promise, RawPromise, Rng, Shedder, ShedderConfig};
+use weir::{overload::Promise, overload::RawPromise, overload::ShedderConfig, Rng, Shedder};
 
 const MS: u64 = 1_000_000;
 const SEC: u64 = 1_000 * MS;
@@ -47,7 +47,7 @@ impl Sim {
                 self.drops.resize(sec + 1, 0);
                 self.max_in_flight.resize(sec + 1, 0);
             }
-            match self.s.allow(self.now, cpu(self.now)) {
+            match self.s.allow(cpu(self.now), self.now) {
                 Ok(p) => {
                     let start = p.into_raw().start;
                     self.pending.push(Reverse((self.now + rt(self.now), start)));

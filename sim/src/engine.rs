@@ -12,7 +12,9 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-use weir::{Backoff, Criticality, Rng, SplitMix64, Throttle, ThrottleConfig};
+use weir::{
+    overload::Criticality, overload::ThrottleConfig, subset::SplitMix64, Backoff, Rng, Throttle,
+};
 
 use crate::metrics::{quantile, CellResult, ServerSeries};
 use crate::model::{Action, Latency, Scenario, Spacing, StatusFn, Subsetting, MS};
@@ -186,12 +188,12 @@ impl<'s> Engine<'s> {
                 let known = match s.clients.subset {
                     Subsetting::None => all.clone(),
                     Subsetting::Deterministic(k) => {
-                        weir::deterministic_subset(&all, c as u64, k, &mut scratch)
+                        weir::subset::deterministic_subset(&all, c as u64, k, &mut scratch)
                             .map(<[_]>::to_vec)
                             .unwrap_or_else(|_| all.clone())
                     }
                     Subsetting::Random(k) => {
-                        weir::random_subset(&all, k, &mut subset_rng, &mut scratch)
+                        weir::subset::random_subset(&all, k, &mut subset_rng, &mut scratch)
                             .map(<[_]>::to_vec)
                             .unwrap_or_else(|_| all.clone())
                     }
@@ -348,7 +350,7 @@ impl<'s> Engine<'s> {
         let cl = &mut self.clients[client];
         if let Some(t) = &cl.budget {
             // Counts the request for the retry budget; throttling itself is off (max_rejection 0).
-            let _ = t.allow(self.now, Criticality::Critical, &mut cl.rng);
+            let _ = t.allow(Criticality::Critical, self.now, &mut cl.rng);
         }
         self.attempt(r);
     }
@@ -658,7 +660,7 @@ impl<'s> Engine<'s> {
             if allowed
                 && self.requests[r].tries <= max
                 && client.budget.as_ref().is_none_or(|t| {
-                    t.allow_retry(self.now, Criticality::Critical, &mut client.rng)
+                    t.allow_retry(Criticality::Critical, self.now, &mut client.rng)
                         .is_ok()
                 })
             {

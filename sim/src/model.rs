@@ -289,9 +289,9 @@ pub struct Retries {
     /// Retries per request at most.
     pub max: u32,
     /// The client's shared responsive backoff (weir's): the delay before each retry.
-    pub backoff: weir::BackoffConfig,
+    pub backoff: weir::backoff::BackoffConfig,
     /// The retry budget: weir's throttle, whose `retry_ratio` caps retries as a fraction of requests.
-    pub budget: Option<weir::ThrottleConfig>,
+    pub budget: Option<weir::overload::ThrottleConfig>,
     /// Retry a 5xx other than 503 too (dialogue retries 500s only for idempotent methods such as GET; 429,
     /// 503, resets and timeouts are retried for every method).
     pub idempotent: bool,

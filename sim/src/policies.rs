@@ -1,7 +1,7 @@
 //! The policies a report compares: weir's (the default marked) and the field's baselines.
 
 use weir::limit::{AimdLimit, CiadLimit, Gradient2Limit, LimitAlgorithm, VegasLimit};
-use weir::{Config, HealthModel, Policy};
+use weir::{balance::HealthModel, balance::Policy, Config};
 
 use crate::baseline::{
     Balanced, LeastLoaded, PeakEwmaP2c, PinUntilError, RandomPick, RoundRobin, WeightedRoundRobin,

@@ -4,7 +4,7 @@
 //! never shared. weir's policies reach the real core through [`crate::weir_policy`]; the field's baselines
 //! live in [`crate::baseline`].
 
-use weir::{RawLease, Rng};
+use weir::{balance::RawLease, Rng};
 
 /// A server's index in the scenario's server table (stable for the whole run).
 pub type ServerId = usize;

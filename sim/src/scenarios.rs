@@ -2,7 +2,7 @@
 //! (reference §1.5, with its load, node timings and abort times), Finagle's balancer-sim modes (§4), tower's
 //! ten-latency spread (§3), SRE subsetting at scale (seed 002), and two cases peers found hard (§10.6).
 
-use weir::{BackoffConfig, Jitter, ThrottleConfig};
+use weir::{backoff::BackoffConfig, backoff::Jitter, overload::ThrottleConfig};
 
 use crate::model::{
     Action, Arrivals, Behavior, ClientSpec, Crash, Latency, Retries, Scenario, ServerSpec,

@@ -18,7 +18,7 @@ impl WeirPolicy {
     /// A balancer with room for `servers` nodes (every server a scenario may add).
     ///
     /// # Panics
-    /// If `config` is invalid or `servers` is 0 or above [`weir::MAX_NODES`]: the policy table is code, not
+    /// If `config` is invalid or `servers` is 0 or above [`weir::balance::MAX_NODES`]: the policy table is code, not
     /// input, so that is a bug in the simulator.
     pub fn new(config: Config, servers: usize) -> WeirPolicy {
         WeirPolicy {

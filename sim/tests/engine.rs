@@ -1,6 +1,6 @@
 //! The engine's semantics on tiny scenarios with exact expected figures.
 
-use weir::{BackoffConfig, Jitter, Rng};
+use weir::{backoff::BackoffConfig, backoff::Jitter, Rng};
 use weir_sim::engine;
 use weir_sim::metrics::CellResult;
 use weir_sim::model::{
@@ -229,7 +229,7 @@ fn retries_follow_the_rule_and_the_backoff() {
     assert_eq!(run_first(&s, None).server_attempts, 1);
     // The budget (10 % of requests) stops retries once spent.
     s.clients.retries = Some(Retries {
-        budget: Some(weir::ThrottleConfig::default()),
+        budget: Some(weir::overload::ThrottleConfig::default()),
         ..retries
     });
     s.arrivals = vec![Arrivals::burst(0, 100, MS)];

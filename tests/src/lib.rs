@@ -18,7 +18,10 @@
 //! assert_conserved(&b, &tally, 20);
 //! ```
 
-use weir::{Balancer, Lease, NodeSlot, NodeSnapshot, Outcome, Rejected, ReleaseError};
+use weir::{
+    balance::NodeSnapshot, balance::Rejected, balance::ReleaseError, Balancer, Lease, NodeSlot,
+    Outcome,
+};
 
 /// What the callers of one balancer saw, counted on their side; compared exactly with [`Balancer::stats`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -91,7 +94,11 @@ pub fn assert_conserved<S: AsRef<[NodeSlot]>>(b: &Balancer<S>, tally: &Tally, no
     let st = b.stats();
     assert_eq!(tally.invalid, 0, "a Rust Lease was refused as invalid");
     assert_eq!(st.acquired, tally.acquired, "acquired: {st:?} vs {tally:?}");
-    assert_eq!(st.released, tally.released, "released: {st:?} vs {tally:?}");
+    assert_eq!(
+        Outcome::ALL.map(|o| st.released(o)),
+        tally.released,
+        "released: {st:?} vs {tally:?}"
+    );
     assert_eq!(st.released_stale, tally.stale, "stale: {st:?} vs {tally:?}");
     assert_eq!(
         st.rejected_all_busy, tally.rejected_all_busy,
@@ -107,7 +114,7 @@ pub fn assert_conserved<S: AsRef<[NodeSlot]>>(b: &Balancer<S>, tally: &Tally, no
     );
     assert_eq!(
         st.acquired,
-        st.released.iter().sum::<u64>() + st.released_stale,
+        st.released_total() + st.released_stale,
         "acquired == Σ released + stale: {st:?}"
     );
     let mut members = 0;

@@ -2,8 +2,9 @@
 //! global allocator counts each thread's allocations; every workload below must make exactly zero.
 
 use weir::{
-    AimdLimit, Balancer, Config, FixedLimit, HealthModel, HeapBalancer, Lease, LimitAlgorithm,
-    MembershipError, Outcome, Policy, Rejected, Rng,
+    balance::HealthModel, balance::MembershipError, balance::Policy, balance::Rejected,
+    limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer,
+    Lease, Outcome, Rng,
 };
 use weir_alloc_counter::{count, CountingAlloc};
 
@@ -219,5 +220,5 @@ fn lease_guard_allocates_only_on_the_first_call_of_a_thread() {
     assert!(ids >= PAIRS);
     let st = b.stats();
     assert_eq!(st.in_flight, 0);
-    assert_eq!(st.released[Outcome::Ignored as usize], PAIRS / 3);
+    assert_eq!(st.released(Outcome::Ignored), PAIRS / 3);
 }

@@ -3,8 +3,8 @@
 //! end in the same state; another seed chooses differently.
 
 use weir::{
-    AimdLimit, Balancer, Config, FixedLimit, HealthModel, Lease, LimitAlgorithm, NodeSlot,
-    NodeSnapshot, Outcome, Policy, Rng, Stats,
+    balance::HealthModel, balance::NodeSnapshot, balance::Policy, balance::Stats, limit::AimdLimit,
+    limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, Lease, NodeSlot, Outcome, Rng,
 };
 
 const ACQUIRES: usize = 1_000;

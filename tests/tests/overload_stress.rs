@@ -5,9 +5,10 @@
 use std::sync::Barrier;
 use std::thread;
 use weir::{
-    deterministic_subset, random_subset, Backoff, BackoffConfig, BackoffMetrics, Criticality,
-    Jitter, Promise, RetryDenied, Rng, Shedder, ShedderConfig, Step, Throttle, ThrottleConfig,
-    MAX_BACKOFF_NS,
+    backoff::BackoffConfig, backoff::BackoffStats, backoff::Jitter, backoff::Step,
+    backoff::MAX_BACKOFF_NS, overload::Criticality, overload::Promise, overload::RetryDenied,
+    overload::ShedderConfig, overload::ThrottleConfig, subset::deterministic_subset,
+    subset::random_subset, Backoff, Rng, Shedder, Throttle,
 };
 use weir_alloc_counter::{count, CountingAlloc};
 
@@ -63,7 +64,7 @@ fn shared_backoff_keeps_exact_metrics() {
         };
         let b = Backoff::new(config).unwrap();
         let tallies = hammer(|_, rng| {
-            let mut t = BackoffMetrics::default();
+            let mut t = BackoffStats::default();
             for _ in 0..CALLS {
                 // Mostly successes, so the interval keeps rising and falling back to 0.
                 let d = if rng.u32(0..4) == 0 {
@@ -87,7 +88,7 @@ fn shared_backoff_keeps_exact_metrics() {
             }
             t
         });
-        let mut want = BackoffMetrics::default();
+        let mut want = BackoffStats::default();
         for t in &tallies {
             want.invocations += t.invocations;
             want.went_up += t.went_up;
@@ -95,7 +96,7 @@ fn shared_backoff_keeps_exact_metrics() {
             want.slept += t.slept;
             want.sleep_ns += t.sleep_ns;
         }
-        assert_eq!(b.metrics(), want, "{jitter:?}");
+        assert_eq!(b.stats(), want, "{jitter:?}");
         assert_eq!(want.invocations, CALLS * workers() as u64);
         assert!(want.went_down > 0 && want.went_up > 0, "{want:?}");
         assert!(b.interval_ns() <= config.max_ns);
@@ -119,7 +120,7 @@ fn shared_shedder_conserves_requests() {
         let mut now = w * 3 * MS;
         for _ in 0..CALLS {
             now += rng.u64(0..2 * MS);
-            match s.allow(now, rng.u32(0..1000)) {
+            match s.allow(rng.u32(0..1000), now) {
                 Ok(p) => {
                     allowed += 1;
                     held.push(p);
@@ -183,7 +184,7 @@ fn shared_throttle_loses_no_update_across_rotations() {
             let c = Criticality::ALL[rng.usize(0..4)];
             let i = c as usize;
             let r = if rng.u32(0..20) == 0 {
-                match t.allow_retry(now, c, rng) {
+                match t.allow_retry(c, now, rng) {
                     Ok(()) => {
                         retries += 1;
                         Ok(())
@@ -195,13 +196,13 @@ fn shared_throttle_loses_no_update_across_rotations() {
                     Err(RetryDenied::Throttled(e)) => Err(e),
                 }
             } else {
-                t.allow(now, c, rng)
+                t.allow(c, now, rng)
             };
             req[i] += 1;
             match r {
                 // The backend accepts about half: throttling starts, more for lower criticalities.
                 Ok(()) if rng.bool() => {
-                    t.accepted(now, c);
+                    t.accepted(c, now);
                     acc[i] += 1;
                 }
                 Ok(()) => {}
@@ -277,12 +278,12 @@ fn hot_paths_do_not_allocate() {
                     shedder.success(p, now).unwrap();
                 }
             }
-            held[slot] = shedder.allow(now, (i % 1000) as u32).ok();
+            held[slot] = shedder.allow((i % 1000) as u32, now).ok();
             let c = Criticality::ALL[(i % 4) as usize];
-            if throttle.allow(now, c, &mut rng).is_ok() && i % 2 == 0 {
-                throttle.accepted(now, c);
+            if throttle.allow(c, now, &mut rng).is_ok() && i % 2 == 0 {
+                throttle.accepted(c, now);
             }
-            let _ = throttle.allow_retry(now, c, &mut rng);
+            let _ = throttle.allow_retry(c, now, &mut rng);
             if i % 5 == 0 {
                 backoff.on_failure(&mut rng);
             } else {
@@ -290,7 +291,7 @@ fn hot_paths_do_not_allocate() {
             }
             let _ = shedder.stats(now);
             let _ = throttle.stats(now);
-            let _ = backoff.metrics();
+            let _ = backoff.stats();
             if i % 100 == 0 {
                 deterministic_subset(&backends, i, 10, &mut scratch).unwrap();
                 random_subset(&backends, 30, &mut rng, &mut scratch).unwrap();
@@ -307,7 +308,7 @@ fn hot_paths_do_not_allocate() {
         for p in held[..10].iter_mut().filter_map(Option::take) {
             shedder.failure(p).unwrap();
         }
-        assert!(shedder.allow(0, 1000).is_err());
+        assert!(shedder.allow(1000, 0).is_err());
         for p in held.iter_mut().filter_map(Option::take) {
             shedder.failure(p).unwrap();
         }

@@ -6,8 +6,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use weir::{
-    AimdLimit, Balancer, Config, FixedLimit, HealthModel, HeapBalancer, Lease, LimitAlgorithm,
-    MembershipError, Outcome, Policy, ReleaseError, Rng,
+    balance::HealthModel, balance::MembershipError, balance::Policy, balance::ReleaseError,
+    limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer,
+    Lease, Outcome, Rng,
 };
 use weir_tests::{assert_conserved, check_snapshot, Tally};
 
@@ -53,7 +54,7 @@ impl Spec {
             LimitAlgorithm::Fixed(f) => f.limit,
             LimitAlgorithm::Aimd(a) => a.max_limit.max(a.initial_limit),
             // Algorithms these stress specs do not use: no tighter bound claimed.
-            _ => weir::MAX_LIMIT,
+            _ => weir::limit::MAX_LIMIT,
         };
         Spec {
             config,
@@ -280,9 +281,9 @@ fn churn(
             for n in b.nodes(step * MS) {
                 check_snapshot(&n);
                 let want = if model[n.id as usize] == Some(true) {
-                    weir::NodeState::LameDuck
+                    weir::balance::NodeState::LameDuck
                 } else {
-                    weir::NodeState::Active
+                    weir::balance::NodeState::Active
                 };
                 assert_eq!(n.state, want, "{n:?}");
                 if let LimitAlgorithm::Fixed(f) = spec.config.limit {

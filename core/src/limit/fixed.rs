@@ -3,7 +3,7 @@
 //! State: none; the limit is the parameter.
 
 use super::{Limit, LimitState, Sample, MAX_LIMIT};
-use crate::error::ConfigError;
+use crate::balance::error::ConfigError;
 
 /// A constant per-node cap on requests in flight.
 ///

@@ -68,14 +68,14 @@ pub use state::{LimitState, LIMIT_WORDS, PERCENTILE_CAPACITY};
 pub use vegas::{VegasLimit, VegasStep, VegasThreshold};
 pub use windowed::{SampleWindow, WindowedLimit};
 
-use crate::error::ConfigError;
+use crate::balance::error::ConfigError;
 
 /// The largest concurrency limit a node can have (the limit is stored in 24 bits of the node's control word).
 pub const MAX_LIMIT: u32 = (1 << 24) - 1;
 
 /// One observation fed to a limit algorithm when a lease is released with
-/// [`Outcome::Success`](crate::Outcome::Success) (`dropped == false`) or
-/// [`Outcome::Dropped`](crate::Outcome::Dropped) (`dropped == true`).
+/// [`Outcome::Success`](crate::balance::Outcome::Success) (`dropped == false`) or
+/// [`Outcome::Dropped`](crate::balance::Outcome::Dropped) (`dropped == true`).
 ///
 /// ```
 /// use weir::limit::Sample;
@@ -156,7 +156,7 @@ pub enum InnerAlgorithm {
     Ciad(CiadLimit),
 }
 
-/// The limit algorithm every node of a balancer uses, chosen in [`Config`](crate::Config).
+/// The limit algorithm every node of a balancer uses, chosen in [`Config`](crate::balance::Config).
 ///
 /// ```
 /// use weir::limit::{InnerAlgorithm, LimitAlgorithm, VegasLimit, WindowedLimit};

@@ -17,7 +17,7 @@
 //! ([`PERCENTILE_CAPACITY`]), each written 1 \| generation 8 \| RTT 55.
 //!
 //! Ten of the sixteen words exist only for the optional percentile window. Without them the state (48
-//! bytes) would fit in the padding of a 128-byte-aligned [`NodeSlot`](crate::NodeSlot); with them a slot
+//! bytes) would fit in the padding of a 128-byte-aligned [`NodeSlot`](crate::balance::NodeSlot); with them a slot
 //! grows from 256 to 384 bytes. Java's percentile window holds as many samples as configured; a small
 //! fixed capacity is the price of allocation-free storage.
 //!
@@ -30,7 +30,7 @@
 //! NaN or infinite limit. The slot's control word publishes a freshly [`reset`](super::Limit::reset)
 //! state to other threads (a `Release` store in `Balancer::add`).
 
-use crate::sync::{AtomicU64, Ordering::Relaxed};
+use crate::internal::sync::{AtomicU64, Ordering::Relaxed};
 
 /// Number of atomic words in a [`LimitState`].
 ///

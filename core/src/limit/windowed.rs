@@ -47,7 +47,7 @@
 
 use super::state::{W_AGG, W_EXT, W_NEXT, W_SAMPLES};
 use super::{InnerAlgorithm, Limit, LimitState, Sample, VegasLimit, PERCENTILE_CAPACITY};
-use crate::error::ConfigError;
+use crate::balance::error::ConfigError;
 
 const AVG_COUNT_SHIFT: u32 = 48;
 const AVG_SUM_MASK: u64 = (1 << AVG_COUNT_SHIFT) - 1;

@@ -9,7 +9,7 @@
 //! nothing is recorded but the in-flight count drops).
 //!
 //! # The rule, exactly
-//! With `cpu` in millicpu (0..=1000 of the container's allowance, from [`CpuSampler`](crate::CpuSampler)
+//! With `cpu` in millicpu (0..=1000 of the container's allowance, from [`CpuSampler`](crate::overload::CpuSampler)
 //! or anywhere else; larger values count as 1000):
 //! - `max_pass` = the largest number of passes in one complete bucket of the window (at least 1);
 //! - `min_rt` = the smallest average response time of a complete bucket with passes, in whole ms
@@ -33,7 +33,7 @@
 //!   drop; once it has lapsed the "dropped recently" mark is cleared. go-zero uses `overloadTime == 0` for
 //!   "never overloaded"; here `now = 0` is a valid time, so "never" is a separate state.
 //! - **The truncating CPU average that saturates at 981: corrected**, in the sampler
-//!   ([`CpuSampler`](crate::CpuSampler)), which keeps its exponential average in full precision and rounds
+//!   ([`CpuSampler`](crate::overload::CpuSampler)), which keeps its exponential average in full precision and rounds
 //!   only when it reports. With go-zero's truncation a steady 100 % load reads 981 forever, so thresholds
 //!   of 982..=999 can never fire and the overload factor never drops below 0.19 at the default threshold;
 //!   here a steady 100 % load reaches 1000. The shedder itself takes whatever `cpu` it is given.
@@ -61,8 +61,8 @@
 //! They use `Relaxed`. The rolling window has its own protocol (see `window.rs`). A drop racing with the
 //! lapse of a cool-off may lose its "dropped recently" mark, exactly as in go-zero; the next drop sets it.
 
-use crate::sync::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use crate::window::{Window, MAX_WINDOW_BUCKETS};
+use crate::internal::sync::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use crate::overload::window::{Window, MAX_WINDOW_BUCKETS};
 use core::fmt;
 
 /// go-zero's `defaultMinRt`: the response time assumed when the window has none (large, so it never
@@ -79,7 +79,7 @@ const NS_PER_MS: u64 = 1_000_000;
 /// Configuration of a [`Shedder`]; the defaults are go-zero's.
 ///
 /// ```
-/// let c = weir::ShedderConfig::default();
+/// let c = weir::overload::ShedderConfig::default();
 /// assert_eq!((c.window_ns, c.buckets, c.cpu_threshold, c.cool_off_ns), (5_000_000_000, 50, 900, 1_000_000_000));
 /// assert!(c.validate().is_ok());
 /// ```
@@ -113,7 +113,7 @@ impl ShedderConfig {
     /// Checks every parameter and returns the first problem found.
     ///
     /// ```
-    /// use weir::{ShedderConfig, ShedderConfigError};
+    /// use weir::{overload::ShedderConfig, overload::ShedderConfigError};
     /// let bad = ShedderConfig { cpu_threshold: 1000, ..ShedderConfig::default() };
     /// assert_eq!(bad.validate(), Err(ShedderConfigError::CpuThreshold));
     /// ```
@@ -134,7 +134,7 @@ impl ShedderConfig {
 /// A [`ShedderConfig`] that was rejected.
 ///
 /// ```
-/// use weir::{ShedderConfig, ShedderConfigError};
+/// use weir::{overload::ShedderConfig, overload::ShedderConfigError};
 /// let e = ShedderConfig { window_ns: 10, ..ShedderConfig::default() }.validate().unwrap_err();
 /// assert_eq!(e, ShedderConfigError::Window);
 /// assert_eq!(e.to_string(), "shedder window_ns / buckets must be at least 1 ns");
@@ -164,14 +164,14 @@ impl fmt::Display for ShedderConfigError {
 /// Why [`Shedder::allow`] dropped a request (HTTP 503, gRPC `RESOURCE_EXHAUSTED`), with what it saw.
 ///
 /// ```
-/// use weir::{Shedder, ShedderConfig};
+/// use weir::{Shedder, overload::ShedderConfig};
 /// let s = Shedder::new(ShedderConfig::default()).unwrap();
 /// let mut held: Vec<_> = (0..20).map(|_| s.allow(0, 0).unwrap()).collect();
 /// for p in held.drain(..10) {
 ///     s.failure(p).unwrap(); // the in-flight average rises with each completion
 /// }
 /// // Cold start: max_flight 10; at cpu 1000 the factor is 0.1, so the limit is 1.
-/// let e = s.allow(0, 1000).unwrap_err();
+/// let e = s.allow(1000, 0).unwrap_err();
 /// assert_eq!((e.in_flight, e.limit, e.hot), (10, 1.0, false));
 /// assert!(e.avg_in_flight > 1.0);
 /// assert!(e.to_string().starts_with("service overloaded: cpu 1000/1000, 10 in flight"));
@@ -209,7 +209,7 @@ impl fmt::Display for Overloaded {
 /// completed (through [`RawPromise`]) or belongs to another shedder. Nothing was recorded.
 ///
 /// ```
-/// use weir::{NotInFlight, Promise, RawPromise, Shedder, ShedderConfig};
+/// use weir::{overload::NotInFlight, overload::Promise, overload::RawPromise, Shedder, overload::ShedderConfig};
 /// let s = Shedder::new(ShedderConfig::default()).unwrap();
 /// let forged = Promise::from_raw(RawPromise { start: 0 });
 /// assert_eq!(s.failure(forged), Err(NotInFlight));
@@ -244,10 +244,10 @@ pub struct Promise {
 /// The plain fields of a [`Promise`], for bindings that hand it across a language boundary.
 ///
 /// ```
-/// let s = weir::Shedder::new(weir::ShedderConfig::default()).unwrap();
-/// let raw: weir::RawPromise = s.allow(7, 0).unwrap().into_raw();
+/// let s = weir::Shedder::new(weir::overload::ShedderConfig::default()).unwrap();
+/// let raw: weir::overload::RawPromise = s.allow(0, 7).unwrap().into_raw();
 /// assert_eq!(raw.start, 7);
-/// # s.failure(weir::Promise::from_raw(raw)).unwrap();
+/// # s.failure(weir::overload::Promise::from_raw(raw)).unwrap();
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
@@ -260,8 +260,8 @@ impl Promise {
     /// The `now` passed to [`Shedder::allow`].
     ///
     /// ```
-    /// let s = weir::Shedder::new(weir::ShedderConfig::default()).unwrap();
-    /// let p = s.allow(42, 0).unwrap();
+    /// let s = weir::Shedder::new(weir::overload::ShedderConfig::default()).unwrap();
+    /// let p = s.allow(0, 42).unwrap();
     /// assert_eq!(p.started_at(), 42);
     /// s.failure(p).unwrap();
     /// ```
@@ -272,7 +272,7 @@ impl Promise {
     /// Gives up the promise's fields (pass them back with [`Promise::from_raw`]).
     ///
     /// ```
-    /// use weir::{Promise, Shedder, ShedderConfig};
+    /// use weir::{overload::Promise, Shedder, overload::ShedderConfig};
     /// let s = Shedder::new(ShedderConfig::default()).unwrap();
     /// let raw = s.allow(0, 0).unwrap().into_raw();
     /// s.success(Promise::from_raw(raw), 3_000_000).unwrap();
@@ -286,7 +286,7 @@ impl Promise {
     /// shedder refuses a completion only when nothing at all is in flight ([`NotInFlight`]).
     ///
     /// ```
-    /// let p = weir::Promise::from_raw(weir::RawPromise { start: 9 });
+    /// let p = weir::overload::Promise::from_raw(weir::overload::RawPromise { start: 9 });
     /// assert_eq!(p.started_at(), 9);
     /// ```
     pub fn from_raw(raw: RawPromise) -> Promise {
@@ -297,7 +297,7 @@ impl Promise {
 /// A point-in-time view of a [`Shedder`].
 ///
 /// ```
-/// let s = weir::Shedder::new(weir::ShedderConfig::default()).unwrap();
+/// let s = weir::Shedder::new(weir::overload::ShedderConfig::default()).unwrap();
 /// let st = s.stats(0);
 /// assert_eq!((st.max_pass, st.min_rt_ms, st.max_flight), (1, 1000, 10.0)); // cold start
 /// ```
@@ -327,12 +327,12 @@ pub struct ShedderStats {
 /// reference (`&Shedder` is all every method needs).
 ///
 /// ```
-/// use weir::{Shedder, ShedderConfig};
+/// use weir::{Shedder, overload::ShedderConfig};
 ///
 /// let shedder = Shedder::new(ShedderConfig::default()).unwrap();
 /// let now = 1_000_000_000; // monotonic ns from your clock
-/// let cpu = 350;           // millicpu, e.g. from weir::CpuSampler
-/// match shedder.allow(now, cpu) {
+/// let cpu = 350;           // millicpu, e.g. from weir::overload::CpuSampler
+/// match shedder.allow(cpu, now) {
 ///     Ok(promise) => {
 ///         // ... serve the request ...
 ///         shedder.success(promise, now + 20_000_000).unwrap(); // finished after 20 ms
@@ -364,7 +364,7 @@ impl Shedder {
     /// Builds a shedder, or says which parameter is wrong.
     ///
     /// ```
-    /// use weir::{Shedder, ShedderConfig, ShedderConfigError};
+    /// use weir::{Shedder, overload::ShedderConfig, overload::ShedderConfigError};
     /// assert!(Shedder::new(ShedderConfig::default()).is_ok());
     /// let zero = ShedderConfig { buckets: 0, ..ShedderConfig::default() };
     /// assert_eq!(Shedder::new(zero).unwrap_err(), ShedderConfigError::Buckets);
@@ -393,7 +393,7 @@ impl Shedder {
     /// The configuration this shedder was built with.
     ///
     /// ```
-    /// let s = weir::Shedder::new(weir::ShedderConfig::default()).unwrap();
+    /// let s = weir::Shedder::new(weir::overload::ShedderConfig::default()).unwrap();
     /// assert_eq!(s.config().buckets, 50);
     /// ```
     pub fn config(&self) -> &ShedderConfig {
@@ -404,14 +404,14 @@ impl Shedder {
     /// count as 1000). Admitted requests count as in flight until their [`Promise`] is completed.
     ///
     /// ```
-    /// use weir::{Shedder, ShedderConfig};
+    /// use weir::{Shedder, overload::ShedderConfig};
     /// let s = Shedder::new(ShedderConfig::default()).unwrap();
     /// // Under the CPU threshold nothing is ever dropped, however much is in flight.
-    /// let held: Vec<_> = (0..1000).map(|_| s.allow(0, 899).unwrap()).collect();
+    /// let held: Vec<_> = (0..1000).map(|_| s.allow(899, 0).unwrap()).collect();
     /// assert_eq!(s.stats(0).in_flight, 1000);
     /// for p in held { s.failure(p).unwrap(); }
     /// ```
-    pub fn allow(&self, now: u64, cpu: u32) -> Result<Promise, Overloaded> {
+    pub fn allow(&self, cpu: u32, now: u64) -> Result<Promise, Overloaded> {
         let cpu = cpu.min(CPU_MAX);
         if let Some(dropped) = self.should_drop(now, cpu) {
             // Relaxed: statistics (see the module docs).
@@ -429,7 +429,7 @@ impl Shedder {
     /// whole millisecond, and one pass.
     ///
     /// ```
-    /// let s = weir::Shedder::new(weir::ShedderConfig::default()).unwrap();
+    /// let s = weir::Shedder::new(weir::overload::ShedderConfig::default()).unwrap();
     /// let p = s.allow(0, 0).unwrap();
     /// s.success(p, 15_500_000).unwrap(); // 15.5 ms → 16 ms
     /// assert_eq!(s.stats(100_000_000).min_rt_ms, 16); // once its bucket is complete
@@ -449,7 +449,7 @@ impl Shedder {
     /// count, and nothing else is recorded.
     ///
     /// ```
-    /// let s = weir::Shedder::new(weir::ShedderConfig::default()).unwrap();
+    /// let s = weir::Shedder::new(weir::overload::ShedderConfig::default()).unwrap();
     /// let p = s.allow(0, 0).unwrap();
     /// s.failure(p).unwrap();
     /// let st = s.stats(0);
@@ -466,7 +466,7 @@ impl Shedder {
     /// A point-in-time view at `now`.
     ///
     /// ```
-    /// let s = weir::Shedder::new(weir::ShedderConfig::default()).unwrap();
+    /// let s = weir::Shedder::new(weir::overload::ShedderConfig::default()).unwrap();
     /// let p = s.allow(0, 0).unwrap();
     /// assert_eq!(s.stats(0).in_flight, 1);
     /// s.success(p, 1).unwrap();
@@ -492,7 +492,7 @@ impl Shedder {
     /// `clamp((1000 − cpu) / (1000 − cpu_threshold), 0.1, 1)`.
     ///
     /// ```
-    /// let s = weir::Shedder::new(weir::ShedderConfig::default()).unwrap(); // threshold 900
+    /// let s = weir::Shedder::new(weir::overload::ShedderConfig::default()).unwrap(); // threshold 900
     /// assert_eq!(s.overload_factor(950), 0.5);
     /// assert_eq!(s.overload_factor(990), 0.1);
     /// assert_eq!(s.overload_factor(800), 1.0);
@@ -579,67 +579,6 @@ impl Shedder {
     }
 }
 
-#[cfg(feature = "std")]
-impl Shedder {
-    /// Decides at [`monotonic_now`](crate::monotonic_now) and returns a guard that completes the promise:
-    /// [`PromiseGuard::success`] records the response time up to then; dropping the guard without
-    /// completing it (an early return, a panic) completes it as a failure, so nothing leaks in flight.
-    ///
-    /// ```
-    /// let s = weir::Shedder::new(weir::ShedderConfig::default()).unwrap();
-    /// {
-    ///     let guard = s.allow_guard(100).unwrap();
-    ///     guard.success();
-    /// }
-    /// drop(s.allow_guard(100).unwrap()); // completed as a failure
-    /// let st = s.stats(0);
-    /// assert_eq!((st.succeeded, st.failed, st.in_flight), (1, 1, 0));
-    /// ```
-    pub fn allow_guard(&self, cpu: u32) -> Result<PromiseGuard<'_>, Overloaded> {
-        let promise = self.allow(crate::monotonic_now(), cpu)?;
-        Ok(PromiseGuard {
-            shedder: self,
-            promise: Some(promise),
-        })
-    }
-}
-
-/// A [`Promise`] that completes itself (`std`): see [`Shedder::allow_guard`].
-#[cfg(feature = "std")]
-#[derive(Debug)]
-#[must_use = "dropping the guard at once completes the request as a failure"]
-pub struct PromiseGuard<'a> {
-    shedder: &'a Shedder,
-    promise: Option<Promise>,
-}
-
-#[cfg(feature = "std")]
-impl PromiseGuard<'_> {
-    /// Completes the request as a success at [`monotonic_now`](crate::monotonic_now).
-    pub fn success(mut self) {
-        if let Some(p) = self.promise.take() {
-            // The only error is "nothing in flight", impossible for a guard's own promise.
-            let _ = self.shedder.success(p, crate::monotonic_now());
-        }
-    }
-
-    /// Completes the request as a failure.
-    pub fn failure(mut self) {
-        if let Some(p) = self.promise.take() {
-            let _ = self.shedder.failure(p);
-        }
-    }
-}
-
-#[cfg(feature = "std")]
-impl Drop for PromiseGuard<'_> {
-    fn drop(&mut self) {
-        if let Some(p) = self.promise.take() {
-            let _ = self.shedder.failure(p);
-        }
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     //! go-zero's `adaptiveshedder_test.go` vectors (reference/overload.md §1.3), replayed with time passed in.
@@ -666,7 +605,7 @@ mod tests {
     /// Completes `n` promises with response time `rt_ms`, each finishing at `at`.
     fn passes(s: &Shedder, at: u64, n: u64, rt_ms: u64) {
         for _ in 0..n {
-            let p = s.allow(at - rt_ms * MS, 0).unwrap();
+            let p = s.allow(0, at - rt_ms * MS).unwrap();
             s.success(p, at).unwrap();
         }
     }
@@ -742,13 +681,13 @@ mod tests {
             (80, 80.0, false)
         );
         assert_eq!(why.limit, 54.0 * factor);
-        assert!(s.allow(now, cpu).is_err());
+        assert!(s.allow(cpu, now).is_err());
         assert_eq!(s.stats(now).dropped, 1);
         // Not overloaded: never dropped.
         let (s, now) = shedder_54(900);
         set_flying(&s, 80, 80.0);
         assert!(s.should_drop(now, cpu).is_none());
-        assert!(s.allow(now, cpu).is_ok());
+        assert!(s.allow(cpu, now).is_ok());
     }
 
     #[test]
@@ -809,9 +748,9 @@ mod tests {
     #[test]
     fn rt_rounds_up_and_tolerates_old_now() {
         let s = shedder(900);
-        let p = s.allow(T0, 0).unwrap();
+        let p = s.allow(0, T0).unwrap();
         s.success(p, T0 + MS + 1).unwrap(); // 1 ms + 1 ns → 2 ms
-        let p = s.allow(T0 + 50 * MS, 0).unwrap();
+        let p = s.allow(0, T0 + 50 * MS).unwrap();
         s.success(p, T0).unwrap(); // completion "before" admission: 0 ms, no panic
         assert_eq!(s.stats(T0 + 100 * MS).min_rt_ms, 1); // (2 + 0) / 2 = 1
     }

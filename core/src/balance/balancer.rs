@@ -1,14 +1,18 @@
 //! The balancer: membership, leases and outcomes over a fixed set of node slots.
 
-use crate::config::{Config, Prepared};
-use crate::error::{ConfigError, MembershipError, Rejected, ReleaseError};
-use crate::health::Scope;
+use crate::balance::config::{Config, Prepared};
+use crate::balance::error::{ConfigError, MembershipError, Rejected, ReleaseError};
+use crate::balance::health::Scope;
+use crate::balance::lease::Lease;
+use crate::balance::outcome::Outcome;
+use crate::balance::policy::{self as select, Choice};
+use crate::balance::slot::{
+    self, NodeSlot, ACTIVE, CLAIMED, KILLED, LAME_DUCK, REGISTERING, VACANT,
+};
+use crate::balance::snapshot::{NodeSnapshot, NodeState, Stats};
+use crate::internal::splitmix::SplitMix64;
+use crate::internal::sync::{fence, AtomicU64, Ordering::*};
 use crate::limit::{Limit, LimitAlgorithm, Sample};
-use crate::outcome::Outcome;
-use crate::select::{self, Choice};
-use crate::slot::{self, NodeSlot, ACTIVE, CLAIMED, KILLED, LAME_DUCK, REGISTERING, VACANT};
-use crate::subset::SplitMix64;
-use crate::sync::{fence, AtomicU64, Ordering::*};
 use fastrand::Rng;
 
 /// A health-weighted, concurrency-limited load balancer over a fixed set of node slots.
@@ -27,7 +31,7 @@ use fastrand::Rng;
 /// let lease = balancer.acquire(1_000, &mut rng).unwrap();
 /// assert!([10, 20, 30].contains(&lease.node_id()));
 /// balancer.release(lease, Outcome::Success, 2_000).unwrap();
-/// assert_eq!(balancer.stats().released[Outcome::Success as usize], 1);
+/// assert_eq!(balancer.stats().released(Outcome::Success), 1);
 /// ```
 #[derive(Debug)]
 pub struct Balancer<S: AsRef<[NodeSlot]>> {
@@ -52,149 +56,13 @@ struct Rejections {
     empty: AtomicU64,
 }
 
-/// The right to make one call to one node. Obtained from [`Balancer::acquire`] and consumed by
-/// [`Balancer::release`]; neither `Clone` nor `Copy`, so it is released at most once. Dropping it without
-/// releasing leaks the node's in-flight slot: with the `std` feature, prefer [`LeaseGuard`](crate::LeaseGuard),
-/// which releases as [`Outcome::Ignored`] on drop.
-#[derive(Debug, PartialEq, Eq)]
-#[must_use = "a lease holds a concurrency slot until it is released"]
-pub struct Lease {
-    id: u64,
-    start: u64,
-    slot: u32,
-    inflight: u32,
-    generation: u16,
-}
-
-/// The plain fields of a lease, for bindings that must hand it across a language boundary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(C)]
-pub struct RawLease {
-    /// Node id.
-    pub id: u64,
-    /// `now` at acquire.
-    pub start: u64,
-    /// Slot index.
-    pub slot: u32,
-    /// In-flight count at admission, including this lease.
-    pub inflight: u32,
-    /// Slot generation.
-    pub generation: u16,
-}
-
-impl Lease {
-    /// The id of the node to call.
-    pub fn node_id(&self) -> u64 {
-        self.id
-    }
-    /// The `now` passed to `acquire`.
-    pub fn acquired_at(&self) -> u64 {
-        self.start
-    }
-    /// Requests in flight on the node when this one was admitted, including it.
-    pub fn inflight_at_acquire(&self) -> u32 {
-        self.inflight
-    }
-    /// Gives up the lease's fields (the lease is consumed; pass them back with [`Lease::from_raw`]).
-    ///
-    /// ```
-    /// # use weir::{Balancer, Config, NodeSlot, Outcome, Lease};
-    /// # let b = Balancer::new([const { NodeSlot::new() }; 1], Config::default()).unwrap();
-    /// # b.add(1).unwrap();
-    /// let raw = b.acquire(0, &mut fastrand::Rng::with_seed(1)).unwrap().into_raw();
-    /// b.release(Lease::from_raw(raw), Outcome::Success, 5).unwrap();
-    /// ```
-    pub fn into_raw(self) -> RawLease {
-        RawLease {
-            id: self.id,
-            start: self.start,
-            slot: self.slot,
-            inflight: self.inflight,
-            generation: self.generation,
-        }
-    }
-    /// Rebuilds a lease from [`Lease::into_raw`]. A forged or twice-used raw lease is caught where the
-    /// balancer can tell ([`ReleaseError::InvalidLease`]); bindings must still release each raw lease once.
-    pub fn from_raw(raw: RawLease) -> Lease {
-        Lease {
-            id: raw.id,
-            start: raw.start,
-            slot: raw.slot,
-            inflight: raw.inflight,
-            generation: raw.generation,
-        }
-    }
-}
-
-/// Whether a member node takes new leases.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum NodeState {
-    /// In rotation.
-    Active,
-    /// No new leases; leases in flight finish normally.
-    LameDuck,
-}
-
-/// A point-in-time view of one member node.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct NodeSnapshot {
-    /// The caller's id of the node.
-    pub id: u64,
-    /// Active or lame duck.
-    pub state: NodeState,
-    /// Success rate used for selection, with the recovery floor applied where it applies.
-    pub success_rate: f64,
-    /// `success_rate ^ weight_exponent`.
-    pub weight: f64,
-    /// Current concurrency limit.
-    pub limit: u32,
-    /// Leases in flight.
-    pub in_flight: u32,
-    /// Finished outcomes in the window (unweighted; 0 for the average model).
-    pub window_finished: u64,
-    /// Succeeded outcomes in the window.
-    pub window_succeeded: u64,
-    /// Finished outcomes in the sticky bucket, when the window is empty.
-    pub sticky_finished: u64,
-    /// Succeeded outcomes in the sticky bucket.
-    pub sticky_succeeded: u64,
-    /// Whether the node has any recorded outcome (a node without is fully trusted).
-    pub has_data: bool,
-}
-
-/// Balancer-wide counters since construction. Conserved: `acquired == Σ released + released_stale + in_flight`.
-///
-/// `acquired` is that sum: every lease granted is either still in flight (counted in the nodes' control
-/// words) or was released (counted by outcome), so the acquire path needs no counter write of its own.
-/// Each term is counted exactly; the multi-thread stress tests check all of them against the callers' own
-/// counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Leases granted (`Σ released + released_stale + in_flight`).
-    pub acquired: u64,
-    /// Acquires refused because every active node was at its limit.
-    pub rejected_all_busy: u64,
-    /// Acquires refused because no node was active.
-    pub rejected_no_active: u64,
-    /// Leases released, by [`Outcome`] code (`stats.released[Outcome::Dropped as usize]`).
-    pub released: [u64; 4],
-    /// Leases released after their node was removed.
-    pub released_stale: u64,
-    /// Leases in flight now.
-    pub in_flight: u64,
-    /// Members in rotation.
-    pub active_nodes: u32,
-    /// Members in lame duck.
-    pub lame_duck_nodes: u32,
-}
-
 impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// Builds a balancer over `slots` (all of them are reset to empty). Fails on a bad configuration or
-    /// a storage of 0 or more than [`MAX_NODES`](crate::MAX_NODES) slots.
+    /// a storage of 0 or more than [`MAX_NODES`](crate::balance::MAX_NODES) slots.
     pub fn new(slots: S, config: Config) -> Result<Self, ConfigError> {
         let prepared = config.prepare()?;
         let n = slots.as_ref().len();
-        if n == 0 || n > crate::MAX_NODES {
+        if n == 0 || n > crate::balance::MAX_NODES {
             return Err(ConfigError::Capacity);
         }
         for s in slots.as_ref() {
@@ -269,7 +137,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         }
     }
 
-    /// Grants a lease on a node chosen by the configured [`Policy`](crate::Policy), or fails fast.
+    /// Grants a lease on a node chosen by the configured [`Policy`](crate::balance::Policy), or fails fast.
     /// `now` is monotonic nanoseconds; `rng` is the caller's (one per thread: see the module docs of
     /// [`crate`]). Never blocks, never allocates.
     pub fn acquire(&self, now: u64, rng: &mut Rng) -> Result<Lease, Rejected> {
@@ -334,14 +202,14 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     #[inline(never)]
     fn rotate(&self, now: u64, seen: u64) {
         let (
-            crate::config::PreparedModel::Buckets { width, .. },
-            crate::HealthModel::Buckets { width_ns, .. },
+            crate::balance::config::PreparedModel::Buckets { width, .. },
+            crate::balance::HealthModel::Buckets { width_ns, .. },
         ) = (&self.prepared.model, &self.prepared.config.health)
         else {
             return;
         };
         // The epoch's first nanosecond (`<= now`: the product cannot overflow).
-        let start = crate::health::epoch_at(now, *width).saturating_mul(*width_ns);
+        let start = crate::balance::health::epoch_at(now, *width).saturating_mul(*width_ns);
         let word = self.prepared.rotation_word(start);
         // AcqRel: orders our refreshes after the claim, and the claim after the rotation it replaces.
         if word == seen
@@ -416,7 +284,10 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             // The limit is read from the state inside the compare-and-swap, so of two racing releases
             // the one that lands last publishes a limit at least as new as the other's.
             Some(if sample.is_some() {
-                slot::with_limit(c, u64::from(algo.limit(&s.limit).min(crate::MAX_LIMIT)))
+                slot::with_limit(
+                    c,
+                    u64::from(algo.limit(&s.limit).min(crate::limit::MAX_LIMIT)),
+                )
             } else {
                 c
             })
@@ -616,7 +487,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         for s in self.slots.as_ref() {
             let c = s.ctl.load(Acquire);
             for (k, r) in s.released.iter().enumerate() {
-                st.released[k] += r.load(Relaxed);
+                st.add_released(k, r.load(Relaxed));
             }
             st.released_stale += s.stale.load(Relaxed);
             st.in_flight += slot::inflight(c);
@@ -626,7 +497,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 _ => {}
             }
         }
-        st.acquired = st.released.iter().sum::<u64>() + st.released_stale + st.in_flight;
+        st.acquired = st.released_total() + st.released_stale + st.in_flight;
         st
     }
 }

@@ -1,28 +1,5 @@
-//! Per-node health: the seeds' bucket window (with its sticky bucket) or a single success average, and the
-//! node's cached weight.
-//!
-//! # The bucket window, lock-free
-//! Each bucket is one 64-bit word: a 16-bit epoch tag, 24-bit `finished` and 24-bit `succeeded`, so the
-//! two counters always change together in one compare-and-swap. `last` holds the full epoch of the newest
-//! bucket written (plus one; 0 = no data ever). Bucket `i` holds epoch `e` with `e % count == i`; a tag is
-//! read as the most recent epoch `<= last` with those low 16 bits.
-//!
-//! Rotation is lazy and keyed by the `now` of the writer. A writer whose epoch is past `last` first
-//! *advances* the node: it clears every bucket that falls out of the new window, except the newest bucket
-//! (epoch `last`), then publishes the new `last` with a compare-and-swap, then records its outcome in the new
-//! bucket, then clears the old newest bucket if that one has aged out too. The newest bucket that holds data
-//! is therefore always present in the ring, and it is exactly the seeds' sticky bucket: the last bucket that
-//! left the window with requests in it (buckets leave oldest first). An idle node keeps its last known rate
-//! this way without any write. A writer whose `now` is older than `last` (threads race, clocks jitter)
-//! records into the newest bucket. Every read of the ring is validated against `last` and retried if a
-//! writer advanced it meanwhile, so a tag is always interpreted against the epoch it was written under.
-//!
-//! Counters saturate at 2^24 - 1 per bucket (3.3 million outcomes per second per node with 5 s buckets):
-//! once `finished` is full, further outcomes in that bucket are not counted, so the rate is kept from the
-//! 16.7 million counted instead of wrapping. A 16-bit tag could alias only if a thread stalled inside one
-//! release for 65,530 bucket widths, or for the few instructions between an advance and its own write
-//! after a node was idle for that long (91 hours with 5 s buckets); the second case can mislead one
-//! decision and is repaired by that same release.
+//! Per-node health: the seeds' bucket window with its sticky bucket (`buckets.rs`) or a single success
+//! average (`ewma.rs`), and the node's cached weight (here), which is what the acquire scan reads.
 //!
 //! # The cached weight
 //! `cache` holds the node's *scan weight* as an `f32`: the weight the acquire scan uses as it is, so that
@@ -44,25 +21,68 @@
 //! whenever that fails, so the last `scan` store belongs to the last successful compare-and-swap: once the
 //! node's writes have finished, the two words hold the same weight (see `try_refresh`).
 
-use crate::config::{Prepared, PreparedModel, MAX_BUCKETS};
-use crate::div::Divisor;
-use crate::slot;
-use crate::sync::{AtomicU64, Ordering::*};
+mod buckets;
+mod ewma;
 
-const COUNT_BITS: u32 = 24;
-const COUNT_MAX: u64 = (1 << COUNT_BITS) - 1;
-const TAG_SHIFT: u32 = 48;
-const TAG_MASK: u64 = 0xFFFF;
-// Bucket ages index the weight table with a mask instead of a bounds check.
-const _: () = assert!(MAX_BUCKETS.is_power_of_two());
+use crate::balance::config::{Prepared, PreparedModel, MAX_BUCKETS};
+use crate::balance::slot;
+use crate::internal::sync::{AtomicU64, Ordering::*};
+pub(crate) use buckets::epoch_at;
+#[cfg(all(test, not(loom)))]
+use buckets::{bucket, bumped, epoch_of, fin, succ, tag, COUNT_MAX};
+
+/// How a node's success rate is measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HealthModel {
+    /// The seeds' model: a window of `count` buckets of `width_ns` each, plus a sticky bucket.
+    ///
+    /// Success rate: with finished requests in the window, `Σ w_a·succeeded / Σ w_a·finished` with
+    /// `w_a = decay^-age` (age 0 = the newest bucket, the one being written); with none in the window but
+    /// data in the sticky bucket, the sticky bucket's rate floored at `floor / active_nodes`; with no data
+    /// ever, 1.0.
+    Buckets {
+        /// Buckets in the window, 1..=[`MAX_BUCKETS`] (seeds: 6).
+        count: usize,
+        /// Width of one bucket in nanoseconds (seeds: 5 s).
+        width_ns: u64,
+        /// Each bucket weighs `decay` times the next older one (seeds: 3).
+        decay: f64,
+    },
+    /// The seed author's later variant: one exponentially weighted success average per node. Each outcome
+    /// moves the average toward 1 (success) or 0 (failure) by `1 - 2^(-1/half_life)`, so an outcome's
+    /// influence halves every `half_life` outcomes (like Finagle's success-rate EMA, the half-life is counted
+    /// in outcomes, which makes the average exact under concurrency: each outcome is one compare-and-swap).
+    /// A fresh node starts at 1.0; the rate is floored at `floor / active_nodes` so a node that failed
+    /// completely keeps a slight chance to show it recovered.
+    Ewma {
+        /// Outcomes after which an outcome's influence has halved (at least 1).
+        half_life: u32,
+    },
+}
+
+impl HealthModel {
+    /// The seeds' bucket window: 6 buckets of 5 s, decay 3.
+    pub const SEED_BUCKETS: HealthModel = HealthModel::Buckets {
+        count: 6,
+        width_ns: 5_000_000_000,
+        decay: 3.0,
+    };
+}
+
+impl Default for HealthModel {
+    fn default() -> Self {
+        HealthModel::SEED_BUCKETS
+    }
+}
+
 /// Cache word: `f32` scan weight (bits 63..32) | sequence (31..0).
 const SEQ_MASK: u64 = 0xFFFF_FFFF;
 /// A slot that holds no active node: scan weight 0.
 const CACHE_ABSENT: u64 = 0;
 /// Scan units per unit of weight, as a power of two: a weight of 1.0 is `2^46` units, so the units of
-/// [`MAX_NODES`](crate::MAX_NODES) nodes sum to at most `2^62` and never overflow.
+/// [`MAX_NODES`](crate::balance::MAX_NODES) nodes sum to at most `2^62` and never overflow.
 pub(crate) const UNIT_SHIFT: u32 = 46;
-const _: () = assert!(crate::MAX_NODES as u64 <= 1 << (62 - UNIT_SHIFT));
+const _: () = assert!(crate::balance::MAX_NODES as u64 <= 1 << (62 - UNIT_SHIFT));
 
 /// A scan weight in units (`weight * 2^UNIT_SHIFT`, rounded down; weights lie in [0, 1]).
 #[inline]
@@ -80,43 +100,6 @@ pub(crate) struct Scope<'a> {
     pub(crate) active: &'a AtomicU64,
     /// The node's control word: only an active node has a scan weight.
     pub(crate) ctl: &'a AtomicU64,
-}
-
-#[inline]
-fn fin(v: u64) -> u64 {
-    (v >> COUNT_BITS) & COUNT_MAX
-}
-#[inline]
-fn succ(v: u64) -> u64 {
-    v & COUNT_MAX
-}
-#[inline]
-fn tag(v: u64) -> u64 {
-    v >> TAG_SHIFT
-}
-#[inline]
-fn bucket(epoch: u64, finished: u64, succeeded: u64) -> u64 {
-    ((epoch & TAG_MASK) << TAG_SHIFT) | (finished << COUNT_BITS) | succeeded
-}
-/// The bucket epoch of `now`. The last epoch, `u64::MAX`, is folded into the one before it so that
-/// `last = epoch + 1` never saturates (only 1 ns buckets reach it).
-#[inline]
-pub(crate) fn epoch_at(now: u64, width: Divisor) -> u64 {
-    width.div(now).min(u64::MAX - 1)
-}
-/// The most recent epoch `<= newest` whose low 16 bits are `t`.
-#[inline]
-fn epoch_of(t: u64, newest: u64) -> u64 {
-    newest.wrapping_sub(newest.wrapping_sub(t) & TAG_MASK)
-}
-/// One more outcome in bucket `v`; a full bucket stays as it is (see the module docs).
-#[inline]
-fn bumped(v: u64, success: bool) -> u64 {
-    if fin(v) == COUNT_MAX {
-        v
-    } else {
-        v + (1 << COUNT_BITS) + u64::from(success)
-    }
 }
 
 /// A consistent reading of a node's health.
@@ -214,202 +197,22 @@ impl Health {
                     return;
                 }
             }
-            PreparedModel::Ewma { alpha } => {
-                let target = if success { 1.0 } else { 0.0 };
-                // Relaxed CAS: the average is a standalone statistic (see sync.rs).
-                let _ = self.ring[0].fetch_update(Relaxed, Relaxed, |bits| {
-                    let avg = f64::from_bits(bits);
-                    Some((avg + alpha * (target - avg)).to_bits())
-                });
-                if self.last.load(Relaxed) == 0 {
-                    self.last.store(1, Relaxed);
-                }
-            }
+            PreparedModel::Ewma { alpha } => self.record_ewma(alpha, success),
         }
         self.refresh(p, now, scope);
     }
 
-    /// Records one outcome; returns whether this call advanced the window.
-    fn record_bucket(&self, count: u64, ring: Divisor, epoch: u64, success: bool) -> bool {
-        let mut advanced = None;
-        loop {
-            // Acquire: the ring words written under this `last` must be visible before we read them.
-            let l1 = self.last.load(Acquire);
-            if advanced.is_none() && (l1 == 0 || epoch + 1 > l1) {
-                // The newest bucket is kept by an advance (it is the sticky candidate). If it sits where
-                // `epoch` goes and its 16-bit tag equals `epoch`'s (a node idle for a multiple of 65,536
-                // bucket widths), a write would add to it as if it were `epoch`'s. Step to `epoch - 1`
-                // first: the old bucket is then no longer the newest, and the next advance clears it.
-                let old = l1.wrapping_sub(1);
-                let aliased = l1 != 0
-                    && epoch > l1
-                    && (epoch - old) % count == 0
-                    && (epoch - old) & TAG_MASK == 0;
-                let target = if aliased { epoch - 1 } else { epoch };
-                match self.advance(count, l1, target) {
-                    Some(previous) if !aliased => advanced = Some(previous),
-                    _ => {}
-                }
-                continue;
-            }
-            // The outcome goes into the newest bucket: our own epoch after our advance, or a newer one if
-            // another writer advanced past us (a `now` older than `last` counts as the newest bucket).
-            if self.try_write_bucket(count, ring, l1, success) {
-                if let Some(Some(old)) = advanced {
-                    self.clear_aged_newest(count, old, l1 - 1);
-                }
-                return advanced.is_some();
-            }
-        }
-    }
-
-    /// Clears the buckets that leave the window when the newest epoch moves from `l1 - 1` to `epoch`,
-    /// except the newest one (the sticky candidate), then publishes `epoch`. Returns `None` if another
-    /// writer changed `last` first; otherwise `Some(the previous newest epoch, if it had data)`.
-    fn advance(&self, count: u64, l1: u64, epoch: u64) -> Option<Option<u64>> {
-        if l1 != 0 {
-            let newest = l1 - 1;
-            for w in &self.ring[..count as usize] {
-                // Acquire pairs with the Release of the bucket's writer; the tag is then checked against
-                // a `last` that we re-read after the bucket, so it is interpreted under the right epoch.
-                let v = w.load(Acquire);
-                if fin(v) == 0 {
-                    continue;
-                }
-                if self.last.load(Acquire) != l1 {
-                    return None;
-                }
-                let e = epoch_of(tag(v), newest);
-                // `e <= newest < epoch`: `v` was written under `l1` (its Release write is ordered before our
-                // re-read of `last`), so its tag resolves to an epoch no newer than `newest`.
-                if e != newest && epoch.wrapping_sub(e) >= count {
-                    // Release: nothing to publish, but a failed CAS simply means a writer got there.
-                    if w.compare_exchange(v, 0, Release, Relaxed).is_err() {
-                        return None;
-                    }
-                }
-            }
-        }
-        // AcqRel: publishes our clears to writers of the new epoch, and orders us after earlier advances.
-        match self.last.compare_exchange(l1, epoch + 1, AcqRel, Acquire) {
-            Ok(_) => Some(if l1 == 0 { None } else { Some(l1 - 1) }),
-            Err(_) => None,
-        }
-    }
-
-    /// One attempt to add an outcome to the newest bucket, epoch `l1 - 1`. The bucket holds either that
-    /// epoch (add to it), or nothing, or an aged epoch (replace it). The bucket is read, then `last` is
-    /// checked again: if a writer advanced meanwhile, the word read may already belong to a newer epoch,
-    /// which must never be replaced by an older one, so the attempt fails and the caller re-reads `last`.
-    #[inline]
-    fn try_write_bucket(&self, count: u64, ring: Divisor, l1: u64, success: bool) -> bool {
-        let epoch = l1 - 1;
-        // `epoch % count`, by multiplication (see `div.rs`).
-        let w = &self.ring[(epoch - ring.div(epoch) * count) as usize];
-        // Acquire: a bucket written under a newer `last` makes that `last` visible to the check below.
-        let v = w.load(Acquire);
-        if self.last.load(Acquire) != l1 {
-            return false;
-        }
-        let next = if fin(v) != 0 && tag(v) == epoch & TAG_MASK {
-            bumped(v, success)
-        } else {
-            bucket(epoch, 1, u64::from(success))
-        };
-        // Release: readers that Acquire this bucket see the `last` it was written under.
-        w.compare_exchange(v, next, Release, Relaxed).is_ok()
-    }
-
-    /// After an advance from `old` to `epoch` and our write, the old newest bucket is no longer the sticky
-    /// candidate; clear it if it left the window so that its tag can never be misread later.
-    fn clear_aged_newest(&self, count: u64, old: u64, epoch: u64) {
-        if epoch - old < count || old % count == epoch % count {
-            return;
-        }
-        let w = &self.ring[(old % count) as usize];
-        let v = w.load(Acquire);
-        if fin(v) != 0 && tag(v) == old & TAG_MASK {
-            // Relaxed: a failure means a writer replaced it, which is what we wanted.
-            let _ = w.compare_exchange(v, 0, Relaxed, Relaxed);
-        }
-    }
-
     /// A consistent reading of the node at `now`.
     pub(crate) fn view(&self, p: &Prepared, now: u64) -> View {
-        // By reference: the weight table is not copied.
-        match &p.model {
-            PreparedModel::Ewma { .. } => {
-                let has_data = self.last.load(Relaxed) != 0;
-                View {
-                    rate: f64::from_bits(self.ring[0].load(Relaxed)),
-                    floored: true,
-                    newest: 0,
-                    window: (0, 0),
-                    sticky: (0, 0),
-                    has_data,
-                }
-            }
-            &PreparedModel::Buckets {
+        match p.model {
+            PreparedModel::Ewma { .. } => self.view_ewma(),
+            // By reference: the weight table is not copied.
+            PreparedModel::Buckets {
                 count,
                 width,
                 ref weights,
                 ..
-            } => {
-                let Some((newest, words)) = self.snapshot() else {
-                    return View {
-                        rate: 1.0,
-                        floored: false,
-                        newest: 0,
-                        window: (0, 0),
-                        sticky: (0, 0),
-                        has_data: false,
-                    };
-                };
-                let span = span(count, width, newest, now);
-                let (rate, floored) = rate_of(&words, newest, span, weights);
-                let (mut wf, mut ws) = (0u64, 0u64);
-                for &v in &words {
-                    if fin(v) != 0 && age_of(v, newest) < span {
-                        wf += fin(v);
-                        ws += succ(v);
-                    }
-                }
-                View {
-                    rate,
-                    floored,
-                    newest,
-                    window: (wf, ws),
-                    // With no finished outcome in the window, the rate came from the sticky bucket.
-                    sticky: if wf == 0 {
-                        sticky(&words, newest)
-                    } else {
-                        (0, 0)
-                    },
-                    has_data: true,
-                }
-            }
-        }
-    }
-
-    /// A consistent copy of the ring with its newest epoch, or `None` for a node without data. Every
-    /// ring word is read (those beyond the configured count are always 0), then `last` again: if a writer
-    /// advanced it meanwhile, the copy may mix epochs and is taken again.
-    #[inline(always)]
-    fn snapshot(&self) -> Option<(u64, [u64; MAX_BUCKETS])> {
-        loop {
-            // Acquire: the ring words written under this `last` must be visible before we read them.
-            let l1 = self.last.load(Acquire);
-            if l1 == 0 {
-                return None;
-            }
-            let mut words = [0u64; MAX_BUCKETS];
-            for (v, w) in words.iter_mut().zip(&self.ring) {
-                // Acquire: a bucket written under a newer `last` makes that `last` visible to the check.
-                *v = w.load(Acquire);
-            }
-            if self.last.load(Acquire) == l1 {
-                return Some((l1 - 1, words));
-            }
+            } => self.view_buckets(count, width, weights, now),
         }
     }
 
@@ -417,20 +220,18 @@ impl Health {
     /// [`view`](Self::view), with the same arithmetic, so the same bits.
     #[inline]
     fn rate(&self, p: &Prepared, at: u64) -> (f64, bool) {
-        let PreparedModel::Buckets {
-            count,
-            width,
-            ref weights,
-            ..
-        } = p.model
-        else {
-            let v = self.view(p, at);
-            return (v.rate, v.floored);
-        };
-        let Some((newest, words)) = self.snapshot() else {
-            return (1.0, false);
-        };
-        rate_of(&words, newest, span(count, width, newest, at), weights)
+        match p.model {
+            PreparedModel::Ewma { .. } => {
+                let v = self.view_ewma();
+                (v.rate, v.floored)
+            }
+            PreparedModel::Buckets {
+                count,
+                width,
+                ref weights,
+                ..
+            } => self.rate_buckets(count, width, weights, at),
+        }
     }
 
     /// Recomputes the scan weight after a write, a membership change or a rotation; retries until the
@@ -528,90 +329,10 @@ fn bump(c: u64) -> u64 {
     (c & !SEQ_MASK) | (c.wrapping_add(1) & SEQ_MASK)
 }
 
-/// The success rate of a snapshot and whether the recovery floor applies: the window's weighted rate,
-/// else the sticky bucket's (floored), else 1.0 for a node whose buckets are all empty.
-#[inline(always)]
-fn rate_of(
-    words: &[u64; MAX_BUCKETS],
-    newest: u64,
-    span: u64,
-    weights: &[f64; MAX_BUCKETS],
-) -> (f64, bool) {
-    let (num, den) = window_sums(words, newest, span, weights);
-    if den > 0.0 {
-        return (num / den, false);
-    }
-    match sticky(words, newest) {
-        (0, _) => (1.0, false),
-        (f, s) => (s as f64 / f as f64, true),
-    }
-}
-
-/// How many epochs back from the newest the window reaches when read at `at`: a bucket `age` epochs
-/// older than the newest is in it while `age < span`. Reading later than the newest epoch (an idle node
-/// read by a rotation) shortens it; ages are still counted from the newest bucket with data, which gives
-/// the same ratio as counting from `at` (every weight shrinks by the same factor).
-#[inline(always)]
-fn span(count: u64, width: Divisor, newest: u64, at: u64) -> u64 {
-    count.saturating_sub(epoch_at(at, width).saturating_sub(newest))
-}
-
-/// How many epochs bucket `v` is older than `newest`: `newest - epoch_of(tag, newest)`. A tag newer than
-/// `newest` cannot occur in a consistent snapshot except near epoch 0, where it gives an age of nearly
-/// 2^16: outside every window, as `view` always treated it.
-#[inline(always)]
-fn age_of(v: u64, newest: u64) -> u64 {
-    newest.wrapping_sub(tag(v)) & TAG_MASK
-}
-
-/// The window's weighted sums `(Σ w_age * succeeded, Σ w_age * finished)` over a snapshot. Without
-/// branches: an empty bucket adds 0 and a bucket outside the window weighs 0. The eight terms are added
-/// as a balanced tree (three additions deep instead of eight in a row), always in the same order, so
-/// every reading of the same buckets gives the same bits.
-#[inline(always)]
-fn window_sums(
-    words: &[u64; MAX_BUCKETS],
-    newest: u64,
-    span: u64,
-    weights: &[f64; MAX_BUCKETS],
-) -> (f64, f64) {
-    let mut num = [0.0f64; MAX_BUCKETS];
-    let mut den = [0.0f64; MAX_BUCKETS];
-    for ((&v, n), d) in words.iter().zip(&mut num).zip(&mut den) {
-        let age = age_of(v, newest);
-        let a = if age < span {
-            weights[age as usize & (MAX_BUCKETS - 1)]
-        } else {
-            0.0
-        };
-        // The counts have 24 bits: through `u32`, one conversion instruction each.
-        *n = a * f64::from(succ(v) as u32);
-        *d = a * f64::from(fin(v) as u32);
-    }
-    (tree_sum(&num), tree_sum(&den))
-}
-
-/// `((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7))`.
-#[inline(always)]
-fn tree_sum(x: &[f64; MAX_BUCKETS]) -> f64 {
-    ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]))
-}
-
-/// The sticky bucket of a snapshot whose window is empty: the newest bucket with data, as
-/// `(finished, succeeded)`, or `(0, 0)`. Every bucket with data is then outside the window, so the
-/// newest of them is the one with the smallest age.
-fn sticky(words: &[u64; MAX_BUCKETS], newest: u64) -> (u64, u64) {
-    words
-        .iter()
-        .filter(|&&v| fin(v) != 0)
-        .min_by_key(|&&v| age_of(v, newest))
-        .map_or((0, 0), |&v| (fin(v), succ(v)))
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::config::{Config, HealthModel};
+    use crate::balance::config::Config;
 
     const W: u64 = 5_000_000_000;
 

@@ -1,4 +1,4 @@
-//! CPU usage for the [`Shedder`](crate::Shedder), in millicpu (0..=1000 of what this process may use),
+//! CPU usage for the [`Shedder`](crate::overload::Shedder), in millicpu (0..=1000 of what this process may use),
 //! read from the operating system (`std` only).
 //!
 //! Sources, tried in this order under a root directory (`/` normally; a fake tree in tests):
@@ -47,7 +47,7 @@ const BETA: f64 = 0.95;
 /// Where a [`CpuSampler`] reads usage from.
 ///
 /// ```
-/// if let Ok(s) = weir::CpuSampler::new() {
+/// if let Ok(s) = weir::overload::CpuSampler::new() {
 ///     println!("CPU usage from {:?}", s.source()); // CgroupV2 in most containers today
 /// }
 /// ```
@@ -65,8 +65,8 @@ pub enum CpuSource {
 ///
 /// ```
 /// let missing = std::env::temp_dir().join("weir-no-such-root");
-/// let e = weir::CpuSampler::with_root(&missing).unwrap_err();
-/// assert!(matches!(e, weir::CpuError::NoSource { .. }));
+/// let e = weir::overload::CpuSampler::with_root(&missing).unwrap_err();
+/// assert!(matches!(e, weir::overload::CpuError::NoSource { .. }));
 /// assert!(e.to_string().starts_with("no cgroup v2, cgroup v1 or /proc/stat CPU statistics under"));
 /// ```
 #[derive(Debug)]
@@ -148,12 +148,12 @@ enum Files {
 
 /// Samples this process's CPU usage and smooths it; see the module docs. Keep one per process, call
 /// [`CpuSampler::sample`] every 250 ms or so (a background thread is typical), and pass its result to
-/// [`Shedder::allow`](crate::Shedder::allow).
+/// [`Shedder::allow`](crate::overload::Shedder::allow).
 ///
 /// ```
-/// match weir::CpuSampler::new() {
+/// match weir::overload::CpuSampler::new() {
 ///     Ok(mut sampler) => {
-///         if let Ok(first) = sampler.sample(weir::monotonic_now()) {
+///         if let Ok(first) = sampler.sample(weir::rt::monotonic_now()) {
 ///             assert_eq!(first, 0); // the first sample only primes the counters
 ///         }
 ///     }
@@ -175,7 +175,7 @@ impl CpuSampler {
     /// A sampler of this machine (root `/`). Fails with [`CpuError::Unsupported`] off Linux.
     ///
     /// ```
-    /// match weir::CpuSampler::new() {
+    /// match weir::overload::CpuSampler::new() {
     ///     Ok(s) => assert_eq!(s.usage(), 0), // nothing sampled yet
     ///     Err(e) => println!("{e}"),
     /// }
@@ -196,8 +196,8 @@ impl CpuSampler {
     /// let dir = std::env::temp_dir().join(format!("weir-cpu-doc-{}", std::process::id()));
     /// std::fs::create_dir_all(dir.join("proc")).unwrap();
     /// std::fs::write(dir.join("proc/stat"), "cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 100 0 100 800 0 0 0 0 0 0\n").unwrap();
-    /// let mut s = weir::CpuSampler::with_root(&dir).unwrap();
-    /// assert_eq!(s.source(), weir::CpuSource::ProcStat);
+    /// let mut s = weir::overload::CpuSampler::with_root(&dir).unwrap();
+    /// assert_eq!(s.source(), weir::overload::CpuSource::ProcStat);
     /// s.sample(0).unwrap();
     /// // 250 ms later: 50 busy of 100 jiffies → 500 millicpu, smoothed: 5 % of it.
     /// std::fs::write(dir.join("proc/stat"), "cpu  125 0 125 850 0 0 0 0 0 0\n").unwrap();
@@ -224,8 +224,8 @@ impl CpuSampler {
     /// # let dir = std::env::temp_dir().join(format!("weir-cpu-src-{}", std::process::id()));
     /// # std::fs::create_dir_all(dir.join("proc")).unwrap();
     /// # std::fs::write(dir.join("proc/stat"), "cpu  1 0 1 8 0 0 0 0\n").unwrap();
-    /// let s = weir::CpuSampler::with_root(&dir).unwrap(); // a tree with only proc/stat
-    /// assert_eq!(s.source(), weir::CpuSource::ProcStat);
+    /// let s = weir::overload::CpuSampler::with_root(&dir).unwrap(); // a tree with only proc/stat
+    /// assert_eq!(s.source(), weir::overload::CpuSource::ProcStat);
     /// # std::fs::remove_dir_all(&dir).unwrap();
     /// ```
     pub fn source(&self) -> CpuSource {
@@ -247,7 +247,7 @@ impl CpuSampler {
     /// // cgroup v2 with cpu.max "250000 100000" and cpuset.cpus.effective "0-7":
     /// # std::fs::write(cg.join("cpu.max"), "250000 100000\n").unwrap();
     /// # std::fs::write(cg.join("cpuset.cpus.effective"), "0-7\n").unwrap();
-    /// let s = weir::CpuSampler::with_root(&dir).unwrap();
+    /// let s = weir::overload::CpuSampler::with_root(&dir).unwrap();
     /// assert_eq!(s.allowance().unwrap(), 2.5);
     /// # std::fs::remove_dir_all(&dir).unwrap();
     /// ```
@@ -281,7 +281,7 @@ impl CpuSampler {
         }
     }
 
-    /// Reads the counters at `now` (monotonic ns, e.g. [`monotonic_now`](crate::monotonic_now)) and
+    /// Reads the counters at `now` (monotonic ns, e.g. [`monotonic_now`](crate::rt::monotonic_now)) and
     /// returns the smoothed usage in millicpu. The first call only primes the counters and returns the
     /// current average (0). A call with no time elapsed, or with counters that went backwards (a
     /// recreated cgroup), re-primes and leaves the average as it is.
@@ -314,7 +314,7 @@ impl CpuSampler {
     /// # let dir = std::env::temp_dir().join(format!("weir-cpu-usage-{}", std::process::id()));
     /// # std::fs::create_dir_all(dir.join("proc")).unwrap();
     /// # std::fs::write(dir.join("proc/stat"), "cpu  0 0 0 0 0 0 0 0\n").unwrap();
-    /// let mut s = weir::CpuSampler::with_root(&dir).unwrap();
+    /// let mut s = weir::overload::CpuSampler::with_root(&dir).unwrap();
     /// s.sample(0).unwrap();
     /// # std::fs::write(dir.join("proc/stat"), "cpu  100 0 0 0 0 0 0 0\n").unwrap();
     /// assert_eq!(s.sample(5_000_000_000).unwrap(), 642); // 5 s of full load: 1000 × (1 − 0.95^20)

@@ -32,8 +32,8 @@
 //! # Memory ordering
 //! All counters are independent statistics (`Relaxed`); the window has its own protocol (`window.rs`).
 
-use crate::sync::{AtomicU64, Ordering::Relaxed};
-use crate::window::{Window, MAX_WINDOW_BUCKETS};
+use crate::internal::sync::{AtomicU64, Ordering::Relaxed};
+use crate::overload::window::{Window, MAX_WINDOW_BUCKETS};
 use core::fmt;
 use fastrand::Rng;
 
@@ -44,7 +44,7 @@ const RETRY_LANE: usize = 8;
 /// How much a request matters, from the SRE book; lower criticalities are throttled first.
 ///
 /// ```
-/// use weir::Criticality;
+/// use weir::overload::Criticality;
 /// assert_eq!(Criticality::default(), Criticality::Critical);
 /// assert_eq!(Criticality::from_code(3), Some(Criticality::Sheddable));
 /// assert_eq!(Criticality::Sheddable.to_string(), "SHEDDABLE");
@@ -75,7 +75,7 @@ impl Criticality {
     /// The criticality with this code (0 = CRITICAL_PLUS … 3 = SHEDDABLE), for bindings.
     ///
     /// ```
-    /// assert_eq!(weir::Criticality::from_code(4), None);
+    /// assert_eq!(weir::overload::Criticality::from_code(4), None);
     /// ```
     pub fn from_code(code: u8) -> Option<Criticality> {
         Criticality::ALL.get(usize::from(code)).copied()
@@ -84,7 +84,7 @@ impl Criticality {
     /// The SRE book's name, e.g. `"CRITICAL_PLUS"`.
     ///
     /// ```
-    /// assert_eq!(weir::Criticality::SheddablePlus.name(), "SHEDDABLE_PLUS");
+    /// assert_eq!(weir::overload::Criticality::SheddablePlus.name(), "SHEDDABLE_PLUS");
     /// ```
     pub fn name(self) -> &'static str {
         match self {
@@ -105,7 +105,7 @@ impl fmt::Display for Criticality {
 /// The SRE book's equation 21-1: `max(0, (requests − k × accepts) / (requests + 1))`.
 ///
 /// ```
-/// use weir::rejection_probability;
+/// use weir::overload::rejection_probability;
 /// assert_eq!(rejection_probability(100, 50, 2.0), 0.0);
 /// assert!((rejection_probability(100, 25, 2.0) - 0.49505).abs() < 1e-5);
 /// assert!((rejection_probability(100, 50, 1.1) - 0.44554).abs() < 1e-5);
@@ -120,7 +120,7 @@ pub fn rejection_probability(requests: u64, accepts: u64, k: f64) -> f64 {
 /// Configuration of a [`Throttle`]; the defaults are the SRE book's.
 ///
 /// ```
-/// let c = weir::ThrottleConfig::default();
+/// let c = weir::overload::ThrottleConfig::default();
 /// assert_eq!((c.window_ns, c.buckets, c.k, c.max_rejection, c.retry_ratio), (120_000_000_000, 120, 2.0, 1.0, 0.1));
 /// assert!(c.validate().is_ok());
 /// ```
@@ -155,7 +155,7 @@ impl ThrottleConfig {
     /// Checks every parameter and returns the first problem found.
     ///
     /// ```
-    /// use weir::{ThrottleConfig, ThrottleConfigError};
+    /// use weir::{overload::ThrottleConfig, overload::ThrottleConfigError};
     /// let bad = ThrottleConfig { k: 0.5, ..ThrottleConfig::default() };
     /// assert_eq!(bad.validate(), Err(ThrottleConfigError::K));
     /// ```
@@ -182,7 +182,7 @@ impl ThrottleConfig {
 /// A [`ThrottleConfig`] that was rejected.
 ///
 /// ```
-/// use weir::{ThrottleConfig, ThrottleConfigError};
+/// use weir::{overload::ThrottleConfig, overload::ThrottleConfigError};
 /// let e = ThrottleConfig { buckets: 0, ..ThrottleConfig::default() }.validate().unwrap_err();
 /// assert_eq!(e, ThrottleConfigError::Buckets);
 /// assert_eq!(e.to_string(), "throttle buckets must be between 1 and MAX_WINDOW_BUCKETS");
@@ -218,10 +218,10 @@ impl fmt::Display for ThrottleConfigError {
 /// A request rejected locally by [`Throttle::allow`]: do not send it, and do not retry it.
 ///
 /// ```
-/// use weir::{Criticality, Throttle, ThrottleConfig};
+/// use weir::{overload::Criticality, Throttle, overload::ThrottleConfig};
 /// let t = Throttle::new(ThrottleConfig::default()).unwrap();
 /// let mut rng = weir::Rng::with_seed(2);
-/// let e = (0..100).find_map(|_| t.allow(0, Criticality::Sheddable, &mut rng).err()).unwrap();
+/// let e = (0..100).find_map(|_| t.allow(Criticality::Sheddable, 0, &mut rng).err()).unwrap();
 /// assert_eq!(e.criticality, Criticality::Sheddable);
 /// assert!(e.probability > 0.0 && e.probability < 1.0);
 /// ```
@@ -246,7 +246,7 @@ impl fmt::Display for Throttled {
 /// Why [`Throttle::allow_retry`] refused a retry.
 ///
 /// ```
-/// let e = weir::RetryDenied::Budget { retries: 3, requests: 30 };
+/// let e = weir::overload::RetryDenied::Budget { retries: 3, requests: 30 };
 /// assert_eq!(e.to_string(), "retry budget exhausted: 3 retries for 30 requests in the window");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -284,7 +284,7 @@ impl std::error::Error for RetryDenied {}
 /// What a [`Throttle`] has counted: totals since construction and the window at the time asked.
 ///
 /// ```
-/// let t = weir::Throttle::new(weir::ThrottleConfig::default()).unwrap();
+/// let t = weir::Throttle::new(weir::overload::ThrottleConfig::default()).unwrap();
 /// let st = t.stats(0);
 /// assert_eq!(st.total_requests, [0; 4]);
 /// ```
@@ -312,21 +312,21 @@ pub struct ThrottleStats {
 /// share it by reference; every method takes `&self`.
 ///
 /// ```
-/// use weir::{Criticality, Throttle, ThrottleConfig};
+/// use weir::{overload::Criticality, Throttle, overload::ThrottleConfig};
 ///
 /// let throttle = Throttle::new(ThrottleConfig::default()).unwrap();
 /// let mut rng = weir::Rng::with_seed(7); // one per thread
 /// let now = 1_000_000_000;
-/// match throttle.allow(now, Criticality::Critical, &mut rng) {
+/// match throttle.allow(Criticality::Critical, now, &mut rng) {
 ///     Ok(()) => {
 ///         let backend_accepted = true; // ... send it; false if the answer was "overloaded" ...
 ///         if backend_accepted {
-///             throttle.accepted(now + 5_000_000, Criticality::Critical);
+///             throttle.accepted(Criticality::Critical, now + 5_000_000);
 ///         }
 ///     }
 ///     Err(throttled) => { /* fail the request locally */ let _ = throttled; }
 /// }
-/// assert_eq!(throttle.probability(now, Criticality::Critical), 0.0);
+/// assert_eq!(throttle.probability(Criticality::Critical, now), 0.0);
 /// ```
 #[derive(Debug)]
 pub struct Throttle {
@@ -362,7 +362,7 @@ impl Throttle {
     /// Builds a throttle, or says which parameter is wrong.
     ///
     /// ```
-    /// use weir::{Throttle, ThrottleConfig, ThrottleConfigError};
+    /// use weir::{Throttle, overload::ThrottleConfig, overload::ThrottleConfigError};
     /// let nan = ThrottleConfig { max_rejection: f64::NAN, ..ThrottleConfig::default() };
     /// assert_eq!(Throttle::new(nan).unwrap_err(), ThrottleConfigError::MaxRejection);
     /// ```
@@ -384,7 +384,7 @@ impl Throttle {
     /// The configuration this throttle was built with.
     ///
     /// ```
-    /// let t = weir::Throttle::new(weir::ThrottleConfig::default()).unwrap();
+    /// let t = weir::Throttle::new(weir::overload::ThrottleConfig::default()).unwrap();
     /// assert_eq!(t.config().k, 2.0);
     /// ```
     pub fn config(&self) -> &ThrottleConfig {
@@ -394,18 +394,19 @@ impl Throttle {
     /// The probability that a request of criticality `c` is rejected at `now`.
     ///
     /// ```
-    /// use weir::{Criticality::*, Throttle, ThrottleConfig};
+    /// use weir::overload::{Criticality::*, ThrottleConfig};
+    /// use weir::Throttle;
     /// let t = Throttle::new(ThrottleConfig::default()).unwrap();
     /// let mut rng = weir::Rng::with_seed(1);
     /// for _ in 0..100 {
-    ///     let _ = t.allow(0, Critical, &mut rng); // the backend accepts none of them
+    ///     let _ = t.allow(Critical, 0, &mut rng); // the backend accepts none of them
     /// }
-    /// assert!((t.probability(0, Critical) - 100.0 / 101.0).abs() < 1e-12);
+    /// assert!((t.probability(Critical, 0) - 100.0 / 101.0).abs() < 1e-12);
     /// // Lower criticalities also count CRITICAL's failures; higher ones do not.
-    /// assert!((t.probability(0, Sheddable) - 100.0 / 101.0).abs() < 1e-12);
-    /// assert_eq!(t.probability(0, CriticalPlus), 0.0);
+    /// assert!((t.probability(Sheddable, 0) - 100.0 / 101.0).abs() < 1e-12);
+    /// assert_eq!(t.probability(CriticalPlus, 0), 0.0);
     /// ```
-    pub fn probability(&self, now: u64, c: Criticality) -> f64 {
+    pub fn probability(&self, c: Criticality, now: u64) -> f64 {
         // Only the lanes of `c` and the criticalities above it.
         let upto = 2 * c as usize + 2;
         self.probability_in(&self.window.sums(now, false, upto), c)
@@ -425,14 +426,14 @@ impl Throttle {
     /// way. Draws from `rng` only when the rejection probability is above 0.
     ///
     /// ```
-    /// use weir::{Criticality, Throttle, ThrottleConfig};
+    /// use weir::{overload::Criticality, Throttle, overload::ThrottleConfig};
     /// let t = Throttle::new(ThrottleConfig { max_rejection: 0.5, ..ThrottleConfig::default() }).unwrap();
     /// let mut rng = weir::Rng::with_seed(3);
-    /// let rejected = (0..1000).filter(|_| t.allow(0, Criticality::Critical, &mut rng).is_err()).count();
+    /// let rejected = (0..1000).filter(|_| t.allow(Criticality::Critical, 0, &mut rng).is_err()).count();
     /// assert!((400..600).contains(&rejected), "{rejected}"); // capped at 50 %
     /// ```
-    pub fn allow(&self, now: u64, c: Criticality, rng: &mut Rng) -> Result<(), Throttled> {
-        let p = self.probability(now, c);
+    pub fn allow(&self, c: Criticality, now: u64, rng: &mut Rng) -> Result<(), Throttled> {
+        let p = self.probability(c, now);
         self.decide(now, c, p, rng, false)
     }
 
@@ -440,21 +441,21 @@ impl Throttle {
     /// counted if the retry budget is spent, otherwise decided and counted as [`Throttle::allow`] does.
     ///
     /// ```
-    /// use weir::{Criticality, RetryDenied, Throttle, ThrottleConfig};
+    /// use weir::{overload::Criticality, overload::RetryDenied, Throttle, overload::ThrottleConfig};
     /// let t = Throttle::new(ThrottleConfig::default()).unwrap();
     /// let mut rng = weir::Rng::with_seed(3);
     /// for _ in 0..10 {
-    ///     t.allow(0, Criticality::Critical, &mut rng).unwrap();
-    ///     t.accepted(0, Criticality::Critical);
+    ///     t.allow(Criticality::Critical, 0, &mut rng).unwrap();
+    ///     t.accepted(Criticality::Critical, 0);
     /// }
-    /// t.allow_retry(0, Criticality::Critical, &mut rng).unwrap(); // 0 retries < 10% of 10 requests
-    /// t.allow_retry(0, Criticality::Critical, &mut rng).unwrap(); // 1 < 10% of 11
+    /// t.allow_retry(Criticality::Critical, 0, &mut rng).unwrap(); // 0 retries < 10% of 10 requests
+    /// t.allow_retry(Criticality::Critical, 0, &mut rng).unwrap(); // 1 < 10% of 11
     /// assert_eq!(
-    ///     t.allow_retry(0, Criticality::Critical, &mut rng),
+    ///     t.allow_retry(Criticality::Critical, 0, &mut rng),
     ///     Err(RetryDenied::Budget { retries: 2, requests: 12 }) // 2 is not below 10% of 12
     /// );
     /// ```
-    pub fn allow_retry(&self, now: u64, c: Criticality, rng: &mut Rng) -> Result<(), RetryDenied> {
+    pub fn allow_retry(&self, c: Criticality, now: u64, rng: &mut Rng) -> Result<(), RetryDenied> {
         let sums = self.window.sums(now, false, LANES);
         let requests = (0..4).fold(0u64, |a, i| a.saturating_add(sums[2 * i]));
         let retries = sums[RETRY_LANE];
@@ -504,12 +505,12 @@ impl Throttle {
     /// overload rejection), at `now`.
     ///
     /// ```
-    /// use weir::{Criticality, Throttle, ThrottleConfig};
+    /// use weir::{overload::Criticality, Throttle, overload::ThrottleConfig};
     /// let t = Throttle::new(ThrottleConfig::default()).unwrap();
-    /// t.accepted(0, Criticality::Sheddable);
+    /// t.accepted(Criticality::Sheddable, 0);
     /// assert_eq!(t.stats(0).window_accepts, [0, 0, 0, 1]);
     /// ```
-    pub fn accepted(&self, now: u64, c: Criticality) {
+    pub fn accepted(&self, c: Criticality, now: u64) {
         let i = c as usize;
         let mut lanes = [0u64; LANES];
         lanes[2 * i + 1] = 1;
@@ -521,9 +522,9 @@ impl Throttle {
     /// Totals since construction and the window at `now`.
     ///
     /// ```
-    /// use weir::{Criticality, Throttle, ThrottleConfig};
+    /// use weir::{overload::Criticality, Throttle, overload::ThrottleConfig};
     /// let t = Throttle::new(ThrottleConfig::default()).unwrap();
-    /// t.allow(0, Criticality::Critical, &mut weir::Rng::with_seed(1)).unwrap();
+    /// t.allow(Criticality::Critical, 0, &mut weir::Rng::with_seed(1)).unwrap();
     /// let st = t.stats(0);
     /// assert_eq!((st.total_requests[1], st.window_requests[1]), (1, 1));
     /// // Two minutes later the window has forgotten it; the totals have not.
@@ -595,12 +596,12 @@ mod tests {
             .unwrap();
             fill(&t, 10 * SEC, Critical, r, a);
             assert!(
-                close(t.probability(10 * SEC, Critical), want),
+                close(t.probability(Critical, 10 * SEC), want),
                 "{r} {a} {k}"
             );
             // Still there at the window's last bucket; gone once it leaves.
-            assert!(close(t.probability(129 * SEC, Critical), want));
-            assert_eq!(t.probability(130 * SEC, Critical), 0.0);
+            assert!(close(t.probability(Critical, 129 * SEC), want));
+            assert_eq!(t.probability(Critical, 130 * SEC), 0.0);
         }
     }
 
@@ -609,7 +610,7 @@ mod tests {
         let t = Throttle::new(ThrottleConfig::default()).unwrap();
         fill(&t, 0, Critical, 100, 40); // 60 CRITICAL requests not accepted
         fill(&t, 0, Sheddable, 100, 40);
-        let p = |c| t.probability(0, c);
+        let p = |c| t.probability(c, 0);
         assert_eq!(p(CriticalPlus), 0.0);
         assert!(close(p(Critical), 20.0 / 101.0));
         // SHEDDABLE_PLUS has no traffic of its own: CRITICAL's 60 failures, no accepts.
@@ -627,10 +628,10 @@ mod tests {
         })
         .unwrap();
         fill(&t, 0, Critical, 1000, 0);
-        assert_eq!(t.probability(0, Critical), 0.9);
+        assert_eq!(t.probability(Critical, 0), 0.9);
         let mut rng = Rng::with_seed(11);
         let sent = (0..10_000)
-            .filter(|_| t.allow(0, Critical, &mut rng).is_ok())
+            .filter(|_| t.allow(Critical, 0, &mut rng).is_ok())
             .count();
         assert!((900..1100).contains(&sent), "{sent}");
     }
@@ -646,17 +647,17 @@ mod tests {
         .unwrap();
         let mut rng = Rng::with_seed(5);
         for i in 0..20 {
-            t.allow(i * SEC / 10, Critical, &mut rng).unwrap();
-            t.accepted(i * SEC / 10, Critical);
+            t.allow(Critical, i * SEC / 10, &mut rng).unwrap();
+            t.accepted(Critical, i * SEC / 10);
         }
-        assert_eq!(t.probability(2 * SEC, Critical), 0.0);
+        assert_eq!(t.probability(Critical, 2 * SEC), 0.0);
         let mut now = 2 * SEC;
         let mut throttled = 0;
         for _ in 0..600 {
             now += SEC / 10;
-            throttled += t.allow(now, Critical, &mut rng).is_err() as u32;
+            throttled += t.allow(Critical, now, &mut rng).is_err() as u32;
         }
-        assert!(t.probability(now, Critical) > 0.9);
+        assert!(t.probability(Critical, now) > 0.9);
         assert!(throttled > 400, "{throttled}");
         let st = t.stats(now);
         assert_eq!(st.total_requests[1], 620); // rejected requests count too
@@ -665,11 +666,11 @@ mod tests {
         // failures leave the window and throttling stops.
         for _ in 0..600 {
             now += SEC / 10;
-            let _ = t.allow(now, Critical, &mut rng);
-            t.accepted(now, Critical);
+            let _ = t.allow(Critical, now, &mut rng);
+            t.accepted(Critical, now);
         }
-        assert_eq!(t.probability(now, Critical), 0.0);
-        assert!(t.allow(now, Critical, &mut rng).is_ok());
+        assert_eq!(t.probability(Critical, now), 0.0);
+        assert!(t.allow(Critical, now, &mut rng).is_ok());
     }
 
     #[test]
@@ -677,7 +678,7 @@ mod tests {
         let t = Throttle::new(ThrottleConfig::default()).unwrap();
         let mut rng = Rng::with_seed(9);
         let before = rng.clone();
-        t.allow(0, Critical, &mut rng).unwrap();
+        t.allow(Critical, 0, &mut rng).unwrap();
         assert_eq!(rng, before);
     }
 
@@ -686,13 +687,13 @@ mod tests {
         let t = Throttle::new(ThrottleConfig::default()).unwrap();
         let mut rng = Rng::with_seed(1);
         for _ in 0..30 {
-            t.allow(0, Critical, &mut rng).unwrap();
-            t.accepted(0, Critical);
+            t.allow(Critical, 0, &mut rng).unwrap();
+            t.accepted(Critical, 0);
         }
         // Retries vs 10% of requests: 0 < 3, 1 < 3.1, 2 < 3.2, 3 < 3.3, then 4 >= 3.4: refused.
         let mut ok = 0;
         for _ in 0..10 {
-            match t.allow_retry(0, Critical, &mut rng) {
+            match t.allow_retry(Critical, 0, &mut rng) {
                 Ok(()) => ok += 1,
                 Err(RetryDenied::Budget { retries, requests }) => {
                     assert_eq!((retries, requests), (4, 34));
@@ -713,8 +714,8 @@ mod tests {
             ..ThrottleConfig::default()
         })
         .unwrap();
-        none.allow(0, Critical, &mut rng).unwrap();
-        assert!(none.allow_retry(0, Critical, &mut rng).is_err());
+        none.allow(Critical, 0, &mut rng).unwrap();
+        assert!(none.allow_retry(Critical, 0, &mut rng).is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-/// The result of one call to a node, reported with [`Balancer::release`](crate::Balancer::release).
+/// The result of one call to a node, reported with [`Balancer::release`](crate::balance::Balancer::release).
 ///
 /// | outcome    | health                      | limiter                        |
 /// |------------|-----------------------------|--------------------------------|
@@ -62,7 +62,7 @@ impl Outcome {
     /// | other 500–599              | `Failure` | a real error of the node |
     ///
     /// ```
-    /// use weir::{InvalidStatus, Outcome};
+    /// use weir::{balance::InvalidStatus, Outcome};
     /// assert_eq!(Outcome::from_http_status(404), Ok(Outcome::Ignored));
     /// assert_eq!(Outcome::from_http_status(429), Ok(Outcome::Dropped));
     /// assert_eq!(Outcome::from_http_status(502), Ok(Outcome::Failure));

@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-/// Why [`Balancer::acquire`](crate::Balancer::acquire) granted no lease. Both are fail-fast answers: the
+/// Why [`Balancer::acquire`](crate::balance::Balancer::acquire) granted no lease. Both are fail-fast answers: the
 /// caller should return an error to its own caller rather than wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Rejected {
@@ -82,9 +82,9 @@ impl fmt::Display for ReleaseError {
 /// A configuration that was rejected at construction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ConfigError {
-    /// `capacity` must be between 1 and [`MAX_NODES`](crate::MAX_NODES).
+    /// `capacity` must be between 1 and [`MAX_NODES`](crate::balance::MAX_NODES).
     Capacity,
-    /// `bucket_count` must be between 1 and [`MAX_BUCKETS`](crate::MAX_BUCKETS).
+    /// `bucket_count` must be between 1 and [`MAX_BUCKETS`](crate::balance::MAX_BUCKETS).
     BucketCount,
     /// `bucket_width_ns` must be at least 1.
     BucketWidth,
@@ -96,7 +96,7 @@ pub enum ConfigError {
     WeightExponent,
     /// `half_life` must be at least 1 outcome.
     HalfLife,
-    /// A limit must be at most [`MAX_LIMIT`](crate::MAX_LIMIT), and `min_limit <= max_limit`.
+    /// A limit must be at most [`MAX_LIMIT`](crate::limit::MAX_LIMIT), and `min_limit <= max_limit`.
     LimitRange,
     /// A backoff ratio must be in [0.5, 1.0) (AIMD, CIAD, Gradient2's `drop_backoff`), or [0.5, 1.0]
     /// (Gradient).
@@ -113,7 +113,7 @@ pub enum ConfigError {
     ProbeMultiplier,
     /// Vegas `increase`/`decrease` factors must be finite and positive.
     VegasStep,
-    /// A queue size must be at most [`MAX_LIMIT`](crate::MAX_LIMIT).
+    /// A queue size must be at most [`MAX_LIMIT`](crate::limit::MAX_LIMIT).
     QueueSize,
     /// Gradient2 `long_window` must be at least 1.
     LongWindow,

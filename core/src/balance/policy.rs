@@ -12,9 +12,25 @@
 //! exactly as in the shuffle. If the drawn node fills up before its compare-and-swap lands (another thread
 //! took the last slot), the scan runs again: that is the walk continuing past a refusal.
 
-use crate::config::{Policy, Prepared};
-use crate::slot::{self, NodeSlot};
+use crate::balance::config::Prepared;
+use crate::balance::slot::{self, NodeSlot};
 use fastrand::Rng;
+
+/// How a node is chosen from the nodes' weights (`success_rate ^ weight_exponent`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Policy {
+    /// The seeds' algorithm: a weighted random shuffle of the active nodes (iterated weighted sampling
+    /// without replacement, drawn lazily), zero-weight nodes last in uniform random order; the first node
+    /// whose limiter grants a lease wins; if none does, fail fast.
+    #[default]
+    Cascade,
+    /// The gist's approximation: uniform shuffle, stable sort by descending success rate, one weighted
+    /// random pick promoted to the front, then the same walk.
+    CascadeApprox,
+    /// The later variant: one weighted random pick among the nodes whose limiter has room; zero-weight nodes
+    /// are never picked.
+    WeightedPick,
+}
 
 /// Weights of the first `SCAN` nodes are kept on the stack between the scan and the draw; nodes beyond it
 /// are read again (a concurrent change can then shift the draw slightly, never out of the active set).
@@ -26,7 +42,7 @@ const ABSENT: f64 = f64::NEG_INFINITY;
 /// What a scan found to try next.
 pub(crate) enum Choice {
     Try(usize),
-    Reject(crate::Rejected),
+    Reject(crate::balance::Rejected),
 }
 
 /// A node's scan entry: its weight if it is active with room, `-weight` if it is active and full (the sign
@@ -35,7 +51,7 @@ pub(crate) enum Choice {
 #[inline(always)]
 fn entry(s: &NodeSlot) -> f64 {
     // Relaxed: the scan is a snapshot for choosing; admission re-checks with a compare-and-swap.
-    let c = s.ctl.load(crate::sync::Ordering::Relaxed);
+    let c = s.ctl.load(crate::internal::sync::Ordering::Relaxed);
     if slot::state(c) != slot::ACTIVE {
         return ABSENT;
     }
@@ -84,7 +100,7 @@ impl Totals {
 #[inline(always)]
 fn room_units(s: &NodeSlot) -> u64 {
     // Relaxed: as in `entry`.
-    let c = s.ctl.load(crate::sync::Ordering::Relaxed);
+    let c = s.ctl.load(crate::internal::sync::Ordering::Relaxed);
     if slot::state(c) == slot::ACTIVE && slot::inflight(c) < slot::limit(c) {
         s.health.units()
     } else {
@@ -94,7 +110,7 @@ fn room_units(s: &NodeSlot) -> u64 {
 
 /// The least total, in units, that the integer draw takes: `2^-16` of weight. Below it (every node
 /// nearly dead, or only floored ones) the draw runs over the exact `f32` weights instead.
-const UNITS_MIN: u64 = 1 << (crate::health::UNIT_SHIFT - 16);
+const UNITS_MIN: u64 = 1 << (crate::balance::health::UNIT_SHIFT - 16);
 
 /// The first draw of an acquire: over the nodes' scan weights alone, one load per node (a node that is
 /// not active has scan weight 0; see `health.rs`). The drawn node may turn out to be full: its
@@ -218,7 +234,7 @@ fn choose_full(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
         t.add(entry(s));
     }
     if !t.any_active {
-        return Choice::Reject(crate::Rejected::NoActiveNodes);
+        return Choice::Reject(crate::balance::Rejected::NoActiveNodes);
     }
     let entries = Entries {
         head: &head[..slots.len().min(SCAN)],
@@ -257,7 +273,7 @@ fn choose_full(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     };
     match picked {
         Some(i) => Choice::Try(i),
-        None => Choice::Reject(crate::Rejected::AllBusy),
+        None => Choice::Reject(crate::balance::Rejected::AllBusy),
     }
 }
 

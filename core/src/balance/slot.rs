@@ -9,9 +9,9 @@
 //! touch the counters of the new occupant; the generation additionally rejects leases forged through the
 //! raw-parts interface of the bindings.
 
-use crate::health::Health;
+use crate::balance::health::Health;
+use crate::internal::sync::AtomicU64;
 use crate::limit::LimitState;
-use crate::sync::AtomicU64;
 
 pub(crate) const INFLIGHT_BITS: u32 = 24;
 pub(crate) const FIELD_MASK: u64 = (1 << INFLIGHT_BITS) - 1;
@@ -65,7 +65,7 @@ pub(crate) const fn with_limit(c: u64, l: u64) -> u64 {
     (c & !(FIELD_MASK << LIMIT_SHIFT)) | ((l & FIELD_MASK) << LIMIT_SHIFT)
 }
 
-/// Storage for one node of a [`Balancer`](crate::Balancer). Build an array or boxed slice of these and
+/// Storage for one node of a [`Balancer`](crate::balance::Balancer). Build an array or boxed slice of these and
 /// hand it to the balancer; its contents are private.
 ///
 /// ```
@@ -82,7 +82,7 @@ pub struct NodeSlot {
     pub(crate) ctl: AtomicU64,
     pub(crate) health: Health,
     pub(crate) id: AtomicU64,
-    /// Leases released with each [`Outcome`](crate::Outcome), by its code.
+    /// Leases released with each [`Outcome`](crate::balance::Outcome), by its code.
     pub(crate) released: [AtomicU64; 4],
     /// Leases released after their node was removed.
     pub(crate) stale: AtomicU64,

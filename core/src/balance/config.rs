@@ -1,6 +1,8 @@
 //! Balancer configuration, validated once at construction.
 
-use crate::error::ConfigError;
+use crate::balance::error::ConfigError;
+use crate::balance::health::HealthModel;
+use crate::balance::policy::Policy;
 use crate::limit::{Limit, LimitAlgorithm};
 
 /// The most buckets a node's window can have (each bucket is one 64-bit word in the node's slot).
@@ -8,70 +10,10 @@ pub const MAX_BUCKETS: usize = 8;
 /// The most node slots a balancer can have.
 pub const MAX_NODES: usize = 1 << 16;
 
-/// How a node's success rate is measured.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum HealthModel {
-    /// The seeds' model: a window of `count` buckets of `width_ns` each, plus a sticky bucket.
-    ///
-    /// Success rate: with finished requests in the window, `Σ w_a·succeeded / Σ w_a·finished` with
-    /// `w_a = decay^-age` (age 0 = the newest bucket, the one being written); with none in the window but
-    /// data in the sticky bucket, the sticky bucket's rate floored at `floor / active_nodes`; with no data
-    /// ever, 1.0.
-    Buckets {
-        /// Buckets in the window, 1..=[`MAX_BUCKETS`] (seeds: 6).
-        count: usize,
-        /// Width of one bucket in nanoseconds (seeds: 5 s).
-        width_ns: u64,
-        /// Each bucket weighs `decay` times the next older one (seeds: 3).
-        decay: f64,
-    },
-    /// The seed author's later variant: one exponentially weighted success average per node. Each outcome
-    /// moves the average toward 1 (success) or 0 (failure) by `1 - 2^(-1/half_life)`, so an outcome's
-    /// influence halves every `half_life` outcomes (like Finagle's success-rate EMA, the half-life is counted
-    /// in outcomes, which makes the average exact under concurrency: each outcome is one compare-and-swap).
-    /// A fresh node starts at 1.0; the rate is floored at `floor / active_nodes` so a node that failed
-    /// completely keeps a slight chance to show it recovered.
-    Ewma {
-        /// Outcomes after which an outcome's influence has halved (at least 1).
-        half_life: u32,
-    },
-}
-
-impl HealthModel {
-    /// The seeds' bucket window: 6 buckets of 5 s, decay 3.
-    pub const SEED_BUCKETS: HealthModel = HealthModel::Buckets {
-        count: 6,
-        width_ns: 5_000_000_000,
-        decay: 3.0,
-    };
-}
-
-impl Default for HealthModel {
-    fn default() -> Self {
-        HealthModel::SEED_BUCKETS
-    }
-}
-
-/// How a node is chosen from the nodes' weights (`success_rate ^ weight_exponent`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Policy {
-    /// The seeds' algorithm: a weighted random shuffle of the active nodes (iterated weighted sampling
-    /// without replacement, drawn lazily), zero-weight nodes last in uniform random order; the first node
-    /// whose limiter grants a lease wins; if none does, fail fast.
-    #[default]
-    Cascade,
-    /// The gist's approximation: uniform shuffle, stable sort by descending success rate, one weighted
-    /// random pick promoted to the front, then the same walk.
-    CascadeApprox,
-    /// The later variant: one weighted random pick among the nodes whose limiter has room; zero-weight nodes
-    /// are never picked.
-    WeightedPick,
-}
-
-/// Everything a [`Balancer`](crate::Balancer) is built from.
+/// Everything a [`Balancer`](crate::balance::Balancer) is built from.
 ///
 /// ```
-/// use weir::{Config, HealthModel, Policy};
+/// use weir::{Config, balance::HealthModel, balance::Policy};
 /// let config = Config { policy: Policy::WeightedPick, health: HealthModel::Ewma { half_life: 20 }, ..Config::default() };
 /// assert!(config.validate().is_ok());
 /// let bad = Config { weight_exponent: f64::NAN, ..Config::default() };
@@ -128,9 +70,9 @@ pub(crate) enum PreparedModel {
     Buckets {
         count: u64,
         /// The bucket width, for `now / width` without a division instruction.
-        width: crate::div::Divisor,
+        width: crate::internal::div::Divisor,
         /// `count`, for a bucket's place in the ring (`epoch % count`) on every outcome, likewise.
-        ring: crate::div::Divisor,
+        ring: crate::internal::div::Divisor,
         /// `decay^-age` for age 0..count.
         weights: [f64; MAX_BUCKETS],
     },
@@ -156,7 +98,7 @@ impl Config {
                 if count == 0 || count > MAX_BUCKETS {
                     return Err(ConfigError::BucketCount);
                 }
-                let Some(width) = crate::div::Divisor::new(width_ns) else {
+                let Some(width) = crate::internal::div::Divisor::new(width_ns) else {
                     return Err(ConfigError::BucketWidth);
                 };
                 if !(decay.is_finite() && decay >= 1.0) {
@@ -171,7 +113,8 @@ impl Config {
                     count: count as u64,
                     width,
                     // `count >= 1` was checked above.
-                    ring: crate::div::Divisor::new(count as u64).ok_or(ConfigError::BucketCount)?,
+                    ring: crate::internal::div::Divisor::new(count as u64)
+                        .ok_or(ConfigError::BucketCount)?,
                     weights,
                 }
             }

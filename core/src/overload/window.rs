@@ -1,5 +1,5 @@
-//! A lock-free rolling window of time buckets, shared by the [`Shedder`](crate::Shedder) and the
-//! [`Throttle`](crate::Throttle): go-zero's `RollingWindow` without its lock.
+//! A lock-free rolling window of time buckets, shared by the [`Shedder`](crate::overload::Shedder) and the
+//! [`Throttle`](crate::overload::Throttle): go-zero's `RollingWindow` without its lock.
 //!
 //! # Layout
 //! `count` buckets of `width` nanoseconds each; bucket epoch `e = now / width` lives at index
@@ -37,14 +37,14 @@
 //! multiple of 2^32 epochs (13.6 years with 100 ms buckets) would be read as current; a writer that
 //! stalled for 2^31 epochs writes into the newest bucket.
 
-use crate::div::Divisor;
-use crate::sync::{AtomicU64, Ordering::*};
+use crate::internal::div::Divisor;
+use crate::internal::sync::{AtomicU64, Ordering::*};
 
-/// The most buckets a [`Shedder`](crate::Shedder) or [`Throttle`](crate::Throttle) window can have
+/// The most buckets a [`Shedder`](crate::overload::Shedder) or [`Throttle`](crate::overload::Throttle) window can have
 /// (storage is inline: no allocation). Loom builds use 8 to keep the models small.
 ///
 /// ```
-/// assert!(weir::MAX_WINDOW_BUCKETS >= 120); // the throttle's default 2 minutes of 1 s buckets
+/// assert!(weir::overload::MAX_WINDOW_BUCKETS >= 120); // the throttle's default 2 minutes of 1 s buckets
 /// ```
 #[cfg(not(loom))]
 pub const MAX_WINDOW_BUCKETS: usize = 128;

@@ -1,0 +1,6 @@
+//! Internals shared by the public modules: where atomics come from, division by a constant, and the
+//! SplitMix64 generator.
+
+pub(crate) mod div;
+pub(crate) mod splitmix;
+pub(crate) mod sync;
