@@ -47,6 +47,7 @@ impl Tally {
             Ok(_) => self.acquired += 1,
             Err(Rejected::AllBusy) => self.rejected_all_busy += 1,
             Err(Rejected::NoActiveNodes) => self.rejected_no_active += 1,
+            Err(other) => panic!("acquire refused for a reason this tally does not know: {other}"),
         }
         r
     }
@@ -66,6 +67,7 @@ impl Tally {
                 self.stale += 1;
             }
             Err(ReleaseError::InvalidLease) => self.invalid += 1,
+            Err(other) => panic!("release refused for a reason this tally does not know: {other}"),
         }
         r
     }

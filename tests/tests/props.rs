@@ -206,6 +206,51 @@ struct Model {
     draining: BTreeMap<u64, u32>,
     next_inc: u64,
     tally: Tally,
+    /// The balancer's clock: the start of the epoch of the acquire that last moved it.
+    clock: Clock2,
+}
+
+/// The balancer's clock as its documentation states it: epochs of the bucket width (or
+/// `CLOCK_EPOCH_NS`, with 6 epochs as the window); it starts at epoch 0; an acquire moves it to the
+/// acquire's own epoch unless `now` lies in `[start - width, start + width)`; a release is dated no later
+/// than `start + (count + 1) * width`.
+struct Clock2 {
+    width: u64,
+    count: u64,
+    start: u64,
+}
+
+impl Clock2 {
+    fn new(config: &Config) -> Clock2 {
+        let (width, count) = match config.health {
+            HealthModel::Buckets {
+                width_ns, count, ..
+            } => (width_ns, count as u64),
+            HealthModel::Ewma { .. } => (weir::balance::CLOCK_EPOCH_NS, 6),
+        };
+        Clock2 {
+            width,
+            count,
+            start: 0,
+        }
+    }
+
+    fn acquire(&mut self, now: u64) {
+        if now < self.start.saturating_sub(self.width)
+            || now >= self.start.saturating_add(self.width)
+        {
+            self.start = (now / self.width)
+                .min(u64::MAX - 1)
+                .saturating_mul(self.width);
+        }
+    }
+
+    fn date(&self, t: u64) -> u64 {
+        t.min(
+            self.start
+                .saturating_add(self.width.saturating_mul(self.count + 1)),
+        )
+    }
 }
 
 impl Model {
@@ -217,6 +262,7 @@ impl Model {
             draining: BTreeMap::new(),
             next_inc: 0,
             tally: Tally::default(),
+            clock: Clock2::new(&config),
         }
     }
 
@@ -290,6 +336,7 @@ impl Model {
     ) -> Result<(), ReleaseError> {
         let id = lease.node_id();
         let config = self.config;
+        let t = self.clock.date(t);
         match self.members.get_mut(&id).filter(|m| m.inc == inc) {
             Some(m) => {
                 m.in_flight -= 1;
@@ -532,6 +579,7 @@ fn run_checked(
                         Clock::Arbitrary => *t,
                     },
                 );
+                model.clock.acquire(now);
                 let snaps = check_nodes(&b, &model, now)?;
                 let active: Vec<&NodeSnapshot> = snaps
                     .iter()
@@ -602,6 +650,7 @@ fn run_checked(
                         }
                         model.tally.rejected_all_busy += 1;
                     }
+                    Err(other) => prop_assert!(false, "unknown refusal: {}", other),
                 }
             }
             Op::Release {
@@ -797,7 +846,8 @@ fn one_ns_buckets(count: usize) -> HeapBalancer {
 fn last_epochs_do_not_overflow() {
     let b = one_ns_buckets(7);
     let mut rng = Rng::with_seed(0);
-    let lease = b.acquire(0, &mut rng).unwrap();
+    // Acquired at the release's epoch: a release is dated no later than the clock the acquires keep.
+    let lease = b.acquire(u64::MAX - 6, &mut rng).unwrap();
     assert_eq!(b.release(lease, Outcome::Success, u64::MAX - 6), Ok(()));
     let n = b.node(1, u64::MAX - 6).unwrap();
     assert_eq!((n.window_finished, n.window_succeeded), (1, 1), "{n:?}");
@@ -811,7 +861,8 @@ fn last_epochs_keep_every_outcome() {
     let b = one_ns_buckets(1);
     let mut rng = Rng::with_seed(0);
     for outcome in [Outcome::Failure, Outcome::Success] {
-        let lease = b.acquire(0, &mut rng).unwrap();
+        // Acquired in the release's epoch: a release is dated no later than the clock the acquires keep.
+        let lease = b.acquire(u64::MAX, &mut rng).unwrap();
         b.release(lease, outcome, u64::MAX).unwrap();
     }
     let n = b.node(1, u64::MAX).unwrap();

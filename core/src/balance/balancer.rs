@@ -1,6 +1,6 @@
 //! The balancer: membership, leases and outcomes over a fixed set of node slots.
 
-use crate::balance::config::{Config, Prepared};
+use crate::balance::config::{Config, Prepared, PreparedModel};
 use crate::balance::error::{ConfigError, MembershipError, Rejected, ReleaseError};
 use crate::balance::health::Scope;
 use crate::balance::lease::Lease;
@@ -40,12 +40,40 @@ pub struct Balancer<S: AsRef<[NodeSlot]>> {
     /// Active (non lame duck) member count in the high 32 bits, the recovery floor's weight
     /// `(floor / count)^exponent` as `f32` bits in the low 32: one word, so the two never disagree.
     active: AtomicU64,
-    /// The epoch the weight caches were last rotated to, as `start - lag` (see `rotate`). Read by every
+    /// The balancer's clock: the first nanosecond of the epoch the weight caches were last rotated to
+    /// (see `rotate`). Read by every
     /// acquire, written once per epoch: it shares a line only with `active`, which is as read-mostly.
     rotation: AtomicU64,
+    /// The slots the scans read, `..hi`, with `hi` in the low 32 bits: every slot from `hi` on is vacant
+    /// and drained, so what an acquire, a release or a membership change costs follows the members (and
+    /// the slots still draining), not the capacity. The high 32 bits are a version that every change
+    /// advances, so that a shrink computed from an older reading never lands (see `shrink`). Read by
+    /// every acquire, written by membership changes only.
+    span: AtomicU64,
+    /// The most slots ever in use (`hi`'s highest value): slots from here on were never claimed since
+    /// construction, so their counters are 0 and `stats` need not read them.
+    peak: AtomicU64,
+    /// This balancer's tag, carried by its leases and checked on release; also the owner mark it puts on
+    /// its slots (see `claim`).
+    tag: u32,
     /// Written on every refusal, which under overload is most acquires: on its own cache line, so that
     /// refusals do not slow the acquires that read `active` and `rotation`.
     rejected: Rejections,
+}
+
+/// The low 32 bits of the span word: `hi`.
+const SPAN_HI: u64 = 0xFFFF_FFFF;
+
+/// The span word after `w` with `hi` and the version advanced by one.
+#[inline]
+fn span_word(w: u64, hi: u64) -> u64 {
+    (w & !SPAN_HI).wrapping_add(1 << 32) | hi
+}
+
+/// A slot that holds nothing: no member, no lease in flight, no adder.
+#[inline]
+fn is_free(c: u64) -> bool {
+    slot::state(c) == VACANT && slot::inflight(c) == 0
 }
 
 /// The refusal counters, padded to their own cache lines.
@@ -57,14 +85,31 @@ struct Rejections {
 }
 
 impl<S: AsRef<[NodeSlot]>> Balancer<S> {
-    /// Builds a balancer over `slots` (all of them are reset to empty). Fails on a bad configuration or
-    /// a storage of 0 or more than [`MAX_NODES`](crate::balance::MAX_NODES) slots.
+    /// Builds a balancer over `slots`, which it claims for its lifetime and resets to empty. Fails on a
+    /// bad configuration, on a storage of 0 or more than [`MAX_NODES`](crate::balance::MAX_NODES) slots,
+    /// and on slots that another live balancer holds ([`ConfigError::SlotsInUse`]): two balancers never
+    /// share storage. Dropping the balancer gives its slots back.
+    ///
+    /// ```
+    /// use weir::balance::ConfigError;
+    /// use weir::{Balancer, Config, NodeSlot};
+    ///
+    /// static SLOTS: [NodeSlot; 4] = [const { NodeSlot::new() }; 4];
+    /// let first = Balancer::new(&SLOTS[..], Config::default()).unwrap();
+    /// // The same storage, or any part of it, cannot serve a second balancer at the same time.
+    /// assert_eq!(Balancer::new(&SLOTS[2..], Config::default()).err(), Some(ConfigError::SlotsInUse));
+    /// drop(first);
+    /// let second = Balancer::new(&SLOTS[..], Config::default()).unwrap();
+    /// assert_eq!(second.capacity(), 4);
+    /// ```
     pub fn new(slots: S, config: Config) -> Result<Self, ConfigError> {
         let prepared = config.prepare()?;
         let n = slots.as_ref().len();
         if n == 0 || n > crate::balance::MAX_NODES {
             return Err(ConfigError::Capacity);
         }
+        let tag = next_tag();
+        claim(slots.as_ref(), tag)?;
         for s in slots.as_ref() {
             // Relaxed: the balancer is not shared yet; publishing it to other threads synchronises.
             s.ctl.store(0, Relaxed);
@@ -77,7 +122,10 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             slots,
             prepared,
             active: AtomicU64::new(0),
-            rotation: AtomicU64::new(prepared.rotation_word(0)),
+            rotation: AtomicU64::new(0),
+            span: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+            tag,
             rejected: Rejections {
                 busy: AtomicU64::new(0),
                 empty: AtomicU64::new(0),
@@ -88,13 +136,104 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     }
 
     /// The configuration this balancer was built with.
+    ///
+    /// ```
+    /// use weir::{Balancer, Config, NodeSlot};
+    /// let config = Config { seed: 9, ..Config::default() };
+    /// let b = Balancer::new([const { NodeSlot::new() }; 2], config).unwrap();
+    /// assert_eq!(b.config().seed, 9);
+    /// ```
     pub fn config(&self) -> &Config {
         &self.prepared.config
     }
 
     /// The number of node slots.
+    ///
+    /// ```
+    /// use weir::{Balancer, Config, NodeSlot};
+    /// let b = Balancer::new([const { NodeSlot::new() }; 5], Config::default()).unwrap();
+    /// assert_eq!(b.capacity(), 5);
+    /// ```
     pub fn capacity(&self) -> usize {
         self.slots.as_ref().len()
+    }
+
+    /// How many slots every scan reads: one past the highest slot that holds a member, an adder, or
+    /// leases of a removed node still in flight. Acquires, releases and membership changes cost in
+    /// proportion to this, never to the capacity. [`add`](Self::add) takes the lowest free slot, so this
+    /// is the number of members and draining slots, plus any holes that removals left below the highest
+    /// one until adds fill them; it shrinks as the highest slots empty.
+    ///
+    /// ```
+    /// use weir::{Config, HeapBalancer};
+    /// let b = HeapBalancer::with_capacity(65_536, Config::default()).unwrap();
+    /// for id in [1, 2, 3] {
+    ///     b.add(id).unwrap();
+    /// }
+    /// assert_eq!(b.slots_in_use(), 3);
+    /// b.remove(3).unwrap();
+    /// assert_eq!(b.slots_in_use(), 2);
+    /// ```
+    pub fn slots_in_use(&self) -> usize {
+        self.used().len()
+    }
+
+    /// The slots the scans read (see [`slots_in_use`](Self::slots_in_use)).
+    #[inline]
+    fn used(&self) -> &[NodeSlot] {
+        let slots = self.slots.as_ref();
+        // Relaxed: a slot enters the span before it is published (see `add`), and a scan that reads an
+        // older span makes the decision of a moment earlier; admission re-checks every slot it takes.
+        let hi = (self.span.load(Relaxed) & SPAN_HI) as usize;
+        slots.get(..hi).unwrap_or(slots)
+    }
+
+    /// Takes slot `i` into the span: called by an adder after it claimed the slot and before it publishes
+    /// anything in it.
+    fn grow(&self, i: usize) {
+        let want = i as u64 + 1;
+        // AcqRel: a shrink that reads this word also sees our claim of the slot (sequenced before), and
+        // the version we advance makes a shrink that read an older word fail.
+        let _ = self.span.fetch_update(AcqRel, Acquire, |w| {
+            Some(span_word(w, (w & SPAN_HI).max(want)))
+        });
+        // Relaxed: `stats` only needs a bound that covers every slot with counters.
+        self.peak.fetch_max(want, Relaxed);
+    }
+
+    /// Lowers the span past the free slots at its top: called when a slot may have become free (a
+    /// removal, the release that drains a removed node, an abandoned add). Costs the free slots it
+    /// passes.
+    ///
+    /// A shrink reads the span word, then the slots below its top, then swaps the word for one with a
+    /// lower `hi` and the next version. An adder claims its slot, then advances the word (`grow`). If the
+    /// adder's advance comes first in the word's order, either the shrink read the word after it (and so
+    /// sees the claim: the slot is not free and stops the shrink) or before it (and its swap fails on the
+    /// version); if it comes after the swap, it raises `hi` again. So a claimed slot is always inside the
+    /// span before it is published.
+    fn shrink(&self) {
+        let slots = self.slots.as_ref();
+        // Acquire: pairs with `grow`, so the claims behind the word we read are visible below.
+        let mut w = self.span.load(Acquire);
+        loop {
+            let hi = (w & SPAN_HI) as usize;
+            let mut top = hi.min(slots.len());
+            // Acquire: as the claim's compare-and-swap in `add`.
+            while top > 0 && is_free(slots[top - 1].ctl.load(Acquire)) {
+                top -= 1;
+            }
+            if top == hi {
+                return;
+            }
+            // AcqRel: orders the swap after the slot reads above, and a failure re-reads.
+            match self
+                .span
+                .compare_exchange(w, span_word(w, top as u64), AcqRel, Acquire)
+            {
+                Ok(_) => return,
+                Err(now) => w = now,
+            }
+        }
     }
 
     fn active_word(&self, count: u32) -> u64 {
@@ -132,7 +271,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// Vacant and lame-duck slots get 0; a slot being recycled meanwhile is safe to refresh (see
     /// `Health::reset`).
     fn refresh_all(&self, now: u64) {
-        for s in self.slots.as_ref() {
+        for s in self.used() {
             s.health.refresh(&self.prepared, now, self.scope(s));
         }
     }
@@ -140,12 +279,28 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// Grants a lease on a node chosen by the configured [`Policy`](crate::balance::Policy), or fails fast.
     /// `now` is monotonic nanoseconds; `rng` is the caller's (one per thread: see the module docs of
     /// [`crate`]). Never blocks, never allocates.
+    ///
+    /// `now` also moves the balancer's clock, which dates releases (see [`release`](Self::release)): an
+    /// acquire more than one clock epoch (the bucket width) before or after it moves it to its own epoch,
+    /// so a wild `now` misleads until the next acquire with a sane one.
+    ///
+    /// ```
+    /// use weir::balance::Rejected;
+    /// use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
+    /// let b = Balancer::new([const { NodeSlot::new() }; 2], Config::default()).unwrap();
+    /// let mut rng = Rng::with_seed(3);
+    /// assert_eq!(b.acquire(0, &mut rng), Err(Rejected::NoActiveNodes));
+    /// b.add(1).unwrap();
+    /// let lease = b.acquire(0, &mut rng).unwrap();
+    /// assert_eq!(lease.node_id(), 1);
+    /// b.release(lease, Outcome::Success, 1_000).unwrap();
+    /// ```
     pub fn acquire(&self, now: u64, rng: &mut Rng) -> Result<Lease, Rejected> {
-        let slots = self.slots.as_ref();
+        let slots = self.used();
         // Relaxed: a rotation publishes through the caches it refreshes (see `rotate`); this load only
         // decides whether one is due.
         let rotation = self.rotation.load(Relaxed);
-        if now.wrapping_sub(rotation) >= self.prepared.rotation_span {
+        if self.prepared.rotation_due(rotation, now) {
             self.rotate(now, rotation);
         }
         // The first draw is over the scan weights alone (one word per node); if the node it draws has no
@@ -180,6 +335,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                     slot: i as u32,
                     inflight: inflight as u32,
                     generation: slot::generation(c) as u16,
+                    balancer: self.tag,
                 });
             }
             // The node filled up (or left) after the scan: the walk goes on.
@@ -198,19 +354,13 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// `now`), rotates to its own epoch, so a single wild `now` misleads at most until the next acquire
     /// with a sane one. While a rotation runs, concurrent acquires may still see the previous epoch's
     /// weights for the few nodes not yet refreshed: the decision of a moment earlier.
+    ///
+    /// The average model has no buckets, so nothing to refresh: its rotation only keeps the clock that
+    /// dates releases.
     #[cold]
     #[inline(never)]
     fn rotate(&self, now: u64, seen: u64) {
-        let (
-            crate::balance::config::PreparedModel::Buckets { width, .. },
-            crate::balance::HealthModel::Buckets { width_ns, .. },
-        ) = (&self.prepared.model, &self.prepared.config.health)
-        else {
-            return;
-        };
-        // The epoch's first nanosecond (`<= now`: the product cannot overflow).
-        let start = crate::balance::health::epoch_at(now, *width).saturating_mul(*width_ns);
-        let word = self.prepared.rotation_word(start);
+        let word = self.prepared.epoch_start(now);
         // AcqRel: orders our refreshes after the claim, and the claim after the rotation it replaces.
         if word == seen
             || self
@@ -220,13 +370,46 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         {
             return;
         }
-        self.refresh_all(now);
+        if matches!(self.prepared.model, PreparedModel::Buckets { .. }) {
+            self.refresh_all(now);
+        }
     }
 
-    /// Reports the outcome of a lease's call; `now` is monotonic nanoseconds (the RTT fed to the limiter
-    /// is `now - acquired_at`, 0 if `now` is earlier). A lease whose node was removed meanwhile returns its
-    /// in-flight slot and records nothing else ([`ReleaseError::NodeRemoved`]).
+    /// Reports the outcome of a lease's call; `now` is monotonic nanoseconds.
+    ///
+    /// The release is dated at `now`, but never later than one health window past the end of the
+    /// balancer's clock epoch: `start + (count + 1) * width`, where the clock is the epoch of the newest
+    /// acquire (the acquires keep it; with the seeds' 6 buckets of 5 s the horizon is 35 s past that
+    /// epoch's start; the average model keeps the same clock with epochs of
+    /// [`CLOCK_EPOCH_NS`](crate::balance::CLOCK_EPOCH_NS)). A wild `now` (days ahead, `u64::MAX`) so
+    /// cannot move a node's window far into the future: its outcome counts, and the window ages normally
+    /// once the clock has passed the horizon. A call that outlasts the horizon while no acquire moves the
+    /// clock is dated at it. The RTT fed to the limiter is the dated `now - acquired_at` (0 if `now` is
+    /// earlier).
+    ///
+    /// A lease whose node was removed meanwhile returns its in-flight slot and records nothing else
+    /// ([`ReleaseError::NodeRemoved`]). A lease from another balancer, or a raw lease that matches no
+    /// lease in flight (forged, or released before), is refused ([`ReleaseError::InvalidLease`]) and
+    /// changes nothing.
+    ///
+    /// ```
+    /// use weir::balance::ReleaseError;
+    /// use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
+    /// let a = Balancer::new([const { NodeSlot::new() }; 1], Config::default()).unwrap();
+    /// let b = Balancer::new([const { NodeSlot::new() }; 1], Config::default()).unwrap();
+    /// a.add(1).unwrap();
+    /// b.add(1).unwrap();
+    /// let mut rng = Rng::with_seed(5);
+    /// let lease = a.acquire(0, &mut rng).unwrap();
+    /// let raw = lease.into_raw();
+    /// // Not b's lease, even though b has a node 1 in the same slot.
+    /// assert_eq!(b.release(weir::Lease::from_raw(raw), Outcome::Success, 10), Err(ReleaseError::InvalidLease));
+    /// assert_eq!(a.release(weir::Lease::from_raw(raw), Outcome::Success, 10), Ok(()));
+    /// ```
     pub fn release(&self, lease: Lease, outcome: Outcome, now: u64) -> Result<(), ReleaseError> {
+        if lease.balancer != self.tag {
+            return Err(ReleaseError::InvalidLease);
+        }
         let s = self
             .slots
             .as_ref()
@@ -234,10 +417,18 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             .ok_or(ReleaseError::InvalidLease)?;
         // Acquire: pairs with the Release that published the occupant, before we touch its health.
         let c = s.ctl.load(Acquire);
-        if slot::inflight(c) == 0 || slot::generation(c) != u64::from(lease.generation) {
+        // The occupant's id cannot change while one of its leases is in flight (a slot is reused only once
+        // drained), so a lease whose id differs is not one of them.
+        if slot::inflight(c) == 0
+            || slot::generation(c) != u64::from(lease.generation)
+            || s.id.load(Relaxed) != lease.id
+        {
             return Err(ReleaseError::InvalidLease);
         }
-        let live = slot::is_member(c) && s.id.load(Relaxed) == lease.id;
+        let live = slot::is_member(c);
+        // Relaxed: the clock is an estimate; a release that reads an older rotation dates itself no
+        // later than that rotation allowed, at most one epoch earlier than the newest would.
+        let now = now.min(self.prepared.horizon(self.rotation.load(Relaxed)));
         let sample = match outcome {
             Outcome::Success => Some(false),
             Outcome::Dropped => Some(true),
@@ -292,15 +483,19 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 c
             })
         });
-        if done.is_err() {
+        let Ok(before) = done else {
             return Err(ReleaseError::InvalidLease);
-        }
+        };
         // Relaxed: statistics.
         if live {
             s.released[outcome as usize].fetch_add(1, Relaxed);
             Ok(())
         } else {
             s.stale.fetch_add(1, Relaxed);
+            if is_free(before - 1) {
+                // The last lease of a removed node: its slot is free.
+                self.shrink();
+            }
             Err(ReleaseError::NodeRemoved { id: lease.id })
         }
     }
@@ -331,6 +526,9 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 capacity: slots.len(),
             });
         };
+        // Into the span before anything in the slot is published (see `shrink`), and before the fence
+        // below, so that a concurrent adder of the same id that misses our REGISTERING...
+        self.grow(i);
         // Relaxed: published by the Release write of REGISTERING below.
         s.id.store(id, Relaxed);
         s.health.reset(&self.prepared.model);
@@ -338,9 +536,11 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         let registering = slot::with_state(claimed, REGISTERING);
         s.ctl.store(registering, Release);
         // SeqCst fence between our store and our loads of the other slots (two adders of one id both fence):
-        // at least one of them sees the other's REGISTERING, so they never both go active.
+        // at least one of them sees the other's REGISTERING, so they never both go active. The span is read
+        // after the fence too: the adder whose fence comes second in the fences' order sees the other's
+        // REGISTERING and, as the other grew the span before its fence, a span that covers its slot.
         fence(SeqCst);
-        for (j, other) in slots.iter().enumerate() {
+        for (j, other) in self.used().iter().enumerate() {
             if j == i {
                 continue;
             }
@@ -389,22 +589,57 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     fn abandon(&self, s: &NodeSlot, claimed: u64) {
         // AcqRel: orders the vacancy after everything this adder wrote to the slot.
         s.ctl.swap(slot::with_state(claimed, VACANT), AcqRel);
+        self.shrink();
     }
 
     /// Removes a node at once. Its leases in flight stay valid to release (they are reported as
     /// [`ReleaseError::NodeRemoved`]); its slot is reused only once they all are.
+    ///
+    /// ```
+    /// use weir::balance::{MembershipError, ReleaseError};
+    /// use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
+    /// let b = Balancer::new([const { NodeSlot::new() }; 2], Config::default()).unwrap();
+    /// b.add(1).unwrap();
+    /// let lease = b.acquire(0, &mut Rng::with_seed(1)).unwrap();
+    /// b.remove(1).unwrap();
+    /// assert_eq!(b.remove(1), Err(MembershipError::UnknownId(1)));
+    /// assert_eq!(b.release(lease, Outcome::Success, 5), Err(ReleaseError::NodeRemoved { id: 1 }));
+    /// assert_eq!(b.stats().released_stale, 1);
+    /// ```
     pub fn remove(&self, id: u64) -> Result<(), MembershipError> {
-        self.transition(id, |st| matches!(st, ACTIVE | LAME_DUCK).then_some(VACANT))
+        let replaced =
+            self.transition(id, |st| matches!(st, ACTIVE | LAME_DUCK).then_some(VACANT))?;
+        if slot::inflight(replaced) == 0 {
+            // Nothing in flight: the slot is free now (else the release that drains it shrinks).
+            self.shrink();
+        }
+        Ok(())
     }
 
     /// Puts a node into lame duck (`true`: no new leases, leases in flight finish and are recorded normally)
     /// or back into rotation (`false`).
+    ///
+    /// ```
+    /// use weir::balance::{NodeState, Rejected};
+    /// use weir::{Balancer, Config, NodeSlot, Rng};
+    /// let b = Balancer::new([const { NodeSlot::new() }; 2], Config::default()).unwrap();
+    /// b.add(1).unwrap();
+    /// b.set_lame_duck(1, true).unwrap();
+    /// assert_eq!(b.node(1, 0).unwrap().state, NodeState::LameDuck);
+    /// assert_eq!(b.acquire(0, &mut Rng::with_seed(1)), Err(Rejected::NoActiveNodes));
+    /// b.set_lame_duck(1, false).unwrap();
+    /// assert!(b.acquire(0, &mut Rng::with_seed(1)).is_ok());
+    /// # // (the lease is leaked on purpose: the doc test ends here)
+    /// ```
     pub fn set_lame_duck(&self, id: u64, lame_duck: bool) -> Result<(), MembershipError> {
         let to = if lame_duck { LAME_DUCK } else { ACTIVE };
         self.transition(id, |st| matches!(st, ACTIVE | LAME_DUCK).then_some(to))
+            .map(|_| ())
     }
 
-    fn transition(&self, id: u64, to: impl Fn(u64) -> Option<u64>) -> Result<(), MembershipError> {
+    /// Moves the member `id` to the state `to` gives for its current one; returns the control word it
+    /// replaced.
+    fn transition(&self, id: u64, to: impl Fn(u64) -> Option<u64>) -> Result<u64, MembershipError> {
         loop {
             let (_, s) = self.find(id).ok_or(MembershipError::UnknownId(id))?;
             // Acquire/AcqRel: membership changes are ordered with the adds that published the slot.
@@ -425,27 +660,47 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                     // A lame duck removed: its scan weight is 0 already.
                     _ => {}
                 }
-                return Ok(());
+                return Ok(c);
             }
         }
     }
 
     fn find(&self, id: u64) -> Option<(usize, &NodeSlot)> {
-        self.slots.as_ref().iter().enumerate().find(|(_, s)| {
+        self.used().iter().enumerate().find(|(_, s)| {
             // Acquire: the id of a published slot is read after its state.
             slot::is_member(s.ctl.load(Acquire)) && s.id.load(Relaxed) == id
         })
     }
 
     /// A snapshot of the member with this id at `now`.
+    ///
+    /// ```
+    /// use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
+    /// let b = Balancer::new([const { NodeSlot::new() }; 2], Config::default()).unwrap();
+    /// b.add(1).unwrap();
+    /// let lease = b.acquire(0, &mut Rng::with_seed(1)).unwrap();
+    /// b.release(lease, Outcome::Failure, 10).unwrap();
+    /// let n = b.node(1, 10).unwrap();
+    /// assert_eq!((n.window_finished, n.window_succeeded, n.success_rate), (1, 0, 0.0));
+    /// assert!(b.node(2, 10).is_none());
+    /// ```
     pub fn node(&self, id: u64, now: u64) -> Option<NodeSnapshot> {
         self.find(id).and_then(|(_, s)| self.snapshot(s, now))
     }
 
     /// Snapshots of every member at `now`, in slot order. Allocation-free.
+    ///
+    /// ```
+    /// use weir::{Balancer, Config, NodeSlot};
+    /// let b = Balancer::new([const { NodeSlot::new() }; 4], Config::default()).unwrap();
+    /// for id in [5, 6, 7] {
+    ///     b.add(id).unwrap();
+    /// }
+    /// let ids: Vec<u64> = b.nodes(0).map(|n| n.id).collect();
+    /// assert_eq!(ids, [5, 6, 7]);
+    /// ```
     pub fn nodes(&self, now: u64) -> impl Iterator<Item = NodeSnapshot> + '_ {
-        self.slots
-            .as_ref()
+        self.used()
             .iter()
             .filter_map(move |s| self.snapshot(s, now))
     }
@@ -476,15 +731,30 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         })
     }
 
-    /// Balancer-wide counters, summed over the slots (each counter is read once; under concurrent traffic
-    /// the sums are from slightly different instants).
+    /// Balancer-wide counters, summed over the slots ever used (each counter is read once; under
+    /// concurrent traffic the sums are from slightly different instants).
+    ///
+    /// ```
+    /// use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
+    /// let b = Balancer::new([const { NodeSlot::new() }; 2], Config::default()).unwrap();
+    /// b.add(1).unwrap();
+    /// let lease = b.acquire(0, &mut Rng::with_seed(1)).unwrap();
+    /// assert_eq!((b.stats().acquired, b.stats().in_flight), (1, 1));
+    /// b.release(lease, Outcome::Success, 10).unwrap();
+    /// let st = b.stats();
+    /// assert_eq!((st.acquired, st.in_flight, st.released(Outcome::Success)), (1, 0, 1));
+    /// ```
     pub fn stats(&self) -> Stats {
         let mut st = Stats {
             rejected_all_busy: self.rejected.busy.load(Relaxed),
             rejected_no_active: self.rejected.empty.load(Relaxed),
             ..Stats::default()
         };
-        for s in self.slots.as_ref() {
+        let slots = self.slots.as_ref();
+        // Relaxed: a slot's counters start at 0 and every count was made under a lease granted after the
+        // slot entered the peak, which the Acquire loads of the control words below order.
+        let peak = self.peak.load(Relaxed) as usize;
+        for s in slots.get(..peak).unwrap_or(slots) {
             let c = s.ctl.load(Acquire);
             for (k, r) in s.released.iter().enumerate() {
                 st.add_released(k, r.load(Relaxed));
@@ -517,4 +787,43 @@ fn admit(s: &NodeSlot) -> Option<(u64, u64)> {
             Err(now) => c = now,
         }
     }
+}
+
+impl<S: AsRef<[NodeSlot]>> Drop for Balancer<S> {
+    /// Gives the slots back, so that a new balancer can be built over them.
+    fn drop(&mut self) {
+        for s in self.slots.as_ref() {
+            // Release: everything this balancer wrote to the slot happens-before the next owner's claim.
+            s.owner.store(0, Release);
+        }
+    }
+}
+
+/// A fresh balancer tag: unique among the live balancers of a process unless 2^32 balancers are built
+/// while one lives on, and never 0, so that a zeroed raw lease matches no balancer.
+fn next_tag() -> u32 {
+    loop {
+        let tag = crate::internal::sync::next_tag();
+        if tag != 0 {
+            return tag;
+        }
+    }
+}
+
+/// Marks every slot as owned by the balancer `tag`, or none of them if another balancer owns any.
+fn claim(slots: &[NodeSlot], tag: u32) -> Result<(), ConfigError> {
+    for (i, s) in slots.iter().enumerate() {
+        // Acquire: the previous owner's writes (its Release on drop) happen-before our reset of the slot.
+        if s.owner
+            .compare_exchange(0, u64::from(tag), Acquire, Relaxed)
+            .is_err()
+        {
+            for taken in &slots[..i] {
+                // Relaxed: we wrote nothing to these slots.
+                taken.owner.store(0, Relaxed);
+            }
+            return Err(ConfigError::SlotsInUse);
+        }
+    }
+    Ok(())
 }

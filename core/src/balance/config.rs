@@ -56,14 +56,24 @@ pub(crate) struct Prepared {
     pub(crate) model: PreparedModel,
     /// `Some(n)` when the exponent is a small whole number: the weight is then `rate^n` by multiplication.
     pub(crate) int_exponent: Option<u32>,
-    /// The weight caches are kept for one bucket epoch, `[start, start + width)`; an acquire whose `now`
+    /// The balancer's clock: epochs of this width (the bucket width; [`CLOCK_EPOCH_NS`] for the average
+    /// model), kept in the rotation word by the acquires (see `Balancer::rotate`).
+    pub(crate) clock: crate::internal::div::Divisor,
+    pub(crate) clock_ns: u64,
+    /// How far past the clock's epoch start a release is dated at the latest: the epoch itself and one
+    /// window after it, `(count + 1) * width` (see [`Balancer::release`](crate::Balancer::release)).
+    pub(crate) reach: u64,
+    /// The weight caches are kept for one clock epoch, `[start, start + width)`; an acquire whose `now`
     /// lies in `[start - lag, start + width)` trusts them (a thread whose clock reading is up to one
-    /// epoch older than another's does not rotate the caches back). `rotation_lag` is that `lag`,
-    /// `rotation_span` is `lag + width`. For the average model the caches never expire: the span is
-    /// `u64::MAX`. See `Balancer::rotate`.
+    /// epoch older than another's does not rotate the caches back). `rotation_lag` is that `lag`: one
+    /// epoch. See `Balancer::rotate`.
     pub(crate) rotation_lag: u64,
-    pub(crate) rotation_span: u64,
 }
+
+/// The balancer's clock epoch under the average model, which has no buckets of its own: it keeps the
+/// clock that dates releases as the seeds' window would (epochs of 5 s, a reach of 7 of them; see
+/// [`Balancer::release`](crate::Balancer::release)).
+pub const CLOCK_EPOCH_NS: u64 = 5_000_000_000;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum PreparedModel {
@@ -143,29 +153,47 @@ impl Config {
         } else {
             None
         };
-        let (rotation_lag, rotation_span) = match self.health {
-            // `lag <= u64::MAX - width`, so the span never overflows.
-            HealthModel::Buckets { width_ns, .. } => {
-                let lag = width_ns.min(u64::MAX - width_ns);
-                (lag, lag + width_ns)
-            }
-            HealthModel::Ewma { .. } => (0, u64::MAX),
+        let (clock_ns, epochs) = match self.health {
+            HealthModel::Buckets {
+                width_ns, count, ..
+            } => (width_ns, count as u64),
+            HealthModel::Ewma { .. } => (CLOCK_EPOCH_NS, 6),
         };
+        let reach = clock_ns.saturating_mul(epochs + 1);
+        // `width_ns >= 1` was checked with the model.
+        let clock = crate::internal::div::Divisor::new(clock_ns).ok_or(ConfigError::BucketWidth)?;
+        let rotation_lag = clock_ns;
         Ok(Prepared {
             config: *self,
             model,
             int_exponent,
+            clock,
+            clock_ns,
+            reach,
             rotation_lag,
-            rotation_span,
         })
     }
 }
 
 impl Prepared {
-    /// The rotation word for caches rotated to the epoch that starts at `start` (see `rotation_lag`).
+    /// Whether an acquire at `now` moves the clock (the rotation word, which holds the start of the epoch
+    /// the caches were last rotated to): `now` outside `[start - lag, start + width)`.
     #[inline]
-    pub(crate) fn rotation_word(&self, start: u64) -> u64 {
-        start.wrapping_sub(self.rotation_lag)
+    pub(crate) fn rotation_due(&self, start: u64, now: u64) -> bool {
+        now >= start.saturating_add(self.clock_ns) || now < start.saturating_sub(self.rotation_lag)
+    }
+
+    /// The first nanosecond of the clock epoch of `now` (`<= now`: the product cannot overflow).
+    #[inline]
+    pub(crate) fn epoch_start(&self, now: u64) -> u64 {
+        crate::balance::health::epoch_at(now, self.clock).saturating_mul(self.clock_ns)
+    }
+
+    /// The latest `now` a release is dated at while the rotation word is `rotation`: one window past the
+    /// end of the rotation's epoch (see [`Balancer::release`](crate::Balancer::release)).
+    #[inline]
+    pub(crate) fn horizon(&self, rotation: u64) -> u64 {
+        rotation.saturating_add(self.reach)
     }
 
     /// `rate ^ weight_exponent`, for a rate in [0, 1].

@@ -5,6 +5,7 @@ use core::fmt;
 /// Why [`Balancer::acquire`](crate::balance::Balancer::acquire) granted no lease. Both are fail-fast answers: the
 /// caller should return an error to its own caller rather than wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Rejected {
     /// There are active nodes, but every one of them is at its concurrency limit.
     AllBusy,
@@ -23,6 +24,7 @@ impl fmt::Display for Rejected {
 
 /// A membership change that was refused. State is left exactly as it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum MembershipError {
     /// A node with this id is already a member.
     DuplicateId(u64),
@@ -50,6 +52,7 @@ impl fmt::Display for MembershipError {
 
 /// A release that recorded nothing. In every case the balancer's state is intact and counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ReleaseError {
     /// The lease's node was removed (or removed and replaced) after the lease was granted. The lease's
     /// in-flight slot is returned, but no health or limiter update is made, so the removed node's history
@@ -81,9 +84,13 @@ impl fmt::Display for ReleaseError {
 
 /// A configuration that was rejected at construction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// `capacity` must be between 1 and [`MAX_NODES`](crate::balance::MAX_NODES).
     Capacity,
+    /// The slots are held by another live balancer: a storage serves one balancer at a time (drop the
+    /// other first).
+    SlotsInUse,
     /// `bucket_count` must be between 1 and [`MAX_BUCKETS`](crate::balance::MAX_BUCKETS).
     BucketCount,
     /// `bucket_width_ns` must be at least 1.
@@ -130,6 +137,9 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ConfigError::Capacity => "capacity must be between 1 and MAX_NODES",
+            ConfigError::SlotsInUse => {
+                "these node slots belong to another live balancer; drop it before reusing them"
+            }
             ConfigError::BucketCount => "bucket_count must be between 1 and MAX_BUCKETS",
             ConfigError::BucketWidth => "bucket_width_ns must be at least 1",
             ConfigError::Decay => "decay must be finite and >= 1",

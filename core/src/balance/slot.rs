@@ -88,6 +88,8 @@ pub struct NodeSlot {
     pub(crate) stale: AtomicU64,
     /// The limit algorithm's state, reset on add and updated by `Success`/`Dropped` releases.
     pub(crate) limit: LimitState,
+    /// The tag of the balancer that holds this slot, 0 when none does (see `Balancer::new`).
+    pub(crate) owner: AtomicU64,
 }
 
 impl NodeSlot {
@@ -103,6 +105,7 @@ impl NodeSlot {
             released: [ZERO; 4],
             stale: ZERO,
             limit: LimitState::new(),
+            owner: ZERO,
         }
     }
 
@@ -116,6 +119,7 @@ impl NodeSlot {
             released: core::array::from_fn(|_| AtomicU64::new(0)),
             stale: AtomicU64::new(0),
             limit: LimitState::new(),
+            owner: AtomicU64::new(0),
         }
     }
 }

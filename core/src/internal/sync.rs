@@ -45,3 +45,12 @@ const _: () = assert!(
     LOCK_FREE,
     "weir requires native 64-bit atomics without the critical-section feature"
 );
+
+/// The next number of a process-wide counter that tags balancers (see `Balancer::new`), wrapping.
+///
+/// Not part of any protocol the loom models check, so it is a plain `portable-atomic` counter in every
+/// build (loom's atomics cannot live in a `static`). Relaxed: the tags only need to differ.
+pub(crate) fn next_tag() -> u32 {
+    static NEXT: portable_atomic::AtomicU32 = portable_atomic::AtomicU32::new(1);
+    NEXT.fetch_add(1, portable_atomic::Ordering::Relaxed)
+}

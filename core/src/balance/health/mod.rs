@@ -259,9 +259,9 @@ impl Health {
         // Acquire: pairs with the AcqRel of the store we read, so our reading sees the writes behind it
         // (and the words that store's rotation or membership change published).
         let seen = self.cache.load(Acquire);
-        // Acquire (all three): see above. The rotation word holds `start - lag` (wrapping).
+        // Acquire (all three): see above. The rotation word holds the epoch's start.
         let weight = if slot::state(scope.ctl.load(Acquire)) == slot::ACTIVE {
-            let start = scope.rotation.load(Acquire).wrapping_add(p.rotation_lag);
+            let start = scope.rotation.load(Acquire);
             let (rate, floored) = self.rate(p, now.max(start));
             let w = p.weight_of(rate) as f32;
             if floored {
@@ -351,7 +351,7 @@ mod tests {
     impl Words {
         fn new(p: &Prepared, start: u64, floor: f32) -> Words {
             Words {
-                rotation: AtomicU64::new(p.rotation_word(start)),
+                rotation: AtomicU64::new(start),
                 active: AtomicU64::new((1 << 32) | u64::from(floor.to_bits())),
                 ctl: AtomicU64::new(slot::pack(slot::ACTIVE, 0, 100, 0)),
             }
