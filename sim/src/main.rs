@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use weir_sim::{policies, report, scenarios};
+use weir_sim::{output::report, policy::registry, scenarios};
 
 struct Args {
     out: PathBuf,
@@ -72,7 +72,7 @@ fn main() -> ExitCode {
             println!("  {:34} {}", s.name, s.about);
         }
         println!("policies:");
-        for p in policies::all() {
+        for p in registry::all() {
             println!("  {:34} {}", p.name, p.about);
         }
         return ExitCode::SUCCESS;
@@ -89,8 +89,8 @@ fn main() -> ExitCode {
         },
     };
     let chosen_policies = match &args.policy {
-        None => policies::all(),
-        Some(name) => match policies::find(name) {
+        None => registry::all(),
+        Some(name) => match registry::find(name) {
             Some(p) => vec![p],
             None => {
                 eprintln!("weir-sim: no policy {name} (see --list)");

@@ -299,11 +299,11 @@ fn membership_actions_reach_every_client() {
 #[test]
 fn the_same_seed_gives_the_same_figures() {
     let s = weir_sim::scenarios::flaky();
-    let p = weir_sim::policies::find("weir-cascade").unwrap();
-    let a = weir_sim::report::run_cell(&s, &p);
-    let b = weir_sim::report::run_cell(&s, &p);
+    let p = weir_sim::policy::registry::find("weir-cascade").unwrap();
+    let a = weir_sim::output::report::run_cell(&s, &p);
+    let b = weir_sim::output::report::run_cell(&s, &p);
     assert_eq!(a, b);
     let mut other = s.clone();
     other.seed += 1;
-    assert_ne!(a, weir_sim::report::run_cell(&other, &p));
+    assert_ne!(a, weir_sim::output::report::run_cell(&other, &p));
 }

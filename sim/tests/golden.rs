@@ -4,12 +4,12 @@
 
 use std::path::Path;
 
-use weir_sim::{policies, report, scenarios};
+use weir_sim::{output::report, policy::registry, scenarios};
 
 fn render(threads: usize) -> String {
     let r = report::run(
         vec![scenarios::short_outage_on_one_node()],
-        policies::all(),
+        registry::all(),
         threads,
     );
     format!("{}\n{}", r.markdown(true), r.results_csv())

@@ -3,11 +3,11 @@
 use weir::limit::{AimdLimit, CiadLimit, Gradient2Limit, LimitAlgorithm, VegasLimit};
 use weir::{balance::HealthModel, balance::Policy, Config};
 
-use crate::baseline::{
+use crate::policy::baseline::{
     Balanced, LeastLoaded, PeakEwmaP2c, PinUntilError, RandomPick, RoundRobin, WeightedRoundRobin,
 };
+use crate::policy::weir::WeirPolicy;
 use crate::policy::Balance;
-use crate::weir_policy::WeirPolicy;
 
 /// A policy as the report names it.
 pub struct PolicyDef {

@@ -6,11 +6,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use crate::chart::{render_grid, ChartError, Panel, Series};
 use crate::engine;
 use crate::metrics::CellResult;
 use crate::model::{Scenario, Subsetting, SEC};
-use crate::policies::PolicyDef;
+use crate::output::chart::{render_grid, ChartError, Panel, Series};
+use crate::policy::registry::PolicyDef;
 
 /// Policies drawn in each scenario's chart, when the report has them.
 const CHARTED: [&str; 4] = [

@@ -1,10 +1,17 @@
 //! The interface between a simulated client and the balancing policy it uses.
 //!
 //! The simulation is single-threaded, so a policy is a plain `&mut self` object: one instance per client,
-//! never shared. weir's policies reach the real core through [`crate::weir_policy`]; the field's baselines
-//! live in [`crate::baseline`].
+//! never shared. weir's policies reach the real core through [`policy::weir`](self::weir); the field's
+//! baselines live in [`baseline`]; [`registry`] names them all.
+//!
+//! Inside this module `weir` is the child module [`policy::weir`](self::weir), so the core crate is
+//! spelled `::weir`.
 
-use weir::{balance::RawLease, Rng};
+pub mod baseline;
+pub mod registry;
+pub mod weir;
+
+use ::weir::{balance::RawLease, Rng};
 
 /// A server's index in the scenario's server table (stable for the whole run).
 pub type ServerId = usize;
@@ -36,14 +43,14 @@ impl Reply {
     }
 
     /// The outcome weir's core is told (DESIGN.md: timeouts and overload are `Dropped`, connection errors
-    /// `Failure`, HTTP statuses through [`weir::Outcome::from_http_status`]).
-    pub fn outcome(self) -> weir::Outcome {
+    /// `Failure`, HTTP statuses through [`weir::Outcome::from_http_status`](::weir::Outcome::from_http_status)).
+    pub fn outcome(self) -> ::weir::Outcome {
         match self {
             Reply::Status(s) => {
-                weir::Outcome::from_http_status(s).unwrap_or(weir::Outcome::Failure)
+                ::weir::Outcome::from_http_status(s).unwrap_or(::weir::Outcome::Failure)
             }
-            Reply::Refused => weir::Outcome::Failure,
-            Reply::Timeout => weir::Outcome::Dropped,
+            Reply::Refused => ::weir::Outcome::Failure,
+            Reply::Timeout => ::weir::Outcome::Dropped,
         }
     }
 }
