@@ -349,7 +349,7 @@ mod tests {
     }
 
     impl Words {
-        fn new(p: &Prepared, start: u64, floor: f32) -> Words {
+        fn new(start: u64, floor: f32) -> Words {
             Words {
                 rotation: AtomicU64::new(start),
                 active: AtomicU64::new((1 << 32) | u64::from(floor.to_bits())),
@@ -367,7 +367,7 @@ mod tests {
     }
 
     fn rec(h: &Health, p: &Prepared, t: u64, ok: u64, bad: u64) {
-        let words = Words::new(p, 0, 0.0);
+        let words = Words::new(0, 0.0);
         for _ in 0..ok {
             h.record(p, t, true, words.scope());
         }
@@ -382,7 +382,7 @@ mod tests {
         let v = h.view(&p, 0);
         assert_eq!((v.rate, v.has_data, v.floored), (1.0, false, false));
         assert_eq!(h.weight(), 0.0, "not active yet");
-        h.refresh(&p, 123, Words::new(&p, 0, 0.5).scope());
+        h.refresh(&p, 123, Words::new(0, 0.5).scope());
         assert_eq!(h.weight(), 1.0);
     }
 
@@ -406,7 +406,7 @@ mod tests {
         assert_eq!(v6.window, (14, 5));
         assert_eq!(h.weight(), ((num / den).powi(3)) as f32 as f64);
         // A rotation to epoch 6 ages epoch 0 out of the cached weight.
-        let rotated = Words::new(&p, 6 * W, 0.0);
+        let rotated = Words::new(6 * W, 0.0);
         h.refresh(&p, 6 * W, rotated.scope());
         assert_eq!(h.weight(), (v6.rate * v6.rate * v6.rate) as f32 as f64);
         // A release dated before that rotation still reads the window at epoch 6.
@@ -445,7 +445,7 @@ mod tests {
                 rec(&h, &p, t, rng.u64(..3), rng.u64(..3));
             }
             let at = t + rng.u64(..12 * W);
-            h.refresh(&p, at, Words::new(&p, at, 0.0).scope());
+            h.refresh(&p, at, Words::new(at, 0.0).scope());
             let v = h.view(&p, at);
             assert_eq!(h.weight(), p.weight_of(v.rate) as f32 as f64, "case {case}");
             assert_eq!(h.units(), units_of(h.weight() as f32), "case {case}");
@@ -478,7 +478,7 @@ mod tests {
         );
         let floor_w = 0.0001f64 / 3.0;
         let floor_w = floor_w * floor_w * floor_w;
-        h.refresh(&p, 9 * W, Words::new(&p, 0, floor_w as f32).scope());
+        h.refresh(&p, 9 * W, Words::new(0, floor_w as f32).scope());
         assert_eq!(h.weight(), floor_w as f32 as f64);
         // Far later, with no writes, the node still has its last known rate, not 1.0.
         let far = h.view(&p, u64::MAX / 2);
@@ -546,7 +546,7 @@ mod tests {
         .prepare()
         .unwrap();
         let h = Health::new();
-        let words = Words::new(&p, 0, 0.0);
+        let words = Words::new(0, 0.0);
         h.reset(&p.model);
         assert_eq!(h.view(&p, 0).rate, 1.0);
         h.record(&p, 0, false, words.scope());
@@ -557,7 +557,7 @@ mod tests {
         assert_eq!(h.view(&p, 0).rate, 0.625);
         assert_eq!(h.weight(), 0.625f64.powi(3) as f32 as f64);
         // The average is floored: with a floor weight of 0.5 the scan weight is 0.5.
-        h.refresh(&p, 9, Words::new(&p, 0, 0.5).scope());
+        h.refresh(&p, 9, Words::new(0, 0.5).scope());
         assert_eq!(h.weight(), 0.5);
     }
 }
