@@ -123,7 +123,10 @@ pub enum SampleWindow {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WindowedLimit {
-    /// The algorithm fed one aggregate sample per window.
+    /// The algorithm fed one aggregate sample per window. Its initial limit is the wrapper's, under the
+    /// inner algorithm's rule (`min_limit <= initial_limit <= max_limit`; see each algorithm):
+    /// [`validate`](Limit::validate) refuses an inner start outside its bounds with
+    /// [`ConfigError::LimitRange`].
     pub inner: InnerAlgorithm,
     /// Shortest window, ns: a window lasts `clamp(2 * min RTT, min_window_ns, max_window_ns)`.
     pub min_window_ns: u64,
@@ -358,6 +361,7 @@ impl Limit for WindowedLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limit::tests::check_start_rule;
     use crate::limit::{AimdLimit, FixedLimit};
 
     fn s(rtt_ns: u64, inflight: u32, dropped: bool, now_ns: u64) -> Sample {
@@ -536,6 +540,30 @@ mod tests {
         assert_eq!(run(300, false, 1100), 11);
         assert_eq!(run(200, false, 1200), 11);
         assert_eq!(run(100, false, 2003), 9);
+    }
+
+    #[test]
+    fn refuses_an_inner_initial_limit_outside_its_bounds() {
+        use crate::limit::{CiadLimit, Gradient2Limit, GradientLimit, MAX_LIMIT};
+        // Each algorithm's rule holds inside the wrapper too (`check_start_rule` wraps every case).
+        let every = [
+            (InnerAlgorithm::Fixed(FixedLimit::default()), (0, MAX_LIMIT)),
+            (InnerAlgorithm::Aimd(AimdLimit::default()), (20, 200)),
+            (InnerAlgorithm::Vegas(VegasLimit::default()), (1, 1000)),
+            (
+                InnerAlgorithm::Gradient(GradientLimit::default()),
+                (1, 1000),
+            ),
+            (
+                InnerAlgorithm::Gradient2(Gradient2Limit::default()),
+                (20, 200),
+            ),
+            (InnerAlgorithm::Ciad(CiadLimit::default()), (1, 1_000_000)),
+        ];
+        for (inner, bounds) in every {
+            check_start_rule(inner, &[bounds]);
+        }
+        assert_eq!(WindowedLimit::default().validate(), Ok(()));
     }
 
     #[test]
