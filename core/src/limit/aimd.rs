@@ -7,8 +7,9 @@
 //!
 //! State: word 0 holds the integer limit; one compare-and-swap loop applies each sample exactly once.
 
-use super::{check_limits, Limit, LimitState, Sample, MAX_LIMIT};
+use super::{check_limits, saturating_ns, Limit, LimitState, Sample, MAX_LIMIT};
 use crate::balance::error::ConfigError;
+use core::time::Duration;
 
 /// AIMD limit parameters. Defaults are Netflix's: initial 20, min 20, max 200, backoff 0.9, timeout 5 s.
 ///
@@ -36,7 +37,8 @@ pub struct AimdLimit {
     pub max_limit: u32,
     /// Multiplier applied on a drop, in [0.5, 1.0).
     pub backoff_ratio: f64,
-    /// A success slower than this counts as a drop.
+    /// A success slower than this counts as a drop; at least 1 ns (default 5 s). Also settable from a
+    /// [`Duration`] with [`AimdLimit::timeout`].
     pub timeout_ns: u64,
 }
 
@@ -53,6 +55,27 @@ impl Default for AimdLimit {
 }
 
 impl AimdLimit {
+    /// Sets [`timeout_ns`](Self::timeout_ns) from a [`Duration`]: a success slower than `timeout` counts
+    /// as a drop. A duration longer than `u64::MAX` ns (about 584 years) saturates to `u64::MAX`;
+    /// [`Duration::ZERO`] gives 0, which validation refuses.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::limit::{AimdLimit, Limit};
+    /// let aimd = AimdLimit::default().timeout(Duration::from_millis(5));
+    /// assert_eq!(aimd.timeout_ns, 5_000_000);
+    /// assert!(aimd.validate().is_ok());
+    /// assert_eq!(aimd.timeout(Duration::MAX).timeout_ns, u64::MAX);
+    /// assert!(aimd.timeout(Duration::ZERO).validate().is_err());
+    /// ```
+    #[must_use]
+    pub const fn timeout(self, timeout: Duration) -> Self {
+        AimdLimit {
+            timeout_ns: saturating_ns(timeout),
+            ..self
+        }
+    }
+
     /// The next limit after `sample`, given the current one (Java's `_update`).
     #[inline]
     fn next(&self, current: u32, sample: &Sample) -> u32 {
