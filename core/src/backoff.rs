@@ -33,7 +33,9 @@
 //! throughout. Each metric is incremented exactly once per call, after that call's state change.
 
 use crate::internal::sync::{AtomicU64, Ordering::Relaxed};
+use crate::limit::saturating_ns;
 use core::fmt;
+use core::time::Duration;
 use fastrand::Rng;
 
 /// The longest interval a [`Backoff`] can hold: 2^48 − 1 ns, about 78 hours (the interval shares one
@@ -74,7 +76,8 @@ pub enum Jitter {
     Proportional {
         /// The randomization factor, in [0, 1] (seed default 0.3).
         factor: f64,
-        /// The most a delay is moved either way (seed default 2 minutes).
+        /// The most a delay is moved either way, in ns (seed default 2 minutes; or
+        /// [`Jitter::proportional`]).
         max_ns: u64,
     },
     /// AWS "full jitter": the interval grows without jitter; each delay is `u × interval`.
@@ -85,6 +88,27 @@ pub enum Jitter {
     /// initial)` (AWS: `min(cap, U(base, sleep × 3))`, so use `up_multiplier: 3.0` for their formula),
     /// starting from `current = initial`; going down is not randomized. The delay is the interval.
     Decorrelated,
+}
+
+impl Jitter {
+    /// The seed's proportional jitter ([`Jitter::Proportional`]) with the cap given as a [`Duration`]:
+    /// each new interval `x` moves by up to `min(factor·x, max)` either way. A `max` longer than
+    /// `u64::MAX` ns (about 584 years) saturates to `u64::MAX`, which caps nothing.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::backoff::Jitter;
+    /// let j = Jitter::proportional(0.3, Duration::from_secs(120));
+    /// assert_eq!(j, Jitter::default());
+    /// assert_eq!(j, Jitter::Proportional { factor: 0.3, max_ns: 120_000_000_000 });
+    /// ```
+    #[must_use]
+    pub const fn proportional(factor: f64, max: Duration) -> Jitter {
+        Jitter::Proportional {
+            factor,
+            max_ns: saturating_ns(max),
+        }
+    }
 }
 
 impl Default for Jitter {
@@ -107,9 +131,9 @@ impl Default for Jitter {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BackoffConfig {
     /// The first interval, and the floor below which the interval drops to 0 (default 500 ms); at least
-    /// 1 ns and at most `max_ns`.
+    /// 1 ns and at most `max_ns`. Or [`BackoffConfig::initial`].
     pub initial_ns: u64,
-    /// The longest interval (default 15 minutes); at most [`MAX_BACKOFF_NS`].
+    /// The longest interval (default 15 minutes); at most [`MAX_BACKOFF_NS`]. Or [`BackoffConfig::max`].
     pub max_ns: u64,
     /// The factor applied on failure, finite and at least 1 (default 1.5).
     pub up_multiplier: f64,
@@ -135,6 +159,49 @@ impl Default for BackoffConfig {
 }
 
 impl BackoffConfig {
+    /// Sets [`initial_ns`](Self::initial_ns), the first interval and the floor below which the interval
+    /// drops to 0, from a [`Duration`]. A duration longer than `u64::MAX` ns (about 584 years) saturates
+    /// to `u64::MAX`; validation checks the result as any `initial_ns` (1 ns to `max_ns`).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::backoff::BackoffConfig;
+    /// let c = BackoffConfig::default()
+    ///     .initial(Duration::from_millis(10))
+    ///     .max(Duration::from_secs(30));
+    /// assert_eq!((c.initial_ns, c.max_ns), (10_000_000, 30_000_000_000));
+    /// assert!(c.validate().is_ok());
+    /// assert!(c.initial(Duration::from_secs(31)).validate().is_err()); // above max
+    /// ```
+    #[must_use]
+    pub const fn initial(self, initial: Duration) -> Self {
+        BackoffConfig {
+            initial_ns: saturating_ns(initial),
+            ..self
+        }
+    }
+
+    /// Sets [`max_ns`](Self::max_ns), the longest interval, from a [`Duration`]. A duration longer than
+    /// `u64::MAX` ns saturates to `u64::MAX`; validation refuses anything above [`MAX_BACKOFF_NS`]
+    /// (about 78 hours).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::backoff::{BackoffConfig, BackoffConfigError, MAX_BACKOFF_NS};
+    /// let c = BackoffConfig::default().max(Duration::from_nanos(MAX_BACKOFF_NS));
+    /// assert!(c.validate().is_ok());
+    /// let c = c.max(Duration::MAX);
+    /// assert_eq!(c.max_ns, u64::MAX);
+    /// assert_eq!(c.validate(), Err(BackoffConfigError::Max));
+    /// ```
+    #[must_use]
+    pub const fn max(self, max: Duration) -> Self {
+        BackoffConfig {
+            max_ns: saturating_ns(max),
+            ..self
+        }
+    }
+
     /// Checks every parameter and returns the first problem found.
     ///
     /// ```

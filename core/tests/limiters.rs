@@ -245,3 +245,65 @@ fn netflix_simple_limiter_concurrent_vector() {
     assert_eq!(b.stats().released(Outcome::Success), admitted.load(SeqCst));
     assert_eq!(b.node(1, 0).unwrap().in_flight, 0);
 }
+
+/// A limit whose initial value lies outside its own bounds is refused when the balancer is built (not
+/// clamped, not started out of bounds), also inside the windowed wrapper; the edges are accepted.
+#[test]
+fn out_of_bounds_initial_limit_is_refused_at_construction() {
+    use weir::balance::ConfigError;
+    use weir::limit::{AimdLimit, InnerAlgorithm, WindowedLimit, MAX_LIMIT};
+    let build = |limit: LimitAlgorithm| {
+        let config = Config {
+            limit,
+            ..Config::default()
+        };
+        let built = HeapBalancer::with_capacity(1, config).map(|_| ());
+        assert_eq!(built, config.validate(), "{limit:?}");
+        built
+    };
+    let aimd = |initial_limit| AimdLimit {
+        initial_limit,
+        max_limit: 200,
+        ..AimdLimit::default()
+    };
+    // Each algorithm's rule is tested with the algorithm; here, the balancer refuses what they refuse.
+    let refused = [
+        LimitAlgorithm::Fixed(FixedLimit {
+            limit: MAX_LIMIT + 1,
+        }),
+        LimitAlgorithm::Aimd(aimd(500)),
+        LimitAlgorithm::Aimd(aimd(19)),
+        LimitAlgorithm::Vegas(VegasLimit {
+            initial_limit: 0,
+            ..VegasLimit::default()
+        }),
+        LimitAlgorithm::Windowed(WindowedLimit {
+            inner: InnerAlgorithm::Aimd(aimd(500)),
+            ..WindowedLimit::default()
+        }),
+    ];
+    for limit in refused {
+        let e = build(limit).unwrap_err();
+        assert_eq!(e, ConfigError::LimitRange, "{limit:?}");
+        assert!(
+            e.to_string()
+                .contains("min_limit <= initial_limit <= max_limit"),
+            "{e}"
+        );
+    }
+    for limit in [
+        LimitAlgorithm::Aimd(aimd(20)),
+        LimitAlgorithm::Aimd(aimd(200)),
+        LimitAlgorithm::Windowed(WindowedLimit {
+            inner: InnerAlgorithm::Aimd(aimd(200)),
+            ..WindowedLimit::default()
+        }),
+        LimitAlgorithm::Vegas(VegasLimit {
+            initial_limit: 1,
+            ..VegasLimit::default()
+        }),
+        LimitAlgorithm::default(),
+    ] {
+        assert_eq!(build(limit), Ok(()), "{limit:?}");
+    }
+}

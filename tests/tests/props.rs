@@ -108,23 +108,22 @@ fn limit() -> impl Strategy<Value = LimitAlgorithm> {
     prop_oneof![
         (0u32..=3).prop_map(|limit| LimitAlgorithm::Fixed(FixedLimit { limit })),
         (
-            0u32..=3,
             0u32..=2,
-            0u32..=3,
+            0u32..=2,
+            0u32..=2,
             prop_oneof![Just(0.5), Just(0.9)],
             1u64..=1_000_000
         )
-            .prop_map(
-                |(initial_limit, min_limit, extra, backoff_ratio, timeout_ns)| {
-                    LimitAlgorithm::Aimd(AimdLimit {
-                        initial_limit,
-                        min_limit,
-                        max_limit: min_limit + extra,
-                        backoff_ratio,
-                        timeout_ns,
-                    })
-                }
-            ),
+            .prop_map(|(min_limit, up, extra, backoff_ratio, timeout_ns)| {
+                // min_limit <= initial_limit <= max_limit, as validation requires.
+                LimitAlgorithm::Aimd(AimdLimit {
+                    initial_limit: min_limit + up,
+                    min_limit,
+                    max_limit: min_limit + up + extra,
+                    backoff_ratio,
+                    timeout_ns,
+                })
+            }),
         // Limiters whose update draws no random bits (the model feeds 0; the balancer derives its own).
         (1u32..=2, 0u32..=2, 0u32..=2, any::<bool>()).prop_map(
             |(min_limit, up, extra, fast_start)| {

@@ -103,7 +103,10 @@ pub enum ConfigError {
     WeightExponent,
     /// `half_life` must be at least 1 outcome.
     HalfLife,
-    /// A limit must be at most [`MAX_LIMIT`](crate::limit::MAX_LIMIT), and `min_limit <= max_limit`.
+    /// Limits must satisfy `min_limit <= initial_limit <= max_limit <= MAX_LIMIT`
+    /// ([`MAX_LIMIT`](crate::limit::MAX_LIMIT)): an initial limit outside the bounds is refused, not
+    /// clamped. Vegas' `min_limit` is 1; CIAD's `min_limit` must be at least 1; a fixed `limit` must be
+    /// at most `MAX_LIMIT`.
     LimitRange,
     /// A backoff ratio must be in [0.5, 1.0) (AIMD, CIAD, Gradient2's `drop_backoff`), or [0.5, 1.0]
     /// (Gradient).
@@ -147,8 +150,8 @@ impl fmt::Display for ConfigError {
             ConfigError::WeightExponent => "weight_exponent must be finite and in (0, 64]",
             ConfigError::HalfLife => "half_life must be at least 1 outcome",
             ConfigError::LimitRange => {
-                "limits must be <= MAX_LIMIT with min_limit <= max_limit (Vegas: max_limit >= 1; \
-                 CIAD: 1 <= min_limit <= initial_limit <= max_limit)"
+                "limits must satisfy min_limit <= initial_limit <= max_limit <= MAX_LIMIT \
+                 (Vegas: min_limit is 1; CIAD: min_limit >= 1; Fixed: limit <= MAX_LIMIT)"
             }
             ConfigError::BackoffRatio => {
                 "backoff_ratio must be in [0.5, 1.0) ([0.5, 1.0] for Gradient)"

@@ -1,13 +1,15 @@
 //! Additive increase, multiplicative decrease, with Netflix concurrency-limits' rules and defaults
 //! (`AIMDLimit.java`): on a drop or an RTT above `timeout_ns` the limit becomes `trunc(L * backoff_ratio)`;
 //! otherwise, when the request saw at least half the limit in flight (`inflight * 2 >= L`, on the integer
-//! limit), it becomes `L + 1`; then it is clamped to `[min_limit, max_limit]`. Like Netflix's, the initial
-//! limit is not clamped until the first update.
+//! limit), it becomes `L + 1`; then it is clamped to `[min_limit, max_limit]`. Netflix's builder only
+//! warns about an initial limit outside `[min_limit, max_limit]` (its first update clamps it); here
+//! [`Limit::validate`] refuses it.
 //!
 //! State: word 0 holds the integer limit; one compare-and-swap loop applies each sample exactly once.
 
-use super::{check_limits, Limit, LimitState, Sample, MAX_LIMIT};
+use super::{check_limits, saturating_ns, Limit, LimitState, Sample, MAX_LIMIT};
 use crate::balance::error::ConfigError;
+use core::time::Duration;
 
 /// AIMD limit parameters. Defaults are Netflix's: initial 20, min 20, max 200, backoff 0.9, timeout 5 s.
 ///
@@ -21,20 +23,22 @@ use crate::balance::error::ConfigError;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AimdLimit {
-    /// The limit of a fresh node.
+    /// The limit of a fresh node: `min_limit <= initial_limit <= max_limit`, or
+    /// [`validate`](Limit::validate) refuses it with [`ConfigError::LimitRange`] (not clamped).
     pub initial_limit: u32,
-    /// The limit never goes below this after an update.
+    /// The limit never goes below this.
     ///
     /// Netflix's default of 20 is a common surprise (reference §5): however many drops a node returns,
     /// it keeps being offered 20 concurrent requests. Set it to 1 to let drops throttle a struggling node
     /// all the way down, as congestion-limiter and dialogue's CIAD do; the default stays Netflix's so
     /// that the same samples give the same limits.
     pub min_limit: u32,
-    /// The limit never goes above this.
+    /// The limit never goes above this; at most [`MAX_LIMIT`].
     pub max_limit: u32,
     /// Multiplier applied on a drop, in [0.5, 1.0).
     pub backoff_ratio: f64,
-    /// A success slower than this counts as a drop.
+    /// A success slower than this counts as a drop; at least 1 ns (default 5 s). Also settable from a
+    /// [`Duration`] with [`AimdLimit::timeout`].
     pub timeout_ns: u64,
 }
 
@@ -51,6 +55,27 @@ impl Default for AimdLimit {
 }
 
 impl AimdLimit {
+    /// Sets [`timeout_ns`](Self::timeout_ns) from a [`Duration`]: a success slower than `timeout` counts
+    /// as a drop. A duration longer than `u64::MAX` ns (about 584 years) saturates to `u64::MAX`;
+    /// [`Duration::ZERO`] gives 0, which validation refuses.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::limit::{AimdLimit, Limit};
+    /// let aimd = AimdLimit::default().timeout(Duration::from_millis(5));
+    /// assert_eq!(aimd.timeout_ns, 5_000_000);
+    /// assert!(aimd.validate().is_ok());
+    /// assert_eq!(aimd.timeout(Duration::MAX).timeout_ns, u64::MAX);
+    /// assert!(aimd.timeout(Duration::ZERO).validate().is_err());
+    /// ```
+    #[must_use]
+    pub const fn timeout(self, timeout: Duration) -> Self {
+        AimdLimit {
+            timeout_ns: saturating_ns(timeout),
+            ..self
+        }
+    }
+
     /// The next limit after `sample`, given the current one (Java's `_update`).
     #[inline]
     fn next(&self, current: u32, sample: &Sample) -> u32 {
@@ -109,6 +134,7 @@ impl Limit for AimdLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limit::{tests::check_start_rule, InnerAlgorithm};
 
     fn ok(rtt_ns: u64, inflight: u32) -> Sample {
         Sample {
@@ -142,11 +168,13 @@ mod tests {
     // The published Netflix vectors (AIMDLimitTest.java).
     #[test]
     fn netflix_vectors() {
-        // testDefault: initial 10 (below the default min of 20: not clamped until the first update).
+        // testDefault: initial 10 (below the default min of 20: Java reports it until the first update).
+        // Validation refuses this start; unvalidated, it behaves as Java's.
         let d = AimdLimit {
             initial_limit: 10,
             ..AimdLimit::default()
         };
+        assert_eq!(d.validate(), Err(ConfigError::LimitRange));
         let state = LimitState::new();
         d.reset(&state);
         assert_eq!((d.initial_limit(), d.limit(&state)), (10, 10));
@@ -174,7 +202,7 @@ mod tests {
         assert_eq!(step(l, 100, ok(5_000_000_000, 50)), 101);
         assert_eq!(step(l, 100, ok(1, 49)), 100);
         assert_eq!(step(l, 21, drop(1, 1)), 20);
-        // The first update clamps an initial limit below min_limit (Java does the same).
+        // The first update clamps an (unvalidated) initial limit below min_limit, as Java's does.
         assert_eq!(step(l, 10, ok(1, 1)), 20);
     }
 
@@ -251,5 +279,20 @@ mod tests {
             Err(ConfigError::Timeout)
         );
         assert_eq!(base.validate(), Ok(()));
+    }
+
+    #[test]
+    fn refuses_an_initial_limit_outside_min_max() {
+        let d = AimdLimit::default();
+        check_start_rule(
+            InnerAlgorithm::Aimd(d),
+            &[(20, 200), (0, 0), (7, 7), (0, MAX_LIMIT)],
+        );
+        // Validated (and started at 500) before the rule.
+        let high = AimdLimit {
+            initial_limit: 500,
+            ..d
+        };
+        assert_eq!(high.validate(), Err(ConfigError::LimitRange));
     }
 }

@@ -33,11 +33,12 @@ const RAMP_OVER: u64 = 1 << 63;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CiadLimit {
-    /// The limit of a fresh node, in `[min_limit, max_limit]`.
+    /// The limit of a fresh node: `min_limit <= initial_limit <= max_limit`, or
+    /// [`validate`](Limit::validate) refuses it with [`ConfigError::LimitRange`] (not clamped).
     pub initial_limit: u32,
     /// The limit never goes below this; at least 1 (the increase is `1/L`).
     pub min_limit: u32,
-    /// The limit never goes above this.
+    /// The limit never goes above this; at most [`MAX_LIMIT`](super::MAX_LIMIT).
     pub max_limit: u32,
     /// The decrease factor on a drop, and the fraction of the limit in flight that a success must have
     /// seen to raise the limit; in [0.5, 1.0).
@@ -94,10 +95,7 @@ impl Limit for CiadLimit {
 
     fn validate(&self) -> Result<(), ConfigError> {
         check_limits(self.initial_limit, self.min_limit, self.max_limit)?;
-        if self.min_limit == 0
-            || self.initial_limit < self.min_limit
-            || self.initial_limit > self.max_limit
-        {
+        if self.min_limit == 0 {
             return Err(ConfigError::LimitRange);
         }
         // Written so that NaN fails too.
@@ -143,6 +141,8 @@ impl CiadLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limit::MAX_LIMIT;
+    use crate::limit::{tests::check_start_rule, InnerAlgorithm};
 
     fn sample(inflight: u32, dropped: bool) -> Sample {
         Sample {
@@ -228,6 +228,13 @@ mod tests {
         // A reset restarts the ramp.
         c.reset(&st);
         assert_eq!(c.update(&st, &sample(4, false), 0), 5);
+    }
+
+    #[test]
+    fn refuses_an_initial_limit_outside_min_max() {
+        // CIAD refused these starts already; the rule is now every algorithm's.
+        let d = InnerAlgorithm::Ciad(CiadLimit::default());
+        check_start_rule(d, &[(1, 1_000_000), (5, 10), (5, 5), (1, MAX_LIMIT)]);
     }
 
     #[test]

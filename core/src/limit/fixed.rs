@@ -2,7 +2,7 @@
 //!
 //! State: none; the limit is the parameter.
 
-use super::{Limit, LimitState, Sample, MAX_LIMIT};
+use super::{check_limits, Limit, LimitState, Sample, MAX_LIMIT};
 use crate::balance::error::ConfigError;
 
 /// A constant per-node cap on requests in flight.
@@ -18,7 +18,10 @@ use crate::balance::error::ConfigError;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FixedLimit {
-    /// The cap, 0..=[`MAX_LIMIT`]. A cap of 0 keeps the node out of rotation while still a member.
+    /// The cap, and so also the initial limit: 0..=[`MAX_LIMIT`] (its bounds are the cap itself, so the
+    /// rule `min_limit <= initial_limit <= max_limit` of the other algorithms is `limit <= MAX_LIMIT`
+    /// here; [`validate`](Limit::validate) refuses a larger one with
+    /// [`ConfigError::LimitRange`]). A cap of 0 keeps the node out of rotation while still a member.
     pub limit: u32,
 }
 
@@ -34,10 +37,7 @@ impl Limit for FixedLimit {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        if self.limit > MAX_LIMIT {
-            return Err(ConfigError::LimitRange);
-        }
-        Ok(())
+        check_limits(self.limit, 0, MAX_LIMIT)
     }
 
     fn reset(&self, _state: &LimitState) {
@@ -51,5 +51,17 @@ impl Limit for FixedLimit {
 
     fn limit(&self, _state: &LimitState) -> u32 {
         self.limit.min(MAX_LIMIT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limit::{tests::check_start_rule, InnerAlgorithm};
+
+    #[test]
+    fn refuses_a_cap_above_max_limit() {
+        let d = InnerAlgorithm::Fixed(FixedLimit::default());
+        check_start_rule(d, &[(0, MAX_LIMIT)]);
     }
 }

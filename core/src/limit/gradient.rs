@@ -17,8 +17,9 @@
 //!
 //! Deviations: a sample with `rtt_ns == 0` is ignored (Java would compute `0/0` and store NaN); after
 //! every update the estimate is also clamped to `[min_limit, max_limit]`, which differs from Java only when
-//! `max_limit` is below the queue size (Java's probe and floor `q` then exceed `max_limit`, NCL#135) or
-//! the initial limit is outside the bounds; the probe countdown is drawn from the caller's `random` bits
+//! `max_limit` is below the queue size (Java's probe and floor `q` then exceed `max_limit`, NCL#135)
+//! (an initial limit outside the bounds, which Java accepts, is refused by [`Limit::validate`]); the
+//! probe countdown is drawn from the caller's `random` bits
 //! (on a node's first sample, as [`Limit::reset`] takes no randomness).
 //!
 //! State: word 0 = `f64` estimate, word 1 = minimum RTT (ns, 0 = empty), word 2 = probe countdown (low 32
@@ -54,11 +55,13 @@ const MAX_PROBE_INTERVAL: u32 = 1 << 30;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GradientLimit {
-    /// The limit of a fresh node.
+    /// The limit of a fresh node: `min_limit <= initial_limit <= max_limit`, or
+    /// [`validate`](Limit::validate) refuses it with [`ConfigError::LimitRange`] (not clamped).
     pub initial_limit: u32,
-    /// The smoothed decrease never goes below this.
+    /// The estimate never goes below this after an update (Java: only the smoothed decrease and the
+    /// probe; see the module docs).
     pub min_limit: u32,
-    /// The estimate never goes above this (Java's `maxConcurrency`).
+    /// The estimate never goes above this (Java's `maxConcurrency`); at most [`MAX_LIMIT`].
     pub max_limit: u32,
     /// Weight of a decrease against the old estimate, in [0, 1]; increases are not smoothed.
     pub smoothing: f64,
@@ -206,6 +209,7 @@ impl Limit for GradientLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limit::{tests::check_start_rule, InnerAlgorithm};
 
     const MS: u64 = 1_000_000;
 
@@ -297,6 +301,12 @@ mod tests {
             assert_eq!(g.update(&st, &s(10 * MS, 3, i % 2 == 0), 0), 3);
         }
         assert_eq!(g.update(&st, &s(0, 3, false), 0), 3); // zero RTT ignored
+    }
+
+    #[test]
+    fn refuses_an_initial_limit_outside_min_max() {
+        let d = InnerAlgorithm::Gradient(GradientLimit::default());
+        check_start_rule(d, &[(1, 1000), (10, 20), (0, 0), (0, MAX_LIMIT)]);
     }
 
     #[test]

@@ -51,11 +51,12 @@ const DECAY: f64 = 0.95;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Gradient2Limit {
-    /// The limit of a fresh node.
+    /// The limit of a fresh node: `min_limit <= initial_limit <= max_limit`, or
+    /// [`validate`](Limit::validate) refuses it with [`ConfigError::LimitRange`] (not clamped).
     pub initial_limit: u32,
     /// The estimate never goes below this.
     pub min_limit: u32,
-    /// The estimate never goes above this (Java's `maxConcurrency`).
+    /// The estimate never goes above this (Java's `maxConcurrency`); at most [`MAX_LIMIT`].
     pub max_limit: u32,
     /// Weight of the new value against the old estimate, in [0, 1], in both directions.
     pub smoothing: f64,
@@ -173,6 +174,7 @@ impl Limit for Gradient2Limit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limit::{tests::check_start_rule, InnerAlgorithm};
 
     const MS: u64 = 1_000_000;
 
@@ -302,6 +304,12 @@ mod tests {
         assert_eq!(got, [50, 25, 20]);
         assert_eq!(a.load(LONG_RTT), g.long_rtt().empty());
         assert_eq!(g.update(&a, &s(0, 100), 0), 20); // zero RTT ignored
+    }
+
+    #[test]
+    fn refuses_an_initial_limit_outside_min_max() {
+        let d = InnerAlgorithm::Gradient2(Gradient2Limit::default());
+        check_start_rule(d, &[(20, 200), (2, 2), (0, 0), (0, MAX_LIMIT)]);
     }
 
     #[test]

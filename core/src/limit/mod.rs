@@ -26,15 +26,19 @@
 //!   Gradients would compute `0/0` and store NaN);
 //! - every estimate Gradient (v1) computes is also clamped to `[min_limit, max_limit]`; Java's exceeds
 //!   `max_limit` when that is below the queue size (its probe value and its floor are the queue size,
-//!   NCL#135), and can stay under `min_limit` while an initial limit below it grows;
+//!   NCL#135);
 //! - randomness (Vegas' probe jitter, Gradient's probe countdown) comes from the caller's `random` bits,
 //!   so a seeded run is reproducible; its distribution is Java's;
 //! - the windowed wrapper's percentile window holds at most [`PERCENTILE_CAPACITY`] samples, a
 //!   percentile index below 0 is clamped to the smallest sample (Java throws), and Java's builder limits
 //!   (windows of at least 100 ms, at least 10 samples) are not enforced, only positivity.
 //!
-//! Like Java, no algorithm clamps its initial limit: it is reported as configured until an update moves
-//! it (AIMD's first update clamps it to `[min_limit, max_limit]`).
+//! # The initial limit lies within the bounds
+//! Every algorithm's [`validate`](Limit::validate) refuses, with [`ConfigError::LimitRange`], an initial
+//! limit outside the bounds the algorithm keeps its limit in: `min_limit <= initial_limit <= max_limit`
+//! (Vegas: `1 <= initial_limit <= max_limit`; Fixed: `limit <= MAX_LIMIT`), so a node of a balancer never
+//! starts outside them. Java's AIMD builder only warns, and Java reports such a limit until an update
+//! moves it; here it is neither accepted nor clamped, but refused.
 //!
 //! Options for the algorithms' known weaknesses exist but are off by default, so the defaults stay
 //! Netflix's: [`Gradient2Limit::drop_backoff`], [`VegasLimit::baseline_from_drops`],
@@ -69,6 +73,20 @@ pub use vegas::{VegasLimit, VegasStep, VegasThreshold};
 pub use windowed::{SampleWindow, WindowedLimit};
 
 use crate::balance::error::ConfigError;
+use core::time::Duration;
+
+/// `d` in whole nanoseconds, saturating at `u64::MAX` (about 584 years): what the configuration
+/// structs' `Duration` setters (`AimdLimit::timeout`, `ShedderConfig::window`, ...) store in their
+/// `_ns` fields, which validation then checks as it checks any value written there.
+#[inline]
+pub(crate) const fn saturating_ns(d: Duration) -> u64 {
+    let ns = d.as_nanos();
+    if ns > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        ns as u64
+    }
+}
 
 /// The largest concurrency limit a node can have (the limit is stored in 24 bits of the node's control word).
 pub const MAX_LIMIT: u32 = (1 << 24) - 1;
@@ -292,9 +310,9 @@ pub(crate) fn step_estimate(state: &LimitState, mut step: impl FnMut(f64) -> Opt
     }
 }
 
-/// Checks that a limit triple is usable: `min <= max <= MAX_LIMIT`, `initial <= MAX_LIMIT`.
+/// Checks that a limit triple is usable: `min <= initial <= max <= MAX_LIMIT` (so `min <= max` too).
 pub(crate) fn check_limits(initial: u32, min: u32, max: u32) -> Result<(), ConfigError> {
-    if initial > MAX_LIMIT || max > MAX_LIMIT || min > max {
+    if max > MAX_LIMIT || initial < min || initial > max {
         return Err(ConfigError::LimitRange);
     }
     Ok(())
@@ -318,3 +336,79 @@ pub(crate) fn check_tolerance(t: f64) -> Result<(), ConfigError> {
 
 #[cfg(all(test, feature = "std"))]
 mod props;
+
+/// Helpers for the algorithms' tests.
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_convert_to_whole_nanoseconds_saturating() {
+        assert_eq!(saturating_ns(Duration::ZERO), 0);
+        assert_eq!(saturating_ns(Duration::from_nanos(1)), 1);
+        assert_eq!(saturating_ns(Duration::new(5, 7)), 5_000_000_007);
+        assert_eq!(saturating_ns(Duration::from_nanos(u64::MAX)), u64::MAX);
+        assert_eq!(
+            saturating_ns(Duration::from_nanos(u64::MAX) + Duration::from_nanos(1)),
+            u64::MAX
+        );
+        assert_eq!(saturating_ns(Duration::MAX), u64::MAX);
+    }
+
+    /// `a` with its initial limit set to `initial` and its bounds to `[min, max]` (Fixed: the cap is
+    /// `initial`, it has no bounds; Vegas: `max` only, its minimum is 1).
+    pub(crate) fn with_limits(
+        a: InnerAlgorithm,
+        initial: u32,
+        min: u32,
+        max: u32,
+    ) -> InnerAlgorithm {
+        let mut a = a;
+        match &mut a {
+            InnerAlgorithm::Fixed(l) => l.limit = initial,
+            InnerAlgorithm::Aimd(l) => {
+                (l.initial_limit, l.min_limit, l.max_limit) = (initial, min, max)
+            }
+            InnerAlgorithm::Vegas(l) => (l.initial_limit, l.max_limit) = (initial, max),
+            InnerAlgorithm::Gradient(l) => {
+                (l.initial_limit, l.min_limit, l.max_limit) = (initial, min, max)
+            }
+            InnerAlgorithm::Gradient2(l) => {
+                (l.initial_limit, l.min_limit, l.max_limit) = (initial, min, max)
+            }
+            InnerAlgorithm::Ciad(l) => {
+                (l.initial_limit, l.min_limit, l.max_limit) = (initial, min, max)
+            }
+        }
+        a
+    }
+
+    /// Checks the rule `min_limit <= initial_limit <= max_limit` on `a` (valid as given), alone and
+    /// wrapped in a [`WindowedLimit`]: for each `[min, max]` of `bounds`, both edges and the middle are
+    /// accepted; one below `min`, one above `max` and `u32::MAX` are refused with `LimitRange`.
+    pub(crate) fn check_start_rule(a: InnerAlgorithm, bounds: &[(u32, u32)]) {
+        assert_eq!(a.validate(), Ok(()), "{a:?}");
+        for &(min, max) in bounds {
+            let inside = [min, max, min + (max - min) / 2].map(Some);
+            let outside = [min.checked_sub(1), max.checked_add(1), Some(u32::MAX)];
+            for initial in inside.into_iter().chain(outside).flatten() {
+                let inner = with_limits(a, initial, min, max);
+                let expected = if (min..=max).contains(&initial) {
+                    Ok(())
+                } else {
+                    Err(ConfigError::LimitRange)
+                };
+                let windowed = WindowedLimit {
+                    inner,
+                    ..WindowedLimit::default()
+                };
+                for l in [
+                    LimitAlgorithm::from(inner),
+                    LimitAlgorithm::Windowed(windowed),
+                ] {
+                    assert_eq!(l.validate(), expected, "{l:?}");
+                }
+            }
+        }
+    }
+}

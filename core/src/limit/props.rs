@@ -1,6 +1,7 @@
 //! Property tests over every algorithm: for any sample sequence the limit stays within the algorithm's
 //! bounds and its estimate finite; drops never raise AIMD or CIAD and successes never lower them; runs are
-//! deterministic under a seed; unvalidated parameters (NaN, infinities, min > max) never panic.
+//! deterministic under a seed; validation accepts exactly the initial limits within the bounds;
+//! unvalidated parameters (NaN, infinities, min > max, a start out of bounds) never panic.
 
 use super::*;
 use proptest::prelude::*;
@@ -21,18 +22,37 @@ fn as_inner(a: &LimitAlgorithm) -> InnerAlgorithm {
     }
 }
 
-/// The smallest and largest limit an algorithm can report: its bounds, widened to an initial limit
-/// outside them (Netflix does not clamp the initial limit until an update moves it).
+/// The smallest and largest limit an algorithm can report: its bounds (validation keeps the initial
+/// limit within them).
 fn bounds(a: &LimitAlgorithm) -> (u32, u32) {
-    let (lo, hi, initial) = match as_inner(a) {
-        InnerAlgorithm::Fixed(f) => (f.limit, f.limit, f.limit),
-        InnerAlgorithm::Aimd(l) => (l.min_limit, l.max_limit, l.initial_limit),
-        InnerAlgorithm::Vegas(l) => (1, l.max_limit, l.initial_limit),
-        InnerAlgorithm::Gradient(l) => (l.min_limit, l.max_limit, l.initial_limit),
-        InnerAlgorithm::Gradient2(l) => (l.min_limit, l.max_limit, l.initial_limit),
-        InnerAlgorithm::Ciad(l) => (l.min_limit, l.max_limit, l.initial_limit),
-    };
-    (lo.min(initial), hi.max(initial))
+    match as_inner(a) {
+        InnerAlgorithm::Fixed(f) => (f.limit, f.limit),
+        other => start_bounds(other),
+    }
+}
+
+/// The initial limits that validation accepts (all other parameters being valid): `[min_limit,
+/// max_limit]`, Vegas' minimum being 1 and a fixed cap's range `[0, MAX_LIMIT]`.
+fn start_bounds(a: InnerAlgorithm) -> (u32, u32) {
+    match a {
+        InnerAlgorithm::Fixed(_) => (0, MAX_LIMIT),
+        InnerAlgorithm::Aimd(l) => (l.min_limit, l.max_limit),
+        InnerAlgorithm::Vegas(l) => (1, l.max_limit),
+        InnerAlgorithm::Gradient(l) => (l.min_limit, l.max_limit),
+        InnerAlgorithm::Gradient2(l) => (l.min_limit, l.max_limit),
+        InnerAlgorithm::Ciad(l) => (l.min_limit, l.max_limit),
+    }
+}
+
+/// `a` with its (inner algorithm's) initial limit replaced by `initial`, its bounds kept.
+fn with_initial(a: &LimitAlgorithm, initial: u32) -> LimitAlgorithm {
+    let inner = as_inner(a);
+    let (lo, hi) = start_bounds(inner);
+    let inner = tests::with_limits(inner, initial, lo, hi);
+    match *a {
+        LimitAlgorithm::Windowed(w) => LimitAlgorithm::Windowed(WindowedLimit { inner, ..w }),
+        _ => LimitAlgorithm::from(inner),
+    }
 }
 
 /// The algorithm's `f64` estimate, if it keeps one.
@@ -49,8 +69,15 @@ fn ratio() -> impl Strategy<Value = f64> {
 }
 
 fn limits() -> impl Strategy<Value = (u32, u32, u32)> {
-    // (initial, min, max) with min <= max; the initial limit may lie outside them.
-    (0u32..300, 0u32..50, 0u32..300).prop_map(|(initial, min, extra)| (initial, min, min + extra))
+    // (initial, min, max) with min <= initial <= max, the edges often.
+    (0u32..50, 0u32..300, any::<u32>()).prop_map(|(min, extra, pick)| {
+        let initial = match pick % 4 {
+            0 => min,
+            1 => min + extra,
+            _ => min + pick % (extra + 1),
+        };
+        (initial, min, min + extra)
+    })
 }
 
 fn queue() -> impl Strategy<Value = QueueSize> {
@@ -100,7 +127,7 @@ fn ciad() -> impl Strategy<Value = CiadLimit> {
 
 fn vegas() -> impl Strategy<Value = VegasLimit> {
     (
-        (0u32..300, 1u32..400, 0.0..=1.0f64, 1u32..40),
+        (any::<u32>(), 1u32..400, 0.0..=1.0f64, 1u32..40),
         (
             threshold(),
             threshold(),
@@ -112,10 +139,11 @@ fn vegas() -> impl Strategy<Value = VegasLimit> {
     )
         .prop_map(
             |(
-                (initial_limit, max_limit, smoothing, probe_multiplier),
+                (pick, max_limit, smoothing, probe_multiplier),
                 (alpha, beta, threshold, increase, decrease, baseline_from_drops),
             )| VegasLimit {
-                initial_limit,
+                // In [1, max_limit].
+                initial_limit: 1 + pick % max_limit,
                 max_limit,
                 smoothing,
                 probe_multiplier,
@@ -302,9 +330,8 @@ proptest! {
         ciad in ciad(),
         samples in samples(),
     ) {
-        // With the initial limit inside the bounds (CIAD requires it; AIMD lifts one below min_limit to
-        // min_limit on its first update, drop or not, as Netflix's does).
-        let aimd = AimdLimit { initial_limit: aimd.initial_limit.clamp(aimd.min_limit, aimd.max_limit), ..aimd };
+        // The generators keep the initial limit inside the bounds, as validation requires (unvalidated,
+        // AIMD lifts one below min_limit to min_limit on its first update, drop or not, as Netflix's does).
         for a in [LimitAlgorithm::Aimd(aimd), LimitAlgorithm::Ciad(ciad)] {
             let st = LimitState::new();
             a.reset(&st);
@@ -319,6 +346,19 @@ proptest! {
                 }
             }
         }
+    }
+
+    #[test]
+    fn validation_accepts_exactly_the_starts_within_bounds(
+        a in algorithm(),
+        initial in prop_oneof![0u32..400, 999_990u32..1_000_010, Just(MAX_LIMIT), Just(MAX_LIMIT + 1), any::<u32>()],
+    ) {
+        prop_assert_eq!(a.validate(), Ok(()), "{:?}", a);
+        let (lo, hi) = start_bounds(as_inner(&a));
+        let moved = with_initial(&a, initial);
+        prop_assert_eq!(moved.initial_limit(), initial);
+        let expected = if (lo..=hi).contains(&initial) { Ok(()) } else { Err(ConfigError::LimitRange) };
+        prop_assert_eq!(moved.validate(), expected, "{:?}", moved);
     }
 
     #[test]

@@ -133,9 +133,12 @@ impl VegasStep {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VegasLimit {
-    /// The limit of a fresh node.
+    /// The limit of a fresh node: `1 <= initial_limit <= max_limit` (Vegas' `min_limit` is 1), or
+    /// [`validate`](Limit::validate) refuses it with [`ConfigError::LimitRange`] (not clamped). An
+    /// estimate of 0 would never move: every sample would be a probe.
     pub initial_limit: u32,
     /// The estimate never goes above this (Java's `maxConcurrency`); there is no minimum other than 1.
+    /// 1..=[`MAX_LIMIT`].
     pub max_limit: u32,
     /// Weight of the new value against the old estimate, in [0, 1]; 1 = no smoothing.
     pub smoothing: f64,
@@ -287,6 +290,7 @@ impl Limit for VegasLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limit::{tests::check_start_rule, InnerAlgorithm};
 
     const MS: u64 = 1_000_000;
 
@@ -441,6 +445,14 @@ mod tests {
         // A drop before any baseline still decreases: 10 - LOG10(10) = 9.
         v.reset(&st);
         assert_eq!(v.update(&st, &dropped(MS, 10), 0), 9);
+    }
+
+    #[test]
+    fn refuses_an_initial_limit_outside_one_to_max() {
+        let d = InnerAlgorithm::Vegas(VegasLimit::default());
+        // Vegas' minimum is 1: an initial limit of 0 is refused (that estimate would never move, every
+        // sample being a probe).
+        check_start_rule(d, &[(1, 1000), (1, 1), (1, MAX_LIMIT)]);
     }
 
     #[test]

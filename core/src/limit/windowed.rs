@@ -46,8 +46,11 @@
 //! at 2^39 - 1 ns (550 s), which is exact for window lengths up to [`WindowedLimit::MAX_WINDOW_NS`].
 
 use super::state::{W_AGG, W_EXT, W_NEXT, W_SAMPLES};
-use super::{InnerAlgorithm, Limit, LimitState, Sample, VegasLimit, PERCENTILE_CAPACITY};
+use super::{
+    saturating_ns, InnerAlgorithm, Limit, LimitState, Sample, VegasLimit, PERCENTILE_CAPACITY,
+};
 use crate::balance::error::ConfigError;
+use core::time::Duration;
 
 const AVG_COUNT_SHIFT: u32 = 48;
 const AVG_SUM_MASK: u64 = (1 << AVG_COUNT_SHIFT) - 1;
@@ -123,15 +126,21 @@ pub enum SampleWindow {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WindowedLimit {
-    /// The algorithm fed one aggregate sample per window.
+    /// The algorithm fed one aggregate sample per window. Its initial limit is the wrapper's, under the
+    /// inner algorithm's rule (`min_limit <= initial_limit <= max_limit`; see each algorithm):
+    /// [`validate`](Limit::validate) refuses an inner start outside its bounds with
+    /// [`ConfigError::LimitRange`].
     pub inner: InnerAlgorithm,
-    /// Shortest window, ns: a window lasts `clamp(2 * min RTT, min_window_ns, max_window_ns)`.
+    /// Shortest window, ns: a window lasts `clamp(2 * min RTT, min_window_ns, max_window_ns)`; at least 1
+    /// (default 1 s; or [`WindowedLimit::min_window`]).
     pub min_window_ns: u64,
-    /// Longest window, ns; at most [`WindowedLimit::MAX_WINDOW_NS`].
+    /// Longest window, ns; at most [`WindowedLimit::MAX_WINDOW_NS`] (default 1 s; or
+    /// [`WindowedLimit::max_window`]).
     pub max_window_ns: u64,
     /// Windows with fewer samples are discarded (Java's `windowSize`); at least 1.
     pub min_samples: u32,
-    /// Samples faster than this are ignored entirely, drops included (Java's `minRttThreshold`).
+    /// Samples faster than this are ignored entirely, drops included (Java's `minRttThreshold`; default
+    /// 100 µs; or [`WindowedLimit::min_rtt_threshold`]).
     pub min_rtt_threshold_ns: u64,
     /// Average or percentile RTT.
     pub window: SampleWindow,
@@ -162,6 +171,67 @@ struct Closed {
 impl WindowedLimit {
     /// The longest window accepted: 1000 s (the min RTT is stored in 39 bits, exact up to here).
     pub const MAX_WINDOW_NS: u64 = 1_000_000_000_000;
+
+    /// Sets [`min_window_ns`](Self::min_window_ns), the shortest window, from a [`Duration`]. A duration
+    /// longer than `u64::MAX` ns saturates to `u64::MAX` (which validation refuses, as any window above
+    /// [`MAX_WINDOW_NS`](Self::MAX_WINDOW_NS)).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::limit::{Limit, WindowedLimit};
+    /// let w = WindowedLimit::default()
+    ///     .min_window(Duration::from_millis(10))
+    ///     .max_window(Duration::from_millis(500))
+    ///     .min_rtt_threshold(Duration::from_micros(50));
+    /// assert_eq!((w.min_window_ns, w.max_window_ns), (10_000_000, 500_000_000));
+    /// assert_eq!(w.min_rtt_threshold_ns, 50_000);
+    /// assert!(w.validate().is_ok());
+    /// ```
+    #[must_use]
+    pub const fn min_window(self, min_window: Duration) -> Self {
+        WindowedLimit {
+            min_window_ns: saturating_ns(min_window),
+            ..self
+        }
+    }
+
+    /// Sets [`max_window_ns`](Self::max_window_ns), the longest window, from a [`Duration`]. A duration
+    /// longer than `u64::MAX` ns saturates to `u64::MAX`; validation refuses anything above
+    /// [`MAX_WINDOW_NS`](Self::MAX_WINDOW_NS) (1000 s).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::limit::{Limit, WindowedLimit};
+    /// let w = WindowedLimit::default().max_window(Duration::from_secs(2));
+    /// assert_eq!(w.max_window_ns, 2_000_000_000);
+    /// assert!(w.validate().is_ok());
+    /// assert!(w.max_window(Duration::from_secs(1001)).validate().is_err());
+    /// assert_eq!(w.max_window(Duration::MAX).max_window_ns, u64::MAX);
+    /// ```
+    #[must_use]
+    pub const fn max_window(self, max_window: Duration) -> Self {
+        WindowedLimit {
+            max_window_ns: saturating_ns(max_window),
+            ..self
+        }
+    }
+
+    /// Sets [`min_rtt_threshold_ns`](Self::min_rtt_threshold_ns) from a [`Duration`]: samples faster
+    /// than this are ignored. A duration longer than `u64::MAX` ns saturates to `u64::MAX`.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::limit::WindowedLimit;
+    /// let w = WindowedLimit::default().min_rtt_threshold(Duration::ZERO);
+    /// assert_eq!(w.min_rtt_threshold_ns, 0); // no sample is ignored
+    /// ```
+    #[must_use]
+    pub const fn min_rtt_threshold(self, min_rtt_threshold: Duration) -> Self {
+        WindowedLimit {
+            min_rtt_threshold_ns: saturating_ns(min_rtt_threshold),
+            ..self
+        }
+    }
 
     fn capacity(&self) -> u64 {
         match self.window {
@@ -358,6 +428,7 @@ impl Limit for WindowedLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limit::tests::check_start_rule;
     use crate::limit::{AimdLimit, FixedLimit};
 
     fn s(rtt_ns: u64, inflight: u32, dropped: bool, now_ns: u64) -> Sample {
@@ -536,6 +607,30 @@ mod tests {
         assert_eq!(run(300, false, 1100), 11);
         assert_eq!(run(200, false, 1200), 11);
         assert_eq!(run(100, false, 2003), 9);
+    }
+
+    #[test]
+    fn refuses_an_inner_initial_limit_outside_its_bounds() {
+        use crate::limit::{CiadLimit, Gradient2Limit, GradientLimit, MAX_LIMIT};
+        // Each algorithm's rule holds inside the wrapper too (`check_start_rule` wraps every case).
+        let every = [
+            (InnerAlgorithm::Fixed(FixedLimit::default()), (0, MAX_LIMIT)),
+            (InnerAlgorithm::Aimd(AimdLimit::default()), (20, 200)),
+            (InnerAlgorithm::Vegas(VegasLimit::default()), (1, 1000)),
+            (
+                InnerAlgorithm::Gradient(GradientLimit::default()),
+                (1, 1000),
+            ),
+            (
+                InnerAlgorithm::Gradient2(Gradient2Limit::default()),
+                (20, 200),
+            ),
+            (InnerAlgorithm::Ciad(CiadLimit::default()), (1, 1_000_000)),
+        ];
+        for (inner, bounds) in every {
+            check_start_rule(inner, &[bounds]);
+        }
+        assert_eq!(WindowedLimit::default().validate(), Ok(()));
     }
 
     #[test]

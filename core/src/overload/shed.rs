@@ -62,8 +62,10 @@
 //! lapse of a cool-off may lose its "dropped recently" mark, exactly as in go-zero; the next drop sets it.
 
 use crate::internal::sync::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use crate::limit::saturating_ns;
 use crate::overload::window::{Window, MAX_WINDOW_BUCKETS};
 use core::fmt;
+use core::time::Duration;
 
 /// go-zero's `defaultMinRt`: the response time assumed when the window has none (large, so it never
 /// causes drops by itself).
@@ -85,7 +87,7 @@ const NS_PER_MS: u64 = 1_000_000;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ShedderConfig {
-    /// The rolling window's length in nanoseconds (default 5 s).
+    /// The rolling window's length in nanoseconds (default 5 s; or [`ShedderConfig::window`]).
     pub window_ns: u64,
     /// Buckets in the window, 1..=[`MAX_WINDOW_BUCKETS`] (default 50, so 100 ms each). Bucket width is
     /// `window_ns / buckets` and must be at least 1 ns.
@@ -94,7 +96,7 @@ pub struct ShedderConfig {
     /// 900). 0 makes the CPU always count as overloaded, so shedding depends on in-flight load alone.
     pub cpu_threshold: u32,
     /// How long after the last overload observation a shedder that has dropped keeps shedding (default
-    /// 1 s; 0 disables the cool-off).
+    /// 1 s; 0 disables the cool-off; or [`ShedderConfig::cool_off`]).
     pub cool_off_ns: u64,
 }
 
@@ -110,6 +112,47 @@ impl Default for ShedderConfig {
 }
 
 impl ShedderConfig {
+    /// Sets [`window_ns`](Self::window_ns), the rolling window's length, from a [`Duration`]. A duration
+    /// longer than `u64::MAX` ns (about 584 years) saturates to `u64::MAX`; validation checks the
+    /// result as any `window_ns` (at least 1 ns per bucket).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::overload::ShedderConfig;
+    /// let c = ShedderConfig::default()
+    ///     .window(Duration::from_secs(10))
+    ///     .cool_off(Duration::from_millis(500));
+    /// assert_eq!((c.window_ns, c.cool_off_ns), (10_000_000_000, 500_000_000));
+    /// assert!(c.validate().is_ok());
+    /// assert!(c.window(Duration::from_nanos(49)).validate().is_err()); // < 1 ns per bucket
+    /// ```
+    #[must_use]
+    pub const fn window(self, window: Duration) -> Self {
+        ShedderConfig {
+            window_ns: saturating_ns(window),
+            ..self
+        }
+    }
+
+    /// Sets [`cool_off_ns`](Self::cool_off_ns) from a [`Duration`]: how long after the last overload a
+    /// shedder that has dropped keeps shedding ([`Duration::ZERO`] disables the cool-off). A duration
+    /// longer than `u64::MAX` ns saturates to `u64::MAX`.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::overload::ShedderConfig;
+    /// let c = ShedderConfig::default().cool_off(Duration::ZERO);
+    /// assert_eq!(c.cool_off_ns, 0);
+    /// assert_eq!(c.cool_off(Duration::MAX).cool_off_ns, u64::MAX);
+    /// ```
+    #[must_use]
+    pub const fn cool_off(self, cool_off: Duration) -> Self {
+        ShedderConfig {
+            cool_off_ns: saturating_ns(cool_off),
+            ..self
+        }
+    }
+
     /// Checks every parameter and returns the first problem found.
     ///
     /// ```

@@ -33,8 +33,10 @@
 //! All counters are independent statistics (`Relaxed`); the window has its own protocol (`window.rs`).
 
 use crate::internal::sync::{AtomicU64, Ordering::Relaxed};
+use crate::limit::saturating_ns;
 use crate::overload::window::{Window, MAX_WINDOW_BUCKETS};
 use core::fmt;
+use core::time::Duration;
 use fastrand::Rng;
 
 /// Window lanes: requests and accepts per criticality, then retries.
@@ -126,7 +128,7 @@ pub fn rejection_probability(requests: u64, accepts: u64, k: f64) -> f64 {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ThrottleConfig {
-    /// The rolling window's length in nanoseconds (default 2 minutes).
+    /// The rolling window's length in nanoseconds (default 2 minutes; or [`ThrottleConfig::window`]).
     pub window_ns: u64,
     /// Buckets in the window, 1..=[`MAX_WINDOW_BUCKETS`] (default 120, so 1 s each).
     pub buckets: u32,
@@ -152,6 +154,26 @@ impl Default for ThrottleConfig {
 }
 
 impl ThrottleConfig {
+    /// Sets [`window_ns`](Self::window_ns), the rolling window's length, from a [`Duration`]. A duration
+    /// longer than `u64::MAX` ns (about 584 years) saturates to `u64::MAX`; validation checks the
+    /// result as any `window_ns` (at least 1 ns per bucket).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::overload::ThrottleConfig;
+    /// let c = ThrottleConfig::default().window(Duration::from_secs(60));
+    /// assert_eq!(c.window_ns, 60_000_000_000);
+    /// assert!(c.validate().is_ok());
+    /// assert_eq!(c.window(Duration::MAX).window_ns, u64::MAX);
+    /// ```
+    #[must_use]
+    pub const fn window(self, window: Duration) -> Self {
+        ThrottleConfig {
+            window_ns: saturating_ns(window),
+            ..self
+        }
+    }
+
     /// Checks every parameter and returns the first problem found.
     ///
     /// ```

@@ -67,6 +67,33 @@ impl HealthModel {
         width_ns: 5_000_000_000,
         decay: 3.0,
     };
+
+    /// The bucket window ([`HealthModel::Buckets`]) with the bucket width given as a [`Duration`]:
+    /// `count` buckets of `width` each, each weighing `decay` times the next older one. A width longer
+    /// than `u64::MAX` ns (about 584 years) saturates to `u64::MAX`; the balancer's validation checks
+    /// the result as any `width_ns` (at least 1 ns, so [`Duration::ZERO`] is refused).
+    ///
+    /// [`Duration`]: core::time::Duration
+    /// [`Duration::ZERO`]: core::time::Duration::ZERO
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::balance::HealthModel;
+    /// const SEEDS: HealthModel = HealthModel::buckets(6, Duration::from_secs(5), 3.0);
+    /// assert_eq!(SEEDS, HealthModel::SEED_BUCKETS);
+    /// let fine = HealthModel::buckets(8, Duration::from_millis(100), 2.0);
+    /// assert_eq!(fine, HealthModel::Buckets { count: 8, width_ns: 100_000_000, decay: 2.0 });
+    /// let config = weir::Config { health: fine, ..weir::Config::default() };
+    /// assert!(config.validate().is_ok());
+    /// ```
+    #[must_use]
+    pub const fn buckets(count: usize, width: core::time::Duration, decay: f64) -> HealthModel {
+        HealthModel::Buckets {
+            count,
+            width_ns: crate::limit::saturating_ns(width),
+            decay,
+        }
+    }
 }
 
 impl Default for HealthModel {
