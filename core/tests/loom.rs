@@ -507,3 +507,33 @@ fn remove_races_release() {
         assert_eq!(b.node(2, 7).unwrap().window_finished, 1);
     });
 }
+
+/// Model 3c: the span the scans read shrinks while an add claims a slot inside it. Thread A removes the
+/// node in slot 1 (its shrink finds slot 1, and perhaps slot 0, free); the main thread removes the node
+/// in slot 0 and adds a new one, which takes slot 0. However the shrinks and the claim interleave, the
+/// span ends exactly one past slot 0, and the new node is seen and served (a shrink computed before the
+/// claim must not land after it: the span word's version).
+#[test]
+fn shrink_races_add() {
+    model(2, || {
+        let b = Arc::new(balancer(2, 100));
+        b.add(1).unwrap();
+        b.add(2).unwrap();
+        let t = {
+            let b = b.clone();
+            thread::spawn(move || b.remove(2))
+        };
+        b.remove(1).unwrap();
+        b.add(3).unwrap();
+        t.join().unwrap().unwrap();
+
+        assert_eq!(b.slots_in_use(), 1);
+        assert_eq!(b.nodes(0).map(|n| n.id).collect::<Vec<_>>(), [3]);
+        let l = b.acquire(0, &mut Rng::with_seed(1)).unwrap();
+        assert_eq!(l.node_id(), 3);
+        b.release(l, Outcome::Success, 1).unwrap();
+        let st = b.stats();
+        assert_conserved(&st);
+        assert_eq!((st.active_nodes, st.released(Outcome::Success)), (1, 1));
+    });
+}

@@ -207,31 +207,27 @@ struct Model {
     tally: Tally,
     /// The balancer's clock: the start of the epoch of the acquire that last moved it.
     clock: Clock2,
+    /// Which incarnation holds each slot (a member, or a removed one with leases out): adds take the
+    /// lowest free slot, so the scans' span is one past the highest held slot.
+    slots: Vec<Option<u64>>,
 }
 
 /// The balancer's clock as its documentation states it: epochs of the bucket width (or
-/// `CLOCK_EPOCH_NS`, with 6 epochs as the window); it starts at epoch 0; an acquire moves it to the
-/// acquire's own epoch unless `now` lies in `[start - width, start + width)`; a release is dated no later
-/// than `start + (count + 1) * width`.
+/// `CLOCK_EPOCH_NS`); it starts at epoch 0; an acquire moves it to the acquire's own epoch unless `now`
+/// lies in `[start - width, start + width)`; a release is dated no later than the last nanosecond of the
+/// epoch after the clock's.
 struct Clock2 {
     width: u64,
-    count: u64,
     start: u64,
 }
 
 impl Clock2 {
     fn new(config: &Config) -> Clock2 {
-        let (width, count) = match config.health {
-            HealthModel::Buckets {
-                width_ns, count, ..
-            } => (width_ns, count as u64),
-            HealthModel::Ewma { .. } => (weir::balance::CLOCK_EPOCH_NS, 6),
+        let width = match config.health {
+            HealthModel::Buckets { width_ns, .. } => width_ns,
+            HealthModel::Ewma { .. } => weir::balance::CLOCK_EPOCH_NS,
         };
-        Clock2 {
-            width,
-            count,
-            start: 0,
-        }
+        Clock2 { width, start: 0 }
     }
 
     fn acquire(&mut self, now: u64) {
@@ -245,10 +241,7 @@ impl Clock2 {
     }
 
     fn date(&self, t: u64) -> u64 {
-        t.min(
-            self.start
-                .saturating_add(self.width.saturating_mul(self.count + 1)),
-        )
+        t.min(self.start.saturating_add(self.width.saturating_mul(2) - 1))
     }
 }
 
@@ -262,7 +255,24 @@ impl Model {
             next_inc: 0,
             tally: Tally::default(),
             clock: Clock2::new(&config),
+            slots: vec![None; capacity],
         }
+    }
+
+    fn free(&mut self, inc: u64) {
+        for s in &mut self.slots {
+            if *s == Some(inc) {
+                *s = None;
+            }
+        }
+    }
+
+    /// How many slots the scans read: one past the highest slot held.
+    fn span(&self) -> usize {
+        self.slots
+            .iter()
+            .rposition(Option::is_some)
+            .map_or(0, |i| i + 1)
     }
 
     fn active(&self) -> u32 {
@@ -289,6 +299,12 @@ impl Model {
             },
         };
         self.next_inc += 1;
+        let free = self
+            .slots
+            .iter()
+            .position(Option::is_none)
+            .expect("a free slot");
+        self.slots[free] = Some(self.next_inc);
         let limit_state = Arc::new(LimitState::new());
         self.config.limit.reset(&limit_state);
         self.members.insert(
@@ -312,6 +328,8 @@ impl Model {
             .ok_or(MembershipError::UnknownId(id))?;
         if m.in_flight > 0 {
             self.draining.insert(m.inc, m.in_flight);
+        } else {
+            self.free(m.inc);
         }
         Ok(())
     }
@@ -382,6 +400,7 @@ impl Model {
                 *left -= 1;
                 if *left == 0 {
                     self.draining.remove(&inc);
+                    self.free(inc);
                 }
                 self.tally.stale += 1;
                 Err(ReleaseError::NodeRemoved { id })
@@ -522,6 +541,8 @@ fn check_stats(b: &HeapBalancer, model: &Model, outstanding: usize) -> Result<()
         (t.rejected_all_busy, t.rejected_no_active)
     );
     prop_assert_eq!(st.in_flight, outstanding as u64);
+    // The scan bound: the scans read exactly the slots up to the highest one held, never the capacity.
+    prop_assert_eq!(b.slots_in_use(), model.span());
     prop_assert_eq!(
         st.acquired,
         st.released_total() + st.released_stale + st.in_flight

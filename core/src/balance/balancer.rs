@@ -377,15 +377,14 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
 
     /// Reports the outcome of a lease's call; `now` is monotonic nanoseconds.
     ///
-    /// The release is dated at `now`, but never later than one health window past the end of the
-    /// balancer's clock epoch: `start + (count + 1) * width`, where the clock is the epoch of the newest
-    /// acquire (the acquires keep it; with the seeds' 6 buckets of 5 s the horizon is 35 s past that
-    /// epoch's start; the average model keeps the same clock with epochs of
-    /// [`CLOCK_EPOCH_NS`](crate::balance::CLOCK_EPOCH_NS)). A wild `now` (days ahead, `u64::MAX`) so
-    /// cannot move a node's window far into the future: its outcome counts, and the window ages normally
-    /// once the clock has passed the horizon. A call that outlasts the horizon while no acquire moves the
-    /// clock is dated at it. The RTT fed to the limiter is the dated `now - acquired_at` (0 if `now` is
-    /// earlier).
+    /// The release is dated at `now`, but never later than the end of the epoch after the balancer's
+    /// clock epoch. The clock is the epoch of the newest acquire (acquires keep it; an epoch is the bucket
+    /// width, 5 s in the seeds' window, or [`CLOCK_EPOCH_NS`](crate::balance::CLOCK_EPOCH_NS) under the
+    /// average model), so a release dated at its limit is one that could have come a moment after the
+    /// newest acquire: a wild `now` (days ahead, `u64::MAX`) cannot move a node's window into the future,
+    /// erase its earlier outcomes or stop its window from ageing. The price: a call that outlasts the
+    /// next epoch while nothing else is acquired is dated at that epoch's end, and the RTT fed to the
+    /// limiter, the dated `now - acquired_at` (0 if `now` is earlier), is cut there too.
     ///
     /// A lease whose node was removed meanwhile returns its in-flight slot and records nothing else
     /// ([`ReleaseError::NodeRemoved`]). A lease from another balancer, or a raw lease that matches no

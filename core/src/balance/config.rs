@@ -60,8 +60,8 @@ pub(crate) struct Prepared {
     /// model), kept in the rotation word by the acquires (see `Balancer::rotate`).
     pub(crate) clock: crate::internal::div::Divisor,
     pub(crate) clock_ns: u64,
-    /// How far past the clock's epoch start a release is dated at the latest: the epoch itself and one
-    /// window after it, `(count + 1) * width` (see [`Balancer::release`](crate::Balancer::release)).
+    /// How far past the clock's epoch start a release is dated at the latest: to the last nanosecond of
+    /// the epoch after the clock's, `2 * width - 1` (see [`Balancer::release`](crate::Balancer::release)).
     pub(crate) reach: u64,
     /// The weight caches are kept for one clock epoch, `[start, start + width)`; an acquire whose `now`
     /// lies in `[start - lag, start + width)` trusts them (a thread whose clock reading is up to one
@@ -70,8 +70,8 @@ pub(crate) struct Prepared {
     pub(crate) rotation_lag: u64,
 }
 
-/// The balancer's clock epoch under the average model, which has no buckets of its own: it keeps the
-/// clock that dates releases as the seeds' window would (epochs of 5 s, a reach of 7 of them; see
+/// The balancer's clock epoch under the average model, which has no buckets of its own: the clock that
+/// dates releases keeps epochs of this width, as the seeds' 5 s buckets would (see
 /// [`Balancer::release`](crate::Balancer::release)).
 pub const CLOCK_EPOCH_NS: u64 = 5_000_000_000;
 
@@ -153,13 +153,11 @@ impl Config {
         } else {
             None
         };
-        let (clock_ns, epochs) = match self.health {
-            HealthModel::Buckets {
-                width_ns, count, ..
-            } => (width_ns, count as u64),
-            HealthModel::Ewma { .. } => (CLOCK_EPOCH_NS, 6),
+        let clock_ns = match self.health {
+            HealthModel::Buckets { width_ns, .. } => width_ns,
+            HealthModel::Ewma { .. } => CLOCK_EPOCH_NS,
         };
-        let reach = clock_ns.saturating_mul(epochs + 1);
+        let reach = clock_ns.saturating_mul(2) - 1;
         // `width_ns >= 1` was checked with the model.
         let clock = crate::internal::div::Divisor::new(clock_ns).ok_or(ConfigError::BucketWidth)?;
         let rotation_lag = clock_ns;
@@ -189,8 +187,8 @@ impl Prepared {
         crate::balance::health::epoch_at(now, self.clock).saturating_mul(self.clock_ns)
     }
 
-    /// The latest `now` a release is dated at while the rotation word is `rotation`: one window past the
-    /// end of the rotation's epoch (see [`Balancer::release`](crate::Balancer::release)).
+    /// The latest `now` a release is dated at while the rotation word is `rotation`: the end of the epoch
+    /// after the rotation's (see [`Balancer::release`](crate::Balancer::release)).
     #[inline]
     pub(crate) fn horizon(&self, rotation: u64) -> u64 {
         rotation.saturating_add(self.reach)
