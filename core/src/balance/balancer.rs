@@ -10,6 +10,7 @@ use crate::balance::slot::{
     self, NodeSlot, ACTIVE, CLAIMED, KILLED, LAME_DUCK, REGISTERING, VACANT,
 };
 use crate::balance::snapshot::{NodeSnapshot, NodeState, Stats};
+use crate::internal::pad::cache_padded;
 use crate::internal::splitmix::SplitMix64;
 use crate::internal::sync::{fence, AtomicU64, Ordering::*};
 use crate::limit::{Limit, LimitAlgorithm, Sample};
@@ -76,12 +77,13 @@ fn is_free(c: u64) -> bool {
     slot::state(c) == VACANT && slot::inflight(c) == 0
 }
 
-/// The refusal counters, padded to their own cache lines.
-#[derive(Debug)]
-#[repr(align(128))]
-struct Rejections {
-    busy: AtomicU64,
-    empty: AtomicU64,
+cache_padded! {
+    /// The refusal counters, padded to their own cache lines.
+    #[derive(Debug)]
+    struct Rejections {
+        busy: AtomicU64,
+        empty: AtomicU64,
+    }
 }
 
 impl<S: AsRef<[NodeSlot]>> Balancer<S> {

@@ -10,6 +10,7 @@
 //! raw-parts interface of the bindings.
 
 use crate::balance::health::Health;
+use crate::internal::pad::cache_padded;
 use crate::internal::sync::AtomicU64;
 use crate::limit::LimitState;
 
@@ -65,32 +66,48 @@ pub(crate) const fn with_limit(c: u64, l: u64) -> u64 {
     (c & !(FIELD_MASK << LIMIT_SHIFT)) | ((l & FIELD_MASK) << LIMIT_SHIFT)
 }
 
-/// Storage for one node of a [`Balancer`](crate::balance::Balancer). Build an array or boxed slice of these and
-/// hand it to the balancer; its contents are private.
-///
-/// ```
-/// use weir::{Balancer, Config, NodeSlot};
-/// // no_std style: a fixed array (it can live in a `static`).
-/// static SLOTS: [NodeSlot; 4] = [const { NodeSlot::new() }; 4];
-/// let balancer = Balancer::new(&SLOTS[..], Config::default()).unwrap();
-/// assert_eq!(balancer.capacity(), 4);
-/// ```
-#[derive(Debug)]
-#[repr(C, align(128))]
-pub struct NodeSlot {
-    // Everything a release writes is in the first 128 bytes (two lines the prefetcher pairs).
-    pub(crate) ctl: AtomicU64,
-    pub(crate) health: Health,
-    pub(crate) id: AtomicU64,
-    /// Leases released with each [`Outcome`](crate::balance::Outcome), by its code.
-    pub(crate) released: [AtomicU64; 4],
-    /// Leases released after their node was removed.
-    pub(crate) stale: AtomicU64,
-    /// The limit algorithm's state, reset on add and updated by `Success`/`Dropped` releases.
-    pub(crate) limit: LimitState,
-    /// The tag of the balancer that holds this slot, 0 when none does (see `Balancer::new`).
-    pub(crate) owner: AtomicU64,
+cache_padded! {
+    /// Storage for one node of a [`Balancer`](crate::balance::Balancer). Build an array or boxed slice of these and
+    /// hand it to the balancer; its contents are private.
+    ///
+    /// A slot is padded to the target's cache line so that nodes never share one (see the README for the
+    /// size per target: 384 bytes on x86_64 and aarch64, 320 on riscv64, 288 on 32-bit ARM).
+    ///
+    /// ```
+    /// use weir::{Balancer, Config, NodeSlot};
+    /// // no_std style: a fixed array (it can live in a `static`).
+    /// static SLOTS: [NodeSlot; 4] = [const { NodeSlot::new() }; 4];
+    /// let balancer = Balancer::new(&SLOTS[..], Config::default()).unwrap();
+    /// assert_eq!(balancer.capacity(), 4);
+    /// ```
+    #[derive(Debug)]
+    #[repr(C)]
+    pub struct NodeSlot {
+        // The scan reads `ctl` and the first word of `health`: both in the slot's first 32 bytes, one line
+        // on every target.
+        pub(crate) ctl: AtomicU64,
+        pub(crate) health: Health,
+        pub(crate) id: AtomicU64,
+        /// Leases released with each [`Outcome`](crate::balance::Outcome), by its code.
+        pub(crate) released: [AtomicU64; 4],
+        /// Leases released after their node was removed.
+        pub(crate) stale: AtomicU64,
+        /// The limit algorithm's state, reset on add and updated by `Success`/`Dropped` releases.
+        pub(crate) limit: LimitState,
+        /// The tag of the balancer that holds this slot, 0 when none does (see `Balancer::new`).
+        pub(crate) owner: AtomicU64,
+    }
 }
+
+/// The bytes a slot holds before padding: the sizes the README states per target follow from it
+/// (384 with 128-byte lines, 320 with 64, 288 with 32), and every target the build runs for checks them.
+#[cfg(not(loom))]
+const SLOT_CONTENT: usize = 280;
+#[cfg(not(loom))]
+const _: () = assert!(
+    core::mem::size_of::<NodeSlot>()
+        == SLOT_CONTENT.div_ceil(crate::internal::pad::LINE) * crate::internal::pad::LINE
+);
 
 impl NodeSlot {
     /// An empty slot.
@@ -151,8 +168,9 @@ mod tests {
 
     #[test]
     fn slot_is_padded() {
-        assert_eq!(core::mem::align_of::<NodeSlot>(), 128);
-        assert_eq!(core::mem::size_of::<NodeSlot>() % 128, 0);
+        use crate::internal::pad::LINE;
+        assert_eq!(core::mem::align_of::<NodeSlot>(), LINE);
+        assert_eq!(core::mem::size_of::<NodeSlot>() % LINE, 0);
     }
 
     #[test]

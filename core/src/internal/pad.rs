@@ -1,0 +1,68 @@
+//! Cache-line padding per target, by the rule of crossbeam-utils' `CachePadded`: 128 bytes where the
+//! prefetcher pulls lines in pairs (x86_64, aarch64, powerpc64), 256 on s390x, 32 on 32-bit ARM, MIPS,
+//! SPARC and Hexagon (Cortex-M parts have no data cache at all, or 32-byte lines), 16 on m68k, 64
+//! elsewhere (riscv64 among them). A node's slot is padded to this, so a microcontroller does not spend
+//! 384 bytes a node on padding meant for a server.
+
+/// Puts the target's cache-line alignment ([`LINE`]) on a struct.
+macro_rules! cache_padded {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident $body:tt) => {
+        $(#[$meta])*
+        #[cfg_attr(
+            any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "powerpc64"),
+            repr(align(128))
+        )]
+        #[cfg_attr(target_arch = "s390x", repr(align(256)))]
+        #[cfg_attr(
+            any(
+                target_arch = "arm",
+                target_arch = "mips",
+                target_arch = "mips64",
+                target_arch = "sparc",
+                target_arch = "hexagon"
+            ),
+            repr(align(32))
+        )]
+        #[cfg_attr(target_arch = "m68k", repr(align(16)))]
+        #[cfg_attr(
+            not(any(
+                target_arch = "x86_64",
+                target_arch = "aarch64",
+                target_arch = "powerpc64",
+                target_arch = "s390x",
+                target_arch = "arm",
+                target_arch = "mips",
+                target_arch = "mips64",
+                target_arch = "sparc",
+                target_arch = "hexagon",
+                target_arch = "m68k"
+            )),
+            repr(align(64))
+        )]
+        $vis struct $name $body
+    };
+}
+pub(crate) use cache_padded;
+
+/// The alignment [`cache_padded`] gives on this target, in bytes.
+pub(crate) const LINE: usize = if cfg!(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "powerpc64"
+)) {
+    128
+} else if cfg!(target_arch = "s390x") {
+    256
+} else if cfg!(any(
+    target_arch = "arm",
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "sparc",
+    target_arch = "hexagon"
+)) {
+    32
+} else if cfg!(target_arch = "m68k") {
+    16
+} else {
+    64
+};
