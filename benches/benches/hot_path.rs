@@ -8,6 +8,7 @@
 //! - `pair/mutex/{n}`: the same algorithm behind one `Mutex<Vec<..>>` (`weir_benches::MutexBalancer`);
 //! - `pair/tower-peak-ewma/{n}`, `pair/tower-pending/{n}`: tower 0.5 `Balance` (p2c) with `PeakEwma` or
 //!   `PendingRequests` over `n` always-ready services (see `tower_load`);
+//! - `capacity/weir-3/{3,65536}`: the default pair over 3 members in a balancer of 3 slots and of 65,536;
 //! - `limiter/{fixed,aimd,vegas,gradient,gradient2,ciad,windowed}/16`: the default pair (cascade,
 //!   buckets) with each limit algorithm at its defaults, fed RTTs from the virtual clock;
 //! - `floor/cas`, `floor/fastrand`, `floor/driver`, `floor/scan/{n}`: one uncontended compare-and-swap,
@@ -26,7 +27,7 @@ use std::time::Duration;
 use weir::Config;
 use weir_benches::{
     config, limiters, weir_memory, Cas, Crew, DriverLoad, MutexBalancer, MutexLoad, PaddedScan,
-    RoundTrip, WeirLoad, Workload, HEALTHS, NODE_COUNTS, POLICIES,
+    RoundTrip, WeirLoad, Workload, HEALTHS, NODE_COUNTS, POLICIES, SPARSE_CAPACITY,
 };
 
 mod tower_load;
@@ -79,6 +80,18 @@ fn pair(c: &mut Criterion) {
             n,
             &mut tower_load::pending_requests(n),
         );
+    }
+    g.finish();
+}
+
+/// The same three members in a balancer of 3 slots and of [`SPARSE_CAPACITY`]: scans cover the slots
+/// in use, so the two must cost the same (target: within 1.5x).
+fn capacity(c: &mut Criterion) {
+    let mut g = c.benchmark_group("capacity");
+    g.throughput(Throughput::Elements(1));
+    for cap in [3, SPARSE_CAPACITY] {
+        let mut w = WeirLoad::sparse(3, cap, Config::default());
+        g.bench_function(BenchmarkId::new("weir-3", cap), |b| b.iter(|| w.pair()));
     }
     g.finish();
 }
@@ -216,6 +229,6 @@ fn defaults() -> Criterion {
 criterion_group! {
     name = benches;
     config = defaults();
-    targets = memory, pair, limiter, floor, threads
+    targets = memory, pair, capacity, limiter, floor, threads
 }
 criterion_main!(benches);

@@ -21,7 +21,8 @@
 //! rounds drops the rounds that a preemption hit.
 //!
 //! With no arguments (`cargo bench --bench pairs`, or `cargo test --benches`) it does `allocations`.
-//! Names are the criterion ids' function names: `weir-{cascade,approx,pick}-{buckets,ewma}`, `mutex`,
+//! Names are the criterion ids' function names: `weir-{cascade,approx,pick}-{buckets,ewma}`,
+//! `weir-sparse` (N members in a balancer of `SPARSE_CAPACITY` slots), `mutex`,
 //! `tower-peak-ewma`, `tower-pending`, `limiter-{fixed,aimd,...}`, and the floors `driver`, `cas`,
 //! `fastrand`, `scan`. The counting allocator installed here costs a few instructions per allocation
 //! (weir and the Mutex baseline make none per pair; tower's count includes them).
@@ -32,7 +33,8 @@ use std::time::Instant;
 use weir::Config;
 use weir_alloc_counter::{allocations, CountingAlloc};
 use weir_benches::{
-    config, limiters, Cas, DriverLoad, MutexLoad, PaddedScan, WeirLoad, Workload, HEALTHS, POLICIES,
+    config, limiters, Cas, DriverLoad, MutexLoad, PaddedScan, WeirLoad, Workload, HEALTHS,
+    POLICIES, SPARSE_CAPACITY,
 };
 
 mod tower_load;
@@ -92,6 +94,7 @@ fn with_workload(name: &str, n: usize, act: &mut impl Act) -> bool {
         }
     }
     match name {
+        "weir-sparse" => act.on(WeirLoad::sparse(n, SPARSE_CAPACITY, Config::default())),
         "mutex" => act.on(MutexLoad::new(n)),
         "tower-peak-ewma" => act.on(tower_load::peak_ewma(n)),
         "tower-pending" => act.on(tower_load::pending_requests(n)),
@@ -111,7 +114,7 @@ fn names() -> Vec<String> {
             out.push(format!("weir-{pn}-{hn}"));
         }
     }
-    out.extend(["mutex", "tower-peak-ewma", "tower-pending"].map(String::from));
+    out.extend(["weir-sparse", "mutex", "tower-peak-ewma", "tower-pending"].map(String::from));
     out.extend(limiters().map(|(ln, _)| format!("limiter-{ln}")));
     out.extend(["driver", "cas", "fastrand", "scan"].map(String::from));
     out
@@ -193,6 +196,8 @@ fn interleave() {
             ("tower-pending", 16),
             ("limiter-fixed", 64),
             ("mutex", 64),
+            ("limiter-fixed", 3),
+            ("weir-sparse", 3),
         ]
         .map(|(n, k)| (n.to_string(), k)),
     );
@@ -234,14 +239,11 @@ fn interleave() {
             "weir-bench-fact: interleaved.{name}.p10_ns {:.2}",
             t[t.len() / 10]
         );
-        // weir's own reference is the first workload at 16 nodes, or the 64-node one for 64 nodes.
-        let reference = if name.ends_with(".64") {
-            loads
-                .iter()
-                .position(|(n, _, _)| n == "weir-cascade-buckets.64")
-        } else {
-            Some(0)
-        };
+        // weir's own reference is the default pair over the same number of nodes.
+        let nodes = name.rsplit('.').next().unwrap_or("16");
+        let reference = loads
+            .iter()
+            .position(|(n, _, _)| *n == format!("weir-cascade-buckets.{nodes}"));
         if let Some(r) = reference.filter(|&r| r != i) {
             let mut ratios: Vec<f64> = times[i].iter().zip(&times[r]).map(|(a, b)| a / b).collect();
             println!(

@@ -37,6 +37,9 @@ use weir::{
 /// Node counts of the hot-path benchmarks.
 pub const NODE_COUNTS: [usize; 4] = [3, 16, 64, 256];
 
+/// The capacity of the sparse workloads: the most slots a balancer can have ([`weir::balance::MAX_NODES`]).
+pub const SPARSE_CAPACITY: usize = weir::balance::MAX_NODES;
+
 /// The EWMA health model benchmarked beside the default buckets: a half-life of 20 outcomes.
 pub const EWMA: HealthModel = HealthModel::Ewma { half_life: 20 };
 

@@ -206,12 +206,25 @@ impl WeirLoad {
         Self::on(Arc::new(balancer), 0)
     }
 
-    /// Another workload (thread number `thread`) on a shared balancer over nodes `0..capacity`.
+    /// [`WeirLoad::new`] with `n` members in a balancer of `capacity` slots: what a large capacity costs
+    /// when few of its slots are used (the members take the lowest slots).
+    ///
+    /// # Panics
+    /// If `config` is invalid, `n > capacity`, or an acquire is refused.
+    pub fn sparse(n: usize, capacity: usize, config: Config) -> Self {
+        let balancer = Balancer::with_capacity(capacity, config).expect("a valid benchmark config");
+        for id in 0..n as u64 {
+            balancer.add(id).expect("capacity for every node");
+        }
+        Self::on(Arc::new(balancer), 0)
+    }
+
+    /// Another workload (thread number `thread`) on a shared balancer over its members, nodes `0..n`.
     ///
     /// # Panics
     /// If an acquire is refused.
     pub fn on(balancer: Arc<HeapBalancer>, thread: u64) -> Self {
-        let n = balancer.capacity();
+        let n = balancer.stats().active_nodes as usize;
         let mut load = WeirLoad {
             balancer,
             ring: [const { None }; OUTSTANDING],

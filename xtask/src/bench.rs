@@ -625,6 +625,11 @@ fn results_md(t: &Facts, i: &Facts) -> String {
 
     // Targets.
     let mutex16 = d.pair("mutex", 16);
+    // Scans cover the slots in use: three members cost the same in 3 slots as in 65,536.
+    let sparse = match (d.ns("capacity/weir-3/65536"), d.ns("capacity/weir-3/3")) {
+        (Some(big), Some(small)) if small > 0.0 => Some(big / small),
+        _ => None,
+    };
     let tower16 = d.pair("tower-peak-ewma", 16);
     let per_node_ns = match (t16, d.pair("weir-cascade-buckets", 64)) {
         (Some(a), Some(b)) => Some((b - a) / 48.0),
@@ -713,6 +718,15 @@ fn results_md(t: &Facts, i: &Facts) -> String {
             count(i16),
             verdict(i16, 700.0, true, ""),
             dash(),
+        ),
+        (
+            "3 members at capacity 65,536 ≤ 1.5x capacity 3",
+            opt(sparse, x2),
+            verdict(sparse, 1.5, true, "x"),
+            (
+                opt(il("weir-sparse.3.vs_weir"), x2),
+                verdict(il("weir-sparse.3.vs_weir"), 1.5, true, "x"),
+            ),
         ),
         (
             "≥ 3x faster than the Mutex baseline",
