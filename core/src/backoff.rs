@@ -1,8 +1,8 @@
-//! Responsive exponential backoff (the seeds' `AutoSleeper`): the delay goes up by a multiplier on each
+//! Responsive exponential backoff ([the seed's](crate#vocabulary) `AutoSleeper`): the delay goes up by a multiplier on each
 //! failure and down by another after every N consecutive successes, dropping to zero once it falls below
 //! the initial interval. Unlike the seed's, one [`Backoff`] is safe to share between many workers: its
 //! whole state (the current interval and the success streak) is one atomic word updated by
-//! compare-and-swap, and its metrics are atomic counters, so they stay exact under any interleaving.
+//! compare-and-swap, and its statistics are atomic counters, so they stay exact under any interleaving.
 //!
 //! It returns the delay ([`Delay`]); the caller sleeps (with `std`, [`Backoff::sleep_on_failure`] and
 //! [`Backoff::sleep_on_success`] do it for you).
@@ -33,7 +33,7 @@
 //! throughout. Each metric is incremented exactly once per call, after that call's state change.
 
 use crate::internal::sync::{AtomicU64, Ordering::Relaxed};
-use crate::limit::saturating_ns;
+use crate::internal::time::saturating_ns;
 use core::fmt;
 use core::time::Duration;
 use fastrand::Rng;
@@ -120,7 +120,7 @@ impl Default for Jitter {
     }
 }
 
-/// Configuration of a [`Backoff`]; the defaults are the seed's `NewAutoSleeper`.
+/// Configuration of a [`Backoff`]; the defaults are [the seed's](crate#vocabulary) `NewAutoSleeper`.
 ///
 /// ```
 /// let c = weir::backoff::BackoffConfig::default();
@@ -602,6 +602,7 @@ fn decorrelated(initial: u64, hi: f64, rng: &mut Rng) -> f64 {
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl Backoff {
     /// [`Backoff::on_failure`], then sleeps the delay on this thread; returns it.
     ///

@@ -29,12 +29,21 @@
 //! generator where it takes one.
 //!
 //! # Vocabulary
-//! weir was built from five source texts, and its documentation names two of them:
-//! - **the seeds'**: the algorithm of the original design note that weir implements exactly, a
-//!   success-rate window of time buckets with a sticky bucket, weights `success_rate³`, a weighted random
-//!   fallback cascade over the nodes, and a fixed concurrency limit of 100 per node;
-//! - **the gist's**: a later published sketch of the same idea that approximates the cascade by sorting
-//!   (see [`Policy::CascadeApprox`](balance::Policy::CascadeApprox)).
+//! weir implements public texts exactly, and its documentation names them by a short word:
+//! - **the seeds'** (the seeds' algorithm, buckets, window, cascade): the algorithm of the blog post
+//!   "Adaptive load balancing" (2019) that weir implements to the letter: per-node success-rate buckets
+//!   with a sticky bucket, weights `success_rate³`, a weighted random fallback cascade over the nodes
+//!   with a concurrency limit each, fail fast when none has room. Its author's **later variant** replaces
+//!   the buckets by one exponentially weighted average ([`HealthModel::Ewma`](balance::HealthModel::Ewma))
+//!   and the cascade by one weighted pick ([`Policy::WeightedPick`](balance::Policy::WeightedPick)).
+//! - **the gist's**: the gist "Success-prioritized, concurrency-limited stochastic fallback cascade",
+//!   the same algorithm as a checklist, whose cheaper approximate shuffle is
+//!   [`Policy::CascadeApprox`](balance::Policy::CascadeApprox).
+//! - **the seed's** (in [`backoff`]): the blog post "Responsive exponential backoff in Go", whose
+//!   backoff goes up on failure and down after a run of successes.
+//! - **go-zero's** (in [`overload`]): the adaptive load shedder of the go-zero framework; **the SRE
+//!   book's**: Google's *Site Reliability Engineering*, chapters 20 and 21 (subsetting, lame duck,
+//!   flow control, adaptive throttling).
 //!
 //! # Where things are
 //! | module | what it holds |

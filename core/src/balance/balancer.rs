@@ -23,12 +23,12 @@ use fastrand::Rng;
 /// safe to call from many threads at once; none takes a lock or allocates.
 ///
 /// ```
-/// use weir::{Balancer, Config, NodeSlot, Outcome};
+/// use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
 /// let balancer = Balancer::new([const { NodeSlot::new() }; 3], Config::default()).unwrap();
 /// for id in [10, 20, 30] {
 ///     balancer.add(id).unwrap();
 /// }
-/// let mut rng = fastrand::Rng::with_seed(7);
+/// let mut rng = Rng::with_seed(7);
 /// let lease = balancer.acquire(1_000, &mut rng).unwrap();
 /// assert!([10, 20, 30].contains(&lease.node_id()));
 /// balancer.release(lease, Outcome::Success, 2_000).unwrap();
@@ -502,7 +502,19 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     }
 
     /// Adds a node. It starts fully trusted (success rate 1.0) with the limit algorithm's initial limit, so it
-    /// is competitive at once. Lock-free and safe against concurrent adds of the same id (exactly one wins).
+    /// is competitive at once. It takes the lowest free slot. Lock-free and safe against concurrent adds
+    /// of the same id (exactly one wins).
+    ///
+    /// ```
+    /// use weir::balance::MembershipError;
+    /// use weir::{Balancer, Config, NodeSlot};
+    /// let b = Balancer::new([const { NodeSlot::new() }; 2], Config::default()).unwrap();
+    /// b.add(1).unwrap();
+    /// assert_eq!(b.add(1), Err(MembershipError::DuplicateId(1)));
+    /// b.add(2).unwrap();
+    /// assert_eq!(b.add(3), Err(MembershipError::CapacityFull { capacity: 2 }));
+    /// assert_eq!(b.node(1, 0).unwrap().success_rate, 1.0);
+    /// ```
     pub fn add(&self, id: u64) -> Result<(), MembershipError> {
         let slots = self.slots.as_ref();
         if self.find(id).is_some() {

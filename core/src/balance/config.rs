@@ -21,7 +21,7 @@ pub const MAX_NODES: usize = 1 << 16;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Config {
-    /// Success-rate model (default: the seeds' buckets).
+    /// Success-rate model (default: [the seeds'](crate#vocabulary) buckets).
     pub health: HealthModel,
     /// Weight = success rate ^ this (seeds: 3). Finite, in (0, 64].
     pub weight_exponent: f64,

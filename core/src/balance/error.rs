@@ -4,6 +4,21 @@ use core::fmt;
 
 /// Why [`Balancer::acquire`](crate::balance::Balancer::acquire) granted no lease. Both are fail-fast answers: the
 /// caller should return an error to its own caller rather than wait.
+///
+/// ```
+/// use weir::balance::Rejected;
+/// use weir::limit::{FixedLimit, LimitAlgorithm};
+/// use weir::{Balancer, Config, NodeSlot, Rng};
+/// let config = Config { limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }), ..Config::default() };
+/// let b = Balancer::new([const { NodeSlot::new() }; 1], config).unwrap();
+/// let mut rng = Rng::with_seed(1);
+/// assert_eq!(b.acquire(0, &mut rng), Err(Rejected::NoActiveNodes));
+/// b.add(1).unwrap();
+/// let _held = b.acquire(0, &mut rng).unwrap();
+/// let refused = b.acquire(0, &mut rng).unwrap_err();
+/// assert_eq!(refused, Rejected::AllBusy);
+/// assert_eq!(refused.to_string(), "every active node is at its concurrency limit");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Rejected {
@@ -23,6 +38,16 @@ impl fmt::Display for Rejected {
 }
 
 /// A membership change that was refused. State is left exactly as it was.
+///
+/// ```
+/// use weir::balance::MembershipError;
+/// use weir::{Balancer, Config, NodeSlot};
+/// let b = Balancer::new([const { NodeSlot::new() }; 1], Config::default()).unwrap();
+/// assert_eq!(b.remove(4), Err(MembershipError::UnknownId(4)));
+/// b.add(4).unwrap();
+/// assert_eq!(b.add(4).unwrap_err().to_string(), "node 4 is already a member");
+/// assert_eq!(b.add(5), Err(MembershipError::CapacityFull { capacity: 1 }));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum MembershipError {
@@ -51,6 +76,19 @@ impl fmt::Display for MembershipError {
 }
 
 /// A release that recorded nothing. In every case the balancer's state is intact and counted.
+///
+/// ```
+/// use weir::balance::ReleaseError;
+/// use weir::{Balancer, Config, Lease, NodeSlot, Outcome, Rng};
+/// let b = Balancer::new([const { NodeSlot::new() }; 1], Config::default()).unwrap();
+/// b.add(1).unwrap();
+/// let raw = b.acquire(0, &mut Rng::with_seed(1)).unwrap().into_raw();
+/// b.remove(1).unwrap();
+/// // The node left: the in-flight slot comes back, nothing else is recorded.
+/// assert_eq!(b.release(Lease::from_raw(raw), Outcome::Success, 5), Err(ReleaseError::NodeRemoved { id: 1 }));
+/// // Released already: refused.
+/// assert_eq!(b.release(Lease::from_raw(raw), Outcome::Success, 5), Err(ReleaseError::InvalidLease));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ReleaseError {
@@ -82,7 +120,17 @@ impl fmt::Display for ReleaseError {
     }
 }
 
-/// A configuration that was rejected at construction.
+/// A configuration that was rejected at construction. Each variant names the field and its rule.
+///
+/// ```
+/// use weir::balance::{ConfigError, HealthModel};
+/// use weir::{Config, HeapBalancer};
+/// let bad = Config { weight_exponent: f64::NAN, ..Config::default() };
+/// assert_eq!(bad.validate(), Err(ConfigError::WeightExponent));
+/// assert_eq!(HeapBalancer::with_capacity(0, Config::default()).err(), Some(ConfigError::Capacity));
+/// let bad = Config { health: HealthModel::Ewma { half_life: 0 }, ..Config::default() };
+/// assert_eq!(bad.validate().unwrap_err().to_string(), "half_life must be at least 1 outcome");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ConfigError {
@@ -91,9 +139,9 @@ pub enum ConfigError {
     /// The slots are held by another live balancer: a storage serves one balancer at a time (drop the
     /// other first).
     SlotsInUse,
-    /// `bucket_count` must be between 1 and [`MAX_BUCKETS`](crate::balance::MAX_BUCKETS).
+    /// `HealthModel::Buckets::count` must be between 1 and [`MAX_BUCKETS`](crate::balance::MAX_BUCKETS).
     BucketCount,
-    /// `bucket_width_ns` must be at least 1.
+    /// `HealthModel::Buckets::width_ns` must be at least 1.
     BucketWidth,
     /// `decay` must be finite and at least 1.
     Decay,
@@ -143,8 +191,8 @@ impl fmt::Display for ConfigError {
             ConfigError::SlotsInUse => {
                 "these node slots belong to another live balancer; drop it before reusing them"
             }
-            ConfigError::BucketCount => "bucket_count must be between 1 and MAX_BUCKETS",
-            ConfigError::BucketWidth => "bucket_width_ns must be at least 1",
+            ConfigError::BucketCount => "buckets count must be between 1 and MAX_BUCKETS",
+            ConfigError::BucketWidth => "buckets width_ns must be at least 1",
             ConfigError::Decay => "decay must be finite and >= 1",
             ConfigError::Floor => "floor must be finite and in (0, 1]",
             ConfigError::WeightExponent => "weight_exponent must be finite and in (0, 64]",

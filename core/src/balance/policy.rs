@@ -19,12 +19,12 @@ use fastrand::Rng;
 /// How a node is chosen from the nodes' weights (`success_rate ^ weight_exponent`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Policy {
-    /// The seeds' algorithm: a weighted random shuffle of the active nodes (iterated weighted sampling
+    /// [The seeds'](crate#vocabulary) algorithm: a weighted random shuffle of the active nodes (iterated weighted sampling
     /// without replacement, drawn lazily), zero-weight nodes last in uniform random order; the first node
     /// whose limiter grants a lease wins; if none does, fail fast.
     #[default]
     Cascade,
-    /// The gist's approximation: uniform shuffle, stable sort by descending success rate, one weighted
+    /// [The gist's](crate#vocabulary) approximation: uniform shuffle, stable sort by descending success rate, one weighted
     /// random pick promoted to the front, then the same walk.
     CascadeApprox,
     /// The later variant: one weighted random pick among the nodes whose limiter has room; zero-weight nodes

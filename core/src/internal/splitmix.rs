@@ -1,7 +1,7 @@
 //! SplitMix64, the small generator behind the documented shuffle and the limiters' probe jitter.
 
-/// The SplitMix64 generator (Steele, Lea and Flood, 2014; Vigna's constants), specified in the module
-/// docs so that other languages reproduce [`shuffle`] exactly.
+/// The SplitMix64 generator (Steele, Lea and Flood, 2014; Vigna's constants), specified in the [`subset`](crate::subset) module
+/// docs so that other languages reproduce [`shuffle`](crate::subset::shuffle) exactly.
 ///
 /// ```
 /// let mut g = weir::subset::SplitMix64::new(0);

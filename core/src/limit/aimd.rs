@@ -7,8 +7,9 @@
 //!
 //! State: word 0 holds the integer limit; one compare-and-swap loop applies each sample exactly once.
 
-use super::{check_limits, saturating_ns, Limit, LimitState, Sample, MAX_LIMIT};
+use super::{check_limits, Limit, LimitState, Sample, MAX_LIMIT};
 use crate::balance::error::ConfigError;
+use crate::internal::time::saturating_ns;
 use core::time::Duration;
 
 /// AIMD limit parameters. Defaults are Netflix's: initial 20, min 20, max 200, backoff 0.9, timeout 5 s.

@@ -73,20 +73,6 @@ pub use vegas::{VegasLimit, VegasStep, VegasThreshold};
 pub use windowed::{SampleWindow, WindowedLimit};
 
 use crate::balance::error::ConfigError;
-use core::time::Duration;
-
-/// `d` in whole nanoseconds, saturating at `u64::MAX` (about 584 years): what the configuration
-/// structs' `Duration` setters (`AimdLimit::timeout`, `ShedderConfig::window`, ...) store in their
-/// `_ns` fields, which validation then checks as it checks any value written there.
-#[inline]
-pub(crate) const fn saturating_ns(d: Duration) -> u64 {
-    let ns = d.as_nanos();
-    if ns > u64::MAX as u128 {
-        u64::MAX
-    } else {
-        ns as u64
-    }
-}
 
 /// The largest concurrency limit a node can have (the limit is stored in 24 bits of the node's control word).
 pub const MAX_LIMIT: u32 = (1 << 24) - 1;
@@ -341,19 +327,6 @@ mod props;
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-
-    #[test]
-    fn durations_convert_to_whole_nanoseconds_saturating() {
-        assert_eq!(saturating_ns(Duration::ZERO), 0);
-        assert_eq!(saturating_ns(Duration::from_nanos(1)), 1);
-        assert_eq!(saturating_ns(Duration::new(5, 7)), 5_000_000_007);
-        assert_eq!(saturating_ns(Duration::from_nanos(u64::MAX)), u64::MAX);
-        assert_eq!(
-            saturating_ns(Duration::from_nanos(u64::MAX) + Duration::from_nanos(1)),
-            u64::MAX
-        );
-        assert_eq!(saturating_ns(Duration::MAX), u64::MAX);
-    }
 
     /// `a` with its initial limit set to `initial` and its bounds to `[min, max]` (Fixed: the cap is
     /// `initial`, it has no bounds; Vegas: `max` only, its minimum is 1).

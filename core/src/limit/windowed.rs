@@ -46,10 +46,9 @@
 //! at 2^39 - 1 ns (550 s), which is exact for window lengths up to [`WindowedLimit::MAX_WINDOW_NS`].
 
 use super::state::{W_AGG, W_EXT, W_NEXT, W_SAMPLES};
-use super::{
-    saturating_ns, InnerAlgorithm, Limit, LimitState, Sample, VegasLimit, PERCENTILE_CAPACITY,
-};
+use super::{InnerAlgorithm, Limit, LimitState, Sample, VegasLimit, PERCENTILE_CAPACITY};
 use crate::balance::error::ConfigError;
+use crate::internal::time::saturating_ns;
 use core::time::Duration;
 
 const AVG_COUNT_SHIFT: u32 = 48;

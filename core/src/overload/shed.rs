@@ -62,7 +62,7 @@
 //! lapse of a cool-off may lose its "dropped recently" mark, exactly as in go-zero; the next drop sets it.
 
 use crate::internal::sync::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use crate::limit::saturating_ns;
+use crate::internal::time::saturating_ns;
 use crate::overload::window::{Window, MAX_WINDOW_BUCKETS};
 use core::fmt;
 use core::time::Duration;

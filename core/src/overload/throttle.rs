@@ -33,7 +33,7 @@
 //! All counters are independent statistics (`Relaxed`); the window has its own protocol (`window.rs`).
 
 use crate::internal::sync::{AtomicU64, Ordering::Relaxed};
-use crate::limit::saturating_ns;
+use crate::internal::time::saturating_ns;
 use crate::overload::window::{Window, MAX_WINDOW_BUCKETS};
 use core::fmt;
 use core::time::Duration;

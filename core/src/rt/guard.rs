@@ -65,6 +65,7 @@ where
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// Acquires at [`monotonic_now`] with this thread's generator and returns a guard that releases the
     /// lease when told the outcome, or as [`Outcome::Ignored`] if dropped without one.
@@ -194,6 +195,7 @@ macro_rules! lease_guard_methods {
 lease_guard_methods!(LeaseGuard<'a>);
 lease_guard_methods!(OwnedLeaseGuard);
 
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl Shedder {
     /// Decides at [`monotonic_now`] and returns a guard that completes the promise:
     /// [`PromiseGuard::success`] records the response time up to then; dropping the guard without

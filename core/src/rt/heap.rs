@@ -20,6 +20,7 @@ use std::boxed::Box;
 /// ```
 pub type HeapBalancer = Balancer<Box<[NodeSlot]>>;
 
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl Balancer<Box<[NodeSlot]>> {
     /// Builds a balancer with `capacity` heap-allocated slots (allocated once, here).
     ///

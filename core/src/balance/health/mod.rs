@@ -34,7 +34,7 @@ use buckets::{bucket, bumped, epoch_of, fin, succ, tag, COUNT_MAX};
 /// How a node's success rate is measured.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum HealthModel {
-    /// The seeds' model: a window of `count` buckets of `width_ns` each, plus a sticky bucket.
+    /// [The seeds'](crate#vocabulary) model: a window of `count` buckets of `width_ns` each, plus a sticky bucket.
     ///
     /// Success rate: with finished requests in the window, `Σ w_a·succeeded / Σ w_a·finished` with
     /// `w_a = decay^-age` (age 0 = the newest bucket, the one being written); with none in the window but
@@ -48,7 +48,7 @@ pub enum HealthModel {
         /// Each bucket weighs `decay` times the next older one (seeds: 3).
         decay: f64,
     },
-    /// The seed author's later variant: one exponentially weighted success average per node. Each outcome
+    /// The seeds' author's [later variant](crate#vocabulary): one exponentially weighted success average per node. Each outcome
     /// moves the average toward 1 (success) or 0 (failure) by `1 - 2^(-1/half_life)`, so an outcome's
     /// influence halves every `half_life` outcomes (like Finagle's success-rate EMA, the half-life is counted
     /// in outcomes, which makes the average exact under concurrency: each outcome is one compare-and-swap).
@@ -61,7 +61,7 @@ pub enum HealthModel {
 }
 
 impl HealthModel {
-    /// The seeds' bucket window: 6 buckets of 5 s, decay 3.
+    /// [The seeds'](crate#vocabulary) bucket window: 6 buckets of 5 s, decay 3.
     pub const SEED_BUCKETS: HealthModel = HealthModel::Buckets {
         count: 6,
         width_ns: 5_000_000_000,
@@ -90,7 +90,7 @@ impl HealthModel {
     pub const fn buckets(count: usize, width: core::time::Duration, decay: f64) -> HealthModel {
         HealthModel::Buckets {
             count,
-            width_ns: crate::limit::saturating_ns(width),
+            width_ns: crate::internal::time::saturating_ns(width),
             decay,
         }
     }
