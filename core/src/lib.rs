@@ -83,3 +83,8 @@ pub use overload::{Shedder, Throttle};
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use rt::HeapBalancer;
+
+/// The README's Rust examples, compiled and run as doc tests so that the front page stays true.
+#[cfg(all(doctest, feature = "std"))]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

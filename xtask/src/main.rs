@@ -2,7 +2,7 @@
 //!
 //! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the loom models,
-//!   and the README's example.
+//!   the README's examples (as doc tests), the failover example and the API docs (warnings denied).
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
 //!   table on stdout and the report, CSVs and charts in `target/sim/` (arguments go to `weir-sim`).
 //! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
@@ -100,6 +100,12 @@ fn ci() {
     nostd();
     loom();
     cargo(&["run", "--quiet", "-p", "weir", "--example", "failover"]);
+    // The API docs, with broken intra-doc links as errors.
+    run(
+        "cargo",
+        &["doc", "-p", "weir", "--no-deps"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    );
     sim(&[]);
     eprintln!(
         "\nxtask: ci passed in {:.0} s",
