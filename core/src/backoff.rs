@@ -243,6 +243,7 @@ impl BackoffConfig {
 /// assert_eq!(e.to_string(), "backoff up_multiplier must be finite and >= 1");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum BackoffConfigError {
     /// `initial_ns` must be at least 1 and at most `max_ns`.
     Initial,

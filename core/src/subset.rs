@@ -68,6 +68,7 @@ pub fn shuffle<T>(items: &mut [T], seed: u64) {
 /// assert_eq!(e.to_string(), "subset_size 5 is larger than the 3 backends");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SubsetError {
     /// The backend list is empty.
     NoBackends,

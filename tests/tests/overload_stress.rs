@@ -194,6 +194,7 @@ fn shared_throttle_loses_no_update_across_rotations() {
                         continue;
                     }
                     Err(RetryDenied::Throttled(e)) => Err(e),
+                    Err(other) => panic!("a retry refused for an unknown reason: {other}"),
                 }
             } else {
                 t.allow(c, now, rng)

@@ -70,6 +70,7 @@ pub enum CpuSource {
 /// assert!(e.to_string().starts_with("no cgroup v2, cgroup v1 or /proc/stat CPU statistics under"));
 /// ```
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum CpuError {
     /// This operating system has no supported source (only Linux does); the shedder would never see
     /// overload, so say so instead of reporting 0.

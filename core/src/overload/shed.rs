@@ -183,6 +183,7 @@ impl ShedderConfig {
 /// assert_eq!(e.to_string(), "shedder window_ns / buckets must be at least 1 ns");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ShedderConfigError {
     /// `buckets` must be between 1 and [`MAX_WINDOW_BUCKETS`].
     Buckets,

@@ -210,6 +210,7 @@ impl ThrottleConfig {
 /// assert_eq!(e.to_string(), "throttle buckets must be between 1 and MAX_WINDOW_BUCKETS");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ThrottleConfigError {
     /// `buckets` must be between 1 and [`MAX_WINDOW_BUCKETS`].
     Buckets,
@@ -272,6 +273,7 @@ impl fmt::Display for Throttled {
 /// assert_eq!(e.to_string(), "retry budget exhausted: 3 retries for 30 requests in the window");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum RetryDenied {
     /// Retries are already at `retry_ratio` of requests in the window; not counted as a request.
     Budget {
