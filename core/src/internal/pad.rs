@@ -44,25 +44,10 @@ macro_rules! cache_padded {
 }
 pub(crate) use cache_padded;
 
+cache_padded! {
+    /// An empty struct that only carries the alignment.
+    struct Probe {}
+}
+
 /// The alignment [`cache_padded`] gives on this target, in bytes.
-pub(crate) const LINE: usize = if cfg!(any(
-    target_arch = "x86_64",
-    target_arch = "aarch64",
-    target_arch = "powerpc64"
-)) {
-    128
-} else if cfg!(target_arch = "s390x") {
-    256
-} else if cfg!(any(
-    target_arch = "arm",
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "sparc",
-    target_arch = "hexagon"
-)) {
-    32
-} else if cfg!(target_arch = "m68k") {
-    16
-} else {
-    64
-};
+pub(crate) const LINE: usize = core::mem::align_of::<Probe>();
