@@ -104,22 +104,26 @@ fn sticky(f: u64, s: u64, active: u32) -> Seen {
 }
 
 /// Races releases of leases on node 1 of a two-slot balancer (node 2 is fresh and idle): `prefill` is
-/// released first, sequentially; then `racing[0]` from the model's main thread and each other entry from
-/// its own thread. Returns the balancer after the join.
+/// acquired and released first, sequentially, each at its time; then `racing[0]` from the model's main
+/// thread and each other entry from its own thread. Returns the balancer after the join.
 fn race_releases(prefill: &[(Outcome, u64)], racing: &[(Outcome, u64)]) -> Arc<B> {
     let b = Arc::new(balancer(2, 100));
     b.add(1).unwrap();
     let mut rng = Rng::with_seed(1);
-    let mut lease = || {
-        let l = b.acquire(0, &mut rng).unwrap();
+    // Each lease is acquired at the time it is released at, or for the racing ones at the latest of
+    // theirs: a release is dated no later than the epoch after the acquires' clock, so the clock must
+    // have reached the releases' epochs for them to land where the models say.
+    let mut lease = |now| {
+        let l = b.acquire(now, &mut rng).unwrap();
         assert_eq!(l.node_id(), 1);
         l
     };
     for &(o, now) in prefill {
-        let l = lease();
+        let l = lease(now);
         b.release(l, o, now).unwrap();
     }
-    let mut leases: Vec<_> = racing.iter().map(|_| lease()).collect();
+    let latest = racing.iter().map(|r| r.1).max().unwrap_or(0);
+    let mut leases: Vec<_> = racing.iter().map(|_| lease(latest)).collect();
     b.add(2).unwrap();
     let mut handles = Vec::new();
     for (&(o, now), l) in racing[1..].iter().zip(leases.drain(1..)) {
