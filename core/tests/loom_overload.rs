@@ -11,6 +11,10 @@
 //!   lanes) is either written again into the newest bucket or replaced with its bucket, never half of each
 //!   (this model found the split: a record whose first lane stayed in the replaced epoch while its second
 //!   was moved to the new one). A reader racing both never sees a pass without its response time.
+//! - The window's jump back, through the [`Shedder`]: after a write at a wild `now` (`u64::MAX`), two sane
+//!   writers race to move the window back (each may sweep the ring and rewind `last`) while a reader
+//!   reads at a sane time. Both records are conserved, whole, in whichever bucket they land, and no reading
+//!   at a sane time (nor, afterwards, at the wild one) ever includes the wild record.
 //!
 //! Each model also checks that its executions reached every outcome it names.
 #![cfg(loom)]
@@ -25,7 +29,7 @@ use weir::{
 
 /// Which outcomes the models reached, over all their executions: each must be reached, or the model did
 /// not explore the race it claims to.
-static SEEN: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+static SEEN: [AtomicUsize; 6] = [const { AtomicUsize::new(0) }; 6];
 
 fn seen(i: usize) {
     SEEN[i].fetch_add(1, SeqCst);
@@ -185,4 +189,62 @@ fn window_reader_never_sees_a_pass_without_its_response_time() {
         race(&s).join().unwrap();
         reader.join().unwrap();
     });
+}
+
+/// `(max_pass, min_rt_ms)` at `now`.
+fn window(s: &Shedder, now: u64) -> (u64, u64) {
+    let st = s.stats(now);
+    (st.max_pass, st.min_rt_ms)
+}
+
+#[test]
+fn window_rewind_keeps_records_whole() {
+    // One preemption: 25 s here (two take minutes, and passed when tried).
+    model(1, || {
+        let s = Arc::new(shedder());
+        // The sane records: R done at 3 ms (epoch 0, 3 ms), S done at 10 ms (epoch 1, 5 ms).
+        let (rec_r, rec_s) = (s.allow(0, 0).unwrap(), s.allow(0, 5 * MS).unwrap());
+        // The wild records, 1 ms each, so that any reading that includes one has an average no sane
+        // combination has: at epoch W = u64::MAX / 10 ms (R's bucket, as W is even) and at W - 1 (S's),
+        // so that a reading at a sane time taken as W's time would find one in a complete bucket.
+        for end in [u64::MAX - 10 * MS, u64::MAX] {
+            let wild = s.allow(0, end - MS).unwrap();
+            s.success(wild, end).unwrap();
+        }
+        let writer = {
+            let s = s.clone();
+            thread::spawn(move || s.success(rec_r, 3 * MS).unwrap())
+        };
+        let reader = {
+            let s = s.clone();
+            thread::spawn(move || {
+                // At 20 ms (epoch 2, complete bucket 1): before the rewind a fresh window; after it
+                // nothing, R, S or both, where a pass is never read without its response time (one pass
+                // with both response times, 8 ms, is a reading between two records). Never the wild
+                // record, not even its response time alone (4, 6, 9 ms, or a 2-pass average of 5 ms).
+                let got = window(&s, 20 * MS);
+                assert!(
+                    matches!(got, (1, 1000) | (1, 3) | (1, 5) | (1, 8) | (2, 4)),
+                    "{got:?}"
+                );
+            })
+        };
+        s.success(rec_s, 10 * MS).unwrap();
+        writer.join().unwrap();
+        reader.join().unwrap();
+        // R rewound first (to epoch 0) and S then raised the window: each in its own bucket. Or S rewound
+        // first (to epoch 1) and R, a late writer, joined it there.
+        match (window(&s, 10 * MS), window(&s, 20 * MS)) {
+            ((1, 3), (1, 5)) => seen(4),
+            ((1, 1000), (2, 4)) => seen(5),
+            got => panic!("a record was split or lost in the rewind: {got:?}"),
+        }
+        // The wild records are gone, also at their own time.
+        assert_eq!(window(&s, u64::MAX), (1, 1000));
+        assert_eq!(s.stats(u64::MAX).succeeded, 4);
+    });
+    assert!(
+        SEEN[4].load(SeqCst) > 0 && SEEN[5].load(SeqCst) > 0,
+        "{SEEN:?}"
+    );
 }

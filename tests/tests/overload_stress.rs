@@ -116,7 +116,8 @@ fn shared_shedder_conserves_requests() {
         let (mut allowed, mut dropped, mut ok, mut failed) = (0u64, 0u64, 0u64, 0u64);
         let mut held: Vec<Promise> = Vec::new();
         // Per-thread clocks that drift apart (1 ms steps on average, jittered), so windows of 10 ms buckets
-        // rotate under contention and some `now`s are older than the newest bucket.
+        // rotate under contention and some `now`s are older than the newest bucket; clocks further apart
+        // than the 50 ms window make it jump back and forth (thousands of rewinds racing the others).
         let mut now = w * 3 * MS;
         for _ in 0..CALLS {
             now += rng.u64(0..2 * MS);
@@ -244,6 +245,111 @@ fn shared_throttle_loses_no_update_across_rotations() {
 }
 
 #[test]
+fn shared_windows_recover_from_wild_nows() {
+    // The workers share one sane clock (50 µs per call, a few µs apart), but every 500th call of each takes
+    // a wild `now`: u64::MAX, three days ahead, or 0 (a jump back of 1000 s). Both windows (1 s of 100 ms
+    // buckets) jump forward and back under contention while the others write and read. The totals stay
+    // exact, and after the workers are done one window of sane traffic reads exactly as it does on a
+    // shedder and a throttle that never saw the workers at all.
+    const BASE: u64 = 1_000 * SEC;
+    let shedder = || {
+        Shedder::new(ShedderConfig {
+            window_ns: SEC,
+            buckets: 10,
+            cpu_threshold: 500,
+            ..ShedderConfig::default()
+        })
+        .unwrap()
+    };
+    let throttle = || {
+        Throttle::new(ThrottleConfig {
+            window_ns: SEC,
+            buckets: 10,
+            ..ThrottleConfig::default()
+        })
+        .unwrap()
+    };
+    let (s, t) = (shedder(), throttle());
+    let tallies = hammer(|w, rng| {
+        // Shedder: allowed, dropped, succeeded, failed; throttle: requests and accepts per criticality.
+        let (mut shed, mut req, mut acc) = ([0u64; 4], [0u64; 4], [0u64; 4]);
+        for i in 0..THROTTLE_CALLS {
+            let now = match (i % 500, (i / 500 + w) % 3) {
+                (499, 0) => u64::MAX,
+                (499, 1) => BASE + 3 * 86_400 * SEC,
+                (499, _) => 0,
+                _ => BASE + i * 50_000 + w * 3_000,
+            };
+            match s.allow(rng.u32(0..1000), now) {
+                Ok(p) if rng.bool() => {
+                    s.success(p, now.saturating_add(rng.u64(0..MS))).unwrap();
+                    shed[0] += 1;
+                    shed[2] += 1;
+                }
+                Ok(p) => {
+                    s.failure(p).unwrap();
+                    shed[0] += 1;
+                    shed[3] += 1;
+                }
+                Err(_) => shed[1] += 1,
+            }
+            let c = Criticality::ALL[rng.usize(0..4)];
+            req[c as usize] += 1;
+            if t.allow(c, now, rng).is_ok() && rng.bool() {
+                t.accepted(c, now);
+                acc[c as usize] += 1;
+            }
+        }
+        [shed, req, acc]
+    });
+    let total =
+        |k: usize| -> [u64; 4] { std::array::from_fn(|i| tallies.iter().map(|t| t[k][i]).sum()) };
+    let st = s.stats(BASE);
+    assert_eq!([st.allowed, st.dropped, st.succeeded, st.failed], total(0));
+    assert_eq!(st.in_flight, 0);
+    let tt = t.stats(BASE);
+    assert_eq!((tt.total_requests, tt.total_accepts), (total(1), total(2)));
+    // One window of sane traffic, 10 s after the workers' sane times, against twins that never saw them.
+    let (s_twin, t_twin) = (shedder(), throttle());
+    let mut rng = Rng::with_seed(7);
+    for k in 0..15u64 {
+        let at = BASE + 10 * SEC + k * 100 * MS;
+        if k < 10 {
+            for sh in [&s, &s_twin] {
+                for _ in 0..(5 + k % 4) {
+                    let p = sh.allow(0, at - (2 + k % 3) * MS).unwrap();
+                    sh.success(p, at).unwrap();
+                }
+            }
+            for th in [&t, &t_twin] {
+                for i in 0..(10 + k % 5) {
+                    let c = Criticality::ALL[(i % 4) as usize];
+                    let _ = th.allow(c, at, &mut rng);
+                    if i % 3 == 0 {
+                        th.accepted(c, at);
+                    }
+                }
+            }
+        }
+        let (a, b) = (s.stats(at), s_twin.stats(at));
+        assert_eq!(
+            (a.max_pass, a.min_rt_ms, a.max_flight),
+            (b.max_pass, b.min_rt_ms, b.max_flight),
+            "shedder at {k}"
+        );
+        let (a, b) = (t.stats(at), t_twin.stats(at));
+        assert_eq!(
+            (a.window_requests, a.window_accepts, a.window_retries),
+            (b.window_requests, b.window_accepts, b.window_retries),
+            "throttle at {k}"
+        );
+        for c in Criticality::ALL {
+            assert_eq!(t.probability(c, at), t_twin.probability(c, at));
+        }
+    }
+}
+
+#[test]
 fn hot_paths_do_not_allocate() {
     let shedder = Shedder::new(ShedderConfig {
         window_ns: 10 * MS,
@@ -301,15 +407,18 @@ fn hot_paths_do_not_allocate() {
         for p in held.into_iter().flatten() {
             shedder.failure(p).unwrap();
         }
-        // The drop path: 10 in flight and a risen average against a limit of 1 at full CPU.
+        // The drop path, at the clock's last time (a `now` of 0 here would be a jump back of 20 windows,
+        // which reads a fresh window): 10 in flight and a risen average against the window's limit at
+        // full CPU (a tenth of 67 passes of 1 ms per bucket: 6.7).
+        let end = 20_000 * 10_000;
         let mut held = [const { None }; 20];
         for h in held.iter_mut() {
-            *h = shedder.allow(0, 0).ok();
+            *h = shedder.allow(0, end).ok();
         }
         for p in held[..10].iter_mut().filter_map(Option::take) {
             shedder.failure(p).unwrap();
         }
-        assert!(shedder.allow(1000, 0).is_err());
+        assert!(shedder.allow(1000, end).is_err());
         for p in held.iter_mut().filter_map(Option::take) {
             shedder.failure(p).unwrap();
         }

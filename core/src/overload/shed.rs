@@ -45,7 +45,8 @@
 //! - **Not carried over:** the global `Disable()` (do not call the shedder), `ShedderGroup` (keep one
 //!   shedder per key), and logging: [`Overloaded`] carries what go-zero logs on a drop.
 //! - **Time as an input**, not `timex.Now()`: a `now` older than one seen before counts at the newest time
-//!   already seen (the window) or as no time elapsed (response times, the cool-off); nothing panics.
+//!   already seen (the window, up to a whole window back; further back the window jumps back to it: see
+//!   `window.rs`) or as no time elapsed (response times, the cool-off); nothing panics.
 //! - **Promises**: a Rust [`Promise`] is neither `Clone` nor `Copy` and is consumed by its completion,
 //!   so it completes at most once (go-zero's decrements twice on a double `Pass`). Completing more promises
 //!   than are in flight (a forged [`RawPromise`]) is refused with [`NotInFlight`] instead of driving the
@@ -797,6 +798,52 @@ mod tests {
         let p = s.allow(0, T0 + 50 * MS).unwrap();
         s.success(p, T0).unwrap(); // completion "before" admission: 0 ms, no panic
         assert_eq!(s.stats(T0 + 100 * MS).min_rt_ms, 1); // (2 + 0) / 2 = 1
+    }
+
+    #[test]
+    fn a_wild_now_misleads_only_until_the_next_sane_call() {
+        const DAY: u64 = 86_400 * SEC;
+        let window = |s: &Shedder, now: u64| {
+            let st = s.stats(now);
+            (st.max_pass, st.min_rt_ms, st.max_flight)
+        };
+        // A success at a wild time, and a request admitted and completed at one.
+        let calls: [fn(&Shedder, u64, u64); 2] = [
+            |s, at, wild| s.success(s.allow(0, at).unwrap(), wild).unwrap(),
+            |s, _, wild| s.success(s.allow(0, wild).unwrap(), wild).unwrap(),
+        ];
+        for wild in [u64::MAX, T0 + 3 * DAY] {
+            for call in calls {
+                // `s` sees the wild call; `never` does not; `fresh` sees only the traffic after it.
+                let (s, never, fresh) = (shedder(900), shedder(900), shedder(900));
+                for i in 0..40u64 {
+                    let at = T0 + i * 100 * MS;
+                    // Varying traffic (idle after 3 s), so that the maxima and minima age visibly.
+                    if i < 30 {
+                        let (n, rt) = (10 + i * 7 % 13, 3 + i * 5 % 11);
+                        passes(&s, at, n, rt);
+                        passes(&never, at, n, rt);
+                        if i > 5 {
+                            passes(&fresh, at, n, rt);
+                        }
+                    }
+                    if i == 5 {
+                        call(&s, at, wild);
+                        // Until the next sane call, a sane time reads a fresh window (cold start).
+                        assert_eq!(window(&s, at + 100 * MS), (1, 1000, 10.0));
+                    }
+                    if i > 5 {
+                        // Sane traffic is measured from the next sane call on, and ages as usual ...
+                        assert_eq!(window(&s, at), window(&fresh, at), "{i}");
+                    }
+                    if i > 15 {
+                        // ... and a window after the wild call, it is as if there had been none.
+                        assert_eq!(window(&s, at), window(&never, at), "{i}");
+                    }
+                }
+                assert_eq!(window(&s, T0 + 4 * SEC), (1, 1000, 10.0));
+            }
+        }
     }
 
     #[test]

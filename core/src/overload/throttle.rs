@@ -698,6 +698,56 @@ mod tests {
     }
 
     #[test]
+    fn a_wild_now_misleads_only_until_the_next_sane_call() {
+        const DAY: u64 = 86_400 * SEC;
+        let config = ThrottleConfig {
+            window_ns: 10 * SEC,
+            buckets: 10,
+            ..ThrottleConfig::default()
+        };
+        let t0 = 1000 * SEC;
+        // Sane traffic at second `i`: `(requests, accepts)`, so that the probability moves as it ages.
+        let traffic = |i: u64| (20 + i * 7 % 11, i * 3 % 8);
+        for wild in [u64::MAX, t0 + 3 * DAY] {
+            let t = Throttle::new(config).unwrap();
+            // Sees only the sane traffic after the wild calls.
+            let fresh = Throttle::new(config).unwrap();
+            let mut rng = Rng::with_seed(4);
+            // The window's past: 100 requests, none accepted.
+            for _ in 0..100 {
+                let _ = t.allow(Critical, t0, &mut rng);
+            }
+            assert!(close(t.probability(Critical, t0), 100.0 / 101.0));
+            let _ = t.allow(Critical, wild, &mut rng);
+            t.accepted(Critical, wild);
+            // Until the next sane call, a sane time reads a fresh window.
+            assert_eq!(t.probability(Critical, t0 + SEC), 0.0);
+            assert_eq!(t.stats(t0 + SEC).window_requests, [0; 4]);
+            for i in 1..=25u64 {
+                let at = t0 + i * SEC;
+                if i <= 5 {
+                    let (requests, accepts) = traffic(i);
+                    for th in [&t, &fresh] {
+                        fill(th, at, Critical, requests, accepts);
+                    }
+                }
+                // Driven by the sane traffic only, and decaying as it leaves the window.
+                let in_window = |i: u64, j: u64| j <= i && j + 10 > i;
+                let (r, a) = (1..=5)
+                    .filter(|&j| in_window(i, j))
+                    .map(traffic)
+                    .fold((0, 0), |(r, a), (x, y)| (r + x, a + y));
+                let p = t.probability(Critical, at);
+                assert_eq!(p, rejection_probability(r, a, 2.0), "{i}");
+                assert_eq!(p, fresh.probability(Critical, at), "{i}");
+                assert_eq!(t.stats(at).window_requests[1], r);
+                assert_eq!(t.stats(at).window_accepts[1], a);
+            }
+            assert_eq!(t.probability(Critical, t0 + 25 * SEC), 0.0);
+        }
+    }
+
+    #[test]
     fn no_draw_without_rejection() {
         let t = Throttle::new(ThrottleConfig::default()).unwrap();
         let mut rng = Rng::with_seed(9);
