@@ -46,7 +46,9 @@
 //!   shedder per key), and logging: [`Overloaded`] carries what go-zero logs on a drop.
 //! - **Time as an input**, not `timex.Now()`: a `now` older than one seen before counts at the newest time
 //!   already seen (the window, up to a whole window back; further back the window jumps back to it: see
-//!   `window.rs`) or as no time elapsed (response times, the cool-off); nothing panics.
+//!   `window.rs`) or as no time elapsed (response times, the cool-off); nothing panics. The last
+//!   overload's time follows the same rule: a mark more than a window ahead of `now` (a wild `now`
+//!   before) neither keeps the shedder hot nor stops a sane overload from moving it back.
 //! - **Promises**: a Rust [`Promise`] is neither `Clone` nor `Copy` and is consumed by its completion,
 //!   so it completes at most once (go-zero's decrements twice on a double `Pass`). Completing more promises
 //!   than are in flight (a forged [`RawPromise`]) is refused with [`NotInFlight`] instead of driving the
@@ -569,8 +571,14 @@ impl Shedder {
     fn should_drop(&self, now: u64, cpu: u32) -> Option<Overloaded> {
         let overloaded = cpu >= self.config.cpu_threshold;
         if overloaded {
-            // Relaxed: statistics; `fetch_max` so a thread with an older `now` never moves it back.
-            self.overload_at.fetch_max(now.saturating_add(1), Relaxed);
+            let mark = now.saturating_add(1);
+            let window = self.config.window_ns;
+            // Relaxed: statistics. A thread with an older `now` never moves the mark back, unless the
+            // mark is more than a window ahead of it: then the mark came from a wild `now` (or the clock
+            // jumped back), and it moves back, as the rolling window does (see `window.rs`).
+            let _ = self.overload_at.fetch_update(Relaxed, Relaxed, |at| {
+                (at < mark || at - mark > window).then_some(mark)
+            });
         }
         let hot = !overloaded && self.still_hot(now);
         if !overloaded && !hot {
@@ -600,7 +608,14 @@ impl Shedder {
         if at == 0 {
             return false;
         }
-        let hot = now.saturating_sub(at - 1) < self.config.cool_off_ns;
+        let last = at - 1;
+        // An overload dated more than a window ahead of `now` is a wild `now`'s (see `should_drop`): it
+        // does not keep the shedder hot.
+        let hot = if last > now {
+            last - now <= self.config.window_ns
+        } else {
+            now - last < self.config.cool_off_ns
+        };
         if !hot {
             self.dropped_recently.store(false, Relaxed);
         }
@@ -843,6 +858,26 @@ mod tests {
                 }
                 assert_eq!(window(&s, T0 + 4 * SEC), (1, 1000, 10.0));
             }
+        }
+    }
+
+    #[test]
+    fn a_wild_overload_does_not_keep_the_shedder_hot() {
+        for wild in [u64::MAX, T0 + 3 * 86_400 * SEC] {
+            let s = shedder(900);
+            // An overload at a wild time, after a drop: go-zero's mark would keep it hot until then.
+            let _ = s.allow(950, wild);
+            s.dropped_recently.store(true, Relaxed);
+            assert!(!s.still_hot(T0), "{wild}");
+            // A sane overload moves the mark back to its own time, and the cool-off counts from there.
+            let _ = s.allow(950, T0);
+            s.dropped_recently.store(true, Relaxed);
+            assert!(s.still_hot(T0 + SEC / 2), "{wild}");
+            assert!(!s.still_hot(T0 + 2 * SEC), "{wild}");
+            // A mark slightly ahead (a racing thread's clock) still counts.
+            let _ = s.allow(950, T0 + 3 * SEC + 50 * MS);
+            s.dropped_recently.store(true, Relaxed);
+            assert!(s.still_hot(T0 + 3 * SEC), "{wild}");
         }
     }
 
