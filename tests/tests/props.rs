@@ -206,7 +206,7 @@ struct Model {
     next_inc: u64,
     tally: Tally,
     /// The balancer's clock: the start of the epoch of the acquire that last moved it.
-    clock: Clock2,
+    clock: AcquireClock,
     /// Which incarnation holds each slot (a member, or a removed one with leases out): adds take the
     /// lowest free slot, so the scans' span is one past the highest held slot.
     slots: Vec<Option<u64>>,
@@ -216,18 +216,18 @@ struct Model {
 /// `CLOCK_EPOCH_NS`); it starts at epoch 0; an acquire moves it to the acquire's own epoch unless `now`
 /// lies in `[start - width, start + width)`; a release is dated no later than the last nanosecond of the
 /// epoch after the clock's.
-struct Clock2 {
+struct AcquireClock {
     width: u64,
     start: u64,
 }
 
-impl Clock2 {
-    fn new(config: &Config) -> Clock2 {
+impl AcquireClock {
+    fn new(config: &Config) -> AcquireClock {
         let width = match config.health {
             HealthModel::Buckets { width_ns, .. } => width_ns,
             HealthModel::Ewma { .. } => weir::balance::CLOCK_EPOCH_NS,
         };
-        Clock2 { width, start: 0 }
+        AcquireClock { width, start: 0 }
     }
 
     fn acquire(&mut self, now: u64) {
@@ -254,7 +254,7 @@ impl Model {
             draining: BTreeMap::new(),
             next_inc: 0,
             tally: Tally::default(),
-            clock: Clock2::new(&config),
+            clock: AcquireClock::new(&config),
             slots: vec![None; capacity],
         }
     }

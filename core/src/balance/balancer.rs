@@ -769,8 +769,8 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         let peak = self.peak.load(Relaxed) as usize;
         for s in slots.get(..peak).unwrap_or(slots) {
             let c = s.ctl.load(Acquire);
-            for (k, r) in s.released.iter().enumerate() {
-                st.add_released(k, r.load(Relaxed));
+            for (total, r) in st.by_outcome.iter_mut().zip(&s.released) {
+                *total += r.load(Relaxed);
             }
             st.released_stale += s.stale.load(Relaxed);
             st.in_flight += slot::inflight(c);

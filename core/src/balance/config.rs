@@ -63,11 +63,6 @@ pub(crate) struct Prepared {
     /// How far past the clock's epoch start a release is dated at the latest: to the last nanosecond of
     /// the epoch after the clock's, `2 * width - 1` (see [`Balancer::release`](crate::Balancer::release)).
     pub(crate) reach: u64,
-    /// The weight caches are kept for one clock epoch, `[start, start + width)`; an acquire whose `now`
-    /// lies in `[start - lag, start + width)` trusts them (a thread whose clock reading is up to one
-    /// epoch older than another's does not rotate the caches back). `rotation_lag` is that `lag`: one
-    /// epoch. See `Balancer::rotate`.
-    pub(crate) rotation_lag: u64,
 }
 
 /// The balancer's clock epoch under the average model, which has no buckets of its own: the clock that
@@ -160,7 +155,6 @@ impl Config {
         let reach = clock_ns.saturating_mul(2) - 1;
         // `width_ns >= 1` was checked with the model.
         let clock = crate::internal::div::Divisor::new(clock_ns).ok_or(ConfigError::BucketWidth)?;
-        let rotation_lag = clock_ns;
         Ok(Prepared {
             config: *self,
             model,
@@ -168,17 +162,19 @@ impl Config {
             clock,
             clock_ns,
             reach,
-            rotation_lag,
         })
     }
 }
 
 impl Prepared {
     /// Whether an acquire at `now` moves the clock (the rotation word, which holds the start of the epoch
-    /// the caches were last rotated to): `now` outside `[start - lag, start + width)`.
+    /// the caches were last rotated to): `now` outside `[start - width, start + width)`. The caches are
+    /// kept for one epoch, `[start, start + width)`; an acquire up to one epoch earlier trusts them too, so
+    /// that a thread whose clock reading is up to one epoch older than another's does not rotate the
+    /// caches back (see `Balancer::rotate`).
     #[inline]
     pub(crate) fn rotation_due(&self, start: u64, now: u64) -> bool {
-        now >= start.saturating_add(self.clock_ns) || now < start.saturating_sub(self.rotation_lag)
+        now >= start.saturating_add(self.clock_ns) || now < start.saturating_sub(self.clock_ns)
     }
 
     /// The first nanosecond of the clock epoch of `now` (`<= now`: the product cannot overflow).

@@ -90,11 +90,4 @@ impl Stats {
     pub fn released_total(&self) -> u64 {
         self.by_outcome.iter().sum()
     }
-
-    /// Counts one more lease released with the outcome of code `code` (the balancer's sum over slots).
-    pub(crate) fn add_released(&mut self, code: usize, n: u64) {
-        if let Some(c) = self.by_outcome.get_mut(code) {
-            *c += n;
-        }
-    }
 }
