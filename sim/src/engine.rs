@@ -8,6 +8,16 @@
 //! The network is instant: an attempt reaches its server at the time it is sent and the answer reaches the
 //! client at the time the server finishes. A client-side deadline ends an attempt early for the client; the
 //! server still works on it (and counts the time as busy).
+//!
+//! Requests are scheduled as dialogue's `Benchmark` schedules them: request k joins the event queue only
+//! once every event up to request k−1's time has run, so among events of one instant a request comes after
+//! everything scheduled before its predecessor was sent. dialogue's scenarios also reproduce its
+//! generators ([`JavaSeeds`]): the request-to-client assignment, the servers' random errors, and the one
+//! generator its clients share.
+//!
+//! A client is one of two kinds ([`Clients`]): a [`Balance`] policy with this engine's client around it
+//! (a FIFO queue when the policy says [`Refusal::Queue`], the scenario's retries, deadlines on queued
+//! requests), or dialogue's whole client ([`DialogueClient`]), which keeps its own queues and limiters.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -17,11 +27,23 @@ use weir::{
 };
 
 use crate::metrics::{quantile, CellResult, ServerSeries};
-use crate::model::{Action, Latency, Scenario, Spacing, StatusFn, Subsetting, MS};
+use crate::model::{
+    Action, JavaSeeds, Latency, Retries, RetryBackoff, Scenario, Spacing, StatusFn, Subsetting, MS,
+};
+use crate::policy::baseline::dialogue::{self, DialogueClient, Effect, JavaRandom, Strategy};
 use crate::policy::{Balance, Completion, LoadReport, Pick, Refusal, Reply, ServerId};
 
 /// Builds client `client`'s policy; `seed` is that client's own seed.
 pub type MakePolicy<'a> = &'a dyn Fn(usize, u64) -> Box<dyn Balance>;
+
+/// How a run's clients are built.
+#[derive(Clone, Copy)]
+pub enum Clients<'a> {
+    /// A balancer per client, in this engine's client.
+    Balancer(MakePolicy<'a>),
+    /// dialogue's client with this strategy.
+    Dialogue(Strategy),
+}
 
 /// Utilization is reported against this many concurrent requests when the server's latency model names
 /// no capacity (fixed latencies: a thread pool of 100, the SRE flow-control figure).
@@ -49,8 +71,10 @@ enum Ev {
     Refused(usize),
     /// An attempt's deadline.
     Timeout(usize),
-    /// A request's retry is due.
+    /// A request's retry is due (this engine's client).
     Retry(usize),
+    /// A request's retry is due (dialogue's client).
+    Wake(usize),
     /// A queued request's deadline: if it is still queued, it ends as a timeout.
     QueueDeadline(usize),
     /// Has the server been over its crash threshold since `.1`-th crossing?
@@ -90,9 +114,10 @@ struct Server {
     crossing: u64,
     over_since: Option<u64>,
     rng: Rng,
-    /// Rate limiter's average of accepted requests per second, and when it was last decayed.
-    limited_rate: f64,
-    limited_at: u64,
+    /// dialogue's scenarios: the server's `java.util.Random` for its random errors.
+    java: Option<JavaRandom>,
+    /// The meter of a server-side rate limit.
+    meter: OneMinuteRate,
     /// Reported answers and errors per second, and when they were last decayed.
     qps: f64,
     eps: f64,
@@ -102,17 +127,122 @@ struct Server {
     draining: bool,
 }
 
-struct Client {
-    policy: Box<dyn Balance>,
-    rng: Rng,
-    servers: Vec<ServerId>,
-    queue: VecDeque<usize>,
+/// A client's retry state: the scenario's rule, its responsive backoff (if the rule uses one) and its
+/// retry budget.
+struct Retrier {
+    rule: Option<Retries>,
     backoff: Option<Backoff>,
     budget: Option<Throttle>,
 }
 
+impl Retrier {
+    fn new(rule: Option<Retries>) -> Self {
+        Retrier {
+            rule,
+            backoff: rule.and_then(|r| match r.backoff {
+                RetryBackoff::Responsive(c) => Backoff::new(c).ok(),
+                RetryBackoff::Exponential { .. } => None,
+            }),
+            budget: rule.and_then(|r| r.budget).and_then(|b| {
+                // Counts requests and retries; throttling itself is off (max_rejection 0).
+                Throttle::new(ThrottleConfig {
+                    max_rejection: 0.0,
+                    ..b
+                })
+                .ok()
+            }),
+        }
+    }
+
+    /// A new request: the budget counts it.
+    fn request(&mut self, now: u64, rng: &mut Rng) {
+        if let Some(t) = &self.budget {
+            let _ = t.allow(Criticality::Critical, now, rng);
+        }
+    }
+
+    /// A try succeeded: the responsive backoff comes down.
+    fn success(&mut self, rng: &mut Rng) {
+        if let Some(b) = &self.backoff {
+            b.on_success(rng);
+        }
+    }
+
+    /// Try number `tries` failed with `reply` (`None`: the policy refused it, which a caller retries as a
+    /// 503 when it retries at all): the delay before the retry, or `None` to give up. `draw` gives the
+    /// per-request jitter.
+    fn after_failure(
+        &mut self,
+        reply: Option<Reply>,
+        tries: u32,
+        now: u64,
+        rng: &mut Rng,
+        draw: &mut dyn FnMut(&mut Rng) -> f64,
+    ) -> Option<u64> {
+        let rule = self.rule?;
+        let allowed = reply.is_none_or(|r| rule.retries(r));
+        // The responsive backoff hears of every failure, retried or not.
+        let responsive = self.backoff.as_ref().map(|b| b.on_failure(rng).ns);
+        // The budget is asked only for a retry the rule allows (asking counts the retry).
+        let go = allowed
+            && tries <= rule.max
+            && self
+                .budget
+                .as_ref()
+                .is_none_or(|t| t.allow_retry(Criticality::Critical, now, rng).is_ok());
+        if !go {
+            return None;
+        }
+        match rule.backoff {
+            RetryBackoff::Responsive(_) => responsive,
+            RetryBackoff::Exponential { .. } if reply == Some(Reply::Status(308)) => Some(0),
+            RetryBackoff::Exponential { slot } => {
+                let slots = f64::from(1u32 << tries.clamp(1, 31).saturating_sub(1));
+                Some((slot as f64 * draw(rng) * slots).round() as u64)
+            }
+        }
+    }
+}
+
+/// The scenario's retry rule as dialogue's client asks it, its jitter from dialogue's shared generator.
+struct DialogueRetry<'a> {
+    retrier: &'a mut Retrier,
+    rng: &'a mut Rng,
+}
+
+impl dialogue::Retry for DialogueRetry<'_> {
+    fn after(&mut self, reply: Reply, tries: u32, now: u64, java: &mut JavaRandom) -> Option<u64> {
+        if reply.is_success() {
+            self.retrier.success(self.rng);
+            return None;
+        }
+        self.retrier
+            .after_failure(Some(reply), tries, now, self.rng, &mut |_| {
+                java.next_double()
+            })
+    }
+}
+
+enum Stack {
+    /// A balancer, with the FIFO queue this engine keeps when it says [`Refusal::Queue`].
+    Balancer {
+        policy: Box<dyn Balance>,
+        queue: VecDeque<usize>,
+    },
+    Dialogue(DialogueClient),
+}
+
+struct Client {
+    stack: Stack,
+    rng: Rng,
+    /// The client's subset of the servers.
+    servers: Vec<ServerId>,
+    retrier: Retrier,
+}
+
 struct Request {
     client: usize,
+    endpoint: usize,
     cost: f64,
     bad: bool,
     arrived: u64,
@@ -136,9 +266,21 @@ struct Attempt {
     status: Option<u16>,
 }
 
+/// One request stream: requests still to come, when the next one is due, and its generator.
+struct Stream {
+    left: u64,
+    next_at: u64,
+    rng: Rng,
+}
+
 /// Runs `scenario` with every client's balancer built by `make`, and returns the figures.
 pub fn run(scenario: &Scenario, make: MakePolicy<'_>) -> CellResult {
-    Engine::new(scenario, make).run()
+    Engine::new(scenario, Clients::Balancer(make)).run()
+}
+
+/// Runs `scenario` with `clients`.
+pub fn run_with(scenario: &Scenario, clients: Clients<'_>) -> CellResult {
+    Engine::new(scenario, clients).run()
 }
 
 struct Engine<'s> {
@@ -150,15 +292,23 @@ struct Engine<'s> {
     clients: Vec<Client>,
     requests: Vec<Request>,
     attempts: Vec<Attempt>,
-    /// Requests still to come per stream, and the stream's generator.
-    streams: Vec<(u64, Rng)>,
+    streams: Vec<Stream>,
+    /// An arrival is in the event queue.
+    arrival_queued: bool,
+    /// The time of the last arrival put in the event queue.
+    last_arrival: u64,
+    /// dialogue's scenarios: the generator that assigns requests to (client, endpoint) pairs.
+    chooser: Option<JavaRandom>,
+    /// The generator every dialogue client shares.
+    java: JavaRandom,
+    fx: Vec<Effect>,
     latencies: Vec<u64>,
     oracle_sum: f64,
     out: CellResult,
 }
 
 impl<'s> Engine<'s> {
-    fn new(s: &'s Scenario, make: MakePolicy<'_>) -> Self {
+    fn new(s: &'s Scenario, kind: Clients<'_>) -> Self {
         let servers: Vec<Server> = s
             .servers
             .iter()
@@ -170,8 +320,8 @@ impl<'s> Engine<'s> {
                 crossing: 0,
                 over_since: None,
                 rng: Rng::with_seed(derive(s.seed, 1, i as u64)),
-                limited_rate: 0.0,
-                limited_at: 0,
+                java: s.java.map(|j| JavaRandom::new(j.server)),
+                meter: OneMinuteRate::default(),
                 qps: 0.0,
                 eps: 0.0,
                 rates_at: 0,
@@ -180,10 +330,17 @@ impl<'s> Engine<'s> {
                 draining: false,
             })
             .collect();
+        let java_seeds = s.java.unwrap_or(JavaSeeds {
+            shared: derive(s.seed, 6, 0) as i64,
+            chooser: 0,
+            server: 0,
+        });
+        let mut java = JavaRandom::new(java_seeds.shared);
         let all: Vec<ServerId> = (0..s.servers.len()).collect();
         let mut scratch = all.clone();
         let mut subset_rng = Rng::with_seed(derive(s.seed, 2, 0));
-        let clients = (0..s.clients.count)
+        let count = if s.clients.sticky { 1 } else { s.clients.count };
+        let clients = (0..count)
             .map(|c| {
                 let known = match s.clients.subset {
                     Subsetting::None => all.clone(),
@@ -198,20 +355,38 @@ impl<'s> Engine<'s> {
                             .unwrap_or_else(|_| all.clone())
                     }
                 };
-                let retries = s.clients.retries;
+                let stack = match kind {
+                    Clients::Balancer(make) => Stack::Balancer {
+                        policy: make(c, derive(s.seed, 3, c as u64)),
+                        queue: VecDeque::new(),
+                    },
+                    Clients::Dialogue(strategy) => {
+                        let present: Vec<ServerId> = known
+                            .iter()
+                            .copied()
+                            .filter(|&i| s.servers[i].present)
+                            .collect();
+                        let uris = uri_order(s, &present);
+                        let endpoints = s.clients.endpoints;
+                        Stack::Dialogue(if s.clients.sticky {
+                            DialogueClient::sticky(
+                                strategy,
+                                endpoints,
+                                &uris,
+                                s.clients.count,
+                                0,
+                                &mut java,
+                            )
+                        } else {
+                            DialogueClient::new(strategy, endpoints, &uris)
+                        })
+                    }
+                };
                 Client {
-                    policy: make(c, derive(s.seed, 3, c as u64)),
+                    stack,
                     rng: Rng::with_seed(derive(s.seed, 4, c as u64)),
                     servers: known,
-                    queue: VecDeque::new(),
-                    backoff: retries.and_then(|r| Backoff::new(r.backoff).ok()),
-                    budget: retries.and_then(|r| r.budget).and_then(|b| {
-                        Throttle::new(ThrottleConfig {
-                            max_rejection: 0.0,
-                            ..b
-                        })
-                        .ok()
-                    }),
+                    retrier: Retrier::new(s.clients.retries),
                 }
             })
             .collect();
@@ -219,7 +394,11 @@ impl<'s> Engine<'s> {
             .arrivals
             .iter()
             .enumerate()
-            .map(|(i, a)| (a.count, Rng::with_seed(derive(s.seed, 5, i as u64))))
+            .map(|(i, a)| Stream {
+                left: a.count,
+                next_at: a.start,
+                rng: Rng::with_seed(derive(s.seed, 5, i as u64)),
+            })
             .collect();
         let n = s.servers.len();
         Engine {
@@ -232,6 +411,11 @@ impl<'s> Engine<'s> {
             requests: Vec::new(),
             attempts: Vec::new(),
             streams,
+            arrival_queued: false,
+            last_arrival: 0,
+            chooser: s.java.map(|j| JavaRandom::new(j.chooser)),
+            java,
+            fx: Vec::new(),
             latencies: Vec::new(),
             oracle_sum: 0.0,
             out: CellResult {
@@ -253,20 +437,37 @@ impl<'s> Engine<'s> {
         });
     }
 
+    /// Puts the next request in the event queue once every event up to the previous request's time has run
+    /// (dialogue's `Benchmark`: schedule request k, run the clock to its time, schedule request k+1). Streams
+    /// are merged by time, the earlier-listed first on ties.
+    fn queue_next_arrival(&mut self) {
+        if self.arrival_queued || self.queue.peek().is_some_and(|e| e.at <= self.last_arrival) {
+            return;
+        }
+        let next = (0..self.streams.len())
+            .filter(|&i| self.streams[i].left > 0)
+            .min_by_key(|&i| (self.streams[i].next_at, i));
+        if let Some(i) = next {
+            let at = self.streams[i].next_at;
+            self.at(at, Ev::Arrive(i));
+            self.arrival_queued = true;
+            self.last_arrival = at;
+        }
+    }
+
     fn run(mut self) -> CellResult {
         for c in 0..self.clients.len() {
             let list = self.visible(c);
-            self.clients[c].policy.set_servers(&list, 0);
-        }
-        for (i, a) in self.s.arrivals.iter().enumerate() {
-            if a.count > 0 {
-                self.at(a.start, Ev::Arrive(i));
+            if let Stack::Balancer { policy, .. } = &mut self.clients[c].stack {
+                policy.set_servers(&list, 0);
             }
         }
         for (i, (t, _)) in self.s.actions.iter().enumerate() {
             self.at(*t, Ev::Act(i));
         }
-        while let Some(e) = self.queue.pop() {
+        loop {
+            self.queue_next_arrival();
+            let Some(e) = self.queue.pop() else { break };
             if e.at > self.s.abort {
                 break;
             }
@@ -281,17 +482,8 @@ impl<'s> Engine<'s> {
                     }
                 }
                 Ev::Retry(r) => self.attempt(r),
-                Ev::QueueDeadline(r) => {
-                    let req = &self.requests[r];
-                    let deadline = req.queued_at + self.s.clients.timeout.unwrap_or(0);
-                    let queue = &mut self.clients[req.client].queue;
-                    let i = queue.iter().position(|&q| q == r);
-                    // Only the deadline of its latest stay in the queue counts.
-                    if let Some(i) = i.filter(|_| deadline == self.now) {
-                        queue.remove(i);
-                        self.end_request(r, "timeout".into(), false);
-                    }
-                }
+                Ev::Wake(r) => self.wake(r),
+                Ev::QueueDeadline(r) => self.queue_deadline(r),
                 Ev::CrashCheck(s, crossing) => self.crash_check(s, crossing),
                 Ev::Recover(s) => {
                     self.servers[s].down = false;
@@ -300,11 +492,6 @@ impl<'s> Engine<'s> {
             }
         }
         self.finish()
-    }
-
-    /// The endpoint client `c` calls (dialogue's client x endpoint pairs).
-    fn endpoint(&self, c: usize) -> usize {
-        c % self.s.clients.endpoints.max(1)
     }
 
     /// The servers client `c` may use now: its subset, minus servers not present.
@@ -318,50 +505,132 @@ impl<'s> Engine<'s> {
     }
 
     fn arrive(&mut self, stream: usize) {
+        self.arrival_queued = false;
         let a = self.s.arrivals[stream];
-        let (left, rng) = &mut self.streams[stream];
-        *left -= 1;
-        let client = match a.client {
-            Some(c) => c.min(self.clients.len() - 1),
-            None => rng.usize(..self.clients.len()),
+        let spec = self.s.clients;
+        let st = &mut self.streams[stream];
+        st.left -= 1;
+        // dialogue's (client, endpoint) pairs, client-major; a sticky client's pairs are its sessions.
+        let callers = spec.count.max(1);
+        let endpoints = spec.endpoints.max(1);
+        let pair = match (a.client, &mut self.chooser) {
+            (Some(c), _) => c.min(callers - 1) * endpoints,
+            (None, Some(chooser)) => chooser.next_int_below((callers * endpoints) as i32) as usize,
+            (None, None) => st.rng.usize(..callers * endpoints),
         };
-        let bad = a.bad > 0.0 && rng.f64() < a.bad;
+        let (caller, endpoint) = (pair / endpoints, pair % endpoints);
+        let (client, session) = if spec.sticky {
+            (0, Some(caller))
+        } else {
+            (caller, None)
+        };
+        let bad = a.bad > 0.0 && st.rng.f64() < a.bad;
         let cost = match a.heavy {
-            Some((fraction, multiplier)) if rng.f64() < fraction => multiplier,
+            Some((fraction, multiplier)) if st.rng.f64() < fraction => multiplier,
             _ => 1.0,
         };
-        if *left > 0 {
+        if st.left > 0 {
             let gap = match a.spacing {
                 Spacing::Fixed(d) => d,
-                Spacing::Poisson(mean) => (-(1.0 - rng.f64()).ln() * mean as f64) as u64,
+                Spacing::Poisson(mean) => (-(1.0 - st.rng.f64()).ln() * mean as f64) as u64,
             };
-            self.at(self.now + gap, Ev::Arrive(stream));
+            st.next_at = self.now + gap;
         }
         let r = self.requests.len();
         self.requests.push(Request {
             client,
+            endpoint,
             cost,
             bad,
             arrived: self.now,
             tries: 0,
             queued_at: 0,
         });
-        self.oracle_sum += self.oracle(client, bad);
+        self.oracle_sum += self.oracle(endpoint, bad);
         let cl = &mut self.clients[client];
-        if let Some(t) = &cl.budget {
-            // Counts the request for the retry budget; throttling itself is off (max_rejection 0).
-            let _ = t.allow(Criticality::Critical, self.now, &mut cl.rng);
+        cl.retrier.request(self.now, &mut cl.rng);
+        match &mut cl.stack {
+            Stack::Balancer { .. } => self.attempt(r),
+            Stack::Dialogue(d) => {
+                let mut retry = DialogueRetry {
+                    retrier: &mut cl.retrier,
+                    rng: &mut cl.rng,
+                };
+                d.submit(
+                    r,
+                    endpoint,
+                    session,
+                    self.now,
+                    &mut self.java,
+                    &mut retry,
+                    &mut self.fx,
+                );
+                self.apply();
+            }
         }
-        self.attempt(r);
+    }
+
+    /// Carries out what a dialogue client asked for.
+    fn apply(&mut self) {
+        let fx = std::mem::take(&mut self.fx);
+        for e in &fx {
+            match *e {
+                Effect::Send { req, server, token } => self.send(
+                    req,
+                    Pick {
+                        server,
+                        lease: None,
+                        tag: token,
+                    },
+                ),
+                Effect::Finish { req, reply } => match reply {
+                    Some(reply) => self.end_request(req, reply_name(reply), reply.is_success()),
+                    None => {
+                        self.out.fail_fast += 1;
+                        self.end_request(req, "rejected".into(), false);
+                    }
+                },
+                Effect::Wake { at, req } => self.at(at, Ev::Wake(req)),
+            }
+        }
+        let mut fx = fx;
+        fx.clear();
+        self.fx = fx;
+    }
+
+    /// A dialogue client's retry is due.
+    fn wake(&mut self, r: usize) {
+        let cl = &mut self.clients[self.requests[r].client];
+        if let Stack::Dialogue(d) = &mut cl.stack {
+            let mut retry = DialogueRetry {
+                retrier: &mut cl.retrier,
+                rng: &mut cl.rng,
+            };
+            d.wake(r, self.now, &mut self.java, &mut retry, &mut self.fx);
+            self.apply();
+        }
+    }
+
+    fn queue_deadline(&mut self, r: usize) {
+        let req = &self.requests[r];
+        let deadline = req.queued_at + self.s.clients.timeout.unwrap_or(0);
+        let Stack::Balancer { queue, .. } = &mut self.clients[req.client].stack else {
+            return;
+        };
+        let i = queue.iter().position(|&q| q == r);
+        // Only the deadline of its latest stay in the queue counts.
+        if let Some(i) = i.filter(|_| deadline == self.now) {
+            queue.remove(i);
+            self.end_request(r, "timeout".into(), false);
+        }
     }
 
     /// The chance that the best server for this request answers 2xx within the deadline, load ignored,
     /// over all the attempts the client may make.
-    fn oracle(&self, client: usize, bad: bool) -> f64 {
+    fn oracle(&self, endpoint: usize, bad: bool) -> f64 {
         if bad {
             return 0.0;
         }
-        let endpoint = self.endpoint(client);
         let deadline = self.s.clients.timeout.unwrap_or(u64::MAX);
         let best = self
             .servers
@@ -394,28 +663,54 @@ impl<'s> Engine<'s> {
         1.0 - (1.0 - best).powi(tries as i32)
     }
 
-    /// Asks request `r`'s client for a server and sends an attempt, or fails fast, or queues.
+    /// Request `r` (new, or retrying) asks its balancer for a server: sends, fails fast, or queues. A
+    /// request joins the back of a non-empty queue rather than jump it.
     fn attempt(&mut self, r: usize) {
         let c = self.requests[r].client;
         let client = &mut self.clients[c];
-        match client.policy.pick(self.now, &mut client.rng) {
+        let Stack::Balancer { policy, queue } = &mut client.stack else {
+            return;
+        };
+        let pick = if queue.is_empty() {
+            policy.pick(self.now, &mut client.rng)
+        } else {
+            None
+        };
+        match pick {
             Some(pick) => self.send(r, pick),
-            None => match client.policy.on_refusal() {
+            None => match policy.on_refusal() {
                 Refusal::FailFast => {
                     // A local refusal is a try like any other: retried (with backoff) when the client
                     // retries at all, as a caller treats a 503.
                     self.out.fail_fast += 1;
                     self.requests[r].tries += 1;
-                    self.retry_or_end(r, true, "failfast".into());
+                    self.retry_or_end(r, None, "failfast".into());
                 }
                 Refusal::Queue => {
-                    client.queue.push_back(r);
+                    queue.push_back(r);
                     self.requests[r].queued_at = self.now;
                     if let Some(t) = self.s.clients.timeout {
                         self.at(self.now + t, Ev::QueueDeadline(r));
                     }
+                    self.drain(c);
                 }
             },
+        }
+    }
+
+    /// Sends queued requests of client `c` in order until its balancer refuses one.
+    fn drain(&mut self, c: usize) {
+        loop {
+            let client = &mut self.clients[c];
+            let Stack::Balancer { policy, queue } = &mut client.stack else {
+                return;
+            };
+            let Some(&q) = queue.front() else { return };
+            let Some(pick) = policy.pick(self.now, &mut client.rng) else {
+                return;
+            };
+            queue.pop_front();
+            self.send(q, pick);
         }
     }
 
@@ -429,7 +724,7 @@ impl<'s> Engine<'s> {
         ServerSeries::bump(&mut self.out.series[sid].sent, bucket);
         let req = &self.requests[r];
         let spec = &self.s.servers[sid];
-        let b = spec.behavior(self.now, self.endpoint(req.client));
+        let b = spec.behavior(self.now, req.endpoint);
         let refused = !req.bad && b.status == StatusFn::Refuse;
         let server = &mut self.servers[sid];
         let mut attempt = Attempt {
@@ -452,39 +747,34 @@ impl<'s> Engine<'s> {
             attempt.status = Some(BAD_REQUEST.0);
             Some(BAD_REQUEST.1)
         } else {
-            if let StatusFn::RateLimit { per_sec, tau } = b.status {
-                let dt = self.now.saturating_sub(server.limited_at) as f64;
-                let tau = tau.max(1) as f64;
-                server.limited_rate *= (-dt / tau).exp();
-                server.limited_at = self.now;
-                if server.limited_rate < per_sec {
-                    server.limited_rate += 1e9 / tau;
-                    attempt.status = Some(200);
-                } else {
-                    attempt.status = Some(429);
-                }
-            }
             let scale = req.cost * spec.slowness;
             let d = match b.latency {
-                Latency::Fixed(d) => Some(d as f64),
+                Latency::Fixed(d) => Some(d),
                 Latency::Linear { base, capacity } => {
-                    let cap = f64::from(capacity.max(1));
-                    let active = f64::from(server.active);
+                    // dialogue's integer arithmetic: `base + base·active/capacity`, `5·base` beyond.
+                    let cap = u64::from(capacity.max(1));
+                    let active = u64::from(server.active);
                     Some(if active <= cap {
-                        base as f64 * (1.0 + active / cap)
+                        base.saturating_add(base.saturating_mul(active) / cap)
                     } else {
-                        5.0 * base as f64
+                        base.saturating_mul(5)
                     })
                 }
                 Latency::Uniform { low, high } => {
-                    Some(low as f64 + server.rng.f64() * high.saturating_sub(low) as f64)
+                    Some((low as f64 + server.rng.f64() * high.saturating_sub(low) as f64) as u64)
                 }
                 Latency::LogNormal { median, sigma } => {
-                    Some(median as f64 * (sigma * normal(&mut server.rng)).exp())
+                    Some((median as f64 * (sigma * normal(&mut server.rng)).exp()) as u64)
                 }
                 Latency::Never => None,
             };
-            d.map(|d| (d * scale).min(u64::MAX as f64 / 4.0) as u64)
+            d.map(|d| {
+                if scale == 1.0 {
+                    d
+                } else {
+                    (d as f64 * scale).min(u64::MAX as f64 / 4.0) as u64
+                }
+            })
         };
         self.attempts.push(attempt);
         if let Some(d) = latency {
@@ -551,7 +841,7 @@ impl<'s> Engine<'s> {
     fn server_done(&mut self, a: usize) {
         let at = &self.attempts[a];
         let sid = at.server;
-        let endpoint = self.endpoint(self.requests[at.req].client);
+        let endpoint = self.requests[at.req].endpoint;
         let server = &mut self.servers[sid];
         if !at.server_open || at.generation != server.generation {
             return;
@@ -561,7 +851,12 @@ impl<'s> Engine<'s> {
             None => match self.s.servers[sid].behavior(at.sent, endpoint).status {
                 StatusFn::Fixed(code) => code,
                 StatusFn::ErrorRate { code, p } => {
-                    if server.rng.f64() < p {
+                    // dialogue's `respond500AtRate`: `nextDouble() <= p` from the server's own Random.
+                    let error = match &mut server.java {
+                        Some(java) => java.next_double() <= p,
+                        None => server.rng.f64() < p,
+                    };
+                    if error {
                         code
                     } else {
                         200
@@ -574,7 +869,15 @@ impl<'s> Engine<'s> {
                         200
                     }
                 }
-                StatusFn::RateLimit { .. } | StatusFn::Refuse => 200,
+                StatusFn::OneMinuteRate { per_sec } => {
+                    if server.meter.rate(self.now) < per_sec {
+                        server.meter.mark(self.now);
+                        200
+                    } else {
+                        429
+                    }
+                }
+                StatusFn::Refuse => 200,
             },
         };
         let utilization = f64::from(server.active) / server.capacity;
@@ -597,6 +900,7 @@ impl<'s> Engine<'s> {
         let at = &mut self.attempts[a];
         at.server_open = false;
         self.out.server_busy_ns += u128::from(self.now - at.sent);
+        self.out.server_answers += 1;
         let open = at.client_open;
         self.crossed(sid);
         if open {
@@ -604,7 +908,8 @@ impl<'s> Engine<'s> {
         }
     }
 
-    /// The client learns how attempt `a` ended: tell its policy, then retry, finish, and serve its queue.
+    /// The client learns how attempt `a` ended: tell its balancer, then retry, finish, and serve its queue
+    /// (or hand it all to dialogue's client).
     fn deliver(&mut self, a: usize, reply: Reply, report: Option<LoadReport>) {
         let at = &mut self.attempts[a];
         at.client_open = false;
@@ -622,53 +927,51 @@ impl<'s> Engine<'s> {
             report,
         };
         let client = &mut self.clients[c];
-        client.policy.complete(pick, &done, self.now);
-        if reply.is_success() {
-            if let Some(b) = &client.backoff {
-                b.on_success(&mut client.rng);
+        match &mut client.stack {
+            Stack::Dialogue(d) => {
+                let mut retry = DialogueRetry {
+                    retrier: &mut client.retrier,
+                    rng: &mut client.rng,
+                };
+                d.complete(
+                    pick.tag,
+                    reply,
+                    self.now,
+                    &mut self.java,
+                    &mut retry,
+                    &mut self.fx,
+                );
+                self.apply();
             }
-            self.end_request(r, reply_name(reply), true);
-        } else {
-            let allowed = reply.is_retryable()
-                && self
-                    .s
-                    .clients
-                    .retries
-                    .is_some_and(|rule| rule.retries(reply));
-            self.retry_or_end(r, allowed, reply_name(reply));
-        }
-        // dialogue's queue: every completion gives queued requests another chance, in order.
-        while let Some(&q) = self.clients[c].queue.front() {
-            let client = &mut self.clients[c];
-            let Some(pick) = client.policy.pick(self.now, &mut client.rng) else {
-                break;
-            };
-            client.queue.pop_front();
-            self.send(q, pick);
+            Stack::Balancer { policy, .. } => {
+                policy.complete(pick, &done, self.now);
+                if reply.is_success() {
+                    client.retrier.success(&mut client.rng);
+                    self.end_request(r, reply_name(reply), true);
+                } else {
+                    self.retry_or_end(r, Some(reply), reply_name(reply));
+                }
+                // Every completion gives queued requests another chance, in order.
+                self.drain(c);
+            }
         }
     }
 
-    /// After a failed try of request `r` (an answer, or a refusal by the policy): backs off and retries if
-    /// `allowed` by the rule, the request has tries left and the budget agrees; else ends it with `code`.
-    fn retry_or_end(&mut self, r: usize, allowed: bool, code: String) {
-        let c = self.requests[r].client;
-        let client = &mut self.clients[c];
-        if let Some(b) = &client.backoff {
-            let delay = b.on_failure(&mut client.rng).ns;
-            let max = self.s.clients.retries.map_or(0, |rule| rule.max);
-            // The budget is asked only for a retry the rule allows (asking counts the retry).
-            if allowed
-                && self.requests[r].tries <= max
-                && client.budget.as_ref().is_none_or(|t| {
-                    t.allow_retry(Criticality::Critical, self.now, &mut client.rng)
-                        .is_ok()
-                })
-            {
-                self.at(self.now + delay, Ev::Retry(r));
-                return;
-            }
+    /// After a failed try of request `r` (an answer, or `None`: a refusal by the balancer): retries after
+    /// the rule's delay, or ends it with `code`.
+    fn retry_or_end(&mut self, r: usize, reply: Option<Reply>, code: String) {
+        let tries = self.requests[r].tries;
+        let client = &mut self.clients[self.requests[r].client];
+        let delay =
+            client
+                .retrier
+                .after_failure(reply, tries, self.now, &mut client.rng, &mut |rng| {
+                    rng.f64()
+                });
+        match delay {
+            Some(delay) => self.at(self.now + delay, Ev::Retry(r)),
+            None => self.end_request(r, code, false),
         }
-        self.end_request(r, code, false);
     }
 
     fn end_request(&mut self, r: usize, code: String, success: bool) {
@@ -688,7 +991,10 @@ impl<'s> Engine<'s> {
                 for c in 0..self.clients.len() {
                     if self.clients[c].servers.contains(&s) {
                         let list = self.visible(c);
-                        self.clients[c].policy.set_servers(&list, self.now);
+                        match &mut self.clients[c].stack {
+                            Stack::Balancer { policy, .. } => policy.set_servers(&list, self.now),
+                            Stack::Dialogue(d) => d.set_servers(&uri_order(self.s, &list)),
+                        }
                     }
                 }
             }
@@ -696,7 +1002,10 @@ impl<'s> Engine<'s> {
                 self.servers[s].draining = on;
                 for c in &mut self.clients {
                     if c.servers.contains(&s) {
-                        c.policy.set_draining(s, on, self.now);
+                        match &mut c.stack {
+                            Stack::Balancer { policy, .. } => policy.set_draining(s, on, self.now),
+                            Stack::Dialogue(d) => d.set_draining(s, on),
+                        }
                     }
                 }
             }
@@ -711,9 +1020,10 @@ impl<'s> Engine<'s> {
         } else {
             self.now
         };
+        self.out.server_held_ns = self.out.server_busy_ns;
         for at in &self.attempts {
             if at.server_open {
-                self.out.server_busy_ns += u128::from(end.saturating_sub(at.sent));
+                self.out.server_held_ns += u128::from(end.saturating_sub(at.sent));
             }
         }
         if unfinished > 0 {
@@ -735,6 +1045,69 @@ impl<'s> Engine<'s> {
             }
         }
         self.out
+    }
+}
+
+/// A dialogue client's URI list: `servers` in the order a `java.util.HashMap` keyed by their names
+/// iterates them (dialogue's simulation builds each client's URIs from such a map).
+fn uri_order(s: &Scenario, servers: &[ServerId]) -> Vec<ServerId> {
+    let names: Vec<&str> = servers
+        .iter()
+        .map(|&i| s.servers[i].name.as_str())
+        .collect();
+    dialogue::java::hash_map_order(&names)
+        .into_iter()
+        .map(|i| servers[i])
+        .collect()
+}
+
+/// Codahale's `Meter`, its one-minute rate only: marks are counted, and every whole 5 s tick since the
+/// last one (caught up when the meter is next read or marked) folds the tick's count, as a rate, into an
+/// exponentially weighted average with `alpha = 1 − e^(−5/60)`; the first tick sets the average outright.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct OneMinuteRate {
+    /// Per nanosecond.
+    rate: f64,
+    initialized: bool,
+    uncounted: u64,
+    last_tick: u64,
+}
+
+impl OneMinuteRate {
+    const TICK_NS: u64 = 5_000_000_000;
+
+    fn tick_if_necessary(&mut self, now: u64) {
+        let age = now.saturating_sub(self.last_tick);
+        if age <= Self::TICK_NS {
+            return;
+        }
+        self.last_tick = now - age % Self::TICK_NS;
+        let alpha = 1.0 - (-5.0f64 / 60.0).exp();
+        for _ in 0..age / Self::TICK_NS {
+            let instant = self.uncounted as f64 / Self::TICK_NS as f64;
+            self.uncounted = 0;
+            if self.initialized {
+                self.rate += alpha * (instant - self.rate);
+            } else {
+                self.rate = instant;
+                self.initialized = true;
+            }
+            if self.rate == 0.0 && self.initialized {
+                // Every further tick leaves it at zero.
+                break;
+            }
+        }
+    }
+
+    /// The one-minute rate, per second, at `now`.
+    fn rate(&mut self, now: u64) -> f64 {
+        self.tick_if_necessary(now);
+        self.rate * 1e9
+    }
+
+    fn mark(&mut self, now: u64) {
+        self.tick_if_necessary(now);
+        self.uncounted += 1;
     }
 }
 

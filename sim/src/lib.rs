@@ -16,6 +16,7 @@
 //! | [`policy::registry`] | the table of named policies a report compares ([`PolicyDef`]) |
 //! | [`output::report`] | runs every scenario with every policy and writes `report.md`, the CSVs and the charts ([`Report`]) |
 //! | [`output::chart`] | the PNG line charts |
+//! | [`reference`] | dialogue's own published simulation figures, which its rows here reproduce |
 //!
 //! The binary (`src/main.rs`) parses the command line and calls [`output::report`].
 
@@ -24,6 +25,7 @@ pub mod metrics;
 pub mod model;
 pub mod output;
 pub mod policy;
+pub mod reference;
 pub mod scenarios;
 
 pub use metrics::CellResult;

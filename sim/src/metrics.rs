@@ -35,8 +35,13 @@ pub struct CellResult {
     pub fail_fast: u64,
     /// Attempts the servers saw (more than `sent` means retries; fewer means fail-fast or queued).
     pub server_attempts: u64,
-    /// Σ over attempts of the time the server held them (arrival to completion, or to the end of the run).
+    /// Attempts the servers answered (dialogue's `server_resps`).
+    pub server_answers: u64,
+    /// Server time as dialogue defines it: Σ over attempts the server finished (answered, or reset by a
+    /// crash) of the time it held them, arrival to completion.
     pub server_busy_ns: u128,
+    /// The same plus the attempts the server never finished, held until the run's end (a black hole's).
+    pub server_held_ns: u128,
     /// Mean client-observed time of received requests, from arrival to final answer (queueing, backoff
     /// and retries included; a fail-fast counts its ~0 time, as dialogue's `client_mean` does).
     pub client_mean_ns: f64,

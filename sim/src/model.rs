@@ -63,14 +63,13 @@ pub enum StatusFn {
     },
     /// The connection is refused at once (the process is down; clients see a reset, not a status).
     Refuse,
-    /// A server-side rate limit: 429 when the server's exponentially weighted rate of accepted requests
-    /// (time constant `tau`) is at or above `per_sec`, decided at arrival; accepted requests answer 200 and
-    /// count toward the rate (dialogue's `server_side_rate_limits`).
-    RateLimit {
+    /// A server-side rate limit, decided at completion (dialogue's `server_side_rate_limits`): 200 while the
+    /// one-minute rate of a Codahale `Meter` of the server's accepted requests is below `per_sec` (the
+    /// request is then marked in it), else 429. The meter's rate is Codahale's: an exponentially weighted
+    /// average updated every 5 s from the marks of the last 5 s.
+    OneMinuteRate {
         /// Accepted requests per second the server allows.
         per_sec: f64,
-        /// Time constant of the rate's average.
-        tau: u64,
     },
 }
 
@@ -251,11 +250,12 @@ pub enum Spacing {
 impl Arrivals {
     /// `rps` requests per second, evenly spaced, for `duration`, from 0 (dialogue's arrivals).
     pub fn steady(rps: f64, duration: u64) -> Arrivals {
-        let count = (duration as f64 / SEC as f64 * rps) as u64;
+        // dialogue's `Benchmark`: a whole-nanosecond interval, then `duration / interval` requests.
+        let spacing = ((SEC as f64 / rps) as u64).max(1);
         Arrivals {
             start: 0,
-            count,
-            spacing: Spacing::Fixed((SEC as f64 / rps) as u64),
+            count: duration / spacing,
+            spacing: Spacing::Fixed(spacing),
             client: None,
             bad: 0.0,
             heavy: None,
@@ -283,26 +283,60 @@ impl Arrivals {
     }
 }
 
-/// Retries after a retryable reply (5xx, 429, reset, timeout).
+/// Retries after a failed try. The rule is the scenario's: every policy's client follows it (dialogue's
+/// scenarios retry as dialogue's `RetryingChannel` does, for every client).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Retries {
     /// Retries per request at most.
     pub max: u32,
-    /// The client's shared responsive backoff (weir's): the delay before each retry.
-    pub backoff: weir::backoff::BackoffConfig,
+    /// The delay before each retry.
+    pub backoff: RetryBackoff,
     /// The retry budget: weir's throttle, whose `retry_ratio` caps retries as a fraction of requests.
     pub budget: Option<weir::overload::ThrottleConfig>,
-    /// Retry a 5xx other than 503 too (dialogue retries 500s only for idempotent methods such as GET; 429,
-    /// 503, resets and timeouts are retried for every method).
-    pub idempotent: bool,
+    /// Which replies are retried.
+    pub on: RetryOn,
+}
+
+/// The delay before a retry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RetryBackoff {
+    /// dialogue's `RetryingChannel`, per request: before retry `n`, `round(slot × U × 2^(n−1))` with `U`
+    /// uniform in [0, 1) (full jitter, no cap: at most 4 retries make at most 8 slots), and none after a 308.
+    /// dialogue draws `U` from its shared generator; other clients from their own.
+    Exponential {
+        /// The backoff slot (dialogue: 250 ms).
+        slot: u64,
+    },
+    /// weir's responsive backoff, one per client, shared by its requests: it also comes down after
+    /// successes.
+    Responsive(weir::backoff::BackoffConfig),
+}
+
+/// Which failed tries a client retries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryOn {
+    /// dialogue's `RetryingChannel`: 308, 429 and 503 (QoS statuses), 500 only for a safe method (GET,
+    /// HEAD, OPTIONS), a reset or refused connection (an `IOException`); not a read timeout, not another
+    /// 5xx, not a 4xx.
+    Dialogue {
+        /// The endpoint's method is GET, HEAD or OPTIONS.
+        safe_method: bool,
+    },
+    /// Every 5xx, 429, reset and timeout.
+    Retryable,
 }
 
 impl Retries {
     /// Whether this rule retries `reply`.
     pub fn retries(&self, reply: crate::policy::Reply) -> bool {
-        match reply {
-            crate::policy::Reply::Status(s) if s >= 500 && s != 503 => self.idempotent,
-            r => r.is_retryable(),
+        use crate::policy::Reply;
+        match self.on {
+            RetryOn::Retryable => reply.is_retryable(),
+            RetryOn::Dialogue { safe_method } => match reply {
+                Reply::Status(308 | 429 | 503) | Reply::Refused => true,
+                Reply::Status(500) => safe_method,
+                Reply::Status(_) | Reply::Timeout => false,
+            },
         }
     }
 }
@@ -323,8 +357,13 @@ pub enum Subsetting {
 pub struct ClientSpec {
     /// Number of independent clients, each with its own balancer.
     pub count: usize,
-    /// Endpoints: client `i` calls endpoint `i % endpoints` (dialogue's client × endpoint pairs).
+    /// Endpoints each client calls: a request goes to a uniformly random (client, endpoint) pair, as in
+    /// dialogue's simulation, and a client's balancer serves all its endpoints.
     pub endpoints: usize,
+    /// The clients are sticky sessions of one client process (dialogue's `stickyChannels()` of one
+    /// `DialogueChannel`): dialogue pins each session's requests to the host of its first answer, with a
+    /// limiter and a queue per session; every other policy serves all sessions with one balancer.
+    pub sticky: bool,
     /// A deadline per attempt, after which the client gives up on it (and reports a timeout).
     pub timeout: Option<u64>,
     /// Retry rule, if any.
@@ -339,6 +378,7 @@ impl ClientSpec {
         ClientSpec {
             count,
             endpoints: 1,
+            sticky: false,
             timeout: None,
             retries: None,
             subset: Subsetting::None,
@@ -378,6 +418,34 @@ pub struct Scenario {
     pub bucket: u64,
     /// Seed of every generator in the run.
     pub seed: u64,
+    /// dialogue's scenarios: the seeds of its simulation's `java.util.Random` generators (see [`JavaSeeds`]).
+    pub java: Option<JavaSeeds>,
+    /// Why the policies cannot be compared on this scenario, if they cannot: the summary then gives no
+    /// verdict.
+    pub not_comparable: Option<&'static str>,
+}
+
+/// The seeds of dialogue's simulation, whose generators a dialogue scenario reproduces draw for draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JavaSeeds {
+    /// The one generator every dialogue client draws its shuffles, pins and retry jitter from
+    /// (`Simulation.random`, 3218974678).
+    pub shared: i64,
+    /// The generator that assigns each request to a (client, endpoint) pair with `nextInt(pairs)`
+    /// (`Benchmark`, 21876781263).
+    pub chooser: i64,
+    /// The generator of each server's random errors (`respond500AtRate`: a `new Random(4)` per server,
+    /// 500 when `nextDouble() <= p`).
+    pub server: i64,
+}
+
+impl JavaSeeds {
+    /// The seeds of dialogue's own report.
+    pub const DIALOGUE: JavaSeeds = JavaSeeds {
+        shared: 3_218_974_678,
+        chooser: 21_876_781_263,
+        server: 4,
+    };
 }
 
 impl Scenario {
@@ -396,5 +464,23 @@ impl Scenario {
     /// Total requests offered.
     pub fn requests(&self) -> u64 {
         self.arrivals.iter().map(|a| a.count).sum()
+    }
+
+    /// The same scenario with every generator reseeded for run `k` (`k = 0` is the scenario itself): the
+    /// report repeats each cell over several seeds so that a conclusion does not hang on one draw.
+    pub fn reseeded(&self, k: u64) -> Scenario {
+        if k == 0 {
+            return self.clone();
+        }
+        let mut g =
+            weir::subset::SplitMix64::new(self.seed ^ k.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let mut s = self.clone();
+        s.seed = g.next_u64();
+        s.java = self.java.map(|_| JavaSeeds {
+            shared: g.next_u64() as i64,
+            chooser: g.next_u64() as i64,
+            server: g.next_u64() as i64,
+        });
+        s
     }
 }

@@ -4,8 +4,8 @@ use weir::{backoff::BackoffConfig, backoff::Jitter, Rng};
 use weir_sim::engine;
 use weir_sim::metrics::CellResult;
 use weir_sim::model::{
-    Action, Arrivals, Behavior, ClientSpec, Crash, Latency, Retries, Scenario, ServerSpec,
-    StatusFn, MS, SEC,
+    Action, Arrivals, Behavior, ClientSpec, Crash, Latency, Retries, RetryBackoff, RetryOn,
+    Scenario, ServerSpec, StatusFn, MS, SEC,
 };
 use weir_sim::policy::{Balance, Completion, Pick, Refusal, Reply, ServerId};
 
@@ -68,6 +68,8 @@ fn scenario(servers: Vec<ServerSpec>, arrivals: Vec<Arrivals>) -> Scenario {
         abort: 60 * SEC,
         bucket: SEC,
         seed: 1,
+        java: None,
+        not_comparable: None,
     }
 }
 
@@ -159,8 +161,10 @@ fn a_black_hole_needs_a_deadline() {
     );
     let r = run_first(&s, None);
     assert_eq!((r.received, r.codes.get("unfinished")), (0, Some(&2)));
-    // The server held both until the abort.
-    assert_eq!(r.server_busy_ns, u128::from(60 * SEC + 59 * SEC));
+    // Server time counts finished attempts only (dialogue's definition): none; the server held both until
+    // the abort.
+    assert_eq!(r.server_busy_ns, 0);
+    assert_eq!(r.server_held_ns, u128::from(60 * SEC + 59 * SEC));
     s.clients.timeout = Some(500 * MS);
     let r = run_first(&s, None);
     assert_eq!((r.received, r.codes.get("timeout")), (2, Some(&2)));
@@ -202,14 +206,14 @@ fn a_crash_resets_everything_in_progress_and_refuses_until_recovery() {
 fn retries_follow_the_rule_and_the_backoff() {
     let retries = Retries {
         max: 2,
-        backoff: BackoffConfig {
+        backoff: RetryBackoff::Responsive(BackoffConfig {
             initial_ns: 100 * MS,
             up_multiplier: 2.0,
             jitter: Jitter::None,
             ..BackoffConfig::default()
-        },
+        }),
         budget: None,
-        idempotent: true,
+        on: RetryOn::Retryable,
     };
     let mut s = scenario(
         vec![ServerSpec::new("a", Behavior::status(500, 10 * MS))],
@@ -221,9 +225,9 @@ fn retries_follow_the_rule_and_the_backoff() {
     assert_eq!((r.server_attempts, r.codes.get("500")), (3, Some(&1)));
     assert_eq!(r.client_p99_ns, 30 * MS + 300 * MS);
     assert_eq!(r.oracle_pct, 0.0);
-    // A POST does not retry a 500.
+    // dialogue's rule for a POST does not retry a 500.
     s.clients.retries = Some(Retries {
-        idempotent: false,
+        on: RetryOn::Dialogue { safe_method: false },
         ..retries
     });
     assert_eq!(run_first(&s, None).server_attempts, 1);
@@ -264,13 +268,13 @@ fn refused_requests_fail_fast_or_queue() {
     // ... and a retrying client tries again after its backoff: 1 + 2 refusals each.
     s.clients.retries = Some(Retries {
         max: 2,
-        backoff: BackoffConfig {
+        backoff: RetryBackoff::Responsive(BackoffConfig {
             initial_ns: MS,
             jitter: Jitter::None,
             ..BackoffConfig::default()
-        },
+        }),
         budget: None,
-        idempotent: false,
+        on: RetryOn::Dialogue { safe_method: false },
     });
     let r = run_first(&s, None);
     assert_eq!((r.fail_fast, r.codes.get("failfast")), (9, Some(&3)));

@@ -6,11 +6,13 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use crate::engine;
+use crate::engine::{self, Clients};
 use crate::metrics::CellResult;
 use crate::model::{Scenario, Subsetting, SEC};
 use crate::output::chart::{render_grid, ChartError, Panel, Series};
-use crate::policy::registry::PolicyDef;
+use crate::policy::registry::{Kind, PolicyDef};
+use crate::policy::Refusal;
+use crate::reference;
 
 /// Policies drawn in each scenario's chart, when the report has them.
 const CHARTED: [&str; 4] = [
@@ -24,14 +26,58 @@ const CHARTED_SERVERS: usize = 10;
 /// A default within this many points of the best other policy counts as tied.
 pub const TIE_POINTS: f64 = 0.2;
 
-/// Every cell of a run: `cells[scenario][policy]`.
+/// Each cell runs on the scenario's own seed and on this many more.
+pub const EXTRA_SEEDS: u64 = 3;
+/// A figure whose seeds differ by more than this many points is flagged.
+pub const SPREAD_POINTS: f64 = 2.0;
+
+/// Every cell of a run: `cells[scenario][policy]` on the scenario's seed, `seeds[scenario][policy]` over it
+/// and the extra seeds.
 pub struct Report {
     /// The scenarios, in order.
     pub scenarios: Vec<Scenario>,
     /// The policies, in order.
     pub policies: Vec<PolicyDef>,
-    /// The results.
+    /// The results on each scenario's own seed.
     pub cells: Vec<Vec<CellResult>>,
+    /// The figures over every seed.
+    pub seeds: Vec<Vec<Seeds>>,
+}
+
+/// Mean, least and greatest of one figure over a cell's seeds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Spread {
+    /// The mean.
+    pub mean: f64,
+    /// The least.
+    pub min: f64,
+    /// The greatest.
+    pub max: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Spread {
+        let n = values.len().max(1) as f64;
+        Spread {
+            mean: values.iter().sum::<f64>() / n,
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+
+    /// `max − min`.
+    pub fn width(&self) -> f64 {
+        self.max - self.min
+    }
+}
+
+/// One cell's figures over its seeds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Seeds {
+    /// Success %.
+    pub success: Spread,
+    /// Client mean latency, ms.
+    pub client_mean_ms: Spread,
 }
 
 /// Runs one cell.
@@ -40,12 +86,16 @@ pub fn run_cell(scenario: &Scenario, policy: &PolicyDef) -> CellResult {
         Subsetting::None => scenario.servers.len(),
         Subsetting::Deterministic(k) | Subsetting::Random(k) => k.min(scenario.servers.len()),
     };
-    engine::run(scenario, &|_, seed| (policy.make)(capacity, seed))
+    match policy.kind {
+        Kind::Balancer(make) => engine::run(scenario, &|_, seed| make(capacity, seed)),
+        Kind::Dialogue(strategy) => engine::run_with(scenario, Clients::Dialogue(strategy)),
+    }
 }
 
-/// Runs every cell on `threads` threads (the results do not depend on the thread count).
+/// Runs every cell on every seed on `threads` threads (the results do not depend on the thread count).
 pub fn run(scenarios: Vec<Scenario>, policies: Vec<PolicyDef>, threads: usize) -> Report {
-    let n = scenarios.len() * policies.len();
+    let runs = 1 + EXTRA_SEEDS as usize;
+    let n = scenarios.len() * policies.len() * runs;
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
@@ -58,8 +108,10 @@ pub fn run(scenarios: Vec<Scenario>, policies: Vec<PolicyDef>, threads: usize) -
                 if i >= n {
                     break;
                 }
-                let (s, p) = (i / policies.len(), i % policies.len());
-                let _ = tx.send((i, run_cell(&scenarios[s], &policies[p])));
+                let (cell, k) = (i / runs, i % runs);
+                let (s, p) = (cell / policies.len(), cell % policies.len());
+                let scenario = scenarios[s].reseeded(k as u64);
+                let _ = tx.send((i, run_cell(&scenario, &policies[p])));
             });
         }
     });
@@ -69,26 +121,43 @@ pub fn run(scenarios: Vec<Scenario>, policies: Vec<PolicyDef>, threads: usize) -
         flat[i] = Some(r);
     }
     let mut flat = flat.into_iter().map(Option::unwrap_or_default);
-    let cells = scenarios
-        .iter()
-        .map(|_| flat.by_ref().take(policies.len()).collect())
-        .collect();
+    let mut cells = Vec::new();
+    let mut seeds = Vec::new();
+    for _ in &scenarios {
+        let mut row = Vec::new();
+        let mut spreads = Vec::new();
+        for _ in &policies {
+            let runs: Vec<CellResult> = flat.by_ref().take(runs).collect();
+            let success: Vec<f64> = runs.iter().map(CellResult::success_pct).collect();
+            let mean: Vec<f64> = runs.iter().map(|c| c.client_mean_ns / 1e6).collect();
+            spreads.push(Seeds {
+                success: Spread::of(&success),
+                client_mean_ms: Spread::of(&mean),
+            });
+            row.push(runs.into_iter().next().unwrap_or_default());
+        }
+        cells.push(row);
+        seeds.push(spreads);
+    }
     Report {
         scenarios,
         policies,
         cells,
+        seeds,
     }
 }
 
-/// How weir's default did on one scenario, by success %.
+/// How weir's default did on one scenario, by mean success % over the seeds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
-    /// The default's success %.
+    /// The default's mean success %.
     pub default: f64,
-    /// The best other policy and its success %.
+    /// The best other policy and its mean success %.
     pub best_other: (&'static str, f64),
-    /// The best baseline (not weir) and its success %.
+    /// The best baseline (not weir) and its mean success %.
     pub best_baseline: (&'static str, f64),
+    /// The widest seed spread of the default's and the best other policy's success %.
+    pub spread: f64,
 }
 
 impl Verdict {
@@ -116,44 +185,71 @@ impl Report {
         let best = |weir: Option<bool>| {
             self.policies
                 .iter()
-                .zip(&self.cells[s])
+                .zip(&self.seeds[s])
                 .enumerate()
                 .filter(|(i, (p, _))| {
                     *i != d && weir.is_none_or(|w| p.name.starts_with("weir") == w)
                 })
-                .map(|(_, (p, c))| (p.name, c.success_pct()))
-                .fold(None, |acc: Option<(&'static str, f64)>, x| match acc {
-                    Some(a) if a.1 >= x.1 => Some(a),
-                    _ => Some(x),
-                })
+                .map(|(i, (p, c))| (i, p.name, c.success.mean))
+                .fold(
+                    None,
+                    |acc: Option<(usize, &'static str, f64)>, x| match acc {
+                        Some(a) if a.2 >= x.2 => Some(a),
+                        _ => Some(x),
+                    },
+                )
         };
+        let other = best(None)?;
+        let baseline = best(Some(false));
         Some(Verdict {
-            default: self.cells[s][d].success_pct(),
-            best_other: best(None)?,
-            best_baseline: best(Some(false)).unwrap_or(("-", 0.0)),
+            default: self.seeds[s][d].success.mean,
+            best_other: (other.1, other.2),
+            best_baseline: baseline.map_or(("-", 0.0), |b| (b.1, b.2)),
+            spread: self.seeds[s][d]
+                .success
+                .width()
+                .max(self.seeds[s][other.0].success.width()),
         })
     }
 
     /// The summary table (markdown): per scenario the oracle, weir's default, the best other policy, the
-    /// best baseline and the verdict.
+    /// best baseline (mean success % over the seeds) and the verdict, flagging a seed spread wider than
+    /// [`SPREAD_POINTS`].
     pub fn summary(&self) -> String {
         let mut out = String::new();
         out.push_str(
-            "| scenario | oracle ≤ | weir default | best other | best baseline | default is |\n",
+            "| scenario | oracle ≤ | weir default | best other | best baseline | default is | seed spread |\n",
         );
-        out.push_str("|---|---:|---:|---|---|---|\n");
+        out.push_str("|---|---:|---:|---|---|---|---:|\n");
         let mut counts = [0usize; 3];
+        let mut wide = 0;
+        let mut set_aside = 0;
         for (s, scenario) in self.scenarios.iter().enumerate() {
             let Some(v) = self.verdict(s) else { continue };
             let oracle = self.cells[s].first().map_or(0.0, |c| c.oracle_pct);
+            if let Some(why) = scenario.not_comparable {
+                set_aside += 1;
+                let _ = writeln!(
+                    out,
+                    "| {} | {:.1} | {:.1} | | | not comparable: {why} | |",
+                    scenario.name, oracle, v.default
+                );
+                continue;
+            }
             let word = v.word();
             counts[["best", "tied", "behind"]
                 .iter()
                 .position(|w| *w == word)
                 .unwrap_or(2)] += 1;
+            let flag = if v.spread > SPREAD_POINTS {
+                wide += 1;
+                " **wide**"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 out,
-                "| {} | {:.1} | {:.1} | {} {:.1} | {} {:.1} | {}{} |",
+                "| {} | {:.1} | {:.1} | {} {:.1} | {} {:.1} | {}{} | {:.1}{flag} |",
                 scenario.name,
                 oracle,
                 v.default,
@@ -167,16 +263,19 @@ impl Report {
                 } else {
                     String::new()
                 },
+                v.spread,
             );
         }
         let _ = writeln!(
             out,
             "\nweir's default is best on {}, tied (within {TIE_POINTS} points) on {}, behind on {} of {} \
-             scenarios.",
+             scenarios (mean success over {} seeds; {wide} with a seed spread above {SPREAD_POINTS} points; \
+             {set_aside} not comparable).",
             counts[0],
             counts[1],
             counts[2],
-            counts.iter().sum::<usize>()
+            counts.iter().sum::<usize>(),
+            1 + EXTRA_SEEDS,
         );
         out
     }
@@ -185,19 +284,26 @@ impl Report {
     pub fn markdown(&self, charts: bool) -> String {
         let mut out = String::new();
         out.push_str("# weir simulator report\n\n");
-        out.push_str(
+        let _ = write!(
+            out,
             "Made by `cargo xtask sim`: a deterministic discrete-event simulation in virtual time that drives \
-             the real weir core and the field's balancers through the same scenarios; the same seed gives \
-             this file byte for byte. Success % = final 2xx answers / requests sent. The oracle is an upper \
+             the real weir core and the field's balancers through the same scenarios; the same seeds give \
+             this file byte for byte. Every cell runs on the scenario's seed and on {EXTRA_SEEDS} more: the \
+             summary compares mean success %; the tables show the scenario's seed, with the mean and the \
+             range over all {} seeds. Success % = final 2xx answers / requests sent. The oracle is an upper \
              bound for a client that sends each request when it arrives: every try sent to the server most \
              likely to succeed at that moment, load ignored (a policy that queues requests can pass it by \
-             waiting out an outage). Fail-fast counts refusals (retried when the scenario retries); mean \
-             and p99 are over received requests, fail-fasts included; spread = busiest server's attempts / \
-             mean attempts per server.\n\n",
+             waiting out an outage). \"Refused\" says what a policy's client does with a request it cannot \
+             send at once: fail it (retried as a 503 when the scenario retries) or let it wait in a queue. \
+             Fail-fast counts requests failed by the client itself; mean and p99 are over received \
+             requests, fail-fasts included; server s is dialogue's server time (busy time of the attempts \
+             the servers finished), held s adds the attempts never finished, held until the run's end; \
+             spread = busiest server's attempts / mean attempts per server.\n\n",
+            1 + EXTRA_SEEDS
         );
-        out.push_str("## Summary (success %)\n\n");
+        out.push_str("## Summary (mean success %)\n\n");
         out.push_str(&self.summary());
-        out.push_str("\n## Success % by scenario and policy\n\n| scenario |");
+        out.push_str("\n## Mean success % by scenario and policy\n\n| scenario |");
         for p in &self.policies {
             let _ = write!(out, " {} |", p.name);
         }
@@ -206,15 +312,22 @@ impl Report {
         out.push('\n');
         for (s, scenario) in self.scenarios.iter().enumerate() {
             let _ = write!(out, "| {} |", scenario.name);
-            for c in &self.cells[s] {
-                let _ = write!(out, " {:.1} |", c.success_pct());
+            for c in &self.seeds[s] {
+                let _ = write!(out, " {:.1} |", c.success.mean);
             }
             out.push('\n');
         }
+        out.push_str(&self.dialogue_side_by_side());
         out.push_str("\n## Policies\n\n");
         for p in &self.policies {
             let mark = if p.default { " **(default)**" } else { "" };
-            let _ = writeln!(out, "- `{}`{mark}: {}", p.name, p.about);
+            let _ = writeln!(
+                out,
+                "- `{}`{mark}: {} Refused requests {}.",
+                p.name,
+                p.about,
+                refused(p.refused)
+            );
         }
         out.push_str("\n## Scenarios\n");
         for (s, scenario) in self.scenarios.iter().enumerate() {
@@ -222,10 +335,15 @@ impl Report {
             if let Some(c) = self.cells[s].first() {
                 let _ = writeln!(
                     out,
-                    "{} requests, {} servers, {} clients; oracle ≤ {:.1} %.\n",
+                    "{} requests, {} servers, {} {}; oracle ≤ {:.1} %.\n",
                     c.sent,
                     scenario.servers.len(),
                     scenario.clients.count,
+                    if scenario.clients.sticky {
+                        "sticky sessions of one client"
+                    } else {
+                        "clients"
+                    },
                     c.oracle_pct
                 );
             }
@@ -233,20 +351,33 @@ impl Report {
                 let _ = writeln!(out, "![{0}](charts/{0}.png)\n", scenario.name);
             }
             out.push_str(
-                "| policy | success % | fail-fast | mean ms | p99 ms | server busy s | received/sent | \
-                 attempts | spread | answers |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+                "| policy | refused | success % | over seeds | fail-fast | mean ms | over seeds | p99 ms | \
+                 server s | held s | received/sent | attempts | spread | answers |\n\
+                 |---|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|\n",
             );
-            for (p, c) in self.policies.iter().zip(&self.cells[s]) {
+            for ((p, c), k) in self.policies.iter().zip(&self.cells[s]).zip(&self.seeds[s]) {
                 let _ = writeln!(
                     out,
-                    "| {}{} | {:.1} | {} | {:.1} | {:.1} | {:.1} | {}/{} | {} | {:.2} | {} |",
+                    "| {}{} | {} | {:.1} | {:.1} ({:.1}–{:.1}) | {} | {:.1} | {:.0} ({:.0}–{:.0}) | {:.1} | \
+                     {:.1} | {:.1} | {}/{} | {} | {:.2} | {} |",
                     p.name,
                     if p.default { " (default)" } else { "" },
+                    match p.refused {
+                        Refusal::FailFast => "fail",
+                        Refusal::Queue => "wait",
+                    },
                     c.success_pct(),
+                    k.success.mean,
+                    k.success.min,
+                    k.success.max,
                     c.fail_fast,
                     c.client_mean_ns / 1e6,
+                    k.client_mean_ms.mean,
+                    k.client_mean_ms.min,
+                    k.client_mean_ms.max,
                     c.client_p99_ns as f64 / 1e6,
                     c.server_busy_ns as f64 / 1e9,
+                    c.server_held_ns as f64 / 1e9,
                     c.received,
                     c.sent,
                     c.server_attempts,
@@ -258,28 +389,91 @@ impl Report {
         out
     }
 
-    /// Every figure of every cell, one line per cell.
-    pub fn results_csv(&self) -> String {
-        let mut out = String::from(
-            "scenario,policy,default,sent,received,succeeded,success_pct,fail_fast,server_attempts,\
-             server_busy_s,client_mean_ms,client_p99_ms,spread,oracle_pct,answers\n",
-        );
+    /// dialogue's rows next to dialogue's own published figures ([`reference`]), on the scenario's seed;
+    /// empty when the report has none of them.
+    pub fn dialogue_side_by_side(&self) -> String {
+        let mut rows = String::new();
+        let (mut same, mut all) = (0, 0);
         for (s, scenario) in self.scenarios.iter().enumerate() {
             for (p, c) in self.policies.iter().zip(&self.cells[s]) {
+                let Some(d) = reference::published(scenario.name, p.name) else {
+                    continue;
+                };
+                all += 1;
+                let matched = reference::matches(d, c);
+                same += usize::from(matched);
+                let _ = writeln!(
+                    rows,
+                    "| {} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1} / {:.1} | {} / {} | {} / {} | {} |",
+                    scenario.name,
+                    p.name,
+                    d.success_pct,
+                    c.success_pct(),
+                    d.client_mean_ms,
+                    c.client_mean_ns / 1e6,
+                    d.server_s,
+                    c.server_busy_ns as f64 / 1e9,
+                    d.received,
+                    c.received,
+                    d.responses,
+                    c.server_answers,
+                    if matched { "same" } else { "differs" },
+                );
+            }
+        }
+        if all == 0 {
+            return String::new();
+        }
+        format!(
+            "\n## dialogue's own report, side by side\n\n\
+             dialogue's published simulation figures (commit 381f98f7) / this simulator's, on the scenario's \
+             seed (dialogue's seeds). {same} of {all} are the same: success %, client mean to 0.1 ms, \
+             server time to 0.1 s, received requests and server answers. Where they differ, the cause \
+             known is dialogue's scheduler: scheduling any task first runs every task due at the same \
+             instant, nested inside the scheduling one's callbacks, so same-instant events interleave \
+             differently there.\n\n\
+             | scenario | policy | success % | client mean ms | server s | received | answers | |\n\
+             |---|---|---:|---:|---:|---:|---:|---|\n{rows}"
+        )
+    }
+
+    /// Every figure of every cell (on the scenario's seed), with the mean and range over all seeds, one line
+    /// per cell.
+    pub fn results_csv(&self) -> String {
+        let mut out = String::from(
+            "scenario,policy,default,refused,sent,received,succeeded,success_pct,success_mean,success_min,\
+             success_max,fail_fast,server_attempts,server_busy_s,server_held_s,client_mean_ms,\
+             client_mean_ms_mean,client_mean_ms_min,client_mean_ms_max,client_p99_ms,spread,oracle_pct,\
+             answers\n",
+        );
+        for (s, scenario) in self.scenarios.iter().enumerate() {
+            for ((p, c), k) in self.policies.iter().zip(&self.cells[s]).zip(&self.seeds[s]) {
                 let _ = writeln!(
                     out,
-                    "{},{},{},{},{},{},{:.1},{},{},{:.3},{:.3},{:.3},{:.3},{:.1},{}",
+                    "{},{},{},{},{},{},{},{:.1},{:.2},{:.1},{:.1},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},\
+                     {:.3},{:.3},{:.1},{}",
                     scenario.name,
                     p.name,
                     p.default,
+                    match p.refused {
+                        Refusal::FailFast => "fail",
+                        Refusal::Queue => "wait",
+                    },
                     c.sent,
                     c.received,
                     c.succeeded,
                     c.success_pct(),
+                    k.success.mean,
+                    k.success.min,
+                    k.success.max,
                     c.fail_fast,
                     c.server_attempts,
                     c.server_busy_ns as f64 / 1e9,
+                    c.server_held_ns as f64 / 1e9,
                     c.client_mean_ns / 1e6,
+                    k.client_mean_ms.mean,
+                    k.client_mean_ms.min,
+                    k.client_mean_ms.max,
                     c.client_p99_ns as f64 / 1e6,
                     c.spread(),
                     c.oracle_pct,
@@ -408,6 +602,14 @@ impl Report {
             }
         }
         Ok(())
+    }
+}
+
+/// What a client does with a request it cannot send at once, in words.
+fn refused(r: Refusal) -> &'static str {
+    match r {
+        Refusal::FailFast => "fail at once",
+        Refusal::Queue => "wait in the client's queue",
     }
 }
 

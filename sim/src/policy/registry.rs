@@ -3,11 +3,12 @@
 use weir::limit::{AimdLimit, CiadLimit, Gradient2Limit, LimitAlgorithm, VegasLimit};
 use weir::{balance::HealthModel, balance::Policy, Config};
 
+use crate::policy::baseline::dialogue::Strategy;
 use crate::policy::baseline::{
-    Balanced, LeastLoaded, PeakEwmaP2c, PinUntilError, RandomPick, RoundRobin, WeightedRoundRobin,
+    LeastLoaded, PeakEwmaP2c, RandomPick, RoundRobin, WeightedRoundRobin,
 };
 use crate::policy::weir::WeirPolicy;
-use crate::policy::Balance;
+use crate::policy::{Balance, Refusal};
 
 /// A policy as the report names it.
 pub struct PolicyDef {
@@ -17,8 +18,20 @@ pub struct PolicyDef {
     pub about: &'static str,
     /// weir's default configuration.
     pub default: bool,
-    /// Builds one client's instance for a scenario of `servers` servers, from the client's `seed`.
-    pub make: fn(servers: usize, seed: u64) -> Box<dyn Balance>,
+    /// How its clients are built.
+    pub kind: Kind,
+    /// What its client does with a request it cannot send at once.
+    pub refused: Refusal,
+}
+
+/// How a policy's clients are built.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    /// A balancer in the engine's client: builds one client's instance for a scenario of `servers` servers,
+    /// from the client's `seed`.
+    Balancer(fn(servers: usize, seed: u64) -> Box<dyn Balance>),
+    /// dialogue's whole client with this strategy.
+    Dialogue(Strategy),
 }
 
 /// The success-average health the EWMA variants use: an outcome's influence halves every 32 outcomes.
@@ -42,111 +55,120 @@ pub fn all() -> Vec<PolicyDef> {
             name: "weir-cascade",
             about: "weir default: Cascade, 6x5 s buckets, Fixed(100) limit",
             default: true,
-            make: |n, seed| weir(Config::default(), n, seed),
+            kind: Kind::Balancer(|n, seed| weir(Config::default(), n, seed)),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "weir-cascade-approx",
             about: "weir CascadeApprox (the gist's approximate shuffle), buckets, Fixed(100)",
             default: false,
-            make: |n, seed| {
+            kind: Kind::Balancer(|n, seed| {
                 let c = Config {
                     policy: Policy::CascadeApprox,
                     ..Config::default()
                 };
                 weir(c, n, seed)
-            },
+            }),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "weir-weighted-pick",
             about:
                 "weir WeightedPick (one weighted pick among nodes with room), buckets, Fixed(100)",
             default: false,
-            make: |n, seed| {
+            kind: Kind::Balancer(|n, seed| {
                 let c = Config {
                     policy: Policy::WeightedPick,
                     ..Config::default()
                 };
                 weir(c, n, seed)
-            },
+            }),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "weir-cascade-ewma",
             about: "weir Cascade with EWMA health (half-life 32 outcomes), Fixed(100)",
             default: false,
-            make: |n, seed| {
+            kind: Kind::Balancer(|n, seed| {
                 let c = Config {
                     health: EWMA,
                     ..Config::default()
                 };
                 weir(c, n, seed)
-            },
+            }),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "weir-weighted-pick-ewma",
             about: "weir WeightedPick with EWMA health: the seed author's later variant",
             default: false,
-            make: |n, seed| {
+            kind: Kind::Balancer(|n, seed| {
                 let c = Config {
                     policy: Policy::WeightedPick,
                     health: EWMA,
                     ..Config::default()
                 };
                 weir(c, n, seed)
-            },
+            }),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "weir-cascade-aimd",
             about: "weir Cascade, buckets, Netflix AIMD limit",
             default: false,
-            make: |n, seed| {
+            kind: Kind::Balancer(|n, seed| {
                 weir(
                     with_limit(LimitAlgorithm::Aimd(AimdLimit::default())),
                     n,
                     seed,
                 )
-            },
+            }),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "weir-cascade-vegas",
             about: "weir Cascade, buckets, Netflix Vegas limit",
             default: false,
-            make: |n, seed| {
+            kind: Kind::Balancer(|n, seed| {
                 weir(
                     with_limit(LimitAlgorithm::Vegas(VegasLimit::default())),
                     n,
                     seed,
                 )
-            },
+            }),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "weir-cascade-gradient2",
             about: "weir Cascade, buckets, Netflix Gradient2 limit",
             default: false,
-            make: |n, seed| {
+            kind: Kind::Balancer(|n, seed| {
                 weir(
                     with_limit(LimitAlgorithm::Gradient2(Gradient2Limit::default())),
                     n,
                     seed,
                 )
-            },
+            }),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "weir-cascade-ciad",
             about: "weir Cascade, buckets, dialogue's CIAD limit",
             default: false,
-            make: |n, seed| {
+            kind: Kind::Balancer(|n, seed| {
                 weir(
                     with_limit(LimitAlgorithm::Ciad(CiadLimit::default())),
                     n,
                     seed,
                 )
-            },
+            }),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "weir-cascade-queued",
             about: "weir default, with the client queueing what weir refuses (as dialogue's clients do)",
             default: false,
-            make: |n, seed| {
+            kind: Kind::Balancer(|n, seed| {
                 Box::new(WeirPolicy::queued(
                     Config {
                         seed,
@@ -154,55 +176,74 @@ pub fn all() -> Vec<PolicyDef> {
                     },
                     n,
                 ))
-            },
+            }),
+            refused: Refusal::Queue,
         },
         PolicyDef {
             name: "round-robin",
             about: "round robin from a per-client random offset (SRE ch. 20)",
             default: false,
-            make: |_, seed| Box::new(RoundRobin::new(seed)),
+            kind: Kind::Balancer(|_, seed| Box::new(RoundRobin::new(seed))),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "random",
             about: "uniform random choice",
             default: false,
-            make: |_, seed| Box::new(RandomPick::new(seed)),
+            kind: Kind::Balancer(|_, seed| Box::new(RandomPick::new(seed))),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "least-loaded",
             about: "least-loaded round robin on this client's in-flight requests (SRE ch. 20)",
             default: false,
-            make: |_, seed| Box::new(LeastLoaded::new(seed)),
+            kind: Kind::Balancer(|_, seed| Box::new(LeastLoaded::new(seed))),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "least-loaded-errors",
             about: "least-loaded round robin counting recent errors as active requests (SRE ch. 20)",
             default: false,
-            make: |_, seed| Box::new(LeastLoaded::counting_errors(seed)),
+            kind: Kind::Balancer(|_, seed| Box::new(LeastLoaded::counting_errors(seed))),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "p2c-peak-ewma",
             about: "power of two choices on peak-EWMA latency x in-flight (tower, Linkerd, Finagle)",
             default: false,
-            make: |_, seed| Box::new(PeakEwmaP2c::new(seed)),
+            kind: Kind::Balancer(|_, seed| Box::new(PeakEwmaP2c::new(seed))),
+            refused: Refusal::Queue,
         },
         PolicyDef {
             name: "grpc-wrr",
             about: "weighted round robin from backend-reported utilization, qps and errors (gRPC A58)",
             default: false,
-            make: |_, seed| Box::new(WeightedRoundRobin::new(seed)),
+            kind: Kind::Balancer(|_, seed| Box::new(WeightedRoundRobin::new(seed))),
+            refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "dialogue-balanced",
-            about: "dialogue BALANCED: in-flight + failure reservoir, host AIMD limiter, queues when refused",
+            about: "dialogue's client, BALANCED (CONCURRENCY_LIMITER_ROUND_ROBIN): in-flight + failure \
+                    reservoir, host and endpoint CIAD limiters, multi-host and endpoint queues",
             default: false,
-            make: |_, seed| Box::new(Balanced::new(seed)),
+            kind: Kind::Dialogue(Strategy::Balanced),
+            refused: Refusal::Queue,
+        },
+        PolicyDef {
+            name: "dialogue-unlimited",
+            about: "dialogue's client, BALANCED with its limiters disabled (UNLIMITED_ROUND_ROBIN): the \
+                    scoring and give-up rule alone",
+            default: false,
+            kind: Kind::Dialogue(Strategy::Unlimited),
+            refused: Refusal::Queue,
         },
         PolicyDef {
             name: "pin-until-error",
-            about: "dialogue PIN_UNTIL_ERROR: one node until it fails, host AIMD limiter, queues when refused",
+            about: "dialogue's client, PIN_UNTIL_ERROR (CONCURRENCY_LIMITER_PIN_UNTIL_ERROR): one node until \
+                    it fails, host and endpoint CIAD limiters and queues",
             default: false,
-            make: |_, seed| Box::new(PinUntilError::new(seed)),
+            kind: Kind::Dialogue(Strategy::PinUntilError),
+            refused: Refusal::Queue,
         },
     ]
 }

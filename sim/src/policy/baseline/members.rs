@@ -9,13 +9,13 @@
 //! Each record names the *epoch* of the state it was sent under. A server that leaves the list loses its
 //! state; if it comes back it gets a fresh state with a new epoch, and the completions of attempts sent
 //! before are then matched with no state at all (in the real clients they land on the dropped object). The
-//! same happens when a policy rebuilds every state at once (dialogue on a node-set change).
+//! same happens when a policy rebuilds every state at once.
 
 use std::collections::BTreeMap;
 
 use weir::Rng;
 
-use crate::policy::{Pick, Refusal, ServerId};
+use crate::policy::{Pick, ServerId};
 
 /// One server of the client's list and the policy's state for it.
 #[derive(Debug)]
@@ -81,12 +81,6 @@ impl<S, T: Copy> Members<S, T> {
         self.nodes.iter().position(|n| n.id == id)
     }
 
-    /// Whether `servers` names exactly the current servers (in any order, duplicates ignored).
-    pub(crate) fn same_set(&self, servers: &[ServerId]) -> bool {
-        servers.iter().all(|&id| self.position(id).is_some())
-            && self.nodes.iter().all(|n| servers.contains(&n.id))
-    }
-
     /// Makes `servers` the list (duplicates after the first ignored). With `keep`, a server that stays keeps
     /// its state and in-flight count; otherwise, and for every new server, `fresh` makes a new state (whose
     /// in-flight count starts at zero: earlier attempts still complete, against no state). A staying server
@@ -137,12 +131,6 @@ impl<S, T: Copy> Members<S, T> {
         }
     }
 
-    /// Puts the servers in a random order (dialogue's PinUntilError shuffles its node list).
-    pub(crate) fn shuffle(&mut self, rng: &mut Rng) {
-        rng.shuffle(&mut self.nodes);
-        self.refresh_usable();
-    }
-
     /// Records an attempt sent to the server at `index` (which must be valid), with `record` for its end, and
     /// returns the attempt's [`Pick`], whose tag finds the record again.
     pub(crate) fn start(&mut self, index: usize, record: T) -> Pick {
@@ -155,16 +143,6 @@ impl<S, T: Copy> Members<S, T> {
             server: node.id,
             lease: None,
             tag,
-        }
-    }
-
-    /// dialogue's answer to a refused pick: queue the request, unless there is no server at all (then it
-    /// fails, as dialogue does without URIs).
-    pub(crate) fn queue_unless_empty(&self) -> Refusal {
-        if self.nodes.is_empty() {
-            Refusal::FailFast
-        } else {
-            Refusal::Queue
         }
     }
 
@@ -287,9 +265,6 @@ mod tests {
         assert_eq!(m.finish(new), None, "a tag ends once");
         assert_eq!(m.finish(old[1]), None);
         assert_eq!(m.in_flight(), 0);
-        assert!(m.same_set(&[2, 3, 3]));
-        assert!(!m.same_set(&[2]));
-        assert!(!m.same_set(&[2, 3, 4]));
     }
 
     #[test]

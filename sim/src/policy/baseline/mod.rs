@@ -7,41 +7,37 @@
 //! | [`LeastLoaded`] | SRE book ch. 20 (least-loaded round robin, optionally counting errors) | this client's in-flight requests (+ recent errors) |
 //! | [`PeakEwmaP2c`] | tower, Linkerd, Finagle | peak-EWMA latency × in-flight |
 //! | [`WeightedRoundRobin`] | gRPC A58, Envoy, SRE book | backend load reports |
-//! | [`Balanced`] | palantir/dialogue BALANCED | in-flight + decaying failures, AIMD limiter |
-//! | [`PinUntilError`] | palantir/dialogue PIN_UNTIL_ERROR | errors, AIMD limiter |
+//! | [`dialogue`] | palantir/dialogue's whole client: BALANCED, PIN_UNTIL_ERROR, unlimited | in-flight + decaying failures, or errors; host and endpoint CIAD limiters and queues |
 //!
 //! Conventions shared by all of them:
+//!
+//! [`dialogue`] is not a [`Balance`](crate::policy::Balance) policy but a whole client (dialogue keeps
+//! requests in queues and limiters of its own); the engine drives it directly. The conventions below are
+//! the other baselines'.
 //!
 //! * Every policy is built with `new(seed)`. Randomness needed outside a pick (a starting offset, an initial
 //!   shuffle, a jitter) comes from a generator seeded with `seed`, so each client differs and runs repeat;
 //!   randomness during a pick comes from the `rng` passed to [`pick`](crate::policy::Balance::pick).
 //! * Per-server state follows [`set_servers`](crate::policy::Balance::set_servers): a server that stays keeps
-//!   it, one that leaves loses it, a new one starts as its reference says. [`Balanced`] and
-//!   [`PinUntilError`] instead rebuild every state when the set changes, as dialogue does. Duplicates in the
-//!   list are ignored after the first.
+//!   it, one that leaves loses it, a new one starts as its reference says. Duplicates in the list are
+//!   ignored after the first.
 //! * A server in lame duck ([`set_draining`](crate::policy::Balance::set_draining)) gets no new attempt; a
 //!   lame-duck call for a server not in the list is ignored.
 //! * Each attempt is remembered until its completion, under the tag its [`Pick`](crate::policy::Pick)
-//!   carries, with the state it was sent under. If that state is gone (the server left, or dialogue rebuilt),
-//!   the completion only ends the attempt. A completion with an unknown tag is ignored. `in_flight()` on each policy counts the attempts not yet completed.
-//! * A policy returns `None` from a pick only when no server can be used, or when its reference refuses
-//!   (dialogue's limiters and give-up rule); no call sequence panics.
+//!   carries, with the state it was sent under. If that state is gone (the server left), the completion only
+//!   ends the attempt. A completion with an unknown tag is ignored. `in_flight()` on each policy counts the attempts not yet completed.
+//! * A policy returns `None` from a pick only when no server can be used; no call sequence panics.
 
-pub mod aimd;
-pub mod balanced;
+pub mod dialogue;
 pub mod least_loaded;
 mod members;
 pub mod peak_ewma;
-pub mod pin_until_error;
 pub mod random;
 pub mod round_robin;
 pub mod wrr;
 
-pub use aimd::{Aimd, HostVerdict};
-pub use balanced::Balanced;
 pub use least_loaded::{LeastLoaded, LeastLoadedConfig};
 pub use peak_ewma::{PeakEwmaConfig, PeakEwmaP2c};
-pub use pin_until_error::PinUntilError;
 pub use random::RandomPick;
 pub use round_robin::RoundRobin;
 pub use wrr::{WeightedRoundRobin, WrrConfig};
@@ -72,9 +68,7 @@ mod tests {
         RandomPick,
         LeastLoaded,
         PeakEwmaP2c,
-        WeightedRoundRobin,
-        Balanced,
-        PinUntilError
+        WeightedRoundRobin
     );
 
     fn all(seed: u64) -> Vec<(&'static str, Box<dyn Probe>)> {
@@ -91,8 +85,6 @@ mod tests {
                 "WeightedRoundRobin",
                 Box::new(WeightedRoundRobin::new(seed)),
             ),
-            ("Balanced", Box::new(Balanced::new(seed))),
-            ("PinUntilError", Box::new(PinUntilError::new(seed))),
         ]
     }
 

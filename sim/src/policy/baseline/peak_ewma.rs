@@ -3,7 +3,7 @@
 use weir::Rng;
 
 use super::members::Members;
-use crate::policy::{Balance, Completion, Pick, ServerId};
+use crate::policy::{Balance, Completion, Pick, Refusal, ServerId};
 
 /// [`PeakEwmaP2c`]'s parameters (tower makes both required constructor arguments; these defaults are the
 /// values of tower's example and of Linkerd).
@@ -160,6 +160,12 @@ impl Balance for PeakEwmaP2c {
 
     fn set_draining(&mut self, server: ServerId, draining: bool, _now: u64) {
         self.members.set_draining(server, draining);
+    }
+
+    /// tower's `Balance` is not ready while no endpoint is (`poll_ready` stays pending until discovery or
+    /// readiness changes): the request waits.
+    fn on_refusal(&self) -> Refusal {
+        Refusal::Queue
     }
 }
 
