@@ -71,10 +71,8 @@ enum Ev {
     Refused(usize),
     /// An attempt's deadline.
     Timeout(usize),
-    /// A request's retry is due (this engine's client).
+    /// A request's retry is due.
     Retry(usize),
-    /// A request's retry is due (dialogue's client).
-    Wake(usize),
     /// A queued request's deadline: if it is still queued, it ends as a timeout.
     QueueDeadline(usize),
     /// Has the server been over its crash threshold since `.1`-th crossing?
@@ -481,8 +479,7 @@ impl<'s> Engine<'s> {
                         self.deliver(a, Reply::Timeout, None);
                     }
                 }
-                Ev::Retry(r) => self.attempt(r),
-                Ev::Wake(r) => self.wake(r),
+                Ev::Retry(r) => self.retry(r),
                 Ev::QueueDeadline(r) => self.queue_deadline(r),
                 Ev::CrashCheck(s, crossing) => self.crash_check(s, crossing),
                 Ev::Recover(s) => {
@@ -590,7 +587,7 @@ impl<'s> Engine<'s> {
                         self.end_request(req, "rejected".into(), false);
                     }
                 },
-                Effect::Wake { at, req } => self.at(at, Ev::Wake(req)),
+                Effect::Wake { at, req } => self.at(at, Ev::Retry(req)),
             }
         }
         let mut fx = fx;
@@ -598,16 +595,19 @@ impl<'s> Engine<'s> {
         self.fx = fx;
     }
 
-    /// A dialogue client's retry is due.
-    fn wake(&mut self, r: usize) {
+    /// Request `r`'s retry is due.
+    fn retry(&mut self, r: usize) {
         let cl = &mut self.clients[self.requests[r].client];
-        if let Stack::Dialogue(d) = &mut cl.stack {
-            let mut retry = DialogueRetry {
-                retrier: &mut cl.retrier,
-                rng: &mut cl.rng,
-            };
-            d.wake(r, self.now, &mut self.java, &mut retry, &mut self.fx);
-            self.apply();
+        match &mut cl.stack {
+            Stack::Balancer { .. } => self.attempt(r),
+            Stack::Dialogue(d) => {
+                let mut retry = DialogueRetry {
+                    retrier: &mut cl.retrier,
+                    rng: &mut cl.rng,
+                };
+                d.wake(r, self.now, &mut self.java, &mut retry, &mut self.fx);
+                self.apply();
+            }
         }
     }
 

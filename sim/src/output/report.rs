@@ -362,10 +362,7 @@ impl Report {
                      {:.1} | {:.1} | {}/{} | {} | {:.2} | {} |",
                     p.name,
                     if p.default { " (default)" } else { "" },
-                    match p.refused {
-                        Refusal::FailFast => "fail",
-                        Refusal::Queue => "wait",
-                    },
+                    refused_word(p.refused),
                     c.success_pct(),
                     k.success.mean,
                     k.success.min,
@@ -455,10 +452,7 @@ impl Report {
                     scenario.name,
                     p.name,
                     p.default,
-                    match p.refused {
-                        Refusal::FailFast => "fail",
-                        Refusal::Queue => "wait",
-                    },
+                    refused_word(p.refused),
                     c.sent,
                     c.received,
                     c.succeeded,
@@ -602,6 +596,14 @@ impl Report {
             }
         }
         Ok(())
+    }
+}
+
+/// What a client does with a request it cannot send at once, in a word (the tables' column).
+fn refused_word(r: Refusal) -> &'static str {
+    match r {
+        Refusal::FailFast => "fail",
+        Refusal::Queue => "wait",
     }
 }
 

@@ -163,7 +163,7 @@ impl Balance for LeastLoaded {
     }
 
     fn set_servers(&mut self, servers: &[ServerId], _now: u64) {
-        self.members.set(servers, true, |_| Penalty::default());
+        self.members.set(servers, |_| Penalty::default());
         self.cursor.reset(&self.members);
     }
 

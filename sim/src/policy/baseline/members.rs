@@ -8,8 +8,7 @@
 //!
 //! Each record names the *epoch* of the state it was sent under. A server that leaves the list loses its
 //! state; if it comes back it gets a fresh state with a new epoch, and the completions of attempts sent
-//! before are then matched with no state at all (in the real clients they land on the dropped object). The
-//! same happens when a policy rebuilds every state at once.
+//! before are then matched with no state at all (in the real clients they land on the dropped object).
 
 use std::collections::BTreeMap;
 
@@ -81,16 +80,10 @@ impl<S, T: Copy> Members<S, T> {
         self.nodes.iter().position(|n| n.id == id)
     }
 
-    /// Makes `servers` the list (duplicates after the first ignored). With `keep`, a server that stays keeps
-    /// its state and in-flight count; otherwise, and for every new server, `fresh` makes a new state (whose
-    /// in-flight count starts at zero: earlier attempts still complete, against no state). A staying server
-    /// keeps its lame-duck flag either way (it is the server's, not the policy's); a new one starts serving.
-    pub(crate) fn set(
-        &mut self,
-        servers: &[ServerId],
-        keep: bool,
-        mut fresh: impl FnMut(ServerId) -> S,
-    ) {
+    /// Makes `servers` the list (duplicates after the first ignored). A server that stays keeps its state,
+    /// in-flight count and lame-duck flag; for every new server `fresh` makes a new state, and it starts
+    /// serving.
+    pub(crate) fn set(&mut self, servers: &[ServerId], mut fresh: impl FnMut(ServerId) -> S) {
         let mut old: Vec<Option<Node<S>>> = self.nodes.drain(..).map(Some).collect();
         for &id in servers {
             if self.nodes.iter().any(|n| n.id == id) {
@@ -100,20 +93,17 @@ impl<S, T: Copy> Members<S, T> {
                 .iter_mut()
                 .find(|n| n.as_ref().is_some_and(|n| n.id == id))
                 .and_then(Option::take);
-            let node = match prev {
-                Some(node) if keep => node,
-                prev => {
-                    let epoch = self.next_epoch;
-                    self.next_epoch += 1;
-                    Node {
-                        id,
-                        draining: prev.is_some_and(|n| n.draining),
-                        inflight: 0,
-                        epoch,
-                        state: fresh(id),
-                    }
+            let node = prev.unwrap_or_else(|| {
+                let epoch = self.next_epoch;
+                self.next_epoch += 1;
+                Node {
+                    id,
+                    draining: false,
+                    inflight: 0,
+                    epoch,
+                    state: fresh(id),
                 }
-            };
+            });
             self.nodes.push(node);
         }
         self.refresh_usable();
@@ -147,8 +137,7 @@ impl<S, T: Copy> Members<S, T> {
     }
 
     /// Matches the end of attempt `tag` with its record: the index of the server whose state it was sent
-    /// under, with the record, or `None` when that state is gone (the server left or the states were
-    /// rebuilt) or no attempt of that tag is in flight.
+    /// under, with the record, or `None` when that state is gone (the server left) or no attempt of that tag is in flight.
     pub(crate) fn finish(&mut self, tag: u64) -> Option<(usize, T)> {
         let (id, epoch, record) = self.outstanding.remove(&tag)?;
         let index = self
@@ -233,7 +222,7 @@ mod tests {
     #[test]
     fn states_stay_leave_and_return_fresh() {
         let mut m: Members<u32> = Members::new();
-        m.set(&[1, 2, 2, 3], true, |id| id as u32 * 10);
+        m.set(&[1, 2, 2, 3], |id| id as u32 * 10);
         assert_eq!(
             m.nodes().iter().map(|n| n.id).collect::<Vec<_>>(),
             [1, 2, 3]
@@ -245,13 +234,13 @@ mod tests {
         assert!(!m.set_draining(7, true));
         assert_eq!(m.usable(), [0, 2]);
         // 2 stays: same state, same in-flight count, still draining.
-        m.set(&[3, 2], true, |_| 0);
+        m.set(&[3, 2], |_| 0);
         assert_eq!(m.nodes()[1].state, 99);
         assert_eq!(m.nodes()[1].inflight, 2);
         assert_eq!(m.usable(), [0]);
         // 2 leaves and returns: fresh state; its old attempts complete against nothing.
-        m.set(&[3], true, |_| 0);
-        m.set(&[3, 2], true, |_| 5);
+        m.set(&[3], |_| 0);
+        m.set(&[3, 2], |_| 5);
         assert_eq!((m.nodes()[1].state, m.nodes()[1].inflight), (5, 0));
         assert!(!m.nodes()[1].draining);
         assert_eq!(m.in_flight(), 2);
@@ -264,19 +253,6 @@ mod tests {
         );
         assert_eq!(m.finish(new), None, "a tag ends once");
         assert_eq!(m.finish(old[1]), None);
-        assert_eq!(m.in_flight(), 0);
-    }
-
-    #[test]
-    fn rebuild_forgets_states_but_keeps_lame_ducks() {
-        let mut m: Members<u32> = Members::new();
-        m.set(&[1, 2], true, |_| 1);
-        m.set_draining(1, true);
-        let tag = m.start(1, ()).tag;
-        m.set(&[1, 2, 3], false, |_| 2);
-        assert!(m.nodes().iter().all(|n| n.state == 2 && n.inflight == 0));
-        assert!(m.nodes()[0].draining);
-        assert_eq!(m.finish(tag), None);
         assert_eq!(m.in_flight(), 0);
     }
 }

@@ -154,8 +154,7 @@ impl Balance for PeakEwmaP2c {
 
     fn set_servers(&mut self, servers: &[ServerId], now: u64) {
         let rtt = self.default_rtt_ns;
-        self.members
-            .set(servers, true, |_| RttEstimate::new(rtt, now));
+        self.members.set(servers, |_| RttEstimate::new(rtt, now));
     }
 
     fn set_draining(&mut self, server: ServerId, draining: bool, _now: u64) {

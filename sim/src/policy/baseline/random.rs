@@ -47,7 +47,7 @@ impl Balance for RandomPick {
     }
 
     fn set_servers(&mut self, servers: &[ServerId], _now: u64) {
-        self.members.set(servers, true, |_| ());
+        self.members.set(servers, |_| ());
     }
 
     fn set_draining(&mut self, server: ServerId, draining: bool, _now: u64) {

@@ -46,7 +46,7 @@ impl Balance for RoundRobin {
     }
 
     fn set_servers(&mut self, servers: &[ServerId], _now: u64) {
-        self.members.set(servers, true, |_| ());
+        self.members.set(servers, |_| ());
         self.cursor.reset(&self.members);
     }
 

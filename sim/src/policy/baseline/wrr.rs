@@ -234,7 +234,7 @@ impl Balance for WeightedRoundRobin {
     }
 
     fn set_servers(&mut self, servers: &[ServerId], now: u64) {
-        self.members.set(servers, true, |_| Weight::default());
+        self.members.set(servers, |_| Weight::default());
         self.rebuild(now);
     }
 

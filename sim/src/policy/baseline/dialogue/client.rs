@@ -404,12 +404,12 @@ impl DialogueClient {
                 .limiter
                 .release(p, outcome);
             if !at.via_stage_queue {
-                self.drain_stage(g, h, e, now, fx);
+                self.drain_stage(g, h, e, fx);
             }
         }
         self.upstream(at.req, at.up, outcome, Some(reply), now, java, retry, fx);
         if at.endpoint_permit.is_some() && at.via_stage_queue {
-            self.drain_stage(g, h, e, now, fx);
+            self.drain_stage(g, h, e, fx);
         }
     }
 
@@ -640,11 +640,11 @@ impl DialogueClient {
             }
         }
         st.queue.push_back((r, up));
-        self.drain_stage(req.generation, up.host, req.endpoint, 0, fx);
+        self.drain_stage(req.generation, up.host, req.endpoint, fx);
     }
 
     /// The endpoint queue's `schedule`.
-    fn drain_stage(&mut self, g: usize, h: usize, e: usize, _now: u64, fx: &mut Vec<Effect>) {
+    fn drain_stage(&mut self, g: usize, h: usize, e: usize, fx: &mut Vec<Effect>) {
         loop {
             let st = &mut self.channels[g].hosts[h].stages[e];
             let Some(&(r, up)) = st.queue.front() else {
@@ -835,6 +835,18 @@ mod tests {
             .collect()
     }
 
+    /// Submits `(request, session)` pairs at time 0, endpoint 0, without retries.
+    fn submit_in_sessions(
+        c: &mut DialogueClient,
+        java: &mut JavaRandom,
+        fx: &mut Vec<Effect>,
+        requests: &[(usize, usize)],
+    ) {
+        for &(r, session) in requests {
+            c.submit(r, 0, Some(session), 0, java, &mut NoRetry, fx);
+        }
+    }
+
     fn endpoint_limit(c: &DialogueClient, server: ServerId, endpoint: usize) -> f64 {
         let ch = c.channels.last().unwrap();
         let h = ch.servers.iter().position(|&s| s == server).unwrap();
@@ -994,10 +1006,12 @@ mod tests {
         let mut java = JavaRandom::new(4);
         let mut fx = Vec::new();
         let mut c = DialogueClient::sticky(Strategy::Balanced, 1, &[0, 1], 2, 0, &mut java);
-        c.submit(0, 0, Some(0), 0, &mut java, &mut NoRetry, &mut fx);
-        c.submit(1, 0, Some(0), 0, &mut java, &mut NoRetry, &mut fx);
-        c.submit(2, 0, Some(0), 0, &mut java, &mut NoRetry, &mut fx);
-        c.submit(3, 0, Some(1), 0, &mut java, &mut NoRetry, &mut fx);
+        submit_in_sessions(
+            &mut c,
+            &mut java,
+            &mut fx,
+            &[(0, 0), (1, 0), (2, 0), (3, 1)],
+        );
         let sent = sends(&fx);
         assert_eq!(sent.len(), 2, "one token call per session: {sent:?}");
         assert_eq!((sent[0].0, sent[1].0), (0, 3));
@@ -1035,9 +1049,7 @@ mod tests {
         let mut java = JavaRandom::new(5);
         let mut fx = Vec::new();
         let mut c = DialogueClient::sticky(Strategy::Balanced, 1, &[0, 1], 1, 0, &mut java);
-        c.submit(0, 0, Some(0), 0, &mut java, &mut NoRetry, &mut fx);
-        c.submit(1, 0, Some(0), 0, &mut java, &mut NoRetry, &mut fx);
-        c.submit(2, 0, Some(0), 0, &mut java, &mut NoRetry, &mut fx);
+        submit_in_sessions(&mut c, &mut java, &mut fx, &[(0, 0), (1, 0), (2, 0)]);
         fx.clear();
         c.complete(0, Reply::Refused, 1, &mut java, &mut NoRetry, &mut fx);
         assert_eq!(sends(&fx).iter().map(|s| s.0).collect::<Vec<_>>(), [1]);
