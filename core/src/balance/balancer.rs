@@ -60,6 +60,9 @@ pub struct Balancer<S: AsRef<[NodeSlot]>> {
     /// Written on every refusal, which under overload is most acquires: on its own cache line, so that
     /// refusals do not slow the acquires that read `active` and `rotation`.
     rejected: Rejections,
+    /// The callers waiting for room (`std`'s waiting acquires, see `rt::wait`).
+    #[cfg(feature = "std")]
+    pub(crate) waiters: crate::rt::wait::Waiters,
 }
 
 /// The low 32 bits of the span word: `hi`.
@@ -132,6 +135,8 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 busy: AtomicU64::new(0),
                 empty: AtomicU64::new(0),
             },
+            #[cfg(feature = "std")]
+            waiters: crate::rt::wait::Waiters::new(prepared.config.max_waiters),
         };
         b.active.store(b.active_word(0), Relaxed);
         Ok(b)
@@ -257,6 +262,11 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             }))
         });
         self.refresh_all(0);
+        // A node came into rotation: the callers waiting for room may have some now.
+        #[cfg(feature = "std")]
+        if up {
+            self.wake_waiters();
+        }
     }
 
     /// The words a slot's scan weight depends on.
@@ -487,6 +497,9 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         let Ok(before) = done else {
             return Err(ReleaseError::InvalidLease);
         };
+        // A slot came free: hand it to the callers waiting for room, if any (one load when none wait).
+        #[cfg(feature = "std")]
+        self.wake_waiters();
         // Relaxed: statistics.
         if live {
             s.released[outcome as usize].fetch_add(1, Relaxed);

@@ -34,7 +34,15 @@ pub struct Config {
     pub limit: LimitAlgorithm,
     /// Seed for the per-thread random generators of the `std`, C and Python layers.
     pub seed: u64,
+    /// The most callers that may wait for room at once in the `std` layer's waiting acquires
+    /// (`Balancer::acquire_wait` and its async form); a caller that finds the queue full fails fast.
+    /// At most [`MAX_WAITERS`]; 0 turns waiting off (every waiting acquire fails fast when no node has
+    /// room). Unused without `std`. Default 1,024.
+    pub max_waiters: u32,
 }
+
+/// The most waiters a [`Config::max_waiters`] may allow.
+pub const MAX_WAITERS: u32 = 1 << 20;
 
 impl Default for Config {
     fn default() -> Self {
@@ -45,6 +53,7 @@ impl Default for Config {
             policy: Policy::Cascade,
             limit: LimitAlgorithm::default(),
             seed: 0,
+            max_waiters: 1024,
         }
     }
 }
@@ -142,6 +151,9 @@ impl Config {
             return Err(ConfigError::Floor);
         }
         self.limit.validate()?;
+        if self.max_waiters > MAX_WAITERS {
+            return Err(ConfigError::MaxWaiters);
+        }
         let e = self.weight_exponent;
         let int_exponent = if e == libm::trunc(e) && e <= 8.0 {
             Some(e as u32)

@@ -182,6 +182,8 @@ pub enum ConfigError {
     /// A percentile window needs `percentile` in (0, 1) and `capacity` in
     /// 1..=[`PERCENTILE_CAPACITY`](crate::limit::PERCENTILE_CAPACITY).
     Percentile,
+    /// `max_waiters` must be at most [`MAX_WAITERS`](crate::balance::MAX_WAITERS).
+    MaxWaiters,
 }
 
 impl fmt::Display for ConfigError {
@@ -221,6 +223,7 @@ impl fmt::Display for ConfigError {
             ConfigError::Percentile => {
                 "percentile must be in (0, 1) and capacity in 1..=PERCENTILE_CAPACITY"
             }
+            ConfigError::MaxWaiters => "max_waiters must be at most MAX_WAITERS (2^20)",
         })
     }
 }

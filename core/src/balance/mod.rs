@@ -29,7 +29,7 @@ pub(crate) mod slot;
 mod snapshot;
 
 pub use balancer::Balancer;
-pub use config::{Config, CLOCK_EPOCH_NS, MAX_BUCKETS, MAX_NODES};
+pub use config::{Config, CLOCK_EPOCH_NS, MAX_BUCKETS, MAX_NODES, MAX_WAITERS};
 pub use error::{ConfigError, MembershipError, Rejected, ReleaseError};
 pub use health::HealthModel;
 pub use lease::{Lease, RawLease};

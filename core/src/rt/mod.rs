@@ -13,6 +13,7 @@ mod clock;
 mod guard;
 mod heap;
 mod rng;
+pub(crate) mod wait;
 
 pub use clock::monotonic_now;
 pub use guard::{LeaseGuard, OwnedLeaseGuard, PromiseGuard};
