@@ -75,7 +75,7 @@ fn always_failing_node_gets_under_one_percent_once_window_fills() {
             &[1, 2, 3],
             Config {
                 policy,
-                ..Config::default()
+                ..Config::seeds()
             },
         );
         // 30 s at 1,000 requests per second fills the 6 x 5 s window.
@@ -104,7 +104,7 @@ fn always_failing_node_gets_under_one_percent_once_window_fills() {
 fn failing_node_takes_traffic_when_healthy_nodes_are_full() {
     let config = Config {
         limit: LimitAlgorithm::Fixed(FixedLimit { limit: 5 }),
-        ..Config::default()
+        ..Config::seeds()
     };
     let mut d = Driver::new(&[1, 2, 3], config);
     d.run(10_000, MS, ok_unless(3));
@@ -142,7 +142,7 @@ fn failing_node_takes_traffic_when_healthy_nodes_are_full() {
 #[test]
 fn equally_failing_nodes_share_evenly() {
     // All at 50%: equal weights.
-    let mut d = Driver::new(&[1, 2, 3], Config::default());
+    let mut d = Driver::new(&[1, 2, 3], Config::seeds());
     d.run(20_000, MS, |_, rng| {
         if rng.bool() {
             Outcome::Success
@@ -161,7 +161,7 @@ fn equally_failing_nodes_share_evenly() {
         assert!((share(&picks, id) - 1.0 / 3.0).abs() < 0.03, "{picks:?}");
     }
     // All at 0%: every weight is zero and the cascade spreads uniformly.
-    let mut d = Driver::new(&[1, 2, 3], Config::default());
+    let mut d = Driver::new(&[1, 2, 3], Config::seeds());
     let picks = d.run(30_000, MS, |_, _| Outcome::Failure);
     for id in [1, 2, 3] {
         assert!((share(&picks, id) - 1.0 / 3.0).abs() < 0.02, "{picks:?}");
@@ -171,7 +171,7 @@ fn equally_failing_nodes_share_evenly() {
 
 #[test]
 fn combination_half_failing_then_others_hard_down() {
-    let mut d = Driver::new(&[1, 2, 3], Config::default());
+    let mut d = Driver::new(&[1, 2, 3], Config::seeds());
     let mut flip = false;
     let mut phase1 = |id: u64, _: &mut Rng| {
         if id == 3 {
@@ -229,7 +229,7 @@ fn recovery_through_sticky_floor_after_window_ages_out() {
         &[1, 2],
         Config {
             limit: LimitAlgorithm::Fixed(FixedLimit { limit: 3 }),
-            ..Config::default()
+            ..Config::seeds()
         },
     );
     d.run(10_000, MS, ok_unless(2));
@@ -267,7 +267,7 @@ fn recovery_through_sticky_floor_after_window_ages_out() {
     let config = Config {
         floor: 0.2,
         weight_exponent: 1.0,
-        ..Config::default()
+        ..Config::seeds()
     };
     let mut d = Driver::new(&[1, 2], config);
     d.run(10_000, MS, ok_unless(2));
@@ -286,7 +286,7 @@ fn recovery_through_sticky_floor_after_window_ages_out() {
 
 #[test]
 fn newly_added_node_is_competitive_at_once() {
-    let mut d = Driver::new(&[1, 2], Config::default());
+    let mut d = Driver::new(&[1, 2], Config::seeds());
     // Nodes 1 and 2 at 90%: weight 0.729 each.
     let mut k = 0u32;
     let mut ninety = move |_: u64, _: &mut Rng| {
@@ -323,7 +323,7 @@ fn newly_added_node_is_competitive_at_once() {
 
 #[test]
 fn ignored_outcomes_leave_health_untouched() {
-    let mut d = Driver::new(&[1, 2], Config::default());
+    let mut d = Driver::new(&[1, 2], Config::seeds());
     d.run(1_000, MS, |id, _| {
         if id == 1 {
             Outcome::Failure
@@ -348,7 +348,7 @@ fn aimd_backs_off_on_drops_and_caps_in_flight() {
     };
     let config = Config {
         limit: LimitAlgorithm::Aimd(aimd),
-        ..Config::default()
+        ..Config::seeds()
     };
     let mut d = Driver::new(&[1], config);
     d.run(10, MS, |_, _| Outcome::Dropped);
@@ -369,7 +369,7 @@ fn aimd_backs_off_on_drops_and_caps_in_flight() {
 
 #[test]
 fn lame_duck_and_removal() {
-    let mut d = Driver::new(&[1, 2], Config::default());
+    let mut d = Driver::new(&[1, 2], Config::seeds());
     let held = d.b.acquire(d.now, &mut d.rng).unwrap();
     let held_id = held.node_id();
     d.b.set_lame_duck(held_id, true).unwrap();

@@ -686,15 +686,35 @@ impl<'s> Engine<'s> {
                     self.requests[r].tries += 1;
                     self.retry_or_end(r, None, "failfast".into());
                 }
-                Refusal::Queue => {
+                Refusal::Wait { max_waiters }
+                    if policy.no_nodes() || queue.len() >= max_waiters =>
+                {
+                    // The waiting acquire's own refusals: nothing in rotation, or the queue is full.
+                    self.out.fail_fast += 1;
+                    self.requests[r].tries += 1;
+                    self.retry_or_end(r, None, "failfast".into());
+                }
+                refusal @ (Refusal::Queue | Refusal::Wait { .. }) => {
                     queue.push_back(r);
                     self.requests[r].queued_at = self.now;
-                    if let Some(t) = self.s.clients.timeout {
+                    // The attempt deadline bounds a wait in the engine's queue; a waiting weir client
+                    // waits as dialogue's queue does, with no deadline of its own.
+                    if let Some(t) = self.s.clients.timeout.filter(|_| refusal == Refusal::Queue) {
                         self.at(self.now + t, Ev::QueueDeadline(r));
                     }
                     self.drain(c);
                 }
             },
+        }
+    }
+
+    /// After a membership change of client `c`: a waiting client's queue is drained (a node may have come
+    /// into rotation, as the core's waiting acquire does); the other clients wait for a completion.
+    fn membership_drain(&mut self, c: usize) {
+        if let Stack::Balancer { policy, .. } = &self.clients[c].stack {
+            if matches!(policy.on_refusal(), Refusal::Wait { .. }) {
+                self.drain(c);
+            }
         }
     }
 
@@ -995,17 +1015,20 @@ impl<'s> Engine<'s> {
                             Stack::Balancer { policy, .. } => policy.set_servers(&list, self.now),
                             Stack::Dialogue(d) => d.set_servers(&uri_order(self.s, &list)),
                         }
+                        self.membership_drain(c);
                     }
                 }
             }
             Action::Drain(s, on) => {
                 self.servers[s].draining = on;
-                for c in &mut self.clients {
-                    if c.servers.contains(&s) {
-                        match &mut c.stack {
+                for c in 0..self.clients.len() {
+                    let cl = &mut self.clients[c];
+                    if cl.servers.contains(&s) {
+                        match &mut cl.stack {
                             Stack::Balancer { policy, .. } => policy.set_draining(s, on, self.now),
                             Stack::Dialogue(d) => d.set_draining(s, on),
                         }
+                        self.membership_drain(c);
                     }
                 }
             }

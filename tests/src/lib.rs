@@ -9,7 +9,7 @@
 //! use weir::{Balancer, Config, Outcome};
 //! use weir_tests::{assert_conserved, Tally};
 //!
-//! let b = Balancer::with_capacity(4, Config::default()).unwrap();
+//! let b = Balancer::with_capacity(4, Config::seeds()).unwrap();
 //! b.add(7).unwrap();
 //! let mut rng = weir::Rng::with_seed(1);
 //! let mut tally = Tally::default();
@@ -33,7 +33,7 @@ pub struct Tally {
     /// `Err(Rejected::NoActiveNodes)` answers.
     pub rejected_no_active: u64,
     /// `Ok(())` releases, by outcome code.
-    pub released: [u64; 4],
+    pub released: [u64; 6],
     /// `Err(ReleaseError::NodeRemoved)` releases.
     pub stale: u64,
     /// `Err(ReleaseError::InvalidLease)` releases: never expected from a Rust `Lease`.

@@ -51,7 +51,7 @@ fn configs() -> Vec<Config> {
                     } else {
                         3.0
                     },
-                    ..Config::default()
+                    ..Config::seeds()
                 });
             }
         }
@@ -70,7 +70,7 @@ fn workload(b: &HeapBalancer, rng: &mut Rng, now: &mut u64) -> (u64, [u64; 4]) {
         let k = rng.usize(..HELD);
         match held[k].take() {
             Some(lease) => {
-                let outcome = Outcome::ALL[rng.usize(..4)];
+                let outcome = Outcome::ALL[rng.usize(..Outcome::ALL.len())];
                 let id = lease.node_id();
                 // A node that fails half the time, so weights differ and some reach zero.
                 let outcome = if id % 3 == 0 && rng.bool() {
@@ -178,11 +178,11 @@ fn hot_paths_allocate_nothing_for_every_policy_health_and_limit() {
 #[test]
 fn construction_is_the_only_allocation() {
     // `with_capacity` allocates the slots once; `Balancer::new` over a caller's array allocates nothing.
-    let (b, n) = count(|| Balancer::with_capacity(4, Config::default()).unwrap());
+    let (b, n) = count(|| Balancer::with_capacity(4, Config::seeds()).unwrap());
     assert_eq!(n, 1, "with_capacity should allocate the slot array once");
     drop(b);
     let (b, n) =
-        count(|| Balancer::new([const { weir::NodeSlot::new() }; 4], Config::default()).unwrap());
+        count(|| Balancer::new([const { weir::NodeSlot::new() }; 4], Config::seeds()).unwrap());
     assert_eq!(n, 0);
     let ((), n) = count(|| {
         b.add(1).unwrap();
@@ -197,7 +197,7 @@ fn construction_is_the_only_allocation() {
 fn lease_guard_allocates_only_on_the_first_call_of_a_thread() {
     let b = balancer(Config {
         seed: 99,
-        ..Config::default()
+        ..Config::seeds()
     });
     // The first call may create this thread's generator for seed 99.
     let (r, first) = count(|| b.acquire_guard().map(|g| g.complete(Outcome::Success)));

@@ -77,17 +77,17 @@ fn configs() -> [Config; 4] {
         decay: 2.0,
     };
     [
-        Config::default(),
+        Config::seeds(),
         Config {
             health: narrow,
             limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
-            ..Config::default()
+            ..Config::seeds()
         },
         Config {
             policy: Policy::CascadeApprox,
             health: HealthModel::Ewma { half_life: 8 },
             weight_exponent: 2.5,
-            ..Config::default()
+            ..Config::seeds()
         },
         Config {
             policy: Policy::WeightedPick,
@@ -98,7 +98,7 @@ fn configs() -> [Config; 4] {
                 max_limit: 4,
                 ..AimdLimit::default()
             }),
-            ..Config::default()
+            ..Config::seeds()
         },
     ]
 }

@@ -382,8 +382,19 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         {
             return;
         }
-        if matches!(self.prepared.model, PreparedModel::Buckets { .. }) {
-            self.refresh_all(now);
+        match self.prepared.model {
+            PreparedModel::Buckets { .. } => self.refresh_all(now),
+            PreparedModel::Decay { .. } => {
+                // Releases are dated no later than the horizon of the rotation they read, so after a
+                // silence of 2^31 ticks every counter is older than its tick can tell (see `decay.rs`).
+                let forget = now.saturating_sub(self.prepared.horizon(seen))
+                    >= (1u64 << 31) << crate::balance::health::decay::TICK_SHIFT;
+                for s in self.used() {
+                    s.health.settle(&self.prepared, now, forget);
+                    s.health.refresh(&self.prepared, now, self.scope(s));
+                }
+            }
+            PreparedModel::Ewma { .. } => {}
         }
     }
 
@@ -440,25 +451,18 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         // Relaxed: the clock is an estimate; a release that reads an older rotation dates itself no
         // later than that rotation allowed, at most one epoch earlier than the newest would.
         let now = now.min(self.prepared.horizon(self.rotation.load(Relaxed)));
-        let sample = match outcome {
-            Outcome::Success => Some(false),
-            Outcome::Dropped => Some(true),
-            Outcome::Failure | Outcome::Ignored => None,
-        }
-        .filter(|_| live)
-        .map(|dropped| Sample {
-            rtt_ns: now.saturating_sub(lease.start),
-            inflight: lease.inflight,
-            dropped,
-            now_ns: now,
-        });
-        if live && outcome.counts_for_health() {
-            s.health.record(
-                &self.prepared,
-                now,
-                outcome == Outcome::Success,
-                self.scope(s),
-            );
+        let sample = self
+            .prepared
+            .limit_reading(outcome)
+            .filter(|_| live)
+            .map(|dropped| Sample {
+                rtt_ns: now.saturating_sub(lease.start),
+                inflight: lease.inflight,
+                dropped,
+                now_ns: now,
+            });
+        if live {
+            s.health.record(&self.prepared, now, outcome, self.scope(s));
         }
         // The algorithm's state lives in `s.limit`. Its probe jitter draws from bits derived from the
         // balancer's seed and the lease, so the same calls give the same limits (no shared generator).
@@ -702,13 +706,21 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     ///
     /// ```
     /// use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
-    /// let b = Balancer::new([const { NodeSlot::new() }; 2], Config::default()).unwrap();
+    /// let b = Balancer::new([const { NodeSlot::new() }; 2], Config::seeds()).unwrap();
     /// b.add(1).unwrap();
     /// let lease = b.acquire(0, &mut Rng::with_seed(1)).unwrap();
     /// b.release(lease, Outcome::Failure, 10).unwrap();
     /// let n = b.node(1, 10).unwrap();
     /// assert_eq!((n.window_finished, n.window_succeeded, n.success_rate), (1, 0, 0.0));
     /// assert!(b.node(2, 10).is_none());
+    ///
+    /// // The default model reports its decayed counters and the penalty the policy adds to in-flight.
+    /// let b = Balancer::new([const { NodeSlot::new() }; 2], Config::default()).unwrap();
+    /// b.add(1).unwrap();
+    /// let lease = b.acquire(0, &mut Rng::with_seed(1)).unwrap();
+    /// b.release(lease, Outcome::Failure, 10).unwrap();
+    /// let n = b.node(1, 10).unwrap();
+    /// assert_eq!((n.successes, n.failures, n.penalty), (0.0, 1.0, 18.0));
     /// ```
     pub fn node(&self, id: u64, now: u64) -> Option<NodeSnapshot> {
         self.find(id).and_then(|(_, s)| self.snapshot(s, now))
@@ -747,6 +759,9 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             state,
             success_rate: rate,
             weight: self.prepared.weight_of(rate),
+            successes: v.decayed.0,
+            failures: v.decayed.1,
+            penalty: v.decayed.2,
             limit: slot::limit(c) as u32,
             in_flight: slot::inflight(c) as u32,
             window_finished: v.window.0,

@@ -1,9 +1,10 @@
 //! Balancer configuration, validated once at construction.
 
 use crate::balance::error::ConfigError;
+use crate::balance::health::decay::{Halving, Penalty};
 use crate::balance::health::HealthModel;
 use crate::balance::policy::Policy;
-use crate::limit::{Limit, LimitAlgorithm};
+use crate::limit::{CiadLimit, Limit, LimitAlgorithm};
 
 /// The most buckets a node's window can have (each bucket is one 64-bit word in the node's slot).
 pub const MAX_BUCKETS: usize = 8;
@@ -12,25 +13,31 @@ pub const MAX_NODES: usize = 1 << 16;
 
 /// Everything a [`Balancer`](crate::balance::Balancer) is built from.
 ///
+/// Two presets: [`Config::default()`], the algorithm that wins in weir's simulator (time-decayed health,
+/// lowest score, an adaptive CIAD limit), and [`Config::seeds()`], [the seeds'](crate#vocabulary)
+/// algorithm exactly (bucket window, weighted cascade, a fixed limit of 100). Change any field with
+/// struct update syntax:
+///
 /// ```
 /// use weir::{Config, balance::HealthModel, balance::Policy};
-/// let config = Config { policy: Policy::WeightedPick, health: HealthModel::Ewma { half_life: 20 }, ..Config::default() };
+/// let config = Config { policy: Policy::WeightedPick, health: HealthModel::Ewma { half_life: 20 }, ..Config::seeds() };
 /// assert!(config.validate().is_ok());
-/// let bad = Config { weight_exponent: f64::NAN, ..Config::default() };
+/// let bad = Config { weight_exponent: f64::NAN, ..Config::seeds() };
 /// assert!(bad.validate().is_err());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Config {
-    /// Success-rate model (default: [the seeds'](crate#vocabulary) buckets).
+    /// Health model (default: [`HealthModel::DECAY`]; seeds: [`HealthModel::SEED_BUCKETS`]).
     pub health: HealthModel,
-    /// Weight = success rate ^ this (seeds: 3). Finite, in (0, 64].
+    /// The weighted policies' weight = success rate ^ this (seeds: 3). Finite, in (0, 64]. Unused by
+    /// [`Policy::LowestScore`].
     pub weight_exponent: f64,
-    /// Recovery floor: a node with no recent data but a recorded rate is floored at `floor / active_nodes`
-    /// (seeds: 0.0001). Finite, in (0, 1].
+    /// The weighted policies' recovery floor: a node with no recent data but a recorded rate is floored
+    /// at `floor / active_nodes` (seeds: 0.0001). Finite, in (0, 1]. Unused by [`Policy::LowestScore`].
     pub floor: f64,
-    /// Selection policy (default: [`Policy::Cascade`]).
+    /// Selection policy (default: [`Policy::LowestScore`]; seeds: [`Policy::Cascade`]).
     pub policy: Policy,
-    /// The per-node concurrency limit (default: fixed at 100).
+    /// The per-node concurrency limit (default: dialogue's CIAD with a fast start; seeds: fixed at 100).
     pub limit: LimitAlgorithm,
     /// Seed for the per-thread random generators of the `std`, C and Python layers.
     pub seed: u64,
@@ -45,13 +52,53 @@ pub struct Config {
 pub const MAX_WAITERS: u32 = 1 << 20;
 
 impl Default for Config {
+    /// The default algorithm: [`HealthModel::DECAY`] (successes halve every second, failures every 30 s),
+    /// [`Policy::LowestScore`] (the node with room whose in-flight count plus failure penalty is lowest,
+    /// with dialogue's give-up rule) and a CIAD limit (dialogue's, starting at 20, with a fast start).
+    ///
+    /// ```
+    /// use weir::{Config, balance::{HealthModel, Policy}, limit::LimitAlgorithm};
+    /// let c = Config::default();
+    /// assert_eq!((c.health, c.policy), (HealthModel::DECAY, Policy::LowestScore));
+    /// assert!(matches!(c.limit, LimitAlgorithm::Ciad(ciad) if ciad.fast_start && ciad.initial_limit == 20));
+    /// ```
     fn default() -> Self {
         Config {
-            health: HealthModel::default(),
+            health: HealthModel::DECAY,
+            weight_exponent: 3.0,
+            floor: 0.0001,
+            policy: Policy::LowestScore,
+            limit: LimitAlgorithm::Ciad(CiadLimit {
+                fast_start: true,
+                ..CiadLimit::default()
+            }),
+            seed: 0,
+            max_waiters: 1024,
+        }
+    }
+}
+
+impl Config {
+    /// [The seeds'](crate#vocabulary) algorithm, exactly as the seeds describe it: 6 buckets of 5 s with
+    /// decay 3 and a sticky bucket, weights `success_rate³`, the weighted random cascade, a fixed limit of
+    /// 100 per node, fail fast. Choose it to reproduce the seeds' behaviour, or where a call's cost does
+    /// not depend on the node it goes to and a fixed cap is what you want; [`Config::default()`] does
+    /// better in every scenario of weir's simulator.
+    ///
+    /// ```
+    /// use weir::{Config, balance::{HealthModel, Policy}, limit::{FixedLimit, LimitAlgorithm}};
+    /// let c = Config::seeds();
+    /// assert_eq!((c.health, c.policy), (HealthModel::SEED_BUCKETS, Policy::Cascade));
+    /// assert_eq!(c.limit, LimitAlgorithm::Fixed(FixedLimit { limit: 100 }));
+    /// assert_eq!((c.weight_exponent, c.floor), (3.0, 0.0001));
+    /// ```
+    pub const fn seeds() -> Config {
+        Config {
+            health: HealthModel::SEED_BUCKETS,
             weight_exponent: 3.0,
             floor: 0.0001,
             policy: Policy::Cascade,
-            limit: LimitAlgorithm::default(),
+            limit: LimitAlgorithm::Fixed(crate::limit::FixedLimit { limit: 100 }),
             seed: 0,
             max_waiters: 1024,
         }
@@ -76,7 +123,8 @@ pub(crate) struct Prepared {
 
 /// The balancer's clock epoch under the average model, which has no buckets of its own: the clock that
 /// dates releases keeps epochs of this width, as the seeds' 5 s buckets would (see
-/// [`Balancer::release`](crate::Balancer::release)).
+/// [`Balancer::release`](crate::Balancer::release)). Under the decay model the epoch is a quarter of the
+/// shorter half-life (250 ms by default).
 pub const CLOCK_EPOCH_NS: u64 = 5_000_000_000;
 
 #[derive(Clone, Copy, Debug)]
@@ -94,7 +142,17 @@ pub(crate) enum PreparedModel {
         /// Step toward each new outcome: `1 - 2^(-1/half_life)`.
         alpha: f64,
     },
+    Decay {
+        success: Halving,
+        failure: Halving,
+        throttled: f64,
+        client_error: f64,
+        penalty: Penalty,
+    },
 }
+
+/// The decay model's half-lives: 1 ms ..= 1 hour.
+const HALF_LIFE_NS: core::ops::RangeInclusive<u64> = 1_000_000..=3_600_000_000_000;
 
 impl Config {
     /// Checks every parameter and returns the first problem found.
@@ -140,7 +198,44 @@ impl Config {
                     alpha: 1.0 - libm::exp2(-1.0 / f64::from(half_life)),
                 }
             }
+            HealthModel::Decay {
+                success_half_life_ns,
+                failure_half_life_ns,
+                throttled_cost,
+                client_error_cost,
+                penalty,
+                ratio_penalty,
+            } => {
+                if !HALF_LIFE_NS.contains(&success_half_life_ns)
+                    || !HALF_LIFE_NS.contains(&failure_half_life_ns)
+                {
+                    return Err(ConfigError::DecayHalfLife);
+                }
+                // Written so that NaN fails too.
+                let cost = |c: f32| c >= 0.0 && c <= 1.0;
+                if !(cost(throttled_cost) && cost(client_error_cost)) {
+                    return Err(ConfigError::OutcomeCost);
+                }
+                let coefficient = |c: f32| c >= 0.0 && c <= 1e6;
+                if !(coefficient(penalty) && coefficient(ratio_penalty)) {
+                    return Err(ConfigError::Penalty);
+                }
+                PreparedModel::Decay {
+                    success: Halving::new(success_half_life_ns),
+                    failure: Halving::new(failure_half_life_ns),
+                    throttled: f64::from(throttled_cost),
+                    client_error: f64::from(client_error_cost),
+                    penalty: Penalty {
+                        per_failure: f64::from(penalty),
+                        per_doubling: f64::from(ratio_penalty),
+                    },
+                }
+            }
         };
+        let decay = matches!(self.health, HealthModel::Decay { .. });
+        if decay != (self.policy == Policy::LowestScore) {
+            return Err(ConfigError::ModelPolicy);
+        }
         if !(self.weight_exponent.is_finite()
             && self.weight_exponent > 0.0
             && self.weight_exponent <= 64.0)
@@ -163,6 +258,13 @@ impl Config {
         let clock_ns = match self.health {
             HealthModel::Buckets { width_ns, .. } => width_ns,
             HealthModel::Ewma { .. } => CLOCK_EPOCH_NS,
+            // A quarter of the shorter half-life: the rotation recomputes every penalty this often, so a
+            // cached penalty is never more than 16 % (2^(1/4)) away from its decayed value.
+            HealthModel::Decay {
+                success_half_life_ns,
+                failure_half_life_ns,
+                ..
+            } => success_half_life_ns.min(failure_half_life_ns) / 4,
         };
         let reach = clock_ns.saturating_mul(2) - 1;
         // `width_ns >= 1` was checked with the model.
@@ -202,6 +304,31 @@ impl Prepared {
         rotation.saturating_add(self.reach)
     }
 
+    /// What the limiter is told of `outcome`: a sample marked dropped (`Some(true)`), a success sample
+    /// (`Some(false)`), or nothing. The seeds' models: `Success` and `Dropped` only (and `Throttled` as
+    /// `Dropped`); the decay model: a drop on `Failure` and `Dropped` as dialogue's endpoint limiter does
+    /// on a 500, a success on `Success` and `ClientError` (the node answered), nothing on `Throttled` (a
+    /// 429 asks to try elsewhere; backing off on it starves a node that rate-limits fairly). See
+    /// [`Outcome`](crate::Outcome).
+    #[inline]
+    pub(crate) fn limit_reading(&self, outcome: crate::Outcome) -> Option<bool> {
+        use crate::Outcome::*;
+        match self.model {
+            PreparedModel::Decay { .. } => match outcome {
+                Success | ClientError => Some(false),
+                Failure | Dropped => Some(true),
+                Throttled | Ignored => None,
+            },
+            PreparedModel::Buckets { .. } | PreparedModel::Ewma { .. } => {
+                match outcome.as_seeds() {
+                    Success => Some(false),
+                    Dropped => Some(true),
+                    _ => None,
+                }
+            }
+        }
+    }
+
     /// `rate ^ weight_exponent`, for a rate in [0, 1].
     #[inline]
     pub(crate) fn weight_of(&self, rate: f64) -> f64 {
@@ -226,7 +353,7 @@ mod tests {
 
     #[test]
     fn rejects_each_bad_parameter() {
-        let d = Config::default();
+        let d = Config::seeds();
         let cases = [
             (
                 Config {
@@ -340,7 +467,7 @@ mod tests {
 
     #[test]
     fn decay_weights_and_exponent() {
-        let p = Config::default().prepare().unwrap();
+        let p = Config::seeds().prepare().unwrap();
         match p.model {
             PreparedModel::Buckets { weights, count, .. } => {
                 assert_eq!(count, 6);
@@ -356,13 +483,13 @@ mod tests {
                     ]
                 );
             }
-            PreparedModel::Ewma { .. } => unreachable!(),
+            _ => unreachable!(),
         }
         assert_eq!(p.int_exponent, Some(3));
         assert_eq!(p.weight_of(0.5), 0.125);
         let p = Config {
             weight_exponent: 2.5,
-            ..Config::default()
+            ..Config::seeds()
         }
         .prepare()
         .unwrap();
@@ -370,13 +497,13 @@ mod tests {
         assert!((p.weight_of(0.25) - 0.03125).abs() < 1e-15);
         let p = Config {
             health: HealthModel::Ewma { half_life: 1 },
-            ..Config::default()
+            ..Config::seeds()
         }
         .prepare()
         .unwrap();
         match p.model {
             PreparedModel::Ewma { alpha } => assert_eq!(alpha, 0.5),
-            PreparedModel::Buckets { .. } => unreachable!(),
+            _ => unreachable!(),
         }
     }
 }

@@ -184,6 +184,17 @@ pub enum ConfigError {
     Percentile,
     /// `max_waiters` must be at most [`MAX_WAITERS`](crate::balance::MAX_WAITERS).
     MaxWaiters,
+    /// [`HealthModel::Decay`](crate::balance::HealthModel::Decay) half-lives must be between 1 ms and
+    /// 1 hour.
+    DecayHalfLife,
+    /// `throttled_cost` and `client_error_cost` must be finite and in [0, 1].
+    OutcomeCost,
+    /// `penalty` and `ratio_penalty` must be finite and in [0, 10^6].
+    Penalty,
+    /// [`Policy::LowestScore`](crate::balance::Policy::LowestScore) and
+    /// [`HealthModel::Decay`](crate::balance::HealthModel::Decay) go together: the score is the decay
+    /// model's penalty, and the weighted policies read a success rate, which the seeds' models give.
+    ModelPolicy,
 }
 
 impl fmt::Display for ConfigError {
@@ -224,6 +235,14 @@ impl fmt::Display for ConfigError {
                 "percentile must be in (0, 1) and capacity in 1..=PERCENTILE_CAPACITY"
             }
             ConfigError::MaxWaiters => "max_waiters must be at most MAX_WAITERS (2^20)",
+            ConfigError::DecayHalfLife => "decay half-lives must be between 1 ms and 1 hour",
+            ConfigError::OutcomeCost => {
+                "throttled_cost and client_error_cost must be finite and in [0, 1]"
+            }
+            ConfigError::Penalty => "penalty and ratio_penalty must be finite and in [0, 1e6]",
+            ConfigError::ModelPolicy => {
+                "policy LowestScore and health model Decay go together (the weighted policies need Buckets or Ewma)"
+            }
         })
     }
 }

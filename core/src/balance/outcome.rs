@@ -4,17 +4,26 @@ use core::fmt;
 
 /// The result of one call to a node, reported with [`Balancer::release`](crate::balance::Balancer::release).
 ///
-/// | outcome    | health                      | limiter                        |
-/// |------------|-----------------------------|--------------------------------|
-/// | `Success`  | +1 finished, +1 succeeded   | RTT sample                     |
-/// | `Failure`  | +1 finished                 | ignored                        |
-/// | `Dropped`  | +1 finished                 | sample marked dropped (backs off) |
-/// | `Ignored`  | untouched                   | ignored                        |
+/// What each outcome does depends on the health model (see [`HealthModel`](crate::balance::HealthModel)
+/// for the health side):
+///
+/// | outcome       | default model (`Decay`)   | the seeds' models (`Buckets`, `Ewma`) | limiter, default model | limiter, seeds' models |
+/// |---------------|---------------------------|-------------------------------|------------------------|------------------------|
+/// | `Success`     | successes + 1             | +1 finished, +1 succeeded     | success sample (RTT)   | success sample (RTT)   |
+/// | `Failure`     | failures + 1              | +1 finished                   | drop (backs off)       | ignored                |
+/// | `Dropped`     | failures + 1              | +1 finished                   | drop (backs off)       | drop (backs off)       |
+/// | `Throttled`   | failures + 0.1            | +1 finished (as `Dropped`)    | ignored                | drop (as `Dropped`)    |
+/// | `ClientError` | failures + 0.01           | untouched (as `Ignored`)      | success sample (RTT)   | ignored (as `Ignored`) |
+/// | `Ignored`     | untouched                 | untouched                     | ignored                | ignored                |
+///
+/// Under the seeds' models `Throttled` is exactly `Dropped` and `ClientError` exactly `Ignored`, so
+/// [`Config::seeds()`](crate::Config::seeds) decides as the seeds say whichever one a caller reports.
 ///
 /// ```
 /// use weir::Outcome;
 /// assert_eq!(Outcome::from_http_status(200), Ok(Outcome::Success));
 /// assert_eq!(Outcome::from_http_status(503), Ok(Outcome::Dropped));
+/// assert_eq!(Outcome::from_http_status(429), Ok(Outcome::Throttled));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -23,11 +32,19 @@ pub enum Outcome {
     Success = 0,
     /// A real error of the node: a 5xx, connection refused or reset.
     Failure = 1,
-    /// Timeout or overload: 429, 503, 504, a deadline hit. Counts against health and makes loss-based
-    /// limiters back off.
+    /// Timeout or overload: 503, 504, a deadline hit. Counts against health and makes the limiter back
+    /// off.
     Dropped = 2,
-    /// Not the node's fault (most 4xx, a cancelled call): recorded nowhere but the outcome counters.
+    /// Not the node's fault and not the caller's to report (a cancelled call): recorded nowhere but the
+    /// outcome counters.
     Ignored = 3,
+    /// The node is busy and said so: a 429. Not a broken node, so the default model counts it as a tenth
+    /// of a failure and its limiter does not back off on it; the seeds' models read it as `Dropped`.
+    Throttled = 4,
+    /// The node refused the request as the caller's fault: another 4xx. A node that answers 4xx to
+    /// everything is broken, so the default model counts it as a hundredth of a failure; the seeds'
+    /// models read it as `Ignored`.
+    ClientError = 5,
 }
 
 /// An HTTP status outside 100..=599.
@@ -44,35 +61,42 @@ impl fmt::Display for InvalidStatus {
 impl std::error::Error for InvalidStatus {}
 
 impl Outcome {
-    /// All four outcomes, in the order of their numeric codes.
-    pub const ALL: [Outcome; 4] = [
+    /// Every outcome, in the order of their numeric codes.
+    pub const ALL: [Outcome; 6] = [
         Outcome::Success,
         Outcome::Failure,
         Outcome::Dropped,
         Outcome::Ignored,
+        Outcome::Throttled,
+        Outcome::ClientError,
     ];
 
     /// Maps an HTTP response status to an outcome:
     ///
     /// | status                     | outcome   | why |
     /// |----------------------------|-----------|-----|
-    /// | 100–399                    | `Success` | the node answered |
-    /// | 429, 503, 504              | `Dropped` | overload or timeout: back off |
-    /// | other 400–499              | `Ignored` | the caller's fault, not the node's |
-    /// | other 500–599              | `Failure` | a real error of the node |
+    /// | 100–399                    | `Success`     | the node answered |
+    /// | 429                        | `Throttled`   | the node is busy: try another |
+    /// | 503, 504                   | `Dropped`     | overload or timeout: back off |
+    /// | other 400–499              | `ClientError` | the caller's fault, or a broken node |
+    /// | other 500–599              | `Failure`     | a real error of the node |
+    ///
+    /// Under [`Config::seeds()`](crate::Config::seeds) this is the seeds' table: 429 acts as `Dropped`,
+    /// another 4xx as `Ignored`.
     ///
     /// ```
     /// use weir::{balance::InvalidStatus, Outcome};
-    /// assert_eq!(Outcome::from_http_status(404), Ok(Outcome::Ignored));
-    /// assert_eq!(Outcome::from_http_status(429), Ok(Outcome::Dropped));
+    /// assert_eq!(Outcome::from_http_status(404), Ok(Outcome::ClientError));
+    /// assert_eq!(Outcome::from_http_status(429), Ok(Outcome::Throttled));
     /// assert_eq!(Outcome::from_http_status(502), Ok(Outcome::Failure));
     /// assert_eq!(Outcome::from_http_status(99), Err(InvalidStatus(99)));
     /// ```
     pub const fn from_http_status(status: u16) -> Result<Outcome, InvalidStatus> {
         match status {
             100..=399 => Ok(Outcome::Success),
-            429 | 503 | 504 => Ok(Outcome::Dropped),
-            400..=499 => Ok(Outcome::Ignored),
+            429 => Ok(Outcome::Throttled),
+            503 | 504 => Ok(Outcome::Dropped),
+            400..=499 => Ok(Outcome::ClientError),
             500..=599 => Ok(Outcome::Failure),
             _ => Err(InvalidStatus(status)),
         }
@@ -82,7 +106,8 @@ impl Outcome {
     ///
     /// ```
     /// assert_eq!(weir::Outcome::from_code(2), Some(weir::Outcome::Dropped));
-    /// assert_eq!(weir::Outcome::from_code(4), None);
+    /// assert_eq!(weir::Outcome::from_code(5), Some(weir::Outcome::ClientError));
+    /// assert_eq!(weir::Outcome::from_code(6), None);
     /// ```
     pub const fn from_code(code: u8) -> Option<Outcome> {
         match code {
@@ -90,13 +115,27 @@ impl Outcome {
             1 => Some(Outcome::Failure),
             2 => Some(Outcome::Dropped),
             3 => Some(Outcome::Ignored),
+            4 => Some(Outcome::Throttled),
+            5 => Some(Outcome::ClientError),
             _ => None,
         }
     }
 
-    /// Whether this outcome updates the node's health.
-    pub const fn counts_for_health(self) -> bool {
-        !matches!(self, Outcome::Ignored)
+    /// The outcome as the seeds' models read it: `Throttled` is `Dropped`, `ClientError` is `Ignored`,
+    /// the others are themselves.
+    ///
+    /// ```
+    /// use weir::Outcome;
+    /// assert_eq!(Outcome::Throttled.as_seeds(), Outcome::Dropped);
+    /// assert_eq!(Outcome::ClientError.as_seeds(), Outcome::Ignored);
+    /// assert_eq!(Outcome::Failure.as_seeds(), Outcome::Failure);
+    /// ```
+    pub const fn as_seeds(self) -> Outcome {
+        match self {
+            Outcome::Throttled => Outcome::Dropped,
+            Outcome::ClientError => Outcome::Ignored,
+            o => o,
+        }
     }
 }
 
@@ -110,8 +149,9 @@ mod tests {
             let got = Outcome::from_http_status(s);
             let want = match s {
                 100..=399 => Ok(Outcome::Success),
-                429 | 503 | 504 => Ok(Outcome::Dropped),
-                400..=428 | 430..=499 => Ok(Outcome::Ignored),
+                429 => Ok(Outcome::Throttled),
+                503 | 504 => Ok(Outcome::Dropped),
+                400..=428 | 430..=499 => Ok(Outcome::ClientError),
                 500..=502 | 505..=599 => Ok(Outcome::Failure),
                 _ => Err(InvalidStatus(s)),
             };

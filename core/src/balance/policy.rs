@@ -1,5 +1,6 @@
-//! Choosing a node from the nodes' weights: one scan that reads each node's control word and cached weight,
-//! then a draw.
+//! Choosing a node: the default's lowest score (one scan over each node's control word and cached
+//! penalty, then the minimum; see [`Policy::LowestScore`]), or the weighted policies' draw from the nodes'
+//! weights (one scan that reads each node's control word and cached weight, then a draw).
 //!
 //! # Why one draw is the exact cascade
 //! The seeds' cascade draws a weighted random shuffle of the active nodes lazily (draw a node with
@@ -16,13 +17,29 @@ use crate::balance::config::Prepared;
 use crate::balance::slot::{self, NodeSlot};
 use fastrand::Rng;
 
-/// How a node is chosen from the nodes' weights (`success_rate ^ weight_exponent`).
+/// How a node is chosen: by lowest score (the default, over [`HealthModel::Decay`]), or from the nodes'
+/// weights (`success_rate ^ weight_exponent`, over the seeds' models).
+///
+/// [`HealthModel::Decay`]: crate::balance::HealthModel::Decay
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Policy {
+    /// The default: each node scores `in_flight + penalty` ([`HealthModel::Decay`]'s cached failure
+    /// penalty, in in-flight requests), and the call goes to the node with room whose score is lowest,
+    /// ties broken uniformly at random. The in-flight term moves calls off a slow or black-holed node as
+    /// its calls pile up; the penalty moves them off a failing one.
+    ///
+    /// Give-up rule (dialogue's): if a full node with more than 5 calls in flight scores no more than the
+    /// best node with room, and the best node with room scores more than twice the highest such full
+    /// node, the acquire is refused ([`Rejected::AllBusy`]) rather than sent to a node that much worse:
+    /// with a waiting acquire, it waits for the better node to have room.
+    ///
+    /// [`HealthModel::Decay`]: crate::balance::HealthModel::Decay
+    /// [`Rejected::AllBusy`]: crate::balance::Rejected::AllBusy
+    #[default]
+    LowestScore,
     /// [The seeds'](crate#vocabulary) algorithm: a weighted random shuffle of the active nodes (iterated weighted sampling
     /// without replacement, drawn lazily), zero-weight nodes last in uniform random order; the first node
     /// whose limiter grants a lease wins; if none does, fail fast.
-    #[default]
     Cascade,
     /// [The gist's](crate#vocabulary) approximation: uniform shuffle, stable sort by descending success rate, one weighted
     /// random pick promoted to the front, then the same walk.
@@ -121,6 +138,9 @@ const UNITS_MIN: u64 = 1 << (crate::balance::health::UNIT_SHIFT - 16);
 /// node was drawn (probability `F / (R + F)`) with probability `w_j / R`; the sum is `w_j / R`, the
 /// cascade's probability. `CascadeApprox` and the zero-weight cases take the full scan at once.
 pub(crate) fn choose_fast(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    if p.config.policy == Policy::LowestScore {
+        return lowest(slots, rng);
+    }
     draw_by(p, slots, rng, |s| s.health.units())
 }
 
@@ -131,7 +151,121 @@ pub(crate) fn choose_fast(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Ch
 /// them. Only when no node with room has a positive weight does the full scan run, which tells apart
 /// zero-weight, full and absent nodes for the fallbacks and the rejection reason.
 pub(crate) fn choose(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    if p.config.policy == Policy::LowestScore {
+        return lowest(slots, rng);
+    }
     draw_by(p, slots, rng, room_units)
+}
+
+/// A node's key for [`Policy::LowestScore`]: its score in fixed point (`in_flight * 2^16 + penalty`,
+/// below 2^49) if it is active with room; with [`FULL`] set (and [`HEAVY`] if more than
+/// [`HEAVY_INFLIGHT`] are in flight) if it is active and full; [`ABSENT`] otherwise. So the least key is
+/// the best node with room, and a least key at or above [`FULL`] means none has room.
+#[inline(always)]
+fn key(s: &NodeSlot) -> u64 {
+    // Relaxed: as in `entry`; admission re-checks with a compare-and-swap.
+    let c = s.ctl.load(crate::internal::sync::Ordering::Relaxed);
+    if slot::state(c) != slot::ACTIVE {
+        return KEY_ABSENT;
+    }
+    let inflight = slot::inflight(c);
+    let score = (inflight << P_FRACTION) + s.health.units();
+    if inflight < slot::limit(c) {
+        score
+    } else if inflight > HEAVY_INFLIGHT {
+        score | FULL | HEAVY
+    } else {
+        score | FULL
+    }
+}
+
+use crate::balance::health::decay::P_FRACTION;
+/// Key flag: the node is active and full.
+const FULL: u64 = 1 << 61;
+/// Key flag: a full node with more than [`HEAVY_INFLIGHT`] in flight (dialogue's
+/// `INFLIGHT_COMPARISON_THRESHOLD`), which sets the give-up threshold.
+const HEAVY: u64 = 1 << 60;
+/// The key of a slot that is not a candidate: above every other key, and without the other flags.
+const KEY_ABSENT: u64 = 1 << 62;
+/// The score bits of a key.
+const SCORE: u64 = HEAVY - 1;
+const HEAVY_INFLIGHT: u64 = 5;
+/// dialogue's `UNHEALTHY_SCORE_MULTIPLIER`.
+const GIVE_UP_MULTIPLIER: u64 = 2;
+
+/// [`Policy::LowestScore`] over the nodes' keys, with a stack buffer sized to the balancer.
+fn lowest(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    match slots.len() {
+        0..=8 => lowest_in::<8>(slots, rng),
+        9..=16 => lowest_in::<16>(slots, rng),
+        _ => lowest_in::<SCAN>(slots, rng),
+    }
+}
+
+/// The lowest key among `K` buffered keys and the slots beyond them (read again where needed: a
+/// concurrent change can shift the choice slightly, never out of the active set).
+#[inline(always)]
+fn lowest_in<const K: usize>(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    let mut keys = [KEY_ABSENT; K];
+    let (mut best, mut best_at) = (KEY_ABSENT, 0);
+    let mut heavy = 0;
+    for (i, (k, s)) in keys.iter_mut().zip(slots).enumerate() {
+        *k = key(s);
+        if *k < best {
+            (best, best_at) = (*k, i);
+        }
+        heavy |= *k;
+    }
+    for (i, s) in slots.iter().enumerate().skip(K) {
+        let k = key(s);
+        if k < best {
+            (best, best_at) = (k, i);
+        }
+        heavy |= k;
+    }
+    let keys = &keys[..slots.len().min(K)];
+    let key_at = |i: usize| keys.get(i).copied().unwrap_or_else(|| key(&slots[i]));
+    if best >= FULL {
+        return Choice::Reject(if best == KEY_ABSENT {
+            crate::balance::Rejected::NoActiveNodes
+        } else {
+            crate::balance::Rejected::AllBusy
+        });
+    }
+    // The give-up rule needs a heavy full node: rare, so its pass runs only then.
+    if heavy & HEAVY != 0 {
+        // The give-up threshold: twice the highest score of a heavy full node that scores no more than the
+        // best node with room (dialogue walks the nodes by score and the last such node before the best
+        // one sets it).
+        let threshold = (0..slots.len())
+            .map(key_at)
+            .filter(|&k| k & (FULL | HEAVY) == FULL | HEAVY)
+            .map(|k| k & SCORE)
+            .filter(|&score| score <= best)
+            .max();
+        if let Some(t) = threshold {
+            if best > t * GIVE_UP_MULTIPLIER {
+                return Choice::Reject(crate::balance::Rejected::AllBusy);
+            }
+        }
+    }
+    // Ties: the `nth` of the nodes with the best key, `nth` uniform (the first is `best_at`).
+    let ties = keys.iter().filter(|&&k| k == best).count()
+        + slots.iter().skip(K).filter(|s| key(s) == best).count();
+    if ties <= 1 {
+        return Choice::Try(best_at);
+    }
+    let mut nth = rng.usize(..ties);
+    for i in best_at..slots.len() {
+        if key_at(i) == best {
+            if nth == 0 {
+                return Choice::Try(i);
+            }
+            nth -= 1;
+        }
+    }
+    // A node beyond the buffer changed meanwhile: the first best found.
+    Choice::Try(best_at)
 }
 
 /// A weighted draw over `weight(slot)` for `Cascade` and `WeightedPick`; the full scan for
@@ -242,6 +376,7 @@ fn choose_full(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
         entry: &entry,
     };
     let picked = match p.config.policy {
+        Policy::LowestScore => return lowest(slots, rng),
         Policy::Cascade => {
             if t.room > 0.0 {
                 weighted_room(&entries, t.room, rng)

@@ -71,7 +71,7 @@ cache_padded! {
     /// hand it to the balancer; its contents are private.
     ///
     /// A slot is padded to the target's cache line so that nodes never share one (see the README for the
-    /// size per target: 384 bytes on x86_64 and aarch64, 320 on riscv64, 288 on 32-bit ARM).
+    /// size per target: 384 bytes on x86_64 and aarch64, 320 on riscv64 and 32-bit ARM).
     ///
     /// ```
     /// use weir::{Balancer, Config, NodeSlot};
@@ -89,7 +89,7 @@ cache_padded! {
         pub(crate) health: Health,
         pub(crate) id: AtomicU64,
         /// Leases released with each [`Outcome`](crate::balance::Outcome), by its code.
-        pub(crate) released: [AtomicU64; 4],
+        pub(crate) released: [AtomicU64; 6],
         /// Leases released after their node was removed.
         pub(crate) stale: AtomicU64,
         /// The limit algorithm's state, reset on add and updated by `Success`/`Dropped` releases.
@@ -100,9 +100,9 @@ cache_padded! {
 }
 
 /// The bytes a slot holds before padding: the sizes the README states per target follow from it
-/// (384 with 128-byte lines, 320 with 64, 288 with 32), and every target the build runs for checks them.
+/// (384 with 128-byte lines, 320 with 64 and with 32), and every target the build runs for checks them.
 #[cfg(not(loom))]
-const SLOT_CONTENT: usize = 280;
+const SLOT_CONTENT: usize = 296;
 #[cfg(not(loom))]
 const _: () = assert!(
     core::mem::size_of::<NodeSlot>()
@@ -119,7 +119,7 @@ impl NodeSlot {
             ctl: ZERO,
             health: Health::new(),
             id: ZERO,
-            released: [ZERO; 4],
+            released: [ZERO; 6],
             stale: ZERO,
             limit: LimitState::new(),
             owner: ZERO,

@@ -18,10 +18,18 @@ pub struct NodeSnapshot {
     pub id: u64,
     /// Active or lame duck.
     pub state: NodeState,
-    /// Success rate used for selection, with the recovery floor applied where it applies.
+    /// Success rate: under the seeds' models the rate used for selection, with the recovery floor applied
+    /// where it applies; under the decay model `S / (S + F)` of the decayed counters (1.0 with neither).
     pub success_rate: f64,
-    /// `success_rate ^ weight_exponent`.
+    /// `success_rate ^ weight_exponent` (what the weighted policies draw by).
     pub weight: f64,
+    /// The decay model's success counter at the snapshot's time (0 under the other models).
+    pub successes: f64,
+    /// The decay model's failure counter at the snapshot's time (0 under the other models).
+    pub failures: f64,
+    /// The decay model's penalty from those counters, in in-flight requests: the node's score is
+    /// `in_flight + penalty` (0 under the other models).
+    pub penalty: f64,
     /// Current concurrency limit.
     pub limit: u32,
     /// Leases in flight.
@@ -53,7 +61,7 @@ pub struct Stats {
     /// Acquires refused because no node was active.
     pub rejected_no_active: u64,
     /// Leases released, by [`Outcome`] code: read with [`Stats::released`].
-    pub(crate) by_outcome: [u64; 4],
+    pub(crate) by_outcome: [u64; 6],
     /// Leases released after their node was removed.
     pub released_stale: u64,
     /// Leases in flight now.

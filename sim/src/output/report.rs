@@ -16,7 +16,7 @@ use crate::reference;
 
 /// Policies drawn in each scenario's chart, when the report has them.
 const CHARTED: [&str; 4] = [
-    "weir-cascade",
+    "weir-lowest-score",
     "dialogue-balanced",
     "p2c-peak-ewma",
     "round-robin",
@@ -603,7 +603,7 @@ impl Report {
 fn refused_word(r: Refusal) -> &'static str {
     match r {
         Refusal::FailFast => "fail",
-        Refusal::Queue => "wait",
+        Refusal::Queue | Refusal::Wait { .. } => "wait",
     }
 }
 
@@ -612,6 +612,7 @@ fn refused(r: Refusal) -> &'static str {
     match r {
         Refusal::FailFast => "fail at once",
         Refusal::Queue => "wait in the client's queue",
+        Refusal::Wait { .. } => "wait in the core's bounded queue (acquire_wait)",
     }
 }
 

@@ -97,6 +97,13 @@ pub enum Refusal {
     /// Keep it in the client's FIFO queue and ask again whenever one of the client's attempts completes
     /// (dialogue's QueuedChannel).
     Queue,
+    /// weir's waiting acquire (`Balancer::acquire_wait`): as [`Refusal::Queue`], but the queue holds at
+    /// most `max_waiters` requests (one more fails fast), a request refused because no node is in rotation
+    /// fails at once ([`Balance::no_nodes`]), and a node coming into rotation also drains the queue.
+    Wait {
+        /// The core's `Config::max_waiters`.
+        max_waiters: usize,
+    },
 }
 
 /// A client-side balancing policy.
@@ -116,5 +123,9 @@ pub trait Balance {
     /// What the client does when [`pick`](Balance::pick) returns `None`.
     fn on_refusal(&self) -> Refusal {
         Refusal::FailFast
+    }
+    /// Whether the last refusal was for want of any node in rotation (weir's `Rejected::NoActiveNodes`).
+    fn no_nodes(&self) -> bool {
+        false
     }
 }

@@ -44,7 +44,7 @@ fn weir(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
 fn with_limit(limit: LimitAlgorithm) -> Config {
     Config {
         limit,
-        ..Config::default()
+        ..Config::seeds()
     }
 }
 
@@ -52,10 +52,33 @@ fn with_limit(limit: LimitAlgorithm) -> Config {
 pub fn all() -> Vec<PolicyDef> {
     vec![
         PolicyDef {
-            name: "weir-cascade",
-            about: "weir default: Cascade, 6x5 s buckets, Fixed(100) limit",
+            name: "weir-lowest-score",
+            about: "weir default: LowestScore over decayed success/failure counters, CIAD limit with a \
+                    fast start, waiting for room (acquire_wait)",
             default: true,
+            kind: Kind::Balancer(|n, seed| {
+                Box::new(WeirPolicy::waiting(
+                    Config {
+                        seed,
+                        ..Config::default()
+                    },
+                    n,
+                ))
+            }),
+            refused: Refusal::Wait { max_waiters: 1024 },
+        },
+        PolicyDef {
+            name: "weir-lowest-score-failfast",
+            about: "weir default configuration, failing fast instead of waiting (acquire)",
+            default: false,
             kind: Kind::Balancer(|n, seed| weir(Config::default(), n, seed)),
+            refused: Refusal::FailFast,
+        },
+        PolicyDef {
+            name: "weir-cascade",
+            about: "weir Config::seeds(): the seeds' Cascade, 6x5 s buckets, Fixed(100) limit",
+            default: false,
+            kind: Kind::Balancer(|n, seed| weir(Config::seeds(), n, seed)),
             refused: Refusal::FailFast,
         },
         PolicyDef {
@@ -65,7 +88,7 @@ pub fn all() -> Vec<PolicyDef> {
             kind: Kind::Balancer(|n, seed| {
                 let c = Config {
                     policy: Policy::CascadeApprox,
-                    ..Config::default()
+                    ..Config::seeds()
                 };
                 weir(c, n, seed)
             }),
@@ -79,7 +102,7 @@ pub fn all() -> Vec<PolicyDef> {
             kind: Kind::Balancer(|n, seed| {
                 let c = Config {
                     policy: Policy::WeightedPick,
-                    ..Config::default()
+                    ..Config::seeds()
                 };
                 weir(c, n, seed)
             }),
@@ -92,7 +115,7 @@ pub fn all() -> Vec<PolicyDef> {
             kind: Kind::Balancer(|n, seed| {
                 let c = Config {
                     health: EWMA,
-                    ..Config::default()
+                    ..Config::seeds()
                 };
                 weir(c, n, seed)
             }),
@@ -106,7 +129,7 @@ pub fn all() -> Vec<PolicyDef> {
                 let c = Config {
                     policy: Policy::WeightedPick,
                     health: EWMA,
-                    ..Config::default()
+                    ..Config::seeds()
                 };
                 weir(c, n, seed)
             }),
@@ -172,7 +195,7 @@ pub fn all() -> Vec<PolicyDef> {
                 Box::new(WeirPolicy::queued(
                     Config {
                         seed,
-                        ..Config::default()
+                        ..Config::seeds()
                     },
                     n,
                 ))

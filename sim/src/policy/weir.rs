@@ -1,5 +1,6 @@
 //! weir's policies in the simulator: the real core ([`weir::Balancer`]), one per client.
 
+use weir::balance::Rejected;
 use weir::{Balancer, Config, HeapBalancer, Lease, Rng};
 
 use crate::policy::{Balance, Completion, Pick, Refusal, ServerId};
@@ -10,8 +11,10 @@ pub struct WeirPolicy {
     members: Vec<ServerId>,
     /// Releases the core refused (a lease of a node removed meanwhile): reported no-ops, counted.
     stale_releases: u64,
-    /// Queue refused requests in the client (dialogue's QueuedChannel) instead of failing them fast.
-    queue: bool,
+    /// What the client does with a refused request.
+    refusal: Refusal,
+    /// The last acquire's refusal.
+    refused: Option<Rejected>,
 }
 
 impl WeirPolicy {
@@ -25,7 +28,8 @@ impl WeirPolicy {
             balancer: Balancer::with_capacity(servers.max(1), config).expect("valid weir config"),
             members: Vec::new(),
             stale_releases: 0,
-            queue: false,
+            refusal: Refusal::FailFast,
+            refused: None,
         }
     }
 
@@ -33,7 +37,18 @@ impl WeirPolicy {
     /// attempts completes (the simulator's stand-in for a caller-side queue such as dialogue's).
     pub fn queued(config: Config, servers: usize) -> WeirPolicy {
         WeirPolicy {
-            queue: true,
+            refusal: Refusal::Queue,
+            ..WeirPolicy::new(config, servers)
+        }
+    }
+
+    /// The same, with the client waiting as the core's waiting acquire does (see [`Refusal::Wait`]),
+    /// with the configuration's `max_waiters`.
+    pub fn waiting(config: Config, servers: usize) -> WeirPolicy {
+        WeirPolicy {
+            refusal: Refusal::Wait {
+                max_waiters: config.max_waiters as usize,
+            },
             ..WeirPolicy::new(config, servers)
         }
     }
@@ -46,7 +61,11 @@ impl WeirPolicy {
 
 impl Balance for WeirPolicy {
     fn pick(&mut self, now: u64, rng: &mut Rng) -> Option<Pick> {
-        let lease = self.balancer.acquire(now, rng).ok()?;
+        let lease = self
+            .balancer
+            .acquire(now, rng)
+            .map_err(|r| self.refused = Some(r))
+            .ok()?;
         Some(Pick {
             server: lease.node_id() as ServerId,
             lease: Some(lease.into_raw()),
@@ -83,11 +102,11 @@ impl Balance for WeirPolicy {
     }
 
     fn on_refusal(&self) -> Refusal {
-        if self.queue {
-            Refusal::Queue
-        } else {
-            Refusal::FailFast
-        }
+        self.refusal
+    }
+
+    fn no_nodes(&self) -> bool {
+        self.refused == Some(Rejected::NoActiveNodes)
     }
 }
 
@@ -98,7 +117,7 @@ mod tests {
 
     #[test]
     fn follows_membership_and_releases_leases() {
-        let mut p = WeirPolicy::new(Config::default(), 4);
+        let mut p = WeirPolicy::new(Config::seeds(), 4);
         let mut rng = Rng::with_seed(7);
         p.set_servers(&[0, 2], 0);
         let mut seen = [0u32; 4];

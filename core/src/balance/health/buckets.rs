@@ -199,6 +199,7 @@ impl Health {
                 window: (0, 0),
                 sticky: (0, 0),
                 has_data: false,
+                decayed: (0.0, 0.0, 0.0),
             };
         };
         let span = span(count, width, newest, now);
@@ -222,6 +223,7 @@ impl Health {
                 (0, 0)
             },
             has_data: true,
+            decayed: (0.0, 0.0, 0.0),
         }
     }
 

@@ -27,6 +27,7 @@ impl Health {
             window: (0, 0),
             sticky: (0, 0),
             has_data: self.last.load(Relaxed) != 0,
+            decayed: (0.0, 0.0, 0.0),
         }
     }
 }

@@ -1,5 +1,8 @@
-//! Per-node health: the seeds' bucket window with its sticky bucket (`buckets.rs`) or a single success
-//! average (`ewma.rs`), and the node's cached weight (here), which is what the acquire scan reads.
+//! Per-node health: the default model's time-decayed success and failure counters (`decay.rs`), the
+//! seeds' bucket window with its sticky bucket (`buckets.rs`) or a single success average (`ewma.rs`),
+//! and the node's cached value (here), which is what the acquire scan reads: the scan weight under the
+//! seeds' models, the penalty under the decayed counters (see `decay.rs`; the cache and scan words below
+//! hold it in place of the weight, and everything said of the weight's refresh holds for it).
 //!
 //! # The cached weight
 //! `cache` holds the node's *scan weight* as an `f32`: the weight the acquire scan uses as it is, so that
@@ -22,18 +25,67 @@
 //! node's writes have finished, the two words hold the same weight (see `try_refresh`).
 
 mod buckets;
+pub(crate) mod decay;
 mod ewma;
 
 use crate::balance::config::{Prepared, PreparedModel, MAX_BUCKETS};
 use crate::balance::slot;
+use crate::balance::Outcome;
 use crate::internal::sync::{AtomicU64, Ordering::*};
 pub(crate) use buckets::epoch_at;
 #[cfg(all(test, not(loom)))]
 use buckets::{bucket, bumped, epoch_of, fin, succ, tag, COUNT_MAX};
 
-/// How a node's success rate is measured.
+/// How a node's health is measured.
+///
+/// The default, [`HealthModel::Decay`], serves the default policy, [`Policy::LowestScore`]; the seeds'
+/// models, [`Buckets`](HealthModel::Buckets) and [`Ewma`](HealthModel::Ewma), serve the weighted
+/// policies ([`Policy::Cascade`] and the others). The pairing is checked by
+/// [`Config::validate`](crate::Config::validate) ([`ConfigError::ModelPolicy`]).
+///
+/// How each model reads an [`Outcome`]:
+///
+/// | outcome       | `Decay`           | `Buckets`, `Ewma` (the seeds') |
+/// |---------------|-------------------|--------------------------------|
+/// | `Success`     | successes + 1     | a success                      |
+/// | `Failure`     | failures + 1      | a failure                      |
+/// | `Dropped`     | failures + 1      | a failure                      |
+/// | `Throttled`   | failures + `throttled_cost` (0.1) | a failure (as `Dropped`) |
+/// | `ClientError` | failures + `client_error_cost` (0.01) | nothing (as `Ignored`) |
+/// | `Ignored`     | nothing           | nothing                        |
+///
+/// [`Policy::LowestScore`]: crate::balance::Policy::LowestScore
+/// [`Policy::Cascade`]: crate::balance::Policy::Cascade
+/// [`ConfigError::ModelPolicy`]: crate::balance::ConfigError::ModelPolicy
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum HealthModel {
+    /// The default: two time-decayed counters per node, successes and failures, each one word (an `f32`
+    /// and a 1 ms tick). A counter read `t` ns after its last write is its value times
+    /// `2^(-t / half_life)`. The node's penalty, in in-flight requests, is
+    /// `penalty * F + ratio_penalty * log2(1 + F / (S + 1))`; the [`LowestScore`] policy sends each call to
+    /// the node with room whose `in_flight + penalty` is lowest.
+    ///
+    /// Counting in time rather than in outcomes is what moves traffic off a node that starts failing at
+    /// once even at a few requests per second, and what brings a recovered node back as its failures
+    /// fade: a failure's weight halves every `failure_half_life_ns` (30 s), a success's every
+    /// `success_half_life_ns` (1 s).
+    ///
+    /// [`LowestScore`]: crate::balance::Policy::LowestScore
+    Decay {
+        /// Half-life of the success counter in nanoseconds (default 1 s); 1 ms ..= 1 hour.
+        success_half_life_ns: u64,
+        /// Half-life of the failure counter in nanoseconds (default 30 s); 1 ms ..= 1 hour.
+        failure_half_life_ns: u64,
+        /// What a `Throttled` outcome (429) adds to the failures (default 0.1); finite, in [0, 1].
+        throttled_cost: f32,
+        /// What a `ClientError` outcome (another 4xx) adds to the failures (default 0.01): a node that
+        /// answers 400 to everything is broken, and must still lose its traffic. Finite, in [0, 1].
+        client_error_cost: f32,
+        /// Penalty per recent failure, in in-flight requests (default 10); finite, in [0, 10^6].
+        penalty: f32,
+        /// Penalty per doubling of failures over successes (default 8); finite, in [0, 10^6].
+        ratio_penalty: f32,
+    },
     /// [The seeds'](crate#vocabulary) model: a window of `count` buckets of `width_ns` each, plus a sticky bucket.
     ///
     /// Success rate: with finished requests in the window, `Σ w_a·succeeded / Σ w_a·finished` with
@@ -61,6 +113,56 @@ pub enum HealthModel {
 }
 
 impl HealthModel {
+    /// The default model's defaults: successes halve every second, failures every 30 s; a 429 costs 0.1
+    /// of a failure, another 4xx 0.01; penalty 10 per failure plus 8 per doubling of failures over
+    /// successes.
+    pub const DECAY: HealthModel = HealthModel::Decay {
+        success_half_life_ns: 1_000_000_000,
+        failure_half_life_ns: 30_000_000_000,
+        throttled_cost: 0.1,
+        client_error_cost: 0.01,
+        penalty: 10.0,
+        ratio_penalty: 8.0,
+    };
+
+    /// [`HealthModel::DECAY`] with other half-lives, given as [`Duration`]s (saturating at `u64::MAX` ns;
+    /// validation checks the range).
+    ///
+    /// [`Duration`]: core::time::Duration
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use weir::balance::HealthModel;
+    /// let m = HealthModel::decay(Duration::from_secs(1), Duration::from_secs(30));
+    /// assert_eq!(m, HealthModel::DECAY);
+    /// let slow = HealthModel::decay(Duration::from_secs(2), Duration::from_secs(120));
+    /// assert!(weir::Config { health: slow, ..weir::Config::default() }.validate().is_ok());
+    /// ```
+    #[must_use]
+    pub const fn decay(
+        success: core::time::Duration,
+        failure: core::time::Duration,
+    ) -> HealthModel {
+        let HealthModel::Decay {
+            throttled_cost,
+            client_error_cost,
+            penalty,
+            ratio_penalty,
+            ..
+        } = HealthModel::DECAY
+        else {
+            unreachable!()
+        };
+        HealthModel::Decay {
+            success_half_life_ns: crate::internal::time::saturating_ns(success),
+            failure_half_life_ns: crate::internal::time::saturating_ns(failure),
+            throttled_cost,
+            client_error_cost,
+            penalty,
+            ratio_penalty,
+        }
+    }
+
     /// [The seeds'](crate#vocabulary) bucket window: 6 buckets of 5 s, decay 3.
     pub const SEED_BUCKETS: HealthModel = HealthModel::Buckets {
         count: 6,
@@ -83,7 +185,7 @@ impl HealthModel {
     /// assert_eq!(SEEDS, HealthModel::SEED_BUCKETS);
     /// let fine = HealthModel::buckets(8, Duration::from_millis(100), 2.0);
     /// assert_eq!(fine, HealthModel::Buckets { count: 8, width_ns: 100_000_000, decay: 2.0 });
-    /// let config = weir::Config { health: fine, ..weir::Config::default() };
+    /// let config = weir::Config { health: fine, ..weir::Config::seeds() };
     /// assert!(config.validate().is_ok());
     /// ```
     #[must_use]
@@ -97,8 +199,9 @@ impl HealthModel {
 }
 
 impl Default for HealthModel {
+    /// [`HealthModel::DECAY`], the default configuration's model.
     fn default() -> Self {
-        HealthModel::SEED_BUCKETS
+        HealthModel::DECAY
     }
 }
 
@@ -144,6 +247,8 @@ pub(crate) struct View {
     pub(crate) sticky: (u64, u64),
     /// Whether the node has recorded any outcome.
     pub(crate) has_data: bool,
+    /// The decayed success and failure counters and the penalty (the decay model; zeros otherwise).
+    pub(crate) decayed: (f64, f64, f64),
 }
 
 /// The health words of one node. `repr(C)` keeps `cache` first, beside the slot's control word: the
@@ -194,7 +299,7 @@ impl Health {
     pub(crate) fn reset(&self, model: &PreparedModel) {
         // Relaxed: the slot is published afterwards by a Release/SeqCst write to its control word.
         let first = match model {
-            PreparedModel::Buckets { .. } => 0,
+            PreparedModel::Buckets { .. } | PreparedModel::Decay { .. } => 0,
             PreparedModel::Ewma { .. } => 1.0f64.to_bits(),
         };
         self.ring[0].store(first, Relaxed);
@@ -213,26 +318,87 @@ impl Health {
         });
     }
 
-    /// Records one finished outcome (success or not) at `now`, then refreshes the cached weight.
-    pub(crate) fn record(&self, p: &Prepared, now: u64, success: bool, scope: Scope<'_>) {
+    /// Records `outcome` at `now` as the model reads it (see [`HealthModel`]), then refreshes the cached
+    /// value. An outcome the model does not count changes nothing.
+    pub(crate) fn record(&self, p: &Prepared, now: u64, outcome: Outcome, scope: Scope<'_>) {
         match p.model {
             PreparedModel::Buckets {
                 count, width, ring, ..
             } => {
+                let Some(success) = seeds_reading(outcome) else {
+                    return;
+                };
                 let advanced = self.record_bucket(count, ring, epoch_at(now, width), success);
                 if success && !advanced && self.keep_full_weight() {
                     return;
                 }
             }
-            PreparedModel::Ewma { alpha } => self.record_ewma(alpha, success),
+            PreparedModel::Ewma { alpha } => {
+                let Some(success) = seeds_reading(outcome) else {
+                    return;
+                };
+                self.record_ewma(alpha, success);
+            }
+            PreparedModel::Decay {
+                ref success,
+                ref failure,
+                throttled,
+                client_error,
+                ..
+            } => {
+                let (is_failure, amount) = match outcome {
+                    Outcome::Success => (false, 1.0),
+                    Outcome::Failure | Outcome::Dropped => (true, 1.0),
+                    Outcome::Throttled => (true, throttled),
+                    Outcome::ClientError => (true, client_error),
+                    Outcome::Ignored => return,
+                };
+                let halving = if is_failure { failure } else { success };
+                self.record_decay(is_failure, amount, now, halving);
+                // With no failures the penalty is 0 whatever the successes: nothing to recompute (see
+                // `record_decay` for why a failure recorded meanwhile cannot miss this success).
+                if !is_failure && self.no_failures() {
+                    return;
+                }
+            }
         }
         self.refresh(p, now, scope);
+    }
+
+    /// Settles the decayed counters (see `decay.rs`); nothing for the other models.
+    pub(crate) fn settle(&self, p: &Prepared, now: u64, forget: bool) {
+        if let PreparedModel::Decay {
+            ref success,
+            ref failure,
+            ..
+        } = p.model
+        {
+            self.settle_counters(now, success, failure, forget);
+        }
     }
 
     /// A consistent reading of the node at `now`.
     pub(crate) fn view(&self, p: &Prepared, now: u64) -> View {
         match p.model {
             PreparedModel::Ewma { .. } => self.view_ewma(),
+            PreparedModel::Decay {
+                ref success,
+                ref failure,
+                ref penalty,
+                ..
+            } => {
+                let (s, f) = self.counters(now, success, failure);
+                View {
+                    rate: if s + f > 0.0 { s / (s + f) } else { 1.0 },
+                    floored: false,
+                    newest: 0,
+                    window: (0, 0),
+                    sticky: (0, 0),
+                    // Relaxed: a statistic.
+                    has_data: self.last.load(Relaxed) != 0,
+                    decayed: (s, f, decay::penalty(f, s, penalty)),
+                }
+            }
             // By reference: the weight table is not copied.
             PreparedModel::Buckets {
                 count,
@@ -258,7 +424,36 @@ impl Health {
                 ref weights,
                 ..
             } => self.rate_buckets(count, width, weights, at),
+            // The decay model's reading is its penalty (see `try_refresh`).
+            PreparedModel::Decay { .. } => (1.0, false),
         }
+    }
+
+    /// The cached value and its scan word for an active node read at `at`: the weight and its units, or
+    /// under the decay model the penalty and its fixed point.
+    #[inline]
+    fn reading(&self, p: &Prepared, at: u64, scope: Scope<'_>) -> (f32, u64) {
+        if let PreparedModel::Decay {
+            ref success,
+            ref failure,
+            ref penalty,
+            ..
+        } = p.model
+        {
+            let (s, f) = self.counters(at, success, failure);
+            let pen = decay::penalty(f, s, penalty) as f32;
+            return (pen, decay::fixed(pen));
+        }
+        let (rate, floored) = self.rate(p, at);
+        let w = p.weight_of(rate) as f32;
+        let w = if floored {
+            // Read only when it applies; still after the cache, as `refresh` needs.
+            // Acquire: see `try_refresh`.
+            w.max(f32::from_bits(scope.active.load(Acquire) as u32))
+        } else {
+            w
+        };
+        (w, units_of(w))
     }
 
     /// Recomputes the scan weight after a write, a membership change or a rotation; retries until the
@@ -287,25 +482,18 @@ impl Health {
         // (and the words that store's rotation or membership change published).
         let seen = self.cache.load(Acquire);
         // Acquire (all three): see above. The rotation word holds the epoch's start.
-        let weight = if slot::state(scope.ctl.load(Acquire)) == slot::ACTIVE {
+        let (weight, units) = if slot::state(scope.ctl.load(Acquire)) == slot::ACTIVE {
             let start = scope.rotation.load(Acquire);
-            let (rate, floored) = self.rate(p, now.max(start));
-            let w = p.weight_of(rate) as f32;
-            if floored {
-                // Read only when it applies; still after the cache, as the argument above needs.
-                w.max(f32::from_bits(scope.active.load(Acquire) as u32))
-            } else {
-                w
-            }
+            self.reading(p, now.max(start), scope)
         } else {
-            0.0
+            (0.0, 0)
         };
         let next = (u64::from(weight.to_bits()) << 32) | (bump(seen) & SEQ_MASK);
         // Relaxed: the compare-and-swap below publishes it. Stored before it and again on every retry, so
         // that the last store is that of the last compare-and-swap that succeeds: a store that lands after
         // ours comes from a writer whose compare-and-swap is still to come (had it succeeded before ours,
         // our Acquire load above would have ordered its store before ours).
-        self.scan.store(units_of(weight), Relaxed);
+        self.scan.store(units, Relaxed);
         // AcqRel: publishes our reading.
         self.cache
             .compare_exchange(seen, next, AcqRel, Acquire)
@@ -350,6 +538,16 @@ impl Health {
     }
 }
 
+/// How the seeds' models read an outcome: a success, a failure, or nothing (see [`HealthModel`]).
+#[inline]
+fn seeds_reading(outcome: Outcome) -> Option<bool> {
+    match outcome {
+        Outcome::Success => Some(true),
+        Outcome::Failure | Outcome::Dropped | Outcome::Throttled => Some(false),
+        Outcome::Ignored | Outcome::ClientError => None,
+    }
+}
+
 /// The cache word with its sequence advanced by one (wrapping inside its field).
 #[inline]
 fn bump(c: u64) -> u64 {
@@ -364,7 +562,7 @@ mod tests {
     const W: u64 = 5_000_000_000;
 
     fn prepared() -> Prepared {
-        Config::default().prepare().unwrap()
+        Config::seeds().prepare().unwrap()
     }
 
     /// The balancer's words a node's scan weight depends on: rotated to `start`, an active node, and a
@@ -396,10 +594,10 @@ mod tests {
     fn rec(h: &Health, p: &Prepared, t: u64, ok: u64, bad: u64) {
         let words = Words::new(0, 0.0);
         for _ in 0..ok {
-            h.record(p, t, true, words.scope());
+            h.record(p, t, Outcome::Success, words.scope());
         }
         for _ in 0..bad {
-            h.record(p, t, false, words.scope());
+            h.record(p, t, Outcome::Failure, words.scope());
         }
     }
 
@@ -437,7 +635,7 @@ mod tests {
         h.refresh(&p, 6 * W, rotated.scope());
         assert_eq!(h.weight(), (v6.rate * v6.rate * v6.rate) as f32 as f64);
         // A release dated before that rotation still reads the window at epoch 6.
-        h.record(&p, 2 * W, true, rotated.scope());
+        h.record(&p, 2 * W, Outcome::Success, rotated.scope());
         let v6 = h.view(&p, 6 * W);
         assert_eq!(h.weight(), (v6.rate * v6.rate * v6.rate) as f32 as f64);
         assert_ne!(v6.rate, h.view(&p, 2 * W).rate);
@@ -461,7 +659,7 @@ mod tests {
                     width_ns: W,
                     decay: [1.0, 2.0, 3.0, 1.7][case % 4],
                 },
-                ..Config::default()
+                ..Config::seeds()
             }
             .prepare()
             .unwrap();
@@ -568,7 +766,7 @@ mod tests {
     fn ewma_moves_by_half_life() {
         let p = Config {
             health: HealthModel::Ewma { half_life: 1 },
-            ..Config::default()
+            ..Config::seeds()
         }
         .prepare()
         .unwrap();
@@ -576,11 +774,11 @@ mod tests {
         let words = Words::new(0, 0.0);
         h.reset(&p.model);
         assert_eq!(h.view(&p, 0).rate, 1.0);
-        h.record(&p, 0, false, words.scope());
+        h.record(&p, 0, Outcome::Failure, words.scope());
         assert_eq!(h.view(&p, 0).rate, 0.5);
-        h.record(&p, 0, false, words.scope());
+        h.record(&p, 0, Outcome::Failure, words.scope());
         assert_eq!(h.view(&p, 0).rate, 0.25);
-        h.record(&p, 9, true, words.scope());
+        h.record(&p, 9, Outcome::Success, words.scope());
         assert_eq!(h.view(&p, 0).rate, 0.625);
         assert_eq!(h.weight(), 0.625f64.powi(3) as f32 as f64);
         // The average is floored: with a floor weight of 0.5 the scan weight is 0.5.

@@ -1,0 +1,288 @@
+//! The default model: two time-decayed counters per node, successes and failures, and the penalty the
+//! lowest-score policy adds to a node's in-flight count.
+//!
+//! # The counters
+//! Each counter is one 64-bit word: an `f32` value (bits 63..32) and the tick it was last written at
+//! (bits 31..0), a tick being [`TICK_NS`] nanoseconds (about 1.05 ms). Read at a later tick, a counter
+//! is its value times `2^(-age / half_life)`: successes halve every second by default, failures every
+//! 30 s. A record decays the stored value to its own tick, adds its amount and stores the sum with that
+//! tick, in one compare-and-swap, so concurrent records are never lost and decay is applied exactly once
+//! per interval whatever the interleaving (the decays of consecutive intervals multiply).
+//!
+//! A record or read dated before the stored tick (threads race, clocks jitter) treats the age as 0: the
+//! amount is added undecayed at the stored tick. Ages are taken modulo 2^32 ticks (52 days) and read as
+//! negative above 2^31 (26 days); no counter lives that long, because a counter that has decayed below
+//! [`SETTLED`] reads as exactly 0 and the balancer's rotation (at least once per clock epoch of traffic)
+//! writes it back as the zero word, which has no age. A rotation after a silence of more than 2^31 ticks
+//! zeroes every counter outright (see `Balancer::rotate`).
+//!
+//! # The penalty
+//! `P = penalty * F + ratio_penalty * log2(1 + F / (S + 1))`, with `F` and `S` the decayed failure and
+//! success counters: 10 per recent failure, plus up to 8 more per doubling of failures over successes.
+//! A node's score is `in_flight + P`. The cached `P` (an `f32` in the cache word, and in fixed point with
+//! [`P_FRACTION`] fractional bits in the scan word) is recomputed by each of the node's releases and by
+//! every rotation, which is what makes a failing node's penalty fade as its failures decay.
+
+use super::Health;
+use crate::internal::sync::{AtomicU64, Ordering::*};
+
+/// Nanoseconds per tick of the counters' timestamps: 2^20 (1.048576 ms).
+pub const TICK_NS: u64 = 1 << TICK_SHIFT;
+pub(crate) const TICK_SHIFT: u32 = 20;
+/// A counter whose decayed value is below this reads as 0 (and is written back as 0 by a rotation).
+pub(crate) const SETTLED: f64 = 1.0 / (1u64 << 20) as f64;
+/// Fractional bits of the penalty in the scan word.
+pub(crate) const P_FRACTION: u32 = 16;
+/// The largest penalty the scan word holds (`2^32` in-flight requests' worth): a larger one is kept at it.
+pub(crate) const P_MAX: f64 = 4_294_967_296.0;
+/// Ages below this many ticks take their decay factor from a table computed once (the same `exp2`, so
+/// the same bits).
+pub(crate) const TABLE: usize = 64;
+
+/// One counter's decay: a factor per age in ticks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Halving {
+    /// Half-lives per tick: `TICK_NS / half_life_ns`.
+    per_tick: f64,
+    /// `2^(-age * per_tick)` for ages below [`TABLE`].
+    table: [f64; TABLE],
+}
+
+impl Halving {
+    pub(crate) fn new(half_life_ns: u64) -> Halving {
+        let per_tick = TICK_NS as f64 / half_life_ns as f64;
+        let mut table = [1.0; TABLE];
+        for (age, f) in table.iter_mut().enumerate() {
+            *f = Self::compute(per_tick, age as u32);
+        }
+        Halving { per_tick, table }
+    }
+
+    #[inline]
+    fn compute(per_tick: f64, age: u32) -> f64 {
+        libm::exp2(-(f64::from(age) * per_tick))
+    }
+
+    /// The factor for `age` ticks.
+    #[inline]
+    pub(crate) fn factor(&self, age: u32) -> f64 {
+        match self.table.get(age as usize) {
+            Some(&f) => f,
+            None => Self::compute(self.per_tick, age),
+        }
+    }
+}
+
+/// The tick of `now`: its nanoseconds over [`TICK_NS`], modulo 2^32.
+#[inline]
+pub(crate) fn tick(now: u64) -> u32 {
+    (now >> TICK_SHIFT) as u32
+}
+
+/// `(value, tick)` of a counter word.
+#[inline]
+fn unpack(w: u64) -> (f32, u32) {
+    (f32::from_bits((w >> 32) as u32), w as u32)
+}
+
+#[inline]
+fn pack(value: f32, tick: u32) -> u64 {
+    (u64::from(value.to_bits()) << 32) | u64::from(tick)
+}
+
+/// The age from `from` to `to` in ticks, 0 if `to` is earlier (see the module docs).
+#[inline]
+fn age(from: u32, to: u32) -> u32 {
+    let a = to.wrapping_sub(from);
+    if a > i32::MAX as u32 {
+        0
+    } else {
+        a
+    }
+}
+
+/// The counter word `w` read at tick `at`: its decayed value, 0 once below [`SETTLED`].
+#[inline]
+pub(crate) fn read(w: u64, at: u32, h: &Halving) -> f64 {
+    let (v, t) = unpack(w);
+    let v = f64::from(v) * h.factor(age(t, at));
+    if v < SETTLED {
+        0.0
+    } else {
+        v
+    }
+}
+
+/// The word after adding `amount` at tick `at`.
+#[inline]
+fn added(w: u64, at: u32, amount: f64, h: &Halving) -> u64 {
+    if w == 0 {
+        return pack(amount as f32, at);
+    }
+    let (_, t) = unpack(w);
+    let a = age(t, at);
+    let value = read(w, at, h) + amount;
+    // A record dated before the stored tick keeps that tick (age 0).
+    let at = if a == 0 { t } else { at };
+    // An `f32` counter saturates at its largest finite value, never at infinity.
+    pack((value as f32).min(f32::MAX), at)
+}
+
+/// The penalty of `failures` against `successes` (see the module docs).
+#[inline]
+pub(crate) fn penalty(failures: f64, successes: f64, k: &Penalty) -> f64 {
+    if failures == 0.0 {
+        return 0.0;
+    }
+    let p =
+        k.per_failure * failures + k.per_doubling * libm::log2(1.0 + failures / (successes + 1.0));
+    p.min(P_MAX)
+}
+
+/// The penalty's two coefficients.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Penalty {
+    pub(crate) per_failure: f64,
+    pub(crate) per_doubling: f64,
+}
+
+/// A penalty in the scan word's fixed point, rounded down (a penalty below `2^-16` is 0, so nodes whose
+/// failures have nearly faded tie with clean ones again).
+#[inline]
+pub(crate) fn fixed(p: f32) -> u64 {
+    // Exact: `p <= 2^32`, so `p * 2^16 <= 2^48` converts exactly.
+    (f64::from(p) * f64::from(1u32 << P_FRACTION)) as u64
+}
+
+impl Health {
+    /// Adds `amount` to the success (`ring[0]`) or failure (`ring[1]`) counter at `now`.
+    pub(super) fn record_decay(&self, failure: bool, amount: f64, now: u64, h: &Halving) {
+        let word = &self.ring[usize::from(failure)];
+        let at = tick(now);
+        // SeqCst: a success that skips the refresh (see `Health::record`) loads the failure counter after
+        // its own write, and a failure's refresh loads the success counter after its own: with both sides
+        // SeqCst, at least one of them sees the other's write (the store-buffering pattern), so no refresh
+        // that the success skipped leaves a reading without it. On x86 these are the same instructions as
+        // weaker orderings.
+        let _ = word.fetch_update(SeqCst, SeqCst, |w| Some(added(w, at, amount, h)));
+        if self.last.load(Relaxed) == 0 {
+            // Relaxed: `has_data` is a statistic for snapshots.
+            self.last.store(1, Relaxed);
+        }
+    }
+
+    /// The success and failure counters read at `now`.
+    #[inline]
+    pub(super) fn counters(&self, now: u64, s: &Halving, f: &Halving) -> (f64, f64) {
+        let at = tick(now);
+        // SeqCst: see `record_decay`.
+        (
+            read(self.ring[0].load(SeqCst), at, s),
+            read(self.ring[1].load(SeqCst), at, f),
+        )
+    }
+
+    /// Whether the failure counter is empty (the zero word): a success then leaves the penalty at 0.
+    #[inline]
+    pub(super) fn no_failures(&self) -> bool {
+        // SeqCst: see `record_decay`.
+        self.ring[1].load(SeqCst) == 0
+    }
+
+    /// Writes back as the zero word every counter that reads as 0 at `now` (or every counter, with
+    /// `forget`); a counter written meanwhile is left alone (its writer refreshes after it).
+    pub(super) fn settle_counters(&self, now: u64, s: &Halving, f: &Halving, forget: bool) {
+        let at = tick(now);
+        for (word, h) in self.ring[..2].iter().zip([s, f]) {
+            settle_word(word, at, h, forget);
+        }
+    }
+}
+
+fn settle_word(word: &AtomicU64, at: u32, h: &Halving, forget: bool) {
+    // Relaxed: a settled word reads the same as the word it replaces (0), and the compare-and-swap fails if
+    // a record landed meanwhile; `forget` drops counters older than any tick can tell apart.
+    let w = word.load(Relaxed);
+    if w != 0 && (forget || read(w, at, h) == 0.0) {
+        let _ = word.compare_exchange(w, 0, Relaxed, Relaxed);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn decay_halves_per_half_life() {
+        let h = Halving::new(TICK_NS * 100);
+        let w = added(0, 1000, 8.0, &h);
+        assert_eq!(read(w, 1000, &h), 8.0);
+        assert_eq!(read(w, 1100, &h), 4.0);
+        assert_eq!(read(w, 1300, &h), 1.0);
+        // Table and formula agree: the same exp2.
+        for age in [0, 1, 17, 63, 64, 65, 1000] {
+            assert_eq!(h.factor(age), libm::exp2(-(f64::from(age) / 100.0)));
+        }
+        // Consecutive records: decay applied per interval, amounts added at their ticks.
+        let w2 = added(w, 1100, 1.0, &h);
+        assert_eq!(read(w2, 1100, &h), 5.0);
+        assert_eq!(read(w2, 1200, &h), 2.5);
+    }
+
+    #[test]
+    fn earlier_records_add_undecayed_and_keep_the_tick() {
+        let h = Halving::new(TICK_NS * 10);
+        let w = added(0, 500, 2.0, &h);
+        let w2 = added(w, 400, 1.0, &h);
+        assert_eq!(unpack(w2), (3.0, 500));
+        // Across the 32-bit wrap: tick 5 is 10 ticks after tick 2^32 - 5.
+        let w = added(0, u32::MAX - 4, 4.0, &h);
+        assert_eq!(read(w, 5, &h), 2.0);
+    }
+
+    #[test]
+    fn faded_counters_read_zero_and_settle() {
+        let h = Halving::new(S);
+        let w = added(0, 0, 1.0, &h);
+        let t20 = tick(20 * S);
+        assert!(read(w, t20, &h) > 0.0);
+        assert_eq!(
+            read(w, tick(21 * S), &h),
+            0.0,
+            "below 2^-20 after 21 half-lives"
+        );
+        let word = AtomicU64::new(w);
+        settle_word(&word, t20, &h, false);
+        assert_eq!(word.load(Relaxed), w, "not yet faded");
+        settle_word(&word, tick(21 * S), &h, false);
+        assert_eq!(word.load(Relaxed), 0);
+        let word = AtomicU64::new(w);
+        settle_word(&word, 0, &h, true);
+        assert_eq!(word.load(Relaxed), 0, "forget");
+    }
+
+    #[test]
+    fn penalty_formula() {
+        let k = Penalty {
+            per_failure: 10.0,
+            per_doubling: 8.0,
+        };
+        assert_eq!(penalty(0.0, 5.0, &k), 0.0);
+        assert_eq!(penalty(1.0, 0.0, &k), 10.0 + 8.0); // log2(1 + 1/1) = 1
+        assert_eq!(penalty(3.0, 0.0, &k), 30.0 + 16.0); // log2(1 + 3) = 2
+        assert_eq!(penalty(1.0, 1.0, &k), 10.0 + 8.0 * libm::log2(1.5));
+        assert_eq!(penalty(1e30, 0.0, &k), P_MAX);
+        assert_eq!(fixed(1.5), 3 << (P_FRACTION - 1));
+        assert_eq!(fixed(1e-6), 0);
+        assert_eq!(fixed(P_MAX as f32), 1 << 48);
+    }
+
+    #[test]
+    fn saturates_at_f32_max() {
+        let h = Halving::new(S);
+        let w = pack(f32::MAX, 7);
+        assert_eq!(unpack(added(w, 7, 1e38, &h)).0, f32::MAX);
+    }
+}
