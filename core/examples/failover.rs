@@ -1,22 +1,21 @@
 //! Balances traffic across three in-process fake nodes and prints what the balancer learns.
 //!
-//! Virtual time, 1,000 requests per second for 60 s, each call taking 20 ms, each node capped at 15 calls in
-//! flight. Node 1 is healthy; node 2 fails 10% of its calls; node 3 fails every call from t = 10 s to
-//! t = 40 s. From t = 45 s to 50 s the calls slow to 40 ms, so nodes 1 and 2 reach their limits and the
-//! cascade spills onto node 3, which is healthy again and is back in rotation once it has shown it. Every
-//! 5 s the program prints each node's share of the last 5 s of traffic, its success rate and its weight.
+//! Virtual time, 1,000 requests per second for 60 s, each call taking 20 ms, under the default
+//! configuration (decayed success and failure counters, lowest score, CIAD limit). Node 1 is healthy; node 2
+//! fails 10% of its calls; node 3 fails every call from t = 10 s to t = 40 s. From t = 45 s to 50 s the
+//! calls slow to 40 ms. Every 5 s the program prints each node's share of the last 5 s of traffic, its
+//! decayed failure count and the penalty it adds to its in-flight count.
 //!
 //! Run with `cargo run --example failover`.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use weir::{limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, Outcome, Rng};
+use weir::{Balancer, Config, Outcome, Rng};
 
 const MS: u64 = 1_000_000;
 
 fn main() {
     let config = Config {
-        limit: LimitAlgorithm::Fixed(FixedLimit { limit: 15 }),
         seed: 7,
         ..Config::default()
     };
@@ -31,7 +30,7 @@ fn main() {
     let mut in_flight = BinaryHeap::new();
     let mut seq = 0u64;
     let mut leases = std::collections::HashMap::new();
-    println!("    t | node 1: share   rate   weight | node 2: share   rate   weight | node 3: share   rate   weight");
+    println!("    t | node 1: share failures penalty | node 2: share failures penalty | node 3: share failures penalty");
     for ms in 1..=60_000u64 {
         let now = ms * MS;
         while let Some(&Reverse((done, key))) = in_flight.peek() {
@@ -68,16 +67,17 @@ fn main() {
             for node in balancer.nodes(now) {
                 let share = picks[(node.id - 1) as usize] as f64 / total as f64;
                 line += &format!(
-                    " | {:>11.1}% {:>6.3} {:>8.1e}",
+                    " | {:>11.1}% {:>8.2} {:>7.1}",
                     share * 100.0,
-                    node.success_rate,
-                    node.weight
+                    node.failures,
+                    node.penalty
                 );
             }
             let note = match ms {
                 10_000 => "  <- node 3 goes down",
-                40_000 => "  <- node 3 is healthy again, but has no traffic to show it",
-                50_000 => "  <- calls slowed, 1 and 2 at their limits: node 3 took the overflow",
+                15_000 => "  <- its first failures moved its traffic to node 1",
+                40_000 => "  <- node 3 is healthy again; its penalty fades as its failures halve every 30 s",
+                50_000 => "  <- calls slowed to 40 ms: node 1's 40 in flight still score below the penalties",
                 _ => "",
             };
             println!("{line}{note}");

@@ -720,7 +720,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// let lease = b.acquire(0, &mut Rng::with_seed(1)).unwrap();
     /// b.release(lease, Outcome::Failure, 10).unwrap();
     /// let n = b.node(1, 10).unwrap();
-    /// assert_eq!((n.successes, n.failures, n.penalty), (0.0, 1.0, 18.0));
+    /// assert_eq!((n.successes, n.failures, n.penalty), (0.0, 1.0, 26.0));
     /// ```
     pub fn node(&self, id: u64, now: u64) -> Option<NodeSnapshot> {
         self.find(id).and_then(|(_, s)| self.snapshot(s, now))

@@ -25,6 +25,12 @@ const CHARTED: [&str; 4] = [
 const CHARTED_SERVERS: usize = 10;
 /// A default within this many points of the best other policy counts as tied.
 pub const TIE_POINTS: f64 = 0.2;
+/// The goal: weir's default within this many points of the best baseline's success %...
+pub const GOAL_POINTS: f64 = 0.5;
+/// ... with a client mean latency at most this multiple of dialogue Balanced's ...
+pub const GOAL_LATENCY: f64 = 1.10;
+/// ... the latency reference.
+pub const LATENCY_REFERENCE: &str = "dialogue-balanced";
 
 /// Each cell runs on the scenario's own seed and on this many more.
 pub const EXTRA_SEEDS: u64 = 3;
@@ -158,6 +164,43 @@ pub struct Verdict {
     pub best_baseline: (&'static str, f64),
     /// The widest seed spread of the default's and the best other policy's success %.
     pub spread: f64,
+    /// The goal's check, when the report has baselines and dialogue Balanced.
+    pub goal: Option<Goal>,
+}
+
+/// The goal on one scenario, on the report's seed and on the mean over the seeds: success within
+/// [`GOAL_POINTS`] of the best baseline's, client mean at most [`GOAL_LATENCY`] times dialogue
+/// Balanced's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Goal {
+    /// Default minus best baseline, success points: on the mean over seeds, and on the report's seed.
+    pub gap: (f64, f64),
+    /// Default / dialogue Balanced client mean latency: on the mean over seeds, and on the report's seed.
+    pub latency: (f64, f64),
+}
+
+impl Goal {
+    /// Whether both parts hold on both measures.
+    pub fn met(&self) -> bool {
+        self.gap.0 >= -GOAL_POINTS
+            && self.gap.1 >= -GOAL_POINTS
+            && self.latency.0 <= GOAL_LATENCY
+            && self.latency.1 <= GOAL_LATENCY
+    }
+
+    /// What missed, in words ("" when met).
+    pub fn misses(&self) -> String {
+        let mut why = Vec::new();
+        let gap = self.gap.0.min(self.gap.1);
+        if gap < -GOAL_POINTS {
+            why.push(format!("success {gap:+.1}"));
+        }
+        let lat = self.latency.0.max(self.latency.1);
+        if lat > GOAL_LATENCY {
+            why.push(format!("latency {lat:.2}x"));
+        }
+        why.join(", ")
+    }
 }
 
 impl Verdict {
@@ -201,6 +244,32 @@ impl Report {
         };
         let other = best(None)?;
         let baseline = best(Some(false));
+        let cells = &self.cells[s];
+        let seeds = &self.seeds[s];
+        let reference = self
+            .policies
+            .iter()
+            .position(|p| p.name == LATENCY_REFERENCE);
+        let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::INFINITY };
+        let goal = baseline.zip(reference).map(|(b, r)| {
+            let best_seed = self
+                .policies
+                .iter()
+                .zip(cells)
+                .filter(|(p, _)| !p.name.starts_with("weir"))
+                .map(|(_, c)| c.success_pct())
+                .fold(0.0, f64::max);
+            Goal {
+                gap: (
+                    seeds[d].success.mean - b.2,
+                    cells[d].success_pct() - best_seed,
+                ),
+                latency: (
+                    ratio(seeds[d].client_mean_ms.mean, seeds[r].client_mean_ms.mean),
+                    ratio(cells[d].client_mean_ns, cells[r].client_mean_ns),
+                ),
+            }
+        });
         Some(Verdict {
             default: self.seeds[s][d].success.mean,
             best_other: (other.1, other.2),
@@ -209,6 +278,7 @@ impl Report {
                 .success
                 .width()
                 .max(self.seeds[s][other.0].success.width()),
+            goal,
         })
     }
 
@@ -218,10 +288,12 @@ impl Report {
     pub fn summary(&self) -> String {
         let mut out = String::new();
         out.push_str(
-            "| scenario | oracle ≤ | weir default | best other | best baseline | default is | seed spread |\n",
+            "| scenario | oracle ≤ | weir default | best other | best baseline | default is | seed spread | goal |\n",
         );
-        out.push_str("|---|---:|---:|---|---|---|---:|\n");
+        out.push_str("|---|---:|---:|---|---|---|---:|---|\n");
         let mut counts = [0usize; 3];
+        let mut goals = (0usize, 0usize);
+        let mut missed = Vec::new();
         let mut wide = 0;
         let mut set_aside = 0;
         for (s, scenario) in self.scenarios.iter().enumerate() {
@@ -231,7 +303,7 @@ impl Report {
                 set_aside += 1;
                 let _ = writeln!(
                     out,
-                    "| {} | {:.1} | {:.1} | | | not comparable: {why} | |",
+                    "| {} | {:.1} | {:.1} | | | not comparable: {why} | | |",
                     scenario.name, oracle, v.default
                 );
                 continue;
@@ -247,9 +319,21 @@ impl Report {
             } else {
                 ""
             };
+            let goal = match v.goal {
+                Some(g) if g.met() => {
+                    goals.0 += 1;
+                    "met".to_string()
+                }
+                Some(g) => {
+                    goals.1 += 1;
+                    missed.push(format!("{} ({})", scenario.name, g.misses()));
+                    format!("**missed**: {}", g.misses())
+                }
+                None => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "| {} | {:.1} | {:.1} | {} {:.1} | {} {:.1} | {}{} | {:.1}{flag} |",
+                "| {} | {:.1} | {:.1} | {} {:.1} | {} {:.1} | {}{} | {:.1}{flag} | {goal} |",
                 scenario.name,
                 oracle,
                 v.default,
@@ -277,6 +361,22 @@ impl Report {
             counts.iter().sum::<usize>(),
             1 + EXTRA_SEEDS,
         );
+        if goals.0 + goals.1 > 0 {
+            let _ = writeln!(
+                out,
+                "\nThe goal (success within {GOAL_POINTS} points of the best baseline and client mean at most \
+                 {GOAL_LATENCY:.2}x {LATENCY_REFERENCE}'s, on the report's seed and on the mean of {} seeds) \
+                 is met on {} of {} scenarios{}.",
+                1 + EXTRA_SEEDS,
+                goals.0,
+                goals.0 + goals.1,
+                if missed.is_empty() {
+                    String::new()
+                } else {
+                    format!("; missed on {}", missed.join(", "))
+                },
+            );
+        }
         out
     }
 

@@ -18,7 +18,8 @@
 //!
 //! # The penalty
 //! `P = penalty * F + ratio_penalty * log2(1 + F / (S + 1))`, with `F` and `S` the decayed failure and
-//! success counters: 10 per recent failure, plus up to 8 more per doubling of failures over successes.
+//! success counters: 10 per recent failure, plus 16 more per doubling of failures over successes (the
+//! defaults).
 //! A node's score is `in_flight + P`. The cached `P` (an `f32` in the cache word, and in fixed point with
 //! [`P_FRACTION`] fractional bits in the scan word) is recomputed by each of the node's releases and by
 //! every rotation, which is what makes a failing node's penalty fade as its failures decay.

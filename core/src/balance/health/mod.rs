@@ -83,7 +83,7 @@ pub enum HealthModel {
         client_error_cost: f32,
         /// Penalty per recent failure, in in-flight requests (default 10); finite, in [0, 10^6].
         penalty: f32,
-        /// Penalty per doubling of failures over successes (default 8); finite, in [0, 10^6].
+        /// Penalty per doubling of failures over successes (default 16); finite, in [0, 10^6].
         ratio_penalty: f32,
     },
     /// [The seeds'](crate#vocabulary) model: a window of `count` buckets of `width_ns` each, plus a sticky bucket.
@@ -114,7 +114,7 @@ pub enum HealthModel {
 
 impl HealthModel {
     /// The default model's defaults: successes halve every second, failures every 30 s; a 429 costs 0.1
-    /// of a failure, another 4xx 0.01; penalty 10 per failure plus 8 per doubling of failures over
+    /// of a failure, another 4xx 0.01; penalty 10 per failure plus 16 per doubling of failures over
     /// successes.
     pub const DECAY: HealthModel = HealthModel::Decay {
         success_half_life_ns: 1_000_000_000,
@@ -122,7 +122,7 @@ impl HealthModel {
         throttled_cost: 0.1,
         client_error_cost: 0.01,
         penalty: 10.0,
-        ratio_penalty: 8.0,
+        ratio_penalty: 16.0,
     };
 
     /// [`HealthModel::DECAY`] with other half-lives, given as [`Duration`]s (saturating at `u64::MAX` ns;
