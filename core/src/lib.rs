@@ -1,13 +1,17 @@
 //! # weir
 //!
 //! Adaptive load balancing as one exact, lock-free, allocation-free core. A client asks a [`Balancer`] which
-//! backend node to call; the balancer answers from each node's recent success rate and concurrency limit,
-//! fails fast when no node can take the call, and learns from every [`Outcome`].
+//! backend node to call; the balancer answers from each node's recent failures and concurrency limit,
+//! fails fast when no node can take the call (or, with `std`, waits for room in a bounded FIFO queue), and
+//! learns from every [`Outcome`].
 //!
-//! The algorithm is the "success-weighted, concurrency-limited fallback cascade": each node keeps a window
-//! of success statistics ([`HealthModel`](balance::HealthModel)); its weight is its success rate cubed;
-//! nodes are tried in a weighted random order and the first whose concurrency limit has room takes the call
-//! ([`Policy`](balance::Policy)).
+//! The default algorithm ([`Config::default()`]) scores each node in calls in flight: its calls in flight
+//! plus a penalty for its recent failures, from two time-decayed counters per node
+//! ([`HealthModel::Decay`](balance::HealthModel::Decay)); each call goes to the node with room whose score
+//! is lowest ([`Policy::LowestScore`](balance::Policy::LowestScore)), under an adaptive concurrency limit
+//! per node (dialogue's CIAD with a fast start). The seeds' algorithm, the "success-weighted,
+//! concurrency-limited fallback cascade" (a window of success statistics per node, weights `rate³`, a
+//! weighted random order, the first node with room), is [`Config::seeds()`], exactly.
 //!
 //! ```
 //! use weir::{Balancer, Config, NodeSlot, Outcome, Rng};

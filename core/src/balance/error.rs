@@ -2,8 +2,8 @@
 
 use core::fmt;
 
-/// Why [`Balancer::acquire`](crate::balance::Balancer::acquire) granted no lease. Both are fail-fast answers: the
-/// caller should return an error to its own caller rather than wait.
+/// Why [`Balancer::acquire`](crate::balance::Balancer::acquire) granted no lease. Both are fail-fast answers:
+/// return an error to your own caller, or (with `std`) wait for room with the waiting acquires.
 ///
 /// ```
 /// use weir::balance::Rejected;
@@ -22,7 +22,9 @@ use core::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Rejected {
-    /// There are active nodes, but every one of them is at its concurrency limit.
+    /// There are active nodes, but none takes the call: every one is at its concurrency limit, or, under
+    /// [`Policy::LowestScore`](crate::balance::Policy::LowestScore), the nodes with room score more than
+    /// twice a full node (the give-up rule).
     AllBusy,
     /// There is no node in rotation (none added, all removed, or all in lame duck).
     NoActiveNodes,

@@ -12,8 +12,8 @@
 //! | `lease.rs` | [`Lease`] and its plain parts [`RawLease`] |
 //! | `outcome.rs` | [`Outcome`] and the HTTP status table |
 //! | `config.rs` | [`Config`], validated once |
-//! | `health/` | the per-node health models: `buckets.rs` (the seeds' window), `ewma.rs` |
-//! | `policy.rs` | [`Policy`] and the draw that implements it |
+//! | `health/` | the per-node health models: `decay.rs` (the default's decayed counters and penalty), `buckets.rs` (the seeds' window), `ewma.rs` |
+//! | `policy.rs` | [`Policy`]: the lowest-score scan and the weighted draws |
 //! | `slot.rs` | [`NodeSlot`]: one node's storage and its control word |
 //! | `snapshot.rs` | [`NodeSnapshot`], [`NodeState`], [`Stats`] |
 //! | `error.rs` | [`Rejected`], [`MembershipError`], [`ReleaseError`], [`ConfigError`] |
