@@ -311,3 +311,61 @@ fn the_same_seed_gives_the_same_figures() {
     other.seed += 1;
     assert_ne!(a, weir_sim::output::report::run_cell(&other, &p));
 }
+
+/// weir's waiting client (`Refusal::Wait`): the core's `acquire_wait` semantics over the real core.
+#[test]
+fn a_waiting_weir_client_queues_up_to_its_bound_and_fails_at_once_without_nodes() {
+    use weir::limit::{FixedLimit, LimitAlgorithm};
+    use weir_sim::policy::weir::WeirPolicy;
+    let config = |max_waiters| weir::Config {
+        limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
+        max_waiters,
+        ..weir::Config::default()
+    };
+    let run = |s: &Scenario, max_waiters: u32| {
+        let servers = s.servers.len();
+        engine::run(s, &move |_, _| {
+            Box::new(WeirPolicy::waiting(config(max_waiters), servers))
+        })
+    };
+    let mut s = scenario(
+        vec![ServerSpec::new("a", Behavior::ok(10 * MS))],
+        vec![Arrivals::burst(0, 4, 1)],
+    );
+    // One in flight, the others wait in arrival order: answered at 10, 20, 30 and 40 ms.
+    let r = run(&s, 8);
+    assert_eq!((r.succeeded, r.fail_fast), (4, 0));
+    assert_eq!(r.client_p99_ns, 40 * MS - 3);
+    // A bound of 2 waiters: the fourth finds the queue full and fails fast.
+    let r = run(&s, 2);
+    assert_eq!(
+        (r.succeeded, r.fail_fast, r.codes.get("failfast")),
+        (3, 1, Some(&1))
+    );
+    // Waiting off: only the first is sent.
+    let r = run(&s, 0);
+    assert_eq!((r.succeeded, r.fail_fast), (1, 3));
+    // Unlike the engine's plain queue, the wait has no deadline of its own (dialogue's queue has none):
+    // the attempt's deadline applies to the attempts only.
+    s.clients.timeout = Some(15 * MS);
+    let r = run(&s, 8);
+    assert_eq!((r.succeeded, r.codes.get("timeout")), (4, None));
+    // No node in rotation: every request fails at once, none waits.
+    s.servers[0].present = false;
+    let r = run(&s, 8);
+    assert_eq!((r.fail_fast, r.codes.get("failfast")), (4, Some(&4)));
+    // A node coming into rotation drains the queue at once (the core wakes its waiters on an add).
+    let mut s = scenario(
+        vec![
+            ServerSpec::new("a", Behavior::ok(SEC)),
+            ServerSpec::new("b", Behavior::ok(10 * MS)).absent(),
+        ],
+        vec![Arrivals::burst(0, 2, 1)],
+    );
+    s.actions = vec![(100 * MS, Action::Add(1))];
+    let r = run(&s, 8);
+    assert_eq!(r.succeeded, 2);
+    assert_eq!(r.per_server_attempts, vec![1, 1]);
+    // The second waited 100 ms for b, then took 10 ms: well before a's answer at 1 s.
+    assert_eq!(r.client_p99_ns, SEC);
+}
