@@ -481,8 +481,13 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             .next_u64();
             algo.update(&s.limit, sm, random);
         }
-        // Release: every write above happens-before a membership change that sees the slot drained.
-        let done = s.ctl.fetch_update(Release, Relaxed, |c| {
+        // SeqCst success: Release for the membership changes (every write above happens-before one that
+        // sees the slot drained), and SeqCst because this decrement and the SeqCst load of the waiter count
+        // in `wake_waiters` below are one side of a store-buffering pattern with a joining waiter (SeqCst
+        // increment of that count, SeqCst fence, then its scan): of the two, at least one sees the other,
+        // so a slot freed here is never missed by both (see `rt::wait`, "Memory ordering"). The same
+        // `lock cmpxchg` as Release on x86. Relaxed failure: a failed attempt publishes nothing.
+        let done = s.ctl.fetch_update(SeqCst, Relaxed, |c| {
             if slot::inflight(c) == 0 || slot::generation(c) != u64::from(lease.generation) {
                 return None;
             }

@@ -21,8 +21,11 @@
 //!   value makes the decision it would have made a moment earlier, which is indistinguishable from a
 //!   scheduling delay. They use `Relaxed` except where a value read from one word must be interpreted
 //!   against another (the bucket tags against the node's newest epoch), which uses `Acquire`/`Release`.
-//! - A release decrements in-flight last, with `Release`, so that every write it made to the node's
-//!   health happens-before a membership change that observes the slot drained (`Acquire`).
+//! - A release decrements in-flight last, with `Release` semantics, so that every write it made to the
+//!   node's health happens-before a membership change that observes the slot drained (`Acquire`). The
+//!   decrement is in fact `SeqCst` (the same instruction on x86; on aarch64 the compare-and-swap also gains acquire semantics): with the
+//!   `SeqCst` load of the waiter count that follows it, it is one side of a store-buffering pattern with
+//!   the waiting acquires (`rt::wait`, `std`); see that module's "Memory ordering" section.
 //! - Overload protection (`shed.rs`, `throttle.rs`, `backoff.rs`): counters, averages and the backoff's
 //!   state word are standalone values (`Relaxed`). Their rolling window (`window.rs`) publishes lanes with
 //!   `Release` and validates every reading against its newest epoch with `Acquire`; see its module docs.
@@ -31,6 +34,13 @@
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 #[cfg(not(loom))]
 pub(crate) use portable_atomic::{fence, AtomicBool, AtomicU64, Ordering};
+
+// The waiting acquires' queue (`rt::wait`, `std` only) is the one place a lock is taken, on the waiting
+// path only; it comes from here too, so that the loom models check it with the atomics it pairs with.
+#[cfg(all(feature = "std", loom))]
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+#[cfg(all(feature = "std", not(loom)))]
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// `true` when 64-bit atomics on this build are native instructions, with no lock and no interrupt masking.
 #[cfg(not(loom))]

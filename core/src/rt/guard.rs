@@ -148,6 +148,26 @@ pub struct LeaseGuard<'a, S: AsRef<[NodeSlot]>>(Held<&'a Balancer<S>>);
 #[must_use = "dropping the guard at once releases the lease as Ignored"]
 pub struct OwnedLeaseGuard<S: AsRef<[NodeSlot]>>(Held<Arc<Balancer<S>>>);
 
+impl<'a, S: AsRef<[NodeSlot]>> LeaseGuard<'a, S> {
+    /// Wraps a lease that `balancer` granted (the waiting acquires hand leases over this way).
+    pub(crate) fn from_lease(balancer: &'a Balancer<S>, lease: Lease) -> Self {
+        LeaseGuard(Held {
+            balancer,
+            lease: Some(lease),
+        })
+    }
+}
+
+impl<S: AsRef<[NodeSlot]>> OwnedLeaseGuard<S> {
+    /// Wraps a lease that `balancer` granted (the waiting acquires hand leases over this way).
+    pub(crate) fn from_lease(balancer: Arc<Balancer<S>>, lease: Lease) -> Self {
+        OwnedLeaseGuard(Held {
+            balancer,
+            lease: Some(lease),
+        })
+    }
+}
+
 /// The accessors and the completion both lease guards share.
 macro_rules! lease_guard_methods {
     ($guard:ident $(<$lt:lifetime>)?) => {

@@ -1,6 +1,6 @@
 //! `std` conveniences: a monotonic clock, per-thread random generators, guards that release what they
-//! hold, and heap-allocated slot storage. Nothing here is needed to use the core; it saves `std` users the
-//! plumbing.
+//! hold, heap-allocated slot storage, and acquires that wait for room. Nothing here is needed to use the
+//! core; it saves `std` users the plumbing.
 //!
 //! | file | what |
 //! |---|---|
@@ -8,6 +8,96 @@
 //! | `rng.rs` | [`with_thread_rng`] and [`thread_seed`]: one generator per thread and balancer seed |
 //! | `guard.rs` | [`LeaseGuard`], [`OwnedLeaseGuard`] and [`PromiseGuard`]: release on completion or drop |
 //! | `heap.rs` | [`HeapBalancer`]: a balancer over a boxed slice of slots |
+//! | `wait.rs` | [`acquire_wait`], [`acquire_async`] ([`Wait`]), their owned forms, [`WaitError`]: waiting for room |
+//!
+//! # Waiting for room
+//! [`acquire`] fails fast. The waiting acquires wait, bounded and first come first served: blocking until
+//! a deadline ([`acquire_wait`], [`acquire_wait_owned`]), or as a future that any executor can poll
+//! ([`acquire_async`], [`acquire_async_owned`]). They return the guards of [`acquire_guard`].
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use weir::limit::{FixedLimit, LimitAlgorithm};
+//! use weir::rt::WaitError;
+//! use weir::{Config, HeapBalancer, Outcome};
+//!
+//! let config = Config {
+//!     limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
+//!     max_waiters: 64,
+//!     ..Config::default()
+//! };
+//! let b = HeapBalancer::with_capacity(2, config).unwrap();
+//! b.add(1).unwrap();
+//! let held = b.acquire_guard().unwrap();
+//! // Node 1 is at its limit: wait up to 5 ms for room. None comes.
+//! let soon = Instant::now() + Duration::from_millis(5);
+//! assert_eq!(b.acquire_wait(soon).err(), Some(WaitError::Timeout));
+//! let later = Instant::now() + Duration::from_secs(10);
+//! std::thread::scope(|s| {
+//!     let waiter = s.spawn(|| b.acquire_wait(later).map(|lease| lease.node_id()));
+//!     std::thread::sleep(Duration::from_millis(5));
+//!     b.add(2).unwrap(); // a node entering rotation serves the waiter (a release would too)
+//!     assert_eq!(waiter.join().unwrap(), Ok(2));
+//! });
+//! held.complete(Outcome::Success).unwrap();
+//! ```
+//!
+//! **What a waiting acquire does**, in this order:
+//! 1. If nobody waits, it tries [`acquire`] at once (at [`monotonic_now`], with the thread's generator,
+//!    as [`acquire_guard`] does) and returns the lease it gets. A refusal for want of members
+//!    ([`Rejected::NoActiveNodes`]) fails at once with [`WaitError::NoActiveNodes`]: a waiting acquire
+//!    waits for room, not for membership.
+//! 2. (Blocking forms) If its deadline has passed, it fails with [`WaitError::Timeout`].
+//! 3. If [`Config::max_waiters`] callers wait already, it fails fast with [`WaitError::QueueFull`]. With
+//!    `max_waiters == 0` nobody ever waits: every waiting acquire that step 1 cannot serve gets
+//!    `QueueFull`.
+//! 4. It joins the back of the queue, then drains the queue once (below). If that served it, it returns
+//!    the lease. If the drain stopped because no node is in rotation, it leaves with
+//!    [`WaitError::NoActiveNodes`] (as in step 1).
+//! 5. It waits until a drain hands it a lease, or (blocking forms) its deadline passes: it then leaves
+//!    the queue with [`WaitError::Timeout`], unless a lease was handed to it at that same instant, which
+//!    it keeps. The async forms have no timer: the deadline is the caller's (`tokio::time::timeout`, a
+//!    `select!`); they join on their first poll, and dropping the future leaves the queue.
+//!
+//! **Draining.** Whenever a slot may have come free (every [`release`], a node entering rotation through
+//! [`add`] or [`set_lame_duck`], and each join), the queue is drained: while a caller waits at its
+//! front, an [`acquire`] is made for that caller; a lease it grants is handed over and the caller woken;
+//! the drain stops at the first refusal. So waiters are served in arrival order, and a new waiting caller
+//! never overtakes one that waits (step 1 tries at once only when nobody waits). The fail-fast calls
+//! ([`acquire`], [`acquire_guard`]) do not queue: they may take a slot that a waiter wanted, but they
+//! never wait. Callers that were already waiting when the last node left rotation keep waiting (for
+//! their deadline, or for a node to come back).
+//!
+//! The drain runs on the thread that released (or added, or joined), under the queue's lock. Its
+//! acquires are dated at [`monotonic_now`], so a balancer that is waited on should take that clock
+//! everywhere. They draw from the queue's own generator, seeded [`thread_seed`]`(seed, u64::MAX)` (an
+//! ordinal no thread gets), so the drains' draws follow the balancer's seed whichever thread runs them.
+//! A refused drain attempt counts in [`Stats::rejected_all_busy`] like any refused acquire.
+//!
+//! **Cancellation.** Dropping a [`Wait`] or [`WaitOwned`] leaves the queue. If a lease had been handed
+//! to it already, that lease is released as [`Outcome::Ignored`] (no health or limit update), and that
+//! release drains the queue: the slot goes to the next waiter. A lease is never lost or leaked. (A
+//! future that is forgotten, `mem::forget`, rather than dropped keeps its place, and a lease handed to
+//! it, for good: as with any guard, forgetting it leaks what it holds.)
+//!
+//! **Costs.** When nobody waits, a release or a node entering rotation pays one load of the waiter count
+//! (a plain `mov` on x86), and the fail-fast calls pay nothing. The lock (a `std::sync::Mutex` around a
+//! `VecDeque` of waiters) and any allocation are on the waiting path only: joining, leaving, and the
+//! drains of the releases that find the count non-zero.
+//!
+//! [`acquire`]: crate::Balancer::acquire
+//! [`acquire_guard`]: crate::Balancer::acquire_guard
+//! [`acquire_wait`]: crate::Balancer::acquire_wait
+//! [`acquire_wait_owned`]: crate::Balancer::acquire_wait_owned
+//! [`acquire_async`]: crate::Balancer::acquire_async
+//! [`acquire_async_owned`]: crate::Balancer::acquire_async_owned
+//! [`release`]: crate::Balancer::release
+//! [`add`]: crate::Balancer::add
+//! [`set_lame_duck`]: crate::Balancer::set_lame_duck
+//! [`Rejected::NoActiveNodes`]: crate::balance::Rejected::NoActiveNodes
+//! [`Config::max_waiters`]: crate::Config::max_waiters
+//! [`Stats::rejected_all_busy`]: crate::balance::Stats::rejected_all_busy
+//! [`Outcome::Ignored`]: crate::Outcome::Ignored
 
 mod clock;
 mod guard;
@@ -19,3 +109,4 @@ pub use clock::monotonic_now;
 pub use guard::{LeaseGuard, OwnedLeaseGuard, PromiseGuard};
 pub use heap::HeapBalancer;
 pub use rng::{thread_seed, with_thread_rng};
+pub use wait::{Wait, WaitError, WaitOwned};

@@ -1,14 +1,194 @@
-//! Waiting for room: a bounded FIFO of callers that wait for a lease (blocking or async).
-//! (Skeleton: to be completed.)
+//! Waiting for room: bounded, first-come first-served waiting acquires, blocking
+//! ([`Balancer::acquire_wait`]) or async ([`Balancer::acquire_async`]), for callers that would rather wait
+//! a little for a lease than fail fast with [`Rejected::AllBusy`].
+//!
+//! The rules (what a waiting acquire does, draining, cancellation, costs) are public: see the module docs
+//! of `rt` (`mod.rs`), "Waiting for room". This file adds how they are kept.
+//!
+//! # Memory ordering
+//! The lost wake-up to rule out: a release frees the only slot and finds nobody waiting, while a caller
+//! that is joining finds the slot still taken, so it waits although a slot is free. The release
+//! decrements in-flight (a read-modify-write of the node's control word) and then loads the waiter count;
+//! the joiner increments the count and then reads the control words (the drain's acquire). That is the
+//! store-buffering pattern, which only sequential consistency rules out:
+//!
+//! - the release's decrement is a `SeqCst` read-modify-write (`Balancer::release`), and `wake_waiters`
+//!   loads the count with `SeqCst`;
+//! - the joiner increments the count with a `SeqCst` read-modify-write, then issues a `SeqCst` fence,
+//!   then drains (every control-word read of the drain's acquire comes after the fence).
+//!
+//! Call the release's decrement D and count load L, the joiner's increment I, fence F and a control-word
+//! read R. Suppose R misses D (reads a value before D in the word's modification order). As F comes
+//! before R and D is `SeqCst`, F precedes D in the single total order S of `SeqCst` operations (C++20
+//! \[atomics.order\] p4.3); D precedes L and I precedes F (program order), so I precedes L in S, and L, a
+//! `SeqCst` load, cannot read a value from before I (p4.1). So L sees the joiner, or a later value, and
+//! a later count of 0 means the joiner has left the queue already (count changes are made under the
+//! lock, in queue order, and each waiter's decrement follows its increment). Either the joiner's drain
+//! sees the free slot, or the release sees the joiner and drains for it: never neither.
+//!
+//! The drain needs nothing more: it runs under the lock, which orders it with every join and leave, and
+//! a lease it grants is the core's (the admitting compare-and-swap's `Acquire`). The count's decrements
+//! are made under the lock too and only their value matters (`Relaxed`).
+//!
+//! A node entering rotation is published by `AcqRel` writes, not `SeqCst` ones, so in the C++ model the
+//! argument above does not cover it as it stands. In hardware it holds: on x86 every read-modify-write
+//! is a full barrier, and on aarch64 a `SeqCst` load (`ldar`) is not reordered with an earlier
+//! store-release, which the read-modify-writes that publish the node end with. A `SeqCst` fence before
+//! `wake_waiters` in the balancer's `change_active` (a membership change, never on the hot path) would
+//! close it.
+//!
+//! loom treats `SeqCst` accesses as `AcqRel` (its README: fences are supported, `SeqCst` accesses are
+//! not), so under `cfg(loom)` `wake_waiters` issues a `SeqCst` fence before its load: the guarantee that
+//! the release's `SeqCst` decrement-and-load pair has in C++20, stated in the form loom checks (see
+//! `tests/loom_wait.rs`).
 
-use crate::balance::{Balancer, NodeSlot};
-use crate::internal::sync::{AtomicU64, Ordering::*};
+#[cfg(not(loom))]
+use super::clock::monotonic_now;
+use super::guard::{LeaseGuard, OwnedLeaseGuard};
+use super::rng::thread_seed;
+#[cfg(not(loom))]
+use super::rng::with_thread_rng;
+use crate::balance::{Balancer, Lease, NodeSlot, Outcome, Rejected};
+use crate::internal::sync::{fence, AtomicU64, Condvar, Mutex, MutexGuard, Ordering::*};
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+use fastrand::Rng;
+use std::collections::VecDeque;
+use std::sync::{Arc, PoisonError};
+use std::time::Instant;
+use std::vec::Vec;
 
-/// The balancer's queue of waiting callers.
-#[derive(Debug)]
+/// The time the waiting acquires date their calls at: [`monotonic_now`]. Under loom, a constant: a model
+/// must take the same path each time loom replays a schedule, and a clock that moves between replays
+/// (into a new epoch of the balancer's clock, say) would change it.
+#[inline]
+fn clock() -> u64 {
+    #[cfg(loom)]
+    return 0;
+    #[cfg(not(loom))]
+    monotonic_now()
+}
+
+/// The generator ordinal of the queue's draws: `thread_seed(seed, QUEUE_ORDINAL)`, one no thread gets.
+const QUEUE_ORDINAL: u64 = u64::MAX;
+
+/// Why a waiting acquire ([`Balancer::acquire_wait`], [`Balancer::acquire_async`] and their owned
+/// forms) granted no lease.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use weir::limit::{FixedLimit, LimitAlgorithm};
+/// use weir::rt::WaitError;
+/// use weir::{Config, HeapBalancer};
+///
+/// let config = Config { limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }), ..Config::default() };
+/// let b = HeapBalancer::with_capacity(1, config).unwrap();
+/// let soon = Instant::now() + Duration::from_millis(5);
+/// assert_eq!(b.acquire_wait(soon).err(), Some(WaitError::NoActiveNodes));
+/// b.add(1).unwrap();
+/// let _held = b.acquire_guard().unwrap();
+/// let err = b.acquire_wait(soon).unwrap_err();
+/// assert_eq!(err, WaitError::Timeout);
+/// assert_eq!(err.to_string(), "the deadline passed before a node had room");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WaitError {
+    /// No node had room and `max_waiters` callers were waiting already
+    /// ([`Config::max_waiters`](crate::Config::max_waiters); 0 turns waiting off).
+    QueueFull {
+        /// The balancer's bound on waiting callers.
+        max_waiters: u32,
+    },
+    /// The deadline passed before a node had room.
+    Timeout,
+    /// No node is in rotation (none added, all removed, or all in lame duck): a waiting acquire waits
+    /// for room, not for membership.
+    NoActiveNodes,
+}
+
+impl fmt::Display for WaitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaitError::QueueFull { max_waiters: 0 } => {
+                f.write_str("no node has room and waiting is off (max_waiters is 0)")
+            }
+            WaitError::QueueFull { max_waiters } => write!(
+                f,
+                "no node has room and {max_waiters} callers are waiting already (max_waiters)"
+            ),
+            WaitError::Timeout => f.write_str("the deadline passed before a node had room"),
+            WaitError::NoActiveNodes => f.write_str("no active nodes"),
+        }
+    }
+}
+
+impl std::error::Error for WaitError {}
+
+/// The balancer's queue of waiting callers (a field of [`Balancer`] with the `std` feature).
 pub(crate) struct Waiters {
+    /// How many callers are in `Queue::waiting`: the one word a release loads (see "Memory ordering").
+    /// Changed under the lock only.
     count: AtomicU64,
+    /// `Config::max_waiters`.
     bound: u32,
+    queue: Mutex<Queue>,
+}
+
+/// What the lock guards.
+struct Queue {
+    /// The callers not served yet, in arrival order (so in ticket order).
+    waiting: VecDeque<Waiter>,
+    /// Leases handed to callers that have not picked them up yet, in ticket order (the drains serve the
+    /// front of `waiting`, which holds the lowest ticket).
+    served: VecDeque<(u64, Lease)>,
+    next_ticket: u64,
+    /// The drains' generator, seeded on first use (the balancer's seed is not known at construction).
+    rng: Option<Rng>,
+}
+
+/// One waiting caller.
+struct Waiter {
+    ticket: u64,
+    wake: Wake,
+}
+
+/// How to wake a waiting caller.
+enum Wake {
+    /// A blocked thread, waiting on its own condition variable with the queue's lock.
+    Thread(Arc<Condvar>),
+    /// A task: the waker of its latest poll.
+    Task(Waker),
+}
+
+impl Wake {
+    fn wake(self) {
+        match self {
+            Wake::Thread(c) => c.notify_one(),
+            Wake::Task(w) => w.wake(),
+        }
+    }
+}
+
+/// Where a caller stands after step 1 to 4 (see the module docs).
+enum Entered {
+    Served(Lease),
+    Queued(u64),
+}
+
+impl Queue {
+    fn take_served(&mut self, ticket: u64) -> Option<Lease> {
+        let i = self.served.binary_search_by_key(&ticket, |s| s.0).ok()?;
+        self.served.remove(i).map(|s| s.1)
+    }
+
+    fn position(&self, ticket: u64) -> Option<usize> {
+        self.waiting
+            .binary_search_by_key(&ticket, |w| w.ticket)
+            .ok()
+    }
 }
 
 impl Waiters {
@@ -16,17 +196,925 @@ impl Waiters {
         Waiters {
             count: AtomicU64::new(0),
             bound,
+            queue: Mutex::new(Queue {
+                waiting: VecDeque::new(),
+                served: VecDeque::new(),
+                next_ticket: 0,
+                rng: None,
+            }),
+        }
+    }
+
+    /// The queue. Nothing that runs under the lock panics (the core's acquire never does, and wakers are
+    /// called after it is released), and every change to the queue is complete before the next, so a
+    /// poisoned lock still guards a consistent queue.
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes `ticket` out of the waiting callers; `false` if it is not there (it was served).
+    fn leave(&self, q: &mut Queue, ticket: u64) -> bool {
+        let Some(i) = q.position(ticket) else {
+            return false;
+        };
+        q.waiting.remove(i);
+        // Relaxed: under the lock, and only the value matters (see "Memory ordering").
+        self.count.fetch_sub(1, Relaxed);
+        true
+    }
+}
+
+impl fmt::Debug for Waiters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Waiters")
+            // Relaxed: a reading for display.
+            .field("waiting", &self.count.load(Relaxed))
+            .field("max_waiters", &self.bound)
+            .finish()
+    }
+}
+
+/// Where a [`Wait`] or [`WaitOwned`] stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Not polled yet: it has not joined.
+    Start,
+    /// In the queue with this ticket (possibly served, the lease not picked up yet).
+    Queued(u64),
+    /// Returned its result.
+    Done,
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+impl<S: AsRef<[NodeSlot]>> Balancer<S> {
+    /// Acquires a lease, waiting for room until `deadline` if no node has any: the lease guard of
+    /// [`acquire_guard`](Self::acquire_guard), or why none came ([`WaitError`]). Waiters are served in
+    /// arrival order, at most [`Config::max_waiters`](crate::Config::max_waiters) wait at once; see the
+    /// module docs of [`rt`](crate::rt) for the exact rules. Blocks the calling thread (use
+    /// [`acquire_async`](Self::acquire_async) in async code).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use weir::limit::{FixedLimit, LimitAlgorithm};
+    /// use weir::{Config, HeapBalancer, Outcome};
+    ///
+    /// let config = Config { limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }), ..Config::default() };
+    /// let b = HeapBalancer::with_capacity(1, config).unwrap();
+    /// b.add(1).unwrap();
+    /// let held = b.acquire_guard().unwrap();
+    /// std::thread::scope(|s| {
+    ///     // The only slot is taken: wait for it; another thread's release hands it over.
+    ///     s.spawn(|| {
+    ///         std::thread::sleep(Duration::from_millis(10));
+    ///         held.complete(Outcome::Success).unwrap();
+    ///     });
+    ///     let lease = b.acquire_wait(Instant::now() + Duration::from_secs(10)).unwrap();
+    ///     assert_eq!(lease.node_id(), 1);
+    /// });
+    /// assert_eq!(b.stats().in_flight, 0);
+    /// ```
+    pub fn acquire_wait(&self, deadline: Instant) -> Result<LeaseGuard<'_, S>, WaitError> {
+        self.wait_lease(deadline)
+            .map(|lease| LeaseGuard::from_lease(self, lease))
+    }
+
+    /// [`acquire_wait`](Self::acquire_wait) for a balancer shared through an `Arc`: the guard holds a clone
+    /// of the `Arc` (as [`acquire_owned`](Self::acquire_owned)'s does).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::{Duration, Instant};
+    /// use weir::{Config, HeapBalancer, Outcome};
+    ///
+    /// let b = Arc::new(HeapBalancer::with_capacity(1, Config::default()).unwrap());
+    /// b.add(1).unwrap();
+    /// let deadline = Instant::now() + Duration::from_secs(1);
+    /// let guard = Arc::clone(&b).acquire_wait_owned(deadline).unwrap();
+    /// std::thread::spawn(move || guard.complete(Outcome::Success)).join().unwrap().unwrap();
+    /// assert_eq!(b.stats().released(Outcome::Success), 1);
+    /// ```
+    pub fn acquire_wait_owned(
+        self: Arc<Self>,
+        deadline: Instant,
+    ) -> Result<OwnedLeaseGuard<S>, WaitError> {
+        self.wait_lease(deadline)
+            .map(|lease| OwnedLeaseGuard::from_lease(self, lease))
+    }
+
+    /// Acquires a lease, waiting for room as long as it takes: a future that any executor can poll
+    /// (it is woken through the [`Waker`] of its latest poll; it needs no runtime). It joins the queue on
+    /// its first poll. It has no timer: bound the wait with the executor's (`tokio::time::timeout(d,
+    /// b.acquire_async())`); dropping the future leaves the queue, and a lease already handed to it goes
+    /// back (released as [`Outcome::Ignored`], which serves the next waiter). Otherwise as
+    /// [`acquire_wait`](Self::acquire_wait): it fails only with [`WaitError::QueueFull`] or
+    /// [`WaitError::NoActiveNodes`].
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::pin::pin;
+    /// use std::task::{Context, Poll, Waker};
+    /// use weir::limit::{FixedLimit, LimitAlgorithm};
+    /// use weir::{Config, HeapBalancer, Outcome};
+    ///
+    /// let config = Config { limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }), ..Config::default() };
+    /// let b = HeapBalancer::with_capacity(1, config).unwrap();
+    /// b.add(1).unwrap();
+    /// let held = b.acquire_guard().unwrap();
+    ///
+    /// let mut cx = Context::from_waker(Waker::noop()); // an executor would pass its own
+    /// let mut wait = pin!(b.acquire_async());
+    /// assert!(wait.as_mut().poll(&mut cx).is_pending()); // queued
+    /// held.complete(Outcome::Success).unwrap(); // the release hands the slot over (and wakes the task)
+    /// let lease = match wait.as_mut().poll(&mut cx) {
+    ///     Poll::Ready(Ok(lease)) => lease,
+    ///     other => panic!("expected the lease, got {other:?}"),
+    /// };
+    /// assert_eq!(lease.node_id(), 1);
+    /// ```
+    pub fn acquire_async(&self) -> Wait<'_, S> {
+        Wait {
+            balancer: self,
+            state: State::Start,
+        }
+    }
+
+    /// [`acquire_async`](Self::acquire_async) for a balancer shared through an `Arc`: the future (and its
+    /// guard) hold a clone of the `Arc`, so the future is `'static` (and `Send` when the storage is), as a
+    /// spawned task or a tower service needs.
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::sync::Arc;
+    /// use weir::rt::WaitOwned;
+    /// use weir::{Config, HeapBalancer, NodeSlot};
+    ///
+    /// fn spawnable<F: Future + Send + 'static>(f: F) -> F {
+    ///     f
+    /// }
+    /// let b = Arc::new(HeapBalancer::with_capacity(1, Config::default()).unwrap());
+    /// let wait: WaitOwned<Box<[NodeSlot]>> = spawnable(Arc::clone(&b).acquire_async_owned());
+    /// drop(wait); // never polled: it never joined
+    /// ```
+    pub fn acquire_async_owned(self: Arc<Self>) -> WaitOwned<S> {
+        WaitOwned {
+            balancer: self,
+            state: State::Start,
+        }
+    }
+
+    /// Serves the waiting callers after a slot may have come free: called by every release and by a node
+    /// entering rotation. One load when nobody waits.
+    #[inline]
+    pub(crate) fn wake_waiters(&self) {
+        // loom models SeqCst accesses as AcqRel; this fence is the guarantee the release's SeqCst
+        // decrement and the SeqCst load below have in C++20, in the form loom checks (see "Memory ordering").
+        #[cfg(loom)]
+        fence(SeqCst);
+        // SeqCst: the load of the store-buffering pattern with the joiners' increment (see "Memory ordering").
+        if self.waiters.count.load(SeqCst) != 0 {
+            self.serve_waiters();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn serve_waiters(&self) {
+        let mut woken = Vec::new();
+        self.drain(&mut self.waiters.lock(), &mut woken);
+        for (_, w) in woken {
+            w.wake();
+        }
+    }
+
+    /// While a caller waits at the front, acquires for it and hands it the lease; stops at the first
+    /// refusal, which it returns. Runs under the lock; the callers to wake are pushed to `woken`, to be
+    /// woken once the lock is released (a waker is the executor's code: it must not run under our lock).
+    fn drain(&self, q: &mut Queue, woken: &mut Vec<(u64, Wake)>) -> Option<Rejected> {
+        let seed = self.config().seed;
+        let Queue {
+            waiting,
+            served,
+            rng,
+            ..
+        } = q;
+        let rng = rng.get_or_insert_with(|| Rng::with_seed(thread_seed(seed, QUEUE_ORDINAL)));
+        let now = clock();
+        while let Some(w) = waiting.pop_front() {
+            match self.acquire(now, rng) {
+                Ok(lease) => {
+                    // Relaxed: under the lock, and only the value matters (see "Memory ordering").
+                    self.waiters.count.fetch_sub(1, Relaxed);
+                    served.push_back((w.ticket, lease));
+                    woken.push((w.ticket, w.wake));
+                }
+                Err(refused) => {
+                    waiting.push_front(w);
+                    return Some(refused);
+                }
+            }
+        }
+        None
+    }
+
+    /// Step 1 of the module docs: `Some` with the answer if nobody waits and it is final (a lease, or no
+    /// node in rotation).
+    fn try_first(&self) -> Option<Result<Lease, WaitError>> {
+        // Relaxed: only decides whether to try before queueing. A caller that reads a count a moment old
+        // overtakes a waiter that joined that moment ago at most, which no caller could tell from arriving
+        // a moment earlier; a joiner never misses a free slot (see "Memory ordering").
+        if self.waiters.count.load(Relaxed) != 0 {
+            return None;
+        }
+        let now = clock();
+        let seed = self.config().seed;
+        #[cfg(not(loom))]
+        let first = with_thread_rng(seed, |rng| self.acquire(now, rng));
+        // loom runs its model threads on one OS thread, where they would share (and borrow twice) the
+        // thread's generator: the models draw from a fresh one (the protocol does not depend on the draw).
+        #[cfg(loom)]
+        let first = self.acquire(now, &mut Rng::with_seed(seed));
+        match first {
+            Ok(lease) => Some(Ok(lease)),
+            Err(Rejected::NoActiveNodes) => Some(Err(WaitError::NoActiveNodes)),
+            Err(_) => None,
+        }
+    }
+
+    /// Steps 3 and 4 of the module docs: joins the queue (to be woken by `wake`) and drains it once.
+    fn join(&self, wake: Wake) -> Result<Entered, WaitError> {
+        let bound = self.waiters.bound;
+        if bound == 0 {
+            return Err(WaitError::QueueFull { max_waiters: 0 });
+        }
+        let mut woken = Vec::new();
+        let (entered, ticket) = {
+            let mut q = self.waiters.lock();
+            if q.waiting.len() >= bound as usize {
+                return Err(WaitError::QueueFull { max_waiters: bound });
+            }
+            let ticket = q.next_ticket;
+            q.next_ticket += 1;
+            q.waiting.push_back(Waiter { ticket, wake });
+            // SeqCst: the increment of the store-buffering pattern with the releases' load (see "Memory
+            // ordering").
+            self.waiters.count.fetch_add(1, SeqCst);
+            // SeqCst: every control word the drain below reads is read after this fence, so a release that
+            // missed our increment is seen by the drain (see "Memory ordering").
+            fence(SeqCst);
+            let refused = self.drain(&mut q, &mut woken);
+            let entered = if let Some(lease) = q.take_served(ticket) {
+                Ok(Entered::Served(lease))
+            } else if refused == Some(Rejected::NoActiveNodes) {
+                self.waiters.leave(&mut q, ticket);
+                Err(WaitError::NoActiveNodes)
+            } else {
+                Ok(Entered::Queued(ticket))
+            };
+            (entered, ticket)
+        };
+        for (served, w) in woken {
+            // Not ourselves: we are awake, and a task that woke itself would only be polled again.
+            if served != ticket {
+                w.wake();
+            }
+        }
+        entered
+    }
+
+    /// The blocking wait: steps 1 to 5.
+    fn wait_lease(&self, deadline: Instant) -> Result<Lease, WaitError> {
+        if let Some(answer) = self.try_first() {
+            return answer;
+        }
+        if Instant::now() >= deadline {
+            return Err(WaitError::Timeout);
+        }
+        let cond = Arc::new(Condvar::new());
+        let ticket = match self.join(Wake::Thread(Arc::clone(&cond)))? {
+            Entered::Served(lease) => return Ok(lease),
+            Entered::Queued(ticket) => ticket,
+        };
+        let mut q = self.waiters.lock();
+        loop {
+            // A lease handed over wins over a deadline passed at the same time: it is never lost.
+            if let Some(lease) = q.take_served(ticket) {
+                return Ok(lease);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.waiters.leave(&mut q, ticket);
+                return Err(WaitError::Timeout);
+            }
+            // Spurious wake-ups and early time-outs only go round the loop again.
+            q = cond
+                .wait_timeout(q, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// One poll of a [`Wait`] or [`WaitOwned`].
+    fn poll_wait(&self, state: &mut State, cx: &mut Context<'_>) -> Poll<Result<Lease, WaitError>> {
+        let answer = match *state {
+            State::Start => match self.try_first() {
+                Some(answer) => answer,
+                None => match self.join(Wake::Task(cx.waker().clone())) {
+                    Ok(Entered::Served(lease)) => Ok(lease),
+                    Ok(Entered::Queued(ticket)) => {
+                        *state = State::Queued(ticket);
+                        return Poll::Pending;
+                    }
+                    Err(e) => Err(e),
+                },
+            },
+            State::Queued(ticket) => {
+                let mut q = self.waiters.lock();
+                if let Some(lease) = q.take_served(ticket) {
+                    Ok(lease)
+                } else {
+                    let i = q.position(ticket).unwrap_or_else(|| {
+                        unreachable!("a queued waiter is waiting or served until it leaves")
+                    });
+                    if let Some(Waiter {
+                        wake: Wake::Task(w),
+                        ..
+                    }) = q.waiting.get_mut(i)
+                    {
+                        if !w.will_wake(cx.waker()) {
+                            *w = cx.waker().clone();
+                        }
+                    }
+                    return Poll::Pending;
+                }
+            }
+            // Polled after it returned: a future may then do anything but be unsafe; this one never
+            // completes again (and does not panic).
+            State::Done => return Poll::Pending,
+        };
+        *state = State::Done;
+        Poll::Ready(answer)
+    }
+
+    /// A [`Wait`] or [`WaitOwned`] dropped: leaves the queue, and gives back a lease handed to it.
+    fn cancel_wait(&self, state: &mut State) {
+        let State::Queued(ticket) = core::mem::replace(state, State::Done) else {
+            return;
+        };
+        let handed = {
+            let mut q = self.waiters.lock();
+            if self.waiters.leave(&mut q, ticket) {
+                None
+            } else {
+                q.take_served(ticket)
+            }
+        };
+        if let Some(lease) = handed {
+            // Outside the lock: the release drains the queue, so the slot goes to the next waiter. Its
+            // only possible error is that the node was removed meanwhile: nothing left to do then.
+            let _ = self.release(lease, Outcome::Ignored, clock());
         }
     }
 }
 
-impl<S: AsRef<[NodeSlot]>> Balancer<S> {
-    /// Serves the waiting callers after a slot came free; one load when nobody waits.
-    #[inline]
-    pub(crate) fn wake_waiters(&self) {
-        if self.waiters.count.load(SeqCst) == 0 {
-            return;
+/// The future of [`Balancer::acquire_async`]: a lease guard once a node has room, or why none will come.
+/// Dropping it leaves the queue (cancellation-safe: a lease already handed to it is given back).
+///
+/// ```
+/// use weir::rt::Wait;
+/// use weir::{Config, HeapBalancer, NodeSlot};
+/// let b = HeapBalancer::with_capacity(1, Config::default()).unwrap();
+/// let wait: Wait<'_, Box<[NodeSlot]>> = b.acquire_async();
+/// drop(wait);
+/// ```
+#[must_use = "a future does nothing unless polled"]
+pub struct Wait<'a, S: AsRef<[NodeSlot]>> {
+    balancer: &'a Balancer<S>,
+    state: State,
+}
+
+/// The future of [`Balancer::acquire_async_owned`]: [`Wait`] holding an `Arc` of its balancer, so that it
+/// is `'static`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use weir::rt::WaitOwned;
+/// use weir::{Config, HeapBalancer, NodeSlot};
+/// let b = Arc::new(HeapBalancer::with_capacity(1, Config::default()).unwrap());
+/// let wait: WaitOwned<Box<[NodeSlot]>> = b.acquire_async_owned();
+/// drop(wait);
+/// ```
+#[must_use = "a future does nothing unless polled"]
+pub struct WaitOwned<S: AsRef<[NodeSlot]>> {
+    balancer: Arc<Balancer<S>>,
+    state: State,
+}
+
+impl<'a, S: AsRef<[NodeSlot]>> Future for Wait<'a, S> {
+    type Output = Result<LeaseGuard<'a, S>, WaitError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let balancer = this.balancer;
+        balancer
+            .poll_wait(&mut this.state, cx)
+            .map(|r| r.map(|lease| LeaseGuard::from_lease(balancer, lease)))
+    }
+}
+
+impl<S: AsRef<[NodeSlot]>> Future for WaitOwned<S> {
+    type Output = Result<OwnedLeaseGuard<S>, WaitError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        this.balancer
+            .poll_wait(&mut this.state, cx)
+            .map(|r| r.map(|lease| OwnedLeaseGuard::from_lease(Arc::clone(&this.balancer), lease)))
+    }
+}
+
+impl<S: AsRef<[NodeSlot]>> Drop for Wait<'_, S> {
+    fn drop(&mut self) {
+        self.balancer.cancel_wait(&mut self.state);
+    }
+}
+
+impl<S: AsRef<[NodeSlot]>> Drop for WaitOwned<S> {
+    fn drop(&mut self) {
+        self.balancer.cancel_wait(&mut self.state);
+    }
+}
+
+impl<S: AsRef<[NodeSlot]>> fmt::Debug for Wait<'_, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Wait")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: AsRef<[NodeSlot]>> fmt::Debug for WaitOwned<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WaitOwned")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::balance::Stats;
+    use crate::limit::{FixedLimit, LimitAlgorithm};
+    use crate::rt::HeapBalancer;
+    use crate::Config;
+    use core::pin::pin;
+    use std::string::ToString;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+    use std::task::Wake as TaskWake;
+    use std::thread;
+    use std::time::Duration;
+
+    /// A balancer of `slots` slots with a fixed `limit` per node and room for `max_waiters` waiters.
+    fn balancer(slots: usize, limit: u32, max_waiters: u32) -> HeapBalancer {
+        let config = Config {
+            limit: LimitAlgorithm::Fixed(FixedLimit { limit }),
+            max_waiters,
+            ..Config::default()
+        };
+        HeapBalancer::with_capacity(slots, config).unwrap()
+    }
+
+    fn far() -> Instant {
+        Instant::now() + Duration::from_secs(60)
+    }
+
+    fn waiting<S: AsRef<[NodeSlot]>>(b: &Balancer<S>) -> u64 {
+        b.waiters.count.load(Relaxed)
+    }
+
+    /// Waits (really) until `n` callers wait on `b`.
+    fn until_waiting<S: AsRef<[NodeSlot]>>(b: &Balancer<S>, n: u64) {
+        let start = Instant::now();
+        while waiting(b) != n {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "never saw {n} waiting"
+            );
+            thread::sleep(Duration::from_millis(1));
         }
-        let _ = self.waiters.bound;
+    }
+
+    /// The exact conservation of every lease, and nothing queued or held for a waiter.
+    fn assert_settled<S: AsRef<[NodeSlot]>>(b: &Balancer<S>) -> Stats {
+        let st = b.stats();
+        assert_eq!(st.in_flight, 0, "{st:?}");
+        assert_eq!(
+            st.acquired,
+            st.released_total() + st.released_stale,
+            "{st:?}"
+        );
+        assert_eq!(waiting(b), 0);
+        let q = b.waiters.lock();
+        assert!(q.waiting.is_empty() && q.served.is_empty());
+        st
+    }
+
+    /// A waker that counts its wakes and unparks the thread that made it.
+    struct Unpark {
+        thread: thread::Thread,
+        wakes: AtomicUsize,
+    }
+
+    impl TaskWake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.wakes.fetch_add(1, Ordering::SeqCst);
+            self.thread.unpark();
+        }
+    }
+
+    fn unpark_waker() -> (Waker, Arc<Unpark>) {
+        let u = Arc::new(Unpark {
+            thread: thread::current(),
+            wakes: AtomicUsize::new(0),
+        });
+        (Waker::from(Arc::clone(&u)), u)
+    }
+
+    /// The smallest executor: polls `f` on this thread, parking between wakes.
+    fn block_on<F: Future>(f: F) -> F::Output {
+        let (waker, _) = unpark_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut f = pin!(f);
+        loop {
+            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+            thread::park();
+        }
+    }
+
+    fn poll_once<F: Future + Unpin>(f: &mut F, waker: &Waker) -> Poll<F::Output> {
+        Pin::new(f).poll(&mut Context::from_waker(waker))
+    }
+
+    #[test]
+    fn blocking_waiters_are_served_in_arrival_order() {
+        let b = balancer(1, 3, 16);
+        b.add(1).unwrap();
+        let held: Vec<_> = (0..3).map(|_| b.acquire_guard().unwrap()).collect();
+        let (tx, rx) = mpsc::channel();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let done_rx = std::sync::Mutex::new(done_rx);
+        thread::scope(|s| {
+            for k in 0..3u64 {
+                let tx = tx.clone();
+                let (b, done_rx) = (&b, &done_rx);
+                s.spawn(move || {
+                    let lease = b.acquire_wait(far()).unwrap();
+                    tx.send(k).unwrap();
+                    // Hold the lease until the main thread is done, so that each release frees one.
+                    let _ = done_rx.lock().unwrap().recv();
+                    lease.complete(Outcome::Success).unwrap();
+                });
+                // The next waiter arrives only once this one waits.
+                until_waiting(b, k + 1);
+            }
+            for (k, lease) in held.into_iter().enumerate() {
+                assert!(rx.try_recv().is_err(), "served before a slot came free");
+                lease.complete(Outcome::Success).unwrap();
+                // The release handed the slot to the front waiter before it returned.
+                assert_eq!(waiting(&b), 2 - k as u64);
+                assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(k as u64));
+            }
+            drop(done_tx);
+        });
+        let st = assert_settled(&b);
+        assert_eq!((st.acquired, st.released(Outcome::Success)), (6, 6));
+    }
+
+    #[test]
+    fn async_waiters_are_served_in_arrival_order() {
+        let b = balancer(1, 3, 16);
+        b.add(1).unwrap();
+        let mut held: Vec<_> = (0..3).map(|_| b.acquire_guard().unwrap()).collect();
+        let (waker, _) = unpark_waker();
+        let mut waits: Vec<_> = (0..3).map(|_| b.acquire_async()).collect();
+        for w in &mut waits {
+            assert!(poll_once(w, &waker).is_pending());
+        }
+        assert_eq!(waiting(&b), 3);
+        let mut got = Vec::new();
+        for k in 0..3 {
+            held.pop().unwrap().complete(Outcome::Success).unwrap();
+            // Exactly the k-th waiter became ready.
+            for (j, w) in waits.iter_mut().enumerate().skip(k) {
+                match poll_once(w, &waker) {
+                    Poll::Ready(Ok(lease)) => {
+                        assert_eq!(j, k);
+                        got.push(lease);
+                    }
+                    Poll::Ready(Err(e)) => panic!("waiter {j}: {e}"),
+                    Poll::Pending => assert_ne!(j, k, "waiter {k} not served"),
+                }
+            }
+        }
+        assert_eq!(got.len(), 3);
+        drop(got);
+        drop(waits);
+        let st = assert_settled(&b);
+        assert_eq!(st.released(Outcome::Ignored), 3);
+    }
+
+    #[test]
+    fn queue_full_at_the_bound() {
+        let b = balancer(1, 1, 2);
+        b.add(1).unwrap();
+        let held = b.acquire_guard().unwrap();
+        let waker = Waker::noop();
+        let mut first = b.acquire_async();
+        let mut second = b.acquire_async();
+        assert!(poll_once(&mut first, waker).is_pending());
+        assert!(poll_once(&mut second, waker).is_pending());
+        let full = WaitError::QueueFull { max_waiters: 2 };
+        assert_eq!(b.acquire_wait(far()).err(), Some(full));
+        let mut third = b.acquire_async();
+        assert!(matches!(poll_once(&mut third, waker), Poll::Ready(Err(e)) if e == full));
+        assert_eq!(
+            full.to_string(),
+            "no node has room and 2 callers are waiting already (max_waiters)"
+        );
+        // One leaves: there is room in the queue again.
+        drop(first);
+        assert_eq!(waiting(&b), 1);
+        let mut fourth = b.acquire_async();
+        assert!(poll_once(&mut fourth, waker).is_pending());
+        assert_eq!(waiting(&b), 2);
+        drop((second, fourth, held));
+        assert_settled(&b);
+    }
+
+    #[test]
+    fn no_waiting_with_max_waiters_zero() {
+        let b = balancer(1, 1, 0);
+        b.add(1).unwrap();
+        // A free slot is still granted at once.
+        let held = b.acquire_wait(far()).unwrap();
+        let start = Instant::now();
+        let off = WaitError::QueueFull { max_waiters: 0 };
+        assert_eq!(b.acquire_wait(far()).err(), Some(off));
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert_eq!(block_on(b.acquire_async()).err(), Some(off));
+        assert_eq!(
+            off.to_string(),
+            "no node has room and waiting is off (max_waiters is 0)"
+        );
+        drop(held);
+        let st = assert_settled(&b);
+        assert_eq!(st.acquired, 1);
+    }
+
+    #[test]
+    fn timeout_leaves_the_queue_and_the_state_intact() {
+        let b = balancer(2, 1, 8);
+        b.add(1).unwrap();
+        let held = b.acquire_guard().unwrap();
+        let before = b.stats();
+        let start = Instant::now();
+        let deadline = start + Duration::from_millis(30);
+        assert_eq!(b.acquire_wait(deadline).err(), Some(WaitError::Timeout));
+        assert!(Instant::now() >= deadline);
+        assert_eq!(waiting(&b), 0);
+        // A deadline already past: no wait at all.
+        assert_eq!(b.acquire_wait(start).err(), Some(WaitError::Timeout));
+        let after = b.stats();
+        assert_eq!((after.acquired, after.in_flight), (before.acquired, 1));
+        assert_eq!(after.released_total(), 0);
+        // The balancer works as before: the slot comes free, and a waiter gets it at once.
+        held.complete(Outcome::Success).unwrap();
+        b.acquire_wait(far())
+            .unwrap()
+            .complete(Outcome::Success)
+            .unwrap();
+        let st = assert_settled(&b);
+        assert_eq!((st.acquired, st.released(Outcome::Success)), (2, 2));
+    }
+
+    #[test]
+    fn no_active_nodes_fails_at_once() {
+        let b = balancer(2, 1, 8);
+        let start = Instant::now();
+        assert_eq!(b.acquire_wait(far()).err(), Some(WaitError::NoActiveNodes));
+        assert_eq!(
+            block_on(b.acquire_async()).err(),
+            Some(WaitError::NoActiveNodes)
+        );
+        b.add(1).unwrap();
+        b.set_lame_duck(1, true).unwrap();
+        assert_eq!(b.acquire_wait(far()).err(), Some(WaitError::NoActiveNodes));
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert_eq!(WaitError::NoActiveNodes.to_string(), "no active nodes");
+        assert_settled(&b);
+    }
+
+    #[test]
+    fn no_active_nodes_behind_a_waiter_fails_at_once() {
+        let b = balancer(2, 1, 8);
+        b.add(1).unwrap();
+        let held = b.acquire_guard().unwrap();
+        let waker = Waker::noop();
+        let mut first = b.acquire_async();
+        assert!(poll_once(&mut first, waker).is_pending());
+        // The only node leaves rotation: the waiter stays, a newcomer fails at once.
+        b.set_lame_duck(1, true).unwrap();
+        let mut second = b.acquire_async();
+        assert!(matches!(
+            poll_once(&mut second, waker),
+            Poll::Ready(Err(WaitError::NoActiveNodes))
+        ));
+        assert_eq!(waiting(&b), 1);
+        // It comes back: the waiter that stayed is served (its slot is still held: a new node).
+        b.add(2).unwrap();
+        match poll_once(&mut first, waker) {
+            Poll::Ready(Ok(lease)) => assert_eq!(lease.node_id(), 2),
+            other => panic!("{other:?}"),
+        }
+        drop(held);
+        assert_settled(&b);
+    }
+
+    #[test]
+    fn an_added_node_serves_the_waiters() {
+        let b = balancer(2, 1, 8);
+        b.add(1).unwrap();
+        let held = b.acquire_guard().unwrap();
+        thread::scope(|s| {
+            let waiter = s.spawn(|| b.acquire_wait(far()).map(|lease| lease.node_id()));
+            until_waiting(&b, 1);
+            b.add(2).unwrap();
+            assert_eq!(waiter.join().unwrap(), Ok(2));
+        });
+        drop(held);
+        assert_settled(&b);
+    }
+
+    #[test]
+    fn a_node_back_from_lame_duck_serves_the_waiters() {
+        let b = balancer(2, 1, 8);
+        b.add(1).unwrap();
+        b.add(2).unwrap();
+        b.set_lame_duck(2, true).unwrap();
+        let held = b.acquire_guard().unwrap();
+        assert_eq!(held.node_id(), 1);
+        let (waker, wakes) = unpark_waker();
+        let mut wait = b.acquire_async();
+        assert!(poll_once(&mut wait, &waker).is_pending());
+        b.set_lame_duck(2, false).unwrap();
+        assert_eq!(wakes.wakes.load(Ordering::SeqCst), 1);
+        match poll_once(&mut wait, &waker) {
+            Poll::Ready(Ok(lease)) => assert_eq!(lease.node_id(), 2),
+            other => panic!("{other:?}"),
+        }
+        drop(held);
+        assert_settled(&b);
+    }
+
+    #[test]
+    fn block_on_is_woken_by_a_release_on_another_thread() {
+        let b = balancer(1, 1, 8);
+        b.add(1).unwrap();
+        let held = b.acquire_guard().unwrap();
+        thread::scope(|s| {
+            s.spawn(|| {
+                until_waiting(&b, 1);
+                held.complete(Outcome::Failure).unwrap();
+            });
+            let lease = block_on(b.acquire_async()).unwrap();
+            lease.complete(Outcome::Success).unwrap();
+        });
+        let st = assert_settled(&b);
+        assert_eq!(
+            (st.released(Outcome::Failure), st.released(Outcome::Success)),
+            (1, 1)
+        );
+    }
+
+    #[test]
+    fn the_latest_waker_is_woken() {
+        let b = balancer(1, 1, 8);
+        b.add(1).unwrap();
+        let held = b.acquire_guard().unwrap();
+        let (first, first_wakes) = unpark_waker();
+        let (second, second_wakes) = unpark_waker();
+        let mut wait = b.acquire_async();
+        assert!(poll_once(&mut wait, &first).is_pending());
+        assert!(poll_once(&mut wait, &second).is_pending());
+        held.complete(Outcome::Success).unwrap();
+        assert_eq!(first_wakes.wakes.load(Ordering::SeqCst), 0);
+        assert_eq!(second_wakes.wakes.load(Ordering::SeqCst), 1);
+        assert!(matches!(poll_once(&mut wait, &second), Poll::Ready(Ok(_))));
+        // Polled again after completing: never ready again, and no panic.
+        assert!(poll_once(&mut wait, &second).is_pending());
+        drop(wait);
+        assert_settled(&b);
+    }
+
+    #[test]
+    fn a_dropped_future_hands_its_lease_to_the_next_waiter() {
+        let b = balancer(1, 1, 8);
+        b.add(1).unwrap();
+        let held = b.acquire_guard().unwrap();
+        let waker = Waker::noop();
+        let mut first = b.acquire_async();
+        let mut second = b.acquire_async();
+        let mut third = b.acquire_async();
+        for w in [&mut first, &mut second, &mut third] {
+            assert!(poll_once(w, waker).is_pending());
+        }
+        held.complete(Outcome::Success).unwrap();
+        // The lease is the first's now; it is dropped before it picks it up.
+        assert_eq!(b.waiters.lock().served.len(), 1);
+        drop(first);
+        assert_eq!(b.stats().released(Outcome::Ignored), 1);
+        assert_eq!(b.stats().in_flight, 1);
+        // The second was served by that release; the third still waits and leaves unserved.
+        let lease = match poll_once(&mut second, waker) {
+            Poll::Ready(Ok(lease)) => lease,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(waiting(&b), 1);
+        drop(third);
+        assert_eq!(waiting(&b), 0);
+        lease.complete(Outcome::Success).unwrap();
+        let st = assert_settled(&b);
+        assert_eq!(
+            (
+                st.acquired,
+                st.released(Outcome::Success),
+                st.released(Outcome::Ignored)
+            ),
+            (3, 2, 1)
+        );
+    }
+
+    #[test]
+    fn a_dropped_future_with_nobody_behind_releases_its_lease() {
+        let b = balancer(1, 1, 8);
+        b.add(1).unwrap();
+        let held = b.acquire_guard().unwrap();
+        let mut wait = b.acquire_async();
+        assert!(poll_once(&mut wait, Waker::noop()).is_pending());
+        held.complete(Outcome::Success).unwrap();
+        drop(wait);
+        let st = assert_settled(&b);
+        assert_eq!((st.acquired, st.released(Outcome::Ignored)), (2, 1));
+        // A future never polled never joined.
+        drop(b.acquire_async());
+        assert_settled(&b);
+    }
+
+    #[test]
+    fn owned_forms_outlive_the_borrow() {
+        let b = Arc::new(balancer(1, 1, 8));
+        b.add(1).unwrap();
+        let held = Arc::clone(&b).acquire_wait_owned(far()).unwrap();
+        let wait = Arc::clone(&b).acquire_async_owned();
+        let task = thread::spawn(move || block_on(wait).map(|lease| lease.node_id()));
+        until_waiting(&b, 1);
+        held.complete(Outcome::Success).unwrap();
+        assert_eq!(task.join().unwrap(), Ok(1));
+        let soon = Instant::now() + Duration::from_millis(1);
+        let again = Arc::clone(&b).acquire_wait_owned(soon).unwrap();
+        let blocked = Arc::clone(&b).acquire_wait_owned(soon);
+        assert_eq!(blocked.err(), Some(WaitError::Timeout));
+        drop(again);
+        let st = assert_settled(&b);
+        assert_eq!(st.acquired, 3);
+    }
+
+    #[test]
+    fn nobody_waiting_costs_a_release_nothing_more() {
+        let b = balancer(1, 1, 8);
+        b.add(1).unwrap();
+        b.acquire_guard()
+            .unwrap()
+            .complete(Outcome::Success)
+            .unwrap();
+        // No waiter ever joined: the queue never allocated, and its generator was never seeded.
+        let q = b.waiters.lock();
+        assert_eq!((q.waiting.capacity(), q.served.capacity()), (0, 0));
+        assert!(q.rng.is_none());
+    }
+
+    #[test]
+    fn futures_are_send_and_owned_ones_static() {
+        fn send<T: Send>(_: &T) {}
+        fn send_static<T: Send + 'static>(_: &T) {}
+        let b = Arc::new(balancer(1, 1, 8));
+        send(&b.acquire_async());
+        send_static(&Arc::clone(&b).acquire_async_owned());
     }
 }
