@@ -262,9 +262,13 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             }))
         });
         self.refresh_all(0);
-        // A node came into rotation: the callers waiting for room may have some now.
+        // A node came into rotation: the callers waiting for room may have some now. The SeqCst fence
+        // orders the node's publication (the control word written before this call) before the load of
+        // the waiter count, as the release's SeqCst decrement does: with a joining waiter's SeqCst
+        // increment and fence, at least one of the two sees the other (see `rt::wait`). Never hot.
         #[cfg(feature = "std")]
         if up {
+            fence(SeqCst);
             self.wake_waiters();
         }
     }
