@@ -199,6 +199,8 @@ fn loom() {
             "loom_overload",
             "--test",
             "loom_limit",
+            "--test",
+            "loom_decay",
         ],
         &[
             ("RUSTFLAGS", "--cfg loom"),
