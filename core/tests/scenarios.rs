@@ -387,3 +387,530 @@ fn lame_duck_and_removal() {
     assert_eq!(d.b.acquire(d.now, &mut d.rng), Err(Rejected::NoActiveNodes));
     assert_eq!(d.b.stats().rejected_no_active, 1);
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// The new default, `Config::default()`: time-decayed health, lowest score, CIAD limit.
+// ---------------------------------------------------------------------------------------------------------
+
+const SEC: u64 = 1_000_000_000;
+
+/// What happens to one call: released `after` ns after its acquire with `outcome`, or never (`None`: a
+/// black hole, the lease stays in flight).
+type Call = Option<(u64, Outcome)>;
+
+/// Virtual-time load with calls in flight at once: one request every `every` ns; each lease is released
+/// when its call ends (releases due at or before an acquire's time go first, in time order, each dated at
+/// its own end).
+struct Load {
+    b: HeapBalancer,
+    rng: Rng,
+    now: u64,
+    /// Calls in flight: (end, sequence, lease, outcome).
+    pending: Vec<(u64, u64, weir::Lease, Outcome)>,
+    seq: u64,
+    /// Black-holed leases, never released.
+    lost: Vec<weir::Lease>,
+    /// Every pick: (acquire time, node id, in flight on that node at admission).
+    picks: Vec<(u64, u64, u32)>,
+}
+
+impl Load {
+    fn new(ids: &[u64], config: Config, seed: u64) -> Load {
+        let b = Balancer::with_capacity(8, config).unwrap();
+        for &id in ids {
+            b.add(id).unwrap();
+        }
+        Load {
+            b,
+            rng: Rng::with_seed(seed),
+            now: 0,
+            pending: Vec::new(),
+            seq: 0,
+            lost: Vec::new(),
+            picks: Vec::new(),
+        }
+    }
+
+    /// Releases every call that ended at or before `t`, in order.
+    fn settle(&mut self, t: u64) {
+        self.pending.sort_by_key(|p| (p.0, p.1));
+        let due = self.pending.partition_point(|p| p.0 <= t);
+        for (end, _, lease, outcome) in self.pending.drain(..due) {
+            self.b.release(lease, outcome, end).unwrap();
+        }
+    }
+
+    /// Runs requests `every` ns apart until `until`; `call(id, t, rng)` says what the call acquired at `t`
+    /// on node `id` does.
+    fn run_until(
+        &mut self,
+        until: u64,
+        every: u64,
+        mut call: impl FnMut(u64, u64, &mut Rng) -> Call,
+    ) {
+        while self.now + every <= until {
+            self.now += every;
+            let t = self.now;
+            self.settle(t);
+            let lease = self.b.acquire(t, &mut self.rng).expect("a lease");
+            let id = lease.node_id();
+            self.picks.push((t, id, lease.inflight_at_acquire()));
+            match call(id, t, &mut self.rng) {
+                Some((after, outcome)) => {
+                    self.seq += 1;
+                    self.pending.push((t + after, self.seq, lease, outcome));
+                }
+                None => self.lost.push(lease),
+            }
+        }
+    }
+
+    /// Picks of node `id` acquired in `[from, to)`.
+    fn picks_of(&self, id: u64, from: u64, to: u64) -> u64 {
+        self.picks
+            .iter()
+            .filter(|p| p.1 == id && (from..to).contains(&p.0))
+            .count() as u64
+    }
+
+    /// All picks acquired in `[from, to)`.
+    fn picks_in(&self, from: u64, to: u64) -> u64 {
+        self.picks
+            .iter()
+            .filter(|p| (from..to).contains(&p.0))
+            .count() as u64
+    }
+
+    /// Picks of node `id` per second from `from`, for `secs` seconds.
+    fn per_second(&self, id: u64, from: u64, secs: u64) -> Vec<u64> {
+        (0..secs)
+            .map(|s| self.picks_of(id, from + s * SEC, from + (s + 1) * SEC))
+            .collect()
+    }
+
+    fn snap(&self, id: u64) -> weir::balance::NodeSnapshot {
+        self.b.node(id, self.now).unwrap()
+    }
+}
+
+/// The default model's penalty, `10 F + 8 log2(1 + F / (S + 1))`, as the core computes it in `f64`.
+fn penalty(failures: f64, successes: f64) -> f64 {
+    if failures == 0.0 {
+        return 0.0;
+    }
+    10.0 * failures + 8.0 * (1.0 + failures / (successes + 1.0)).log2()
+}
+
+/// The failure count `F*` at which a node with no successes has penalty 1 (one request in flight):
+/// `10 F + 8 log2(1 + F) = 1`, by bisection: 0.04699.
+fn f_at_penalty_one() -> f64 {
+    let (mut lo, mut hi) = (0.0, 1.0);
+    for _ in 0..100 {
+        let mid = (lo + hi) / 2.0;
+        if penalty(mid, 0.0) < 1.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// The default failure half-life.
+const FAIL_HALF: f64 = 30.0;
+
+fn fails_if(bad: u64, outcome: Outcome, latency: u64) -> impl FnMut(u64, u64, &mut Rng) -> Call {
+    move |id, _, _| Some((latency, if id == bad { outcome } else { Outcome::Success }))
+}
+
+#[test]
+fn default_failing_node_loses_its_traffic_within_one_second() {
+    // 10 requests per second over 3 nodes, each answered in 1 ms: nothing is in flight at an acquire, so
+    // every key is the node's penalty alone and healthy nodes tie at 0. After the switch node 3 fails
+    // every call: its first failure makes its penalty 10 + 8 log2(1 + 1 / (S + 1)) >= 10, above the
+    // healthy nodes' 0, and it stays above 0 for far longer than this test runs (20 failure
+    // half-lives). So it gets exactly one call after the switch: the one that fails, which at a third of
+    // 10 per second comes within the first second for each of these seeds.
+    for seed in 0..6 {
+        let mut l = Load::new(&[1, 2, 3], Config::default(), seed);
+        l.run_until(10 * SEC, 100 * MS, |_, _, _| Some((MS, Outcome::Success)));
+        let before = l.picks_of(3, 0, 10 * SEC + 1);
+        assert!((20..=47).contains(&before), "seed {seed}: {before} of 100");
+        let switch = l.now + 1;
+        l.run_until(30 * SEC, 100 * MS, fails_if(3, Outcome::Failure, MS));
+        let per_second = l.per_second(3, switch, 20);
+        assert_eq!(per_second[0], 1, "seed {seed}: {per_second:?}");
+        assert_eq!(
+            per_second.iter().sum::<u64>(),
+            1,
+            "seed {seed}: {per_second:?}"
+        );
+        // Nodes 1 and 2 took the other 199, shared evenly.
+        let one = l.picks_of(1, switch, 30 * SEC + 1);
+        assert_eq!(one + l.picks_of(2, switch, 30 * SEC + 1), 199);
+        assert!((70..=130).contains(&one), "seed {seed}: {one}");
+        // Its failure counter is that one failure, decayed for the ticks since it was released; its
+        // successes have decayed to nothing; its penalty is the formula's.
+        let (t_fail, _, _) = *l.picks.iter().find(|p| p.0 >= switch && p.1 == 3).unwrap();
+        let ticks = ((l.now >> 20) - ((t_fail + MS) >> 20)) as f64;
+        let f = (-(ticks * (1u64 << 20) as f64 / (FAIL_HALF * SEC as f64))).exp2();
+        let n = l.snap(3);
+        assert!((n.failures - f).abs() < 1e-12, "seed {seed}: {n:?} vs {f}");
+        assert!(n.successes < 1e-5, "{n:?}");
+        assert!(
+            (n.penalty - penalty(n.failures, n.successes)).abs() < 1e-9,
+            "{n:?}"
+        );
+        assert!(n.penalty > 11.5, "{n:?}");
+        // The failure backed its limiter off (CIAD: 20 -> floor(20 * 0.9) = 18); the others' stay at 20.
+        assert_eq!((n.limit, l.snap(1).limit, l.snap(2).limit), (18, 20, 20));
+    }
+}
+
+#[test]
+fn default_black_holed_node_stops_receiving_once_its_calls_pile_up() {
+    // 1,000 requests per second, answered in 2..=8 ms (5 ms on average) by nodes 1 and 2: about 5 calls
+    // in flight between them. From 1 s on, node 3 never answers: its leases stay in flight, and its key
+    // is its in-flight count. It takes calls only while its in-flight count is no higher than the lower
+    // of the two others, so it stops at a few, within a few tens of milliseconds.
+    for seed in 0..6 {
+        let mut l = Load::new(&[1, 2, 3], Config::default(), seed);
+        let healthy = |rng: &mut Rng| Some((rng.u64(2 * MS..=8 * MS), Outcome::Success));
+        l.run_until(SEC, MS, |_, _, rng| healthy(rng));
+        let hole = l.now + 1;
+        l.run_until(
+            11 * SEC,
+            MS,
+            |id, _, rng| if id == 3 { None } else { healthy(rng) },
+        );
+        let picks: Vec<(u64, u64, u32)> = l
+            .picks
+            .iter()
+            .copied()
+            .filter(|p| p.0 >= hole && p.1 == 3)
+            .collect();
+        let n = l.snap(3);
+        // Every call it took is still in flight (the calls before the hole were answered).
+        assert_eq!(u64::from(n.in_flight), picks.len() as u64);
+        assert_eq!(l.lost.len(), picks.len());
+        assert!((3..=5).contains(&n.in_flight), "seed {seed}: {picks:?}");
+        // All of them within the first 100 ms of 10 s.
+        assert!(
+            picks.iter().all(|p| p.0 < hole + 100 * MS),
+            "seed {seed}: {picks:?}"
+        );
+        // None in the 9.9 s after: once 3 of its lost calls were in flight, at most 2 more came.
+        assert_eq!(l.picks_of(3, hole + 100 * MS, 11 * SEC + 1), 0);
+        // The healthy nodes never had more than 5 in flight at an admission, and took all the rest.
+        let others: Vec<u32> = l
+            .picks
+            .iter()
+            .filter(|p| p.0 >= hole && p.1 != 3)
+            .map(|p| p.2)
+            .collect();
+        assert!(others.iter().all(|&k| k <= 5), "seed {seed}");
+        assert_eq!(others.len() + picks.len(), 10_000);
+        // No penalty: a call that never ends records nothing.
+        assert_eq!((n.failures, n.penalty), (0.0, 0.0));
+    }
+}
+
+#[test]
+fn default_recovered_node_regains_traffic_as_its_failures_decay() {
+    // 100 requests per second, each answered in exactly 40 ms: at every acquire 3 calls are in flight.
+    // While node 3 is out, nodes 1 and 2 share them 1 + 2 or 2 + 1, so the best healthy key is 1 in
+    // flight: node 3 (nothing in flight) is taken again once its penalty is below 1.
+    //
+    // Node 3 fails every call acquired in [10 s, 20 s) and succeeds afterwards. Its first failure takes
+    // it out (penalty >= 10), so it fails only the calls it had taken before that failure's release:
+    // its failure count F0 at the end of the phase. From then on no call reaches it, so its successes
+    // decay to 0 and its penalty is P(t) = 10 F + 8 log2(1 + F) with F = F0 2^(-t / 30 s). P < 1 needs
+    // F < F* = 0.04699 (bisection below): at t* = 20 s + 30 s * log2(F(20 s) / F*), 132.3 s after a
+    // single failure. The rotation recomputes the cached penalty every 250 ms, and the acquires fall on
+    // the epochs' first nanosecond, so node 3 is back within 250 ms after t*.
+    //
+    // Back with penalty below 1 but above 0, node 3 loses every tie on in-flight counts: it gets 25 % of
+    // the calls (the healthy nodes 37.5 % each) until its penalty rounds to 0 in the key's fixed point
+    // (below 2^-16). With S of about 36 (25 calls per second, successes halving every second), P is
+    // about 10.3 F, so that takes F < 1.5e-6: 30 s * log2(1 / 1.5e-6) = 581 s after the failure. From
+    // then on the three nodes tie and share a third each.
+    let f_star = f_at_penalty_one();
+    assert!((f_star - 0.04699).abs() < 1e-5, "{f_star}");
+    for seed in 0..3 {
+        let mut l = Load::new(&[1, 2, 3], Config::default(), seed);
+        let call = |id: u64, t: u64, _: &mut Rng| {
+            let failing = id == 3 && (10 * SEC..20 * SEC).contains(&t);
+            Some((
+                40 * MS,
+                if failing {
+                    Outcome::Failure
+                } else {
+                    Outcome::Success
+                },
+            ))
+        };
+        l.run_until(20 * SEC, 10 * MS, call);
+        // One failure, in the first 100 ms of the phase: at 20 s it has decayed by about 2^(-1/3).
+        assert_eq!(l.picks_of(3, 10 * SEC, 20 * SEC), 1, "seed {seed}");
+        let last_fail = l.picks.iter().rfind(|p| p.1 == 3).unwrap().0;
+        assert!(last_fail < 10 * SEC + 100 * MS, "seed {seed}: out at once");
+        let f0 = l.snap(3).failures;
+        assert!((0.79..=0.80).contains(&f0), "seed {seed}: {f0}");
+        let t_star = 20 * SEC + (FAIL_HALF * (f0 / f_star).log2() * SEC as f64) as u64;
+        l.run_until(700 * SEC, 10 * MS, call);
+        // Penalised: not one call from its last failure to t*.
+        assert_eq!(l.picks_of(3, last_fail + 1, t_star), 0, "seed {seed}");
+        // Healthy nodes had exactly 1 call in flight before each admission meanwhile (2 with it).
+        assert!(l
+            .picks
+            .iter()
+            .filter(|p| (30 * SEC..t_star).contains(&p.0))
+            .all(|p| p.2 == 2));
+        // Back within one rotation epoch of t*.
+        let back = l
+            .picks
+            .iter()
+            .find(|p| p.1 == 3 && p.0 > last_fail)
+            .unwrap()
+            .0;
+        assert!(
+            (t_star..=t_star + 250 * MS).contains(&back),
+            "seed {seed}: back at {back}, t* = {t_star}"
+        );
+        // That is 132.35 s after the failure: at 142.25..142.75 s.
+        assert!(
+            (142_250 * MS..142_750 * MS).contains(&back),
+            "seed {seed}: {back}"
+        );
+        // 25 % while its penalty is positive.
+        let from = t_star + 10 * SEC;
+        let share = l.picks_of(3, from, 550 * SEC) as f64 / l.picks_in(from, 550 * SEC) as f64;
+        assert!((share - 0.25).abs() < 0.01, "seed {seed}: {share}");
+        // A third once it has faded.
+        let share =
+            l.picks_of(3, 620 * SEC, 700 * SEC) as f64 / l.picks_in(620 * SEC, 700 * SEC) as f64;
+        assert!((share - 1.0 / 3.0).abs() < 0.01, "seed {seed}: {share}");
+        assert_eq!(l.snap(3).penalty, 0.0);
+    }
+}
+
+#[test]
+fn default_throttled_costs_less_than_failure_and_client_errors_still_count() {
+    // One call to each of three fresh nodes at 0 (three leases held at once take one node each), answered
+    // 429, 500 and 400: failures + 0.1, + 1 and + 0.01 (as `f32`), no successes, so P = 10 F + 8 log2(1 + F).
+    let b = Balancer::with_capacity(3, Config::default()).unwrap();
+    for id in 1..=3 {
+        b.add(id).unwrap();
+    }
+    let mut rng = Rng::with_seed(4);
+    let leases: Vec<_> = (0..3).map(|_| b.acquire(0, &mut rng).unwrap()).collect();
+    let answer = |id| [Outcome::Throttled, Outcome::Failure, Outcome::ClientError][id as usize - 1];
+    for l in leases {
+        let o = answer(l.node_id());
+        b.release(l, o, MS).unwrap();
+    }
+    let n: Vec<_> = (1..=3).map(|id| b.node(id, MS).unwrap()).collect();
+    let f = [f64::from(0.1f32), 1.0, f64::from(0.01f32)];
+    for (n, f) in n.iter().zip(f) {
+        assert_eq!((n.failures, n.successes), (f, 0.0), "{n:?}");
+        assert!((n.penalty - penalty(f, 0.0)).abs() < 1e-12, "{n:?}");
+    }
+    assert_eq!(n[1].penalty, 18.0);
+    assert!((n[0].penalty - 2.1000).abs() < 1e-4 && (n[2].penalty - 0.2148).abs() < 1e-4);
+    // The limiter: a 500 backs off (20 -> 18); a 429 is not fed to it; a 400 is a success sample taken
+    // with 1 in flight, below floor(20 * 0.9), which leaves the limit as it is.
+    assert_eq!([n[0].limit, n[1].limit, n[2].limit], [20, 18, 20]);
+    // Ten 429s weigh what one 500 does (to f32 rounding), ten 500s far more.
+    let b = Balancer::with_capacity(2, Config::default()).unwrap();
+    b.add(1).unwrap();
+    b.add(2).unwrap();
+    for _ in 0..10 {
+        for (id, other, o) in [(1, 2, Outcome::Throttled), (2, 1, Outcome::Failure)] {
+            // The other node in lame duck: the call goes to this one.
+            b.set_lame_duck(other, true).unwrap();
+            let l = b.acquire(MS, &mut rng).unwrap();
+            assert_eq!(l.node_id(), id);
+            b.release(l, o, MS).unwrap();
+            b.set_lame_duck(other, false).unwrap();
+        }
+    }
+    let (t, f) = (b.node(1, MS).unwrap(), b.node(2, MS).unwrap());
+    assert!(
+        (t.failures - 1.0).abs() < 1e-6 && f.failures == 10.0,
+        "{t:?} {f:?}"
+    );
+    assert!((t.penalty - 18.0).abs() < 1e-5, "{t:?}");
+    assert!(
+        (f.penalty - (100.0 + 8.0 * 11f64.log2())).abs() < 1e-9,
+        "{f:?}"
+    );
+}
+
+#[test]
+fn default_node_answering_4xx_to_everything_loses_its_traffic() {
+    // As in the recovery test: 100 requests per second, 40 ms each, so node 3 takes calls while its
+    // penalty is below 1. Answering 400 to everything it gains 0.01 failures per call and no successes:
+    // P = 10 F + 8 log2(1 + F) passes 1 at F* = 0.04699, after 5 calls (F = 0.05, P = 1.063). Then each
+    // call puts F at about F* + 0.01, which takes 30 s * log2(1 + 0.01 / F*) = 8.35 s to decay back below
+    // F* (plus up to 250 ms to the next rotation): about 13 calls in 110 s. A 429 costs 0.1: the first
+    // call gives P = 2.1, back below 1 after 30 s * log2(0.1 / F*) = 32.7 s, then one call every
+    // 30 s * log2(1 + 0.1 / F*) = 49.4 s. A 500: one call, then none for 30 s * log2(1 / F*) = 132 s.
+    let f_star = f_at_penalty_one();
+    let gap = |cost: f64| FAIL_HALF * (1.0 + cost / f_star).log2();
+    assert!((gap(0.01) - 8.35).abs() < 0.01 && (gap(0.1) - 49.4).abs() < 0.1);
+    let mut calls = Vec::new();
+    for outcome in [Outcome::ClientError, Outcome::Throttled, Outcome::Failure] {
+        let mut l = Load::new(&[1, 2, 3], Config::default(), 1);
+        l.run_until(120 * SEC, 10 * MS, fails_if(3, outcome, 40 * MS));
+        let first = l.picks_of(3, 0, SEC);
+        let later = l.picks_of(3, 10 * SEC, 120 * SEC);
+        let n = l.snap(3);
+        assert_eq!(n.successes, 0.0);
+        calls.push((first, later, n.penalty));
+        if outcome == Outcome::ClientError {
+            // Its share fell from a third to 0.1 %.
+            assert_eq!(first, 5, "{n:?}");
+            assert!((12..=14).contains(&later), "{later}");
+            assert!(later as f64 / l.picks_in(10 * SEC, 120 * SEC) as f64 <= 0.0015);
+            // Hovering just around P = 1.
+            assert!((0.95..=1.25).contains(&n.penalty), "{n:?}");
+        }
+    }
+    // 400: 5 calls, then 13; 429: 1 call, then at about 33 s and 82 s; 500: 1 call, then none.
+    assert_eq!(
+        calls.iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(),
+        [(5, 13), (1, 2), (1, 0)]
+    );
+}
+
+/// One step of a random trace: what the caller does, drawn once so that two runs see the same steps.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Acquire,
+    /// Releases the held lease at this index (modulo the number held), with this outcome.
+    Release(usize, Outcome),
+    LameDuck(u64, bool),
+}
+
+fn random_trace(seed: u64, n: usize) -> Vec<(u64, Step)> {
+    let mut rng = Rng::with_seed(seed);
+    let mut t = 0;
+    (0..n)
+        .map(|_| {
+            t += rng.u64(..400 * MS);
+            let step = match rng.u32(..20) {
+                0..=8 => Step::Acquire,
+                9 => Step::LameDuck(rng.u64(1..=4), rng.bool()),
+                _ => Step::Release(rng.usize(..64), Outcome::ALL[rng.usize(..6)]),
+            };
+            (t, step)
+        })
+        .collect()
+}
+
+/// Runs `trace` under `config`, reporting each outcome through `map`; returns everything observable:
+/// each acquire's answer, and every snapshot after each step.
+fn replay(
+    config: Config,
+    trace: &[(u64, Step)],
+    map: impl Fn(Outcome) -> Outcome,
+) -> (
+    Vec<Result<u64, Rejected>>,
+    Vec<Vec<weir::balance::NodeSnapshot>>,
+    weir::balance::Stats,
+) {
+    let b = Balancer::with_capacity(4, config).unwrap();
+    for id in 1..=4 {
+        b.add(id).unwrap();
+    }
+    let mut rng = Rng::with_seed(77);
+    let (mut held, mut picks, mut snaps) = (Vec::new(), Vec::new(), Vec::new());
+    for &(t, step) in trace {
+        match step {
+            Step::Acquire => {
+                let r = b.acquire(t, &mut rng);
+                picks.push(r.as_ref().map(|l| l.node_id()).map_err(|e| *e));
+                if let Ok(l) = r {
+                    held.push(l);
+                }
+            }
+            Step::Release(i, o) if !held.is_empty() => {
+                let l = held.swap_remove(i % held.len());
+                b.release(l, map(o), t).unwrap();
+            }
+            Step::Release(..) => {}
+            Step::LameDuck(id, on) => b.set_lame_duck(id, on).unwrap(),
+        }
+        snaps.push(b.nodes(t).collect());
+    }
+    (picks, snaps, b.stats())
+}
+
+#[test]
+fn seeds_read_throttled_as_dropped_and_client_error_as_ignored() {
+    let aimd = LimitAlgorithm::Aimd(AimdLimit {
+        initial_limit: 4,
+        min_limit: 1,
+        max_limit: 8,
+        ..AimdLimit::default()
+    });
+    let configs = [
+        Config::seeds(),
+        // Limiters and windows that the mapping reaches: AIMD backs off on drops; a narrow window.
+        Config {
+            limit: aimd,
+            ..Config::seeds()
+        },
+        Config {
+            limit: aimd,
+            health: weir::balance::HealthModel::Buckets {
+                count: 3,
+                width_ns: 500 * MS,
+                decay: 2.0,
+            },
+            policy: Policy::WeightedPick,
+            ..Config::seeds()
+        },
+        Config {
+            limit: LimitAlgorithm::Fixed(FixedLimit { limit: 3 }),
+            health: weir::balance::HealthModel::Ewma { half_life: 4 },
+            policy: Policy::CascadeApprox,
+            ..Config::seeds()
+        },
+    ];
+    for (k, config) in configs.into_iter().enumerate() {
+        let trace = random_trace(k as u64, 5_000);
+        let raw = replay(config, &trace, |o| o);
+        let mapped = replay(config, &trace, Outcome::as_seeds);
+        assert_eq!(raw.0, mapped.0, "config {k}: picks");
+        assert_eq!(raw.1, mapped.1, "config {k}: snapshots");
+        // The trace did reach every outcome, and the limits moved where they can.
+        let (r, m) = (raw.2, mapped.2);
+        assert!(Outcome::ALL.iter().all(|&o| r.released(o) > 100), "{r:?}");
+        assert_eq!(
+            m.released(Outcome::Throttled) + m.released(Outcome::ClientError),
+            0
+        );
+        assert_eq!(
+            m.released(Outcome::Dropped),
+            r.released(Outcome::Dropped) + r.released(Outcome::Throttled)
+        );
+        assert_eq!(
+            m.released(Outcome::Ignored),
+            r.released(Outcome::Ignored) + r.released(Outcome::ClientError)
+        );
+        assert_eq!(
+            (r.acquired, r.rejected_all_busy, r.rejected_no_active),
+            (m.acquired, m.rejected_all_busy, m.rejected_no_active)
+        );
+        if k > 0 {
+            assert!(r.rejected_all_busy > 0, "config {k}: {r:?}");
+        }
+    }
+    // Not vacuous: under the default model the same two traces differ (a 429 is a tenth of a drop).
+    let config = Config::default();
+    let trace = random_trace(9, 2_000);
+    let raw = replay(config, &trace, |o| o);
+    let mapped = replay(config, &trace, Outcome::as_seeds);
+    assert_ne!(raw.1, mapped.1);
+}

@@ -56,7 +56,44 @@ fn configs() -> Vec<Config> {
             }
         }
     }
+    // The default model and policy (decayed counters, lowest score): the default itself, and narrow
+    // half-lives (1 ms and 3 ms: the clock's epoch is 250 µs, so rotations recompute every penalty every
+    // few calls, and counters fade below 2^-20 and are settled to zero within the counted region), with
+    // each kind of limit.
+    let narrow = HealthModel::Decay {
+        success_half_life_ns: 1_000_000,
+        failure_half_life_ns: 3_000_000,
+        throttled_cost: 0.5,
+        client_error_cost: 0.25,
+        penalty: 10.0,
+        ratio_penalty: 8.0,
+    };
+    out.push(Config::default());
+    for limit in limits.into_iter().chain([Config::default().limit]) {
+        for health in [HealthModel::DECAY, narrow] {
+            out.push(Config {
+                health,
+                limit,
+                ..Config::default()
+            });
+        }
+    }
+    out.push(Config::seeds());
     out
+}
+
+/// A `now` 60 days later (more than the 2^31 ticks of 2^20 ns that the decay counters' timestamps
+/// tell apart): the rotation forgets every counter. Then a few calls at the new time.
+fn leap(b: &HeapBalancer, rng: &mut Rng, now: &mut u64) -> u64 {
+    *now += 60 * 86_400 * 1_000_000_000;
+    let mut leases = 0;
+    for o in Outcome::ALL {
+        if let Ok(lease) = b.acquire(*now, rng) {
+            leases += 1;
+            let _ = b.release(lease, o, *now + 1_000);
+        }
+    }
+    leases
 }
 
 /// Acquires and releases `PAIRS` times with every outcome, up to `HELD` leases at once, plus membership
@@ -158,7 +195,11 @@ fn hot_paths_allocate_nothing_for_every_policy_health_and_limit() {
         let mut now = 1_000_000;
         // Warm up outside the counted region (nothing should need it, but the claim is about steady state).
         workload(&b, &mut rng, &mut now);
-        let ((_, seen), n) = count(|| workload(&b, &mut rng, &mut now));
+        let ((_, seen), n) = count(|| {
+            let r = workload(&b, &mut rng, &mut now);
+            assert!(leap(&b, &mut rng, &mut now) > 0);
+            r
+        });
         assert_eq!(n, 0, "{n} allocations in {PAIRS} pairs with {config:?}");
         assert!(
             seen[0] > PAIRS / 10,
@@ -168,7 +209,8 @@ fn hot_paths_allocate_nothing_for_every_policy_health_and_limit() {
         let st = b.stats();
         assert_eq!(st.in_flight, 0, "{st:?}");
         assert!(st.released_stale > 0, "no stale release exercised: {st:?}");
-        if matches!(config.limit, LimitAlgorithm::Fixed(_)) {
+        // A fixed limit of 1 on 4 nodes with up to 6 leases held (not the seeds' limit of 100).
+        if matches!(config.limit, LimitAlgorithm::Fixed(FixedLimit { limit: 1 })) {
             assert!(st.rejected_all_busy > 0, "no AllBusy exercised: {st:?}");
         }
         assert!(st.rejected_no_active > 0, "{st:?}");
@@ -177,28 +219,33 @@ fn hot_paths_allocate_nothing_for_every_policy_health_and_limit() {
 
 #[test]
 fn construction_is_the_only_allocation() {
-    // `with_capacity` allocates the slots once; `Balancer::new` over a caller's array allocates nothing.
-    let (b, n) = count(|| Balancer::with_capacity(4, Config::seeds()).unwrap());
-    assert_eq!(n, 1, "with_capacity should allocate the slot array once");
-    drop(b);
-    let (b, n) =
-        count(|| Balancer::new([const { weir::NodeSlot::new() }; 4], Config::seeds()).unwrap());
-    assert_eq!(n, 0);
-    let ((), n) = count(|| {
-        b.add(1).unwrap();
-        let mut rng = Rng::with_seed(1);
-        let lease = b.acquire(5, &mut rng).unwrap();
-        b.release(lease, Outcome::Dropped, 9).unwrap();
-    });
-    assert_eq!(n, 0);
+    for config in [Config::seeds(), Config::default()] {
+        // `with_capacity` allocates the slots once; `Balancer::new` over a caller's array allocates
+        // nothing.
+        let (b, n) = count(|| Balancer::with_capacity(4, config).unwrap());
+        assert_eq!(n, 1, "with_capacity should allocate the slot array once");
+        drop(b);
+        let (b, n) = count(|| Balancer::new([const { weir::NodeSlot::new() }; 4], config).unwrap());
+        assert_eq!(n, 0);
+        let ((), n) = count(|| {
+            b.add(1).unwrap();
+            let mut rng = Rng::with_seed(1);
+            let lease = b.acquire(5, &mut rng).unwrap();
+            b.release(lease, Outcome::Dropped, 9).unwrap();
+        });
+        assert_eq!(n, 0);
+    }
 }
 
 #[test]
 fn lease_guard_allocates_only_on_the_first_call_of_a_thread() {
-    let b = balancer(Config {
-        seed: 99,
-        ..Config::seeds()
-    });
+    for config in [Config::seeds(), Config::default()] {
+        lease_guard_case(config);
+    }
+}
+
+fn lease_guard_case(config: Config) {
+    let b = balancer(Config { seed: 99, ..config });
     // The first call may create this thread's generator for seed 99.
     let (r, first) = count(|| b.acquire_guard().map(|g| g.complete(Outcome::Success)));
     assert_eq!(r, Ok(Ok(())));

@@ -13,7 +13,12 @@
 //! - (f) refused membership changes return the right error and change nothing;
 //! - the bucket window and the average hold exactly the outcomes reported (invariant 2), and the
 //!   selection respects the policy (no zero-weight pick while a weighted node has room, fail fast only
-//!   when it must).
+//!   when it must);
+//! - under the default model (`HealthModel::Decay` with `Policy::LowestScore`), the decayed counters
+//!   are the model's (to rounding), and every acquire answers as the lowest-score rule says from the
+//!   model's keys: a lease on a node with room whose key is least (`in_flight` plus the penalty cached
+//!   at the node's last refresh, in the key's fixed point; any of the least on a tie), `AllBusy` only
+//!   when no node has room or the give-up rule applies, `NoActiveNodes` only when no node is active.
 
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -65,13 +70,18 @@ fn time() -> impl Strategy<Value = u64> {
 }
 
 fn op() -> impl Strategy<Value = Op> {
+    ops(5, 5)
+}
+
+/// Calls with acquires and releases in the proportion `acquire : release`.
+fn ops(acquire: u32, release: u32) -> impl Strategy<Value = Op> {
     let id = 1..=POOL;
     prop_oneof![
         2 => id.clone().prop_map(Op::Add),
         1 => id.clone().prop_map(Op::Remove),
         1 => (id, any::<bool>()).prop_map(|(id, l)| Op::LameDuck(id, l)),
-        5 => time().prop_map(Op::Acquire),
-        5 => (any::<Index>(), 0u8..4, time(), prop::bool::weighted(0.2)).prop_map(
+        acquire => time().prop_map(Op::Acquire),
+        release => (any::<Index>(), 0u8..6, time(), prop::bool::weighted(0.2)).prop_map(
             |(pick, o, t, early)| Op::Release {
                 pick,
                 outcome: Outcome::from_code(o).unwrap(),
@@ -101,6 +111,35 @@ fn health() -> impl Strategy<Value = HealthModel> {
                 decay
             }),
         (1u32..=64).prop_map(|half_life| HealthModel::Ewma { half_life }),
+        decay_health(),
+    ]
+}
+
+/// The default model with varied half-lives (1 ms to an hour, some whole numbers of ticks), outcome costs
+/// and penalty coefficients (0 included, where every key is the in-flight count alone).
+fn decay_health() -> impl Strategy<Value = HealthModel> {
+    let half_life = prop_oneof![
+        Just(1_000_000u64),
+        Just(7_000_000),
+        Just(1 << 30),
+        Just(1_000_000_000),
+        Just(30_000_000_000),
+        Just(3_600_000_000_000),
+    ];
+    let cost = prop_oneof![Just(0.1f32), Just(0.01), Just(0.0), Just(1.0), Just(0.37)];
+    let coefficient = prop_oneof![Just(10.0f32), Just(8.0), Just(0.0), Just(0.5), Just(1e6)];
+    prop_oneof![
+        1 => Just(HealthModel::DECAY),
+        3 => (half_life.clone(), half_life, cost.clone(), cost, coefficient.clone(), coefficient).prop_map(
+            |(s, f, throttled_cost, client_error_cost, penalty, ratio_penalty)| HealthModel::Decay {
+                success_half_life_ns: s,
+                failure_half_life_ns: f,
+                throttled_cost,
+                client_error_cost,
+                penalty,
+                ratio_penalty,
+            }
+        ),
     ]
 }
 
@@ -165,7 +204,12 @@ fn config() -> impl Strategy<Value = Config> {
                 health,
                 weight_exponent,
                 floor,
-                policy,
+                // The decay model goes with the lowest score, and only with it (`ConfigError::ModelPolicy`).
+                policy: if matches!(health, HealthModel::Decay { .. }) {
+                    Policy::LowestScore
+                } else {
+                    policy
+                },
                 limit,
                 seed,
                 ..Config::seeds()
@@ -183,6 +227,128 @@ enum HealthState {
     },
     /// The average and whether any outcome was recorded.
     Ewma { avg: f64, has_data: bool },
+    /// The two counter words, exactly as the core keeps them (see [`decay`]), whether any outcome was
+    /// recorded, and the penalty cached for the acquire scan at the node's last refresh.
+    Decay {
+        successes: u64,
+        failures: u64,
+        has_data: bool,
+        cached: f32,
+    },
+}
+
+/// The decay model's arithmetic as `core/src/balance/health/decay.rs` documents it: a counter word is an
+/// `f32` value and the 32-bit tick (2^20 ns) it was written at; read at a later tick it is the value
+/// times `2^(-age / half-life)`, and below 2^-20 it reads 0; a record decays the value to its own tick
+/// and adds its amount (a record dated before the stored tick adds undecayed at that tick).
+mod decay {
+    pub const TICK_NS: u64 = 1 << 20;
+    pub const SETTLED: f64 = 1.0 / (1u64 << 20) as f64;
+    const P_MAX: f64 = 4_294_967_296.0;
+
+    /// A configuration's decay constants.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Params {
+        /// Half-lives per tick, successes and failures.
+        pub s: f64,
+        pub f: f64,
+        pub throttled: f64,
+        pub client_error: f64,
+        pub per_failure: f64,
+        pub per_doubling: f64,
+    }
+
+    pub fn tick(now: u64) -> u32 {
+        (now >> 20) as u32
+    }
+
+    fn unpack(w: u64) -> (f32, u32) {
+        (f32::from_bits((w >> 32) as u32), w as u32)
+    }
+
+    fn pack(v: f32, t: u32) -> u64 {
+        (u64::from(v.to_bits()) << 32) | u64::from(t)
+    }
+
+    fn age(from: u32, to: u32) -> u32 {
+        let a = to.wrapping_sub(from);
+        if a > i32::MAX as u32 {
+            0
+        } else {
+            a
+        }
+    }
+
+    pub fn read(w: u64, at: u32, per_tick: f64) -> f64 {
+        let (v, t) = unpack(w);
+        let v = f64::from(v) * (-(f64::from(age(t, at)) * per_tick)).exp2();
+        if v < SETTLED {
+            0.0
+        } else {
+            v
+        }
+    }
+
+    pub fn added(w: u64, at: u32, amount: f64, per_tick: f64) -> u64 {
+        if w == 0 {
+            return pack(amount as f32, at);
+        }
+        let (_, t) = unpack(w);
+        let a = age(t, at);
+        let value = read(w, at, per_tick) + amount;
+        pack((value as f32).min(f32::MAX), if a == 0 { t } else { at })
+    }
+
+    pub fn penalty(f: f64, s: f64, k: &Params) -> f64 {
+        if f == 0.0 {
+            return 0.0;
+        }
+        (k.per_failure * f + k.per_doubling * (1.0 + f / (s + 1.0)).log2()).min(P_MAX)
+    }
+
+    /// A cached penalty in the key's fixed point (16 fractional bits, rounded down).
+    pub fn fixed(p: f32) -> u64 {
+        (f64::from(p) * 65_536.0) as u64
+    }
+}
+
+fn decay_params(config: &Config) -> Option<decay::Params> {
+    match config.health {
+        HealthModel::Decay {
+            success_half_life_ns,
+            failure_half_life_ns,
+            throttled_cost,
+            client_error_cost,
+            penalty,
+            ratio_penalty,
+        } => Some(decay::Params {
+            s: decay::TICK_NS as f64 / success_half_life_ns as f64,
+            f: decay::TICK_NS as f64 / failure_half_life_ns as f64,
+            throttled: f64::from(throttled_cost),
+            client_error: f64::from(client_error_cost),
+            per_failure: f64::from(penalty),
+            per_doubling: f64::from(ratio_penalty),
+        }),
+        _ => None,
+    }
+}
+
+/// The decay model's (successes, failures, penalty) of a member at `now`.
+fn decayed(k: &decay::Params, m: &Member, now: u64) -> (f64, f64, f64) {
+    let HealthState::Decay {
+        successes,
+        failures,
+        ..
+    } = m.health
+    else {
+        return (0.0, 0.0, 0.0);
+    };
+    let at = decay::tick(now);
+    let (s, f) = (
+        decay::read(successes, at, k.s),
+        decay::read(failures, at, k.f),
+    );
+    (s, f, decay::penalty(f, s, k))
 }
 
 #[derive(Clone, Debug)]
@@ -227,19 +393,28 @@ impl AcquireClock {
         let width = match config.health {
             HealthModel::Buckets { width_ns, .. } => width_ns,
             HealthModel::Ewma { .. } => weir::balance::CLOCK_EPOCH_NS,
-            HealthModel::Decay { .. } => unreachable!("TODO: the decay model"),
+            // A quarter of the shorter half-life.
+            HealthModel::Decay {
+                success_half_life_ns,
+                failure_half_life_ns,
+                ..
+            } => success_half_life_ns.min(failure_half_life_ns) / 4,
         };
         AcquireClock { width, start: 0 }
     }
 
-    fn acquire(&mut self, now: u64) {
+    /// Moves the clock for an acquire at `now`; returns the start it replaced if it moved (a rotation).
+    fn acquire(&mut self, now: u64) -> Option<u64> {
         if now < self.start.saturating_sub(self.width)
             || now >= self.start.saturating_add(self.width)
         {
+            let seen = self.start;
             self.start = (now / self.width)
                 .min(u64::MAX - 1)
                 .saturating_mul(self.width);
+            return (self.start != seen).then_some(seen);
         }
+        None
     }
 
     fn date(&self, t: u64) -> u64 {
@@ -299,7 +474,12 @@ impl Model {
                 avg: 1.0,
                 has_data: false,
             },
-            HealthModel::Decay { .. } => unreachable!("TODO: the decay model"),
+            HealthModel::Decay { .. } => HealthState::Decay {
+                successes: 0,
+                failures: 0,
+                has_data: false,
+                cached: 0.0,
+            },
         };
         self.next_inc += 1;
         let free = self
@@ -321,7 +501,63 @@ impl Model {
                 health,
             },
         );
+        // A node came into rotation: every cached penalty is read again, at the clock's start.
+        self.refresh_all(self.clock.start);
         Ok(())
+    }
+
+    /// The decay model's refresh of a member's cached penalty, read at `at` (0 for a lame duck).
+    fn refresh(&mut self, id: u64, at: u64) {
+        let Some(k) = decay_params(&self.config) else {
+            return;
+        };
+        let m = self.members.get_mut(&id).unwrap();
+        let p = if m.lame {
+            0.0
+        } else {
+            decayed(&k, m, at).2 as f32
+        };
+        if let HealthState::Decay { cached, .. } = &mut m.health {
+            *cached = p;
+        }
+    }
+
+    /// A membership change that moves a node into or out of rotation refreshes every member.
+    fn refresh_all(&mut self, at: u64) {
+        let ids: Vec<u64> = self.members.keys().copied().collect();
+        for id in ids {
+            self.refresh(id, at);
+        }
+    }
+
+    /// An acquire at `now`: moves the clock, and under the decay model a rotation settles every member's
+    /// counters (a word that reads 0 is written back as 0; after a silence of 2^31 ticks every word is)
+    /// and refreshes every cached penalty at `now`.
+    fn acquire_clock(&mut self, now: u64) {
+        let Some(seen) = self.clock.acquire(now) else {
+            return;
+        };
+        let Some(k) = decay_params(&self.config) else {
+            return;
+        };
+        let reach = self.clock.width.saturating_mul(2) - 1;
+        let forget = now.saturating_sub(seen.saturating_add(reach)) >= (1u64 << 31) << 20;
+        let at = decay::tick(now);
+        for m in self.members.values_mut() {
+            if let HealthState::Decay {
+                successes,
+                failures,
+                ..
+            } = &mut m.health
+            {
+                for (w, per_tick) in [(successes, k.s), (failures, k.f)] {
+                    if *w != 0 && (forget || decay::read(*w, at, per_tick) == 0.0) {
+                        *w = 0;
+                    }
+                }
+            }
+        }
+        self.refresh_all(now);
     }
 
     fn remove(&mut self, id: u64) -> Result<(), MembershipError> {
@@ -334,6 +570,9 @@ impl Model {
         } else {
             self.free(m.inc);
         }
+        if !m.lame {
+            self.refresh_all(self.clock.start);
+        }
         Ok(())
     }
 
@@ -342,7 +581,10 @@ impl Model {
             .members
             .get_mut(&id)
             .ok_or(MembershipError::UnknownId(id))?;
-        m.lame = lame;
+        if m.lame != lame {
+            m.lame = lame;
+            self.refresh_all(self.clock.start);
+        }
         Ok(())
     }
 
@@ -357,10 +599,40 @@ impl Model {
         let id = lease.node_id();
         let config = self.config;
         let t = self.clock.date(t);
+        let start = self.clock.start;
         match self.members.get_mut(&id).filter(|m| m.inc == inc) {
             Some(m) => {
                 m.in_flight -= 1;
-                if outcome.as_seeds() != Outcome::Ignored {
+                let mut refresh = false;
+                if let (
+                    Some(k),
+                    HealthState::Decay {
+                        successes,
+                        failures,
+                        has_data,
+                        ..
+                    },
+                ) = (decay_params(&config), &mut m.health)
+                {
+                    let (failure, amount) = match outcome {
+                        Outcome::Success => (false, 1.0),
+                        Outcome::Failure | Outcome::Dropped => (true, 1.0),
+                        Outcome::Throttled => (true, k.throttled),
+                        Outcome::ClientError => (true, k.client_error),
+                        Outcome::Ignored => (false, 0.0),
+                    };
+                    if outcome != Outcome::Ignored {
+                        let (w, per_tick) = if failure {
+                            (&mut *failures, k.f)
+                        } else {
+                            (successes, k.s)
+                        };
+                        *w = decay::added(*w, decay::tick(t), amount, per_tick);
+                        *has_data = true;
+                        // A success with no failure recorded leaves the penalty at 0: no refresh.
+                        refresh = failure || *failures != 0;
+                    }
+                } else if outcome.as_seeds() != Outcome::Ignored {
                     let success = outcome == Outcome::Success;
                     match (&mut m.health, config.health) {
                         (
@@ -382,11 +654,27 @@ impl Model {
                         _ => unreachable!(),
                     }
                 }
-                if matches!(outcome, Outcome::Success | Outcome::Dropped) {
+                // What the limiter is told (`Config::limit_reading`): under the decay model a drop on
+                // `Failure` and `Dropped`, a success on `Success` and `ClientError`, nothing on
+                // `Throttled`; under the seeds' models the outcome as they read it (`as_seeds`).
+                let reading = if decay_params(&config).is_some() {
+                    match outcome {
+                        Outcome::Success | Outcome::ClientError => Some(false),
+                        Outcome::Failure | Outcome::Dropped => Some(true),
+                        Outcome::Throttled | Outcome::Ignored => None,
+                    }
+                } else {
+                    match outcome.as_seeds() {
+                        Outcome::Success => Some(false),
+                        Outcome::Dropped => Some(true),
+                        _ => None,
+                    }
+                };
+                if let Some(dropped) = reading {
                     let sample = Sample {
                         rtt_ns: t.saturating_sub(lease.acquired_at()),
                         inflight: lease.inflight_at_acquire(),
-                        dropped: outcome == Outcome::Dropped,
+                        dropped,
                         now_ns: t,
                     };
                     // The balancer's release passes no random bits (0).
@@ -396,6 +684,10 @@ impl Model {
                         .min(MAX_LIMIT);
                 }
                 self.tally.released[outcome as usize] += 1;
+                if refresh {
+                    // Read at the later of the release's date and the clock's start.
+                    self.refresh(id, t.max(start));
+                }
                 Ok(())
             }
             None => {
@@ -416,6 +708,11 @@ impl Model {
         let floor = self.config.floor / f64::from(self.active().max(1));
         match (&m.health, self.config.health) {
             (HealthState::Ewma { avg, has_data }, _) => (avg.max(floor), (0, 0), (0, 0), *has_data),
+            (HealthState::Decay { has_data, .. }, _) => {
+                let (s, f, _) = decayed(&decay_params(&self.config).unwrap(), m, now);
+                let rate = if s + f > 0.0 { s / (s + f) } else { 1.0 };
+                (rate, (0, 0), (0, 0), *has_data)
+            }
             (HealthState::Buckets { newest: None, .. }, _) => (1.0, (0, 0), (0, 0), false),
             (
                 HealthState::Buckets {
@@ -465,6 +762,71 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-12 * b.abs().max(1e-300) || (a - b).abs() < 1e-300
 }
 
+fn close_to(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * a.abs().max(b.abs())
+}
+
+/// A decayed counter against the model's: equal to 1e-6, or one of them just past the 2^-20 cut-off and
+/// the other 0.
+fn near(a: f64, b: f64) -> bool {
+    close_to(a, b, 1e-6) || ((a == 0.0 || b == 0.0) && a.max(b) <= decay::SETTLED * (1.0 + 1e-6))
+}
+
+/// What `Policy::LowestScore` may answer from the model's keys: the nodes it may pick, and whether it
+/// may refuse with `AllBusy` (it must refuse when the list is empty). A key is
+/// `in_flight * 2^16 + ⌊P * 2^16⌋` with `P` the penalty cached at the node's last refresh; the least key
+/// among the active nodes with room wins (any of them on a tie); the acquire is refused when no node
+/// has room, or when a full node with more than 5 in flight keys no higher than that least key and the
+/// least key is more than twice the highest such node's. The model's cached penalty may differ from the
+/// core's in the last bits (see `near`), so keys within a few units of a decision's boundary allow either
+/// answer.
+fn lowest_score_may(model: &Model) -> (Vec<u64>, bool) {
+    struct Key {
+        id: u64,
+        key: u64,
+        room: bool,
+        heavy: bool,
+        tol: u64,
+    }
+    let keys: Vec<Key> = model
+        .members
+        .iter()
+        .filter(|(_, m)| !m.lame)
+        .map(|(&id, m)| {
+            let HealthState::Decay { cached, .. } = m.health else {
+                unreachable!()
+            };
+            Key {
+                id,
+                key: (u64::from(m.in_flight) << 16) + decay::fixed(cached),
+                room: m.in_flight < m.limit,
+                heavy: m.in_flight > 5,
+                tol: 2 + (f64::from(cached) * 65_536.0 * 1e-6) as u64,
+            }
+        })
+        .collect();
+    let Some(best) = keys.iter().filter(|k| k.room).min_by_key(|k| k.key) else {
+        return (Vec::new(), true);
+    };
+    let (best, best_tol) = (best.key, best.tol);
+    let allowed: Vec<u64> = keys
+        .iter()
+        .filter(|k| k.room && k.key <= best + k.tol + best_tol)
+        .map(|k| k.id)
+        .collect();
+    let heavy: Vec<&Key> = keys.iter().filter(|k| !k.room && k.heavy).collect();
+    let threshold = heavy.iter().map(|k| k.key).filter(|&k| k <= best).max();
+    let refuse = threshold.is_some_and(|t| best > 2 * t);
+    let boundary = heavy.iter().any(|h| {
+        h.key.abs_diff(best) <= h.tol + best_tol || best.abs_diff(2 * h.key) <= 2 * h.tol + best_tol
+    });
+    match (refuse, boundary) {
+        (true, false) => (Vec::new(), true),
+        (false, false) => (allowed, false),
+        (_, true) => (allowed, true),
+    }
+}
+
 /// Checks every snapshot of `b` at `now` against the model.
 fn check_nodes(
     b: &HeapBalancer,
@@ -510,12 +872,38 @@ fn check_nodes(
             now,
             m
         );
-        prop_assert!(
-            close(n.success_rate, rate),
-            "rate of {:?}: model {}",
-            n,
-            rate
-        );
+        if let Some(k) = decay_params(&model.config) {
+            // The counters to rounding (the core's `libm` and `std` may differ in the last bit of
+            // `exp2`, and a stored `f32` may then round the other way), and the penalty and rate from
+            // them.
+            let (s, f, _) = decayed(&k, m, now);
+            prop_assert!(
+                near(n.successes, s) && near(n.failures, f),
+                "counters of {:?} at {}: model {:?}",
+                n,
+                now,
+                (s, f)
+            );
+            let p = decay::penalty(n.failures, n.successes, &k);
+            prop_assert!(close_to(n.penalty, p, 1e-12), "penalty of {:?}: {}", n, p);
+            let settling = [s, f, n.successes, n.failures]
+                .iter()
+                .any(|&c| c > 0.0 && c <= decay::SETTLED * (1.0 + 1e-6));
+            prop_assert!(
+                (n.success_rate - rate).abs() <= 1e-5 || settling,
+                "rate of {:?}: model {}",
+                n,
+                rate
+            );
+        } else {
+            prop_assert_eq!((n.successes, n.failures, n.penalty), (0.0, 0.0, 0.0));
+            prop_assert!(
+                close(n.success_rate, rate),
+                "rate of {:?}: model {}",
+                n,
+                rate
+            );
+        }
         let w = n.success_rate.powf(model.config.weight_exponent);
         prop_assert!(
             close(n.weight, w) || (n.weight - w).abs() < 1e-15,
@@ -556,6 +944,26 @@ fn check_stats(b: &HeapBalancer, model: &Model, outstanding: usize) -> Result<()
         model.members.len() as u32 - model.active()
     );
     Ok(())
+}
+
+/// Default-model configurations that reach the give-up rule: fixed limits above 5, so that a full node
+/// can be heavy, besides the adaptive limits.
+fn decay_config() -> impl Strategy<Value = Config> {
+    (
+        decay_health(),
+        prop_oneof![
+            2 => (6u32..=8).prop_map(|limit| LimitAlgorithm::Fixed(FixedLimit { limit })),
+            1 => limit(),
+            1 => Just(Config::default().limit),
+        ],
+        any::<u64>(),
+    )
+        .prop_map(|(health, limit, seed)| Config {
+            health,
+            limit,
+            seed,
+            ..Config::default()
+        })
 }
 
 /// The selection weight of a snapshot, as the scan sees it (an `f32`).
@@ -602,8 +1010,12 @@ fn run_checked(
                         Clock::Arbitrary => *t,
                     },
                 );
-                model.clock.acquire(now);
+                // The snapshots before the acquire, which may rotate the caches (and settle the decay
+                // model's counters) first.
                 let snaps = check_nodes(&b, &model, now)?;
+                model.acquire_clock(now);
+                let lowest =
+                    (config.policy == Policy::LowestScore).then(|| lowest_score_may(&model));
                 let active: Vec<&NodeSnapshot> = snaps
                     .iter()
                     .filter(|n| n.state == NodeState::Active)
@@ -646,7 +1058,25 @@ fn run_checked(
                             Policy::WeightedPick => {
                                 prop_assert!(w > 0.0 || total_all == 0.0, "{:?}", snaps)
                             }
-                            Policy::LowestScore => unreachable!("TODO: the decay model"),
+                            // The model's cached penalties follow `now` back and forth: strict either way.
+                            Policy::LowestScore => {
+                                let (allowed, _) = lowest.as_ref().unwrap();
+                                prop_assert!(
+                                    allowed.contains(&n.id),
+                                    "picked {} where the least keys are {:?}: {:?}",
+                                    n.id,
+                                    allowed,
+                                    snaps
+                                );
+                            }
+                        }
+                        if config.policy == Policy::LowestScore {
+                            let (allowed, _) = lowest.as_ref().unwrap();
+                            prop_assert!(
+                                !allowed.is_empty(),
+                                "a lease where the give-up rule refuses: {:?}",
+                                snaps
+                            );
                         }
                         let m = model.members.get_mut(&n.id).unwrap();
                         m.in_flight += 1;
@@ -664,7 +1094,12 @@ fn run_checked(
                             Policy::Cascade | Policy::CascadeApprox => {
                                 prop_assert!(room.is_empty(), "AllBusy with room: {:?}", snaps)
                             }
-                            Policy::LowestScore => unreachable!("TODO: the decay model"),
+                            Policy::LowestScore => prop_assert!(
+                                lowest.as_ref().unwrap().1,
+                                "AllBusy with room and no give-up: {:?} (model keys may pick {:?})",
+                                snaps,
+                                lowest.as_ref().unwrap().0
+                            ),
                             Policy::WeightedPick => prop_assert!(
                                 room.is_empty()
                                     || (max_room == 0.0 && total_all > 0.0)
@@ -706,7 +1141,11 @@ fn run_checked(
                 let got = b.release(lease, *outcome, at);
                 prop_assert_eq!(got, want, "release {:?}", op);
                 let after: Vec<NodeSnapshot> = b.nodes(at).collect();
-                if !live || *outcome == Outcome::Ignored {
+                let inert = match config.health {
+                    HealthModel::Decay { .. } => *outcome == Outcome::Ignored,
+                    _ => outcome.as_seeds() == Outcome::Ignored,
+                };
+                if !live || inert {
                     // (e) nothing changes but the lease's own in-flight count.
                     let mut expect = before.clone();
                     if live {
@@ -791,6 +1230,19 @@ proptest! {
         seed in any::<u64>(),
         clock in prop_oneof![Just(Clock::Monotone), Just(Clock::Arbitrary)],
         ops in prop::collection::vec(op(), 1..150),
+    ) {
+        run_checked(config, capacity, seed, clock, &ops)?;
+    }
+
+    #[test]
+    fn model_agrees_under_lowest_score(
+        config in decay_config(),
+        capacity in 2usize..=4,
+        seed in any::<u64>(),
+        clock in prop_oneof![Just(Clock::Monotone), Just(Clock::Arbitrary)],
+        // More acquires than releases: nodes fill up, so that full heavy nodes and the give-up rule
+        // come into play.
+        ops in prop::collection::vec(ops(8, 5), 1..150),
     ) {
         run_checked(config, capacity, seed, clock, &ops)?;
     }

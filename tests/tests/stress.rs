@@ -53,6 +53,7 @@ impl Spec {
         let max_inflight = match config.limit {
             LimitAlgorithm::Fixed(f) => f.limit,
             LimitAlgorithm::Aimd(a) => a.max_limit.max(a.initial_limit),
+            LimitAlgorithm::Ciad(c) => c.max_limit.max(c.initial_limit),
             // Algorithms these stress specs do not use: no tighter bound claimed.
             _ => weir::limit::MAX_LIMIT,
         };
@@ -394,6 +395,18 @@ fn seed() -> u64 {
 #[test]
 fn conserves_counters_under_churn_default_config() {
     let (tally, churn) = run(Spec::new(Config::seeds()), seed());
+    assert_full_churn(&tally, &churn);
+    assert!(churn.all_lame_phases > 0);
+}
+
+#[test]
+fn conserves_counters_under_churn_new_default() {
+    // `Config::default()`: decayed health, lowest score with its give-up rule, CIAD with a fast start.
+    let spec = Spec {
+        max_held: 6,
+        ..Spec::new(Config::default())
+    };
+    let (tally, churn) = run(spec, seed());
     assert_full_churn(&tally, &churn);
     assert!(churn.all_lame_phases > 0);
 }

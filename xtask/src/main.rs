@@ -201,6 +201,8 @@ fn loom() {
             "loom_limit",
             "--test",
             "loom_wait",
+            "--test",
+            "loom_decay",
         ],
         &[
             ("RUSTFLAGS", "--cfg loom"),

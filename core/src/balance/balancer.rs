@@ -490,8 +490,12 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         // in `wake_waiters` below are one side of a store-buffering pattern with a joining waiter (SeqCst
         // increment of that count, SeqCst fence, then its scan): of the two, at least one sees the other,
         // so a slot freed here is never missed by both (see `rt::wait`, "Memory ordering"). The same
-        // `lock cmpxchg` as Release on x86. Relaxed failure: a failed attempt publishes nothing.
-        let done = s.ctl.fetch_update(SeqCst, Relaxed, |c| {
+        // `lock cmpxchg` as Release on x86. Acquire on every load of the word (the first and each failed
+        // attempt's): the closure reads the limiter's state after it, and when our compare-and-swap lands
+        // on another release's write, that load read the write, so the other release's state update
+        // happens-before our read: of two racing releases, the one that lands last publishes a limit at
+        // least as new as the other's.
+        let done = s.ctl.fetch_update(SeqCst, Acquire, |c| {
             if slot::inflight(c) == 0 || slot::generation(c) != u64::from(lease.generation) {
                 return None;
             }

@@ -127,6 +127,9 @@ pub(crate) struct Prepared {
 /// shorter half-life (250 ms by default).
 pub const CLOCK_EPOCH_NS: u64 = 5_000_000_000;
 
+// The decay model's factor tables make it the large variant; one `Prepared` lives in each balancer, and
+// the core cannot box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum PreparedModel {
     Buckets {
@@ -211,12 +214,12 @@ impl Config {
                 {
                     return Err(ConfigError::DecayHalfLife);
                 }
-                // Written so that NaN fails too.
-                let cost = |c: f32| c >= 0.0 && c <= 1.0;
+                // NaN is in no range.
+                let cost = |c: f32| (0.0..=1.0).contains(&c);
                 if !(cost(throttled_cost) && cost(client_error_cost)) {
                     return Err(ConfigError::OutcomeCost);
                 }
-                let coefficient = |c: f32| c >= 0.0 && c <= 1e6;
+                let coefficient = |c: f32| (0.0..=1e6).contains(&c);
                 if !(coefficient(penalty) && coefficient(ratio_penalty)) {
                     return Err(ConfigError::Penalty);
                 }

@@ -166,6 +166,10 @@ impl Health {
         // that the success skipped leaves a reading without it. On x86 these are the same instructions as
         // weaker orderings.
         let _ = word.fetch_update(SeqCst, SeqCst, |w| Some(added(w, at, amount, h)));
+        // loom models SeqCst accesses as AcqRel; this fence is the guarantee the SeqCst accesses above and
+        // below have in C++20, in the form loom checks (as in `rt::wait`).
+        #[cfg(loom)]
+        crate::internal::sync::fence(SeqCst);
         if self.last.load(Relaxed) == 0 {
             // Relaxed: `has_data` is a statistic for snapshots.
             self.last.store(1, Relaxed);

@@ -1,0 +1,263 @@
+//! Loom models of the default health model (`HealthModel::DECAY`, `Policy::LowestScore`, the CIAD limit:
+//! `Config::default()`), through the public API only.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir --release --test
+//! loom_decay`.
+//!
+//! Each model races releases of leases on node 1 (and, in one, an acquire that rotates the balancer's
+//! clock). Node 2 is node 1's twin: the same outcomes at the same times, recorded sequentially before the
+//! race. After the join:
+//! - no update is lost: node 1's decayed counters are exactly the sums of the amounts recorded, and equal
+//!   to its twin's;
+//! - the penalty the acquire path uses (the cached one, which `NodeSnapshot` does not show) is the one
+//!   computed from the final counters: with both nodes idle, the lowest-score policy sees a tie exactly
+//!   when the two cached penalties are equal in the key's fixed point, and then picks each node for some
+//!   seeds. A cache that missed one of the racing records (a penalty of 18 where a success should have
+//!   made it 14.68, or of 0 where a failure should have made it 18) or that kept a reading older than the
+//!   rotation breaks the tie, and every seed picks the same node.
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::thread;
+use weir::{balance::Stats, Balancer, Config, Lease, NodeSlot, Outcome, Rng};
+
+type B = Balancer<Vec<NodeSlot>>;
+
+/// The first nanosecond of the default clock's second epoch (a quarter of the 1 s success half-life).
+const EPOCH: u64 = 250_000_000;
+
+fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(preemptions);
+    builder.max_branches = 100_000;
+    builder.check(f);
+}
+
+fn assert_conserved(st: &Stats) {
+    assert_eq!(
+        st.acquired,
+        st.released_total() + st.released_stale + st.in_flight,
+        "{st:?}"
+    );
+}
+
+/// A lease on node `id` at `now` (the other node in lame duck for the acquire).
+fn lease_on(b: &B, id: u64, now: u64) -> Lease {
+    let other = 3 - id;
+    b.set_lame_duck(other, true).unwrap();
+    let l = b.acquire(now, &mut Rng::with_seed(id)).unwrap();
+    assert_eq!(l.node_id(), id);
+    b.set_lame_duck(other, false).unwrap();
+    l
+}
+
+/// A two-node `Config::default()` balancer where both nodes have recorded `prefill` at time 0 and node 2
+/// has recorded `racing` too, sequentially; node 1 has one lease in flight per entry of `racing`, acquired
+/// at 0.
+fn setup(prefill: &[Outcome], racing: &[Outcome]) -> (Arc<B>, Vec<Lease>) {
+    let b =
+        Arc::new(Balancer::new(vec![NodeSlot::new(), NodeSlot::new()], Config::default()).unwrap());
+    b.add(1).unwrap();
+    b.add(2).unwrap();
+    for &o in prefill {
+        for id in [1, 2] {
+            let l = lease_on(&b, id, 0);
+            b.release(l, o, 0).unwrap();
+        }
+    }
+    for &o in racing {
+        let l = lease_on(&b, 2, 0);
+        b.release(l, o, 0).unwrap();
+    }
+    let leases = racing.iter().map(|_| lease_on(&b, 1, 0)).collect();
+    (b, leases)
+}
+
+/// Releases `leases[0]` with `outcomes[0]` from the main thread and each other one from its own thread,
+/// all at time 0, while `extra` (if any) runs on one more thread; returns what `extra` returned.
+fn race(
+    b: &Arc<B>,
+    mut leases: Vec<Lease>,
+    outcomes: &[Outcome],
+    extra: Option<fn(&B) -> Lease>,
+) -> Option<Lease> {
+    let mut handles = Vec::new();
+    for (l, &o) in leases.drain(1..).zip(&outcomes[1..]) {
+        let b = b.clone();
+        handles.push(thread::spawn(move || b.release(l, o, 0)));
+    }
+    let extra = extra.map(|f| {
+        let b = b.clone();
+        thread::spawn(move || f(&b))
+    });
+    assert_eq!(b.release(leases.pop().unwrap(), outcomes[0], 0), Ok(()));
+    for h in handles {
+        assert_eq!(h.join().unwrap(), Ok(()));
+    }
+    extra.map(|h| h.join().unwrap())
+}
+
+/// After the race: counters, conservation, and the tie of the twins' cached penalties at `now`.
+/// `want` is node 1's (successes, failures, penalty) at 0.
+fn check(b: &B, prefill: &[Outcome], racing: &[Outcome], now: u64, want: (f64, f64, f64)) {
+    let st = b.stats();
+    assert_conserved(&st);
+    assert_eq!(st.in_flight, 0);
+    // Each prefill outcome twice, each racing one twice (node 1 and its twin); the rotating acquire's
+    // lease, if any, went back as Ignored.
+    for o in [Outcome::Success, Outcome::Failure] {
+        let count = |v: &[Outcome]| v.iter().filter(|&&x| x == o).count() as u64;
+        assert_eq!(
+            st.released(o),
+            2 * (count(prefill) + count(racing)),
+            "{o:?}: {st:?}"
+        );
+    }
+    // No lost update: the sums at 0, exactly, and the twin's.
+    let reading = |id, t| {
+        let n = b.node(id, t).unwrap();
+        assert_eq!(n.in_flight, 0);
+        (n.successes, n.failures, n.penalty)
+    };
+    let one = reading(1, 0);
+    assert_eq!((one.0, one.1), (want.0, want.1), "{one:?}");
+    assert!((one.2 - want.2).abs() < 1e-9, "{one:?}");
+    assert_eq!(one, reading(2, 0));
+    assert_eq!(reading(1, now), reading(2, now));
+    // The cached penalties tie: both nodes are picked, each for some seeds.
+    let mut picked = [false; 2];
+    for seed in 0..4 {
+        let l = b.acquire(now, &mut Rng::with_seed(seed)).unwrap();
+        picked[l.node_id() as usize - 1] = true;
+        b.release(l, Outcome::Ignored, now).unwrap();
+    }
+    assert_eq!(
+        picked,
+        [true, true],
+        "the twins' cached penalties differ: node 1's missed a record (P should be {})",
+        want.2
+    );
+}
+
+/// A success and a failure race on node 1, which had a failure before: S = 1, F = 2,
+/// P = 20 + 8 log2(1 + 2 / 2) = 28 (a cache that missed the success: 20 + 8 log2(3) = 32.68; one that
+/// missed the failure: 10 + 8 log2(1.5) = 14.68). The success finds failures recorded, so both releases
+/// refresh the cached penalty, and the cache protocol must keep the reading that includes both.
+#[test]
+fn decay_success_races_failure() {
+    model(3, || {
+        let prefill = [Outcome::Failure];
+        for racing in [
+            [Outcome::Success, Outcome::Failure],
+            [Outcome::Failure, Outcome::Success],
+        ] {
+            let (b, leases) = setup(&prefill, &racing);
+            race(&b, leases, &racing, None);
+            check(&b, &prefill, &racing, 0, (1.0, 2.0, 28.0));
+        }
+    });
+}
+
+/// As above on a node with no failures yet: S = 1, F = 1, P = 10 + 8 log2(1.5) = 14.68. A success that
+/// finds the failure counter empty skips the refresh (the penalty is 0 whatever the successes), and the
+/// failure's refresh must then see the success: `record_decay` relies on the store-buffering guarantee
+/// of `SeqCst` *accesses* for that (the success's write to its counter and its load of the failure
+/// counter, the failure's write and its refresh's load of the success counter). That is correct in the
+/// C++ memory model, but loom models `SeqCst` accesses as `AcqRel` (see loom's README, "Unsupported
+/// features"; only `fence(SeqCst)` is modelled), so loom reports the forbidden outcome: both loads see
+/// the old values, the success skips the refresh and the failure's reading misses it, leaving the cached
+/// penalty at 18 while the counters say 14.68. `internal/sync.rs` states that the crate uses a `SeqCst`
+/// fence for this pattern precisely so that the loom models check it; the decay record does not.
+#[test]
+fn decay_success_races_failure_on_a_clean_node() {
+    model(3, || {
+        let racing = [Outcome::Success, Outcome::Failure];
+        let (b, leases) = setup(&[], &racing);
+        race(&b, leases, &racing, None);
+        check(&b, &[], &racing, 0, (1.0, 1.0, 10.0 + 8.0 * 1.5f64.log2()));
+    });
+}
+
+/// Two failures on node 1 at the same instant: F = 2, P = 20 + 8 log2(3) = 32.68 (one lost: 18).
+#[test]
+fn decay_two_failures() {
+    model(3, || {
+        let racing = [Outcome::Failure, Outcome::Failure];
+        let (b, leases) = setup(&[], &racing);
+        race(&b, leases, &racing, None);
+        check(&b, &[], &racing, 0, (0.0, 2.0, 20.0 + 8.0 * 3f64.log2()));
+    });
+}
+
+/// One failure on node 1 dated 0 races an acquire at 250 ms, the first of the clock's second epoch, which
+/// rotates: it settles and refreshes every node's cached penalty at 250 ms. The release reads its
+/// penalty at the later of its own time and the rotation's, so whatever the order node 1's cache ends at
+/// the penalty of its final counters read at 250 ms, as its twin's does (the rotation refreshed node 2
+/// too): a release that stored a reading taken at 0 after the rotation's would break the tie. The
+/// acquire's lease is released (`Ignored`) after the join.
+#[test]
+fn decay_rotation_races_a_release() {
+    model(3, || {
+        let racing = [Outcome::Failure];
+        let (b, leases) = setup(&[], &racing);
+        let rotate: fn(&B) -> Lease = |b| b.acquire(EPOCH, &mut Rng::with_seed(3)).unwrap();
+        let l = race(&b, leases, &racing, Some(rotate)).unwrap();
+        b.release(l, Outcome::Ignored, EPOCH).unwrap();
+        check(&b, &[], &racing, EPOCH, (0.0, 1.0, 18.0));
+        // Read at 250 ms (238 ticks): F = 2^(-238 * 2^20 / 30e9) = 0.99426, P = 10 F + 8 log2(1 + F) = 17.909.
+        let n = b.node(1, EPOCH).unwrap();
+        assert!((n.failures - 0.99426).abs() < 1e-5, "{n:?}");
+        assert!((n.penalty - 17.909).abs() < 1e-3, "{n:?}");
+    });
+}
+
+/// Three threads: as above with a success and a failure racing the rotation on a node that had a
+/// failure before (so that both releases refresh; see `decay_success_races_failure_on_a_clean_node`).
+/// One preemption, any thread, any point: with two the state space takes minutes.
+#[test]
+fn decay_rotation_races_releases() {
+    model(1, || {
+        let (prefill, racing) = ([Outcome::Failure], [Outcome::Success, Outcome::Failure]);
+        let (b, leases) = setup(&prefill, &racing);
+        let rotate: fn(&B) -> Lease = |b| b.acquire(EPOCH, &mut Rng::with_seed(3)).unwrap();
+        let l = race(&b, leases, &racing, Some(rotate)).unwrap();
+        b.release(l, Outcome::Ignored, EPOCH).unwrap();
+        check(&b, &prefill, &racing, EPOCH, (1.0, 2.0, 28.0));
+        // Read at 250 ms (238 ticks): both counters decayed, and the penalty with them (successes
+        // halve 30 times faster, so it rose: 19.885 + 8 log2(1 + 1.9885 / 1.8412) = 28.34).
+        let n = b.node(1, EPOCH).unwrap();
+        assert!(n.successes < 0.85 && n.failures > 1.98, "{n:?}");
+        assert!((n.penalty - 28.34).abs() < 0.01, "{n:?}");
+    });
+}
+
+/// Two drops on node 1 at the same instant under the CIAD limit: the limiter's state goes 20 -> 18 -> 16
+/// (each sample applies once, by compare-and-swap), and the limit published in the node's control word
+/// must end at 16, as the twin's does. `Balancer::release` documents that "of two racing releases the one
+/// that lands last publishes a limit at least as new as the other's", reading the limiter's state inside
+/// the control word's compare-and-swap. But that read is `Relaxed`, and so are the loads of the
+/// control word (`fetch_update(Release, Relaxed, ..)`): the release whose compare-and-swap lands last
+/// may have read the control word written by the other release without synchronising with it, and then
+/// read the limiter's state from before the other's update. It then publishes 18 over the other's 16,
+/// and the node admits up to 18 until its next sampled release republishes 16. Not observable on x86
+/// (TSO), possible on ARM and the other weakly ordered targets. (Ordering the control word's loads
+/// `Acquire`, e.g. `fetch_update(AcqRel, Acquire, ..)`, would make the last writer see the other's state.)
+#[test]
+fn racing_drops_publish_the_newest_limit() {
+    model(3, || {
+        let racing = [Outcome::Failure, Outcome::Failure];
+        let (b, leases) = setup(&[], &racing);
+        race(&b, leases, &racing, None);
+        assert_eq!(b.node(2, 0).unwrap().limit, 16);
+        let published = b.node(1, 0).unwrap().limit;
+        // The state itself is right: the next sampled release (a success below the increase threshold,
+        // which leaves the state as it is) republishes 16.
+        let l = lease_on(&b, 1, 0);
+        b.release(l, Outcome::Success, 0).unwrap();
+        assert_eq!(b.node(1, 0).unwrap().limit, 16);
+        assert_eq!(
+            published, 16,
+            "published a limit older than the limiter's state"
+        );
+    });
+}
