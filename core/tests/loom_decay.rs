@@ -12,19 +12,58 @@
 //! - the penalty the acquire path uses (the cached one, which `NodeSnapshot` does not show) is the one
 //!   computed from the final counters: with both nodes idle, the lowest-score policy sees a tie exactly
 //!   when the two cached penalties are equal in the key's fixed point, and then picks each node for some
-//!   seeds. A cache that missed one of the racing records (a penalty of 18 where a success should have
-//!   made it 14.68, or of 0 where a failure should have made it 18) or that kept a reading older than the
+//!   seeds. A cache that missed one of the racing records (a penalty of 26 where a success should have
+//!   made it 19.36, or of 0 where a failure should have made it 26) or that kept a reading older than the
 //!   rotation breaks the tie, and every seed picks the same node.
+//!
+//! The expected penalties are derived from the default model's constants as `HealthModel::DECAY` holds
+//! them (`penalty` a = 10, `ratio_penalty` b = 16, half-lives 1 s and 30 s); the numbers in the comments
+//! are those of these defaults.
 #![cfg(loom)]
 
 use loom::sync::Arc;
 use loom::thread;
-use weir::{balance::Stats, Balancer, Config, Lease, NodeSlot, Outcome, Rng};
+use weir::{balance::HealthModel, balance::Stats, Balancer, Config, Lease, NodeSlot, Outcome, Rng};
 
 type B = Balancer<Vec<NodeSlot>>;
 
 /// The first nanosecond of the default clock's second epoch (a quarter of the 1 s success half-life).
 const EPOCH: u64 = 250_000_000;
+
+/// The decay counters' tick, 2^20 ns.
+const TICK: u64 = 1 << 20;
+
+/// The default model's (penalty per failure, penalty per doubling, success half-life in ns, failure
+/// half-life in ns): (10, 16, 1 s, 30 s).
+const K: (f64, f64, f64, f64) = match HealthModel::DECAY {
+    HealthModel::Decay {
+        penalty,
+        ratio_penalty,
+        success_half_life_ns,
+        failure_half_life_ns,
+        ..
+    } => (
+        penalty as f64,
+        ratio_penalty as f64,
+        success_half_life_ns as f64,
+        failure_half_life_ns as f64,
+    ),
+    _ => panic!("the default model is the decay model"),
+};
+
+/// The default model's penalty: `a F + b log2(1 + F / (S + 1))`.
+fn penalty(s: f64, f: f64) -> f64 {
+    if f == 0.0 {
+        return 0.0;
+    }
+    K.0 * f + K.1 * (1.0 + f / (s + 1.0)).log2()
+}
+
+/// Counters recorded at 0, read at `now`: each decayed by its half-life over the whole ticks elapsed.
+fn decayed(s: f64, f: f64, now: u64) -> (f64, f64) {
+    let ticks = (now / TICK * TICK) as f64;
+    (s * (-(ticks / K.2)).exp2(), f * (-(ticks / K.3)).exp2())
+}
 
 fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
@@ -140,8 +179,8 @@ fn check(b: &B, prefill: &[Outcome], racing: &[Outcome], now: u64, want: (f64, f
 }
 
 /// A success and a failure race on node 1, which had a failure before: S = 1, F = 2,
-/// P = 20 + 8 log2(1 + 2 / 2) = 28 (a cache that missed the success: 20 + 8 log2(3) = 32.68; one that
-/// missed the failure: 10 + 8 log2(1.5) = 14.68). The success finds failures recorded, so both releases
+/// P = 2 a + b log2(1 + 2 / 2) = 36 (a cache that missed the success: 2 a + b log2(3) = 45.36; one that
+/// missed the failure: a + b log2(1.5) = 19.36). The success finds failures recorded, so both releases
 /// refresh the cached penalty, and the cache protocol must keep the reading that includes both.
 #[test]
 fn decay_success_races_failure() {
@@ -153,39 +192,39 @@ fn decay_success_races_failure() {
         ] {
             let (b, leases) = setup(&prefill, &racing);
             race(&b, leases, &racing, None);
-            check(&b, &prefill, &racing, 0, (1.0, 2.0, 28.0));
+            check(&b, &prefill, &racing, 0, (1.0, 2.0, penalty(1.0, 2.0)));
         }
     });
 }
 
-/// As above on a node with no failures yet: S = 1, F = 1, P = 10 + 8 log2(1.5) = 14.68. A success that
+/// As above on a node with no failures yet: S = 1, F = 1, P = a + b log2(1.5) = 19.36. A success that
 /// finds the failure counter empty skips the refresh (the penalty is 0 whatever the successes), and the
-/// failure's refresh must then see the success: `record_decay` relies on the store-buffering guarantee
-/// of `SeqCst` *accesses* for that (the success's write to its counter and its load of the failure
-/// counter, the failure's write and its refresh's load of the success counter). That is correct in the
-/// C++ memory model, but loom models `SeqCst` accesses as `AcqRel` (see loom's README, "Unsupported
-/// features"; only `fence(SeqCst)` is modelled), so loom reports the forbidden outcome: both loads see
-/// the old values, the success skips the refresh and the failure's reading misses it, leaving the cached
-/// penalty at 18 while the counters say 14.68. `internal/sync.rs` states that the crate uses a `SeqCst`
-/// fence for this pattern precisely so that the loom models check it; the decay record does not.
+/// failure's refresh must then see the success (else the cached penalty stays at a + b = 26 while the
+/// counters say 19.36). `record_decay` relies on the store-buffering guarantee of `SeqCst` *accesses*
+/// for that (the success's write to its counter and its load of the failure counter, the failure's write
+/// and its refresh's load of the success counter): of the two loads, at least one sees the other's write.
+/// loom models `SeqCst` accesses as `AcqRel` (see loom's README, "Unsupported features"; only
+/// `fence(SeqCst)` is modelled), so under loom the record has a `SeqCst` fence between its counter write
+/// and those loads, standing in for that guarantee in the form loom checks (as `rt::wait` does). This
+/// model checks the protocol with it.
 #[test]
 fn decay_success_races_failure_on_a_clean_node() {
     model(3, || {
         let racing = [Outcome::Success, Outcome::Failure];
         let (b, leases) = setup(&[], &racing);
         race(&b, leases, &racing, None);
-        check(&b, &[], &racing, 0, (1.0, 1.0, 10.0 + 8.0 * 1.5f64.log2()));
+        check(&b, &[], &racing, 0, (1.0, 1.0, penalty(1.0, 1.0)));
     });
 }
 
-/// Two failures on node 1 at the same instant: F = 2, P = 20 + 8 log2(3) = 32.68 (one lost: 18).
+/// Two failures on node 1 at the same instant: F = 2, P = 2 a + b log2(3) = 45.36 (one lost: 26).
 #[test]
 fn decay_two_failures() {
     model(3, || {
         let racing = [Outcome::Failure, Outcome::Failure];
         let (b, leases) = setup(&[], &racing);
         race(&b, leases, &racing, None);
-        check(&b, &[], &racing, 0, (0.0, 2.0, 20.0 + 8.0 * 3f64.log2()));
+        check(&b, &[], &racing, 0, (0.0, 2.0, penalty(0.0, 2.0)));
     });
 }
 
@@ -203,11 +242,13 @@ fn decay_rotation_races_a_release() {
         let rotate: fn(&B) -> Lease = |b| b.acquire(EPOCH, &mut Rng::with_seed(3)).unwrap();
         let l = race(&b, leases, &racing, Some(rotate)).unwrap();
         b.release(l, Outcome::Ignored, EPOCH).unwrap();
-        check(&b, &[], &racing, EPOCH, (0.0, 1.0, 18.0));
-        // Read at 250 ms (238 ticks): F = 2^(-238 * 2^20 / 30e9) = 0.99426, P = 10 F + 8 log2(1 + F) = 17.909.
+        check(&b, &[], &racing, EPOCH, (0.0, 1.0, penalty(0.0, 1.0)));
+        // Read at 250 ms (238 ticks): F = 2^(-238 * 2^20 / 30e9) = 0.99426,
+        // P = a F + b log2(1 + F) = 25.876.
+        let (s, f) = decayed(0.0, 1.0, EPOCH);
         let n = b.node(1, EPOCH).unwrap();
-        assert!((n.failures - 0.99426).abs() < 1e-5, "{n:?}");
-        assert!((n.penalty - 17.909).abs() < 1e-3, "{n:?}");
+        assert!((n.failures - f).abs() < 1e-9, "{n:?} vs {f}");
+        assert!((n.penalty - penalty(s, f)).abs() < 1e-9, "{n:?}");
     });
 }
 
@@ -222,26 +263,29 @@ fn decay_rotation_races_releases() {
         let rotate: fn(&B) -> Lease = |b| b.acquire(EPOCH, &mut Rng::with_seed(3)).unwrap();
         let l = race(&b, leases, &racing, Some(rotate)).unwrap();
         b.release(l, Outcome::Ignored, EPOCH).unwrap();
-        check(&b, &prefill, &racing, EPOCH, (1.0, 2.0, 28.0));
+        check(&b, &prefill, &racing, EPOCH, (1.0, 2.0, penalty(1.0, 2.0)));
         // Read at 250 ms (238 ticks): both counters decayed, and the penalty with them (successes
-        // halve 30 times faster, so it rose: 19.885 + 8 log2(1 + 1.9885 / 1.8412) = 28.34).
+        // halve 30 times faster, so it rose: S = 0.8412, F = 1.9885,
+        // P = 19.885 + 16 log2(1 + 1.9885 / 1.8412) = 36.79, from 36).
+        let (s, f) = decayed(1.0, 2.0, EPOCH);
         let n = b.node(1, EPOCH).unwrap();
-        assert!(n.successes < 0.85 && n.failures > 1.98, "{n:?}");
-        assert!((n.penalty - 28.34).abs() < 0.01, "{n:?}");
+        assert!(
+            (n.successes - s).abs() < 1e-9 && (n.failures - f).abs() < 1e-9,
+            "{n:?}"
+        );
+        assert!((n.penalty - penalty(s, f)).abs() < 1e-9, "{n:?}");
+        assert!(n.penalty > penalty(1.0, 2.0), "{n:?}");
     });
 }
 
 /// Two drops on node 1 at the same instant under the CIAD limit: the limiter's state goes 20 -> 18 -> 16
 /// (each sample applies once, by compare-and-swap), and the limit published in the node's control word
-/// must end at 16, as the twin's does. `Balancer::release` documents that "of two racing releases the one
-/// that lands last publishes a limit at least as new as the other's", reading the limiter's state inside
-/// the control word's compare-and-swap. But that read is `Relaxed`, and so are the loads of the
-/// control word (`fetch_update(Release, Relaxed, ..)`): the release whose compare-and-swap lands last
-/// may have read the control word written by the other release without synchronising with it, and then
-/// read the limiter's state from before the other's update. It then publishes 18 over the other's 16,
-/// and the node admits up to 18 until its next sampled release republishes 16. Not observable on x86
-/// (TSO), possible on ARM and the other weakly ordered targets. (Ordering the control word's loads
-/// `Acquire`, e.g. `fetch_update(AcqRel, Acquire, ..)`, would make the last writer see the other's state.)
+/// must end at 16, as the twin's does. `Balancer::release` reads the limiter's state inside the control
+/// word's compare-and-swap, and loads the control word with `Acquire` (`fetch_update(SeqCst, Acquire,
+/// ..)`): when one release's compare-and-swap lands on the other's write, its load read that write, so
+/// the other's update of the limiter's state happens-before its read, and "of two racing releases the one
+/// that lands last publishes a limit at least as new as the other's". (With `Relaxed` loads, as before,
+/// the last release could read the state from before the other's update and publish 18 over 16.)
 #[test]
 fn racing_drops_publish_the_newest_limit() {
     model(3, || {

@@ -3,7 +3,7 @@
 //! the rule the documentation states.
 //!
 //! The rule (see `policy.rs`): a node's key is `in_flight * 2^16 + ⌊P * 2^16⌋`, with `P` the decay model's
-//! penalty `10 F + 8 log2(1 + F / (S + 1))` as cached (an `f32`) at the node's last release or the last
+//! penalty `a F + b log2(1 + F / (S + 1))` as cached (an `f32`) at the node's last release or the last
 //! rotation; the lowest key among the active nodes with room wins, ties uniformly at random; the acquire is
 //! refused with `AllBusy` if a full node with more than 5 in flight scores no more than that best key and
 //! the best key is more than twice the highest such full node's score.
@@ -11,10 +11,51 @@
 //! Times: the decay counters are dated in ticks of 2^20 ns, the balancer's clock in epochs of a quarter of
 //! the shorter half-life (250 ms by default). Everything that must not decay happens at `now = 0`, where
 //! the balancer's clock starts, so every cached penalty is the undecayed one.
+//!
+//! Every expected number is derived from the default model's constants as `HealthModel::DECAY` holds them
+//! (see [`K`]): `a = penalty` (10), `b = ratio_penalty` (16), the half-lives (1 s for successes, 30 s for
+//! failures) and the costs of a 429 (0.1) and another 4xx (0.01). The numbers quoted in the comments are
+//! those of these defaults; a change of the defaults changes them, and fails an assertion only where it
+//! changes what a scenario does (each scenario asserts the preconditions it relies on).
 
+use core::time::Duration;
 use weir::{
     balance::HealthModel, balance::Rejected, limit::FixedLimit, limit::LimitAlgorithm, Balancer,
     Config, HeapBalancer, Lease, Outcome, Rng,
+};
+
+/// The default model's constants, as `HealthModel::DECAY` holds them.
+struct Constants {
+    /// Penalty per failure, `penalty` (10).
+    a: f64,
+    /// Penalty per doubling of failures over successes, `ratio_penalty` (16).
+    b: f64,
+    /// Half-lives in nanoseconds: successes (1 s) and failures (30 s).
+    hs: u64,
+    hf: u64,
+    /// What a 429 (0.1) and another 4xx (0.01) add to the failures.
+    throttled: f32,
+    client_error: f32,
+}
+
+/// The default model's constants (see [`Constants`]).
+const K: Constants = match HealthModel::DECAY {
+    HealthModel::Decay {
+        success_half_life_ns,
+        failure_half_life_ns,
+        throttled_cost,
+        client_error_cost,
+        penalty,
+        ratio_penalty,
+    } => Constants {
+        a: penalty as f64,
+        b: ratio_penalty as f64,
+        hs: success_half_life_ns,
+        hf: failure_half_life_ns,
+        throttled: throttled_cost,
+        client_error: client_error_cost,
+    },
+    _ => panic!("the default model is the decay model"),
 };
 
 /// 2^20 ns: the decay counters' tick.
@@ -62,12 +103,34 @@ fn record(b: &HeapBalancer, id: u64, now: u64, outcomes: &[Outcome]) {
     }
 }
 
-/// The penalty as the documentation states it, in `f64`.
+/// The penalty as the documentation states it, in `f64`, with the default coefficients:
+/// `a F + b log2(1 + F / (S + 1))`.
 fn penalty(f: f64, s: f64) -> f64 {
     if f == 0.0 {
         return 0.0;
     }
-    10.0 * f + 8.0 * (1.0 + f / (s + 1.0)).log2()
+    K.a * f + K.b * (1.0 + f / (s + 1.0)).log2()
+}
+
+/// The failure count `F*` at which a node with no successes has penalty 1 (one request in flight):
+/// `a F + b log2(1 + F) = 1`, by bisection (0.030546 with the defaults). The penalty grows with `F`.
+fn f_at_penalty_one() -> f64 {
+    let (mut lo, mut hi) = (0.0, 1.0);
+    assert!(penalty(hi, 0.0) >= 1.0);
+    for _ in 0..100 {
+        let mid = (lo + hi) / 2.0;
+        if penalty(mid, 0.0) < 1.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// A cost as the counters add it, an `f32`, in `f64`.
+fn cost(c: f32) -> f64 {
+    f64::from(c)
 }
 
 /// A penalty in the key's fixed point: cached as an `f32`, then `⌊P * 2^16⌋`.
@@ -147,13 +210,14 @@ fn snapshot_penalty_is_the_formula_for_exact_sequences() {
         0,
         &[Outcome::Success, Outcome::Success, Outcome::Ignored],
     );
+    let (t, c) = (cost(K.throttled), cost(K.client_error));
     let want: [(u64, f64, f64, f64); 6] = [
-        // (id, F, S, P): 10 F + 8 log2(1 + F / (S + 1)).
-        (1, 1.0, 0.0, 18.0),
-        (2, 3.0, 0.0, 46.0),
-        (3, 1.0, 1.0, 10.0 + 8.0 * 1.5f64.log2()),
-        (4, f64::from(0.1f32), 0.0, penalty(f64::from(0.1f32), 0.0)),
-        (5, f64::from(0.01f32), 1.0, penalty(f64::from(0.01f32), 1.0)),
+        // (id, F, S, P): a F + b log2(1 + F / (S + 1)); with the defaults 26, 62, 19.36, 3.2, 0.215, 0.
+        (1, 1.0, 0.0, K.a + K.b),
+        (2, 3.0, 0.0, 3.0 * K.a + 2.0 * K.b),
+        (3, 1.0, 1.0, K.a + K.b * 1.5f64.log2()),
+        (4, t, 0.0, penalty(t, 0.0)),
+        (5, c, 1.0, penalty(c, 1.0)),
         (6, 0.0, 2.0, 0.0),
     ];
     for (id, f, s, p) in want {
@@ -165,10 +229,10 @@ fn snapshot_penalty_is_the_formula_for_exact_sequences() {
         let rate = if s + f > 0.0 { s / (s + f) } else { 1.0 };
         assert_eq!(n.success_rate, rate, "{n:?}");
     }
-    // The exact ones, bit for bit (log2 of 2 and 4 is exact in any libm).
-    assert_eq!(b.node(1, 0).unwrap().penalty, 18.0);
-    assert_eq!(b.node(2, 0).unwrap().penalty, 46.0);
-    // A 429 costs a tenth of a 500 and a 4xx a hundredth.
+    // The exact ones, bit for bit (log2 of 2 and 4 is exact in any libm): a + b = 26 and 3 a + 2 b = 62.
+    assert_eq!(b.node(1, 0).unwrap().penalty, K.a + K.b);
+    assert_eq!(b.node(2, 0).unwrap().penalty, 3.0 * K.a + 2.0 * K.b);
+    // A 429 costs a tenth of a 500 and a 4xx a hundredth: 3.2 < 26 / 5 and 0.215 < 3.2 / 5.
     let p = |id| b.node(id, 0).unwrap().penalty;
     assert!(p(4) < p(1) / 5.0 && p(5) < p(4) / 5.0);
     // A node with no data has penalty 0 and is fully trusted.
@@ -189,46 +253,42 @@ fn snapshot_penalty_is_the_formula_for_exact_sequences() {
 #[test]
 fn counters_decay_by_half_lives_in_ticks() {
     // The default: failures halve every 30 s, successes every second, counted in whole ticks of 2^20 ns.
+    let (hf, hs) = (K.hf, K.hs);
     let b = balancer(2, fixed(100));
     record(&b, 1, 0, &[Outcome::Failure, Outcome::Success]);
-    // 30 s is 28,610.23 ticks: read at 30 s the age is 28,610 ticks, a hair under one half-life.
-    let at = 30 * SEC;
+    // Read one failure half-life later: 30 s is 28,610.23 ticks, not a whole number, so the age is
+    // 28,610 ticks, a hair under one half-life.
+    assert_ne!(hf % TICK, 0);
+    let at = hf;
     let age = (at / TICK) as f64;
-    assert_eq!(age, 28_610.0);
     let n = b.node(1, at).unwrap();
-    let f = (-(age * TICK as f64 / 30e9)).exp2();
+    let f = (-(age * TICK as f64 / hf as f64)).exp2();
     assert!(close(n.failures, f), "{} vs {f}", n.failures);
     // The halving itself, within one tick's worth of decay: a tick is 2^20 / 30e9 = 3.5e-5 half-lives,
-    // so |F / F0 - 1/2| <= (2^(3.5e-5) - 1) / 2 = 1.21e-5.
-    let tick_bound = 0.5 * ((TICK as f64 / 30e9).exp2() - 1.0);
-    assert!((n.failures - 0.5).abs() <= tick_bound, "{n:?}");
-    assert!(tick_bound < 1.22e-5);
+    // so 0 <= F / F0 - 1/2 <= (2^(3.5e-5) - 1) / 2 = 1.21e-5.
+    let tick_bound = 0.5 * ((TICK as f64 / hf as f64).exp2() - 1.0);
+    assert!(n.failures >= 0.5 && n.failures - 0.5 <= tick_bound, "{n:?}");
     // Successes at 30 s have halved 30 times: 2^-30 is below 2^-20, so they read as exactly 0.
+    assert!(age * TICK as f64 / hs as f64 > 20.0);
     assert_eq!(n.successes, 0.0);
     assert!(close(n.penalty, penalty(n.failures, 0.0)));
     // At 1 s (953 ticks): successes halved once, within a tick (2^20 / 1e9 = 1e-3 half-lives).
-    let n = b.node(1, SEC).unwrap();
-    let s = (-((SEC / TICK) as f64 * TICK as f64 / 1e9)).exp2();
+    let n = b.node(1, hs).unwrap();
+    let s = (-((hs / TICK) as f64 * TICK as f64 / hs as f64)).exp2();
     assert!(close(n.successes, s), "{} vs {s}", n.successes);
-    assert!((n.successes - 0.5).abs() <= 0.5 * ((TICK as f64 / 1e9).exp2() - 1.0));
+    assert!((n.successes - 0.5).abs() <= 0.5 * ((TICK as f64 / hs as f64).exp2() - 1.0));
     // 20 failure half-lives: 2^-20 still reads (the cut-off is "below 2^-20"); a tick later it is 0.
-    let twenty = (20.0 * 30e9 / TICK as f64).ceil() as u64 * TICK;
+    let twenty = (20.0 * hf as f64 / TICK as f64).ceil() as u64 * TICK;
     assert!(b.node(1, twenty - 2 * TICK).unwrap().failures > 0.0);
     let late = b.node(1, twenty + TICK).unwrap();
     assert_eq!((late.failures, late.penalty), (0.0, 0.0), "{late:?}");
 
-    // Half-lives that are whole numbers of ticks halve exactly: 2^15 ticks for failures, 2^10 for
-    // successes.
+    // The default model with half-lives that are whole numbers of ticks, which halve exactly: 2^15 ticks
+    // for failures, 2^10 for successes.
     let (hf, hs) = (TICK << 15, TICK << 10);
+    let health = HealthModel::decay(Duration::from_nanos(hs), Duration::from_nanos(hf));
     let config = Config {
-        health: HealthModel::Decay {
-            success_half_life_ns: hs,
-            failure_half_life_ns: hf,
-            throttled_cost: 0.1,
-            client_error_cost: 0.01,
-            penalty: 10.0,
-            ratio_penalty: 8.0,
-        },
+        health,
         ..fixed(100)
     };
     let b = balancer(2, config);
@@ -240,7 +300,8 @@ fn counters_decay_by_half_lives_in_ticks() {
     };
     let (f, s, p) = at(0);
     assert_eq!((f, s), (2.0, 4.0));
-    assert!(close(p, 20.0 + 8.0 * 1.4f64.log2()), "{p}");
+    // 2 a + b log2(1 + 2 / 5) = 27.77.
+    assert!(close(p, 2.0 * K.a + K.b * 1.4f64.log2()), "{p}");
     // One success half-life is 1/32 of a failure half-life.
     let (f, s, p) = at(hs);
     assert!(close(f, 2.0 * (-(1.0 / 32.0f64)).exp2()), "{f}");
@@ -249,7 +310,8 @@ fn counters_decay_by_half_lives_in_ticks() {
     assert_eq!(at(hf).0, 1.0);
     assert_eq!(at(2 * hf).0, 0.5);
     assert_eq!(at(3 * hs).1, 0.5);
-    assert_eq!(at(hf), (1.0, 0.0, 18.0));
+    // One failure, no successes: a + b = 26, exactly.
+    assert_eq!(at(hf), (1.0, 0.0, K.a + K.b));
     // A record one half-life later adds to the decayed value: 1 + 1 = 2 at hf. The clock that dates
     // releases moves with acquires, so the lease is acquired at hf too.
     record(&b, 1, hf, &[Outcome::Failure]);
@@ -259,26 +321,39 @@ fn counters_decay_by_half_lives_in_ticks() {
     let mut rng = Rng::with_seed(9);
     let l = lease_on(&b, 1, hf, &mut rng);
     b.release(l, Outcome::Throttled, 0).unwrap();
-    assert_eq!(at(hf).0, f64::from(2.0f32 + 0.1f32));
-    assert_eq!(at(2 * hf).0, f64::from(2.0f32 + 0.1f32) / 2.0);
+    assert_eq!(at(hf).0, f64::from(2.0f32 + K.throttled));
+    assert_eq!(at(2 * hf).0, f64::from(2.0f32 + K.throttled) / 2.0);
 }
 
 /// The acquire path uses the decayed penalty: the rotation (the first acquire of each 250 ms epoch)
 /// recomputes every cached penalty at its `now`. Node 1 has one lease in flight and no failures (key
-/// `1.0`); node 2 has nothing in flight and one failure at 0 (key `P(t) = 10 F + 8 log2(1 + F)`,
-/// `F = 2^(-ticks(t) / 28,610.23)`). Node 2 wins exactly when `P(t) < 1`: from `F < 0.04699`, about
-/// `30 s * log2(1 / 0.04699) = 132.3 s` after its failure.
+/// `1.0`); node 2 has nothing in flight and one failure at 0 (key `P(t) = a F + b log2(1 + F)`,
+/// `F = 2^(-ticks(t) * 2^20 / 30 s)`). Node 2 wins exactly when `P(t) < 1`: from `F < F*`, with
+/// `a F* + b log2(1 + F*) = 1` (`F* = 0.030546` with the defaults 10 and 16; it was 0.04699 with
+/// `ratio_penalty` 8), that is `30 s * log2(1 / F*) = 150.99 s` after its failure (132.34 s with 8):
+/// the first whole second it wins is 151.
 #[test]
 fn cached_penalty_decays_with_the_rotation() {
+    let hf = K.hf as f64;
+    let t_star = hf * (1.0 / f_at_penalty_one()).log2() / SEC as f64;
+    // The probes fall on whole seconds and read the counters up to one tick (1.05 ms) early, and the
+    // cached `f32` rounds near 1 by 2^-24: the crossing is the second after `t*`, as long as `t*` is not
+    // within a few ms of a whole second (150.986 s: 14 ms before).
+    let first = t_star.ceil() as u64;
+    assert!(
+        t_star.ceil() - t_star > 0.003 && t_star - t_star.floor() > 0.003,
+        "{t_star}"
+    );
     let b = balancer(2, fixed(100));
     let mut rng = Rng::with_seed(1);
     let held = lease_on(&b, 1, 0, &mut rng);
     record(&b, 2, 0, &[Outcome::Failure]);
     let mut crossed = None;
-    for s in 100..=160u64 {
+    let (from, to) = (first - 30, first + 30);
+    for s in from..=to {
         // One probe per second: each is the first acquire of its epoch, so it rotates at `t`.
         let t = s * SEC;
-        let f = (-((t / TICK) as f64 * TICK as f64 / 30e9)).exp2();
+        let f = (-((t / TICK) as f64 * TICK as f64 / hf)).exp2();
         let p = penalty(f, 0.0);
         let n = b.node(2, t).unwrap();
         assert!(close(n.penalty, p), "{t}: {} vs {p}", n.penalty);
@@ -292,16 +367,23 @@ fn cached_penalty_decays_with_the_rotation() {
             crossed = Some(s);
         }
     }
-    assert_eq!(crossed, Some(133), "P(132 s) > 1 > P(133 s)");
-    b.release(held, Outcome::Success, 160 * SEC).unwrap();
+    assert_eq!(
+        crossed,
+        Some(first),
+        "P({} s) > 1 > P({first} s)",
+        first - 1
+    );
+    b.release(held, Outcome::Success, to * SEC).unwrap();
 }
 
 #[test]
 fn lowest_key_wins() {
-    // Keys at now = 0 (no decay): node 1: 2 in flight, no failures: 2.0. Node 2: nothing in flight, one
-    // failure: 18.0. Node 3: one in flight and one 4xx: 1 + 0.1 + 8 log2(1.01) = 1.2148. Node 4: one in
-    // flight and one 429: 1 + 1 + 8 log2(1.1) = 3.1000 (a penalty of 2.1).
-    let b = balancer(4, fixed(10));
+    // Keys at now = 0 (no decay), limit 10: node 1: 2 in flight, no failures: 2.0. Node 2: nothing in
+    // flight, one failure: P2 = a + b = 26. Node 3: one in flight and one 4xx (F = 0.01):
+    // 1 + 0.1 + 16 log2(1.01) = 1.3297. Node 4: one in flight and one 429 (F = 0.1):
+    // 1 + 1 + 16 log2(1.1) = 4.2000 (a penalty P4 of 3.2).
+    const LIMIT: u32 = 10;
+    let b = balancer(4, fixed(LIMIT));
     let mut rng = Rng::with_seed(3);
     record(&b, 2, 0, &[Outcome::Failure]);
     record(&b, 3, 0, &[Outcome::ClientError]);
@@ -313,19 +395,20 @@ fn lowest_key_wins() {
         lease_on(&b, 4, 0, &mut rng),
     ];
     let k = keys(&b, 0);
-    let p3 = penalty(f64::from(0.01f32), 0.0);
-    let p4 = penalty(f64::from(0.1f32), 0.0);
+    let p2 = fixed_point(K.a + K.b);
+    let p3 = fixed_point(penalty(cost(K.client_error), 0.0));
+    let p4 = fixed_point(penalty(cost(K.throttled), 0.0));
     assert_eq!(
         k,
         vec![
             (1, 2 * UNIT, true, 2),
-            (2, 18 * UNIT, true, 0),
-            (3, UNIT + fixed_point(p3), true, 1),
-            (4, UNIT + fixed_point(p4), true, 1),
+            (2, p2, true, 0),
+            (3, UNIT + p3, true, 1),
+            (4, UNIT + p4, true, 1),
         ]
     );
-    assert_eq!(fixed_point(p3), 14_079, "{p3}");
-    // Node 3 wins whatever the draw.
+    // Node 3 wins whatever the draw: its key is the lowest (P3 < 1 < P4, and 1 + P3 < P2).
+    assert!(p3 < UNIT && UNIT < p4 && UNIT + p3 < p2, "{k:?}");
     for seed in 0..64 {
         let l = b.acquire(0, &mut Rng::with_seed(seed)).unwrap();
         assert_eq!(l.node_id(), 3);
@@ -353,16 +436,33 @@ fn lowest_key_wins() {
             }
         }
     }
-    // Nodes 1, 3 and 4 fill up first (8 + 9 + 9 = 26 picks: at 9 in flight their keys are at most
-    // 11.1, below node 2's 18). Then node 2 takes calls at keys 18, 19, ..., 24, while the give-up
-    // threshold is twice the highest full heavy node's score, node 4's 10 + 2.1: 24.2. At 25 it refuses.
-    assert_eq!(picks.len(), 33, "{picks:?}");
-    assert_eq!(picks.iter().position(|&id| id == 2), Some(26), "{picks:?}");
-    assert_eq!(picks[26..], [2; 7]);
+    // Nodes 1, 3 and 4 fill up first (8 + 9 + 9 = 26 picks): at 9 in flight their keys are at most
+    // 9 + P4 = 12.2, below node 2's 26.
+    let limit = u64::from(LIMIT);
+    assert!((limit - 1) * UNIT + p4 < p2);
+    let fill = (3 * LIMIT - 4) as usize;
+    // Then node 2 alone has room and takes calls at keys 26, 27, ... while its key is no more than the
+    // give-up threshold, twice the highest full heavy node's score, node 4's 10 + 3.2: 26.4. So it takes
+    // one call, at 26, and refuses the next at 27 with room. (With `ratio_penalty` 8 node 2's key started
+    // at 18 below a threshold of 24.2, and it took seven.)
+    let threshold = 2 * (limit * UNIT + p4);
+    assert!(p2 <= threshold, "node 2 takes at least one call");
+    let taken = ((threshold - p2) / UNIT + 1) as usize;
+    assert!(
+        taken < LIMIT as usize,
+        "the give-up rule refuses node 2 with room"
+    );
+    assert_eq!(picks.len(), fill + taken, "{picks:?}");
+    assert_eq!(
+        picks.iter().position(|&id| id == 2),
+        Some(fill),
+        "{picks:?}"
+    );
+    assert!(picks[fill..].iter().all(|&id| id == 2), "{picks:?}");
     let n2 = b.node(2, 0).unwrap();
     assert_eq!(
         (n2.in_flight, n2.limit),
-        (7, 10),
+        (taken as u32, LIMIT),
         "refused with room: the give-up rule"
     );
     assert_eq!(b.stats().rejected_all_busy, 1);
@@ -472,36 +572,66 @@ fn answer(b: &HeapBalancer) -> Result<u64, Rejected> {
     first
 }
 
+/// The heavy node's in-flight count at which one failure's penalty, `a + b` (26), is exactly twice the
+/// heavy node's score (13): the equality case of the give-up rule.
+fn equality_heavy() -> u32 {
+    let p1 = K.a + K.b;
+    let heavy = (p1 / 2.0) as u32;
+    assert_eq!(
+        2.0 * f64::from(heavy),
+        p1,
+        "one failure's penalty is an even number"
+    );
+    // More than 5 in flight: heavy.
+    assert!(heavy > 5);
+    heavy
+}
+
 #[test]
 fn give_up_rule_refuses_above_twice_the_heavy_score_not_at_equality() {
     let f = [Outcome::Failure];
-    // Heavy node: 9 in flight, full, no penalty: score 9.0. Best with room: node 1, nothing in flight,
-    // one failure: 18.0 = 2 x 9.0. At equality the rule does not refuse.
-    let (b, held) = give_up_case(9, &[], 0, &f);
+    let h = equality_heavy();
+    let heavy = u64::from(h);
+    let p1 = fixed_point(K.a + K.b);
+    // Heavy node: 13 in flight, full, no penalty: score 13.0. Best with room: node 1, nothing in flight,
+    // one failure: a + b = 26.0 = 2 x 13.0. At equality the rule does not refuse. (With `ratio_penalty`
+    // 8 this was 9 in flight against 18.)
+    let (b, held) = give_up_case(h, &[], 0, &f);
     assert_eq!(
         keys(&b, 0),
-        vec![(1, 18 * UNIT, true, 0), (2, 9 * UNIT, false, 9)]
+        vec![(1, p1, true, 0), (2, heavy * UNIT, false, h)]
     );
+    assert_eq!(p1, 2 * heavy * UNIT);
     assert_eq!(answer(&b), Ok(1));
     assert_eq!(b.stats().rejected_all_busy, 0);
     release_all(&b, held);
-    // One more in flight on node 1: 19.0 > 18.0. Refused.
-    let (b, held) = give_up_case(9, &[], 1, &f);
+    // One more in flight on node 1: 27.0 > 26.0. Refused.
+    let (b, held) = give_up_case(h, &[], 1, &f);
     assert_eq!(answer(&b), Err(Rejected::AllBusy));
     assert_eq!(b.stats().rejected_all_busy, 16);
     release_all(&b, held);
-    // A hair above: node 1 with a failure and a 4xx, 18.157 > 18.0. Refused.
-    let (b, held) = give_up_case(9, &[], 0, &[Outcome::Failure, Outcome::ClientError]);
+    // A hair above: node 1 with a failure and a 4xx, F = 1.01: 10.1 + 16 log2(2.01) = 26.215 > 26.0,
+    // less than one request in flight above. Refused.
+    let (b, held) = give_up_case(h, &[], 0, &[Outcome::Failure, Outcome::ClientError]);
     let p = b.node(1, 0).unwrap().penalty;
-    assert!(p > 18.0 && p < 18.2, "{p}");
+    assert!(
+        close(p, penalty(f64::from(1.0f32 + K.client_error), 0.0)),
+        "{p}"
+    );
+    assert!(
+        fixed_point(p) > 2 * heavy * UNIT && p < K.a + K.b + 1.0,
+        "{p}"
+    );
     assert_eq!(answer(&b), Err(Rejected::AllBusy));
     release_all(&b, held);
     // A hair below the other way: the heavy node has a 4xx's penalty too, so twice its score is
-    // 18 + 2 x 0.2148: node 1 at 18.0 is taken.
-    let (b, held) = give_up_case(9, &[Outcome::ClientError], 0, &f);
+    // 26 + 2 x 0.3297: node 1 at 26.0 is taken.
+    let (b, held) = give_up_case(h, &[Outcome::ClientError], 0, &f);
+    assert!(fixed_point(penalty(cost(K.client_error), 0.0)) > 0);
     assert_eq!(answer(&b), Ok(1));
     release_all(&b, held);
-    // Limit 6: heavy score 6.0, best 18.0 > 12.0. Refused.
+    // Limit 6: heavy score 6.0, best 26.0 > 12.0. Refused.
+    assert!(p1 > 12 * UNIT);
     let (b, held) = give_up_case(6, &[], 0, &f);
     assert_eq!(answer(&b), Err(Rejected::AllBusy));
     release_all(&b, held);
@@ -509,33 +639,42 @@ fn give_up_rule_refuses_above_twice_the_heavy_score_not_at_equality() {
     let (b, held) = give_up_case(5, &[], 0, &f);
     assert_eq!(answer(&b), Ok(1));
     release_all(&b, held);
-    // A heavy full node that scores more than the best node with room does not count: 9 + 18 > 18.
-    let (b, held) = give_up_case(9, &f, 0, &f);
-    assert_eq!(keys(&b, 0)[1], (2, 27 * UNIT, false, 9));
+    // A heavy full node that scores more than the best node with room does not count: 13 + 26 > 26.
+    let (b, held) = give_up_case(h, &f, 0, &f);
+    assert_eq!(keys(&b, 0)[1], (2, heavy * UNIT + p1, false, h));
     assert_eq!(answer(&b), Ok(1));
     release_all(&b, held);
 }
 
 #[test]
 fn give_up_threshold_is_the_highest_qualifying_heavy_node() {
-    // Nodes 1 and 2 are heavy and full (limit 9): node 1 with 9 in flight and a 4xx's penalty (9.2148),
-    // node 2 with 9 in flight (9.0); node 3 has room and a failure, with k in flight. Both heavy nodes
-    // score no more than node 3, the higher one sets the threshold: 2 x 9.2148 = 18.43.
+    // Nodes 1 and 2 are heavy and full (limit 13, see `equality_heavy`): node 1 with 13 in flight and a
+    // 4xx's penalty (13.3297), node 2 with 13 in flight (13.0); node 3 has room and a failure, with k in
+    // flight. Both heavy nodes score no more than node 3, the higher one sets the threshold:
+    // 2 x 13.3297 = 26.66.
+    let h = equality_heavy();
+    let heavy = u64::from(h) * UNIT;
+    let threshold = 2 * (heavy + fixed_point(penalty(cost(K.client_error), 0.0)));
+    let one = fixed_point(K.a + K.b);
+    let hair = fixed_point(penalty(f64::from(1.0f32 + K.client_error), 0.0));
+    // The three cases below sit on both sides of the thresholds: node 2's alone, 2 x 13 = 26, and node
+    // 1's, 26.66.
+    assert!(one <= 2 * heavy && 2 * heavy < hair && hair <= threshold && threshold < one + UNIT);
     for (k, outcomes, want) in [
-        // 18.0 <= 18.43: taken.
+        // 26.0 <= 26.66: taken.
         (0, vec![Outcome::Failure], Ok(3)),
-        // 18.157 <= 18.43: taken (node 2's threshold alone, 18.0, would refuse it).
+        // 26.215 <= 26.66: taken (node 2's threshold alone, 26.0, would refuse it).
         (0, vec![Outcome::Failure, Outcome::ClientError], Ok(3)),
-        // 19.0 > 18.43: refused.
+        // 27.0 > 26.66: refused.
         (1, vec![Outcome::Failure], Err(Rejected::AllBusy)),
     ] {
-        let b = balancer(3, fixed(9));
+        let b = balancer(3, fixed(h));
         let mut rng = Rng::with_seed(8);
         record(&b, 1, 0, &[Outcome::ClientError]);
         record(&b, 3, 0, &outcomes);
         let mut held: Vec<Lease> = Vec::new();
         for id in [1, 2] {
-            held.extend((0..9).map(|_| lease_on(&b, id, 0, &mut rng)));
+            held.extend((0..h).map(|_| lease_on(&b, id, 0, &mut rng)));
         }
         held.extend((0..k).map(|_| lease_on(&b, 3, 0, &mut rng)));
         let ks = keys(&b, 0);

@@ -59,14 +59,22 @@ fn configs() -> Vec<Config> {
     // The default model and policy (decayed counters, lowest score): the default itself, and narrow
     // half-lives (1 ms and 3 ms: the clock's epoch is 250 µs, so rotations recompute every penalty every
     // few calls, and counters fade below 2^-20 and are settled to zero within the counted region), with
-    // each kind of limit.
+    // each kind of limit. The narrow model keeps the default's penalty coefficients.
+    let HealthModel::Decay {
+        penalty,
+        ratio_penalty,
+        ..
+    } = HealthModel::DECAY
+    else {
+        unreachable!("the default model is the decay model")
+    };
     let narrow = HealthModel::Decay {
         success_half_life_ns: 1_000_000,
         failure_half_life_ns: 3_000_000,
         throttled_cost: 0.5,
         client_error_cost: 0.25,
-        penalty: 10.0,
-        ratio_penalty: 8.0,
+        penalty,
+        ratio_penalty,
     };
     out.push(Config::default());
     for limit in limits.into_iter().chain([Config::default().limit]) {

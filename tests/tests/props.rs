@@ -116,8 +116,17 @@ fn health() -> impl Strategy<Value = HealthModel> {
 }
 
 /// The default model with varied half-lives (1 ms to an hour, some whole numbers of ticks), outcome costs
-/// and penalty coefficients (0 included, where every key is the in-flight count alone).
+/// and penalty coefficients (the default's, `HealthModel::DECAY`'s 10 and 16, and others; 0 included,
+/// where every key is the in-flight count alone).
 fn decay_health() -> impl Strategy<Value = HealthModel> {
+    let HealthModel::Decay {
+        penalty,
+        ratio_penalty,
+        ..
+    } = HealthModel::DECAY
+    else {
+        unreachable!("the default model is the decay model")
+    };
     let half_life = prop_oneof![
         Just(1_000_000u64),
         Just(7_000_000),
@@ -127,7 +136,14 @@ fn decay_health() -> impl Strategy<Value = HealthModel> {
         Just(3_600_000_000_000),
     ];
     let cost = prop_oneof![Just(0.1f32), Just(0.01), Just(0.0), Just(1.0), Just(0.37)];
-    let coefficient = prop_oneof![Just(10.0f32), Just(8.0), Just(0.0), Just(0.5), Just(1e6)];
+    let coefficient = prop_oneof![
+        Just(penalty),
+        Just(ratio_penalty),
+        Just(8.0f32),
+        Just(0.0),
+        Just(0.5),
+        Just(1e6)
+    ];
     prop_oneof![
         1 => Just(HealthModel::DECAY),
         3 => (half_life.clone(), half_life, cost.clone(), cost, coefficient.clone(), coefficient).prop_map(
