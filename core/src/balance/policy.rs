@@ -139,7 +139,7 @@ const UNITS_MIN: u64 = 1 << (crate::balance::health::UNIT_SHIFT - 16);
 /// cascade's probability. `CascadeApprox` and the zero-weight cases take the full scan at once.
 pub(crate) fn choose_fast(p: &Prepared, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     if p.config.policy == Policy::LowestScore {
-        return lowest(slots, rng);
+        return lowest_fast(slots, rng);
     }
     draw_by(p, slots, rng, |s| s.health.units())
 }
@@ -169,7 +169,9 @@ fn key(s: &NodeSlot) -> u64 {
         return KEY_ABSENT;
     }
     let inflight = slot::inflight(c);
-    let score = (inflight << P_FRACTION) + s.health.units();
+    // A node made active a moment ago may still hold the absent scan word until its membership refresh
+    // lands: read it as a fresh node's (no penalty), not as absent.
+    let score = (inflight << P_FRACTION) + (s.health.units() & (KEY_ABSENT - 1));
     if inflight < slot::limit(c) {
         score
     } else if inflight > HEAVY_INFLIGHT {
@@ -185,13 +187,73 @@ const FULL: u64 = 1 << 61;
 /// Key flag: a full node with more than [`HEAVY_INFLIGHT`] in flight (dialogue's
 /// `INFLIGHT_COMPARISON_THRESHOLD`), which sets the give-up threshold.
 const HEAVY: u64 = 1 << 60;
-/// The key of a slot that is not a candidate: above every other key, and without the other flags.
-const KEY_ABSENT: u64 = 1 << 62;
+/// The key of a slot that is not a candidate: above every other key, and without the other flags. Also
+/// the scan word of such a slot under the decay model (see `health::absent_units`).
+pub(crate) const KEY_ABSENT: u64 = 1 << 62;
 /// The score bits of a key.
 const SCORE: u64 = HEAVY - 1;
 const HEAVY_INFLIGHT: u64 = 5;
 /// dialogue's `UNHEALTHY_SCORE_MULTIPLIER`.
 const GIVE_UP_MULTIPLIER: u64 = 2;
+
+/// The first try of a [`Policy::LowestScore`] acquire: the lowest `in_flight * 2^16 + scan word` over all
+/// the nodes, room or not, ties uniformly at random. Two loads and an add per node: no state, limit or
+/// flag (a slot without an active node has a scan word above every key, see `health::absent_units`).
+///
+/// Exact, as the weighted policies' two-stage draw is. If the node it picks has room, it is the lowest
+/// of the nodes with room, and the give-up rule cannot apply (a full node scoring no more than it scores
+/// the same, so the threshold is at least twice its score). If it is full, its admission fails and the
+/// acquire goes on with [`lowest`], over the nodes with room. With `T` the nodes of least key, `R` those
+/// among them with room and `F` the full ones, a node of `R` is taken at once with probability `1/|T|`,
+/// or after a node of `F` was picked (probability `|F|/|T|`) with probability `1/|R|`; the sum is
+/// `1/|R|`, the uniform tie-break among the nodes with room.
+fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    // One pass, no buffer: the least key, and the places of the nodes that have it (the first `TIES`;
+    // kept on the branch taken only at a new least key or a tie).
+    const TIES: usize = 32;
+    let mut tie_at = [0u32; TIES];
+    let (mut best, mut ties) = (u64::MAX, 0usize);
+    for (i, s) in slots.iter().enumerate() {
+        let k = fast_key(s);
+        if k <= best {
+            if k < best {
+                (best, ties) = (k, 0);
+            }
+            if let Some(t) = tie_at.get_mut(ties) {
+                *t = i as u32;
+            }
+            ties += 1;
+        }
+    }
+    if best >= KEY_ABSENT {
+        // No active node (or only slots being added): the full rules give the reason.
+        return lowest(slots, rng);
+    }
+    let nth = if ties > 1 { rng.usize(..ties) } else { 0 };
+    if let Some(&i) = tie_at.get(nth) {
+        return Choice::Try(i as usize);
+    }
+    // More ties than kept: the walk to the `nth`, reading the keys again.
+    let mut nth = nth;
+    for (i, s) in slots.iter().enumerate() {
+        if fast_key(s) == best {
+            if nth == 0 {
+                return Choice::Try(i);
+            }
+            nth -= 1;
+        }
+    }
+    // The keys changed meanwhile: the full rules decide.
+    lowest(slots, rng)
+}
+
+/// A node's key for the fast scan (see [`lowest_fast`]).
+#[inline(always)]
+fn fast_key(s: &NodeSlot) -> u64 {
+    // Relaxed: as in `key`.
+    let c = s.ctl.load(crate::internal::sync::Ordering::Relaxed);
+    (slot::inflight(c) << P_FRACTION) + s.health.units()
+}
 
 /// [`Policy::LowestScore`] over the nodes' keys, with a stack buffer sized to the balancer.
 fn lowest(slots: &[NodeSlot], rng: &mut Rng) -> Choice {

@@ -312,7 +312,7 @@ impl Health {
         // reads the cleared ring: Release here, Acquire in `try_refresh`). The weight is 0 until the node
         // is active and the adder's membership refresh computes it. The scan word first, as in
         // `try_refresh`.
-        self.scan.store(0, Relaxed);
+        self.scan.store(absent_units(model), Relaxed);
         let _ = self.cache.fetch_update(Release, Relaxed, |c| {
             Some(CACHE_ABSENT | (bump(c) & SEQ_MASK))
         });
@@ -486,7 +486,7 @@ impl Health {
             let start = scope.rotation.load(Acquire);
             self.reading(p, now.max(start), scope)
         } else {
-            (0.0, 0)
+            (0.0, absent_units(&p.model))
         };
         let next = (u64::from(weight.to_bits()) << 32) | (bump(seen) & SEQ_MASK);
         // Relaxed: the compare-and-swap below publishes it. Stored before it and again on every retry, so
@@ -535,6 +535,17 @@ impl Health {
         // Relaxed: the cache is a standalone statistic; a stale value at worst makes the decision of a
         // moment earlier (see sync.rs).
         f32::from_bits((self.cache.load(Relaxed) >> 32) as u32) as f64
+    }
+}
+
+/// The scan word of a slot that holds no active node: 0 (no weight) under the seeds' models; under the
+/// decay model a penalty above any node's key, so that the lowest-score fast scan, which reads no state,
+/// passes it over (see `policy::lowest_fast`).
+#[inline]
+fn absent_units(model: &PreparedModel) -> u64 {
+    match model {
+        PreparedModel::Decay { .. } => crate::balance::policy::KEY_ABSENT,
+        PreparedModel::Buckets { .. } | PreparedModel::Ewma { .. } => 0,
     }
 }
 
