@@ -2,20 +2,28 @@
 //!
 //! One iteration is one pair of the workload in `weir_benches::workload` (a window of 8 leases, scripted
 //! virtual time, mixed outcomes, per-node failure rates so weights differ; any refused acquire panics).
-//! Benchmark ids (criterion writes each one's estimates to `<target>/criterion/<id>/new/estimates.json`):
+//! Benchmark ids (criterion writes each one's estimates to `<target>/criterion/<id>/new/estimates.json`).
+//! Two configurations run throughout (see `weir_benches`): *default* is `Config::default()` (decay
+//! health, lowest score, CIAD limit with a fast start), *seeds* is `Config::seeds()` (6 buckets of 5 s,
+//! weighted cascade, fixed limit 100).
 //!
-//! - `pair/weir-{cascade,approx,pick}-{buckets,ewma}/{3,16,64,256}`: weir, each policy and health model;
-//! - `pair/mutex/{n}`: the same algorithm behind one `Mutex<Vec<..>>` (`weir_benches::MutexBalancer`);
+//! - `pair/weir-default/{3,16,64,256}`: the new default; `pair/weir-default-fixed/{n}`: the same with
+//!   the seeds' fixed limit of 100 instead of CIAD (what the limiter costs);
+//! - `pair/weir-{cascade,approx,pick}-{buckets,ewma}/{n}`: the seeds' configuration with each of its
+//!   policies and health models (`weir-cascade-buckets` is `Config::seeds()` itself);
+//! - `pair/mutex/{n}`: the seeds' algorithm behind one `Mutex<Vec<..>>` (`weir_benches::MutexBalancer`);
 //! - `pair/tower-peak-ewma/{n}`, `pair/tower-pending/{n}`: tower 0.5 `Balance` (p2c) with `PeakEwma` or
 //!   `PendingRequests` over `n` always-ready services (see `tower_load`);
-//! - `capacity/weir-3/{3,65536}`: the default pair over 3 members in a balancer of 3 slots and of 65,536;
-//! - `limiter/{fixed,aimd,vegas,gradient,gradient2,ciad,windowed}/16`: the default pair (cascade,
-//!   buckets) with each limit algorithm at its defaults, fed RTTs from the virtual clock;
+//! - `capacity/{default,seeds}-3/{3,65536}`: each configuration's pair over 3 members in a balancer of 3
+//!   slots and of 65,536;
+//! - `limiter/{default,seeds}-{fixed,aimd,vegas,gradient,gradient2,ciad,windowed}/16`: each
+//!   configuration's pair with each limit algorithm at its defaults (so `default-ciad` is dialogue's CIAD
+//!   without the default's fast start), fed RTTs from the virtual clock;
 //! - `floor/cas`, `floor/fastrand`, `floor/driver`, `floor/scan/{n}`: one uncontended compare-and-swap,
 //!   one random draw, the workload's own bookkeeping without a balancer, one scan of `n` padded atomics;
 //! - `threads/round-trip`: one core-to-core round trip (ping-pong on one padded word);
-//!   `threads/weir-t{k}/16`, `threads/mutex-t{k}/16`: `k` threads on one balancer, the time per pair of
-//!   one thread (k = 2, and 4, 8, 16 where the machine has that many cores).
+//!   `threads/{default,seeds}-t{k}/16`, `threads/mutex-t{k}/16`: `k` threads on one balancer, the time
+//!   per pair of one thread (k = 2, and 4, 8, 16 where the machine has that many cores).
 //!
 //! Lines starting with `weir-bench-fact:` are read by `cargo xtask bench` (memory, the helpers' times).
 
@@ -26,8 +34,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use weir::Config;
 use weir_benches::{
-    config, limiters, weir_memory, Cas, Crew, DriverLoad, MutexBalancer, MutexLoad, PaddedScan,
-    RoundTrip, WeirLoad, Workload, HEALTHS, NODE_COUNTS, POLICIES, SPARSE_CAPACITY,
+    bases, config, default_fixed, limiters, weir_memory, with_limit, Cas, Crew, DriverLoad,
+    MutexBalancer, MutexLoad, PaddedScan, RoundTrip, WeirLoad, Workload, HEALTHS, NODE_COUNTS,
+    POLICIES, SPARSE_CAPACITY,
 };
 
 mod tower_load;
@@ -66,6 +75,18 @@ fn pair(c: &mut Criterion) {
     let mut g = c.benchmark_group("pair");
     g.throughput(Throughput::Elements(1));
     for n in NODE_COUNTS {
+        bench(
+            &mut g,
+            "weir-default",
+            n,
+            &mut WeirLoad::new(n, Config::default()),
+        );
+        bench(
+            &mut g,
+            "weir-default-fixed",
+            n,
+            &mut WeirLoad::new(n, default_fixed()),
+        );
         for (pn, policy) in POLICIES {
             for (hn, health) in HEALTHS {
                 let mut w = WeirLoad::new(n, config(policy, health));
@@ -84,30 +105,31 @@ fn pair(c: &mut Criterion) {
     g.finish();
 }
 
-/// The same three members in a balancer of 3 slots and of [`SPARSE_CAPACITY`]: scans cover the slots
-/// in use, so the two must cost the same (target: within 1.5x).
+/// The same three members in a balancer of 3 slots and of [`SPARSE_CAPACITY`], under each configuration:
+/// scans cover the slots in use, so the two must cost the same (target: within 1.5x).
 fn capacity(c: &mut Criterion) {
     let mut g = c.benchmark_group("capacity");
     g.throughput(Throughput::Elements(1));
-    for cap in [3, SPARSE_CAPACITY] {
-        let mut w = WeirLoad::sparse(3, cap, Config::default());
-        g.bench_function(BenchmarkId::new("weir-3", cap), |b| b.iter(|| w.pair()));
+    for (base, config) in bases() {
+        for cap in [3, SPARSE_CAPACITY] {
+            let mut w = WeirLoad::sparse(3, cap, config);
+            g.bench_function(BenchmarkId::new(format!("{base}-3"), cap), |b| {
+                b.iter(|| w.pair())
+            });
+        }
     }
     g.finish();
 }
 
+/// Each configuration's pair with each limit algorithm.
 fn limiter(c: &mut Criterion) {
     let mut g = c.benchmark_group("limiter");
     g.throughput(Throughput::Elements(1));
-    for (name, limit) in limiters() {
-        let mut w = WeirLoad::new(
-            N,
-            Config {
-                limit,
-                ..Config::default()
-            },
-        );
-        bench(&mut g, name, N, &mut w);
+    for (base, config) in bases() {
+        for (name, limit) in limiters() {
+            let mut w = WeirLoad::new(N, with_limit(config, limit));
+            bench(&mut g, &format!("{base}-{name}"), N, &mut w);
+        }
     }
     g.finish();
 }
@@ -171,30 +193,31 @@ fn threads(c: &mut Criterion) {
     fact("threads.round_trip.p50_ns", format!("{:.2}", q(0.5)));
     drop(rt);
     for k in thread_counts() {
-        let balancer = Arc::new({
-            let b = weir::Balancer::with_capacity(N, Config::default()).expect("valid config");
-            for id in 0..N as u64 {
-                b.add(id).expect("capacity");
-            }
-            b
-        });
-        let name = format!("weir-t{k}");
-        let mut weir = crew(
-            k,
-            || WeirLoad::on(Arc::clone(&balancer), 0),
-            |t| WeirLoad::on(Arc::clone(&balancer), t),
-            |w, clock| w.driver_mut().share_clock(clock),
-        );
-        g.bench_function(BenchmarkId::new(&name, N), |b| {
-            b.iter_custom(|iters| weir.run(iters))
-        });
-        if let Some(ns) = weir.helper_ns_per_pair() {
-            fact(
-                &format!("threads.{name}.{N}.helpers_ns"),
-                format!("{ns:.2}"),
+        for (base, config) in bases() {
+            let balancer = Arc::new({
+                let b = weir::Balancer::with_capacity(N, config).expect("valid config");
+                for id in 0..N as u64 {
+                    b.add(id).expect("capacity");
+                }
+                b
+            });
+            let name = format!("{base}-t{k}");
+            let mut weir = crew(
+                k,
+                || WeirLoad::on(Arc::clone(&balancer), 0),
+                |t| WeirLoad::on(Arc::clone(&balancer), t),
+                |w, clock| w.driver_mut().share_clock(clock),
             );
+            g.bench_function(BenchmarkId::new(&name, N), |b| {
+                b.iter_custom(|iters| weir.run(iters))
+            });
+            if let Some(ns) = weir.helper_ns_per_pair() {
+                fact(
+                    &format!("threads.{name}.{N}.helpers_ns"),
+                    format!("{ns:.2}"),
+                );
+            }
         }
-        drop(weir);
 
         let mutex = Arc::new(MutexBalancer::new(N));
         let name = format!("mutex-t{k}");
@@ -217,7 +240,7 @@ fn threads(c: &mut Criterion) {
     g.finish();
 }
 
-/// Defaults that keep a full run (about 55 benchmarks) under 10 minutes on a 2-core machine; the
+/// Defaults that keep a full run (about 73 benchmarks) under 10 minutes on a 2-core machine; the
 /// command line (`--warm-up-time`, `--measurement-time`, `--sample-size`, `--quick`) overrides them.
 fn defaults() -> Criterion {
     Criterion::default()

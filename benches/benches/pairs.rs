@@ -7,10 +7,12 @@
 //!                           with two counts: the difference divided by the difference of the counts is
 //!                           the instructions per pair, construction cancelling out)
 //! pairs allocations         allocations per pair of every workload at N = 16, as `weir-bench-fact:` lines
-//! pairs interleave          weir (16 and 64 nodes, every limiter), the Mutex baseline and tower at 16
-//!                           nodes in interleaved rounds of about 2 ms each: per workload the median
-//!                           and 10th percentile time per pair over rounds, and the median over
-//!                           rounds of each one's time over weir's in the same round, as
+//! pairs interleave          weir's new default and the seeds' configuration (3, 16 and 64 nodes, every
+//!                           limiter on each, 3 members in the largest capacity), the Mutex baseline
+//!                           and tower at 16 nodes in interleaved rounds of about 2 ms each: per
+//!                           workload the median and 10th percentile time per pair over rounds, and
+//!                           the median over rounds of each one's time over the new default's pair
+//!                           (`vs_default`) and over the seeds' (`vs_seeds`) in the same round, as
 //!                           `weir-bench-fact:` lines
 //! pairs list                the workload names
 //! ```
@@ -21,11 +23,13 @@
 //! rounds drops the rounds that a preemption hit.
 //!
 //! With no arguments (`cargo bench --bench pairs`, or `cargo test --benches`) it does `allocations`.
-//! Names are the criterion ids' function names: `weir-{cascade,approx,pick}-{buckets,ewma}`,
-//! `weir-sparse` (N members in a balancer of `SPARSE_CAPACITY` slots), `mutex`,
-//! `tower-peak-ewma`, `tower-pending`, `limiter-{fixed,aimd,...}`, and the floors `driver`, `cas`,
-//! `fastrand`, `scan`. The counting allocator installed here costs a few instructions per allocation
-//! (weir and the Mutex baseline make none per pair; tower's count includes them).
+//! Names are the criterion ids' function names: `weir-default` (`Config::default()`),
+//! `weir-default-fixed` (the same with the seeds' fixed limit of 100), `weir-{cascade,approx,pick}-
+//! {buckets,ewma}` (`Config::seeds()` with that policy and health model), `sparse-{default,seeds}` (N
+//! members in a balancer of `SPARSE_CAPACITY` slots), `mutex`, `tower-peak-ewma`, `tower-pending`,
+//! `limiter-{default,seeds}-{fixed,aimd,...}`, and the floors `driver`, `cas`, `fastrand`, `scan`. The
+//! counting allocator installed here costs a few instructions per allocation (weir and the Mutex
+//! baseline make none per pair; tower's count includes them).
 
 use std::hint::black_box;
 use std::process::exit;
@@ -33,8 +37,8 @@ use std::time::Instant;
 use weir::Config;
 use weir_alloc_counter::{allocations, CountingAlloc};
 use weir_benches::{
-    config, limiters, Cas, DriverLoad, MutexLoad, PaddedScan, WeirLoad, Workload, HEALTHS,
-    POLICIES, SPARSE_CAPACITY,
+    bases, config, default_fixed, limiters, with_limit, Cas, DriverLoad, MutexLoad, PaddedScan,
+    WeirLoad, Workload, HEALTHS, POLICIES, SPARSE_CAPACITY,
 };
 
 mod tower_load;
@@ -81,20 +85,21 @@ fn with_workload(name: &str, n: usize, act: &mut impl Act) -> bool {
             }
         }
     }
-    for (ln, limit) in limiters() {
-        if name == format!("limiter-{ln}") {
-            act.on(WeirLoad::new(
-                n,
-                Config {
-                    limit,
-                    ..Config::default()
-                },
-            ));
+    for (base, base_config) in bases() {
+        for (ln, limit) in limiters() {
+            if name == format!("limiter-{base}-{ln}") {
+                act.on(WeirLoad::new(n, with_limit(base_config, limit)));
+                return true;
+            }
+        }
+        if name == format!("sparse-{base}") {
+            act.on(WeirLoad::sparse(n, SPARSE_CAPACITY, base_config));
             return true;
         }
     }
     match name {
-        "weir-sparse" => act.on(WeirLoad::sparse(n, SPARSE_CAPACITY, Config::default())),
+        "weir-default" => act.on(WeirLoad::new(n, Config::default())),
+        "weir-default-fixed" => act.on(WeirLoad::new(n, default_fixed())),
         "mutex" => act.on(MutexLoad::new(n)),
         "tower-peak-ewma" => act.on(tower_load::peak_ewma(n)),
         "tower-pending" => act.on(tower_load::pending_requests(n)),
@@ -108,14 +113,19 @@ fn with_workload(name: &str, n: usize, act: &mut impl Act) -> bool {
 }
 
 fn names() -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out: Vec<String> = vec!["weir-default".into(), "weir-default-fixed".into()];
     for (pn, _) in POLICIES {
         for (hn, _) in HEALTHS {
             out.push(format!("weir-{pn}-{hn}"));
         }
     }
-    out.extend(["weir-sparse", "mutex", "tower-peak-ewma", "tower-pending"].map(String::from));
-    out.extend(limiters().map(|(ln, _)| format!("limiter-{ln}")));
+    for (base, _) in bases() {
+        out.push(format!("sparse-{base}"));
+    }
+    out.extend(["mutex", "tower-peak-ewma", "tower-pending"].map(String::from));
+    for (base, _) in bases() {
+        out.extend(limiters().map(|(ln, _)| format!("limiter-{base}-{ln}")));
+    }
     out.extend(["driver", "cas", "fastrand", "scan"].map(String::from));
     out
 }
@@ -179,25 +189,43 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// The interleaved workloads' name in the report: the fixed-limit limiter pairs are the pairs of
+/// `weir-default-fixed` and of the seeds (`weir-cascade-buckets`), and are reported under those names.
+fn reported_name(name: &str) -> &str {
+    match name {
+        "limiter-default-fixed" => "weir-default-fixed",
+        "limiter-seeds-fixed" => "weir-cascade-buckets",
+        _ => name,
+    }
+}
+
+/// The references of the same-round ratios: `vs_default` against the new default's pair over the same
+/// number of nodes, `vs_seeds` against the seeds' pair.
+const REFERENCES: [(&str, &str); 2] = [
+    ("vs_default", "weir-default"),
+    ("vs_seeds", "weir-cascade-buckets"),
+];
+
 /// See the module docs.
 fn interleave() {
     const ROUNDS: usize = 150;
     const BATCH_NS: f64 = 2e6;
-    let mut set: Vec<(String, usize)> = vec![("limiter-fixed".into(), 16)];
-    set.extend(
-        limiters()[1..]
-            .iter()
-            .map(|(l, _)| (format!("limiter-{l}"), 16)),
-    );
+    let mut set: Vec<(String, usize)> = vec![("weir-default".into(), 16)];
+    for (base, _) in bases() {
+        set.extend(limiters().map(|(l, _)| (format!("limiter-{base}-{l}"), 16)));
+    }
     set.extend(
         [
             ("mutex", 16),
             ("tower-peak-ewma", 16),
             ("tower-pending", 16),
-            ("limiter-fixed", 64),
+            ("weir-default", 64),
+            ("limiter-seeds-fixed", 64),
             ("mutex", 64),
-            ("limiter-fixed", 3),
-            ("weir-sparse", 3),
+            ("weir-default", 3),
+            ("limiter-seeds-fixed", 3),
+            ("sparse-default", 3),
+            ("sparse-seeds", 3),
         ]
         .map(|(n, k)| (n.to_string(), k)),
     );
@@ -210,12 +238,7 @@ fn interleave() {
             // Warm up, then size the batch to about BATCH_NS.
             let per = time_batch(w.as_mut(), 2_000).max(1.0);
             let pairs = ((BATCH_NS / per) as u64).max(100);
-            // The default pair is `limiter-fixed`: report it under the criterion name.
-            let name = match name.as_str() {
-                "limiter-fixed" => format!("weir-cascade-buckets.{n}"),
-                _ => format!("{name}.{n}"),
-            };
-            (name, w, pairs)
+            (format!("{}.{n}", reported_name(&name)), w, pairs)
         })
         .collect();
     let k = loads.len();
@@ -239,17 +262,20 @@ fn interleave() {
             "weir-bench-fact: interleaved.{name}.p10_ns {:.2}",
             t[t.len() / 10]
         );
-        // weir's own reference is the default pair over the same number of nodes.
+        // The same-round ratios against each configuration's pair over the same number of nodes.
         let nodes = name.rsplit('.').next().unwrap_or("16");
-        let reference = loads
-            .iter()
-            .position(|(n, _, _)| *n == format!("weir-cascade-buckets.{nodes}"));
-        if let Some(r) = reference.filter(|&r| r != i) {
-            let mut ratios: Vec<f64> = times[i].iter().zip(&times[r]).map(|(a, b)| a / b).collect();
-            println!(
-                "weir-bench-fact: interleaved.{name}.vs_weir {:.3}",
-                median(&mut ratios)
-            );
+        for (key, reference) in REFERENCES {
+            let r = loads
+                .iter()
+                .position(|(n, _, _)| *n == format!("{reference}.{nodes}"));
+            if let Some(r) = r.filter(|&r| r != i) {
+                let mut ratios: Vec<f64> =
+                    times[i].iter().zip(&times[r]).map(|(a, b)| a / b).collect();
+                println!(
+                    "weir-bench-fact: interleaved.{name}.{key} {:.3}",
+                    median(&mut ratios)
+                );
+            }
         }
     }
 }

@@ -11,11 +11,23 @@
 //! - [`threads`]: several threads on one balancer ([`Crew`]) and the core-to-core round trip
 //!   ([`RoundTrip`]) that makes a multi-thread result readable.
 //!
-//! The configurations benchmarked are named here, so ids, RESULTS.md and the tests agree.
+//! The configurations benchmarked are named here, so ids, RESULTS.md and the tests agree. Two bases:
+//!
+//! - **the new default**, [`Config::default()`] (benchmark name `weir-default`): [`HealthModel::DECAY`],
+//!   [`Policy::LowestScore`], a CIAD limit with a fast start; and `weir-default-fixed`, the same with the
+//!   seeds' fixed limit of 100 ([`default_fixed`]), which tells the limiter's cost from the rest;
+//! - **the seeds' configuration**, [`Config::seeds()`] (`weir-cascade-buckets`): 6 buckets of 5 s, the
+//!   weighted cascade, a fixed limit of 100; `weir-{policy}-{health}` swaps its policy and health model
+//!   ([`config`]).
 //!
 //! ```
+//! use weir::{balance::Policy, limit::LimitAlgorithm, Config};
 //! let names: Vec<&str> = weir_benches::limiters().iter().map(|(n, _)| *n).collect();
 //! assert_eq!(names, ["fixed", "aimd", "vegas", "gradient", "gradient2", "ciad", "windowed"]);
+//! // The seeds' pair is `Config::seeds()` exactly; the default pair is `Config::default()` exactly.
+//! assert_eq!(weir_benches::config(Policy::Cascade, weir_benches::HEALTHS[0].1), Config::seeds());
+//! assert_eq!(weir_benches::bases()[0], ("default", Config::default()));
+//! assert!(matches!(weir_benches::default_fixed().limit, LimitAlgorithm::Fixed(f) if f.limit == 100));
 //! ```
 
 pub mod floors;
@@ -40,17 +52,18 @@ pub const NODE_COUNTS: [usize; 4] = [3, 16, 64, 256];
 /// The capacity of the sparse workloads: the most slots a balancer can have ([`weir::balance::MAX_NODES`]).
 pub const SPARSE_CAPACITY: usize = weir::balance::MAX_NODES;
 
-/// The EWMA health model benchmarked beside the default buckets: a half-life of 20 outcomes.
+/// The EWMA health model benchmarked beside the seeds' buckets: a half-life of 20 outcomes.
 pub const EWMA: HealthModel = HealthModel::Ewma { half_life: 20 };
 
-/// The selection policies, by benchmark name.
+/// The seeds' weighted selection policies, by benchmark name (the default's [`Policy::LowestScore`]
+/// pairs only with [`HealthModel::Decay`]: it is benchmarked as the default, see [`bases`]).
 pub const POLICIES: [(&str, Policy); 3] = [
     ("cascade", Policy::Cascade),
     ("approx", Policy::CascadeApprox),
     ("pick", Policy::WeightedPick),
 ];
 
-/// The health models, by benchmark name.
+/// The seeds' health models, by benchmark name.
 pub const HEALTHS: [(&str, HealthModel); 2] =
     [("buckets", HealthModel::SEED_BUCKETS), ("ewma", EWMA)];
 
@@ -76,13 +89,39 @@ pub fn limiters() -> [(&'static str, LimitAlgorithm); 7] {
     ]
 }
 
-/// The config of benchmark `weir-{policy}-{health}`: the defaults with that policy and health model.
+/// The config of benchmark `weir-{policy}-{health}`: the seeds' configuration ([`Config::seeds()`]) with
+/// that policy and health model.
 pub fn config(policy: Policy, health: HealthModel) -> Config {
     Config {
         policy,
         health,
+        ..Config::seeds()
+    }
+}
+
+/// The seeds' fixed limit (100 per node), which [`default_fixed`] puts into the new default.
+pub fn seeds_limit() -> LimitAlgorithm {
+    Config::seeds().limit
+}
+
+/// The new default with the seeds' fixed limit of 100 instead of its CIAD limit (benchmark name
+/// `weir-default-fixed`): the default pair less what its limiter costs.
+pub fn default_fixed() -> Config {
+    Config {
+        limit: seeds_limit(),
         ..Config::default()
     }
+}
+
+/// The two configurations that the limiter, capacity and multi-thread benchmarks run on, by name: the
+/// new default ([`Config::default()`]) and the seeds' ([`Config::seeds()`]).
+pub fn bases() -> [(&'static str, Config); 2] {
+    [("default", Config::default()), ("seeds", Config::seeds())]
+}
+
+/// `base` with `limit` in place of its own: the config of benchmark `limiter/{base}-{limit}`.
+pub fn with_limit(base: Config, limit: LimitAlgorithm) -> Config {
+    Config { limit, ..base }
 }
 
 /// Bytes of one node slot and of a weir balancer with `n` slots (the struct plus its boxed slots, the

@@ -1,10 +1,11 @@
 //! The `Mutex<Vec<..>>` baseline.
 //!
-//! [`MutexBalancer`] is the algorithm of weir's default configuration written the plain way: every node's
-//! state in one `std::sync::Mutex<Vec<Node>>`, buckets rotated eagerly whenever a node is touched, and every
-//! node's success rate and weight recomputed from its buckets on every acquire. It makes the same decisions
-//! as [`weir::Balancer`] with [`weir::Config::default()`] (the unit tests below check this against weir
-//! itself), so the benchmarks compare implementations, not algorithms:
+//! [`MutexBalancer`] is the algorithm of [the seeds' configuration](weir::Config::seeds) written the plain
+//! way: every node's state in one `std::sync::Mutex<Vec<Node>>`, buckets rotated eagerly whenever a node
+//! is touched, and every node's success rate and weight recomputed from its buckets on every acquire. It
+//! makes the same decisions as [`weir::Balancer`] with [`weir::Config::seeds()`] (the unit tests below
+//! check this against weir itself), so against the seeds' pair the benchmarks compare implementations,
+//! not algorithms (against the new default, [`weir::Config::default()`], they compare both):
 //!
 //! - health: per node a window of [`BUCKET_COUNT`] buckets of [`BUCKET_WIDTH_NS`] each holding
 //!   `(finished, succeeded)`, plus a sticky bucket that keeps the last bucket that left the window with data;
@@ -26,13 +27,13 @@
 use fastrand::Rng;
 use std::sync::{Mutex, PoisonError};
 
-/// Buckets in a node's window (weir's default: 6).
+/// Buckets in a node's window (the seeds': 6).
 pub const BUCKET_COUNT: usize = 6;
-/// Width of one bucket in nanoseconds (weir's default: 5 s).
+/// Width of one bucket in nanoseconds (the seeds': 5 s).
 pub const BUCKET_WIDTH_NS: u64 = 5_000_000_000;
-/// Fixed per-node concurrency limit (weir's default: 100).
+/// Fixed per-node concurrency limit (the seeds': 100).
 pub const LIMIT: u32 = 100;
-/// Recovery floor, divided by the number of active nodes (weir's default: 0.0001).
+/// Recovery floor, divided by the number of active nodes (the seeds': 0.0001).
 pub const FLOOR: f64 = 0.0001;
 /// Bucket weights by age: `3^-age`, newest first.
 const AGE_WEIGHTS: [f64; BUCKET_COUNT] = [
@@ -114,7 +115,7 @@ fn weight_of(rate: f64) -> f64 {
     rate * rate * rate
 }
 
-/// weir's default algorithm (bucket health, `rate³` weights, weighted pick among nodes below a fixed limit
+/// The seeds' algorithm (bucket health, `rate³` weights, weighted pick among nodes below a fixed limit
 /// of 100) over nodes `0..n`, all state behind one mutex.
 #[derive(Debug)]
 pub struct MutexBalancer {
@@ -294,13 +295,13 @@ mod tests {
         lease
     }
 
-    /// Drives weir (default config) and the baseline through the same outcomes on the same nodes at the same
+    /// Drives weir (`Config::seeds()`) and the baseline through the same outcomes on the same nodes at the same
     /// times; their success rates agree at every step, through bucket rotation, the sticky bucket and its
     /// floor, and a `now` from the past.
     #[test]
     fn success_rates_match_weir() {
         const N: usize = 3;
-        let weir = Balancer::with_capacity(N, Config::default()).unwrap();
+        let weir = Balancer::with_capacity(N, Config::seeds()).unwrap();
         for id in 0..N as u64 {
             weir.add(id).unwrap();
         }
@@ -346,7 +347,7 @@ mod tests {
     #[test]
     fn decisions_match_weir() {
         const N: usize = 16;
-        let weir = Balancer::with_capacity(N, Config::default()).unwrap();
+        let weir = Balancer::with_capacity(N, Config::seeds()).unwrap();
         for id in 0..N as u64 {
             weir.add(id).unwrap();
         }

@@ -15,7 +15,7 @@
 //! use weir_benches::{Crew, RoundTrip, WeirLoad};
 //! use std::sync::Arc;
 //!
-//! let main = WeirLoad::new(16, weir::Config::default());
+//! let main = WeirLoad::new(16, weir::Config::default()); // or Config::seeds(): the multi-thread benchmarks run both
 //! let helper = WeirLoad::on(Arc::clone(main.balancer()), 1);
 //! let mut crew = Crew::new(main, vec![helper]);
 //! let per_thread = crew.run(1_000); // 1,000 pairs on this thread, contended by the helper's
@@ -294,24 +294,30 @@ mod tests {
 
     #[test]
     fn two_threads_share_one_balancer_and_conserve_counts() {
-        let main = WeirLoad::new(16, weir::Config::default());
-        let balancer = Arc::clone(main.balancer());
-        let mut crew = Crew::new(main, vec![WeirLoad::on(Arc::clone(&balancer), 1)]);
-        for _ in 0..5 {
-            crew.run(2_000);
+        for (name, config) in crate::bases() {
+            let main = WeirLoad::new(16, config);
+            let balancer = Arc::clone(main.balancer());
+            let mut crew = Crew::new(main, vec![WeirLoad::on(Arc::clone(&balancer), 1)]);
+            for _ in 0..5 {
+                crew.run(2_000);
+            }
+            assert!(crew.helper_ns_per_pair().is_some());
+            let helper_pairs = crew.ctl.helper_pairs.load(Ordering::Relaxed);
+            let (mut main, helpers) = crew.finish();
+            main.drain();
+            for mut h in helpers {
+                h.drain();
+            }
+            let st = balancer.stats();
+            assert_eq!(st.in_flight, 0, "{name}");
+            assert_eq!(
+                st.acquired,
+                10_000 + helper_pairs + 2 * OUTSTANDING as u64,
+                "{name}"
+            );
+            assert_eq!(st.released_total(), st.acquired, "{name}");
+            assert!(st.released(Outcome::Success) > st.acquired / 2, "{name}");
         }
-        assert!(crew.helper_ns_per_pair().is_some());
-        let helper_pairs = crew.ctl.helper_pairs.load(Ordering::Relaxed);
-        let (mut main, helpers) = crew.finish();
-        main.drain();
-        for mut h in helpers {
-            h.drain();
-        }
-        let st = balancer.stats();
-        assert_eq!(st.in_flight, 0);
-        assert_eq!(st.acquired, 10_000 + helper_pairs + 2 * OUTSTANDING as u64);
-        assert_eq!(st.released_total(), st.acquired);
-        assert!(st.released(Outcome::Success) > st.acquired / 2);
     }
 
     #[test]

@@ -30,50 +30,102 @@ type Facts = BTreeMap<String, String>;
 const SHORT_RUN: u64 = 20_000;
 const LONG_RUN: u64 = 120_000;
 
+/// The new default's pair (`Config::default()`) and the seeds' (`Config::seeds()`), by workload name.
+const DEFAULT: &str = "weir-default";
+const DEFAULT_FIXED: &str = "weir-default-fixed";
+const SEEDS: &str = "weir-cascade-buckets";
+
 /// The workloads counted under valgrind, with their node counts.
 const COUNTED: &[(&str, usize)] = &[
+    ("weir-default", 3),
+    ("weir-default", 16),
+    ("weir-default", 64),
+    ("weir-default", 256),
+    ("weir-default-fixed", 3),
+    ("weir-default-fixed", 16),
+    ("weir-default-fixed", 64),
+    ("weir-default-fixed", 256),
+    ("weir-cascade-buckets", 3),
     ("weir-cascade-buckets", 16),
+    ("weir-cascade-buckets", 64),
+    ("weir-cascade-buckets", 256),
     ("weir-cascade-ewma", 16),
     ("weir-approx-buckets", 16),
     ("weir-approx-ewma", 16),
     ("weir-pick-buckets", 16),
     ("weir-pick-ewma", 16),
     ("mutex", 16),
+    ("mutex", 64),
     ("tower-peak-ewma", 16),
     ("tower-pending", 16),
-    ("limiter-fixed", 16),
-    ("limiter-aimd", 16),
-    ("limiter-vegas", 16),
-    ("limiter-gradient", 16),
-    ("limiter-gradient2", 16),
-    ("limiter-ciad", 16),
-    ("limiter-windowed", 16),
+    ("limiter-default-fixed", 16),
+    ("limiter-default-aimd", 16),
+    ("limiter-default-vegas", 16),
+    ("limiter-default-gradient", 16),
+    ("limiter-default-gradient2", 16),
+    ("limiter-default-ciad", 16),
+    ("limiter-default-windowed", 16),
+    ("limiter-seeds-fixed", 16),
+    ("limiter-seeds-aimd", 16),
+    ("limiter-seeds-vegas", 16),
+    ("limiter-seeds-gradient", 16),
+    ("limiter-seeds-gradient2", 16),
+    ("limiter-seeds-ciad", 16),
+    ("limiter-seeds-windowed", 16),
     ("driver", 16),
     ("cas", 16),
     ("fastrand", 16),
     ("scan", 16),
-    ("weir-cascade-buckets", 3),
-    ("weir-cascade-buckets", 64),
-    ("weir-cascade-buckets", 256),
-    ("mutex", 64),
 ];
 
-/// Functions of weir's pair whose inclusive instruction counts the breakdown shows.
-const BREAKDOWN: &[(&str, &str)] = &[
-    ("weir::balancer::Balancer<S>::acquire", "acquire"),
+/// The pairs whose instructions callgrind breaks down, at 16 and 64 nodes (so the breakdown also shows
+/// what each added node costs, and where).
+const BROKEN_DOWN: [&str; 2] = [DEFAULT, SEEDS];
+const BREAKDOWN_NODES: [usize; 2] = [16, 64];
+
+/// Functions of weir's pair whose inclusive instruction counts the breakdown shows (a function that a
+/// configuration does not call is shown as a dash): the symbol, a short name, what it is.
+const BREAKDOWN: &[(&str, &str, &str)] = &[
     (
-        "weir::select::choose_fast",
-        "acquire: the first draw (scan + pick)",
+        "weir::balance::balancer::Balancer<S>::acquire",
+        "Balancer::acquire",
+        "acquire",
     ),
-    ("weir::balancer::Balancer<S>::release", "release"),
-    ("weir::health::Health::record", "release: health record"),
     (
-        "weir::health::Health::refresh",
-        "release: recompute the cached weight",
+        "weir::balance::policy::choose_fast",
+        "policy::choose_fast",
+        "acquire: the first choice (scan + pick)",
     ),
     (
-        "weir::health::Health::view",
-        "the window's weighted rate (in refresh)",
+        "weir::balance::policy::lowest",
+        "policy::lowest",
+        "of which the lowest score (key scan, ties, pick)",
+    ),
+    (
+        "weir::balance::balancer::Balancer<S>::rotate",
+        "Balancer::rotate",
+        "acquire: the clock's rotation, every node refreshed once per clock epoch (250 ms under \
+         decay, 5 s under buckets; here every 250 or 5,000 pairs), amortised",
+    ),
+    (
+        "weir::balance::balancer::Balancer<S>::release",
+        "Balancer::release",
+        "release",
+    ),
+    (
+        "weir::balance::health::Health::record",
+        "Health::record",
+        "release: the health record (with its refresh)",
+    ),
+    (
+        "weir::balance::health::Health::refresh",
+        "Health::refresh",
+        "the cached weight or penalty recomputed (by releases and rotations)",
+    ),
+    (
+        "<weir::limit::LimitAlgorithm as weir::limit::Limit>::update",
+        "LimitAlgorithm::update",
+        "release: the limiter's update (none under a fixed limit)",
     ),
 ];
 
@@ -461,54 +513,71 @@ fn count_instructions(out: &Path) {
     save(&out.join("instructions.txt"), &facts);
 }
 
-/// Where weir's default pair spends its instructions: callgrind's inclusive counts per pair.
+/// Where each configuration's pair spends its instructions: callgrind's inclusive counts per pair, as
+/// facts `breakdown.{workload}.{nodes}.{function}`.
 fn breakdown(exe: &str, out: &Path, facts: &mut Facts) {
-    let file = out.join("callgrind.out");
-    let file_arg = format!("--callgrind-out-file={}", file.display());
     let pairs = 100_000u64;
-    run(
-        "valgrind",
-        &[
-            "--tool=callgrind",
-            "--quiet",
-            &file_arg,
-            exe,
-            "run",
-            "weir-cascade-buckets",
-            "16",
-            &pairs.to_string(),
-        ],
-        &[],
-    );
-    let Some(text) = shell(
-        "callgrind_annotate",
-        &["--inclusive=yes", &file.to_string_lossy()],
-    ) else {
-        eprintln!("xtask: callgrind_annotate failed; no breakdown");
-        return;
-    };
-    for (func, _) in BREAKDOWN {
-        // callgrind_annotate also lists the parts of a function inlined from other source files
-        // (iterators, atomics, ...) as entries of their own; the entry of the function's own file
-        // includes them and is the largest.
-        let best = text
-            .lines()
-            .filter(|l| l.contains(&format!(":{func} [")) || l.ends_with(&format!(":{func}")))
-            .filter_map(|l| {
-                l.split_whitespace()
-                    .next()?
-                    .replace(',', "")
-                    .parse::<u64>()
-                    .ok()
-            })
-            .max();
-        if let Some(count) = best {
-            facts.insert(
-                format!("breakdown.{func}"),
-                format!("{:.0}", count as f64 / pairs as f64),
+    for name in BROKEN_DOWN {
+        for n in BREAKDOWN_NODES {
+            let file = out.join(format!("callgrind.{name}.{n}.out"));
+            let file_arg = format!("--callgrind-out-file={}", file.display());
+            run(
+                "valgrind",
+                &[
+                    "--tool=callgrind",
+                    "--quiet",
+                    &file_arg,
+                    exe,
+                    "run",
+                    name,
+                    &n.to_string(),
+                    &pairs.to_string(),
+                ],
+                &[],
             );
+            let Some(text) = shell(
+                "callgrind_annotate",
+                &[
+                    "--inclusive=yes",
+                    "--threshold=100",
+                    &file.to_string_lossy(),
+                ],
+            ) else {
+                eprintln!("xtask: callgrind_annotate failed; no breakdown of {name} at {n}");
+                continue;
+            };
+            for (func, count) in inclusive_counts(&text) {
+                facts.insert(
+                    format!("breakdown.{name}.{n}.{func}"),
+                    format!("{:.1}", count as f64 / pairs as f64),
+                );
+            }
         }
     }
+}
+
+/// The inclusive count of each [`BREAKDOWN`] function in `callgrind_annotate --inclusive=yes` output.
+/// callgrind_annotate also lists the parts of a function inlined from other source files (iterators,
+/// atomics, ...) as entries of their own; the entry of the function's own file includes them and is
+/// the largest.
+fn inclusive_counts(text: &str) -> Vec<(&'static str, u64)> {
+    BREAKDOWN
+        .iter()
+        .filter_map(|(func, _, _)| {
+            let best = text
+                .lines()
+                .filter(|l| l.contains(&format!(":{func} [")) || l.ends_with(&format!(":{func}")))
+                .filter_map(|l| {
+                    l.split_whitespace()
+                        .next()?
+                        .replace(',', "")
+                        .parse::<u64>()
+                        .ok()
+                })
+                .max()?;
+            Some((*func, best))
+        })
+        .collect()
 }
 
 /// Reads facts by key.
@@ -586,12 +655,17 @@ fn meta_line(f: &Facts, what: &str) -> String {
     )
 }
 
+/// A target's value and verdict, as shown.
+type Cell = (String, String);
+
 fn results_md(t: &Facts, i: &Facts) -> String {
     let d = Data { t, i };
     let mut s = String::new();
     let w = &mut s;
-    let t16 = d.pair("weir-cascade-buckets", 16);
-    let i16 = d.instr("weir-cascade-buckets", 16);
+    let t16 = d.pair(DEFAULT, 16);
+    let s16 = d.pair(SEEDS, 16);
+    let f16 = d.pair(DEFAULT_FIXED, 16);
+    let i16 = d.instr(DEFAULT, 16);
     let _ = writeln!(w, "# weir benchmark results\n");
     let _ = writeln!(
         w,
@@ -599,9 +673,22 @@ fn results_md(t: &Facts, i: &Facts) -> String {
          instruction counts); do not edit by hand. The benchmarks and their workload are described in \
          `benches/benches/hot_path.rs` and `benches/src/workload.rs`: one *pair* is one acquire and one \
          release with 8 leases outstanding, virtual time advancing about 1 ms per pair, nodes failing \
-         30 %, 5 %, 1 %, 1 % and 0 % of calls (half of the failures are timeouts), so their weights \
-         differ. weir runs its default configuration (cascade, 6 buckets of 5 s, fixed limit 100) \
-         unless the table says otherwise. Times are criterion medians in nanoseconds per pair.\n"
+         30 %, 5 %, 1 %, 1 % and 0 % of calls (half of the failures are timeouts), so their health \
+         differs. Times are criterion medians in nanoseconds per pair.\n"
+    );
+    let _ = writeln!(
+        w,
+        "Two configurations run throughout, and every table and target says which one it reads:\n\n\
+         - **new default**, `Config::default()` (`weir-default`): time-decayed health \
+         (`HealthModel::DECAY`), the lowest-score policy, a CIAD limit with a fast start. \
+         **new default, Fixed(100)** (`weir-default-fixed`) is the same with the seeds' fixed limit of \
+         100 instead of CIAD: the difference is what the adaptive limiter costs.\n\
+         - **seeds**, `Config::seeds()` (`weir-cascade-buckets`): 6 buckets of 5 s, the weighted \
+         cascade, a fixed limit of 100; `weir-{{policy}}-{{health}}` swaps its policy and health model.\n\n\
+         Under this workload the lowest score sends nearly every call to the nodes that never fail \
+         (every fifth) once the others have failed once (a penalty of 10 in-flight calls per recent \
+         failure, fading with a 30 s half-life), where the seeds' cascade keeps spreading calls by \
+         weight; both are what the configurations do, and every pair is granted.\n"
     );
     let _ = writeln!(
         w,
@@ -624,75 +711,81 @@ fn results_md(t: &Facts, i: &Facts) -> String {
     );
 
     // Targets.
+    let div = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    // The cost of one added node from 16 to 64 nodes.
+    let per_node = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| (b - a) / 48.0);
     let mutex16 = d.pair("mutex", 16);
-    // Scans cover the slots in use: three members cost the same in 3 slots as in 65,536.
-    let sparse = match (d.ns("capacity/weir-3/65536"), d.ns("capacity/weir-3/3")) {
-        (Some(big), Some(small)) if small > 0.0 => Some(big / small),
-        _ => None,
-    };
     let tower16 = d.pair("tower-peak-ewma", 16);
-    let per_node_ns = match (t16, d.pair("weir-cascade-buckets", 64)) {
-        (Some(a), Some(b)) => Some((b - a) / 48.0),
-        _ => None,
+    // Scans cover the slots in use: three members cost the same in 3 slots as in 65,536.
+    let sparse = |base: &str| {
+        div(
+            d.ns(&format!("capacity/{base}-3/65536")),
+            d.ns(&format!("capacity/{base}-3/3")),
+        )
     };
-    let per_node_instr = match (i16, d.instr("weir-cascade-buckets", 64)) {
-        (Some(a), Some(b)) => Some((b - a) / 48.0),
-        _ => None,
-    };
+    let pair_per_node = |name: &str| per_node(d.pair(name, 16), d.pair(name, 64));
+    let instr_per_node = |name: &str| per_node(d.instr(name, 16), d.instr(name, 64));
     let one_way = d.fact("threads.round_trip.p10_ns").map(|rt| rt / 2.0);
     // A transfer between two running cores takes tens of nanoseconds; a "transfer" of microseconds means
     // the two threads were not running at once (the machine was busy), and no pair can be read with it.
     let readable = one_way.filter(|&o| o < MAX_PLAUSIBLE_TRANSFER_NS);
-    let weir_t2 = d.ns("threads/weir-t2/16");
-    let mutex_t2 = d.ns("threads/mutex-t2/16");
-    let transfers = match (weir_t2, t16, readable) {
+    let t2 = |name: &str| d.ns(&format!("threads/{name}-t2/16"));
+    let transfers = |two: Option<f64>, one: Option<f64>| match (two, one, readable) {
         (Some(t2), Some(t1), Some(ow)) if ow > 0.0 => Some((t2 - t1) / ow),
-        _ => None,
-    };
-    let div = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
         _ => None,
     };
     let weir_allocs = t
         .iter()
         .filter(|(k, _)| {
-            k.starts_with("allocations.weir-") || k.starts_with("allocations.limiter-")
+            k.starts_with("allocations.weir-")
+                || k.starts_with("allocations.limiter-")
+                || k.starts_with("allocations.sparse-")
         })
         .filter_map(|(_, v)| v.parse::<f64>().ok())
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
-    let fixed = d.ns("limiter/fixed/16");
-    let worst_limiter = LIMITERS[1..]
-        .iter()
-        .filter_map(|l| Some((*l, d.ns(&format!("limiter/{l}/16"))? - fixed?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    // The interleaved cross-check (`pairs interleave`).
+    // The interleaved cross-check (`pairs interleave`). Times from interleaved rounds are their 10th
+    // percentiles (the rounds no neighbour disturbed); ratios are medians over rounds of same-round
+    // ratios.
     let il = |key: &str| d.fact(&format!("interleaved.{key}"));
-    // Times from interleaved rounds are their 10th percentiles (the rounds no neighbour disturbed);
-    // ratios are medians over rounds of same-round ratios.
-    let il16 = il("weir-cascade-buckets.16.p10_ns");
-    let il_per_node = match (il16, il("weir-cascade-buckets.64.p10_ns")) {
-        (Some(a), Some(b)) => Some((b - a) / 48.0),
-        _ => None,
+    let il_p10 = |name: &str, n: usize| il(&format!("{name}.{n}.p10_ns"));
+    let il_per_node = |name: &str| per_node(il_p10(name, 16), il_p10(name, 64));
+    // Each limiter over its configuration's fixed-limit pair: criterion, and interleaved.
+    let fixed_pair = |base: &str| {
+        if base == "default" {
+            DEFAULT_FIXED
+        } else {
+            SEEDS
+        }
     };
-    let il_limiter = |l: &str| -> Option<f64> {
+    let over_fixed = |base: &str, l: &str| -> Option<f64> {
+        Some(d.ns(&format!("limiter/{base}-{l}/16"))? - d.ns(&format!("limiter/{base}-fixed/16"))?)
+    };
+    let il_over_fixed = |base: &str, l: &str| -> Option<f64> {
         if l == "fixed" {
             return Some(0.0);
         }
-        Some(il(&format!("limiter-{l}.16.p10_ns"))? - il16?)
+        Some(il_p10(&format!("limiter-{base}-{l}"), 16)? - il_p10(fixed_pair(base), 16)?)
     };
-    let il_worst_limiter = LIMITERS[1..]
-        .iter()
-        .filter_map(|l| Some((*l, il_limiter(l)?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let worst = |f: &dyn Fn(&str) -> Option<f64>| {
+        LIMITERS[1..]
+            .iter()
+            .filter_map(|l| Some((*l, f(l)?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    };
     let _ = writeln!(w, "## Targets\n");
     let _ = writeln!(
         w,
-        "Shown, never asserted in tests. N = 16 nodes, one thread, default configuration unless said. \
+        "Shown, never asserted in tests. N = 16 nodes, one thread; each row names its configuration. \
          *criterion*: the medians of the criterion run; *interleaved*: the cross-check of \
          `pairs interleave` in the same run, where the workloads alternate in rounds of 2 ms: each \
          ratio is the median over rounds of the two workloads' times in the same round (a neighbour's \
          load then falls on both sides of a ratio alike), each time the 10th percentile over rounds \
-         (the rounds that no neighbour disturbed).\n"
+         (the rounds that no neighbour disturbed). The Mutex baseline is the seeds' algorithm, so \
+         against it the seeds' row compares implementations and the new default's row compares both \
+         implementation and algorithm.\n"
     );
     let _ = writeln!(
         w,
@@ -700,120 +793,189 @@ fn results_md(t: &Facts, i: &Facts) -> String {
     );
     let x2 = |x: f64| format!("{x:.2}x");
     let ns1 = |x: f64| format!("{x:.1} ns");
+    let ns2 = |x: f64| format!("{x:.2} ns");
     let limiter_cell = |v: Option<(&str, f64)>| {
         v.map_or("—".into(), |(l, v)| {
             format!("{v:+.1} ns ({l}, the worst)")
         })
     };
-    let dash = || ("—".to_string(), String::new());
-    let rows: Vec<(&str, String, String, (String, String))> = vec![
+    let dash = || -> Cell { ("—".to_string(), String::new()) };
+    // A row: the cell and verdict of a value against a target.
+    let cell =
+        |v: Option<f64>, target: f64, at_most: bool, unit: &str, f: &dyn Fn(f64) -> String| {
+            (opt(v, f), verdict(v, target, at_most, unit))
+        };
+    let unreadable = |v: (String, String)| match (one_way, readable) {
+        (Some(o), None) => (
+            v.0,
+            format!(
+                "unreadable in this run: one transfer measured {o:.0} ns, so the two threads did \
+                 not run at once"
+            ),
+        ),
+        _ => v,
+    };
+    let rows: Vec<(&str, Cell, Cell)> = vec![
         (
-            "time per pair ≤ 45 ns",
-            opt(t16, ns1),
-            verdict(t16, 45.0, true, " ns"),
-            (opt(il16, ns1), verdict(il16, 45.0, true, " ns")),
+            "new default: time per pair ≤ 45 ns",
+            cell(t16, 45.0, true, " ns", &ns1),
+            cell(il_p10(DEFAULT, 16), 45.0, true, " ns", &ns1),
         ),
         (
-            "instructions per pair ≤ 700 (valgrind)",
-            count(i16),
-            verdict(i16, 700.0, true, ""),
+            "new default: instructions per pair ≤ 700 (valgrind)",
+            cell(i16, 700.0, true, "", &|x| format!("{x:.0}")),
             dash(),
         ),
         (
-            "3 members at capacity 65,536 ≤ 1.5x capacity 3",
-            opt(sparse, x2),
-            verdict(sparse, 1.5, true, "x"),
-            (
-                opt(il("weir-sparse.3.vs_weir"), x2),
-                verdict(il("weir-sparse.3.vs_weir"), 1.5, true, "x"),
-            ),
+            "new default pair ≤ 1.1x the seeds' pair (same run)",
+            cell(div(t16, s16), 1.1, true, "x", &x2),
+            cell(il("weir-default.16.vs_seeds"), 1.1, true, "x", &x2),
         ),
         (
-            "≥ 3x faster than the Mutex baseline",
-            opt(div(mutex16, t16), x2),
-            verdict(div(mutex16, t16), 3.0, false, "x"),
-            (
-                opt(il("mutex.16.vs_weir"), x2),
-                verdict(il("mutex.16.vs_weir"), 3.0, false, "x"),
-            ),
+            "the same with Fixed(100) instead of CIAD ≤ 1.1x the seeds' pair (where the cost comes from)",
+            cell(div(f16, s16), 1.1, true, "x", &x2),
+            cell(il("weir-default-fixed.16.vs_seeds"), 1.1, true, "x", &x2),
         ),
         (
-            "≥ 10x faster than tower Balance + PeakEwma",
-            opt(div(tower16, t16), x2),
-            verdict(div(tower16, t16), 10.0, false, "x"),
-            (
-                opt(il("tower-peak-ewma.16.vs_weir"), x2),
-                verdict(il("tower-peak-ewma.16.vs_weir"), 10.0, false, "x"),
-            ),
+            "new default: 3 members at capacity 65,536 ≤ 1.5x capacity 3",
+            cell(sparse("default"), 1.5, true, "x", &x2),
+            cell(il("sparse-default.3.vs_default"), 1.5, true, "x", &x2),
         ),
         (
-            "≤ 1 ns per added node (16 → 64)",
-            opt(per_node_ns, |x| format!("{x:.2} ns")),
-            verdict(per_node_ns, 1.0, true, " ns"),
-            (
-                opt(il_per_node, |x| format!("{x:.2} ns")),
-                verdict(il_per_node, 1.0, true, " ns"),
-            ),
+            "seeds: 3 members at capacity 65,536 ≤ 1.5x capacity 3",
+            cell(sparse("seeds"), 1.5, true, "x", &x2),
+            cell(il("sparse-seeds.3.vs_seeds"), 1.5, true, "x", &x2),
         ),
         (
-            "≤ 17 instructions per added node (16 → 64, valgrind)",
-            opt(per_node_instr, |x| format!("{x:.1}")),
-            verdict(per_node_instr, 17.0, true, ""),
+            "new default: ≥ 3x faster than the Mutex baseline",
+            cell(div(mutex16, t16), 3.0, false, "x", &x2),
+            cell(il("mutex.16.vs_default"), 3.0, false, "x", &x2),
+        ),
+        (
+            "seeds: ≥ 3x faster than the Mutex baseline (the same algorithm)",
+            cell(div(mutex16, s16), 3.0, false, "x", &x2),
+            cell(il("mutex.16.vs_seeds"), 3.0, false, "x", &x2),
+        ),
+        (
+            "new default: ≥ 10x faster than tower Balance + PeakEwma",
+            cell(div(tower16, t16), 10.0, false, "x", &x2),
+            cell(il("tower-peak-ewma.16.vs_default"), 10.0, false, "x", &x2),
+        ),
+        (
+            "new default: ≤ 1 ns per added node (16 → 64)",
+            cell(pair_per_node(DEFAULT), 1.0, true, " ns", &ns2),
+            cell(il_per_node(DEFAULT), 1.0, true, " ns", &ns2),
+        ),
+        (
+            "new default: ≤ 17 instructions per added node (16 → 64, valgrind)",
+            cell(instr_per_node(DEFAULT), 17.0, true, "", &|x| format!("{x:.1}")),
             dash(),
         ),
         (
-            "2 threads: ≤ 5 cache-line transfers per pair",
-            opt(transfers, |x| format!("{x:.1}")),
-            match (one_way, readable) {
-                (Some(o), None) => format!(
-                    "unreadable in this run: one transfer measured {o:.0} ns, so the two threads \
-                     did not run at once"
-                ),
-                _ => verdict(transfers, 5.0, true, ""),
+            "seeds: ≤ 1 ns per added node (16 → 64)",
+            cell(pair_per_node(SEEDS), 1.0, true, " ns", &ns2),
+            cell(il_per_node(SEEDS), 1.0, true, " ns", &ns2),
+        ),
+        (
+            "seeds: ≤ 17 instructions per added node (16 → 64, valgrind)",
+            cell(instr_per_node(SEEDS), 17.0, true, "", &|x| format!("{x:.1}")),
+            dash(),
+        ),
+        (
+            "new default, 2 threads: ≤ 5 cache-line transfers per pair",
+            unreadable(cell(transfers(t2("default"), t16), 5.0, true, "", &|x| {
+                format!("{x:.1}")
+            })),
+            dash(),
+        ),
+        (
+            "new default, 2 threads: ≥ 2x faster than the Mutex baseline",
+            cell(div(t2("mutex"), t2("default")), 2.0, false, "x", &x2),
+            dash(),
+        ),
+        (
+            "zero allocations per pair (both configurations, the seeds' every policy and health model, every limiter on both)",
+            cell(weir_allocs, 0.0, true, "", &|x| format!("{x:.3}")),
+            dash(),
+        ),
+        (
+            "new default: each limiter adds ≤ 10 ns over Fixed",
+            {
+                let v = worst(&|l| over_fixed("default", l));
+                (limiter_cell(v), verdict(v.map(|x| x.1), 10.0, true, " ns"))
             },
-            dash(),
+            {
+                let v = worst(&|l| il_over_fixed("default", l));
+                (limiter_cell(v), verdict(v.map(|x| x.1), 10.0, true, " ns"))
+            },
         ),
         (
-            "2 threads: ≥ 2x faster than the Mutex baseline",
-            opt(div(mutex_t2, weir_t2), x2),
-            verdict(div(mutex_t2, weir_t2), 2.0, false, "x"),
-            dash(),
-        ),
-        (
-            "zero allocations per pair (every policy, health model, limiter)",
-            opt(weir_allocs, |x| format!("{x:.3}")),
-            verdict(weir_allocs, 0.0, true, ""),
-            dash(),
-        ),
-        (
-            "each limiter adds ≤ 10 ns over Fixed",
-            limiter_cell(worst_limiter),
-            verdict(worst_limiter.map(|x| x.1), 10.0, true, " ns"),
-            (
-                limiter_cell(il_worst_limiter),
-                verdict(il_worst_limiter.map(|x| x.1), 10.0, true, " ns"),
-            ),
+            "seeds: each limiter adds ≤ 10 ns over Fixed",
+            {
+                let v = worst(&|l| over_fixed("seeds", l));
+                (limiter_cell(v), verdict(v.map(|x| x.1), 10.0, true, " ns"))
+            },
+            {
+                let v = worst(&|l| il_over_fixed("seeds", l));
+                (limiter_cell(v), verdict(v.map(|x| x.1), 10.0, true, " ns"))
+            },
         ),
     ];
-    for (a, b, c, (e, f)) in rows {
+    for (a, (b, c), (e, f)) in rows {
         let _ = writeln!(w, "| {a} | {b} | {c} | {e} | {f} |");
+    }
+
+    // Where the new default's cost comes from.
+    let _ = writeln!(w, "\n## The new default against the seeds\n");
+    let _ = writeln!(
+        w,
+        "What each step from the seeds' configuration to the new default costs at 16 nodes, and per \
+         added node from 16 to 64 (criterion medians of this run; valgrind instructions). The step \
+         from the seeds to the new default with Fixed(100) is the health model and the policy (decay + \
+         lowest score for buckets + cascade); the step from there to the new default is the CIAD \
+         limit. Where the instructions go is in the callgrind breakdown below.\n"
+    );
+    let _ = writeln!(
+        w,
+        "| configuration | ns per pair | over the seeds | instructions per pair | over the seeds | ns per added node | instructions per added node |\n|---|---:|---:|---:|---:|---:|---:|"
+    );
+    for (label, name) in [
+        ("seeds (`Config::seeds()`)", SEEDS),
+        ("new default, Fixed(100)", DEFAULT_FIXED),
+        ("new default (`Config::default()`)", DEFAULT),
+    ] {
+        let v = d.pair(name, 16);
+        let iv = d.instr(name, 16);
+        let _ = writeln!(
+            w,
+            "| {label} | {} | {} | {} | {} | {} | {} |",
+            ns(v),
+            opt(v.zip(s16).map(|(a, b)| a - b), |x| format!("{x:+.1}")),
+            count(iv),
+            opt(iv.zip(d.instr(SEEDS, 16)).map(|(a, b)| a - b), |x| {
+                format!("{x:+.0}")
+            }),
+            opt(pair_per_node(name), |x| format!("{x:+.2}")),
+            opt(instr_per_node(name), |x| format!("{x:+.1}")),
+        );
     }
 
     // One pair, one thread.
     let _ = writeln!(w, "\n## One pair, one thread: weir against its baselines\n");
     let _ = writeln!(
         w,
-        "`pair/{{weir-cascade-buckets,mutex,tower-peak-ewma,tower-pending}}/N`. Ratios are weir / \
-         baseline (in brackets: how many times faster weir is). The Mutex baseline is weir's algorithm \
-         behind one `Mutex<Vec<..>>` (`benches/src/mutex.rs`); tower is tower 0.5's p2c `Balance` over \
+        "`pair/{{weir-default,weir-cascade-buckets,mutex,tower-peak-ewma,tower-pending}}/N`: the new \
+         default, the seeds, and the baselines. Ratios are the first over the second (in brackets: how \
+         many times faster the first is). The Mutex baseline is the seeds' algorithm behind one \
+         `Mutex<Vec<..>>` (`benches/src/mutex.rs`); tower is tower 0.5's p2c `Balance` over \
          always-ready services, which also reads the clock (PeakEwma) and allocates per call.\n"
     );
     let _ = writeln!(
         w,
-        "| nodes | weir | Mutex<Vec> | tower PeakEwma | tower PendingRequests | weir / Mutex | weir / PeakEwma | weir / Pending |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| nodes | new default | seeds | Mutex<Vec> | tower PeakEwma | tower PendingRequests | default / seeds | default / Mutex | seeds / Mutex | default / PeakEwma | default / Pending |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for n in NODES {
-        let wv = d.pair("weir-cascade-buckets", n);
+        let (dv, sv) = (d.pair(DEFAULT, n), d.pair(SEEDS, n));
         let (m, p, q) = (
             d.pair("mutex", n),
             d.pair("tower-peak-ewma", n),
@@ -821,111 +983,130 @@ fn results_md(t: &Facts, i: &Facts) -> String {
         );
         let _ = writeln!(
             w,
-            "| {n} | {} | {} | {} | {} | {} | {} | {} |",
-            ns(wv),
+            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            ns(dv),
+            ns(sv),
             ns(m),
             ns(p),
             ns(q),
-            ratio(wv, m),
-            ratio(wv, p),
-            ratio(wv, q)
+            ratio(dv, sv),
+            ratio(dv, m),
+            ratio(sv, m),
+            ratio(dv, p),
+            ratio(dv, q)
         );
     }
 
     let il_row = |name: &str, n: usize| {
-        let v = d.fact(&format!("interleaved.{name}.{n}.p10_ns"));
-        let r = d.fact(&format!("interleaved.{name}.{n}.vs_weir"));
+        let v = il_p10(name, n);
+        let r = d.fact(&format!("interleaved.{name}.{n}.vs_default"));
         match (v, r) {
-            (Some(v), Some(r)) => format!("{} ns (weir / it {:.2}, {r:.1}x)", ns(Some(v)), 1.0 / r),
-            (Some(v), None) => format!("{} ns", ns(Some(v))),
+            (Some(v), Some(r)) if r > 0.0 => format!(
+                "{} ns (new default / it {:.2}, {r:.1}x)",
+                ns(Some(v)),
+                1.0 / r
+            ),
+            (Some(v), _) => format!("{} ns", ns(Some(v))),
             _ => "—".into(),
         }
     };
     let _ = writeln!(
         w,
         "\nCross-check, interleaved rounds in the same run (10th percentile of the times, median of \
-         the same-round ratios): 16 nodes: weir {}, \
-         Mutex {}, tower PeakEwma {}, tower PendingRequests {}; 64 nodes: weir {}, Mutex {}.",
-        il_row("weir-cascade-buckets", 16),
+         the same-round ratios): 16 nodes: new default {}, seeds {}, Mutex {}, tower PeakEwma {}, \
+         tower PendingRequests {}; 64 nodes: new default {}, seeds {}, Mutex {}; 3 nodes: new default \
+         {}, seeds {}.",
+        il_row(DEFAULT, 16),
+        il_row(SEEDS, 16),
         il_row("mutex", 16),
         il_row("tower-peak-ewma", 16),
         il_row("tower-pending", 16),
-        il_row("weir-cascade-buckets", 64),
+        il_row(DEFAULT, 64),
+        il_row(SEEDS, 64),
         il_row("mutex", 64),
+        il_row(DEFAULT, 3),
+        il_row(SEEDS, 3),
     );
 
-    let _ = writeln!(w, "\n## weir: every policy and health model\n");
+    let _ = writeln!(w, "\n## weir: every configuration\n");
     let _ = writeln!(
         w,
-        "`pair/weir-{{cascade,approx,pick}}-{{buckets,ewma}}/N` (EWMA: half-life 20 outcomes). The last \
-         row is the cost per added node from 16 to 64 nodes.\n"
+        "`pair/weir-{{default,default-fixed}}/N` and `pair/weir-{{cascade,approx,pick}}-{{buckets,ewma}}/N`: \
+         the new default, the same with Fixed(100), and the seeds' configuration with each of its \
+         policies and health models (`cascade-buckets` is `Config::seeds()`; EWMA: half-life 20 \
+         outcomes). The last row is the cost per added node from 16 to 64 nodes.\n"
     );
     let configs = [
-        "cascade-buckets",
-        "cascade-ewma",
-        "approx-buckets",
-        "approx-ewma",
-        "pick-buckets",
-        "pick-ewma",
+        ("default", "new default"),
+        ("default-fixed", "default, Fixed(100)"),
+        ("cascade-buckets", "seeds: cascade-buckets"),
+        ("cascade-ewma", "cascade-ewma"),
+        ("approx-buckets", "approx-buckets"),
+        ("approx-ewma", "approx-ewma"),
+        ("pick-buckets", "pick-buckets"),
+        ("pick-ewma", "pick-ewma"),
     ];
-    let _ = writeln!(w, "| nodes | {} |", configs.join(" | "));
+    let heads: Vec<&str> = configs.iter().map(|(_, h)| *h).collect();
+    let _ = writeln!(w, "| nodes | {} |", heads.join(" | "));
     let _ = writeln!(w, "|---:|{}", "---:|".repeat(configs.len()));
     for n in NODES {
         let cells: Vec<String> = configs
             .iter()
-            .map(|c| ns(d.pair(&format!("weir-{c}"), n)))
+            .map(|(c, _)| ns(d.pair(&format!("weir-{c}"), n)))
             .collect();
         let _ = writeln!(w, "| {n} | {} |", cells.join(" | "));
     }
     let per: Vec<String> = configs
         .iter()
-        .map(|c| {
-            let name = format!("weir-{c}");
-            match (d.pair(&name, 16), d.pair(&name, 64)) {
-                (Some(a), Some(b)) => format!("{:+.2}", (b - a) / 48.0),
-                _ => "—".into(),
-            }
-        })
+        .map(|(c, _)| opt(pair_per_node(&format!("weir-{c}")), |x| format!("{x:+.2}")))
         .collect();
     let _ = writeln!(w, "| ns per node, 16 → 64 | {} |", per.join(" | "));
 
     let _ = writeln!(w, "\n## Limit algorithms (16 nodes)\n");
     let _ = writeln!(
         w,
-        "`limiter/{{name}}/16`: the default pair with each limit algorithm at its defaults (Windowed \
-         wraps Vegas), fed each success's RTT from the virtual clock and each timeout as a drop.\n"
+        "`limiter/{{default,seeds}}-{{name}}/16`: each configuration's pair with each limit algorithm \
+         at its defaults (Windowed wraps Vegas), fed each success's RTT from the virtual clock and \
+         each timeout as a drop (the new default also feeds each `Failure` as a drop). `ciad` here is \
+         dialogue's CIAD without the new default's fast start; `fixed` is Fixed(100), so the new \
+         default's `fixed` row is the new default with Fixed(100).\n"
     );
-    let _ = writeln!(
-        w,
-        "| limiter | ns per pair | over Fixed | over Fixed, interleaved (p10) | instructions | over Fixed |\n|---|---:|---:|---:|---:|---:|"
-    );
-    let fixed_i = d.instr("limiter-fixed", 16);
-    for l in LIMITERS {
-        let v = d.ns(&format!("limiter/{l}/16"));
-        let iv = d.instr(&format!("limiter-{l}"), 16);
-        let over = match (v, fixed) {
-            (Some(v), Some(f)) => format!("{:+.1}", v - f),
-            _ => "—".into(),
-        };
-        let over_i = match (iv, fixed_i) {
-            (Some(v), Some(f)) => format!("{:+.0}", v - f),
-            _ => "—".into(),
-        };
-        let over_il = opt(il_limiter(l), |x| format!("{x:+.1}"));
+    for (base, title) in [
+        ("default", "On the new default's pair"),
+        ("seeds", "On the seeds' pair"),
+    ] {
+        let _ = writeln!(w, "### {title}\n");
         let _ = writeln!(
             w,
-            "| {l} | {} | {over} | {over_il} | {} | {over_i} |",
-            ns(v),
-            count(iv)
+            "| limiter | ns per pair | over Fixed | over Fixed, interleaved (p10) | instructions | over Fixed |\n|---|---:|---:|---:|---:|---:|"
         );
+        let fixed_i = d.instr(&format!("limiter-{base}-fixed"), 16);
+        for l in LIMITERS {
+            let v = d.ns(&format!("limiter/{base}-{l}/16"));
+            let iv = d.instr(&format!("limiter-{base}-{l}"), 16);
+            let over_i = match (iv, fixed_i) {
+                (Some(v), Some(f)) => format!("{:+.0}", v - f),
+                _ => "—".into(),
+            };
+            let _ = writeln!(
+                w,
+                "| {l} | {} | {} | {} | {} | {over_i} |",
+                ns(v),
+                opt(over_fixed(base, l), |x| format!("{x:+.1}")),
+                opt(il_over_fixed(base, l), |x| format!("{x:+.1}")),
+                count(iv)
+            );
+        }
+        let _ = writeln!(w);
     }
 
-    let _ = writeln!(w, "\n## Floors\n");
+    let _ = writeln!(w, "## Floors\n");
     let _ = writeln!(
         w,
-        "What no implementation on this machine can go below. A pair makes five atomic \
-         read-modify-writes, scans one word per node and draws at least once; `driver` is the \
-         benchmark's own bookkeeping per pair (script, ring, outcome), included in every pair above.\n"
+        "What no implementation on this machine can go below. A pair makes about five atomic \
+         read-modify-writes, scans one word per node (the new default: two, its control word and its \
+         penalty, on one cache line) and draws at most once; `driver` is the benchmark's own \
+         bookkeeping per pair (script, ring, outcome), included in every pair above.\n"
     );
     let _ = writeln!(
         w,
@@ -949,51 +1130,68 @@ fn results_md(t: &Facts, i: &Facts) -> String {
             }
         );
     }
-    if let (Some(c), Some(sc), Some(r), Some(dr), Some(wv)) = (
+    if let (Some(c), Some(sc), Some(r), Some(dr), Some(dv), Some(sv)) = (
         d.ns("floor/cas"),
         d.ns("floor/scan/16"),
         d.ns("floor/fastrand"),
         d.ns("floor/driver"),
         t16,
+        s16,
     ) {
         let floor = 5.0 * c + sc + r + dr;
         let _ = writeln!(
             w,
             "\nAt 16 nodes, five CAS + one scan + one draw + the driver = {floor:.1} ns: the floor of a \
-             pair on this machine in this run; weir's pair is {wv:.1} ns, {:.1} ns above it.",
-            wv - floor
+             pair on this machine in this run; the new default's pair is {dv:.1} ns, {:.1} ns above \
+             it; the seeds' is {sv:.1} ns, {:.1} ns above it.",
+            dv - floor,
+            sv - floor
         );
     }
 
     let _ = writeln!(w, "\n## Two threads on one balancer (16 nodes)\n");
     let _ = writeln!(
         w,
-        "`threads/{{weir,mutex}}-t2/16`: two threads run pairs on one shared balancer; the time is one \
-         thread's time per pair (criterion's median). `threads/round-trip` is a ping-pong on one padded \
-         word: one round trip is two cache-line transfers. The VM places the threads where it likes and \
-         other jobs take cores, so the round trip is also taken as the 10th percentile of {} batches of \
-         1,000 round trips (the batches during which both threads held a core); one transfer is half of \
-         that. Transfers per pair = (two-thread time − one-thread time) / one transfer.\n",
+        "`threads/{{default,seeds,mutex}}-t2/16`: two threads run pairs on one shared balancer; the time \
+         is one thread's time per pair (criterion's median). `threads/round-trip` is a ping-pong on \
+         one padded word: one round trip is two cache-line transfers. The VM places the threads where \
+         it likes and other jobs take cores, so the round trip is also taken as the 10th percentile of \
+         {} batches of 1,000 round trips (the batches during which both threads held a core); one \
+         transfer is half of that. Transfers per pair = (two-thread time − one-thread time) / one \
+         transfer.\n",
         t.get("threads.round_trip.batches").map_or("?", String::as_str)
     );
-    let _ = writeln!(
-        w,
-        "| | weir | Mutex<Vec> |\n|---|---:|---:|\n| one thread, ns per pair | {} | {} |\n| two threads, ns per pair of the timed thread | {} | {} |\n| two threads, ns per pair of the other thread | {} | {} |\n| extra ns per pair from sharing | {} | {} |\n| cache-line transfers per pair | {} | {} |\n| weir / Mutex, two threads | {} | |",
-        ns(t16),
-        ns(mutex16),
-        ns(weir_t2),
-        ns(mutex_t2),
-        ns(d.fact("threads.weir-t2.16.helpers_ns")),
-        ns(d.fact("threads.mutex-t2.16.helpers_ns")),
-        ns(weir_t2.zip(t16).map(|(a, b)| a - b)),
-        ns(mutex_t2.zip(mutex16).map(|(a, b)| a - b)),
-        transfers.map_or("—".into(), |x| format!("{x:.1}")),
-        match (mutex_t2, mutex16, readable) {
-            (Some(a), Some(b), Some(o)) if o > 0.0 => format!("{:.1}", (a - b) / o),
-            _ => "—".into(),
-        },
-        ratio(weir_t2, mutex_t2),
-    );
+    let cols = [("default", DEFAULT), ("seeds", SEEDS), ("mutex", "mutex")];
+    let row = |label: &str, f: &dyn Fn(&str, &str) -> String| {
+        let cells: Vec<String> = cols.iter().map(|(t, p)| f(t, p)).collect();
+        format!("| {label} | {} |", cells.join(" | "))
+    };
+    let lines = [
+        "| | new default | seeds | Mutex<Vec> |\n|---|---:|---:|---:|".to_string(),
+        row("one thread, ns per pair", &|_, p| ns(d.pair(p, 16))),
+        row("two threads, ns per pair of the timed thread", &|t, _| {
+            ns(t2(t))
+        }),
+        row("two threads, ns per pair of the other thread", &|t, _| {
+            ns(d.fact(&format!("threads.{t}-t2.16.helpers_ns")))
+        }),
+        row("extra ns per pair from sharing", &|t, p| {
+            ns(t2(t).zip(d.pair(p, 16)).map(|(a, b)| a - b))
+        }),
+        row("cache-line transfers per pair", &|t, p| {
+            opt(transfers(t2(t), d.pair(p, 16)), |x| format!("{x:.1}"))
+        }),
+        row("two threads: it / Mutex", &|t, _| {
+            if t == "mutex" {
+                String::new()
+            } else {
+                ratio(t2(t), t2("mutex"))
+            }
+        }),
+    ];
+    for l in lines {
+        let _ = writeln!(w, "{l}");
+    }
     let _ = writeln!(
         w,
         "\nRound trip: {} ns (criterion median), {} ns (10th percentile of batches), {} ns (median of \
@@ -1004,11 +1202,12 @@ fn results_md(t: &Facts, i: &Facts) -> String {
         ns(one_way)
     );
     for k in [4, 8, 16] {
-        if let Some(v) = d.ns(&format!("threads/weir-t{k}/16")) {
+        if let Some(v) = d.ns(&format!("threads/default-t{k}/16")) {
             let _ = writeln!(
                 w,
-                "\n{k} threads: weir {} ns per pair per thread, Mutex {} ns.",
+                "\n{k} threads: new default {} ns per pair per thread, seeds {} ns, Mutex {} ns.",
                 ns(Some(v)),
+                ns(d.ns(&format!("threads/seeds-t{k}/16"))),
                 ns(d.ns(&format!("threads/mutex-t{k}/16")))
             );
         }
@@ -1019,59 +1218,82 @@ fn results_md(t: &Facts, i: &Facts) -> String {
         w,
         "`cargo xtask bench --instructions`: each workload runs {SHORT_RUN} and {LONG_RUN} pairs under \
          cachegrind; the difference divided by {} is the instructions per pair (construction cancels \
-         out; bucket rotations and the workload's bookkeeping, `driver`, are included).\n",
+         out; rotations and the workload's bookkeeping, `driver`, are included).\n",
         LONG_RUN - SHORT_RUN
     );
     let _ = writeln!(
         w,
-        "| workload (16 nodes) | instructions per pair | weir / it |\n|---|---:|---:|"
+        "| workload (16 nodes) | instructions per pair | new default / it |\n|---|---:|---:|"
     );
-    for c in configs {
-        let name = format!("weir-{c}");
-        let _ = writeln!(w, "| {name} | {} | |", count(d.instr(&name, 16)));
+    for c in configs.iter().map(|(c, _)| format!("weir-{c}")).chain(
+        ["mutex", "tower-peak-ewma", "tower-pending"]
+            .iter()
+            .map(|b| b.to_string()),
+    ) {
+        let r = if c == DEFAULT {
+            String::new()
+        } else {
+            ratio(i16, d.instr(&c, 16))
+        };
+        let _ = writeln!(w, "| {c} | {} | {r} |", count(d.instr(&c, 16)));
     }
-    for b in ["mutex", "tower-peak-ewma", "tower-pending"] {
+    let _ = writeln!(
+        w,
+        "\n| instructions per pair, nodes | 3 | 16 | 64 | 256 | per added node, 16 → 64 | per added node, 64 → 256 |\n|---|---:|---:|---:|---:|---:|---:|"
+    );
+    for (label, name) in [
+        ("new default", DEFAULT),
+        ("new default, Fixed(100)", DEFAULT_FIXED),
+        ("seeds", SEEDS),
+        ("Mutex<Vec> baseline", "mutex"),
+    ] {
+        let at = |n: usize| d.instr(name, n);
         let _ = writeln!(
             w,
-            "| {b} | {} | {} |",
-            count(d.instr(b, 16)),
-            ratio(i16, d.instr(b, 16))
+            "| {label} | {} | {} | {} | {} | {} | {} |",
+            count(at(3)),
+            count(at(16)),
+            count(at(64)),
+            count(at(256)),
+            opt(per_node(at(16), at(64)), |x| format!("{x:+.1}")),
+            opt(at(64).zip(at(256)).map(|(a, b)| (b - a) / 192.0), |x| {
+                format!("{x:+.1}")
+            }),
         );
     }
-    let _ = writeln!(
-        w,
-        "\n| weir default, nodes | 3 | 16 | 64 | 256 |\n|---|---:|---:|---:|---:|\n| instructions per pair | {} | {} | {} | {} |",
-        count(d.instr("weir-cascade-buckets", 3)),
-        count(i16),
-        count(d.instr("weir-cascade-buckets", 64)),
-        count(d.instr("weir-cascade-buckets", 256)),
-    );
-    let _ = writeln!(
-        w,
-        "\nMutex baseline at 64 nodes: {} instructions per pair.",
-        count(d.instr("mutex", 64))
-    );
-    let parts: Vec<String> = BREAKDOWN
+    let bd = |name: &str, n: usize, func: &str| -> Option<f64> {
+        i.get(&format!("breakdown.{name}.{n}.{func}"))?.parse().ok()
+    };
+    if BREAKDOWN
         .iter()
-        .filter_map(|(f, label)| {
-            let v = i.get(&format!("breakdown.{f}"))?;
-            Some(format!("| {label} | `{f}` | {v} |"))
-        })
-        .collect();
-    if !parts.is_empty() {
+        .any(|(f, _, _)| bd(DEFAULT, 16, f).is_some())
+    {
         let _ = writeln!(
             w,
-            "\nWhere weir's default pair (16 nodes) spends them, callgrind's inclusive counts per pair:\n\n| part | function | instructions |\n|---|---|---:|"
+            "\nWhere each pair spends them: callgrind's inclusive counts per pair (a part includes \
+             what it calls, so the rows overlap), at 16 and 64 nodes, and what one added node costs \
+             in each part.\n"
         );
-        for p in parts {
-            let _ = writeln!(w, "{p}");
+        let _ = writeln!(
+            w,
+            "| part | function | new default, 16 | 64 | per added node | seeds, 16 | 64 | per added node |\n|---|---|---:|---:|---:|---:|---:|---:|"
+        );
+        for (func, short, label) in BREAKDOWN {
+            let mut cells = Vec::new();
+            for name in BROKEN_DOWN {
+                let (a, b) = (bd(name, 16, func), bd(name, 64, func));
+                cells.push(count(a));
+                cells.push(count(b));
+                cells.push(opt(per_node(a, b), |x| format!("{x:+.1}")));
+            }
+            let _ = writeln!(w, "| {label} | `{short}` | {} |", cells.join(" | "));
         }
     }
 
     let _ = writeln!(w, "\n## Memory and allocations\n");
     let _ = writeln!(
         w,
-        "| | bytes per node | bytes for 64 nodes |\n|---|---:|---:|\n| weir (`NodeSlot`, cache-line padded; balancer + boxed slots) | {} | {} |\n| Mutex<Vec> baseline (node; struct + vector) | {} | {} |",
+        "| | bytes per node | bytes for 64 nodes |\n|---|---:|---:|\n| weir (`NodeSlot`, cache-line padded; balancer + boxed slots; either configuration) | {} | {} |\n| Mutex<Vec> baseline (node; struct + vector) | {} | {} |",
         t.get("memory.weir.slot").map_or("?", String::as_str),
         t.get("memory.weir.balancer64").map_or("?", String::as_str),
         t.get("memory.mutex.node").map_or("?", String::as_str),
@@ -1092,10 +1314,10 @@ fn results_md(t: &Facts, i: &Facts) -> String {
     let _ = writeln!(w, "\n## Commands\n");
     let _ = writeln!(
         w,
-        "```sh\ncargo xtask bench                      # timings (about 5 minutes on 2 cores) + this file\n\
+        "```sh\ncargo xtask bench                      # timings (about 8 minutes on 2 cores) + this file\n\
          cargo xtask bench --instructions       # valgrind instruction counts + this file\n\
          cargo xtask bench --warm-up-time 0.5 --measurement-time 1   # a quicker, noisier run\n\
-         cargo bench -p weir-benches --bench hot_path -- 'pair/weir'  # criterion alone, filtered\n```"
+         cargo bench -p weir-benches --bench hot_path -- 'pair/weir-default'  # criterion alone, filtered\n```"
     );
     s
 }
@@ -1177,6 +1399,30 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n");
         assert_eq!(pairs_executable_in(&without), None);
+    }
+
+    #[test]
+    fn inclusive_counts_take_each_functions_own_entry() {
+        let text = "\
+106,229,256 (100.0%)  PROGRAM TOTALS
+62,277,399 (58.63%)  core/src/balance/balancer.rs:weir::balance::balancer::Balancer<S>::acquire [/w/pairs]
+48,528,000 (45.68%)  core/src/balance/policy.rs:weir::balance::policy::lowest [/w/pairs]
+ 7,000,000 ( 6.59%)  /rustc/x/library/core/src/iter/adapters/zip.rs:weir::balance::policy::lowest
+ 5,000,000 ( 4.00%)  core/src/balance/policy.rs:weir::balance::policy::lowest_in [/w/pairs]
+202,953,122 (75.58%)  => core/src/balance/policy.rs:weir::balance::policy::lowest (100,008x)
+ 7,100,000 ( 6.68%)  core/src/limit/mod.rs:<weir::limit::LimitAlgorithm as weir::limit::Limit>::update [/w/pairs]";
+        let got = inclusive_counts(text);
+        assert_eq!(
+            got,
+            [
+                ("weir::balance::balancer::Balancer<S>::acquire", 62_277_399),
+                ("weir::balance::policy::lowest", 48_528_000),
+                (
+                    "<weir::limit::LimitAlgorithm as weir::limit::Limit>::update",
+                    7_100_000
+                ),
+            ]
+        );
     }
 
     #[test]
