@@ -18,44 +18,12 @@
 //! those of these defaults; a change of the defaults changes them, and fails an assertion only where it
 //! changes what a scenario does (each scenario asserts the preconditions it relies on).
 
+mod common;
+use common::{f_at_penalty_one, penalty, K};
 use core::time::Duration;
 use weir::{
     balance::HealthModel, balance::Rejected, limit::FixedLimit, limit::LimitAlgorithm, Balancer,
     Config, HeapBalancer, Lease, Outcome, Rng,
-};
-
-/// The default model's constants, as `HealthModel::DECAY` holds them.
-struct Constants {
-    /// Penalty per failure, `penalty` (10).
-    a: f64,
-    /// Penalty per doubling of failures over successes, `ratio_penalty` (16).
-    b: f64,
-    /// Half-lives in nanoseconds: successes (1 s) and failures (30 s).
-    hs: u64,
-    hf: u64,
-    /// What a 429 (0.1) and another 4xx (0.01) add to the failures.
-    throttled: f32,
-    client_error: f32,
-}
-
-/// The default model's constants (see [`Constants`]).
-const K: Constants = match HealthModel::DECAY {
-    HealthModel::Decay {
-        success_half_life_ns,
-        failure_half_life_ns,
-        throttled_cost,
-        client_error_cost,
-        penalty,
-        ratio_penalty,
-    } => Constants {
-        a: penalty as f64,
-        b: ratio_penalty as f64,
-        hs: success_half_life_ns,
-        hf: failure_half_life_ns,
-        throttled: throttled_cost,
-        client_error: client_error_cost,
-    },
-    _ => panic!("the default model is the decay model"),
 };
 
 /// 2^20 ns: the decay counters' tick.
@@ -101,31 +69,6 @@ fn record(b: &HeapBalancer, id: u64, now: u64, outcomes: &[Outcome]) {
         let l = lease_on(b, id, now, &mut rng);
         b.release(l, o, now).unwrap();
     }
-}
-
-/// The penalty as the documentation states it, in `f64`, with the default coefficients:
-/// `a F + b log2(1 + F / (S + 1))`.
-fn penalty(f: f64, s: f64) -> f64 {
-    if f == 0.0 {
-        return 0.0;
-    }
-    K.a * f + K.b * (1.0 + f / (s + 1.0)).log2()
-}
-
-/// The failure count `F*` at which a node with no successes has penalty 1 (one request in flight):
-/// `a F + b log2(1 + F) = 1`, by bisection (0.030546 with the defaults). The penalty grows with `F`.
-fn f_at_penalty_one() -> f64 {
-    let (mut lo, mut hi) = (0.0, 1.0);
-    assert!(penalty(hi, 0.0) >= 1.0);
-    for _ in 0..100 {
-        let mid = (lo + hi) / 2.0;
-        if penalty(mid, 0.0) < 1.0 {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
 }
 
 /// A cost as the counters add it, an `f32`, in `f64`.

@@ -1,10 +1,12 @@
 //! The seeds' scenarios as deterministic tests: a fake clock, a seeded generator, and fake nodes whose
 //! behaviour is a function of time. Each asserts numbers.
 
+mod common;
+use common::{f_at_penalty_one, penalty, K};
 use std::collections::BTreeMap;
 use weir::{
-    balance::HealthModel, balance::Policy, balance::Rejected, limit::AimdLimit, limit::FixedLimit,
-    limit::LimitAlgorithm, Balancer, Config, HeapBalancer, Outcome, Rng,
+    balance::Policy, balance::Rejected, limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm,
+    Balancer, Config, HeapBalancer, Outcome, Rng,
 };
 
 const MS: u64 = 1_000_000;
@@ -493,69 +495,8 @@ impl Load {
     }
 }
 
-/// The default model's constants, as `HealthModel::DECAY` holds them: every expected number of the
-/// default's scenarios is derived from these (the comments quote the values they give with the defaults).
-struct Constants {
-    /// Penalty per failure, `penalty` (10).
-    a: f64,
-    /// Penalty per doubling of failures over successes, `ratio_penalty` (16).
-    b: f64,
-    /// The failure half-life in seconds (30).
-    fail_half: f64,
-    /// The success half-life in seconds (1).
-    success_half: f64,
-    /// What a 429 (0.1) and another 4xx (0.01) add to the failures.
-    throttled: f32,
-    client_error: f32,
-}
-
-/// The default model's constants (see [`Constants`]).
-const K: Constants = match HealthModel::DECAY {
-    HealthModel::Decay {
-        success_half_life_ns,
-        failure_half_life_ns,
-        throttled_cost,
-        client_error_cost,
-        penalty,
-        ratio_penalty,
-    } => Constants {
-        a: penalty as f64,
-        b: ratio_penalty as f64,
-        fail_half: failure_half_life_ns as f64 / SEC as f64,
-        success_half: success_half_life_ns as f64 / SEC as f64,
-        throttled: throttled_cost,
-        client_error: client_error_cost,
-    },
-    _ => panic!("the default model is the decay model"),
-};
-
 /// The default failure half-life, in seconds.
-const FAIL_HALF: f64 = K.fail_half;
-
-/// The default model's penalty, `a F + b log2(1 + F / (S + 1))` (a = 10, b = 16), as the core computes
-/// it in `f64`.
-fn penalty(failures: f64, successes: f64) -> f64 {
-    if failures == 0.0 {
-        return 0.0;
-    }
-    K.a * failures + K.b * (1.0 + failures / (successes + 1.0)).log2()
-}
-
-/// The failure count `F*` at which a node with no successes has penalty 1 (one request in flight):
-/// `a F + b log2(1 + F) = 1`, by bisection: 0.030546 with the defaults (0.04699 with `ratio_penalty` 8).
-fn f_at_penalty_one() -> f64 {
-    let (mut lo, mut hi) = (0.0, 1.0);
-    assert!(penalty(hi, 0.0) >= 1.0);
-    for _ in 0..100 {
-        let mid = (lo + hi) / 2.0;
-        if penalty(mid, 0.0) < 1.0 {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
+const FAIL_HALF: f64 = K.hf as f64 / SEC as f64;
 
 fn fails_if(bad: u64, outcome: Outcome, latency: u64) -> impl FnMut(u64, u64, &mut Rng) -> Call {
     move |id, _, _| Some((latency, if id == bad { outcome } else { Outcome::Success }))
@@ -682,7 +623,7 @@ fn default_recovered_node_regains_traffic_as_its_failures_decay() {
     assert!((penalty(f_star, 0.0) - 1.0).abs() < 1e-9, "{f_star}");
     // Seconds from a failure to P < 1, and to P < 2^-16 at S = 36 (see above).
     let after = FAIL_HALF * (1.0 / f_star).log2();
-    let s = 25.0 * K.success_half / core::f64::consts::LN_2;
+    let s = 25.0 * (K.hs as f64 / SEC as f64) / core::f64::consts::LN_2;
     let fade = FAIL_HALF * ((K.a + K.b / ((s + 1.0) * core::f64::consts::LN_2)) * 65_536.0).log2();
     // The windows measured below: 25 % from 10 s after t* (about 171 s) to 550 s, a third from 620 s;
     // the failure is at about 10 s.

@@ -1,0 +1,66 @@
+//! What the default's tests share: the default model's constants and its penalty, computed as the
+//! documentation states them. Each test file that needs them declares `mod common;`.
+
+#![allow(dead_code)]
+
+use weir::balance::HealthModel;
+
+/// The default model's constants, as `HealthModel::DECAY` holds them: every expected number of the
+/// default's tests is derived from these (the comments quote the values they give with the defaults).
+pub struct Constants {
+    /// Penalty per recent failure, `penalty` (10).
+    pub a: f64,
+    /// Penalty per doubling of failures over successes, `ratio_penalty` (16).
+    pub b: f64,
+    /// Half-lives in nanoseconds: successes (1 s) and failures (30 s).
+    pub hs: u64,
+    pub hf: u64,
+    /// What a 429 (0.1) and another 4xx (0.01) add to the failures.
+    pub throttled: f32,
+    pub client_error: f32,
+}
+
+/// The default model's constants (see [`Constants`]).
+pub const K: Constants = match HealthModel::DECAY {
+    HealthModel::Decay {
+        success_half_life_ns,
+        failure_half_life_ns,
+        throttled_cost,
+        client_error_cost,
+        penalty,
+        ratio_penalty,
+    } => Constants {
+        a: penalty as f64,
+        b: ratio_penalty as f64,
+        hs: success_half_life_ns,
+        hf: failure_half_life_ns,
+        throttled: throttled_cost,
+        client_error: client_error_cost,
+    },
+    _ => panic!("the default model is the decay model"),
+};
+
+/// The default model's penalty, `a F + b log2(1 + F / (S + 1))` (a = 10, b = 16), as the documentation
+/// states it, in `f64`.
+pub fn penalty(failures: f64, successes: f64) -> f64 {
+    if failures == 0.0 {
+        return 0.0;
+    }
+    K.a * failures + K.b * (1.0 + failures / (successes + 1.0)).log2()
+}
+
+/// The failure count `F*` at which a node with no successes has penalty 1 (one request in flight):
+/// `a F + b log2(1 + F) = 1`, by bisection: 0.030546 with the defaults (0.04699 with `ratio_penalty` 8).
+pub fn f_at_penalty_one() -> f64 {
+    let (mut lo, mut hi) = (0.0, 1.0);
+    assert!(penalty(hi, 0.0) >= 1.0);
+    for _ in 0..100 {
+        let mid = (lo + hi) / 2.0;
+        if penalty(mid, 0.0) < 1.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
