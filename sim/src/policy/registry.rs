@@ -65,7 +65,9 @@ pub fn all() -> Vec<PolicyDef> {
                     n,
                 ))
             }),
-            refused: Refusal::Wait { max_waiters: 1024 },
+            refused: Refusal::Wait {
+                max_waiters: Config::default().max_waiters as usize,
+            },
         },
         PolicyDef {
             name: "weir-lowest-score-failfast",

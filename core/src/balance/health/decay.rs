@@ -176,15 +176,20 @@ impl Health {
         }
     }
 
-    /// The success and failure counters read at `now`.
+    /// The success and failure counters read at `now`, and the penalty they give.
     #[inline]
-    pub(super) fn counters(&self, now: u64, s: &Halving, f: &Halving) -> (f64, f64) {
+    pub(super) fn decayed(
+        &self,
+        now: u64,
+        s: &Halving,
+        f: &Halving,
+        k: &Penalty,
+    ) -> (f64, f64, f64) {
         let at = tick(now);
         // SeqCst: see `record_decay`.
-        (
-            read(self.ring[0].load(SeqCst), at, s),
-            read(self.ring[1].load(SeqCst), at, f),
-        )
+        let successes = read(self.ring[0].load(SeqCst), at, s);
+        let failures = read(self.ring[1].load(SeqCst), at, f);
+        (successes, failures, penalty(failures, successes, k))
     }
 
     /// Whether the failure counter is empty (the zero word): a success then leaves the penalty at 0.

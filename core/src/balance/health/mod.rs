@@ -387,7 +387,7 @@ impl Health {
                 ref penalty,
                 ..
             } => {
-                let (s, f) = self.counters(now, success, failure);
+                let (s, f, pen) = self.decayed(now, success, failure, penalty);
                 View {
                     rate: if s + f > 0.0 { s / (s + f) } else { 1.0 },
                     floored: false,
@@ -396,7 +396,7 @@ impl Health {
                     sticky: (0, 0),
                     // Relaxed: a statistic.
                     has_data: self.last.load(Relaxed) != 0,
-                    decayed: (s, f, decay::penalty(f, s, penalty)),
+                    decayed: (s, f, pen),
                 }
             }
             // By reference: the weight table is not copied.
@@ -440,8 +440,7 @@ impl Health {
             ..
         } = p.model
         {
-            let (s, f) = self.counters(at, success, failure);
-            let pen = decay::penalty(f, s, penalty) as f32;
+            let pen = self.decayed(at, success, failure, penalty).2 as f32;
             return (pen, decay::fixed(pen));
         }
         let (rate, floored) = self.rate(p, at);
@@ -552,10 +551,11 @@ fn absent_units(model: &PreparedModel) -> u64 {
 /// How the seeds' models read an outcome: a success, a failure, or nothing (see [`HealthModel`]).
 #[inline]
 fn seeds_reading(outcome: Outcome) -> Option<bool> {
-    match outcome {
+    // Through `as_seeds`, the one place that says how the seeds read the new outcomes.
+    match outcome.as_seeds() {
         Outcome::Success => Some(true),
-        Outcome::Failure | Outcome::Dropped | Outcome::Throttled => Some(false),
-        Outcome::Ignored | Outcome::ClientError => None,
+        Outcome::Failure | Outcome::Dropped => Some(false),
+        _ => None,
     }
 }
 
