@@ -45,6 +45,13 @@ where
             .unwrap_or_else(|| unreachable!("a guard's lease is taken only as the guard goes"))
     }
 
+    fn take(&mut self) -> Lease {
+        // As in `lease`: the lease is there until the guard goes, and `take` consumes the guard.
+        self.lease
+            .take()
+            .unwrap_or_else(|| unreachable!("a guard's lease is taken only as the guard goes"))
+    }
+
     fn complete(mut self, outcome: Outcome) -> Result<(), ReleaseError> {
         match self.lease.take() {
             Some(lease) => self.balancer.release_now(lease, outcome),
@@ -193,6 +200,23 @@ macro_rules! lease_guard_methods {
             /// ```
             pub fn lease(&self) -> &Lease {
                 self.0.lease()
+            }
+
+            /// Takes the lease out of the guard, which then releases nothing: the caller releases it
+            /// with [`Balancer::release`] (the C and Python layers hand waiting acquires' leases over
+            /// this way).
+            ///
+            /// ```
+            /// use weir::{Config, HeapBalancer, Outcome};
+            /// let b = HeapBalancer::with_capacity(1, Config::default()).unwrap();
+            /// b.add(3).unwrap();
+            /// let lease = b.acquire_guard().unwrap().into_lease();
+            /// assert_eq!(b.stats().in_flight, 1); // the guard's drop released nothing
+            /// b.release(lease, Outcome::Success, weir::rt::monotonic_now()).unwrap();
+            /// assert_eq!(b.stats().in_flight, 0);
+            /// ```
+            pub fn into_lease(mut self) -> Lease {
+                self.0.take()
             }
 
             /// Releases the lease with `outcome` at [`monotonic_now`]; the result is

@@ -170,6 +170,17 @@ impl HealthModel {
         decay: 3.0,
     };
 
+    /// [The seeds' later variant](crate#vocabulary): one exponentially weighted success rate per node,
+    /// with a half-life of 32 outcomes (the value the Python and C layers start from).
+    ///
+    /// ```
+    /// use weir::balance::{HealthModel, Policy};
+    /// assert_eq!(HealthModel::EWMA, HealthModel::Ewma { half_life: 32 });
+    /// let config = weir::Config { health: HealthModel::EWMA, policy: Policy::WeightedPick, ..weir::Config::seeds() };
+    /// assert!(config.validate().is_ok());
+    /// ```
+    pub const EWMA: HealthModel = HealthModel::Ewma { half_life: 32 };
+
     /// The bucket window ([`HealthModel::Buckets`]) with the bucket width given as a [`Duration`]:
     /// `count` buckets of `width` each, each weighing `decay` times the next older one. A width longer
     /// than `u64::MAX` ns (about 584 years) saturates to `u64::MAX`; the balancer's validation checks

@@ -1,0 +1,663 @@
+//! The balancer: construction, membership, acquire (fail fast, with the library's or the caller's
+//! generator, or waiting), release, snapshots and counters.
+
+use crate::boundary::{
+    arg, arg_mut, guard, guard_value, weir_status, Error, Out, WEIR_ERR_ALL_BUSY,
+    WEIR_ERR_BUFFER_TOO_SMALL, WEIR_ERR_CAPACITY_FULL, WEIR_ERR_DUPLICATE_ID,
+    WEIR_ERR_INVALID_CONFIG, WEIR_ERR_INVALID_LEASE, WEIR_ERR_NODE_REMOVED,
+    WEIR_ERR_NO_ACTIVE_NODES, WEIR_ERR_QUEUE_FULL, WEIR_ERR_TIMEOUT, WEIR_ERR_UNKNOWN_ID,
+};
+use crate::config::{config_from_c, weir_config, write_config};
+use std::time::{Duration, Instant};
+use weir_core::balance::{
+    MembershipError, NodeSnapshot, NodeState, RawLease, Rejected, ReleaseError, Stats,
+};
+use weir_core::rt::{monotonic_now, with_thread_rng, WaitError};
+use weir_core::{HeapBalancer, Lease, Outcome, Rng};
+
+/// A load balancer over up to `capacity` nodes: an opaque handle from `weir_balancer_new`, freed with
+/// `weir_balancer_free`.
+///
+/// Thread safety: every function that takes a `weir_balancer*` may be called from any number of threads
+/// at once on the same balancer (lock-free, as the Rust core; only `weir_acquire_wait` blocks, and only
+/// its caller), except `weir_balancer_free`, which must be the last call on it.
+pub struct weir_balancer {
+    inner: HeapBalancer,
+}
+
+/// What a release reports: one of the `WEIR_OUTCOME_*` values (validated as an integer: any other value
+/// is `WEIR_ERR_INVALID_ARGUMENT`).
+#[allow(non_camel_case_types)]
+pub type weir_outcome = u32;
+/// The node answered as it should.
+pub const WEIR_OUTCOME_SUCCESS: weir_outcome = 0;
+/// A real error of the node: a 5xx, connection refused or reset.
+pub const WEIR_OUTCOME_FAILURE: weir_outcome = 1;
+/// Timeout or overload: 503, 504, a deadline hit (the limiter backs off).
+pub const WEIR_OUTCOME_DROPPED: weir_outcome = 2;
+/// Nobody's fault (a cancelled call): counted, recorded nowhere else.
+pub const WEIR_OUTCOME_IGNORED: weir_outcome = 3;
+/// The node is busy and said so: a 429.
+pub const WEIR_OUTCOME_THROTTLED: weir_outcome = 4;
+/// The caller's fault: another 4xx.
+pub const WEIR_OUTCOME_CLIENT_ERROR: weir_outcome = 5;
+/// How many outcomes there are (the length of `weir_balancer_stats.released`).
+pub const WEIR_OUTCOME_COUNT: usize = 6;
+
+/// A node's state in a snapshot: one of the `WEIR_NODE_*` values.
+#[allow(non_camel_case_types)]
+pub type weir_node_state = u32;
+/// In rotation.
+pub const WEIR_NODE_ACTIVE: weir_node_state = 0;
+/// Lame duck: no new leases; leases in flight finish normally.
+pub const WEIR_NODE_LAME_DUCK: weir_node_state = 1;
+
+/// The right to make one call to node `node_id`: a plain value the caller holds (copy it freely) and
+/// passes back to `weir_release` exactly once. The balancer checks every field on release: a lease
+/// released twice, forged, or from another balancer is refused with `WEIR_ERR_INVALID_LEASE` and changes
+/// nothing. Read `node_id`, `acquired_at` and `inflight`; the other fields identify the lease and must not
+/// be changed.
+///
+/// Thread safety: a plain value; a lease may be released from any thread.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct weir_lease {
+    /// The id of the node to call.
+    pub node_id: u64,
+    /// The `now_ns` the lease was acquired at (the RTT the limiter sees is the release's `now_ns` minus
+    /// this).
+    pub acquired_at: u64,
+    /// The node's slot in the balancer.
+    pub slot: u32,
+    /// Requests in flight on the node when this one was admitted, including it.
+    pub inflight: u32,
+    /// The slot's generation when the lease was granted.
+    pub generation: u16,
+    /// The tag of the balancer that granted the lease (never 0).
+    pub balancer: u32,
+}
+
+impl From<RawLease> for weir_lease {
+    fn from(r: RawLease) -> Self {
+        weir_lease {
+            node_id: r.id,
+            acquired_at: r.start,
+            slot: r.slot,
+            inflight: r.inflight,
+            generation: r.generation,
+            balancer: r.balancer,
+        }
+    }
+}
+
+impl From<weir_lease> for RawLease {
+    fn from(l: weir_lease) -> Self {
+        RawLease {
+            id: l.node_id,
+            start: l.acquired_at,
+            slot: l.slot,
+            inflight: l.inflight,
+            generation: l.generation,
+            balancer: l.balancer,
+        }
+    }
+}
+
+/// A random generator the caller owns (fastrand's wyrand; its whole state is `state`), for deterministic
+/// replay with `weir_acquire_with_rng`. Make one with `weir_rng_seed`.
+///
+/// Thread safety: a plain value; give each thread its own (a generator must not be used by two threads
+/// at once).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct weir_rng {
+    /// The generator's state.
+    pub state: u64,
+}
+
+/// What a balancer reports about one member (`weir_node_snapshot`, `weir_nodes`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct weir_node_info {
+    /// The node's id.
+    pub id: u64,
+    /// `WEIR_NODE_ACTIVE` or `WEIR_NODE_LAME_DUCK`.
+    pub state: weir_node_state,
+    /// Success rate in [0, 1] (the weighted models' estimate; under the decay model `S / (S + F)`, 1 with
+    /// no data).
+    pub success_rate: f64,
+    /// The weighted policies' weight (under the decay model, 1 / (1 + penalty)).
+    pub weight: f64,
+    /// The decay model's success counter at `now` (0 under the other models).
+    pub successes: f64,
+    /// The decay model's failure counter at `now` (0 under the other models).
+    pub failures: f64,
+    /// The decay model's penalty, in in-flight requests (0 under the other models).
+    pub penalty: f64,
+    /// The node's concurrency limit.
+    pub limit: u32,
+    /// Leases in flight on the node.
+    pub in_flight: u32,
+    /// Requests finished within the bucket window (bucket model).
+    pub window_finished: u64,
+    /// Of those, succeeded.
+    pub window_succeeded: u64,
+    /// Requests finished in the sticky bucket (bucket model).
+    pub sticky_finished: u64,
+    /// Of those, succeeded.
+    pub sticky_succeeded: u64,
+    /// Whether any outcome has been recorded for the node.
+    pub has_data: bool,
+}
+
+impl From<NodeSnapshot> for weir_node_info {
+    fn from(s: NodeSnapshot) -> Self {
+        weir_node_info {
+            id: s.id,
+            state: match s.state {
+                NodeState::Active => WEIR_NODE_ACTIVE,
+                NodeState::LameDuck => WEIR_NODE_LAME_DUCK,
+            },
+            success_rate: s.success_rate,
+            weight: s.weight,
+            successes: s.successes,
+            failures: s.failures,
+            penalty: s.penalty,
+            limit: s.limit,
+            in_flight: s.in_flight,
+            window_finished: s.window_finished,
+            window_succeeded: s.window_succeeded,
+            sticky_finished: s.sticky_finished,
+            sticky_succeeded: s.sticky_succeeded,
+            has_data: s.has_data,
+        }
+    }
+}
+
+/// A balancer's counters since it was built (`weir_stats`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct weir_balancer_stats {
+    /// Leases granted.
+    pub acquired: u64,
+    /// Acquires refused because every active node was at its limit.
+    pub rejected_all_busy: u64,
+    /// Acquires refused because no node was in rotation.
+    pub rejected_no_active: u64,
+    /// Releases by outcome, indexed by `WEIR_OUTCOME_*`.
+    pub released: [u64; WEIR_OUTCOME_COUNT],
+    /// Releases of leases whose node had been removed (`WEIR_ERR_NODE_REMOVED`).
+    pub released_stale: u64,
+    /// Leases in flight now.
+    pub in_flight: u64,
+    /// Members in rotation.
+    pub active_nodes: u32,
+    /// Members in lame duck.
+    pub lame_duck_nodes: u32,
+}
+
+impl From<Stats> for weir_balancer_stats {
+    fn from(s: Stats) -> Self {
+        let mut released = [0; WEIR_OUTCOME_COUNT];
+        for outcome in Outcome::ALL {
+            released[outcome as usize] = s.released(outcome);
+        }
+        weir_balancer_stats {
+            acquired: s.acquired,
+            rejected_all_busy: s.rejected_all_busy,
+            rejected_no_active: s.rejected_no_active,
+            released,
+            released_stale: s.released_stale,
+            in_flight: s.in_flight,
+            active_nodes: s.active_nodes,
+            lame_duck_nodes: s.lame_duck_nodes,
+        }
+    }
+}
+
+fn rejected(e: Rejected) -> Error {
+    let status = match e {
+        Rejected::NoActiveNodes => WEIR_ERR_NO_ACTIVE_NODES,
+        _ => WEIR_ERR_ALL_BUSY,
+    };
+    Error::new(status, e.to_string())
+}
+
+fn membership(e: MembershipError) -> Error {
+    let status = match e {
+        MembershipError::DuplicateId(_) => WEIR_ERR_DUPLICATE_ID,
+        MembershipError::UnknownId(_) => WEIR_ERR_UNKNOWN_ID,
+        _ => WEIR_ERR_CAPACITY_FULL,
+    };
+    Error::new(status, e.to_string())
+}
+
+fn release_error(e: ReleaseError) -> Error {
+    let status = match e {
+        ReleaseError::NodeRemoved { .. } => WEIR_ERR_NODE_REMOVED,
+        _ => WEIR_ERR_INVALID_LEASE,
+    };
+    Error::new(status, e.to_string())
+}
+
+/// The outcome a C integer names, or `WEIR_ERR_INVALID_ARGUMENT`.
+pub(crate) fn outcome_from_c(outcome: weir_outcome) -> Result<Outcome, Error> {
+    u8::try_from(outcome)
+        .ok()
+        .and_then(Outcome::from_code)
+        .ok_or_else(|| {
+            Error::invalid(
+                "outcome",
+                format_args!(
+                    "{outcome} is not an outcome (WEIR_OUTCOME_SUCCESS 0 .. WEIR_OUTCOME_CLIENT_ERROR 5)"
+                ),
+            )
+        })
+}
+
+/// Builds a balancer with room for `capacity` nodes (1 ..= 65,536) from `config`, validated by the core,
+/// and stores its handle in `*out`. Errors: `WEIR_ERR_NULL`; `WEIR_ERR_INVALID_ARGUMENT` (an unknown
+/// tag in the config); `WEIR_ERR_INVALID_CONFIG` (a refused value or capacity; the message names it).
+///
+/// # Safety
+/// `config` is NULL or points to a readable `weir_config`; `out` is NULL or points to a writable
+/// `weir_balancer*`.
+///
+/// Thread safety: safe from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn weir_balancer_new(
+    config: *const weir_config,
+    capacity: usize,
+    out: *mut *mut weir_balancer,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let config = unsafe { arg(config, "config") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        let config = config_from_c(config)?;
+        let inner = HeapBalancer::with_capacity(capacity, config)
+            .map_err(|e| Error::new(WEIR_ERR_INVALID_CONFIG, format!("invalid config: {e}")))?;
+        out.write(Box::into_raw(Box::new(weir_balancer { inner })));
+        Ok(())
+    })
+}
+
+/// Frees a balancer. NULL is a no-op. Leases still outstanding become invalid (their releases must not
+/// be attempted: the handle is gone).
+///
+/// # Safety
+/// `balancer` is NULL or a handle from `weir_balancer_new` not yet freed, and no other call on it is in
+/// progress or follows.
+///
+/// Thread safety: must be the last call on the balancer, from one thread.
+#[no_mangle]
+pub unsafe extern "C" fn weir_balancer_free(balancer: *mut weir_balancer) {
+    guard_value((), || {
+        if !balancer.is_null() {
+            // SAFETY: a handle from `weir_balancer_new` (a leaked Box), freed once (the contract above).
+            drop(unsafe { Box::from_raw(balancer) });
+        }
+    });
+}
+
+/// The balancer behind a handle, or `WEIR_ERR_NULL`.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle from `weir_balancer_new`.
+unsafe fn balancer<'a>(balancer: *const weir_balancer) -> Result<&'a HeapBalancer, Error> {
+    // SAFETY: forwarded from the export's contract.
+    unsafe { arg(balancer, "balancer") }.map(|b| &b.inner)
+}
+
+/// Writes the balancer's node capacity to `*out`.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle; `out` is NULL or writable.
+///
+/// Thread safety: safe from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn weir_balancer_capacity(
+    balancer: *const weir_balancer,
+    out: *mut usize,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::balancer(balancer) }?;
+        unsafe { Out::new(out, "out") }?.write(b.capacity());
+        Ok(())
+    })
+}
+
+/// Writes the balancer's configuration to `*out`.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle; `out` is NULL or writable.
+///
+/// Thread safety: safe from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn weir_balancer_config(
+    balancer: *const weir_balancer,
+    out: *mut weir_config,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::balancer(balancer) }?;
+        write_config(unsafe { Out::new(out, "out") }?, b.config());
+        Ok(())
+    })
+}
+
+/// Adds node `id`, fully trusted and in rotation at once. Errors: `WEIR_ERR_DUPLICATE_ID`,
+/// `WEIR_ERR_CAPACITY_FULL`, `WEIR_ERR_NULL`.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle.
+///
+/// Thread safety: safe from any thread, concurrently with traffic.
+#[no_mangle]
+pub unsafe extern "C" fn weir_add(balancer: *const weir_balancer, id: u64) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        unsafe { self::balancer(balancer) }?
+            .add(id)
+            .map_err(membership)
+    })
+}
+
+/// Removes node `id`: no new leases; its leases in flight, when released, get `WEIR_ERR_NODE_REMOVED`
+/// and change nothing. Errors: `WEIR_ERR_UNKNOWN_ID`, `WEIR_ERR_NULL`.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle.
+///
+/// Thread safety: safe from any thread, concurrently with traffic.
+#[no_mangle]
+pub unsafe extern "C" fn weir_remove(balancer: *const weir_balancer, id: u64) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        unsafe { self::balancer(balancer) }?
+            .remove(id)
+            .map_err(membership)
+    })
+}
+
+/// Puts node `id` into lame duck (`lame_duck` true: no new leases, leases in flight finish normally)
+/// or back into rotation (false). Errors: `WEIR_ERR_UNKNOWN_ID`, `WEIR_ERR_NULL`.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle.
+///
+/// Thread safety: safe from any thread, concurrently with traffic.
+#[no_mangle]
+pub unsafe extern "C" fn weir_set_lame_duck(
+    balancer: *const weir_balancer,
+    id: u64,
+    lame_duck: bool,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        unsafe { self::balancer(balancer) }?
+            .set_lame_duck(id, lame_duck)
+            .map_err(membership)
+    })
+}
+
+/// A generator seeded with `seed`: the same seed gives the same draws in Rust, C and Python.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_rng_seed(seed: u64) -> weir_rng {
+    weir_rng { state: seed }
+}
+
+/// Chooses a node at `now_ns` (monotonic nanoseconds: `weir_now_ns()` or the caller's own clock, used
+/// consistently) and writes the lease to `*out`, drawing from this thread's generator for the
+/// balancer's seed (as the Rust `std` layer does: a single-threaded program decides the same on every
+/// run). Fails fast: `WEIR_ERR_ALL_BUSY` when every active node is at its limit,
+/// `WEIR_ERR_NO_ACTIVE_NODES` when none is in rotation; `WEIR_ERR_NULL`.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle; `out` is NULL or writable.
+///
+/// Thread safety: safe from any thread, lock-free.
+#[no_mangle]
+pub unsafe extern "C" fn weir_acquire(
+    balancer: *const weir_balancer,
+    now_ns: u64,
+    out: *mut weir_lease,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::balancer(balancer) }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        let lease =
+            with_thread_rng(b.config().seed, |rng| b.acquire(now_ns, rng)).map_err(rejected)?;
+        out.write(lease.into_raw().into());
+        Ok(())
+    })
+}
+
+/// As `weir_acquire`, drawing from the caller's generator `*rng` (advanced in place), for deterministic
+/// replay: the same seed and calls give the same leases in Rust, C and Python.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle; `rng` is NULL or points to a `weir_rng` no other thread uses
+/// during the call; `out` is NULL or writable.
+///
+/// Thread safety: safe from any thread, lock-free (each thread with its own generator).
+#[no_mangle]
+pub unsafe extern "C" fn weir_acquire_with_rng(
+    balancer: *const weir_balancer,
+    now_ns: u64,
+    rng: *mut weir_rng,
+    out: *mut weir_lease,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::balancer(balancer) }?;
+        // SAFETY: the caller's contract above.
+        let rng = unsafe { arg_mut(rng, "rng") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        let mut draw = Rng::with_seed(rng.state);
+        let result = b.acquire(now_ns, &mut draw);
+        // The generator advances whether or not a lease was granted, as the Rust caller's would.
+        rng.state = draw.get_seed();
+        out.write(result.map_err(rejected)?.into_raw().into());
+        Ok(())
+    })
+}
+
+/// Waits for room: a lease as `weir_acquire` gives when a node has room now; otherwise the caller
+/// blocks, in a bounded FIFO queue (`weir_config.max_waiters`), until a release makes room or
+/// `deadline_ns` (on the `weir_now_ns()` clock) passes. The lease is acquired at `weir_now_ns()`: release
+/// it with times from the same clock. Errors: `WEIR_ERR_TIMEOUT`, `WEIR_ERR_QUEUE_FULL` (too many
+/// waiting, or waiting off), `WEIR_ERR_NO_ACTIVE_NODES` (a waiting acquire waits for room, not for
+/// membership), `WEIR_ERR_NULL`.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle; `out` is NULL or writable.
+///
+/// Thread safety: safe from any thread; blocks only the caller.
+#[no_mangle]
+pub unsafe extern "C" fn weir_acquire_wait(
+    balancer: *const weir_balancer,
+    deadline_ns: u64,
+    out: *mut weir_lease,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::balancer(balancer) }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        let now = monotonic_now();
+        let start = Instant::now();
+        // A deadline past the representable instants waits as long as a deadline can.
+        let deadline = start
+            .checked_add(Duration::from_nanos(deadline_ns.saturating_sub(now)))
+            .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365));
+        let lease = b.acquire_wait(deadline).map_err(|e| {
+            let status = match e {
+                WaitError::QueueFull { .. } => WEIR_ERR_QUEUE_FULL,
+                WaitError::Timeout => WEIR_ERR_TIMEOUT,
+                _ => WEIR_ERR_NO_ACTIVE_NODES,
+            };
+            Error::new(status, e.to_string())
+        })?;
+        out.write(lease.into_lease().into_raw().into());
+        Ok(())
+    })
+}
+
+/// Releases a lease with its outcome at `now_ns` (the clock its `acquired_at` came from). Errors:
+/// `WEIR_ERR_INVALID_LEASE` (released twice, forged, or from another balancer: nothing changes),
+/// `WEIR_ERR_NODE_REMOVED` (its node was removed: the lease is closed, nothing recorded),
+/// `WEIR_ERR_INVALID_ARGUMENT` (an outcome outside `WEIR_OUTCOME_*`: the lease stays in flight, release it
+/// again with a valid outcome), `WEIR_ERR_NULL`.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle; `lease` is NULL or points to a readable `weir_lease`.
+///
+/// Thread safety: safe from any thread, lock-free; release each lease once.
+#[no_mangle]
+pub unsafe extern "C" fn weir_release(
+    balancer: *const weir_balancer,
+    lease: *const weir_lease,
+    outcome: weir_outcome,
+    now_ns: u64,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::balancer(balancer) }?;
+        // SAFETY: the caller's contract above.
+        let lease = *unsafe { arg(lease, "lease") }?;
+        let outcome = outcome_from_c(outcome)?;
+        b.release(Lease::from_raw(lease.into()), outcome, now_ns)
+            .map_err(release_error)
+    })
+}
+
+/// The outcome an HTTP status means (1xx-3xx success, 429 throttled, 503/504 dropped, other 4xx client
+/// error, other 5xx failure), written to `*out`. Errors: `WEIR_ERR_INVALID_ARGUMENT` outside 100..=599,
+/// `WEIR_ERR_NULL`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn weir_outcome_from_http_status(
+    status: i32,
+    out: *mut weir_outcome,
+) -> weir_status {
+    guard(|| {
+        let out = unsafe { Out::new(out, "out") }?;
+        let outcome = u16::try_from(status)
+            .ok()
+            .and_then(|s| Outcome::from_http_status(s).ok())
+            .ok_or_else(|| {
+                Error::invalid(
+                    "status",
+                    format_args!("{status} is not an HTTP status (100..=599)"),
+                )
+            })?;
+        out.write(outcome as weir_outcome);
+        Ok(())
+    })
+}
+
+/// Writes node `id`'s snapshot at `now_ns` to `*out`. Errors: `WEIR_ERR_UNKNOWN_ID`, `WEIR_ERR_NULL`.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle; `out` is NULL or writable.
+///
+/// Thread safety: safe from any thread, concurrently with traffic (a snapshot is per-field consistent).
+#[no_mangle]
+pub unsafe extern "C" fn weir_node_snapshot(
+    balancer: *const weir_balancer,
+    id: u64,
+    now_ns: u64,
+    out: *mut weir_node_info,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::balancer(balancer) }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        let snapshot = b
+            .node(id, now_ns)
+            .ok_or_else(|| Error::new(WEIR_ERR_UNKNOWN_ID, format!("no node with id {id}")))?;
+        out.write(snapshot.into());
+        Ok(())
+    })
+}
+
+/// Writes a snapshot of every member at `now_ns` into `buf` (room for `cap`), in slot order, and their
+/// number to `*len`. With `buf` NULL and `cap` 0, writes only the number of members. A buffer of
+/// `weir_balancer_capacity` entries is always enough; a smaller one that cannot hold every member gets
+/// `WEIR_ERR_BUFFER_TOO_SMALL`, nothing written, and the message says how many there are.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle; `buf` is NULL (only with `cap` 0) or points to `cap` writable
+/// `weir_node_info`s; `len` is NULL or writable.
+///
+/// Thread safety: safe from any thread, concurrently with traffic.
+#[no_mangle]
+pub unsafe extern "C" fn weir_nodes(
+    balancer: *const weir_balancer,
+    now_ns: u64,
+    buf: *mut weir_node_info,
+    cap: usize,
+    len: *mut usize,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::balancer(balancer) }?;
+        let len = unsafe { Out::new(len, "len") }?;
+        let nodes: Vec<weir_node_info> = b.nodes(now_ns).map(Into::into).collect();
+        if buf.is_null() && cap == 0 {
+            len.write(nodes.len());
+            return Ok(());
+        }
+        if buf.is_null() {
+            return Err(crate::boundary::null("buf"));
+        }
+        if nodes.len() > cap {
+            return Err(Error::new(
+                WEIR_ERR_BUFFER_TOO_SMALL,
+                format!("buf: room for {cap} snapshots, {} members", nodes.len()),
+            ));
+        }
+        // SAFETY: `buf` is non-NULL with room for `cap >= nodes.len()` elements (the caller's
+        // contract) and cannot overlap the fresh vector; a copy does not read the destination, which may
+        // be uninitialised C memory.
+        unsafe { core::ptr::copy_nonoverlapping(nodes.as_ptr(), buf, nodes.len()) };
+        len.write(nodes.len());
+        Ok(())
+    })
+}
+
+/// Writes the balancer's counters to `*out`.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle; `out` is NULL or writable.
+///
+/// Thread safety: safe from any thread, concurrently with traffic.
+#[no_mangle]
+pub unsafe extern "C" fn weir_stats(
+    balancer: *const weir_balancer,
+    out: *mut weir_balancer_stats,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::balancer(balancer) }?;
+        unsafe { Out::new(out, "out") }?.write(b.stats().into());
+        Ok(())
+    })
+}
+
+/// Monotonic nanoseconds since the first call in this process (the core's clock, the one
+/// `weir_acquire_wait` uses).
+///
+/// Thread safety: safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_now_ns() -> u64 {
+    guard_value(0, monotonic_now)
+}

@@ -1,0 +1,1176 @@
+//! The configuration as plain C structs: a tag plus every variant's parameters side by side (no unions,
+//! so a C program sets fields without casts), the `*_default()` fillers, and the conversion to the
+//! core's [`Config`], which validates every value.
+//!
+//! A tagged struct carries every variant's parameters, not only the chosen one's: switching the tag of a
+//! struct that came from a filler gives that variant's defaults. The windowed limit wraps the algorithm
+//! its `inner` tag names, with that algorithm's parameters taken from the same `weir_limit`.
+
+use crate::boundary::{
+    weir_status, Error, Out, WEIR_ERR_INVALID_ARGUMENT, WEIR_ERR_INVALID_CONFIG,
+};
+use weir_core::balance::{HealthModel, Policy};
+use weir_core::limit::{
+    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
+    LimitAlgorithm, QueueSize, SampleWindow, VegasLimit, VegasStep, VegasThreshold, WindowedLimit,
+};
+use weir_core::Config;
+
+/// Selection policy (a `weir_config`'s `policy`): one of the `WEIR_POLICY_*` values.
+#[allow(non_camel_case_types)]
+pub type weir_policy = u32;
+/// The default: the node with room whose in-flight count plus failure penalty is lowest (needs
+/// `WEIR_HEALTH_DECAY`).
+pub const WEIR_POLICY_LOWEST_SCORE: weir_policy = 0;
+/// The seeds' weighted random fallback cascade (needs `WEIR_HEALTH_BUCKETS` or `WEIR_HEALTH_EWMA`).
+pub const WEIR_POLICY_CASCADE: weir_policy = 1;
+/// The gist's cheaper approximate cascade.
+pub const WEIR_POLICY_CASCADE_APPROX: weir_policy = 2;
+/// One weighted pick among the nodes with room (the seeds' later variant).
+pub const WEIR_POLICY_WEIGHTED_PICK: weir_policy = 3;
+
+/// Health model (a `weir_health`'s `model`): one of the `WEIR_HEALTH_*` values.
+#[allow(non_camel_case_types)]
+pub type weir_health_model = u32;
+/// Two time-decayed counters per node (the default; `weir_health.decay`).
+pub const WEIR_HEALTH_DECAY: weir_health_model = 0;
+/// The seeds' bucket window with a sticky bucket (`weir_health.buckets`).
+pub const WEIR_HEALTH_BUCKETS: weir_health_model = 1;
+/// One exponentially weighted success rate per node (`weir_health.ewma`).
+pub const WEIR_HEALTH_EWMA: weir_health_model = 2;
+
+/// Limit algorithm (a `weir_limit`'s `algorithm`, or a windowed limit's `inner`): one of the
+/// `WEIR_LIMIT_*` values.
+#[allow(non_camel_case_types)]
+pub type weir_limit_algorithm = u32;
+/// A constant cap (`weir_limit.fixed`).
+pub const WEIR_LIMIT_FIXED: weir_limit_algorithm = 0;
+/// Netflix's AIMD (`weir_limit.aimd`).
+pub const WEIR_LIMIT_AIMD: weir_limit_algorithm = 1;
+/// Netflix's Vegas (`weir_limit.vegas`).
+pub const WEIR_LIMIT_VEGAS: weir_limit_algorithm = 2;
+/// Netflix's Gradient, v1 (`weir_limit.gradient`).
+pub const WEIR_LIMIT_GRADIENT: weir_limit_algorithm = 3;
+/// Netflix's Gradient2 (`weir_limit.gradient2`).
+pub const WEIR_LIMIT_GRADIENT2: weir_limit_algorithm = 4;
+/// dialogue's CIAD (`weir_limit.ciad`).
+pub const WEIR_LIMIT_CIAD: weir_limit_algorithm = 5;
+/// Netflix's windowed wrapper around the algorithm named by `weir_limit.windowed.inner`.
+pub const WEIR_LIMIT_WINDOWED: weir_limit_algorithm = 6;
+
+/// How a Vegas threshold depends on the limit (`weir_vegas_threshold.kind`).
+#[allow(non_camel_case_types)]
+pub type weir_vegas_threshold_kind = u32;
+/// The threshold is `value`.
+pub const WEIR_VEGAS_THRESHOLD_CONSTANT: weir_vegas_threshold_kind = 0;
+/// The threshold is `value * LOG10(limit)` (Java's integer LOG10).
+pub const WEIR_VEGAS_THRESHOLD_LOG10: weir_vegas_threshold_kind = 1;
+
+/// How Vegas steps its estimate (`weir_vegas_step.kind`).
+#[allow(non_camel_case_types)]
+pub type weir_vegas_step_kind = u32;
+/// By `LOG10(estimate)` (Java's default).
+pub const WEIR_VEGAS_STEP_LOG10: weir_vegas_step_kind = 0;
+/// Multiplied (increase) or divided (decrease) by `factor`.
+pub const WEIR_VEGAS_STEP_FACTOR: weir_vegas_step_kind = 1;
+
+/// How a gradient limit's queue allowance depends on the limit (`weir_queue_size.kind`).
+#[allow(non_camel_case_types)]
+pub type weir_queue_size_kind = u32;
+/// The allowance is `value`.
+pub const WEIR_QUEUE_SIZE_CONSTANT: weir_queue_size_kind = 0;
+/// The allowance is `max(value, SQRT(limit))`.
+pub const WEIR_QUEUE_SIZE_SQRT: weir_queue_size_kind = 1;
+
+/// Which RTT a window reports (`weir_sample_window.kind`).
+#[allow(non_camel_case_types)]
+pub type weir_sample_window_kind = u32;
+/// The average RTT of the window (Netflix's default).
+pub const WEIR_SAMPLE_WINDOW_AVERAGE: weir_sample_window_kind = 0;
+/// The `percentile` RTT of the window's first `capacity` samples.
+pub const WEIR_SAMPLE_WINDOW_PERCENTILE: weir_sample_window_kind = 1;
+
+/// The decay model's parameters (defaults: 1 s, 30 s, 0.1, 0.01, 10, 16).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_decay_health {
+    /// Half-life of the success counter, ns; 1 ms ..= 1 hour.
+    pub success_half_life_ns: u64,
+    /// Half-life of the failure counter, ns; 1 ms ..= 1 hour.
+    pub failure_half_life_ns: u64,
+    /// What a Throttled outcome (429) adds to the failures; in [0, 1].
+    pub throttled_cost: f32,
+    /// What a ClientError outcome (another 4xx) adds to the failures; in [0, 1].
+    pub client_error_cost: f32,
+    /// Penalty per recent failure, in in-flight requests; in [0, 1e6].
+    pub penalty: f32,
+    /// Penalty per doubling of failures over successes; in [0, 1e6].
+    pub ratio_penalty: f32,
+}
+
+/// The seeds' bucket window (defaults: 6 buckets of 5 s, decay 3).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_buckets_health {
+    /// Buckets in the window, 1..=8.
+    pub count: u32,
+    /// Width of one bucket, ns; at least 1.
+    pub width_ns: u64,
+    /// Each bucket weighs `decay` times the next older one; finite, >= 1.
+    pub decay: f64,
+}
+
+/// The exponentially weighted success rate (default half-life: 32 outcomes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_ewma_health {
+    /// Outcomes after which an outcome's influence has halved; at least 1.
+    pub half_life: u32,
+}
+
+/// A health model: `model` says which of the three parameter sets is used.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_health {
+    /// `WEIR_HEALTH_DECAY`, `WEIR_HEALTH_BUCKETS` or `WEIR_HEALTH_EWMA`.
+    pub model: weir_health_model,
+    /// Used when `model` is `WEIR_HEALTH_DECAY`.
+    pub decay: weir_decay_health,
+    /// Used when `model` is `WEIR_HEALTH_BUCKETS`.
+    pub buckets: weir_buckets_health,
+    /// Used when `model` is `WEIR_HEALTH_EWMA`.
+    pub ewma: weir_ewma_health,
+}
+
+/// A fixed limit (default 100).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_fixed_limit {
+    /// The cap; at most 2^24 - 1 (0 admits nothing).
+    pub limit: u32,
+}
+
+/// AIMD (Netflix's defaults: 20, 20, 200, 0.9, 5 s).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_aimd_limit {
+    /// The limit a fresh node starts with; within [min_limit, max_limit].
+    pub initial_limit: u32,
+    /// The lowest limit.
+    pub min_limit: u32,
+    /// The highest limit; at most 2^24 - 1.
+    pub max_limit: u32,
+    /// Multiplier on a drop or timeout; in [0.5, 1).
+    pub backoff_ratio: f64,
+    /// A success slower than this counts as a drop, ns; at least 1.
+    pub timeout_ns: u64,
+}
+
+/// A Vegas threshold (alpha, beta, threshold).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_vegas_threshold {
+    /// `WEIR_VEGAS_THRESHOLD_CONSTANT` or `WEIR_VEGAS_THRESHOLD_LOG10`.
+    pub kind: weir_vegas_threshold_kind,
+    /// The constant, or the multiplier of LOG10(limit).
+    pub value: u32,
+}
+
+/// A Vegas step (increase, decrease).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_vegas_step {
+    /// `WEIR_VEGAS_STEP_LOG10` or `WEIR_VEGAS_STEP_FACTOR`.
+    pub kind: weir_vegas_step_kind,
+    /// The factor (`WEIR_VEGAS_STEP_FACTOR` only); finite, > 0.
+    pub factor: f64,
+}
+
+/// Vegas (Netflix's defaults).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_vegas_limit {
+    /// The limit a fresh node starts with; within [1, max_limit].
+    pub initial_limit: u32,
+    /// The highest limit; at most 2^24 - 1.
+    pub max_limit: u32,
+    /// Weight of a new estimate; in [0, 1].
+    pub smoothing: f64,
+    /// Probe for a new no-load RTT every `probe_multiplier * limit` samples (jittered); at least 1.
+    pub probe_multiplier: u32,
+    /// Queue below which the limit grows fast.
+    pub alpha: weir_vegas_threshold,
+    /// Queue above which the limit shrinks.
+    pub beta: weir_vegas_threshold,
+    /// Queue below which the limit grows slowly.
+    pub threshold: weir_vegas_threshold,
+    /// How the limit grows.
+    pub increase: weir_vegas_step,
+    /// How the limit shrinks.
+    pub decrease: weir_vegas_step,
+    /// Whether a drop's RTT may lower the no-load RTT (Java's behaviour: true).
+    pub baseline_from_drops: bool,
+}
+
+/// A gradient limit's queue allowance.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_queue_size {
+    /// `WEIR_QUEUE_SIZE_CONSTANT` or `WEIR_QUEUE_SIZE_SQRT`.
+    pub kind: weir_queue_size_kind,
+    /// The constant, or the smallest allowance under SQRT; at most 2^24 - 1.
+    pub value: u32,
+}
+
+/// Gradient, v1 (Netflix's defaults).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_gradient_limit {
+    /// The limit a fresh node starts with; within [min_limit, max_limit].
+    pub initial_limit: u32,
+    /// The lowest limit.
+    pub min_limit: u32,
+    /// The highest limit; at most 2^24 - 1.
+    pub max_limit: u32,
+    /// Weight of a new estimate; in [0, 1].
+    pub smoothing: f64,
+    /// The queue allowance.
+    pub queue_size: weir_queue_size,
+    /// RTT ratio tolerated before the limit shrinks; finite, >= 1.
+    pub rtt_tolerance: f64,
+    /// Whether the limit probes for a new minimum RTT (every `probe_interval` samples).
+    pub probe: bool,
+    /// Samples between probes when `probe`; 1 ..= 2^30.
+    pub probe_interval: u32,
+    /// Multiplier on a drop; in [0.5, 1].
+    pub backoff_ratio: f64,
+}
+
+/// Gradient2 (Netflix's defaults).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_gradient2_limit {
+    /// The limit a fresh node starts with; within [min_limit, max_limit].
+    pub initial_limit: u32,
+    /// The lowest limit.
+    pub min_limit: u32,
+    /// The highest limit; at most 2^24 - 1.
+    pub max_limit: u32,
+    /// Weight of a new estimate; in [0, 1].
+    pub smoothing: f64,
+    /// The queue allowance.
+    pub queue_size: weir_queue_size,
+    /// Samples in the long-term RTT average; at least 1.
+    pub long_window: u32,
+    /// RTT ratio tolerated before the limit shrinks; finite, >= 1.
+    pub rtt_tolerance: f64,
+    /// Whether a drop multiplies the limit by `drop_backoff` (off in Java).
+    pub drop_backoff_enabled: bool,
+    /// Multiplier on a drop when enabled; in [0.5, 1).
+    pub drop_backoff: f64,
+}
+
+/// CIAD (dialogue's: 20, 1, 10^6, 0.9; the balancer default turns `fast_start` on).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_ciad_limit {
+    /// The limit a fresh node starts with; within [min_limit, max_limit].
+    pub initial_limit: u32,
+    /// The lowest limit; at least 1.
+    pub min_limit: u32,
+    /// The highest limit; at most 2^24 - 1.
+    pub max_limit: u32,
+    /// Multiplier on a drop; in [0.5, 1).
+    pub backoff_ratio: f64,
+    /// Grow by one per success until the first drop (slow start).
+    pub fast_start: bool,
+}
+
+/// Which RTT a windowed limit reports per window.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_sample_window {
+    /// `WEIR_SAMPLE_WINDOW_AVERAGE` or `WEIR_SAMPLE_WINDOW_PERCENTILE`.
+    pub kind: weir_sample_window_kind,
+    /// The percentile (`WEIR_SAMPLE_WINDOW_PERCENTILE` only); in (0, 1).
+    pub percentile: f64,
+    /// Samples kept per window (`WEIR_SAMPLE_WINDOW_PERCENTILE` only); 1 ..= 1024, >= min_samples.
+    pub capacity: u32,
+}
+
+/// The windowed wrapper (Netflix's defaults: 1 s windows, 10 samples, 100 µs, average, around Vegas).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_windowed_limit {
+    /// The wrapped algorithm, any `WEIR_LIMIT_*` but `WEIR_LIMIT_WINDOWED`; its parameters are the ones
+    /// of the same name in the enclosing `weir_limit`.
+    pub inner: weir_limit_algorithm,
+    /// Shortest window, ns.
+    pub min_window_ns: u64,
+    /// Longest window, ns; 1 <= min_window_ns <= max_window_ns <= 1000 s.
+    pub max_window_ns: u64,
+    /// A window closes only with at least this many samples; at least 1.
+    pub min_samples: u32,
+    /// RTTs below this are ignored, ns.
+    pub min_rtt_threshold_ns: u64,
+    /// What the window reports.
+    pub window: weir_sample_window,
+}
+
+/// A per-node concurrency limit: `algorithm` says which parameter set is used.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_limit {
+    /// One of the `WEIR_LIMIT_*` values.
+    pub algorithm: weir_limit_algorithm,
+    /// `WEIR_LIMIT_FIXED`'s parameters.
+    pub fixed: weir_fixed_limit,
+    /// `WEIR_LIMIT_AIMD`'s parameters.
+    pub aimd: weir_aimd_limit,
+    /// `WEIR_LIMIT_VEGAS`'s parameters.
+    pub vegas: weir_vegas_limit,
+    /// `WEIR_LIMIT_GRADIENT`'s parameters.
+    pub gradient: weir_gradient_limit,
+    /// `WEIR_LIMIT_GRADIENT2`'s parameters.
+    pub gradient2: weir_gradient2_limit,
+    /// `WEIR_LIMIT_CIAD`'s parameters.
+    pub ciad: weir_ciad_limit,
+    /// `WEIR_LIMIT_WINDOWED`'s parameters (the inner algorithm's are above).
+    pub windowed: weir_windowed_limit,
+}
+
+/// Everything a balancer is built from. Start from `weir_config_default()` (the algorithm that wins in
+/// weir's simulator) or `weir_config_seeds()` (the seeds' algorithm exactly) and change fields.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_config {
+    /// The health model.
+    pub health: weir_health,
+    /// The weighted policies' weight = success rate ^ this; finite, in (0, 64].
+    pub weight_exponent: f64,
+    /// The weighted policies' recovery floor; finite, in (0, 1].
+    pub floor: f64,
+    /// One of the `WEIR_POLICY_*` values.
+    pub policy: weir_policy,
+    /// The per-node concurrency limit.
+    pub limit: weir_limit,
+    /// Seed of the library's per-thread generators (`weir_acquire`).
+    pub seed: u64,
+    /// The most callers that may wait in `weir_acquire_wait` at once; at most 2^20; 0 turns waiting off.
+    pub max_waiters: u32,
+}
+
+fn decay_default() -> weir_decay_health {
+    match HealthModel::DECAY {
+        HealthModel::Decay {
+            success_half_life_ns,
+            failure_half_life_ns,
+            throttled_cost,
+            client_error_cost,
+            penalty,
+            ratio_penalty,
+        } => weir_decay_health {
+            success_half_life_ns,
+            failure_half_life_ns,
+            throttled_cost,
+            client_error_cost,
+            penalty,
+            ratio_penalty,
+        },
+        _ => unreachable!("HealthModel::DECAY is the decay model"),
+    }
+}
+
+fn buckets_default() -> weir_buckets_health {
+    match HealthModel::SEED_BUCKETS {
+        HealthModel::Buckets {
+            count,
+            width_ns,
+            decay,
+        } => weir_buckets_health {
+            // MAX_BUCKETS is 8: the count fits.
+            count: count as u32,
+            width_ns,
+            decay,
+        },
+        _ => unreachable!("HealthModel::SEED_BUCKETS is the bucket model"),
+    }
+}
+
+/// Every health model's defaults, with `model` chosen.
+fn health_with(model: weir_health_model) -> weir_health {
+    weir_health {
+        model,
+        decay: decay_default(),
+        buckets: buckets_default(),
+        ewma: weir_ewma_health {
+            half_life: match HealthModel::EWMA {
+                HealthModel::Ewma { half_life } => half_life,
+                _ => unreachable!("HealthModel::EWMA is the average model"),
+            },
+        },
+    }
+}
+
+fn threshold_to_c(t: VegasThreshold) -> weir_vegas_threshold {
+    match t {
+        VegasThreshold::Constant(value) => weir_vegas_threshold {
+            kind: WEIR_VEGAS_THRESHOLD_CONSTANT,
+            value,
+        },
+        VegasThreshold::Log10(value) => weir_vegas_threshold {
+            kind: WEIR_VEGAS_THRESHOLD_LOG10,
+            value,
+        },
+    }
+}
+
+fn step_to_c(s: VegasStep) -> weir_vegas_step {
+    match s {
+        VegasStep::Log10 => weir_vegas_step {
+            kind: WEIR_VEGAS_STEP_LOG10,
+            factor: 1.0,
+        },
+        VegasStep::Factor(factor) => weir_vegas_step {
+            kind: WEIR_VEGAS_STEP_FACTOR,
+            factor,
+        },
+    }
+}
+
+fn queue_to_c(q: QueueSize) -> weir_queue_size {
+    match q {
+        QueueSize::Constant(value) => weir_queue_size {
+            kind: WEIR_QUEUE_SIZE_CONSTANT,
+            value,
+        },
+        QueueSize::Sqrt { min } => weir_queue_size {
+            kind: WEIR_QUEUE_SIZE_SQRT,
+            value: min,
+        },
+    }
+}
+
+fn vegas_to_c(v: VegasLimit) -> weir_vegas_limit {
+    weir_vegas_limit {
+        initial_limit: v.initial_limit,
+        max_limit: v.max_limit,
+        smoothing: v.smoothing,
+        probe_multiplier: v.probe_multiplier,
+        alpha: threshold_to_c(v.alpha),
+        beta: threshold_to_c(v.beta),
+        threshold: threshold_to_c(v.threshold),
+        increase: step_to_c(v.increase),
+        decrease: step_to_c(v.decrease),
+        baseline_from_drops: v.baseline_from_drops,
+    }
+}
+
+fn gradient_to_c(g: GradientLimit) -> weir_gradient_limit {
+    weir_gradient_limit {
+        initial_limit: g.initial_limit,
+        min_limit: g.min_limit,
+        max_limit: g.max_limit,
+        smoothing: g.smoothing,
+        queue_size: queue_to_c(g.queue_size),
+        rtt_tolerance: g.rtt_tolerance,
+        probe: g.probe_interval.is_some(),
+        probe_interval: g
+            .probe_interval
+            .or(GradientLimit::default().probe_interval)
+            .unwrap_or(1000),
+        backoff_ratio: g.backoff_ratio,
+    }
+}
+
+fn gradient2_to_c(g: Gradient2Limit) -> weir_gradient2_limit {
+    weir_gradient2_limit {
+        initial_limit: g.initial_limit,
+        min_limit: g.min_limit,
+        max_limit: g.max_limit,
+        smoothing: g.smoothing,
+        queue_size: queue_to_c(g.queue_size),
+        long_window: g.long_window,
+        rtt_tolerance: g.rtt_tolerance,
+        drop_backoff_enabled: g.drop_backoff.is_some(),
+        // The value a caller who turns the option on most likely wants: CIAD's and AIMD's ratio.
+        drop_backoff: g.drop_backoff.unwrap_or(0.9),
+    }
+}
+
+fn aimd_to_c(a: AimdLimit) -> weir_aimd_limit {
+    weir_aimd_limit {
+        initial_limit: a.initial_limit,
+        min_limit: a.min_limit,
+        max_limit: a.max_limit,
+        backoff_ratio: a.backoff_ratio,
+        timeout_ns: a.timeout_ns,
+    }
+}
+
+fn ciad_to_c(c: CiadLimit) -> weir_ciad_limit {
+    weir_ciad_limit {
+        initial_limit: c.initial_limit,
+        min_limit: c.min_limit,
+        max_limit: c.max_limit,
+        backoff_ratio: c.backoff_ratio,
+        fast_start: c.fast_start,
+    }
+}
+
+fn window_to_c(w: SampleWindow) -> weir_sample_window {
+    match w {
+        SampleWindow::Average => weir_sample_window {
+            kind: WEIR_SAMPLE_WINDOW_AVERAGE,
+            percentile: 0.9,
+            capacity: 100,
+        },
+        SampleWindow::Percentile {
+            percentile,
+            capacity,
+        } => weir_sample_window {
+            kind: WEIR_SAMPLE_WINDOW_PERCENTILE,
+            percentile,
+            capacity,
+        },
+    }
+}
+
+/// Every algorithm's defaults, with `algorithm` chosen.
+fn limit_defaults(algorithm: weir_limit_algorithm) -> weir_limit {
+    let w = WindowedLimit::default();
+    weir_limit {
+        algorithm,
+        fixed: weir_fixed_limit {
+            limit: FixedLimit::default().limit,
+        },
+        aimd: aimd_to_c(AimdLimit::default()),
+        vegas: vegas_to_c(VegasLimit::default()),
+        gradient: gradient_to_c(GradientLimit::default()),
+        gradient2: gradient2_to_c(Gradient2Limit::default()),
+        ciad: ciad_to_c(CiadLimit::default()),
+        windowed: weir_windowed_limit {
+            inner: match w.inner {
+                InnerAlgorithm::Vegas(_) => WEIR_LIMIT_VEGAS,
+                _ => unreachable!("Netflix's windowed limit wraps Vegas by default"),
+            },
+            min_window_ns: w.min_window_ns,
+            max_window_ns: w.max_window_ns,
+            min_samples: w.min_samples,
+            min_rtt_threshold_ns: w.min_rtt_threshold_ns,
+            window: window_to_c(w.window),
+        },
+    }
+}
+
+/// The C form of a core limit: the chosen algorithm's parameters over every other one's defaults.
+fn limit_to_c(limit: LimitAlgorithm) -> weir_limit {
+    let mut c = limit_defaults(WEIR_LIMIT_FIXED);
+    let inner_to_c = |c: &mut weir_limit, inner: InnerAlgorithm| match inner {
+        InnerAlgorithm::Fixed(f) => {
+            c.fixed.limit = f.limit;
+            WEIR_LIMIT_FIXED
+        }
+        InnerAlgorithm::Aimd(a) => {
+            c.aimd = aimd_to_c(a);
+            WEIR_LIMIT_AIMD
+        }
+        InnerAlgorithm::Vegas(v) => {
+            c.vegas = vegas_to_c(v);
+            WEIR_LIMIT_VEGAS
+        }
+        InnerAlgorithm::Gradient(g) => {
+            c.gradient = gradient_to_c(g);
+            WEIR_LIMIT_GRADIENT
+        }
+        InnerAlgorithm::Gradient2(g) => {
+            c.gradient2 = gradient2_to_c(g);
+            WEIR_LIMIT_GRADIENT2
+        }
+        InnerAlgorithm::Ciad(x) => {
+            c.ciad = ciad_to_c(x);
+            WEIR_LIMIT_CIAD
+        }
+    };
+    c.algorithm = match limit {
+        LimitAlgorithm::Fixed(f) => inner_to_c(&mut c, InnerAlgorithm::Fixed(f)),
+        LimitAlgorithm::Aimd(a) => inner_to_c(&mut c, InnerAlgorithm::Aimd(a)),
+        LimitAlgorithm::Vegas(v) => inner_to_c(&mut c, InnerAlgorithm::Vegas(v)),
+        LimitAlgorithm::Gradient(g) => inner_to_c(&mut c, InnerAlgorithm::Gradient(g)),
+        LimitAlgorithm::Gradient2(g) => inner_to_c(&mut c, InnerAlgorithm::Gradient2(g)),
+        LimitAlgorithm::Ciad(x) => inner_to_c(&mut c, InnerAlgorithm::Ciad(x)),
+        LimitAlgorithm::Windowed(w) => {
+            c.windowed = weir_windowed_limit {
+                inner: inner_to_c(&mut c, w.inner),
+                min_window_ns: w.min_window_ns,
+                max_window_ns: w.max_window_ns,
+                min_samples: w.min_samples,
+                min_rtt_threshold_ns: w.min_rtt_threshold_ns,
+                window: window_to_c(w.window),
+            };
+            WEIR_LIMIT_WINDOWED
+        } // The core's enum is exhaustive today; a new algorithm must be added here and to the header.
+    };
+    c
+}
+
+/// The C form of a core configuration.
+pub(crate) fn config_to_c(config: &Config) -> weir_config {
+    let health = match config.health {
+        HealthModel::Decay {
+            success_half_life_ns,
+            failure_half_life_ns,
+            throttled_cost,
+            client_error_cost,
+            penalty,
+            ratio_penalty,
+        } => weir_health {
+            decay: weir_decay_health {
+                success_half_life_ns,
+                failure_half_life_ns,
+                throttled_cost,
+                client_error_cost,
+                penalty,
+                ratio_penalty,
+            },
+            ..health_with(WEIR_HEALTH_DECAY)
+        },
+        HealthModel::Buckets {
+            count,
+            width_ns,
+            decay,
+        } => weir_health {
+            buckets: weir_buckets_health {
+                count: u32::try_from(count).unwrap_or(u32::MAX),
+                width_ns,
+                decay,
+            },
+            ..health_with(WEIR_HEALTH_BUCKETS)
+        },
+        HealthModel::Ewma { half_life } => weir_health {
+            ewma: weir_ewma_health { half_life },
+            ..health_with(WEIR_HEALTH_EWMA)
+        },
+    };
+    weir_config {
+        health,
+        weight_exponent: config.weight_exponent,
+        floor: config.floor,
+        policy: match config.policy {
+            Policy::LowestScore => WEIR_POLICY_LOWEST_SCORE,
+            Policy::Cascade => WEIR_POLICY_CASCADE,
+            Policy::CascadeApprox => WEIR_POLICY_CASCADE_APPROX,
+            Policy::WeightedPick => WEIR_POLICY_WEIGHTED_PICK,
+        },
+        limit: limit_to_c(config.limit),
+        seed: config.seed,
+        max_waiters: config.max_waiters,
+    }
+}
+
+fn unknown(field: &str, value: u32, choices: &str) -> Error {
+    Error::new(
+        WEIR_ERR_INVALID_ARGUMENT,
+        format!("{field}: {value} is not one of {choices}"),
+    )
+}
+
+fn threshold_from_c(field: &str, t: weir_vegas_threshold) -> Result<VegasThreshold, Error> {
+    match t.kind {
+        WEIR_VEGAS_THRESHOLD_CONSTANT => Ok(VegasThreshold::Constant(t.value)),
+        WEIR_VEGAS_THRESHOLD_LOG10 => Ok(VegasThreshold::Log10(t.value)),
+        k => Err(unknown(
+            field,
+            k,
+            "WEIR_VEGAS_THRESHOLD_CONSTANT (0), WEIR_VEGAS_THRESHOLD_LOG10 (1)",
+        )),
+    }
+}
+
+fn step_from_c(field: &str, s: weir_vegas_step) -> Result<VegasStep, Error> {
+    match s.kind {
+        WEIR_VEGAS_STEP_LOG10 => Ok(VegasStep::Log10),
+        WEIR_VEGAS_STEP_FACTOR => Ok(VegasStep::Factor(s.factor)),
+        k => Err(unknown(
+            field,
+            k,
+            "WEIR_VEGAS_STEP_LOG10 (0), WEIR_VEGAS_STEP_FACTOR (1)",
+        )),
+    }
+}
+
+fn queue_from_c(field: &str, q: weir_queue_size) -> Result<QueueSize, Error> {
+    match q.kind {
+        WEIR_QUEUE_SIZE_CONSTANT => Ok(QueueSize::Constant(q.value)),
+        WEIR_QUEUE_SIZE_SQRT => Ok(QueueSize::Sqrt { min: q.value }),
+        k => Err(unknown(
+            field,
+            k,
+            "WEIR_QUEUE_SIZE_CONSTANT (0), WEIR_QUEUE_SIZE_SQRT (1)",
+        )),
+    }
+}
+
+/// The algorithm `algorithm` names, with its parameters from `c` (any but the windowed wrapper).
+fn inner_from_c(
+    field: &str,
+    algorithm: weir_limit_algorithm,
+    c: &weir_limit,
+) -> Result<InnerAlgorithm, Error> {
+    Ok(match algorithm {
+        WEIR_LIMIT_FIXED => InnerAlgorithm::Fixed(FixedLimit {
+            limit: c.fixed.limit,
+        }),
+        WEIR_LIMIT_AIMD => InnerAlgorithm::Aimd(AimdLimit {
+            initial_limit: c.aimd.initial_limit,
+            min_limit: c.aimd.min_limit,
+            max_limit: c.aimd.max_limit,
+            backoff_ratio: c.aimd.backoff_ratio,
+            timeout_ns: c.aimd.timeout_ns,
+        }),
+        WEIR_LIMIT_VEGAS => {
+            let v = &c.vegas;
+            InnerAlgorithm::Vegas(VegasLimit {
+                initial_limit: v.initial_limit,
+                max_limit: v.max_limit,
+                smoothing: v.smoothing,
+                probe_multiplier: v.probe_multiplier,
+                alpha: threshold_from_c("limit.vegas.alpha.kind", v.alpha)?,
+                beta: threshold_from_c("limit.vegas.beta.kind", v.beta)?,
+                threshold: threshold_from_c("limit.vegas.threshold.kind", v.threshold)?,
+                increase: step_from_c("limit.vegas.increase.kind", v.increase)?,
+                decrease: step_from_c("limit.vegas.decrease.kind", v.decrease)?,
+                baseline_from_drops: v.baseline_from_drops,
+            })
+        }
+        WEIR_LIMIT_GRADIENT => {
+            let g = &c.gradient;
+            InnerAlgorithm::Gradient(GradientLimit {
+                initial_limit: g.initial_limit,
+                min_limit: g.min_limit,
+                max_limit: g.max_limit,
+                smoothing: g.smoothing,
+                queue_size: queue_from_c("limit.gradient.queue_size.kind", g.queue_size)?,
+                rtt_tolerance: g.rtt_tolerance,
+                probe_interval: g.probe.then_some(g.probe_interval),
+                backoff_ratio: g.backoff_ratio,
+            })
+        }
+        WEIR_LIMIT_GRADIENT2 => {
+            let g = &c.gradient2;
+            InnerAlgorithm::Gradient2(Gradient2Limit {
+                initial_limit: g.initial_limit,
+                min_limit: g.min_limit,
+                max_limit: g.max_limit,
+                smoothing: g.smoothing,
+                queue_size: queue_from_c("limit.gradient2.queue_size.kind", g.queue_size)?,
+                long_window: g.long_window,
+                rtt_tolerance: g.rtt_tolerance,
+                drop_backoff: g.drop_backoff_enabled.then_some(g.drop_backoff),
+            })
+        }
+        WEIR_LIMIT_CIAD => InnerAlgorithm::Ciad(CiadLimit {
+            initial_limit: c.ciad.initial_limit,
+            min_limit: c.ciad.min_limit,
+            max_limit: c.ciad.max_limit,
+            backoff_ratio: c.ciad.backoff_ratio,
+            fast_start: c.ciad.fast_start,
+        }),
+        k => {
+            return Err(unknown(
+                field,
+                k,
+                "WEIR_LIMIT_FIXED (0), WEIR_LIMIT_AIMD (1), WEIR_LIMIT_VEGAS (2), \
+                 WEIR_LIMIT_GRADIENT (3), WEIR_LIMIT_GRADIENT2 (4), WEIR_LIMIT_CIAD (5)",
+            ))
+        }
+    })
+}
+
+fn limit_from_c(c: &weir_limit) -> Result<LimitAlgorithm, Error> {
+    if c.algorithm > WEIR_LIMIT_WINDOWED {
+        return Err(unknown(
+            "limit.algorithm",
+            c.algorithm,
+            "WEIR_LIMIT_FIXED (0) .. WEIR_LIMIT_WINDOWED (6)",
+        ));
+    }
+    if c.algorithm != WEIR_LIMIT_WINDOWED {
+        return inner_from_c("limit.algorithm", c.algorithm, c).map(LimitAlgorithm::from);
+    }
+    let w = &c.windowed;
+    Ok(LimitAlgorithm::Windowed(WindowedLimit {
+        inner: inner_from_c("limit.windowed.inner", w.inner, c)?,
+        min_window_ns: w.min_window_ns,
+        max_window_ns: w.max_window_ns,
+        min_samples: w.min_samples,
+        min_rtt_threshold_ns: w.min_rtt_threshold_ns,
+        window: match w.window.kind {
+            WEIR_SAMPLE_WINDOW_AVERAGE => SampleWindow::Average,
+            WEIR_SAMPLE_WINDOW_PERCENTILE => SampleWindow::Percentile {
+                percentile: w.window.percentile,
+                capacity: w.window.capacity,
+            },
+            k => {
+                return Err(unknown(
+                    "limit.windowed.window.kind",
+                    k,
+                    "WEIR_SAMPLE_WINDOW_AVERAGE (0), WEIR_SAMPLE_WINDOW_PERCENTILE (1)",
+                ))
+            }
+        },
+    }))
+}
+
+/// The core configuration a C one describes, validated by the core: an unknown tag is
+/// `WEIR_ERR_INVALID_ARGUMENT`, a value the core refuses `WEIR_ERR_INVALID_CONFIG`; either message names
+/// the field.
+pub(crate) fn config_from_c(c: &weir_config) -> Result<Config, Error> {
+    let health = match c.health.model {
+        WEIR_HEALTH_DECAY => {
+            let d = &c.health.decay;
+            HealthModel::Decay {
+                success_half_life_ns: d.success_half_life_ns,
+                failure_half_life_ns: d.failure_half_life_ns,
+                throttled_cost: d.throttled_cost,
+                client_error_cost: d.client_error_cost,
+                penalty: d.penalty,
+                ratio_penalty: d.ratio_penalty,
+            }
+        }
+        WEIR_HEALTH_BUCKETS => HealthModel::Buckets {
+            count: usize::try_from(c.health.buckets.count).unwrap_or(usize::MAX),
+            width_ns: c.health.buckets.width_ns,
+            decay: c.health.buckets.decay,
+        },
+        WEIR_HEALTH_EWMA => HealthModel::Ewma {
+            half_life: c.health.ewma.half_life,
+        },
+        k => {
+            return Err(unknown(
+                "health.model",
+                k,
+                "WEIR_HEALTH_DECAY (0), WEIR_HEALTH_BUCKETS (1), WEIR_HEALTH_EWMA (2)",
+            ))
+        }
+    };
+    let policy = match c.policy {
+        WEIR_POLICY_LOWEST_SCORE => Policy::LowestScore,
+        WEIR_POLICY_CASCADE => Policy::Cascade,
+        WEIR_POLICY_CASCADE_APPROX => Policy::CascadeApprox,
+        WEIR_POLICY_WEIGHTED_PICK => Policy::WeightedPick,
+        k => {
+            return Err(unknown(
+                "policy",
+                k,
+                "WEIR_POLICY_LOWEST_SCORE (0), WEIR_POLICY_CASCADE (1), \
+                 WEIR_POLICY_CASCADE_APPROX (2), WEIR_POLICY_WEIGHTED_PICK (3)",
+            ))
+        }
+    };
+    let config = Config {
+        health,
+        weight_exponent: c.weight_exponent,
+        floor: c.floor,
+        policy,
+        limit: limit_from_c(&c.limit)?,
+        seed: c.seed,
+        max_waiters: c.max_waiters,
+    };
+    config
+        .validate()
+        .map_err(|e| Error::new(WEIR_ERR_INVALID_CONFIG, format!("invalid config: {e}")))?;
+    Ok(config)
+}
+
+/// The default configuration: time-decayed health, the lowest-score policy, a CIAD limit with a fast
+/// start, 1,024 waiters (the core's `Config::default()`).
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_config_default() -> weir_config {
+    config_to_c(&Config::default())
+}
+
+/// The seeds' algorithm exactly: 6 buckets of 5 s with decay 3, weights `rate^3`, the weighted cascade,
+/// a fixed limit of 100 (the core's `Config::seeds()`).
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_config_seeds() -> weir_config {
+    config_to_c(&Config::seeds())
+}
+
+/// Checks a configuration as `weir_balancer_new` would, without building anything: `WEIR_OK`,
+/// `WEIR_ERR_NULL`, `WEIR_ERR_INVALID_ARGUMENT` (an unknown tag) or `WEIR_ERR_INVALID_CONFIG`; the
+/// message (`weir_last_error_message`) names the field.
+///
+/// # Safety
+/// `config` is NULL or points to a readable `weir_config`.
+///
+/// Thread safety: safe from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn weir_config_validate(config: *const weir_config) -> weir_status {
+    crate::boundary::guard(|| {
+        // SAFETY: the caller's contract above.
+        let config = unsafe { crate::boundary::arg(config, "config") }?;
+        config_from_c(config).map(|_| ())
+    })
+}
+
+/// The decay model with its defaults (successes halve every 1 s, failures every 30 s; 0.1, 0.01, 10,
+/// 16). The other models' parameters hold their defaults too.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_health_decay_default() -> weir_health {
+    health_with(WEIR_HEALTH_DECAY)
+}
+
+/// The seeds' bucket model with its defaults (6 buckets of 5 s, decay 3).
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_health_buckets_default() -> weir_health {
+    health_with(WEIR_HEALTH_BUCKETS)
+}
+
+/// The average model with its default (a half-life of 32 outcomes).
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_health_ewma_default() -> weir_health {
+    health_with(WEIR_HEALTH_EWMA)
+}
+
+/// A fixed limit of 100 (every other algorithm's parameters at their defaults too).
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_limit_fixed_default() -> weir_limit {
+    limit_defaults(WEIR_LIMIT_FIXED)
+}
+
+/// AIMD with Netflix's defaults.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_limit_aimd_default() -> weir_limit {
+    limit_defaults(WEIR_LIMIT_AIMD)
+}
+
+/// Vegas with Netflix's defaults.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_limit_vegas_default() -> weir_limit {
+    limit_defaults(WEIR_LIMIT_VEGAS)
+}
+
+/// Gradient (v1) with Netflix's defaults.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_limit_gradient_default() -> weir_limit {
+    limit_defaults(WEIR_LIMIT_GRADIENT)
+}
+
+/// Gradient2 with Netflix's defaults.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_limit_gradient2_default() -> weir_limit {
+    limit_defaults(WEIR_LIMIT_GRADIENT2)
+}
+
+/// CIAD with dialogue's defaults (`fast_start` off; the balancer default turns it on).
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_limit_ciad_default() -> weir_limit {
+    limit_defaults(WEIR_LIMIT_CIAD)
+}
+
+/// The windowed wrapper with Netflix's defaults, around Vegas (set `windowed.inner` and that
+/// algorithm's parameters to wrap another).
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_limit_windowed_default() -> weir_limit {
+    limit_defaults(WEIR_LIMIT_WINDOWED)
+}
+
+/// Writes a checked out-parameter (kept here so that `config.rs` has no pointer code of its own
+/// beyond the boundary's helpers).
+pub(crate) fn write_config(out: Out<weir_config>, config: &Config) {
+    out.write(config_to_c(config));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_round_trip_exactly() {
+        for config in [Config::default(), Config::seeds()] {
+            assert_eq!(config_from_c(&config_to_c(&config)).unwrap(), config);
+        }
+        assert_eq!(
+            config_from_c(&weir_config_default()).unwrap(),
+            Config::default()
+        );
+        assert_eq!(
+            config_from_c(&weir_config_seeds()).unwrap(),
+            Config::seeds()
+        );
+    }
+
+    #[test]
+    fn every_limit_default_is_the_cores_and_round_trips() {
+        let cases = [
+            (
+                weir_limit_fixed_default(),
+                LimitAlgorithm::Fixed(FixedLimit::default()),
+            ),
+            (
+                weir_limit_aimd_default(),
+                LimitAlgorithm::Aimd(AimdLimit::default()),
+            ),
+            (
+                weir_limit_vegas_default(),
+                LimitAlgorithm::Vegas(VegasLimit::default()),
+            ),
+            (
+                weir_limit_gradient_default(),
+                LimitAlgorithm::Gradient(GradientLimit::default()),
+            ),
+            (
+                weir_limit_gradient2_default(),
+                LimitAlgorithm::Gradient2(Gradient2Limit::default()),
+            ),
+            (
+                weir_limit_ciad_default(),
+                LimitAlgorithm::Ciad(CiadLimit::default()),
+            ),
+            (
+                weir_limit_windowed_default(),
+                LimitAlgorithm::Windowed(WindowedLimit::default()),
+            ),
+        ];
+        for (c, core) in cases {
+            assert_eq!(limit_from_c(&c).unwrap(), core);
+            assert_eq!(limit_from_c(&limit_to_c(core)).unwrap(), core);
+        }
+        // Every inner algorithm of the wrapper, with non-default options on.
+        for inner in [
+            InnerAlgorithm::Fixed(FixedLimit { limit: 7 }),
+            InnerAlgorithm::Aimd(AimdLimit::default()),
+            InnerAlgorithm::Vegas(VegasLimit {
+                increase: VegasStep::Factor(1.5),
+                alpha: VegasThreshold::Constant(3),
+                ..VegasLimit::default()
+            }),
+            InnerAlgorithm::Gradient(GradientLimit {
+                probe_interval: None,
+                queue_size: QueueSize::Constant(9),
+                ..GradientLimit::default()
+            }),
+            InnerAlgorithm::Gradient2(Gradient2Limit {
+                drop_backoff: Some(0.7),
+                queue_size: QueueSize::Sqrt { min: 2 },
+                ..Gradient2Limit::default()
+            }),
+            InnerAlgorithm::Ciad(CiadLimit {
+                fast_start: true,
+                ..CiadLimit::default()
+            }),
+        ] {
+            let core = LimitAlgorithm::Windowed(WindowedLimit {
+                inner,
+                window: SampleWindow::Percentile {
+                    percentile: 0.99,
+                    capacity: 50,
+                },
+                ..WindowedLimit::default()
+            });
+            assert_eq!(limit_from_c(&limit_to_c(core)).unwrap(), core);
+        }
+    }
+
+    #[test]
+    fn health_defaults_are_the_cores() {
+        let base = Config::seeds();
+        for (h, core) in [
+            (weir_health_decay_default(), HealthModel::DECAY),
+            (weir_health_buckets_default(), HealthModel::SEED_BUCKETS),
+            (weir_health_ewma_default(), HealthModel::EWMA),
+        ] {
+            let mut c = config_to_c(&base);
+            c.health = h;
+            if h.model == WEIR_HEALTH_DECAY {
+                c.policy = WEIR_POLICY_LOWEST_SCORE;
+            }
+            assert_eq!(config_from_c(&c).unwrap().health, core);
+        }
+    }
+
+    #[test]
+    fn unknown_tags_and_bad_values_name_their_field() {
+        type Case = (fn(&mut weir_config), weir_status, &'static str);
+        let cases: [Case; 8] = [
+            (
+                |c| c.policy = 4,
+                WEIR_ERR_INVALID_ARGUMENT,
+                "policy: 4 is not one of",
+            ),
+            (
+                |c| c.health.model = 9,
+                WEIR_ERR_INVALID_ARGUMENT,
+                "health.model: 9",
+            ),
+            (
+                |c| c.limit.algorithm = 7,
+                WEIR_ERR_INVALID_ARGUMENT,
+                "limit.algorithm: 7",
+            ),
+            (
+                |c| {
+                    c.limit.algorithm = WEIR_LIMIT_WINDOWED;
+                    c.limit.windowed.inner = WEIR_LIMIT_WINDOWED;
+                },
+                WEIR_ERR_INVALID_ARGUMENT,
+                "limit.windowed.inner: 6",
+            ),
+            (
+                |c| {
+                    c.limit.algorithm = WEIR_LIMIT_VEGAS;
+                    c.limit.vegas.beta.kind = 2;
+                },
+                WEIR_ERR_INVALID_ARGUMENT,
+                "limit.vegas.beta.kind: 2",
+            ),
+            (
+                |c| c.weight_exponent = f64::NAN,
+                WEIR_ERR_INVALID_CONFIG,
+                "weight_exponent",
+            ),
+            (
+                |c| c.max_waiters = (1 << 20) + 1,
+                WEIR_ERR_INVALID_CONFIG,
+                "max_waiters",
+            ),
+            (
+                |c| c.policy = WEIR_POLICY_CASCADE,
+                WEIR_ERR_INVALID_CONFIG,
+                "LowestScore",
+            ),
+        ];
+        for (change, status, text) in cases {
+            let mut c = weir_config_default();
+            change(&mut c);
+            let e = config_from_c(&c).unwrap_err();
+            assert_eq!(e.status, status, "{}", e.message);
+            assert!(e.message.contains(text), "{:?} lacks {text:?}", e.message);
+        }
+    }
+}
