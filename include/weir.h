@@ -538,11 +538,12 @@ typedef struct weir_rng {
 } weir_rng;
 
 /**
- * The right to make one call to node `node_id`: a plain value the caller holds (copy it freely) and
- * passes back to `weir_release` exactly once. The balancer checks every field on release: a lease
- * released twice, forged, or from another balancer is refused with `WEIR_ERR_INVALID_LEASE` and changes
- * nothing. Read `node_id`, `acquired_at` and `inflight`; the other fields identify the lease and must not
- * be changed.
+ * The right to make one call to node `node_id`: a plain value the caller holds and passes back to
+ * `weir_release` once (which clears its `balancer` tag, so releasing it again is refused). The balancer
+ * checks the identifying fields on release: a lease released already, forged, or from another balancer
+ * is refused with `WEIR_ERR_INVALID_LEASE` and changes nothing. Read `node_id`, `acquired_at` and
+ * `inflight`; the other fields identify the lease and must not be changed. Do not release copies of a
+ * lease: see `weir_release`.
  *
  * Thread safety: a plain value; a lease may be released from any thread.
  */
@@ -1094,19 +1095,25 @@ weir_status weir_acquire_wait(const struct weir_balancer *balancer,
                               struct weir_lease *out);
 
 /**
- * Releases a lease with its outcome at `now_ns` (the clock its `acquired_at` came from). Errors:
- * `WEIR_ERR_INVALID_LEASE` (released twice, forged, or from another balancer: nothing changes),
- * `WEIR_ERR_NODE_REMOVED` (its node was removed: the lease is closed, nothing recorded),
- * `WEIR_ERR_INVALID_ARGUMENT` (an outcome outside `WEIR_OUTCOME_*`: the lease stays in flight, release it
- * again with a valid outcome), `WEIR_ERR_NULL`.
+ * Releases a lease with its outcome at `now_ns` (the clock its `acquired_at` came from) and clears
+ * `*lease`'s balancer tag, so the same `weir_lease` released again is always refused. Errors:
+ * `WEIR_ERR_INVALID_LEASE` (released already, forged, or from another balancer: nothing changes),
+ * `WEIR_ERR_NODE_REMOVED` (its node was removed: the lease is closed and its tag cleared, nothing
+ * recorded), `WEIR_ERR_INVALID_ARGUMENT` (an outcome outside `WEIR_OUTCOME_*`: the lease stays in flight
+ * and untouched; release it again with a valid outcome), `WEIR_ERR_NULL`.
+ *
+ * Release each lease once, and not through a copy: the balancer keeps counts, not a list of leases, so
+ * a copy of a released lease is refused only while its node has no other lease in flight; while it has
+ * others, the copy is taken as one of them.
  *
  * # Safety
- * `balancer` is NULL or a live handle; `lease` is NULL or points to a readable `weir_lease`.
+ * `balancer` is NULL or a live handle; `lease` is NULL or points to a `weir_lease` that no other thread
+ * uses during the call.
  *
- * Thread safety: safe from any thread, lock-free; release each lease once.
+ * Thread safety: safe from any thread, lock-free.
  */
 weir_status weir_release(const struct weir_balancer *balancer,
-                         const struct weir_lease *lease,
+                         struct weir_lease *lease,
                          weir_outcome outcome,
                          uint64_t now_ns);
 

@@ -52,11 +52,12 @@ pub const WEIR_NODE_ACTIVE: weir_node_state = 0;
 /// Lame duck: no new leases; leases in flight finish normally.
 pub const WEIR_NODE_LAME_DUCK: weir_node_state = 1;
 
-/// The right to make one call to node `node_id`: a plain value the caller holds (copy it freely) and
-/// passes back to `weir_release` exactly once. The balancer checks every field on release: a lease
-/// released twice, forged, or from another balancer is refused with `WEIR_ERR_INVALID_LEASE` and changes
-/// nothing. Read `node_id`, `acquired_at` and `inflight`; the other fields identify the lease and must not
-/// be changed.
+/// The right to make one call to node `node_id`: a plain value the caller holds and passes back to
+/// `weir_release` once (which clears its `balancer` tag, so releasing it again is refused). The balancer
+/// checks the identifying fields on release: a lease released already, forged, or from another balancer
+/// is refused with `WEIR_ERR_INVALID_LEASE` and changes nothing. Read `node_id`, `acquired_at` and
+/// `inflight`; the other fields identify the lease and must not be changed. Do not release copies of a
+/// lease: see `weir_release`.
 ///
 /// Thread safety: a plain value; a lease may be released from any thread.
 #[repr(C)]
@@ -507,20 +508,26 @@ pub unsafe extern "C" fn weir_acquire_wait(
     })
 }
 
-/// Releases a lease with its outcome at `now_ns` (the clock its `acquired_at` came from). Errors:
-/// `WEIR_ERR_INVALID_LEASE` (released twice, forged, or from another balancer: nothing changes),
-/// `WEIR_ERR_NODE_REMOVED` (its node was removed: the lease is closed, nothing recorded),
-/// `WEIR_ERR_INVALID_ARGUMENT` (an outcome outside `WEIR_OUTCOME_*`: the lease stays in flight, release it
-/// again with a valid outcome), `WEIR_ERR_NULL`.
+/// Releases a lease with its outcome at `now_ns` (the clock its `acquired_at` came from) and clears
+/// `*lease`'s balancer tag, so the same `weir_lease` released again is always refused. Errors:
+/// `WEIR_ERR_INVALID_LEASE` (released already, forged, or from another balancer: nothing changes),
+/// `WEIR_ERR_NODE_REMOVED` (its node was removed: the lease is closed and its tag cleared, nothing
+/// recorded), `WEIR_ERR_INVALID_ARGUMENT` (an outcome outside `WEIR_OUTCOME_*`: the lease stays in flight
+/// and untouched; release it again with a valid outcome), `WEIR_ERR_NULL`.
+///
+/// Release each lease once, and not through a copy: the balancer keeps counts, not a list of leases, so
+/// a copy of a released lease is refused only while its node has no other lease in flight; while it has
+/// others, the copy is taken as one of them.
 ///
 /// # Safety
-/// `balancer` is NULL or a live handle; `lease` is NULL or points to a readable `weir_lease`.
+/// `balancer` is NULL or a live handle; `lease` is NULL or points to a `weir_lease` that no other thread
+/// uses during the call.
 ///
-/// Thread safety: safe from any thread, lock-free; release each lease once.
+/// Thread safety: safe from any thread, lock-free.
 #[no_mangle]
 pub unsafe extern "C" fn weir_release(
     balancer: *const weir_balancer,
-    lease: *const weir_lease,
+    lease: *mut weir_lease,
     outcome: weir_outcome,
     now_ns: u64,
 ) -> weir_status {
@@ -528,10 +535,15 @@ pub unsafe extern "C" fn weir_release(
         // SAFETY: the caller's contract above.
         let b = unsafe { self::balancer(balancer) }?;
         // SAFETY: the caller's contract above.
-        let lease = *unsafe { arg(lease, "lease") }?;
+        let lease = unsafe { arg_mut(lease, "lease") }?;
         let outcome = outcome_from_c(outcome)?;
-        b.release(Lease::from_raw(lease.into()), outcome, now_ns)
-            .map_err(release_error)
+        let result = b.release(Lease::from_raw((*lease).into()), outcome, now_ns);
+        if !matches!(result, Err(ReleaseError::InvalidLease)) {
+            // Closed (released, or its node gone): tag 0 belongs to no balancer, so this copy of the
+            // lease can never be released again, whatever else is in flight on its node.
+            lease.balancer = 0;
+        }
+        result.map_err(release_error)
     })
 }
 
@@ -660,4 +672,176 @@ pub unsafe extern "C" fn weir_stats(
 #[no_mangle]
 pub extern "C" fn weir_now_ns() -> u64 {
     guard_value(0, monotonic_now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::weir_config_default;
+    use core::ptr::{null, null_mut};
+
+    fn balancer_with(nodes: &[u64]) -> *mut weir_balancer {
+        let config = weir_config_default();
+        let mut b = null_mut();
+        assert_eq!(
+            unsafe { weir_balancer_new(&config, 8, &mut b) },
+            crate::WEIR_OK
+        );
+        for &id in nodes {
+            assert_eq!(unsafe { weir_add(b, id) }, crate::WEIR_OK);
+        }
+        b
+    }
+
+    fn stats(b: *const weir_balancer) -> weir_balancer_stats {
+        let mut s = weir_balancer_stats::default();
+        assert_eq!(unsafe { weir_stats(b, &mut s) }, crate::WEIR_OK);
+        s
+    }
+
+    #[test]
+    fn the_same_lease_released_twice_is_refused_even_with_others_in_flight() {
+        let b = balancer_with(&[1]);
+        let mut rng = weir_rng_seed(7);
+        let (mut first, mut second) = (weir_lease::default(), weir_lease::default());
+        unsafe {
+            assert_eq!(
+                weir_acquire_with_rng(b, 10, &mut rng, &mut first),
+                crate::WEIR_OK
+            );
+            assert_eq!(
+                weir_acquire_with_rng(b, 10, &mut rng, &mut second),
+                crate::WEIR_OK
+            );
+            assert_eq!(
+                weir_release(b, &mut first, WEIR_OUTCOME_SUCCESS, 20),
+                crate::WEIR_OK
+            );
+            assert_eq!(first.balancer, 0);
+            let before = stats(b);
+            assert_eq!(
+                weir_release(b, &mut first, WEIR_OUTCOME_SUCCESS, 30),
+                WEIR_ERR_INVALID_LEASE
+            );
+            assert_eq!(stats(b), before);
+            assert_eq!(
+                weir_release(b, &mut second, WEIR_OUTCOME_FAILURE, 40),
+                crate::WEIR_OK
+            );
+            let after = stats(b);
+            assert_eq!(
+                (after.in_flight, after.released[0], after.released[1]),
+                (0, 1, 1)
+            );
+            weir_balancer_free(b);
+        }
+    }
+
+    #[test]
+    fn an_invalid_outcome_leaves_the_lease_in_flight_and_untouched() {
+        let b = balancer_with(&[1]);
+        let mut lease = weir_lease::default();
+        unsafe {
+            assert_eq!(weir_acquire(b, 10, &mut lease), crate::WEIR_OK);
+            let copy = lease;
+            assert_eq!(
+                weir_release(b, &mut lease, 6, 20),
+                crate::WEIR_ERR_INVALID_ARGUMENT
+            );
+            assert_eq!((lease, stats(b).in_flight), (copy, 1));
+            assert_eq!(
+                weir_release(b, &mut lease, WEIR_OUTCOME_IGNORED, 20),
+                crate::WEIR_OK
+            );
+            assert_eq!(stats(b).in_flight, 0);
+            weir_balancer_free(b);
+        }
+    }
+
+    #[test]
+    fn a_lease_of_a_removed_node_is_closed_and_counted_stale() {
+        let b = balancer_with(&[1]);
+        let mut lease = weir_lease::default();
+        unsafe {
+            assert_eq!(weir_acquire(b, 10, &mut lease), crate::WEIR_OK);
+            assert_eq!(weir_remove(b, 1), crate::WEIR_OK);
+            assert_eq!(
+                weir_release(b, &mut lease, WEIR_OUTCOME_SUCCESS, 20),
+                WEIR_ERR_NODE_REMOVED
+            );
+            assert_eq!(lease.balancer, 0);
+            assert_eq!(
+                weir_release(b, &mut lease, WEIR_OUTCOME_SUCCESS, 20),
+                WEIR_ERR_INVALID_LEASE
+            );
+            let s = stats(b);
+            assert_eq!((s.in_flight, s.released_stale), (0, 1));
+            weir_balancer_free(b);
+        }
+    }
+
+    #[test]
+    fn null_arguments_are_refused_and_outputs_untouched_on_errors() {
+        let b = balancer_with(&[]);
+        let mut lease = weir_lease {
+            node_id: 99,
+            ..weir_lease::default()
+        };
+        unsafe {
+            assert_eq!(weir_acquire(null(), 1, &mut lease), crate::WEIR_ERR_NULL);
+            assert_eq!(weir_acquire(b, 1, null_mut()), crate::WEIR_ERR_NULL);
+            assert_eq!(weir_acquire(b, 1, &mut lease), WEIR_ERR_NO_ACTIVE_NODES);
+            assert_eq!(lease.node_id, 99);
+            let mut len = 5;
+            assert_eq!(weir_nodes(b, 1, null_mut(), 0, &mut len), crate::WEIR_OK);
+            assert_eq!(len, 0);
+            assert_eq!(
+                weir_nodes(b, 1, null_mut(), 3, &mut len),
+                crate::WEIR_ERR_NULL
+            );
+            weir_balancer_free(b);
+            weir_balancer_free(null_mut());
+        }
+    }
+
+    #[test]
+    fn waiting_times_out_and_reports_a_full_queue() {
+        let mut config = weir_config_default();
+        config.limit = crate::weir_limit_fixed_default();
+        config.limit.fixed.limit = 1;
+        config.max_waiters = 0;
+        let mut b = null_mut();
+        let (mut held, mut lease) = (weir_lease::default(), weir_lease::default());
+        unsafe {
+            assert_eq!(weir_balancer_new(&config, 2, &mut b), crate::WEIR_OK);
+            assert_eq!(weir_add(b, 1), crate::WEIR_OK);
+            assert_eq!(
+                weir_acquire_wait(b, weir_now_ns() + 1_000_000, &mut held),
+                crate::WEIR_OK
+            );
+            assert_eq!(
+                weir_acquire_wait(b, weir_now_ns() + 1_000_000, &mut lease),
+                WEIR_ERR_QUEUE_FULL
+            );
+            weir_balancer_free(b);
+            config.max_waiters = 4;
+            assert_eq!(weir_balancer_new(&config, 2, &mut b), crate::WEIR_OK);
+            assert_eq!(weir_add(b, 1), crate::WEIR_OK);
+            assert_eq!(
+                weir_acquire_wait(b, weir_now_ns() + 1_000_000, &mut held),
+                crate::WEIR_OK
+            );
+            assert_eq!(
+                weir_acquire_wait(b, weir_now_ns() + 2_000_000, &mut lease),
+                WEIR_ERR_TIMEOUT
+            );
+            assert_eq!(
+                weir_release(b, &mut held, WEIR_OUTCOME_SUCCESS, weir_now_ns()),
+                crate::WEIR_OK
+            );
+            assert_eq!(weir_acquire_wait(b, 0, &mut lease), crate::WEIR_OK);
+            assert_eq!(lease.node_id, 1);
+            weir_balancer_free(b);
+        }
+    }
 }

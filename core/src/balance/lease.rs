@@ -121,10 +121,15 @@ impl Lease {
         }
     }
 
-    /// Rebuilds a lease from [`Lease::into_raw`]. A forged, foreign or twice-used raw lease is refused on
-    /// release ([`ReleaseError::InvalidLease`](crate::balance::ReleaseError::InvalidLease)) wherever the
-    /// balancer can tell, which is always except for a raw lease released twice at the same moment, so
-    /// bindings must still release each raw lease once.
+    /// Rebuilds a lease from [`Lease::into_raw`]. A raw lease whose balancer tag, slot, generation or
+    /// node id matches no lease in flight (a foreign or forged one), or whose node was removed, is
+    /// refused on release ([`ReleaseError::InvalidLease`](crate::balance::ReleaseError::InvalidLease) or
+    /// [`NodeRemoved`](crate::balance::ReleaseError::NodeRemoved)) and changes nothing. A raw lease
+    /// released a second time is refused while its node has no other lease in flight; while it has
+    /// others, the balancer keeps counts, not a list of leases, so the second release cannot be told
+    /// from theirs: it is taken as one of them, and that lease's own release is refused later. Bindings
+    /// must therefore release each raw lease once (the C layer clears the tag of the lease it releases,
+    /// so the same `weir_lease` released twice is always refused).
     ///
     /// ```
     /// use weir::balance::ReleaseError;
