@@ -1,7 +1,9 @@
 //! Workspace-level tests of the `weir` core: multi-thread stress with exact conservation checks,
 //! allocation counting on the hot paths, property tests of the invariants in `DESIGN.md`, and determinism.
 //!
-//! The tests live in `tests/tests/`; this library holds what several of them share: a tally of what callers
+//! The tests live in `tests/tests/`. The [`vectors`] module holds the format, runner, replay and generator of
+//! the decision traces in `tests/vectors/` that the Rust, C and Python suites all replay. Besides, this
+//! library holds what several of them share: a tally of what callers
 //! observed ([`Tally`]), the exact comparison of that tally with the balancer's own counters
 //! ([`assert_conserved`]), and the range checks every snapshot must pass ([`check_snapshot`]).
 //!
@@ -17,6 +19,8 @@
 //! tally.released(Outcome::Success, lease.node_id(), b.release(lease, Outcome::Success, 20));
 //! assert_conserved(&b, &tally, 20);
 //! ```
+
+pub mod vectors;
 
 use weir::{
     balance::NodeSnapshot, balance::Rejected, balance::ReleaseError, Balancer, Lease, NodeSlot,

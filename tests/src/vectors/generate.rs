@@ -1,0 +1,675 @@
+//! The generator of `tests/vectors/*.trace`: seeded random operation scripts and one hand-written script
+//! of edge cases, run on the real core, which supplies every expected value.
+//!
+//! A random script decides each operation from its own generator (seeded per file) and from the state the
+//! balancer reports (which leases are held, who is a member), so every operation is meaningful; the
+//! balancer's generator is the trace's, untouched by the script. The edge script states the answer each
+//! of its operations must get, and generation panics if the core answers otherwise, so a file never
+//! silently stops covering the case it is named for.
+
+use super::{Answer, ErrorKind, Item, Lines, Op, Runner, Step, Trace};
+use weir::balance::{HealthModel, NodeState, Policy};
+use weir::limit::{
+    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
+    LimitAlgorithm, QueueSize, SampleWindow, VegasLimit, VegasStep, VegasThreshold, WindowedLimit,
+};
+use weir::{Config, Outcome, Rng};
+
+const MS: u64 = 1_000_000;
+const S: u64 = 1_000_000_000;
+/// Every trace starts at this time (1000 s), so that dating a release a little before an acquire never
+/// needs a negative time.
+const START: u64 = 1_000 * S;
+
+/// One trace file: its name, what it covers, its balancer and its script.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    /// The file is `<name>.trace`.
+    pub name: &'static str,
+    /// What the file covers (written as its header comment).
+    pub about: &'static str,
+    /// The balancer's configuration.
+    pub config: Config,
+    /// The balancer's capacity.
+    pub capacity: usize,
+    /// How its operations are chosen.
+    pub script: Script,
+}
+
+/// How a trace's operations are chosen.
+#[derive(Clone, Copy, Debug)]
+pub enum Script {
+    /// Seeded random operations.
+    Random(Random),
+    /// The hand-written edge cases (errors, membership changes), with this generator seed.
+    Edges {
+        /// The seed of the trace's generator.
+        seed: u64,
+    },
+}
+
+/// The parameters of a random script.
+#[derive(Clone, Copy, Debug)]
+pub struct Random {
+    /// Seed of the script's own generator (which operation comes next).
+    pub script: u64,
+    /// Seed of the trace's generator (the balancer's draws).
+    pub seed: u64,
+    /// Steps in the file.
+    pub steps: usize,
+    /// Members at the start (the first ids of the pool).
+    pub initial: usize,
+    /// The script adds nodes only while there are fewer members than this.
+    pub max_members: usize,
+    /// The script releases instead of acquiring while it holds this many leases.
+    pub max_held: usize,
+    /// Largest time step between two operations.
+    pub tick_ns: u64,
+    /// Largest rare jump in time (1 step in 100), which lets windows age and counters decay.
+    pub jump_ns: u64,
+}
+
+/// The node ids the scripts use: small ones, and the extremes of `u64`.
+const POOL: [u64; 8] = [1, 2, 3, 4, 5, 6, 1 << 40, u64::MAX];
+
+/// Every trace file, in the order the README lists them.
+pub fn specs() -> Vec<Spec> {
+    let random = |script: u64, steps: usize, capacity: usize, max_held: usize| Random {
+        script,
+        seed: script ^ 0x5EED,
+        steps,
+        initial: 3,
+        max_members: capacity.min(5),
+        max_held,
+        tick_ns: 20 * MS,
+        jump_ns: 20 * S,
+    };
+    let fixed2 = LimitAlgorithm::Fixed(FixedLimit { limit: 2 });
+    vec![
+        Spec {
+            name: "default",
+            about: "Config::default(): Decay health, LowestScore, CIAD (fast start) limit.",
+            config: Config::default(),
+            capacity: 6,
+            script: Script::Random(Random {
+                max_held: 40,
+                ..random(1, 700, 6, 40)
+            }),
+        },
+        Spec {
+            name: "seeds",
+            about: "Config::seeds(): Buckets health (6 x 5 s, decay 3), Cascade, Fixed(100) limit.",
+            config: Config::seeds(),
+            capacity: 6,
+            script: Script::Random(random(2, 600, 6, 12)),
+        },
+        Spec {
+            name: "decay-lowest-score-aimd",
+            about: "Decay health with short half-lives and other costs, LowestScore, AIMD limit (min 1, \
+                    40 ms timeout).",
+            config: Config {
+                health: HealthModel::Decay {
+                    success_half_life_ns: 200 * MS,
+                    failure_half_life_ns: 2 * S,
+                    throttled_cost: 0.25,
+                    client_error_cost: 0.05,
+                    penalty: 8.0,
+                    ratio_penalty: 12.5,
+                },
+                limit: LimitAlgorithm::Aimd(AimdLimit {
+                    initial_limit: 6,
+                    min_limit: 1,
+                    max_limit: 12,
+                    backoff_ratio: 0.75,
+                    timeout_ns: 40 * MS,
+                }),
+                seed: 11,
+                ..Config::default()
+            },
+            capacity: 6,
+            script: Script::Random(random(3, 600, 6, 24)),
+        },
+        Spec {
+            name: "buckets-cascade-approx-gradient2",
+            about: "Buckets health (4 x 100 ms, decay 2), CascadeApprox, Gradient2 limit with drop \
+                    back-off, weight exponent 2.5, floor 0.01.",
+            config: Config {
+                health: HealthModel::Buckets {
+                    count: 4,
+                    width_ns: 100 * MS,
+                    decay: 2.0,
+                },
+                weight_exponent: 2.5,
+                floor: 0.01,
+                policy: Policy::CascadeApprox,
+                limit: LimitAlgorithm::Gradient2(Gradient2Limit {
+                    initial_limit: 6,
+                    min_limit: 2,
+                    max_limit: 16,
+                    smoothing: 0.5,
+                    queue_size: QueueSize::Constant(2),
+                    long_window: 20,
+                    rtt_tolerance: 1.5,
+                    drop_backoff: Some(0.8),
+                }),
+                seed: 12,
+                ..Config::seeds()
+            },
+            capacity: 6,
+            script: Script::Random(random(4, 600, 6, 24)),
+        },
+        Spec {
+            name: "buckets-weighted-pick-vegas",
+            about: "Buckets health (8 x 50 ms, decay 1.5), WeightedPick, Vegas limit probing often (its \
+                    jitter draws from Config::seed), factor steps, baseline not from drops.",
+            config: Config {
+                health: HealthModel::Buckets {
+                    count: 8,
+                    width_ns: 50 * MS,
+                    decay: 1.5,
+                },
+                policy: Policy::WeightedPick,
+                limit: LimitAlgorithm::Vegas(VegasLimit {
+                    initial_limit: 6,
+                    max_limit: 24,
+                    smoothing: 0.5,
+                    probe_multiplier: 1,
+                    alpha: VegasThreshold::Constant(2),
+                    beta: VegasThreshold::Log10(4),
+                    threshold: VegasThreshold::Constant(1),
+                    increase: VegasStep::Factor(1.25),
+                    decrease: VegasStep::Log10,
+                    baseline_from_drops: false,
+                }),
+                seed: 0xDEAD_BEEF,
+                ..Config::seeds()
+            },
+            capacity: 6,
+            script: Script::Random(random(5, 600, 6, 30)),
+        },
+        Spec {
+            name: "ewma-cascade-gradient",
+            about: "Ewma health (half-life 10 outcomes), Cascade, Gradient limit probing every 8..16 \
+                    samples (its countdown draws from Config::seed), square-root queue.",
+            config: Config {
+                health: HealthModel::Ewma { half_life: 10 },
+                limit: LimitAlgorithm::Gradient(GradientLimit {
+                    initial_limit: 8,
+                    min_limit: 2,
+                    max_limit: 30,
+                    smoothing: 0.2,
+                    queue_size: QueueSize::Sqrt { min: 2 },
+                    rtt_tolerance: 1.25,
+                    probe_interval: Some(8),
+                    backoff_ratio: 0.8,
+                }),
+                seed: 7,
+                ..Config::seeds()
+            },
+            capacity: 6,
+            script: Script::Random(random(6, 600, 6, 30)),
+        },
+        Spec {
+            name: "ewma-cascade-approx-ciad",
+            about: "Ewma health (half-life 5 outcomes), CascadeApprox, CIAD limit without fast start, \
+                    small limits so that acquires find every node busy.",
+            config: Config {
+                health: HealthModel::Ewma { half_life: 5 },
+                policy: Policy::CascadeApprox,
+                limit: LimitAlgorithm::Ciad(CiadLimit {
+                    initial_limit: 4,
+                    min_limit: 1,
+                    max_limit: 16,
+                    backoff_ratio: 0.7,
+                    fast_start: false,
+                }),
+                ..Config::seeds()
+            },
+            capacity: 5,
+            script: Script::Random(random(7, 600, 5, 20)),
+        },
+        Spec {
+            name: "ewma-weighted-pick-windowed",
+            about: "Ewma health (half-life 20 outcomes), WeightedPick, weight exponent 1, a windowed \
+                    Vegas limit (10..50 ms windows, p75 of up to 8 samples).",
+            config: Config {
+                health: HealthModel::Ewma { half_life: 20 },
+                weight_exponent: 1.0,
+                policy: Policy::WeightedPick,
+                limit: LimitAlgorithm::Windowed(WindowedLimit {
+                    inner: InnerAlgorithm::Vegas(VegasLimit {
+                        initial_limit: 6,
+                        max_limit: 30,
+                        probe_multiplier: 2,
+                        ..VegasLimit::default()
+                    }),
+                    min_window_ns: 10 * MS,
+                    max_window_ns: 50 * MS,
+                    min_samples: 2,
+                    min_rtt_threshold_ns: MS,
+                    window: SampleWindow::Percentile {
+                        percentile: 0.75,
+                        capacity: 8,
+                    },
+                }),
+                seed: 42,
+                max_waiters: 0,
+                ..Config::seeds()
+            },
+            capacity: 6,
+            script: Script::Random(random(8, 600, 6, 30)),
+        },
+        Spec {
+            name: "edges-decay",
+            about: "Edge cases and every error under Decay/LowestScore (Config::default() with Fixed(2)).",
+            config: Config {
+                limit: fixed2,
+                ..Config::default()
+            },
+            capacity: 4,
+            script: Script::Edges { seed: 1 },
+        },
+        Spec {
+            name: "edges-buckets",
+            about: "Edge cases and every error under Buckets/Cascade (Config::seeds() with Fixed(2)).",
+            config: Config {
+                limit: fixed2,
+                ..Config::seeds()
+            },
+            capacity: 4,
+            script: Script::Edges { seed: 2 },
+        },
+        Spec {
+            name: "edges-ewma",
+            about: "Edge cases and every error under Ewma/WeightedPick with Fixed(2).",
+            config: Config {
+                health: HealthModel::Ewma { half_life: 3 },
+                policy: Policy::WeightedPick,
+                limit: fixed2,
+                ..Config::seeds()
+            },
+            capacity: 4,
+            script: Script::Edges { seed: 3 },
+        },
+    ]
+}
+
+/// Runs `spec`'s script on the real core and records every answer and snapshot.
+///
+/// # Panics
+/// If the edge script gets an answer other than the one it states.
+pub fn generate(spec: &Spec) -> Trace {
+    let seed = match spec.script {
+        Script::Random(r) => r.seed,
+        Script::Edges { seed } => seed,
+    };
+    let trace = Trace {
+        about: spec.about.split('\n').map(str::to_string).collect(),
+        config: spec.config,
+        capacity: spec.capacity,
+        seed,
+        items: Vec::new(),
+    };
+    let mut g = Gen {
+        runner: Runner::new(&trace),
+        trace,
+        t: START,
+        acquires: 0,
+    };
+    match spec.script {
+        Script::Random(r) => random(&mut g, &r),
+        Script::Edges { .. } => edges(&mut g),
+    }
+    g.trace
+}
+
+/// A trace being recorded.
+struct Gen {
+    runner: Runner,
+    trace: Trace,
+    t: u64,
+    acquires: u32,
+}
+
+impl Gen {
+    fn step(&mut self, op: Op) -> Answer {
+        let answer = self
+            .runner
+            .apply(self.t, op)
+            .unwrap_or_else(|e| panic!("generator: {e}"));
+        self.trace.items.push(Item::Step(Step {
+            t: self.t,
+            op,
+            answer,
+            nodes: self.runner.nodes(self.t),
+            stats: self.runner.stats(),
+            lines: Lines::default(),
+        }));
+        answer
+    }
+
+    /// An acquire; the lease's number, if one was granted.
+    fn acquire(&mut self) -> (u32, Answer) {
+        self.acquires += 1;
+        let k = self.acquires;
+        (k, self.step(Op::Acquire { lease: k }))
+    }
+
+    fn reseed(&mut self, seed: u64) {
+        self.runner.reseed(seed);
+        self.trace.items.push(Item::Reseed(seed));
+    }
+
+    fn members(&self) -> Vec<(u64, NodeState)> {
+        self.runner
+            .nodes(self.t)
+            .iter()
+            .map(|n| (n.id, n.state))
+            .collect()
+    }
+
+    fn steps(&self) -> usize {
+        self.trace
+            .items
+            .iter()
+            .filter(|i| matches!(i, Item::Step(_)))
+            .count()
+    }
+}
+
+/// The outcome a node's call gets: each id has a character (healthy, flaky, failing then recovered,
+/// throttling), so that the health models have something to tell apart.
+fn outcome(id: u64, late: bool, s: &mut Rng) -> Outcome {
+    use Outcome::*;
+    let r = s.u32(..100);
+    let healthy = |r| match r {
+        0..94 => Success,
+        94..96 => Ignored,
+        96..98 => ClientError,
+        _ => Failure,
+    };
+    match id % 4 {
+        1 => healthy(r),
+        2 => match r {
+            0..60 => Success,
+            60..75 => Failure,
+            75..85 => Dropped,
+            85..95 => Throttled,
+            _ => ClientError,
+        },
+        3 if !late => match r {
+            0..25 => Success,
+            25..70 => Failure,
+            70..90 => Dropped,
+            _ => Ignored,
+        },
+        3 => healthy(r),
+        _ => match r {
+            0..70 => Success,
+            70..90 => Throttled,
+            90..95 => ClientError,
+            _ => Dropped,
+        },
+    }
+}
+
+fn random(g: &mut Gen, r: &Random) {
+    let mut s = Rng::with_seed(r.script);
+    for &id in &POOL[..r.initial] {
+        assert_eq!(g.step(Op::Add { id }), Answer::Ok);
+    }
+    // Leases held (number, node) and leases released once (number).
+    let mut held: Vec<(u32, u64)> = Vec::new();
+    let mut released: Vec<(u32, u64)> = Vec::new();
+    while g.steps() < r.steps {
+        g.t += s.u64(..=r.tick_ns);
+        if s.u32(..100) == 0 {
+            g.t += s.u64(r.jump_ns / 2..=r.jump_ns);
+        }
+        let late = g.steps() > r.steps / 2;
+        let members = g.members();
+        let roll = s.u32(..1000);
+        let must_release = held.len() >= r.max_held;
+        match roll {
+            _ if must_release || (450..880).contains(&roll) && !held.is_empty() => {
+                let (k, id) = held.swap_remove(s.usize(..held.len()));
+                let o = outcome(id, late, &mut s);
+                g.step(Op::Release {
+                    lease: k,
+                    outcome: o,
+                });
+                released.push((k, id));
+            }
+            // Only a lease whose node holds no other lease: the core cannot tell a raw lease released
+            // twice from another lease of the same node still in flight (it accepts it and frees that
+            // lease's slot), so the files stay within what the core promises.
+            880..900
+                if released
+                    .iter()
+                    .any(|&(_, id)| held.iter().all(|h| h.1 != id)) =>
+            {
+                let free: Vec<u32> = released
+                    .iter()
+                    .filter(|&&(_, id)| held.iter().all(|h| h.1 != id))
+                    .map(|&(k, _)| k)
+                    .collect();
+                let k = free[s.usize(..free.len())];
+                let o = Outcome::ALL[s.usize(..6)];
+                assert_eq!(
+                    g.step(Op::Release {
+                        lease: k,
+                        outcome: o
+                    }),
+                    Answer::Err(ErrorKind::InvalidLease)
+                );
+            }
+            900..930 => {
+                let (id, on) = match members.get(s.usize(..members.len().max(1))) {
+                    Some(&(id, st)) if s.u32(..10) > 0 => (id, st == NodeState::Active),
+                    _ => (999, s.bool()),
+                };
+                g.step(Op::LameDuck { id, on });
+            }
+            930..955 => {
+                let id = match members.get(s.usize(..members.len().max(1))) {
+                    Some(&(id, _)) if members.len() > 2 && s.u32(..10) > 0 => id,
+                    _ => 998,
+                };
+                g.step(Op::Remove { id });
+            }
+            955..995 => {
+                let absent: Vec<u64> = POOL
+                    .iter()
+                    .copied()
+                    .filter(|id| !members.iter().any(|m| m.0 == *id))
+                    .collect();
+                let id = if members.len() < r.max_members && !absent.is_empty() && s.u32(..8) > 0 {
+                    absent[s.usize(..absent.len())]
+                } else if let Some(&(id, _)) = members.get(s.usize(..members.len().max(1))) {
+                    id
+                } else {
+                    POOL[0]
+                };
+                g.step(Op::Add { id });
+            }
+            995.. => {
+                g.reseed(s.u64(..));
+            }
+            _ => {
+                if let (k, Answer::Node(id)) = g.acquire() {
+                    held.push((k, id));
+                }
+            }
+        }
+    }
+}
+
+/// What an edge-case step must answer.
+#[derive(Clone, Copy)]
+enum Want {
+    Is(Answer),
+    AnyNode,
+}
+
+use ErrorKind::*;
+use Want::*;
+
+const OK: Want = Is(Answer::Ok);
+
+fn err(k: ErrorKind) -> Want {
+    Is(Answer::Err(k))
+}
+
+impl Gen {
+    fn check(&mut self, op: Op, want: Want) -> Answer {
+        self.t += MS;
+        let got = self.step(op);
+        match want {
+            Is(a) => assert_eq!(got, a, "edge script, {op:?}"),
+            AnyNode => assert!(
+                matches!(got, Answer::Node(_)),
+                "edge script, {op:?}: {got:?}"
+            ),
+        }
+        got
+    }
+
+    /// An acquire that must answer `want`; the lease's number and node.
+    fn take(&mut self, want: Want) -> (u32, u64) {
+        self.t += MS;
+        let (k, got) = self.acquire();
+        match want {
+            Is(a) => assert_eq!(got, a, "edge script, acquire L{k}"),
+            AnyNode => assert!(
+                matches!(got, Answer::Node(_)),
+                "edge script, acquire L{k}: {got:?}"
+            ),
+        }
+        (k, if let Answer::Node(id) = got { id } else { 0 })
+    }
+
+    fn release(&mut self, k: u32, outcome: Outcome, want: Want) {
+        self.check(Op::Release { lease: k, outcome }, want);
+    }
+}
+
+/// Every error, and the membership changes around leases in flight. Under `Fixed(2)` with capacity 4.
+fn edges(g: &mut Gen) {
+    let max = u64::MAX;
+    // Nothing to acquire from; nothing to remove or lame-duck.
+    g.take(err(NoActiveNodes));
+    g.check(Op::Remove { id: 1 }, err(UnknownId));
+    g.check(Op::LameDuck { id: 1, on: true }, err(UnknownId));
+    // Members 1, 0 and u64::MAX: ids are any u64.
+    g.check(Op::Add { id: 1 }, OK);
+    g.check(Op::Add { id: 1 }, err(DuplicateId));
+    g.check(Op::Add { id: 0 }, OK);
+    g.check(Op::Add { id: max }, OK);
+    // A lease released twice: the second is refused and changes nothing (while its node holds no other
+    // lease; see `random`).
+    let (k, _) = g.take(AnyNode);
+    g.release(k, Outcome::Success, OK);
+    g.release(k, Outcome::Success, err(InvalidLease));
+    g.release(k, Outcome::Failure, err(InvalidLease));
+    // Three nodes at limit 2: six leases, then every node is busy.
+    let mut held: Vec<(u32, u64)> = (0..6).map(|_| g.take(AnyNode)).collect();
+    g.take(err(AllBusy));
+    g.take(err(AllBusy));
+    let (k, _) = held.remove(0);
+    g.release(k, Outcome::Success, OK);
+    held.push(g.take(AnyNode));
+    g.take(err(AllBusy));
+    // Lame duck: idempotent; a lame duck's leases finish and are recorded.
+    g.check(Op::LameDuck { id: 0, on: true }, OK);
+    g.check(Op::LameDuck { id: 0, on: true }, OK);
+    let on0 = held
+        .iter()
+        .position(|h| h.1 == 0)
+        .expect("node 0 holds a lease");
+    let (k, _) = held.remove(on0);
+    g.release(k, Outcome::Failure, OK);
+    g.take(err(AllBusy));
+    g.check(Op::LameDuck { id: 1, on: true }, OK);
+    g.check(Op::LameDuck { id: max, on: true }, OK);
+    g.take(err(NoActiveNodes));
+    g.check(Op::LameDuck { id: 0, on: false }, OK);
+    held.push(g.take(Is(Answer::Node(0))));
+    g.check(Op::LameDuck { id: 1, on: false }, OK);
+    g.check(Op::LameDuck { id: max, on: false }, OK);
+    // Every outcome on live nodes.
+    for o in [
+        Outcome::Dropped,
+        Outcome::Ignored,
+        Outcome::Throttled,
+        Outcome::ClientError,
+    ] {
+        let (k, _) = held.remove(0);
+        g.release(k, o, OK);
+        held.push(g.take(AnyNode));
+    }
+    // Node 1 leaves with its leases in flight: they come back as node_removed, once.
+    g.check(Op::Remove { id: 1 }, OK);
+    g.check(Op::Remove { id: 1 }, err(UnknownId));
+    g.check(Op::LameDuck { id: 1, on: false }, err(UnknownId));
+    let mut stale: Vec<u32> = held.iter().filter(|h| h.1 == 1).map(|h| h.0).collect();
+    held.retain(|h| h.1 != 1);
+    assert!(stale.len() == 2, "node 1 was full when removed");
+    let first = stale.pop().expect("two");
+    g.release(first, Outcome::Success, err(NodeRemoved));
+    // Re-added while a lease of the old node 1 is in flight: a new slot, a fresh node.
+    g.check(Op::Add { id: 1 }, OK);
+    g.check(Op::Add { id: 5 }, err(CapacityFull));
+    let last = stale.pop().expect("one left");
+    g.release(last, Outcome::Failure, err(NodeRemoved));
+    // The old slot is free: taken by node 5. Both stale leases are spent.
+    g.check(Op::Add { id: 5 }, OK);
+    g.release(first, Outcome::Success, err(InvalidLease));
+    g.release(last, Outcome::Dropped, err(InvalidLease));
+    g.check(Op::Add { id: 6 }, err(CapacityFull));
+    g.check(Op::Add { id: 5 }, err(DuplicateId));
+    // The new node 1 takes traffic.
+    for _ in 0..4 {
+        let h = g.take(AnyNode);
+        held.push(h);
+    }
+    // A release dated a day ahead: the balancer dates it no later than the end of the next clock epoch.
+    let (k, _) = held.remove(0);
+    let t = g.t;
+    g.t += 86_400 * S;
+    g.release(k, Outcome::Success, OK);
+    g.t = t;
+    // Everything back, with every outcome in turn.
+    let mut i = 0;
+    while let Some((k, _)) = held.pop() {
+        g.release(k, Outcome::ALL[i % 6], OK);
+        i += 1;
+        if i % 3 == 0 {
+            held.insert(0, g.take(AnyNode));
+            if i > 12 {
+                // Stop refilling: drain.
+                let (k, _) = held.remove(0);
+                g.release(k, Outcome::Success, OK);
+            }
+        }
+        if i > 20 {
+            break;
+        }
+    }
+    while let Some((k, _)) = held.pop() {
+        g.release(k, Outcome::Success, OK);
+    }
+    // Everyone leaves, one with a lease in flight.
+    let (k, id) = g.take(AnyNode);
+    for m in [0, 1, 5, max] {
+        g.check(Op::Remove { id: m }, OK);
+    }
+    assert!([0, 1, 5, max].contains(&id));
+    g.take(err(NoActiveNodes));
+    g.release(k, Outcome::Success, err(NodeRemoved));
+    g.take(err(NoActiveNodes));
+    // A new generator, a new member.
+    g.reseed(99);
+    g.check(Op::Add { id: 7 }, OK);
+    let (k, _) = g.take(Is(Answer::Node(7)));
+    g.release(k, Outcome::Success, OK);
+}
