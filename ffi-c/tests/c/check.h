@@ -38,10 +38,12 @@ static int check_count = 0;
 #define CHECK_OK(expr) CHECK_STATUS(expr, WEIR_OK)
 
 /* Stops the program at once (for a failure that makes the rest meaningless). */
+/* Evaluates `cond` once (it may have side effects, such as starting a thread). */
 #define REQUIRE(cond)                                                                              \
     do {                                                                                           \
-        CHECK(cond);                                                                               \
-        if (!(cond)) {                                                                             \
+        int require_ok_ = (cond) ? 1 : 0;                                                          \
+        CHECK(require_ok_ && #cond);                                                               \
+        if (!require_ok_) {                                                                        \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
