@@ -36,6 +36,31 @@
 #define WEIR_OUTCOME_COUNT 6
 
 /**
+ * The most buckets a shedder's or throttle's rolling window may have.
+ */
+#define WEIR_MAX_WINDOW_BUCKETS 128
+
+/**
+ * How many criticalities there are (the length of the arrays in `weir_throttle_stats`).
+ */
+#define WEIR_CRITICALITY_COUNT 4
+
+/**
+ * The longest interval a backoff may have, ns (2^48 - 1, about 78 hours).
+ */
+#define WEIR_MAX_BACKOFF_NS 281474976710655
+
+/**
+ * Responsive exponential backoff shared by any number of workers: an opaque handle from
+ * `weir_backoff_new`, freed with `weir_backoff_free`.
+ *
+ * Thread safety: every function that takes a `weir_backoff*` may be called from any number of threads
+ * at once on the same backoff (lock-free: its state is one atomic word), except `weir_backoff_free`,
+ * which must be the last call on it.
+ */
+typedef struct weir_backoff weir_backoff;
+
+/**
  * A load balancer over up to `capacity` nodes: an opaque handle from `weir_balancer_new`, freed with
  * `weir_balancer_free`.
  *
@@ -44,6 +69,41 @@
  * its caller), except `weir_balancer_free`, which must be the last call on it.
  */
 typedef struct weir_balancer weir_balancer;
+
+/**
+ * The process's CPU usage in millicpu (0 ..= 1000 of what it may use), read from Linux cgroups or
+ * `/proc/stat` and smoothed, to feed `weir_shedder_allow`: an opaque handle from `weir_cpu_sampler_new`
+ * or `weir_cpu_sampler_with_root`, freed with `weir_cpu_sampler_free`.
+ *
+ * Thread safety: every function may be called from any thread at once, except
+ * `weir_cpu_sampler_free` (the last call). Not lock-free: `weir_cpu_sampler_sample` and
+ * `weir_cpu_sampler_allowance` read files under a lock, so concurrent samples run one at a time
+ * (sample from one thread, e.g. every 250 ms); `weir_cpu_sampler_usage` and `weir_cpu_sampler_source`
+ * take no lock.
+ */
+typedef struct weir_cpu_sampler weir_cpu_sampler;
+
+/**
+ * An adaptive load shedder (go-zero's): an opaque handle from `weir_shedder_new`, freed with
+ * `weir_shedder_free`. Ask `weir_shedder_allow` before starting a request; complete its promise once
+ * with `weir_shedder_success` or `weir_shedder_failure`.
+ *
+ * Thread safety: every function that takes a `weir_shedder*` may be called from any number of threads
+ * at once on the same shedder (lock-free, as the Rust core), except `weir_shedder_free`, which must be
+ * the last call on it.
+ */
+typedef struct weir_shedder weir_shedder;
+
+/**
+ * Client-side adaptive throttling (the SRE book's): an opaque handle from `weir_throttle_new`, freed
+ * with `weir_throttle_free`. Ask `weir_throttle_allow` before sending; call `weir_throttle_accepted`
+ * when the backend accepted a request.
+ *
+ * Thread safety: every function that takes a `weir_throttle*` may be called from any number of
+ * threads at once on the same throttle (lock-free, as the Rust core), except `weir_throttle_free`,
+ * which must be the last call on it.
+ */
+typedef struct weir_throttle weir_throttle;
 
 /**
  * A status code: [`WEIR_OK`] (0) or one of the `WEIR_ERR_*` codes. Codes are stable and never reused;
@@ -688,6 +748,302 @@ typedef struct weir_balancer_stats {
 } weir_balancer_stats;
 
 /**
+ * A shedder's configuration (go-zero's defaults from `weir_shedder_config_default()`: 5 s of 50
+ * buckets, threshold 900, cool-off 1 s). Validated by `weir_shedder_new`.
+ *
+ * Thread safety: a plain value.
+ */
+typedef struct weir_shedder_config {
+  /**
+   * The rolling window's length, ns; at least 1 ns per bucket.
+   */
+  uint64_t window_ns;
+  /**
+   * Buckets in the window, 1 ..= `WEIR_MAX_WINDOW_BUCKETS`.
+   */
+  uint32_t buckets;
+  /**
+   * CPU usage, in millicpu (0 ..= 999), at and above which the server counts as overloaded; 0 makes
+   * shedding depend on in-flight load alone.
+   */
+  uint32_t cpu_threshold;
+  /**
+   * How long after the last overload a shedder that has dropped keeps shedding, ns; 0 disables it.
+   */
+  uint64_t cool_off_ns;
+} weir_shedder_config;
+
+/**
+ * An admitted request: a plain value the caller holds and completes once, with `weir_shedder_success`
+ * or `weir_shedder_failure`. Read `started_at`; `shedder` identifies the shedder that granted it and
+ * must not be changed. A promise of another shedder (or a zeroed one) is refused with
+ * `WEIR_ERR_INVALID_PROMISE` and changes nothing. The shedder counts promises but does not keep each
+ * one, so a promise completed twice is refused only when nothing is in flight: complete each once.
+ *
+ * Thread safety: a plain value; a promise may be completed from any thread.
+ */
+typedef struct weir_promise {
+  /**
+   * The `now_ns` the request was admitted at.
+   */
+  uint64_t started_at;
+  /**
+   * The tag of the shedder that granted the promise (never 0).
+   */
+  uint32_t shedder;
+} weir_promise;
+
+/**
+ * A shedder's counters and window at one time (`weir_shedder_get_stats`).
+ *
+ * Thread safety: a plain value.
+ */
+typedef struct weir_shedder_stats {
+  /**
+   * Requests admitted.
+   */
+  uint64_t allowed;
+  /**
+   * Requests dropped (`WEIR_ERR_OVERLOADED`).
+   */
+  uint64_t dropped;
+  /**
+   * Promises completed with `weir_shedder_success`.
+   */
+  uint64_t succeeded;
+  /**
+   * Promises completed with `weir_shedder_failure`.
+   */
+  uint64_t failed;
+  /**
+   * Requests in flight now.
+   */
+  uint64_t in_flight;
+  /**
+   * The moving average of requests in flight (moves on completions).
+   */
+  double avg_in_flight;
+  /**
+   * The most passes in one complete bucket of the window (at least 1).
+   */
+  uint64_t max_pass;
+  /**
+   * The smallest average response time of a complete bucket, ms (1000 with no data).
+   */
+  uint64_t min_rt_ms;
+  /**
+   * `max(max_pass * min_rt * buckets_per_second / 1000, 1)`, before the CPU factor.
+   */
+  double max_flight;
+} weir_shedder_stats;
+
+/**
+ * Where a CPU sampler reads: one of the `WEIR_CPU_SOURCE_*` values.
+ */
+typedef uint32_t weir_cpu_source;
+
+/**
+ * A throttle's configuration (the book's defaults from `weir_throttle_config_default()`: 2 minutes of
+ * 120 buckets, K 2, no cap on rejection, a 10 % retry budget). Validated by `weir_throttle_new`.
+ *
+ * Thread safety: a plain value.
+ */
+typedef struct weir_throttle_config {
+  /**
+   * The rolling window's length, ns; at least 1 ns per bucket.
+   */
+  uint64_t window_ns;
+  /**
+   * Buckets in the window, 1 ..= `WEIR_MAX_WINDOW_BUCKETS`.
+   */
+  uint32_t buckets;
+  /**
+   * The book's K: the client sends up to K times what the backend accepts; finite, >= 1.
+   */
+  double k;
+  /**
+   * The highest rejection probability; in [0, 1] (1: no cap).
+   */
+  double max_rejection;
+  /**
+   * Retries allowed, as a fraction of requests in the window; in [0, 1].
+   */
+  double retry_ratio;
+  /**
+   * Seed of the library's per-thread generators (`weir_throttle_allow`, `weir_throttle_allow_retry`);
+   * not part of the Rust `ThrottleConfig`. Default 0.
+   */
+  uint64_t seed;
+} weir_throttle_config;
+
+/**
+ * A request's criticality (the SRE book's four levels): one of the `WEIR_CRITICALITY_*` values
+ * (validated as an integer: any other value is `WEIR_ERR_INVALID_ARGUMENT`). Lower criticalities are
+ * throttled first.
+ */
+typedef uint32_t weir_criticality;
+
+/**
+ * What `weir_throttle_allow_retry` decided: one of the `WEIR_RETRY_*` values.
+ */
+typedef uint32_t weir_retry_verdict;
+
+/**
+ * A throttle's counters (since it was built) and window sums (at one time), from
+ * `weir_throttle_get_stats`. Arrays are indexed by `WEIR_CRITICALITY_*`.
+ *
+ * Thread safety: a plain value.
+ */
+typedef struct weir_throttle_stats {
+  /**
+   * Requests decided, by criticality (admitted or throttled, retries included).
+   */
+  uint64_t total_requests[WEIR_CRITICALITY_COUNT];
+  /**
+   * Requests reported accepted, by criticality.
+   */
+  uint64_t total_accepts[WEIR_CRITICALITY_COUNT];
+  /**
+   * Requests throttled locally, by criticality.
+   */
+  uint64_t total_throttled[WEIR_CRITICALITY_COUNT];
+  /**
+   * Retries admitted.
+   */
+  uint64_t total_retries;
+  /**
+   * Retries denied by the retry budget.
+   */
+  uint64_t total_retries_denied;
+  /**
+   * Requests in the window, by criticality.
+   */
+  uint64_t window_requests[WEIR_CRITICALITY_COUNT];
+  /**
+   * Accepts in the window, by criticality.
+   */
+  uint64_t window_accepts[WEIR_CRITICALITY_COUNT];
+  /**
+   * Retries admitted in the window.
+   */
+  uint64_t window_retries;
+} weir_throttle_stats;
+
+/**
+ * How a backoff randomizes its delays (`weir_jitter.kind`): one of the `WEIR_JITTER_*` values.
+ */
+typedef uint32_t weir_jitter_kind;
+
+/**
+ * A backoff's jitter: `kind`, and the proportional jitter's parameters (used only with
+ * `WEIR_JITTER_PROPORTIONAL`).
+ *
+ * Thread safety: a plain value.
+ */
+typedef struct weir_jitter {
+  /**
+   * One of the `WEIR_JITTER_*` values.
+   */
+  weir_jitter_kind kind;
+  /**
+   * The randomization factor, in [0, 1] (default 0.3).
+   */
+  double factor;
+  /**
+   * The most a delay is moved either way, ns (default 2 minutes).
+   */
+  uint64_t max_ns;
+} weir_jitter;
+
+/**
+ * A backoff's configuration (the seed's defaults from `weir_backoff_config_default()`: 500 ms to 15
+ * minutes, up 1.5x, down 0.9x after 10 successes, proportional jitter 0.3 up to 2 minutes). Validated
+ * by `weir_backoff_new`.
+ *
+ * Thread safety: a plain value.
+ */
+typedef struct weir_backoff_config {
+  /**
+   * The first interval, and the floor below which the interval drops to 0, ns; 1 ..= `max_ns`.
+   */
+  uint64_t initial_ns;
+  /**
+   * The longest interval, ns; 1 ..= `WEIR_MAX_BACKOFF_NS`.
+   */
+  uint64_t max_ns;
+  /**
+   * Multiplier on a failure; finite, >= 1.
+   */
+  double up_multiplier;
+  /**
+   * Multiplier after `down_threshold` consecutive successes; in (0, 1].
+   */
+  double down_multiplier;
+  /**
+   * Consecutive successes before the interval goes down; at least 1.
+   */
+  uint16_t down_threshold;
+  /**
+   * The randomization.
+   */
+  struct weir_jitter jitter;
+  /**
+   * Seed of the library's per-thread generators (`weir_backoff_on_failure`,
+   * `weir_backoff_on_success`); not part of the Rust `BackoffConfig`. Default 0.
+   */
+  uint64_t seed;
+} weir_backoff_config;
+
+/**
+ * Which way a call moved the interval (`weir_delay.step`): one of the `WEIR_STEP_*` values.
+ */
+typedef uint32_t weir_step;
+
+/**
+ * What to sleep after a call, and why.
+ *
+ * Thread safety: a plain value.
+ */
+typedef struct weir_delay {
+  /**
+   * How long to sleep, ns (may be 0).
+   */
+  uint64_t ns;
+  /**
+   * One of the `WEIR_STEP_*` values.
+   */
+  weir_step step;
+} weir_delay;
+
+/**
+ * A backoff's counters since it was built (`weir_backoff_get_stats`); exact under any interleaving.
+ *
+ * Thread safety: a plain value.
+ */
+typedef struct weir_backoff_stats {
+  /**
+   * Calls of `weir_backoff_on_failure` and `weir_backoff_on_success` (all forms).
+   */
+  uint64_t invocations;
+  /**
+   * Steps up.
+   */
+  uint64_t went_up;
+  /**
+   * Steps down.
+   */
+  uint64_t went_down;
+  /**
+   * Delays returned that count as sleeps (every call but an idle success).
+   */
+  uint64_t slept;
+  /**
+   * Their total, ns (saturating).
+   */
+  uint64_t sleep_ns;
+} weir_backoff_stats;
+
+/**
  * The node answered as it should.
  */
 #define WEIR_OUTCOME_SUCCESS 0
@@ -933,6 +1289,102 @@ typedef struct weir_balancer_stats {
  * The `percentile` RTT of the window's first `capacity` samples.
  */
 #define WEIR_SAMPLE_WINDOW_PERCENTILE 1
+
+/**
+ * cgroup v2 (`cpu.stat`, `cpu.max`, `cpuset.cpus.effective`).
+ */
+#define WEIR_CPU_SOURCE_CGROUP_V2 0
+
+/**
+ * cgroup v1 (`cpuacct.usage`, `cpu.cfs_quota_us`, `cpuset.cpus`).
+ */
+#define WEIR_CPU_SOURCE_CGROUP_V1 1
+
+/**
+ * The whole machine, from `/proc/stat`.
+ */
+#define WEIR_CPU_SOURCE_PROC_STAT 2
+
+/**
+ * The most critical: throttled only by its own failures.
+ */
+#define WEIR_CRITICALITY_CRITICAL_PLUS 0
+
+/**
+ * The default for production traffic.
+ */
+#define WEIR_CRITICALITY_CRITICAL 1
+
+/**
+ * Traffic that tolerates some unavailability.
+ */
+#define WEIR_CRITICALITY_SHEDDABLE_PLUS 2
+
+/**
+ * Traffic that tolerates frequent unavailability (batch jobs): throttled first.
+ */
+#define WEIR_CRITICALITY_SHEDDABLE 3
+
+/**
+ * Send the retry.
+ */
+#define WEIR_RETRY_ALLOWED 0
+
+/**
+ * Do not retry: the client's retries in the window have reached `retry_ratio` of its requests.
+ */
+#define WEIR_RETRY_DENIED_BUDGET 1
+
+/**
+ * Do not retry: within budget, but throttled like any request of its criticality.
+ */
+#define WEIR_RETRY_DENIED_THROTTLED 2
+
+/**
+ * No randomization.
+ */
+#define WEIR_JITTER_NONE 0
+
+/**
+ * The seed's: each new interval `x` becomes `x - d + 2 d u` with `d = min(factor x, max_ns)`; the
+ * jitter compounds.
+ */
+#define WEIR_JITTER_PROPORTIONAL 1
+
+/**
+ * AWS "full jitter": each delay is `u * interval`.
+ */
+#define WEIR_JITTER_FULL 2
+
+/**
+ * AWS "equal jitter": each delay is `interval / 2 + u * interval / 2`.
+ */
+#define WEIR_JITTER_EQUAL 3
+
+/**
+ * AWS "decorrelated jitter": going up, `initial + u * (current * up_multiplier - initial)`.
+ */
+#define WEIR_JITTER_DECORRELATED 4
+
+/**
+ * A failure: the interval went up (or started).
+ */
+#define WEIR_STEP_UP 0
+
+/**
+ * A success completed a streak: the interval went down (possibly to 0).
+ */
+#define WEIR_STEP_DOWN 1
+
+/**
+ * A success within a streak: the interval held.
+ */
+#define WEIR_STEP_HOLD 2
+
+/**
+ * A success while not backing off: no delay, nothing counted as a sleep.
+ */
+#define WEIR_STEP_IDLE 3
 
 #ifdef __cplusplus
 extern "C" {
@@ -1296,6 +1748,558 @@ struct weir_limit weir_limit_ciad_default(void);
  * Thread safety: a pure function; safe from any thread.
  */
 struct weir_limit weir_limit_windowed_default(void);
+
+/**
+ * go-zero's defaults: a window of 5 s in 50 buckets, CPU threshold 900 millicpu, cool-off 1 s.
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+struct weir_shedder_config weir_shedder_config_default(void);
+
+/**
+ * Checks a shedder configuration as `weir_shedder_new` would: `WEIR_OK`, `WEIR_ERR_NULL` or
+ * `WEIR_ERR_INVALID_CONFIG` (the message names the field and its range).
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `weir_shedder_config`.
+ *
+ * Thread safety: safe from any thread.
+ */
+weir_status weir_shedder_config_validate(const struct weir_shedder_config *config);
+
+/**
+ * Builds a shedder from `config`, validated by the core, and stores its handle in `*out`. Errors:
+ * `WEIR_ERR_NULL`, `WEIR_ERR_INVALID_CONFIG` (the message names the field).
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `weir_shedder_config`; `out` is NULL or points to a
+ * writable `weir_shedder*`.
+ *
+ * Thread safety: safe from any thread.
+ */
+weir_status weir_shedder_new(const struct weir_shedder_config *config,
+                             struct weir_shedder **out);
+
+/**
+ * Frees a shedder. NULL is a no-op. Its outstanding promises must not be completed afterwards.
+ *
+ * # Safety
+ * `shedder` is NULL or a handle from `weir_shedder_new` not yet freed, and no other call on it is in
+ * progress or follows.
+ *
+ * Thread safety: must be the last call on the shedder, from one thread.
+ */
+void weir_shedder_free(struct weir_shedder *shedder);
+
+/**
+ * Decides whether to admit a request at `now_ns` with the CPU at `cpu` millicpu (0 ..= 1000 of the
+ * allowance, e.g. from `weir_cpu_sampler_usage`; larger values count as 1000). Admitted: `WEIR_OK` and
+ * the promise in `*out`, counted in flight until completed. Dropped: `WEIR_ERR_OVERLOADED` (answer 503
+ * or RESOURCE_EXHAUSTED; the message says what the shedder saw) and nothing written. `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `shedder` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_shedder_allow(const struct weir_shedder *shedder,
+                               uint32_t cpu,
+                               uint64_t now_ns,
+                               struct weir_promise *out);
+
+/**
+ * Completes a promise whose request succeeded at `now_ns`: records its response time (`now_ns` minus
+ * `started_at`, rounded up to a whole ms) and one pass. Errors: `WEIR_ERR_INVALID_PROMISE` (another
+ * shedder's or forged promise, or nothing in flight: nothing changes), `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `shedder` is NULL or a live handle; `promise` is NULL or points to a readable `weir_promise`.
+ *
+ * Thread safety: safe from any thread, lock-free; complete each promise once.
+ */
+weir_status weir_shedder_success(const struct weir_shedder *shedder,
+                                 const struct weir_promise *promise,
+                                 uint64_t now_ns);
+
+/**
+ * Completes a promise whose request failed, timed out or was cancelled: it leaves the in-flight count
+ * and nothing else is recorded. Errors as `weir_shedder_success`.
+ *
+ * # Safety
+ * `shedder` is NULL or a live handle; `promise` is NULL or points to a readable `weir_promise`.
+ *
+ * Thread safety: safe from any thread, lock-free; complete each promise once.
+ */
+weir_status weir_shedder_failure(const struct weir_shedder *shedder,
+                                 const struct weir_promise *promise);
+
+/**
+ * Writes the shedder's counters and window at `now_ns` to `*out`.
+ *
+ * # Safety
+ * `shedder` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, concurrently with traffic.
+ */
+weir_status weir_shedder_get_stats(const struct weir_shedder *shedder,
+                                   uint64_t now_ns,
+                                   struct weir_shedder_stats *out);
+
+/**
+ * Writes the CPU headroom factor the shedder scales its in-flight limit by at `cpu` millicpu,
+ * `clamp((1000 - cpu) / (1000 - cpu_threshold), 0.1, 1)`, to `*out`.
+ *
+ * # Safety
+ * `shedder` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread.
+ */
+weir_status weir_shedder_overload_factor(const struct weir_shedder *shedder,
+                                         uint32_t cpu,
+                                         double *out);
+
+/**
+ * Builds a sampler for this process from the system's files (cgroup v2, then v1, then `/proc/stat`),
+ * reading them once, and stores its handle in `*out`. Errors: `WEIR_ERR_UNSUPPORTED` (not Linux, or none
+ * of the sources exists: shedding on CPU is then impossible, and weir says so instead of reading 0
+ * forever), `WEIR_ERR_IO` (a source exists but cannot be read or parsed; the message names the file),
+ * `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `out` is NULL or points to a writable `weir_cpu_sampler*`.
+ *
+ * Thread safety: safe from any thread.
+ */
+weir_status weir_cpu_sampler_new(struct weir_cpu_sampler **out);
+
+/**
+ * As `weir_cpu_sampler_new`, reading the files under the directory `root` instead of `/` (a container's
+ * host mount, or a fake tree in tests), on any system. Errors as `weir_cpu_sampler_new`, plus
+ * `WEIR_ERR_INVALID_ARGUMENT` for a path that is not UTF-8 where the system needs it (not on Unix).
+ *
+ * # Safety
+ * `root` is NULL or a NUL-terminated string; `out` is NULL or points to a writable
+ * `weir_cpu_sampler*`.
+ *
+ * Thread safety: safe from any thread.
+ */
+weir_status weir_cpu_sampler_with_root(const char *root,
+                                       struct weir_cpu_sampler **out);
+
+/**
+ * Frees a sampler. NULL is a no-op.
+ *
+ * # Safety
+ * `sampler` is NULL or a handle from `weir_cpu_sampler_new` or `weir_cpu_sampler_with_root` not yet
+ * freed, and no other call on it is in progress or follows.
+ *
+ * Thread safety: must be the last call on the sampler, from one thread.
+ */
+void weir_cpu_sampler_free(struct weir_cpu_sampler *sampler);
+
+/**
+ * Writes where the sampler reads (`WEIR_CPU_SOURCE_*`) to `*out`.
+ *
+ * # Safety
+ * `sampler` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread; takes no lock.
+ */
+weir_status weir_cpu_sampler_source(const struct weir_cpu_sampler *sampler,
+                                    weir_cpu_source *out);
+
+/**
+ * Writes how many CPUs the process may use to `*out` (the cgroup's quota or cpuset, whichever is
+ * smaller; the machine's CPUs under `WEIR_CPU_SOURCE_PROC_STAT`), read now. Errors: `WEIR_ERR_IO`,
+ * `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `sampler` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread; takes the sampler's lock while it reads.
+ */
+weir_status weir_cpu_sampler_allowance(const struct weir_cpu_sampler *sampler,
+                                       double *out);
+
+/**
+ * Reads the usage counters at `now_ns` (monotonic; the same clock every time), folds the usage since
+ * the previous sample into the smoothed average (5 s time constant; the first sample only records a
+ * starting point), and writes the average, in millicpu, to `*out`. Errors: `WEIR_ERR_IO` (the message
+ * names the file), `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `sampler` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread; samples are taken one at a time under the sampler's lock.
+ */
+weir_status weir_cpu_sampler_sample(const struct weir_cpu_sampler *sampler,
+                                    uint64_t now_ns,
+                                    uint32_t *out);
+
+/**
+ * Writes the smoothed usage of the latest successful `weir_cpu_sampler_sample`, in millicpu (0 before
+ * any), to `*out`, without reading any file.
+ *
+ * # Safety
+ * `sampler` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_cpu_sampler_usage(const struct weir_cpu_sampler *sampler,
+                                   uint32_t *out);
+
+/**
+ * The book's defaults: a window of 2 minutes in 120 buckets, K 2, max rejection 1, retry ratio 0.1;
+ * seed 0.
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+struct weir_throttle_config weir_throttle_config_default(void);
+
+/**
+ * Checks a throttle configuration as `weir_throttle_new` would: `WEIR_OK`, `WEIR_ERR_NULL` or
+ * `WEIR_ERR_INVALID_CONFIG` (the message names the field and its range).
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `weir_throttle_config`.
+ *
+ * Thread safety: safe from any thread.
+ */
+weir_status weir_throttle_config_validate(const struct weir_throttle_config *config);
+
+/**
+ * Builds a throttle from `config`, validated by the core, and stores its handle in `*out`. Errors:
+ * `WEIR_ERR_NULL`, `WEIR_ERR_INVALID_CONFIG` (the message names the field).
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `weir_throttle_config`; `out` is NULL or points to a
+ * writable `weir_throttle*`.
+ *
+ * Thread safety: safe from any thread.
+ */
+weir_status weir_throttle_new(const struct weir_throttle_config *config,
+                              struct weir_throttle **out);
+
+/**
+ * Frees a throttle. NULL is a no-op.
+ *
+ * # Safety
+ * `throttle` is NULL or a handle from `weir_throttle_new` not yet freed, and no other call on it is in
+ * progress or follows.
+ *
+ * Thread safety: must be the last call on the throttle, from one thread.
+ */
+void weir_throttle_free(struct weir_throttle *throttle);
+
+/**
+ * Decides whether to send a request of `criticality` at `now_ns`, drawing from this thread's generator
+ * for the throttle's seed, and writes the decision to `*allowed`: true to send, false when the request
+ * is throttled locally (fail it as the backend's overload would). Either way the request is counted.
+ * A throttled request is not an error: the status is `WEIR_OK`. Errors: `WEIR_ERR_INVALID_ARGUMENT`
+ * (an unknown criticality; nothing counted), `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `throttle` is NULL or a live handle; `allowed` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_throttle_allow(const struct weir_throttle *throttle,
+                                weir_criticality criticality,
+                                uint64_t now_ns,
+                                bool *allowed);
+
+/**
+ * As `weir_throttle_allow`, drawing from the caller's generator `*rng` (advanced in place; untouched
+ * while nothing is being throttled), for deterministic replay.
+ *
+ * # Safety
+ * `throttle` is NULL or a live handle; `rng` is NULL or points to a `weir_rng` no other thread uses
+ * during the call; `allowed` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free (each thread with its own generator).
+ */
+weir_status weir_throttle_allow_with_rng(const struct weir_throttle *throttle,
+                                         weir_criticality criticality,
+                                         uint64_t now_ns,
+                                         struct weir_rng *rng,
+                                         bool *allowed);
+
+/**
+ * Decides whether to send a retry of `criticality` at `now_ns` (this thread's generator): denied
+ * while the client's retries in the window are at `retry_ratio` of its requests
+ * (`WEIR_RETRY_DENIED_BUDGET`, not counted as a request), otherwise throttled like any request
+ * (`WEIR_RETRY_DENIED_THROTTLED`) or admitted (`WEIR_RETRY_ALLOWED`) and counted. The verdict goes to
+ * `*out`; a denial is not an error (`WEIR_OK`). Errors: `WEIR_ERR_INVALID_ARGUMENT` (an unknown
+ * criticality), `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `throttle` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_throttle_allow_retry(const struct weir_throttle *throttle,
+                                      weir_criticality criticality,
+                                      uint64_t now_ns,
+                                      weir_retry_verdict *out);
+
+/**
+ * As `weir_throttle_allow_retry`, drawing from the caller's generator `*rng` (advanced in place).
+ *
+ * # Safety
+ * `throttle` is NULL or a live handle; `rng` is NULL or points to a `weir_rng` no other thread uses
+ * during the call; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free (each thread with its own generator).
+ */
+weir_status weir_throttle_allow_retry_with_rng(const struct weir_throttle *throttle,
+                                               weir_criticality criticality,
+                                               uint64_t now_ns,
+                                               struct weir_rng *rng,
+                                               weir_retry_verdict *out);
+
+/**
+ * Records that the backend accepted a request of `criticality` at `now_ns` (it answered anything but
+ * "overloaded"). Errors: `WEIR_ERR_INVALID_ARGUMENT` (an unknown criticality; nothing recorded),
+ * `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `throttle` is NULL or a live handle.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_throttle_accepted(const struct weir_throttle *throttle,
+                                   weir_criticality criticality,
+                                   uint64_t now_ns);
+
+/**
+ * Writes the probability in [0, 1] with which a request of `criticality` would be throttled at
+ * `now_ns` to `*out` (nothing is counted). Errors: `WEIR_ERR_INVALID_ARGUMENT`, `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `throttle` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_throttle_probability(const struct weir_throttle *throttle,
+                                      weir_criticality criticality,
+                                      uint64_t now_ns,
+                                      double *out);
+
+/**
+ * Writes the throttle's counters and its window's sums at `now_ns` to `*out`.
+ *
+ * # Safety
+ * `throttle` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, concurrently with traffic.
+ */
+weir_status weir_throttle_get_stats(const struct weir_throttle *throttle,
+                                    uint64_t now_ns,
+                                    struct weir_throttle_stats *out);
+
+/**
+ * The book's client-side rejection probability, `max(0, (requests - k * accepts) / (requests + 1))`
+ * (0 for a NaN `k`).
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+double weir_rejection_probability(uint64_t requests,
+                                  uint64_t accepts,
+                                  double k);
+
+/**
+ * The seed's defaults: 500 ms initial, 15 minutes max, up 1.5x, down 0.9x after 10 consecutive
+ * successes, proportional jitter (factor 0.3, at most 2 minutes); seed 0.
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+struct weir_backoff_config weir_backoff_config_default(void);
+
+/**
+ * Checks a backoff configuration as `weir_backoff_new` would: `WEIR_OK`, `WEIR_ERR_NULL`,
+ * `WEIR_ERR_INVALID_ARGUMENT` (an unknown `jitter.kind`) or `WEIR_ERR_INVALID_CONFIG` (the message
+ * names the field).
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `weir_backoff_config`.
+ *
+ * Thread safety: safe from any thread.
+ */
+weir_status weir_backoff_config_validate(const struct weir_backoff_config *config);
+
+/**
+ * Builds a backoff (not backing off: interval 0) from `config`, validated by the core, and stores its
+ * handle in `*out`. Errors: `WEIR_ERR_NULL`, `WEIR_ERR_INVALID_ARGUMENT` (an unknown `jitter.kind`),
+ * `WEIR_ERR_INVALID_CONFIG` (the message names the field).
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `weir_backoff_config`; `out` is NULL or points to a
+ * writable `weir_backoff*`.
+ *
+ * Thread safety: safe from any thread.
+ */
+weir_status weir_backoff_new(const struct weir_backoff_config *config,
+                             struct weir_backoff **out);
+
+/**
+ * Frees a backoff. NULL is a no-op.
+ *
+ * # Safety
+ * `backoff` is NULL or a handle from `weir_backoff_new` not yet freed, and no other call on it is in
+ * progress or follows.
+ *
+ * Thread safety: must be the last call on the backoff, from one thread.
+ */
+void weir_backoff_free(struct weir_backoff *backoff);
+
+/**
+ * Records a failure and writes the delay to sleep to `*out` (`WEIR_STEP_UP`): from 0 the interval
+ * becomes `initial_ns`, otherwise it is multiplied by `up_multiplier`, jittered, and capped at
+ * `max_ns`. Draws from this thread's generator for the backoff's seed. Errors: `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `backoff` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_backoff_on_failure(const struct weir_backoff *backoff,
+                                    struct weir_delay *out);
+
+/**
+ * As `weir_backoff_on_failure`, drawing from the caller's generator `*rng` (advanced in place).
+ *
+ * # Safety
+ * `backoff` is NULL or a live handle; `rng` is NULL or points to a `weir_rng` no other thread uses
+ * during the call; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free (each thread with its own generator).
+ */
+weir_status weir_backoff_on_failure_with_rng(const struct weir_backoff *backoff,
+                                             struct weir_rng *rng,
+                                             struct weir_delay *out);
+
+/**
+ * Records a success and writes the delay to sleep to `*out`: `WEIR_STEP_IDLE` and 0 when not backing
+ * off; otherwise the streak grows, and at `down_threshold` consecutive successes the interval is
+ * multiplied by `down_multiplier`, jittered, and dropped to 0 below `initial_ns` (`WEIR_STEP_DOWN`),
+ * else it holds (`WEIR_STEP_HOLD`). Draws from this thread's generator. Errors: `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `backoff` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_backoff_on_success(const struct weir_backoff *backoff,
+                                    struct weir_delay *out);
+
+/**
+ * As `weir_backoff_on_success`, drawing from the caller's generator `*rng` (advanced in place).
+ *
+ * # Safety
+ * `backoff` is NULL or a live handle; `rng` is NULL or points to a `weir_rng` no other thread uses
+ * during the call; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free (each thread with its own generator).
+ */
+weir_status weir_backoff_on_success_with_rng(const struct weir_backoff *backoff,
+                                             struct weir_rng *rng,
+                                             struct weir_delay *out);
+
+/**
+ * Writes the current interval, ns (0 when not backing off), to `*out`.
+ *
+ * # Safety
+ * `backoff` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_backoff_interval_ns(const struct weir_backoff *backoff,
+                                     uint64_t *out);
+
+/**
+ * Stops backing off: the interval and the success streak go to 0; the counters are kept.
+ *
+ * # Safety
+ * `backoff` is NULL or a live handle.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_backoff_reset(const struct weir_backoff *backoff);
+
+/**
+ * Writes the backoff's counters to `*out`.
+ *
+ * # Safety
+ * `backoff` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, concurrently with traffic.
+ */
+weir_status weir_backoff_get_stats(const struct weir_backoff *backoff,
+                                   struct weir_backoff_stats *out);
+
+/**
+ * Shuffles `items` (`len` ids) in place with the documented SplitMix64 Fisher-Yates shuffle seeded with
+ * `seed`: the same seed gives the same order in every language. `items` may be NULL when `len` is 0.
+ * Errors: `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `items` is NULL or points to `len` readable and writable `uint64_t`s no other thread uses during the
+ * call.
+ *
+ * Thread safety: a pure function of its arguments; safe from any thread.
+ */
+weir_status weir_shuffle(uint64_t *items,
+                         size_t len,
+                         uint64_t seed);
+
+/**
+ * The SRE book's deterministic subset of client `client_id`: `backends` (`backends_len` ids, listed in
+ * the same order by every client) shuffled per round of clients (`weir_shuffle` with seed
+ * `client_id / (backends_len / subset_size)`) and cut into `backends_len / subset_size` subsets, of
+ * `subset_size` ids or one more when the division is not exact. Writes the subset into `out` (room for
+ * `cap`) and its length to `*len`; with `out` NULL and `cap` 0, only the length. A buffer of
+ * `2 * subset_size` ids is always enough; a smaller one that cannot hold the subset gets
+ * `WEIR_ERR_BUFFER_TOO_SMALL` and nothing written. `out` may be `backends` itself. Errors:
+ * `WEIR_ERR_INVALID_ARGUMENT` (no backends, a `subset_size` of 0 or above `backends_len`),
+ * `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `backends` is NULL (only with `backends_len` 0) or points to `backends_len` readable `uint64_t`s;
+ * `out` is NULL (only with `cap` 0) or points to `cap` writable `uint64_t`s; `len` is NULL or writable.
+ *
+ * Thread safety: a pure function of its arguments; safe from any thread.
+ */
+weir_status weir_deterministic_subset(const uint64_t *backends,
+                                      size_t backends_len,
+                                      uint64_t client_id,
+                                      size_t subset_size,
+                                      uint64_t *out,
+                                      size_t cap,
+                                      size_t *len);
+
+/**
+ * The SRE book's naive random subset, kept for comparison: `backends` shuffled with a seed drawn from
+ * the caller's generator `*rng`, and the first `subset_size` ids. Writes them into `out` (room for
+ * `cap`) and their number to `*len`; with `out` NULL and `cap` 0, only the number. `out` may be
+ * `backends` itself. The generator advances only when the subset is written: on any error, or a
+ * length query, `*rng` is unchanged. Errors: `WEIR_ERR_BUFFER_TOO_SMALL` (`cap` below `subset_size`;
+ * nothing written), `WEIR_ERR_INVALID_ARGUMENT` (no backends, a `subset_size` of 0 or above
+ * `backends_len`), `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `backends` is NULL (only with `backends_len` 0) or points to `backends_len` readable `uint64_t`s;
+ * `rng` is NULL or points to a `weir_rng` no other thread uses during the call; `out` is NULL (only
+ * with `cap` 0) or points to `cap` writable `uint64_t`s; `len` is NULL or writable.
+ *
+ * Thread safety: safe from any thread (each thread with its own generator).
+ */
+weir_status weir_random_subset(const uint64_t *backends,
+                               size_t backends_len,
+                               size_t subset_size,
+                               struct weir_rng *rng,
+                               uint64_t *out,
+                               size_t cap,
+                               size_t *len);
 
 #ifdef __cplusplus
 }  // extern "C"

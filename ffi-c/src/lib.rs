@@ -25,9 +25,18 @@ mod balancer;
 mod boundary;
 mod config;
 
+// The overload tools follow the balancer in the header, which lists items in module order.
+mod overload;
+
+mod backoff;
+mod subset;
+
+pub use backoff::*;
 pub use balancer::*;
 pub use boundary::*;
 pub use config::*;
+pub use overload::*;
+pub use subset::*;
 
 use std::ffi::c_char;
 
