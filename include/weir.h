@@ -1809,29 +1809,35 @@ weir_status weir_shedder_allow(const struct weir_shedder *shedder,
 
 /**
  * Completes a promise whose request succeeded at `now_ns`: records its response time (`now_ns` minus
- * `started_at`, rounded up to a whole ms) and one pass. Errors: `WEIR_ERR_INVALID_PROMISE` (another
- * shedder's or forged promise, or nothing in flight: nothing changes), `WEIR_ERR_NULL`.
+ * `started_at`, rounded up to a whole ms) and one pass, and clears `*promise`'s shedder tag, so the same
+ * promise completed again is always refused. Errors: `WEIR_ERR_INVALID_PROMISE` (completed already,
+ * another shedder's or forged, or nothing in flight: nothing changes), `WEIR_ERR_NULL`. Do not complete
+ * copies of a promise: the shedder keeps counts, not a list, so a copy of a completed promise is refused
+ * only while nothing else is in flight.
  *
  * # Safety
- * `shedder` is NULL or a live handle; `promise` is NULL or points to a readable `weir_promise`.
+ * `shedder` is NULL or a live handle; `promise` is NULL or points to a `weir_promise` that no other
+ * thread uses during the call.
  *
  * Thread safety: safe from any thread, lock-free; complete each promise once.
  */
 weir_status weir_shedder_success(const struct weir_shedder *shedder,
-                                 const struct weir_promise *promise,
+                                 struct weir_promise *promise,
                                  uint64_t now_ns);
 
 /**
  * Completes a promise whose request failed, timed out or was cancelled: it leaves the in-flight count
- * and nothing else is recorded. Errors as `weir_shedder_success`.
+ * and nothing else is recorded; the tag is cleared as by `weir_shedder_success`. Errors as
+ * `weir_shedder_success`.
  *
  * # Safety
- * `shedder` is NULL or a live handle; `promise` is NULL or points to a readable `weir_promise`.
+ * `shedder` is NULL or a live handle; `promise` is NULL or points to a `weir_promise` that no other
+ * thread uses during the call.
  *
  * Thread safety: safe from any thread, lock-free; complete each promise once.
  */
 weir_status weir_shedder_failure(const struct weir_shedder *shedder,
-                                 const struct weir_promise *promise);
+                                 struct weir_promise *promise);
 
 /**
  * Writes the shedder's counters and window at `now_ns` to `*out`.

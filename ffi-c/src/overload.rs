@@ -315,44 +315,60 @@ fn promise_from_c(s: &weir_shedder, p: weir_promise) -> Result<Promise, Error> {
 }
 
 /// Completes a promise whose request succeeded at `now_ns`: records its response time (`now_ns` minus
-/// `started_at`, rounded up to a whole ms) and one pass. Errors: `WEIR_ERR_INVALID_PROMISE` (another
-/// shedder's or forged promise, or nothing in flight: nothing changes), `WEIR_ERR_NULL`.
+/// `started_at`, rounded up to a whole ms) and one pass, and clears `*promise`'s shedder tag, so the same
+/// promise completed again is always refused. Errors: `WEIR_ERR_INVALID_PROMISE` (completed already,
+/// another shedder's or forged, or nothing in flight: nothing changes), `WEIR_ERR_NULL`. Do not complete
+/// copies of a promise: the shedder keeps counts, not a list, so a copy of a completed promise is refused
+/// only while nothing else is in flight.
 ///
 /// # Safety
-/// `shedder` is NULL or a live handle; `promise` is NULL or points to a readable `weir_promise`.
+/// `shedder` is NULL or a live handle; `promise` is NULL or points to a `weir_promise` that no other
+/// thread uses during the call.
 ///
 /// Thread safety: safe from any thread, lock-free; complete each promise once.
 #[no_mangle]
 pub unsafe extern "C" fn weir_shedder_success(
     shedder: *const weir_shedder,
-    promise: *const weir_promise,
+    promise: *mut weir_promise,
     now_ns: u64,
 ) -> weir_status {
     guard(|| {
         // SAFETY: the caller's contract above.
         let s = unsafe { self::shedder(shedder) }?;
-        let promise = promise_from_c(s, *unsafe { arg(promise, "promise") }?)?;
-        s.inner.success(promise, now_ns).map_err(not_in_flight)
+        // SAFETY: the caller's contract above.
+        let c_promise = unsafe { arg_mut(promise, "promise") }?;
+        let promise = promise_from_c(s, *c_promise)?;
+        s.inner.success(promise, now_ns).map_err(not_in_flight)?;
+        // Completed: tag 0 belongs to no shedder, so this promise is never completed again, whatever
+        // else is in flight.
+        c_promise.shedder = 0;
+        Ok(())
     })
 }
 
 /// Completes a promise whose request failed, timed out or was cancelled: it leaves the in-flight count
-/// and nothing else is recorded. Errors as `weir_shedder_success`.
+/// and nothing else is recorded; the tag is cleared as by `weir_shedder_success`. Errors as
+/// `weir_shedder_success`.
 ///
 /// # Safety
-/// `shedder` is NULL or a live handle; `promise` is NULL or points to a readable `weir_promise`.
+/// `shedder` is NULL or a live handle; `promise` is NULL or points to a `weir_promise` that no other
+/// thread uses during the call.
 ///
 /// Thread safety: safe from any thread, lock-free; complete each promise once.
 #[no_mangle]
 pub unsafe extern "C" fn weir_shedder_failure(
     shedder: *const weir_shedder,
-    promise: *const weir_promise,
+    promise: *mut weir_promise,
 ) -> weir_status {
     guard(|| {
         // SAFETY: the caller's contract above.
         let s = unsafe { self::shedder(shedder) }?;
-        let promise = promise_from_c(s, *unsafe { arg(promise, "promise") }?)?;
-        s.inner.failure(promise).map_err(not_in_flight)
+        // SAFETY: the caller's contract above.
+        let c_promise = unsafe { arg_mut(promise, "promise") }?;
+        let promise = promise_from_c(s, *c_promise)?;
+        s.inner.failure(promise).map_err(not_in_flight)?;
+        c_promise.shedder = 0; // as in `weir_shedder_success`
+        Ok(())
     })
 }
 
@@ -1162,8 +1178,8 @@ mod tests {
         let mut st = weir_shedder_stats::default();
         assert_eq!(unsafe { weir_shedder_get_stats(s, 0, &mut st) }, WEIR_OK);
         assert_eq!((st.allowed, st.in_flight), (2, 2));
-        assert_eq!(unsafe { weir_shedder_success(s, &p, 25 * MS) }, WEIR_OK);
-        assert_eq!(unsafe { weir_shedder_failure(s, &q) }, WEIR_OK);
+        assert_eq!(unsafe { weir_shedder_success(s, &mut p, 25 * MS) }, WEIR_OK);
+        assert_eq!(unsafe { weir_shedder_failure(s, &mut q) }, WEIR_OK);
         // The 15 ms response time shows once its bucket (100 ms wide) is complete.
         assert_eq!(
             unsafe { weir_shedder_get_stats(s, 100 * MS, &mut st) },
@@ -1208,8 +1224,8 @@ mod tests {
             assert_eq!(unsafe { weir_shedder_allow(s, 0, 0, &mut p) }, WEIR_OK);
             held.push(p);
         }
-        for p in held.drain(..10) {
-            assert_eq!(unsafe { weir_shedder_failure(s, &p) }, WEIR_OK);
+        for mut p in held.drain(..10) {
+            assert_eq!(unsafe { weir_shedder_failure(s, &mut p) }, WEIR_OK);
         }
         let sentinel = weir_promise {
             started_at: 99,
@@ -1225,8 +1241,8 @@ mod tests {
         let mut st = weir_shedder_stats::default();
         assert_eq!(unsafe { weir_shedder_get_stats(s, 0, &mut st) }, WEIR_OK);
         assert_eq!((st.allowed, st.dropped, st.in_flight), (20, 1, 10));
-        for p in held {
-            assert_eq!(unsafe { weir_shedder_failure(s, &p) }, WEIR_OK);
+        for mut p in held {
+            assert_eq!(unsafe { weir_shedder_failure(s, &mut p) }, WEIR_OK);
         }
         unsafe { weir_shedder_free(s) };
     }
@@ -1244,7 +1260,7 @@ mod tests {
         };
         let before = stats(a);
         // Another shedder's promise, a zeroed one, a forged tag: refused by both completions.
-        for (s, forged) in [
+        for (s, mut forged) in [
             (b, p),
             (a, weir_promise::default()),
             (
@@ -1256,33 +1272,50 @@ mod tests {
             ),
         ] {
             fails(
-                unsafe { weir_shedder_success(s, &forged, 5) },
+                unsafe { weir_shedder_success(s, &mut forged, 5) },
                 WEIR_ERR_INVALID_PROMISE,
                 "promise: granted by shedder",
             );
             fails(
-                unsafe { weir_shedder_failure(s, &forged) },
+                unsafe { weir_shedder_failure(s, &mut forged) },
                 WEIR_ERR_INVALID_PROMISE,
                 "not by this one",
             );
         }
         assert_eq!(stats(a), before);
         assert_eq!(stats(b).in_flight, 0);
-        // Completed once, then again: nothing is in flight, so the second is refused.
-        assert_eq!(unsafe { weir_shedder_success(a, &p, 5) }, WEIR_OK);
+        // Completed once, then again while another promise is in flight: the completion cleared the
+        // tag, so the second is refused and the other promise keeps its place.
+        let mut other = weir_promise::default();
+        assert_eq!(unsafe { weir_shedder_allow(a, 0, 0, &mut other) }, WEIR_OK);
+        assert_eq!(unsafe { weir_shedder_success(a, &mut p, 5) }, WEIR_OK);
+        assert_eq!(p.shedder, 0);
         let done = stats(a);
         fails(
-            unsafe { weir_shedder_success(a, &p, 5) },
+            unsafe { weir_shedder_success(a, &mut p, 5) },
             WEIR_ERR_INVALID_PROMISE,
-            "no request in flight",
+            "promise: granted by shedder 0",
         );
         fails(
-            unsafe { weir_shedder_failure(a, &p) },
+            unsafe { weir_shedder_failure(a, &mut p) },
+            WEIR_ERR_INVALID_PROMISE,
+            "not by this one",
+        );
+        assert_eq!(stats(a), done);
+        assert_eq!(done.in_flight, 1);
+        assert_eq!(unsafe { weir_shedder_failure(a, &mut other) }, WEIR_OK);
+        // A copy of a completed promise, with nothing else in flight: the core refuses it.
+        let mut again = weir_promise::default();
+        assert_eq!(unsafe { weir_shedder_allow(a, 0, 0, &mut again) }, WEIR_OK);
+        let mut copy = again;
+        assert_eq!(unsafe { weir_shedder_success(a, &mut again, 5) }, WEIR_OK);
+        fails(
+            unsafe { weir_shedder_success(a, &mut copy, 5) },
             WEIR_ERR_INVALID_PROMISE,
             "no request in flight",
         );
-        assert_eq!(stats(a), done);
-        assert_eq!((done.succeeded, done.failed, done.in_flight), (1, 0, 0));
+        let end = stats(a);
+        assert_eq!((end.succeeded, end.failed, end.in_flight), (2, 1, 0));
         unsafe { weir_shedder_free(a) };
         unsafe { weir_shedder_free(b) };
     }
@@ -1290,7 +1323,7 @@ mod tests {
     #[test]
     fn every_shedder_function_refuses_null() {
         let s = new_shedder(weir_shedder_config_default());
-        let p = weir_promise::default();
+        let mut p = weir_promise::default();
         let mut f = 0.0;
         let mut st = weir_shedder_stats::default();
         let mut out = weir_promise::default();
@@ -1300,10 +1333,16 @@ mod tests {
                 "`shedder`",
             ),
             (unsafe { weir_shedder_allow(s, 0, 0, null_mut()) }, "`out`"),
-            (unsafe { weir_shedder_success(null(), &p, 0) }, "`shedder`"),
-            (unsafe { weir_shedder_success(s, null(), 0) }, "`promise`"),
-            (unsafe { weir_shedder_failure(null(), &p) }, "`shedder`"),
-            (unsafe { weir_shedder_failure(s, null()) }, "`promise`"),
+            (
+                unsafe { weir_shedder_success(null(), &mut p, 0) },
+                "`shedder`",
+            ),
+            (
+                unsafe { weir_shedder_success(s, null_mut(), 0) },
+                "`promise`",
+            ),
+            (unsafe { weir_shedder_failure(null(), &mut p) }, "`shedder`"),
+            (unsafe { weir_shedder_failure(s, null_mut()) }, "`promise`"),
             (
                 unsafe { weir_shedder_get_stats(null(), 0, &mut st) },
                 "`shedder`",
@@ -1323,7 +1362,7 @@ mod tests {
         }
         // The message names the argument (checked on the last of each kind).
         fails(
-            unsafe { weir_shedder_failure(s, null()) },
+            unsafe { weir_shedder_failure(s, null_mut()) },
             WEIR_ERR_NULL,
             "argument `promise` is NULL",
         );
@@ -1365,18 +1404,18 @@ mod tests {
                             }
                             // Hold a few at a time so that the in-flight count exceeds the limit.
                             if held.len() > (t as usize % 4) + 1 {
-                                for (k, p) in held.drain(..).enumerate() {
+                                for (k, mut p) in held.drain(..).enumerate() {
                                     let status = if k % 2 == 0 {
-                                        unsafe { weir_shedder_success(s.0, &p, now + MS) }
+                                        unsafe { weir_shedder_success(s.0, &mut p, now + MS) }
                                     } else {
-                                        unsafe { weir_shedder_failure(s.0, &p) }
+                                        unsafe { weir_shedder_failure(s.0, &mut p) }
                                     };
                                     assert_eq!(status, WEIR_OK);
                                 }
                             }
                         }
-                        for p in held {
-                            assert_eq!(unsafe { weir_shedder_failure(s.0, &p) }, WEIR_OK);
+                        for mut p in held {
+                            assert_eq!(unsafe { weir_shedder_failure(s.0, &mut p) }, WEIR_OK);
                         }
                         (allowed, dropped)
                     })
