@@ -8,8 +8,12 @@
 //! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
 //!   then `benches/RESULTS.md`; `cargo xtask bench --instructions`: the valgrind instruction counts,
 //!   then `benches/RESULTS.md` (see `bench.rs`).
+//! - `cargo xtask ctest`: the C ABI's C and C++ test programs under ASan/UBSan, the header alone as C99,
+//!   C11 and C++17, and `weir-ffi`'s tests (see `ctest.rs`); `cargo xtask header` regenerates
+//!   `include/weir.h`.
 
 mod bench;
+mod ctest;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -32,8 +36,10 @@ fn main() {
         Some("sim") => sim(&args[1..]),
         Some("nostd") => nostd(),
         Some("loom") => loom(),
+        Some("ctest") => ctest::ctest(),
+        Some("header") => ctest::header(),
         _ => {
-            eprintln!("usage: cargo xtask <ci | sim | bench | nostd | loom>");
+            eprintln!("usage: cargo xtask <ci | sim | bench | ctest | header | nostd | loom>");
             exit(2);
         }
     }
@@ -96,6 +102,7 @@ fn ci() {
         "warnings",
     ]);
     cargo(&["test", "--workspace"]);
+    ctest::ctest();
     cargo(&["test", "-p", "weir", "--no-default-features", "--lib"]);
     nostd();
     loom();

@@ -1,0 +1,851 @@
+/* Every balancer function of weir.h from C, with the results the header documents: the presets and
+ * their values, validation naming the field, membership and its errors, the three acquires, release of
+ * every outcome, the HTTP mapping, snapshots, counters, versions and status names. */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+
+/* The last error message contains `text`. */
+#define CHECK_MESSAGE(text)                                                                        \
+    do {                                                                                           \
+        check_count++;                                                                             \
+        if (strstr(weir_last_error_message(), (text)) == NULL) {                                   \
+            check_failures++;                                                                      \
+            fprintf(stderr, "%s:%d: message \"%s\" lacks \"%s\"\n", __FILE__, __LINE__,            \
+                    weir_last_error_message(), (text));                                            \
+        }                                                                                          \
+    } while (0)
+
+/* A configuration built from `base` with `change` applied is refused with `status`, naming `field`,
+ * by weir_config_validate and by weir_balancer_new (which writes nothing). */
+#define CHECK_REFUSED(base, change, status, field)                                                 \
+    do {                                                                                           \
+        weir_config c_ = (base);                                                                   \
+        change;                                                                                    \
+        CHECK_STATUS(weir_config_validate(&c_), (status));                                         \
+        CHECK_MESSAGE(field);                                                                      \
+        weir_balancer *b_ = (weir_balancer *)&check_count;                                         \
+        CHECK_STATUS(weir_balancer_new(&c_, 4, &b_), (status));                                    \
+        CHECK(b_ == (weir_balancer *)&check_count);                                                \
+        CHECK_MESSAGE(field);                                                                      \
+    } while (0)
+
+#define SENTINEL 0xA5
+
+static const uint64_t MS = 1000000u;
+static const uint64_t SEC = 1000000000u;
+
+static weir_balancer *make(weir_config config, size_t capacity) {
+    weir_balancer *b = NULL;
+    CHECK_OK(weir_balancer_new(&config, capacity, &b));
+    REQUIRE(b != NULL);
+    return b;
+}
+
+/* The seeds' configuration with a fixed limit of `limit`. */
+static weir_config fixed(uint32_t limit) {
+    weir_config c = weir_config_seeds();
+    c.limit.fixed.limit = limit;
+    return c;
+}
+
+static weir_balancer_stats stats(const weir_balancer *b) {
+    weir_balancer_stats s;
+    memset(&s, 0, sizeof s);
+    CHECK_OK(weir_stats(b, &s));
+    return s;
+}
+
+static uint64_t released_total(const weir_balancer_stats *s) {
+    uint64_t total = 0;
+    for (int i = 0; i < WEIR_OUTCOME_COUNT; i++) {
+        total += s->released[i];
+    }
+    return total;
+}
+
+/* acquired == released (all outcomes) + released_stale + in flight, exactly. */
+static void check_conserved(const weir_balancer *b) {
+    weir_balancer_stats s = stats(b);
+    CHECK(s.acquired == released_total(&s) + s.released_stale + s.in_flight);
+}
+
+static void test_version(void) {
+    CHECK(weir_version() == WEIR_VERSION_NUMBER);
+    CHECK(WEIR_VERSION_NUMBER ==
+          WEIR_VERSION_MAJOR * 1000000 + WEIR_VERSION_MINOR * 1000 + WEIR_VERSION_PATCH);
+    REQUIRE(weir_version_string() != NULL);
+    CHECK(strcmp(weir_version_string(), WEIR_VERSION_STRING) == 0);
+    char text[64];
+    snprintf(text, sizeof text, "%d.%d.%d", WEIR_VERSION_MAJOR, WEIR_VERSION_MINOR,
+             WEIR_VERSION_PATCH);
+    CHECK(strcmp(text, weir_version_string()) == 0);
+}
+
+static void test_status_names(void) {
+    static const char *const names[] = {
+        "WEIR_OK:",
+        "WEIR_ERR_NULL:",
+        "WEIR_ERR_PANIC:",
+        "WEIR_ERR_INVALID_ARGUMENT:",
+        "WEIR_ERR_INVALID_CONFIG:",
+        "WEIR_ERR_NO_ACTIVE_NODES:",
+        "WEIR_ERR_ALL_BUSY:",
+        "WEIR_ERR_INVALID_LEASE:",
+        "WEIR_ERR_NODE_REMOVED:",
+        "WEIR_ERR_DUPLICATE_ID:",
+        "WEIR_ERR_UNKNOWN_ID:",
+        "WEIR_ERR_CAPACITY_FULL:",
+        "WEIR_ERR_QUEUE_FULL:",
+        "WEIR_ERR_TIMEOUT:",
+        "WEIR_ERR_BUFFER_TOO_SMALL:",
+        "WEIR_ERR_OVERLOADED:",
+        "WEIR_ERR_INVALID_PROMISE:",
+        "WEIR_ERR_UNSUPPORTED:",
+        "WEIR_ERR_IO:",
+    };
+    const weir_status codes[] = {
+        WEIR_OK,
+        WEIR_ERR_NULL,
+        WEIR_ERR_PANIC,
+        WEIR_ERR_INVALID_ARGUMENT,
+        WEIR_ERR_INVALID_CONFIG,
+        WEIR_ERR_NO_ACTIVE_NODES,
+        WEIR_ERR_ALL_BUSY,
+        WEIR_ERR_INVALID_LEASE,
+        WEIR_ERR_NODE_REMOVED,
+        WEIR_ERR_DUPLICATE_ID,
+        WEIR_ERR_UNKNOWN_ID,
+        WEIR_ERR_CAPACITY_FULL,
+        WEIR_ERR_QUEUE_FULL,
+        WEIR_ERR_TIMEOUT,
+        WEIR_ERR_BUFFER_TOO_SMALL,
+        WEIR_ERR_OVERLOADED,
+        WEIR_ERR_INVALID_PROMISE,
+        WEIR_ERR_UNSUPPORTED,
+        WEIR_ERR_IO,
+    };
+    const int n = (int)(sizeof codes / sizeof codes[0]);
+    for (int i = 0; i < n; i++) {
+        CHECK(codes[i] == i); /* stable codes, 0 ..= 18 in order */
+        const char *s = weir_status_str(codes[i]);
+        REQUIRE(s != NULL);
+        CHECK(strncmp(s, names[i], strlen(names[i])) == 0);
+        CHECK(strlen(s) > strlen(names[i]) + 1); /* a meaning follows the name */
+    }
+    const weir_status unknown[] = {-1, 19, 20, 1000, INT32_MAX, INT32_MIN};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        const char *s = weir_status_str(unknown[i]);
+        REQUIRE(s != NULL);
+        CHECK(strcmp(s, "WEIR_ERR_UNKNOWN: not a weir status code") == 0);
+    }
+}
+
+static void test_presets(void) {
+    weir_config d = weir_config_default();
+    CHECK(d.health.model == WEIR_HEALTH_DECAY);
+    CHECK(d.health.decay.success_half_life_ns == 1 * SEC);
+    CHECK(d.health.decay.failure_half_life_ns == 30 * SEC);
+    CHECK(d.health.decay.throttled_cost == 0.1f);
+    CHECK(d.health.decay.client_error_cost == 0.01f);
+    CHECK(d.health.decay.penalty == 10.0f);
+    CHECK(d.health.decay.ratio_penalty == 16.0f);
+    CHECK(d.health.buckets.count == 6 && d.health.buckets.width_ns == 5 * SEC);
+    CHECK(d.health.buckets.decay == 3.0);
+    CHECK(d.health.ewma.half_life == 32);
+    CHECK(d.weight_exponent == 3.0 && d.floor == 0.0001);
+    CHECK(d.policy == WEIR_POLICY_LOWEST_SCORE);
+    CHECK(d.limit.algorithm == WEIR_LIMIT_CIAD);
+    CHECK(d.limit.ciad.initial_limit == 20 && d.limit.ciad.min_limit == 1);
+    CHECK(d.limit.ciad.max_limit == 1000000 && d.limit.ciad.backoff_ratio == 0.9);
+    CHECK(d.limit.ciad.fast_start == true);
+    CHECK(d.seed == 0 && d.max_waiters == 1024);
+
+    weir_config s = weir_config_seeds();
+    CHECK(s.health.model == WEIR_HEALTH_BUCKETS);
+    CHECK(s.health.buckets.count == 6 && s.health.buckets.width_ns == 5 * SEC);
+    CHECK(s.health.buckets.decay == 3.0);
+    CHECK(s.weight_exponent == 3.0 && s.floor == 0.0001);
+    CHECK(s.policy == WEIR_POLICY_CASCADE);
+    CHECK(s.limit.algorithm == WEIR_LIMIT_FIXED && s.limit.fixed.limit == 100);
+    CHECK(s.seed == 0 && s.max_waiters == 1024);
+
+    weir_health h = weir_health_decay_default();
+    CHECK(h.model == WEIR_HEALTH_DECAY && h.decay.success_half_life_ns == 1 * SEC);
+    CHECK(h.decay.failure_half_life_ns == 30 * SEC && h.decay.ratio_penalty == 16.0f);
+    h = weir_health_buckets_default();
+    CHECK(h.model == WEIR_HEALTH_BUCKETS && h.buckets.count == 6 && h.buckets.decay == 3.0);
+    CHECK(h.buckets.width_ns == 5 * SEC && h.decay.penalty == 10.0f);
+    h = weir_health_ewma_default();
+    CHECK(h.model == WEIR_HEALTH_EWMA && h.ewma.half_life == 32);
+
+    weir_limit l = weir_limit_fixed_default();
+    CHECK(l.algorithm == WEIR_LIMIT_FIXED && l.fixed.limit == 100);
+    l = weir_limit_aimd_default();
+    CHECK(l.algorithm == WEIR_LIMIT_AIMD && l.aimd.initial_limit == 20);
+    CHECK(l.aimd.min_limit == 20 && l.aimd.max_limit == 200);
+    CHECK(l.aimd.backoff_ratio == 0.9 && l.aimd.timeout_ns == 5 * SEC);
+    l = weir_limit_vegas_default();
+    CHECK(l.algorithm == WEIR_LIMIT_VEGAS && l.vegas.initial_limit == 20);
+    CHECK(l.vegas.max_limit == 1000 && l.vegas.smoothing == 1.0);
+    CHECK(l.vegas.probe_multiplier == 30 && l.vegas.baseline_from_drops == true);
+    CHECK(l.vegas.alpha.kind == WEIR_VEGAS_THRESHOLD_LOG10 && l.vegas.alpha.value == 3);
+    CHECK(l.vegas.beta.kind == WEIR_VEGAS_THRESHOLD_LOG10 && l.vegas.beta.value == 6);
+    CHECK(l.vegas.threshold.kind == WEIR_VEGAS_THRESHOLD_LOG10 && l.vegas.threshold.value == 1);
+    CHECK(l.vegas.increase.kind == WEIR_VEGAS_STEP_LOG10);
+    CHECK(l.vegas.decrease.kind == WEIR_VEGAS_STEP_LOG10);
+    l = weir_limit_gradient_default();
+    CHECK(l.algorithm == WEIR_LIMIT_GRADIENT && l.gradient.initial_limit == 50);
+    CHECK(l.gradient.min_limit == 1 && l.gradient.max_limit == 1000);
+    CHECK(l.gradient.smoothing == 0.2 && l.gradient.rtt_tolerance == 2.0);
+    CHECK(l.gradient.queue_size.kind == WEIR_QUEUE_SIZE_SQRT && l.gradient.queue_size.value == 4);
+    CHECK(l.gradient.probe == true && l.gradient.probe_interval == 1000);
+    CHECK(l.gradient.backoff_ratio == 0.9);
+    l = weir_limit_gradient2_default();
+    CHECK(l.algorithm == WEIR_LIMIT_GRADIENT2 && l.gradient2.initial_limit == 20);
+    CHECK(l.gradient2.min_limit == 20 && l.gradient2.max_limit == 200);
+    CHECK(l.gradient2.smoothing == 0.2 && l.gradient2.long_window == 600);
+    CHECK(l.gradient2.queue_size.kind == WEIR_QUEUE_SIZE_CONSTANT);
+    CHECK(l.gradient2.queue_size.value == 4 && l.gradient2.rtt_tolerance == 1.5);
+    CHECK(l.gradient2.drop_backoff_enabled == false);
+    l = weir_limit_ciad_default();
+    CHECK(l.algorithm == WEIR_LIMIT_CIAD && l.ciad.fast_start == false);
+    CHECK(l.ciad.initial_limit == 20 && l.ciad.min_limit == 1 && l.ciad.max_limit == 1000000);
+    l = weir_limit_windowed_default();
+    CHECK(l.algorithm == WEIR_LIMIT_WINDOWED && l.windowed.inner == WEIR_LIMIT_VEGAS);
+    CHECK(l.windowed.min_window_ns == 1 * SEC && l.windowed.max_window_ns == 1 * SEC);
+    CHECK(l.windowed.min_samples == 10 && l.windowed.min_rtt_threshold_ns == 100000);
+    CHECK(l.windowed.window.kind == WEIR_SAMPLE_WINDOW_AVERAGE);
+    CHECK(l.vegas.initial_limit == 20); /* the wrapped algorithm's parameters are Vegas' defaults */
+}
+
+/* Every model and algorithm accepted, and a balancer built from each reports its configuration. */
+static void test_valid_configs(void) {
+    const weir_limit limits[] = {
+        weir_limit_fixed_default(),    weir_limit_aimd_default(), weir_limit_vegas_default(),
+        weir_limit_gradient_default(), weir_limit_gradient2_default(),
+        weir_limit_ciad_default(),     weir_limit_windowed_default(),
+    };
+    const weir_health models[] = {weir_health_decay_default(), weir_health_buckets_default(),
+                                  weir_health_ewma_default()};
+    const weir_policy policies[] = {WEIR_POLICY_LOWEST_SCORE, WEIR_POLICY_CASCADE,
+                                    WEIR_POLICY_CASCADE_APPROX, WEIR_POLICY_WEIGHTED_PICK};
+    for (size_t m = 0; m < 3; m++) {
+        for (size_t p = 0; p < 4; p++) {
+            weir_config c = weir_config_default();
+            c.health = models[m];
+            c.policy = policies[p];
+            /* The decay model goes with the lowest score, and only with it. */
+            weir_status want = (m == 0) == (p == 0) ? WEIR_OK : WEIR_ERR_INVALID_CONFIG;
+            CHECK_STATUS(weir_config_validate(&c), want);
+        }
+    }
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        weir_config c = weir_config_default();
+        c.limit = limits[i];
+        c.seed = 1000 + i;
+        CHECK_OK(weir_config_validate(&c));
+        weir_balancer *b = make(c, 2);
+        weir_config back;
+        memset(&back, SENTINEL, sizeof back);
+        CHECK_OK(weir_balancer_config(b, &back));
+        CHECK(back.limit.algorithm == limits[i].algorithm);
+        CHECK(back.seed == 1000 + i && back.policy == c.policy && back.max_waiters == 1024);
+        CHECK(back.health.model == WEIR_HEALTH_DECAY);
+        size_t capacity = 0;
+        CHECK_OK(weir_balancer_capacity(b, &capacity));
+        CHECK(capacity == 2);
+        weir_balancer_free(b);
+    }
+    /* The wrapper around every other algorithm. */
+    for (weir_limit_algorithm inner = WEIR_LIMIT_FIXED; inner < WEIR_LIMIT_WINDOWED; inner++) {
+        weir_config c = weir_config_default();
+        c.limit = weir_limit_windowed_default();
+        c.limit.windowed.inner = inner;
+        CHECK_OK(weir_config_validate(&c));
+        weir_balancer *b = make(c, 1);
+        weir_config back;
+        CHECK_OK(weir_balancer_config(b, &back));
+        CHECK(back.limit.algorithm == WEIR_LIMIT_WINDOWED && back.limit.windowed.inner == inner);
+        weir_balancer_free(b);
+    }
+    weir_balancer *seeds = make(weir_config_seeds(), 1);
+    weir_config back;
+    CHECK_OK(weir_balancer_config(seeds, &back));
+    CHECK(back.health.model == WEIR_HEALTH_BUCKETS && back.policy == WEIR_POLICY_CASCADE);
+    CHECK(back.limit.algorithm == WEIR_LIMIT_FIXED && back.limit.fixed.limit == 100);
+    weir_balancer_free(seeds);
+    weir_balancer_free(NULL); /* a no-op */
+}
+
+static void test_refused_configs(void) {
+    const weir_config d = weir_config_default();
+    const weir_config s = weir_config_seeds();
+    /* Unknown tags: WEIR_ERR_INVALID_ARGUMENT, naming the field. */
+    CHECK_REFUSED(d, c_.health.model = 3, WEIR_ERR_INVALID_ARGUMENT, "health.model");
+    CHECK_REFUSED(d, c_.policy = 4, WEIR_ERR_INVALID_ARGUMENT, "policy");
+    CHECK_REFUSED(d, c_.limit.algorithm = 7, WEIR_ERR_INVALID_ARGUMENT, "limit.algorithm");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_windowed_default(), c_.limit.windowed.inner = 6),
+                  WEIR_ERR_INVALID_ARGUMENT, "limit.windowed.inner");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_windowed_default(), c_.limit.windowed.window.kind = 2),
+                  WEIR_ERR_INVALID_ARGUMENT, "limit.windowed.window.kind");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_vegas_default(), c_.limit.vegas.alpha.kind = 2),
+                  WEIR_ERR_INVALID_ARGUMENT, "limit.vegas.alpha.kind");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_vegas_default(), c_.limit.vegas.increase.kind = 9),
+                  WEIR_ERR_INVALID_ARGUMENT, "limit.vegas.increase.kind");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_gradient_default(), c_.limit.gradient.queue_size.kind = 2),
+                  WEIR_ERR_INVALID_ARGUMENT, "limit.gradient.queue_size.kind");
+    CHECK_REFUSED(d,
+                  (c_.limit = weir_limit_gradient2_default(), c_.limit.gradient2.queue_size.kind = 2),
+                  WEIR_ERR_INVALID_ARGUMENT, "limit.gradient2.queue_size.kind");
+
+    /* Refused values: WEIR_ERR_INVALID_CONFIG, naming the field. Health models: */
+    CHECK_REFUSED(d, c_.health.decay.success_half_life_ns = 0, WEIR_ERR_INVALID_CONFIG,
+                  "half-lives");
+    CHECK_REFUSED(d, c_.health.decay.failure_half_life_ns = 3601 * SEC, WEIR_ERR_INVALID_CONFIG,
+                  "half-lives");
+    CHECK_REFUSED(d, c_.health.decay.throttled_cost = 1.5f, WEIR_ERR_INVALID_CONFIG,
+                  "throttled_cost");
+    CHECK_REFUSED(d, c_.health.decay.client_error_cost = -0.5f, WEIR_ERR_INVALID_CONFIG,
+                  "client_error_cost");
+    CHECK_REFUSED(d, c_.health.decay.penalty = 2e6f, WEIR_ERR_INVALID_CONFIG, "penalty");
+    CHECK_REFUSED(d, c_.health.decay.ratio_penalty = -1.0f, WEIR_ERR_INVALID_CONFIG,
+                  "ratio_penalty");
+    CHECK_REFUSED(s, c_.health.buckets.count = 0, WEIR_ERR_INVALID_CONFIG, "count");
+    CHECK_REFUSED(s, c_.health.buckets.count = 9, WEIR_ERR_INVALID_CONFIG, "count");
+    CHECK_REFUSED(s, c_.health.buckets.width_ns = 0, WEIR_ERR_INVALID_CONFIG, "width_ns");
+    CHECK_REFUSED(s, c_.health.buckets.decay = 0.5, WEIR_ERR_INVALID_CONFIG, "decay");
+    CHECK_REFUSED(s, c_.health = weir_health_ewma_default(); c_.health.ewma.half_life = 0,
+                  WEIR_ERR_INVALID_CONFIG, "half_life");
+    CHECK_REFUSED(d, c_.policy = WEIR_POLICY_CASCADE, WEIR_ERR_INVALID_CONFIG, "LowestScore");
+    CHECK_REFUSED(s, c_.policy = WEIR_POLICY_LOWEST_SCORE, WEIR_ERR_INVALID_CONFIG, "LowestScore");
+    /* The top level: */
+    CHECK_REFUSED(s, c_.weight_exponent = 0.0, WEIR_ERR_INVALID_CONFIG, "weight_exponent");
+    CHECK_REFUSED(s, c_.weight_exponent = 65.0, WEIR_ERR_INVALID_CONFIG, "weight_exponent");
+    CHECK_REFUSED(s, c_.floor = 0.0, WEIR_ERR_INVALID_CONFIG, "floor");
+    CHECK_REFUSED(s, c_.floor = 1.5, WEIR_ERR_INVALID_CONFIG, "floor");
+    CHECK_REFUSED(d, c_.max_waiters = (1u << 20) + 1, WEIR_ERR_INVALID_CONFIG, "max_waiters");
+    /* Every limit algorithm: */
+    CHECK_REFUSED(d, (c_.limit = weir_limit_fixed_default(), c_.limit.fixed.limit = 1u << 24),
+                  WEIR_ERR_INVALID_CONFIG, "limit");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_aimd_default(), c_.limit.aimd.initial_limit = 300),
+                  WEIR_ERR_INVALID_CONFIG, "initial_limit");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_aimd_default(), c_.limit.aimd.backoff_ratio = 1.0),
+                  WEIR_ERR_INVALID_CONFIG, "backoff_ratio");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_aimd_default(), c_.limit.aimd.timeout_ns = 0),
+                  WEIR_ERR_INVALID_CONFIG, "timeout_ns");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_vegas_default(), c_.limit.vegas.smoothing = 1.5),
+                  WEIR_ERR_INVALID_CONFIG, "smoothing");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_vegas_default(), c_.limit.vegas.probe_multiplier = 0),
+                  WEIR_ERR_INVALID_CONFIG, "probe_multiplier");
+    CHECK_REFUSED(d,
+                  (c_.limit = weir_limit_vegas_default(),
+                   c_.limit.vegas.decrease.kind = WEIR_VEGAS_STEP_FACTOR,
+                   c_.limit.vegas.decrease.factor = 0.0),
+                  WEIR_ERR_INVALID_CONFIG, "decrease");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_vegas_default(), c_.limit.vegas.max_limit = 1u << 24),
+                  WEIR_ERR_INVALID_CONFIG, "max_limit");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_gradient_default(), c_.limit.gradient.rtt_tolerance = 0.5),
+                  WEIR_ERR_INVALID_CONFIG, "rtt_tolerance");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_gradient_default(), c_.limit.gradient.probe_interval = 0),
+                  WEIR_ERR_INVALID_CONFIG, "probe_interval");
+    CHECK_REFUSED(d,
+                  (c_.limit = weir_limit_gradient_default(),
+                   c_.limit.gradient.queue_size.value = 1u << 24),
+                  WEIR_ERR_INVALID_CONFIG, "queue_size");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_gradient_default(), c_.limit.gradient.backoff_ratio = 0.4),
+                  WEIR_ERR_INVALID_CONFIG, "backoff_ratio");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_gradient2_default(), c_.limit.gradient2.long_window = 0),
+                  WEIR_ERR_INVALID_CONFIG, "long_window");
+    CHECK_REFUSED(d,
+                  (c_.limit = weir_limit_gradient2_default(),
+                   c_.limit.gradient2.drop_backoff_enabled = true,
+                   c_.limit.gradient2.drop_backoff = 1.0),
+                  WEIR_ERR_INVALID_CONFIG, "backoff_ratio"); /* the core's rule's name */
+    CHECK_REFUSED(d, (c_.limit = weir_limit_gradient2_default(), c_.limit.gradient2.min_limit = 300),
+                  WEIR_ERR_INVALID_CONFIG, "min_limit");
+    CHECK_REFUSED(d, c_.limit.ciad.min_limit = 0, WEIR_ERR_INVALID_CONFIG, "min_limit");
+    CHECK_REFUSED(d, c_.limit.ciad.backoff_ratio = 0.25, WEIR_ERR_INVALID_CONFIG, "backoff_ratio");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_windowed_default(), c_.limit.windowed.min_window_ns = 0),
+                  WEIR_ERR_INVALID_CONFIG, "min_window_ns");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_windowed_default(), c_.limit.windowed.min_samples = 0),
+                  WEIR_ERR_INVALID_CONFIG, "min_samples");
+    CHECK_REFUSED(d,
+                  (c_.limit = weir_limit_windowed_default(),
+                   c_.limit.windowed.window.kind = WEIR_SAMPLE_WINDOW_PERCENTILE,
+                   c_.limit.windowed.window.percentile = 1.0, c_.limit.windowed.window.capacity = 100),
+                  WEIR_ERR_INVALID_CONFIG, "percentile");
+    /* The wrapped algorithm's parameters are checked too. */
+    CHECK_REFUSED(d,
+                  (c_.limit = weir_limit_windowed_default(),
+                   c_.limit.windowed.inner = WEIR_LIMIT_AIMD, c_.limit.aimd.timeout_ns = 0),
+                  WEIR_ERR_INVALID_CONFIG, "timeout_ns");
+
+    /* The capacity: 1 ..= 65,536. */
+    weir_config c = weir_config_default();
+    weir_balancer *b = (weir_balancer *)&check_count;
+    CHECK_STATUS(weir_balancer_new(&c, 0, &b), WEIR_ERR_INVALID_CONFIG);
+    CHECK_MESSAGE("capacity");
+    CHECK_STATUS(weir_balancer_new(&c, 65537, &b), WEIR_ERR_INVALID_CONFIG);
+    CHECK_MESSAGE("capacity");
+    CHECK(b == (weir_balancer *)&check_count);
+    CHECK_OK(weir_balancer_new(&c, 65536, &b));
+    size_t capacity = 0;
+    CHECK_OK(weir_balancer_capacity(b, &capacity));
+    CHECK(capacity == 65536);
+    weir_balancer_free(b);
+}
+
+static void test_membership(void) {
+    weir_balancer *b = make(fixed(100), 3);
+    weir_balancer_stats s = stats(b);
+    CHECK(s.active_nodes == 0 && s.lame_duck_nodes == 0);
+    CHECK_OK(weir_add(b, 10));
+    CHECK_OK(weir_add(b, 20));
+    CHECK_OK(weir_add(b, 30));
+    CHECK_STATUS(weir_add(b, 20), WEIR_ERR_DUPLICATE_ID);
+    CHECK_MESSAGE("20");
+    CHECK_STATUS(weir_add(b, 40), WEIR_ERR_CAPACITY_FULL);
+    CHECK_STATUS(weir_remove(b, 40), WEIR_ERR_UNKNOWN_ID);
+    CHECK_MESSAGE("40");
+    CHECK_STATUS(weir_set_lame_duck(b, 40, true), WEIR_ERR_UNKNOWN_ID);
+    s = stats(b);
+    CHECK(s.active_nodes == 3 && s.lame_duck_nodes == 0);
+
+    CHECK_OK(weir_set_lame_duck(b, 20, true));
+    s = stats(b);
+    CHECK(s.active_nodes == 2 && s.lame_duck_nodes == 1);
+    weir_node_info info;
+    CHECK_OK(weir_node_snapshot(b, 20, 0, &info));
+    CHECK(info.id == 20 && info.state == WEIR_NODE_LAME_DUCK);
+    /* A lame duck gets no new leases. */
+    int chosen[3] = {0, 0, 0};
+    for (int i = 0; i < 300; i++) {
+        weir_lease l;
+        CHECK_OK(weir_acquire(b, (uint64_t)i * MS, &l));
+        CHECK(l.node_id == 10 || l.node_id == 30);
+        chosen[l.node_id / 10 - 1]++;
+        CHECK_OK(weir_release(b, &l, WEIR_OUTCOME_SUCCESS, (uint64_t)i * MS + 1));
+    }
+    CHECK(chosen[1] == 0 && chosen[0] + chosen[2] == 300);
+    CHECK_OK(weir_set_lame_duck(b, 20, false));
+    CHECK_OK(weir_node_snapshot(b, 20, 0, &info));
+    CHECK(info.state == WEIR_NODE_ACTIVE);
+
+    /* Removing frees the slot for another id; removing twice is an unknown id. */
+    CHECK_OK(weir_remove(b, 30));
+    CHECK_STATUS(weir_remove(b, 30), WEIR_ERR_UNKNOWN_ID);
+    CHECK_STATUS(weir_node_snapshot(b, 30, 0, &info), WEIR_ERR_UNKNOWN_ID);
+    s = stats(b);
+    CHECK(s.active_nodes == 2 && s.lame_duck_nodes == 0);
+    CHECK_OK(weir_add(b, 40));
+    s = stats(b);
+    CHECK(s.active_nodes == 3);
+
+    /* Every node in lame duck: no active nodes. */
+    CHECK_OK(weir_set_lame_duck(b, 10, true));
+    CHECK_OK(weir_set_lame_duck(b, 20, true));
+    CHECK_OK(weir_set_lame_duck(b, 40, true));
+    weir_lease l;
+    CHECK_STATUS(weir_acquire(b, 1 * SEC, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    s = stats(b);
+    CHECK(s.active_nodes == 0 && s.lame_duck_nodes == 3 && s.rejected_no_active == 1);
+    check_conserved(b);
+    weir_balancer_free(b);
+}
+
+static void test_acquire(void) {
+    weir_balancer *b = make(fixed(2), 2);
+    weir_lease l;
+    memset(&l, SENTINEL, sizeof l);
+    weir_lease before = l;
+    CHECK_STATUS(weir_acquire(b, 5, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    CHECK(memcmp(&l, &before, sizeof l) == 0);
+    CHECK_OK(weir_add(b, 7));
+    weir_lease first, second;
+    CHECK_OK(weir_acquire(b, 1000, &first));
+    CHECK_OK(weir_acquire(b, 2000, &second));
+    CHECK(first.node_id == 7 && second.node_id == 7);
+    CHECK(first.acquired_at == 1000 && second.acquired_at == 2000);
+    CHECK(first.inflight == 1 && second.inflight == 2);
+    CHECK(first.balancer != 0 && first.balancer == second.balancer);
+    CHECK(first.slot == second.slot && first.generation == second.generation);
+    CHECK_STATUS(weir_acquire(b, 3000, &l), WEIR_ERR_ALL_BUSY);
+    CHECK(memcmp(&l, &before, sizeof l) == 0);
+    weir_node_info info;
+    CHECK_OK(weir_node_snapshot(b, 7, 3000, &info));
+    CHECK(info.in_flight == 2 && info.limit == 2);
+    weir_balancer_stats s = stats(b);
+    CHECK(s.acquired == 2 && s.rejected_all_busy == 1 && s.rejected_no_active == 1);
+    CHECK(s.in_flight == 2);
+    CHECK_OK(weir_release(b, &first, WEIR_OUTCOME_SUCCESS, 4000));
+    CHECK_OK(weir_acquire(b, 5000, &l));
+    CHECK(l.node_id == 7 && l.inflight == 2);
+    CHECK_OK(weir_release(b, &l, WEIR_OUTCOME_SUCCESS, 6000));
+    CHECK_OK(weir_release(b, &second, WEIR_OUTCOME_SUCCESS, 6000));
+    s = stats(b);
+    CHECK(s.acquired == 3 && s.in_flight == 0 && s.released[WEIR_OUTCOME_SUCCESS] == 3);
+    check_conserved(b);
+    weir_balancer_free(b);
+}
+
+/* Two balancers built alike, driven alike with generators seeded alike, choose alike. */
+static void test_acquire_with_rng(void) {
+    CHECK(weir_rng_seed(5).state == 5);
+    weir_config c = weir_config_seeds();
+    weir_balancer *a = make(c, 8);
+    weir_balancer *b = make(c, 8);
+    for (uint64_t id = 1; id <= 5; id++) {
+        CHECK_OK(weir_add(a, id * 11));
+        CHECK_OK(weir_add(b, id * 11));
+    }
+    weir_rng ra = weir_rng_seed(42), rb = weir_rng_seed(42);
+    int per_node[6] = {0};
+    int same = 0;
+    const int rounds = 2000;
+    for (int i = 0; i < rounds; i++) {
+        uint64_t now = (uint64_t)i * 7 * MS;
+        weir_lease la, lb;
+        CHECK_OK(weir_acquire_with_rng(a, now, &ra, &la));
+        CHECK_OK(weir_acquire_with_rng(b, now, &rb, &lb));
+        same += la.node_id == lb.node_id && la.inflight == lb.inflight;
+        per_node[la.node_id / 11]++;
+        /* Node 22 fails often, so the choices depend on health and the generator both. */
+        weir_outcome o = la.node_id == 22 && i % 3 != 0 ? WEIR_OUTCOME_FAILURE : WEIR_OUTCOME_SUCCESS;
+        CHECK_OK(weir_release(a, &la, o, now + 3 * MS));
+        CHECK_OK(weir_release(b, &lb, o, now + 3 * MS));
+    }
+    CHECK(same == rounds);
+    CHECK(ra.state == rb.state && ra.state != 42);
+    /* Random choices: every healthy node was chosen, the failing one least. */
+    for (int n = 1; n <= 5; n++) {
+        CHECK(per_node[n] > 0);
+        if (n != 2) {
+            CHECK(per_node[n] > per_node[2]);
+        }
+    }
+    /* A different seed gives a different sequence. */
+    weir_balancer *c2 = make(c, 8);
+    for (uint64_t id = 1; id <= 5; id++) {
+        CHECK_OK(weir_add(c2, id * 11));
+    }
+    weir_rng r1 = weir_rng_seed(1), r2 = weir_rng_seed(2);
+    int differ = 0;
+    for (int i = 0; i < 64; i++) {
+        weir_lease l1, l2;
+        CHECK_OK(weir_acquire_with_rng(c2, 0, &r1, &l1));
+        CHECK_OK(weir_acquire_with_rng(c2, 0, &r2, &l2));
+        differ += l1.node_id != l2.node_id;
+        CHECK_OK(weir_release(c2, &l1, WEIR_OUTCOME_SUCCESS, 1));
+        CHECK_OK(weir_release(c2, &l2, WEIR_OUTCOME_SUCCESS, 1));
+    }
+    CHECK(differ > 0);
+    /* The generator advances on a refusal too, as a Rust caller's would. */
+    weir_balancer *empty = make(c, 1);
+    weir_rng r = weir_rng_seed(9);
+    weir_lease l;
+    CHECK_STATUS(weir_acquire_with_rng(empty, 0, &r, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    check_conserved(a);
+    check_conserved(b);
+    weir_balancer_free(a);
+    weir_balancer_free(b);
+    weir_balancer_free(c2);
+    weir_balancer_free(empty);
+}
+
+struct delayed_release {
+    weir_balancer *balancer;
+    weir_lease lease;
+    weir_status status;
+};
+
+static void sleep_ms(long ms) {
+    uint64_t until = weir_now_ns() + (uint64_t)ms * MS;
+    while (weir_now_ns() < until) {
+        /* A busy wait on the library's clock: no POSIX-only sleep needed under -std=c11. */
+    }
+}
+
+static void *release_later(void *arg) {
+    struct delayed_release *d = arg;
+    sleep_ms(30);
+    d->status = weir_release(d->balancer, &d->lease, WEIR_OUTCOME_SUCCESS, weir_now_ns());
+    return NULL;
+}
+
+static void test_acquire_wait(void) {
+    weir_config c = fixed(1);
+    c.max_waiters = 4;
+    weir_balancer *b = make(c, 2);
+    weir_lease l, held;
+    memset(&l, SENTINEL, sizeof l);
+    const weir_lease before = l;
+    CHECK_STATUS(weir_acquire_wait(b, weir_now_ns() + 10 * MS, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    CHECK(memcmp(&l, &before, sizeof l) == 0);
+    CHECK_OK(weir_add(b, 3));
+
+    /* Room now: a lease at once, acquired on the library's clock. */
+    uint64_t t0 = weir_now_ns();
+    CHECK_OK(weir_acquire_wait(b, t0 + 10 * SEC, &held));
+    uint64_t t1 = weir_now_ns();
+    CHECK(held.node_id == 3 && held.acquired_at >= t0 && held.acquired_at <= t1);
+    CHECK(t1 - t0 < 2 * SEC);
+
+    /* The only node at its limit: a timeout once the deadline passes. */
+    uint64_t deadline = weir_now_ns() + 20 * MS;
+    CHECK_STATUS(weir_acquire_wait(b, deadline, &l), WEIR_ERR_TIMEOUT);
+    CHECK(weir_now_ns() >= deadline);
+    CHECK(memcmp(&l, &before, sizeof l) == 0);
+    /* A deadline already past: a timeout at once. */
+    CHECK_STATUS(weir_acquire_wait(b, 0, &l), WEIR_ERR_TIMEOUT);
+
+    /* A release from another thread wakes the waiter. */
+    struct delayed_release d = {b, held, -1};
+    pthread_t t;
+    /* REQUIRE evaluates its condition twice: the calls stay outside it. */
+    int created = pthread_create(&t, NULL, release_later, &d);
+    REQUIRE(created == 0);
+    CHECK_OK(weir_acquire_wait(b, weir_now_ns() + 30 * SEC, &l));
+    int joined = pthread_join(t, NULL);
+    REQUIRE(joined == 0);
+    CHECK(d.status == WEIR_OK);
+    CHECK(l.node_id == 3 && l.inflight == 1);
+    CHECK_OK(weir_release(b, &l, WEIR_OUTCOME_SUCCESS, weir_now_ns()));
+    check_conserved(b);
+    weir_balancer_free(b);
+
+    /* Waiting off: a lease when there is room, QUEUE_FULL at once when there is none. */
+    c.max_waiters = 0;
+    b = make(c, 1);
+    CHECK_OK(weir_add(b, 1));
+    CHECK_OK(weir_acquire_wait(b, weir_now_ns() + SEC, &held));
+    memset(&l, SENTINEL, sizeof l);
+    t0 = weir_now_ns();
+    CHECK_STATUS(weir_acquire_wait(b, t0 + 30 * SEC, &l), WEIR_ERR_QUEUE_FULL);
+    CHECK(weir_now_ns() - t0 < 5 * SEC);
+    CHECK(memcmp(&l, &before, sizeof l) == 0);
+    CHECK_OK(weir_release(b, &held, WEIR_OUTCOME_SUCCESS, weir_now_ns()));
+    weir_balancer_stats s = stats(b);
+    CHECK(s.acquired == 1 && s.in_flight == 0);
+    weir_balancer_free(b);
+}
+
+static void test_release_outcomes(void) {
+    weir_balancer *b = make(fixed(10), 1);
+    CHECK_OK(weir_add(b, 1));
+    for (weir_outcome o = WEIR_OUTCOME_SUCCESS; o <= WEIR_OUTCOME_CLIENT_ERROR; o++) {
+        for (weir_outcome k = 0; k <= o; k++) { /* outcome o released o + 1 times */
+            weir_lease l;
+            CHECK_OK(weir_acquire(b, 100, &l));
+            CHECK_OK(weir_release(b, &l, o, 200));
+        }
+    }
+    weir_balancer_stats s = stats(b);
+    for (int o = 0; o < WEIR_OUTCOME_COUNT; o++) {
+        CHECK(s.released[o] == (uint64_t)o + 1);
+    }
+    CHECK(s.acquired == 21 && s.in_flight == 0 && s.released_stale == 0);
+    /* An unknown outcome leaves the lease in flight; a valid one then releases it. */
+    weir_lease l;
+    CHECK_OK(weir_acquire(b, 300, &l));
+    CHECK_STATUS(weir_release(b, &l, WEIR_OUTCOME_COUNT, 400), WEIR_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("outcome");
+    s = stats(b);
+    CHECK(s.in_flight == 1 && s.acquired == 22);
+    CHECK_OK(weir_release(b, &l, WEIR_OUTCOME_IGNORED, 400));
+    s = stats(b);
+    CHECK(s.in_flight == 0 && s.released[WEIR_OUTCOME_IGNORED] == 5);
+    check_conserved(b);
+    weir_balancer_free(b);
+}
+
+static weir_outcome expected_outcome(int status) {
+    if (status < 400) {
+        return WEIR_OUTCOME_SUCCESS;
+    }
+    if (status == 429) {
+        return WEIR_OUTCOME_THROTTLED;
+    }
+    if (status == 503 || status == 504) {
+        return WEIR_OUTCOME_DROPPED;
+    }
+    return status < 500 ? WEIR_OUTCOME_CLIENT_ERROR : WEIR_OUTCOME_FAILURE;
+}
+
+static void test_http_status(void) {
+    int mismatches = 0;
+    for (int status = 100; status <= 599; status++) {
+        weir_outcome o = 99;
+        CHECK_OK(weir_outcome_from_http_status(status, &o));
+        mismatches += o != expected_outcome(status);
+    }
+    CHECK(mismatches == 0);
+    weir_outcome o = 0;
+    CHECK_OK(weir_outcome_from_http_status(200, &o));
+    CHECK(o == WEIR_OUTCOME_SUCCESS);
+    CHECK_OK(weir_outcome_from_http_status(429, &o));
+    CHECK(o == WEIR_OUTCOME_THROTTLED);
+    CHECK_OK(weir_outcome_from_http_status(504, &o));
+    CHECK(o == WEIR_OUTCOME_DROPPED);
+    CHECK_OK(weir_outcome_from_http_status(404, &o));
+    CHECK(o == WEIR_OUTCOME_CLIENT_ERROR);
+    CHECK_OK(weir_outcome_from_http_status(500, &o));
+    CHECK(o == WEIR_OUTCOME_FAILURE);
+    const int32_t bad[] = {99, 600, -1, 0, 65536 + 200, INT32_MAX, INT32_MIN};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o = 77;
+        CHECK_STATUS(weir_outcome_from_http_status(bad[i], &o), WEIR_ERR_INVALID_ARGUMENT);
+        CHECK(o == 77);
+        CHECK_MESSAGE("status");
+    }
+}
+
+static void test_snapshots(void) {
+    /* The decay model: counters and penalty in the snapshot. */
+    weir_config c = weir_config_default();
+    c.limit = weir_limit_fixed_default();
+    weir_balancer *b = make(c, 4);
+    CHECK_OK(weir_add(b, 5));
+    CHECK_OK(weir_add(b, 6));
+    CHECK_OK(weir_add(b, 7));
+    weir_node_info info;
+    memset(&info, SENTINEL, sizeof info);
+    const weir_node_info before = info;
+    CHECK_STATUS(weir_node_snapshot(b, 8, 0, &info), WEIR_ERR_UNKNOWN_ID);
+    CHECK_MESSAGE("8");
+    CHECK(memcmp(&info, &before, sizeof info) == 0);
+    CHECK_OK(weir_node_snapshot(b, 5, 0, &info));
+    CHECK(info.id == 5 && info.state == WEIR_NODE_ACTIVE && info.limit == 100);
+    CHECK(info.in_flight == 0 && info.has_data == false);
+    CHECK(info.success_rate == 1.0 && info.successes == 0.0 && info.failures == 0.0);
+    CHECK(info.penalty == 0.0 && info.weight == 1.0);
+
+    weir_lease held[3];
+    weir_rng r = weir_rng_seed(3);
+    int on5 = 0;
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(weir_acquire_with_rng(b, 10, &r, &held[i]));
+        on5 += held[i].node_id == 5;
+    }
+    CHECK_OK(weir_node_snapshot(b, 5, 10, &info));
+    CHECK((int)info.in_flight == on5);
+    for (int i = 0; i < 3; i++) {
+        weir_outcome o = held[i].node_id == 5 ? WEIR_OUTCOME_FAILURE : WEIR_OUTCOME_SUCCESS;
+        CHECK_OK(weir_release(b, &held[i], o, 20));
+    }
+    /* Failures on node 5 until it has data and a penalty. */
+    weir_lease l;
+    for (int i = 0; i < 200; i++) {
+        CHECK_OK(weir_acquire_with_rng(b, 30, &r, &l));
+        weir_outcome o = l.node_id == 5 ? WEIR_OUTCOME_FAILURE : WEIR_OUTCOME_SUCCESS;
+        CHECK_OK(weir_release(b, &l, o, 40));
+    }
+    CHECK_OK(weir_node_snapshot(b, 5, 40, &info));
+    CHECK(info.has_data == true && info.failures > 0.0 && info.penalty > 0.0);
+    CHECK(info.success_rate < 1.0 && info.weight < 1.0 && info.in_flight == 0);
+    CHECK_OK(weir_node_snapshot(b, 6, 40, &info));
+    CHECK(info.has_data == true && info.successes > 0.0 && info.failures == 0.0);
+    CHECK(info.success_rate == 1.0);
+
+    /* weir_nodes: the count alone, a buffer too small (untouched), an exact fit, a larger one. */
+    size_t len = 99;
+    CHECK_OK(weir_nodes(b, 40, NULL, 0, &len));
+    CHECK(len == 3);
+    weir_node_info buf[5];
+    memset(buf, SENTINEL, sizeof buf);
+    weir_node_info pristine[5];
+    memcpy(pristine, buf, sizeof buf);
+    len = 99;
+    CHECK_STATUS(weir_nodes(b, 40, buf, 2, &len), WEIR_ERR_BUFFER_TOO_SMALL);
+    CHECK_MESSAGE("3");
+    CHECK(len == 99);
+    CHECK(memcmp(buf, pristine, sizeof buf) == 0);
+    CHECK_STATUS(weir_nodes(b, 40, buf, 0, &len), WEIR_ERR_BUFFER_TOO_SMALL);
+    CHECK(memcmp(buf, pristine, sizeof buf) == 0 && len == 99);
+    CHECK_OK(weir_nodes(b, 40, buf, 3, &len));
+    CHECK(len == 3);
+    CHECK(buf[0].id == 5 && buf[1].id == 6 && buf[2].id == 7); /* slot order */
+    CHECK(memcmp(&buf[3], &pristine[3], 2 * sizeof buf[0]) == 0);
+    CHECK(buf[0].has_data && buf[0].failures > 0.0 && buf[1].failures == 0.0);
+    memset(buf, SENTINEL, sizeof buf);
+    CHECK_OK(weir_nodes(b, 40, buf, 5, &len));
+    CHECK(len == 3 && buf[2].id == 7 && buf[2].limit == 100);
+    CHECK(memcmp(&buf[3], &pristine[3], 2 * sizeof buf[0]) == 0);
+    /* A lame duck and a removed node show up as such. */
+    CHECK_OK(weir_set_lame_duck(b, 6, true));
+    CHECK_OK(weir_remove(b, 7));
+    CHECK_OK(weir_nodes(b, 50, buf, 5, &len));
+    CHECK(len == 2 && buf[0].id == 5 && buf[1].id == 6 && buf[1].state == WEIR_NODE_LAME_DUCK);
+    check_conserved(b);
+    weir_balancer_free(b);
+
+    /* The bucket model fills the window counters. */
+    b = make(weir_config_seeds(), 1);
+    CHECK_OK(weir_add(b, 1));
+    for (int i = 0; i < 10; i++) {
+        CHECK_OK(weir_acquire(b, 1 * SEC, &l));
+        CHECK_OK(weir_release(b, &l, i < 7 ? WEIR_OUTCOME_SUCCESS : WEIR_OUTCOME_FAILURE, 1 * SEC));
+    }
+    CHECK_OK(weir_node_snapshot(b, 1, 1 * SEC, &info));
+    CHECK(info.window_finished == 10 && info.window_succeeded == 7);
+    CHECK(info.successes == 0.0 && info.failures == 0.0 && info.penalty == 0.0);
+    weir_balancer_free(b);
+}
+
+/* Every counter, exactly, after a scripted run. */
+static void test_stats(void) {
+    weir_balancer *b = make(fixed(3), 4);
+    weir_balancer_stats s = stats(b);
+    CHECK(s.acquired == 0 && s.in_flight == 0 && released_total(&s) == 0);
+    weir_lease l;
+    CHECK_STATUS(weir_acquire(b, 0, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    CHECK_OK(weir_add(b, 1));
+    CHECK_OK(weir_add(b, 2));
+    weir_lease held[6];
+    for (int i = 0; i < 6; i++) {
+        CHECK_OK(weir_acquire(b, 1, &held[i]));
+    }
+    CHECK_STATUS(weir_acquire(b, 1, &l), WEIR_ERR_ALL_BUSY);
+    CHECK_STATUS(weir_acquire(b, 1, &l), WEIR_ERR_ALL_BUSY);
+    /* Node 2 leaves with its leases in flight: they come back stale. */
+    CHECK_OK(weir_remove(b, 2));
+    int stale = 0;
+    for (int i = 0; i < 6; i++) {
+        if (held[i].node_id == 2) {
+            CHECK_STATUS(weir_release(b, &held[i], WEIR_OUTCOME_SUCCESS, 2),
+                         WEIR_ERR_NODE_REMOVED);
+            stale++;
+        } else {
+            CHECK_OK(weir_release(b, &held[i], (weir_outcome)(i % WEIR_OUTCOME_COUNT), 2));
+        }
+    }
+    CHECK(stale == 3);
+    s = stats(b);
+    CHECK(s.acquired == 6 && s.rejected_all_busy == 2 && s.rejected_no_active == 1);
+    CHECK(s.released_stale == 3 && released_total(&s) == 3 && s.in_flight == 0);
+    CHECK(s.active_nodes == 1 && s.lame_duck_nodes == 0);
+    check_conserved(b);
+    weir_balancer_free(b);
+}
+
+int main(void) {
+    /* Before any error, the message is empty (and never NULL). */
+    REQUIRE(weir_last_error_message() != NULL);
+    CHECK(weir_last_error_message()[0] == '\0');
+    test_version();
+    test_status_names();
+    test_presets();
+    test_valid_configs();
+    test_refused_configs();
+    test_membership();
+    test_acquire();
+    test_acquire_with_rng();
+    test_acquire_wait();
+    test_release_outcomes();
+    test_http_status();
+    test_snapshots();
+    test_stats();
+    return check_summary("test_balancer");
+}
