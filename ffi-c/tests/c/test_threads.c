@@ -40,7 +40,7 @@ struct worker {
     struct tally t;
 };
 
-static void release_one(struct worker *w, const weir_lease *l, uint64_t *rng) {
+static void release_one(struct worker *w, weir_lease *l, uint64_t *rng) {
     weir_outcome o = (weir_outcome)(next_random(rng) % WEIR_OUTCOME_COUNT);
     weir_status s = weir_release(w->balancer, l, o, weir_now_ns());
     if (s == WEIR_OK) {
