@@ -2,14 +2,20 @@
 //!
 //! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the loom models,
-//!   the README's examples (as doc tests), the failover example and the API docs (warnings denied).
+//!   the README's examples (as doc tests), the failover example, the C example
+//!   (`c-example`), the installed C library (`dist-c --check`) and the API docs (warnings denied).
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
 //!   table on stdout and the report, CSVs and charts in `target/sim/` (arguments go to `weir-sim`).
 //! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
 //!   then `benches/RESULTS.md`; `cargo xtask bench --instructions`: the valgrind instruction counts,
 //!   then `benches/RESULTS.md` (see `bench.rs`).
+//! - `cargo xtask c-example`: the C example client over three local servers, checked (see `example.rs`).
+//! - `cargo xtask dist-c --prefix DIR`: installs the C header, libraries and `weir.pc` into DIR;
+//!   `--check` installs into a temporary prefix and builds the example against it (see `dist.rs`).
 
 mod bench;
+mod dist;
+mod example;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -32,8 +38,10 @@ fn main() {
         Some("sim") => sim(&args[1..]),
         Some("nostd") => nostd(),
         Some("loom") => loom(),
+        Some("c-example") => example::c_example(),
+        Some("dist-c") => dist::dist(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci | sim | bench | nostd | loom>");
+            eprintln!("usage: cargo xtask <ci | sim | bench | nostd | loom | c-example | dist-c>");
             exit(2);
         }
     }
@@ -100,6 +108,8 @@ fn ci() {
     nostd();
     loom();
     cargo(&["run", "--quiet", "-p", "weir", "--example", "failover"]);
+    example::c_example();
+    dist::check();
     // The API docs, with broken intra-doc links as errors.
     run(
         "cargo",
