@@ -43,7 +43,14 @@ const C_FLAGS: [&str; 6] = [
 pub(crate) fn dist(args: &[String]) {
     match args {
         [flag, prefix] if flag == "--prefix" => {
-            install(Path::new(prefix));
+            // xtask runs in the workspace root: a relative DIR means the caller's folder (the shell's
+            // PWD), as it would for any install command.
+            let prefix = Path::new(prefix);
+            let prefix = match std::env::var_os("PWD") {
+                Some(pwd) if prefix.is_relative() => PathBuf::from(pwd).join(prefix),
+                _ => prefix.to_path_buf(),
+            };
+            install(&prefix);
         }
         [flag] if flag == "--check" => check(),
         _ => {
