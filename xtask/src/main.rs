@@ -2,7 +2,8 @@
 //!
 //! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the loom models,
-//!   the README's examples (as doc tests), the failover example and the API docs (warnings denied).
+//!   the README's examples (as doc tests), the failover example, the C example
+//!   (`c-example`), the installed C library (`dist-c --check`) and the API docs (warnings denied).
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
 //!   table on stdout and the report, CSVs and charts in `target/sim/` (arguments go to `weir-sim`).
 //! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
@@ -11,9 +12,14 @@
 //! - `cargo xtask ctest`: the C ABI's C and C++ test programs under ASan/UBSan, the header alone as C99,
 //!   C11 and C++17, and `weir-ffi`'s tests (see `ctest.rs`); `cargo xtask header` regenerates
 //!   `include/weir.h`.
+//! - `cargo xtask c-example`: the C example client over three local servers, checked (see `example.rs`).
+//! - `cargo xtask dist-c --prefix DIR`: installs the C header, libraries and `weir.pc` into DIR;
+//!   `--check` installs into a temporary prefix and builds the example against it (see `dist.rs`).
 
 mod bench;
 mod ctest;
+mod dist;
+mod example;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -38,8 +44,12 @@ fn main() {
         Some("loom") => loom(),
         Some("ctest") => ctest::ctest(),
         Some("header") => ctest::header(),
+        Some("c-example") => example::c_example(),
+        Some("dist-c") => dist::dist(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci | sim | bench | ctest | header | nostd | loom>");
+            eprintln!(
+                "usage: cargo xtask <ci | sim | bench | ctest | header | c-example | dist-c | nostd | loom>"
+            );
             exit(2);
         }
     }
@@ -107,6 +117,8 @@ fn ci() {
     nostd();
     loom();
     cargo(&["run", "--quiet", "-p", "weir", "--example", "failover"]);
+    example::c_example();
+    dist::check();
     // The API docs, with broken intra-doc links as errors.
     run(
         "cargo",
