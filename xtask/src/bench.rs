@@ -14,12 +14,12 @@
 //! (commit, date, load) it comes from. Ratios are always taken within one run. `--report` only rewrites
 //! it from the saved files.
 
-use super::{fail, run};
+use super::{fail, run, target_dir};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Instant, SystemTime};
 use walkdir::WalkDir;
@@ -172,23 +172,6 @@ pub(crate) fn bench(args: &[String]) {
     fs::write(results, text)
         .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", results.display())));
     eprintln!("\nxtask: wrote {}", results.display());
-}
-
-/// The cargo target directory (it may be moved by `CARGO_TARGET_DIR` or a config file).
-fn target_dir() -> PathBuf {
-    let out = Command::new("cargo")
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .output()
-        .unwrap_or_else(|e| fail(&format!("cannot run cargo metadata: {e}")));
-    metadata_target_dir(&String::from_utf8_lossy(&out.stdout))
-        .unwrap_or_else(|| fail("cargo metadata gave no target_directory"))
-}
-
-/// `target_directory` of `cargo metadata --format-version 1` output; `None` when the output is not
-/// JSON (cargo failed) or lacks it.
-fn metadata_target_dir(json: &str) -> Option<PathBuf> {
-    let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    v["target_directory"].as_str().map(PathBuf::from)
 }
 
 /// The median's point estimate (ns) in one of criterion's `estimates.json`; `None` when the file is
@@ -1354,25 +1337,6 @@ mod tests {
         // The median absolute deviation is not the median.
         assert_eq!(
             median_estimate(r#"{"median_abs_dev":{"point_estimate":0.2}}"#),
-            None
-        );
-    }
-
-    #[test]
-    fn target_dir_from_metadata() {
-        let metadata = r#"{"packages":[{"name":"xtask","targets":[{"name":"xtask"}]}],"workspace_members":[],"target_directory":"/work/weir/target","version":1,"workspace_root":"/work/weir"}"#;
-        assert_eq!(
-            metadata_target_dir(metadata),
-            Some(PathBuf::from("/work/weir/target"))
-        );
-        // Escapes are decoded.
-        assert_eq!(
-            metadata_target_dir(r#"{"target_directory":"C:\\weir \"x\"\\target"}"#),
-            Some(PathBuf::from(r#"C:\weir "x"\target"#))
-        );
-        assert_eq!(metadata_target_dir(r#"{"workspace_root":"/w"}"#), None);
-        assert_eq!(
-            metadata_target_dir("error: could not find Cargo.toml"),
             None
         );
     }

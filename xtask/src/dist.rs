@@ -62,16 +62,11 @@ pub(crate) fn dist(args: &[String]) {
 
 /// The cargo target directory (`CARGO_TARGET_DIR` or a config file may move it) and weir-ffi's version.
 pub(crate) fn metadata() -> (PathBuf, String) {
-    let out = Command::new("cargo")
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .output()
-        .unwrap_or_else(|e| fail(&format!("cannot run cargo metadata: {e}")));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| fail(&format!("cargo metadata gave no JSON: {e}")));
-    let target = v["target_directory"]
-        .as_str()
-        .map(PathBuf::from)
+    let json = crate::cargo_metadata();
+    let target = crate::metadata_target_dir(&json)
         .unwrap_or_else(|| fail("cargo metadata gave no target_directory"));
+    let v: serde_json::Value = serde_json::from_str(&json)
+        .unwrap_or_else(|e| fail(&format!("cargo metadata gave no JSON: {e}")));
     let version = v["packages"]
         .as_array()
         .and_then(|ps| ps.iter().find(|p| p["name"] == "weir-ffi"))
