@@ -3,8 +3,8 @@
 
 use crate::balancer::weir_rng;
 use crate::boundary::{
-    arg, arg_mut, guard, guard_value, weir_status, Error, Out, WEIR_ERR_INVALID_ARGUMENT,
-    WEIR_ERR_INVALID_CONFIG,
+    arg, arg_mut, free_handle, guard, into_handle, weir_status, Error, Out,
+    WEIR_ERR_INVALID_ARGUMENT, WEIR_ERR_INVALID_CONFIG,
 };
 use crate::overload::with_caller_rng;
 use weir_core::backoff::{
@@ -265,12 +265,11 @@ pub unsafe extern "C" fn weir_backoff_new(
         let c = unsafe { arg(config, "config") }?;
         let config = backoff_config_from_c(c)?;
         let out = unsafe { Out::new(out, "out") }?;
-        let inner = Backoff::new(config)
-            .map_err(|e| Error::new(WEIR_ERR_INVALID_CONFIG, format!("invalid config: {e}")))?;
-        out.write(Box::into_raw(Box::new(weir_backoff {
+        let inner = Backoff::new(config).map_err(Error::config)?;
+        out.write(into_handle(weir_backoff {
             inner,
             seed: c.seed,
-        })));
+        }));
         Ok(())
     })
 }
@@ -284,12 +283,8 @@ pub unsafe extern "C" fn weir_backoff_new(
 /// Thread safety: must be the last call on the backoff, from one thread.
 #[no_mangle]
 pub unsafe extern "C" fn weir_backoff_free(backoff: *mut weir_backoff) {
-    guard_value((), || {
-        if !backoff.is_null() {
-            // SAFETY: a handle from `weir_backoff_new` (a leaked Box), freed once (the contract above).
-            drop(unsafe { Box::from_raw(backoff) });
-        }
-    });
+    // SAFETY: the caller's contract above is `free_handle`'s.
+    unsafe { free_handle(backoff) }
 }
 
 /// The backoff behind a handle, or `WEIR_ERR_NULL`.

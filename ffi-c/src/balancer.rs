@@ -2,10 +2,10 @@
 //! generator, or waiting), release, snapshots and counters.
 
 use crate::boundary::{
-    arg, arg_mut, guard, guard_value, weir_status, Error, Out, WEIR_ERR_ALL_BUSY,
-    WEIR_ERR_BUFFER_TOO_SMALL, WEIR_ERR_CAPACITY_FULL, WEIR_ERR_DUPLICATE_ID,
-    WEIR_ERR_INVALID_CONFIG, WEIR_ERR_INVALID_LEASE, WEIR_ERR_NODE_REMOVED,
-    WEIR_ERR_NO_ACTIVE_NODES, WEIR_ERR_QUEUE_FULL, WEIR_ERR_TIMEOUT, WEIR_ERR_UNKNOWN_ID,
+    arg, arg_mut, free_handle, guard, guard_value, into_handle, weir_status, write_list, Error,
+    Out, WEIR_ERR_ALL_BUSY, WEIR_ERR_CAPACITY_FULL, WEIR_ERR_DUPLICATE_ID, WEIR_ERR_INVALID_LEASE,
+    WEIR_ERR_NODE_REMOVED, WEIR_ERR_NO_ACTIVE_NODES, WEIR_ERR_QUEUE_FULL, WEIR_ERR_TIMEOUT,
+    WEIR_ERR_UNKNOWN_ID,
 };
 use crate::config::{config_from_c, weir_config, write_config};
 use std::time::{Duration, Instant};
@@ -276,9 +276,8 @@ pub unsafe extern "C" fn weir_balancer_new(
         let config = unsafe { arg(config, "config") }?;
         let out = unsafe { Out::new(out, "out") }?;
         let config = config_from_c(config)?;
-        let inner = HeapBalancer::with_capacity(capacity, config)
-            .map_err(|e| Error::new(WEIR_ERR_INVALID_CONFIG, format!("invalid config: {e}")))?;
-        out.write(Box::into_raw(Box::new(weir_balancer { inner })));
+        let inner = HeapBalancer::with_capacity(capacity, config).map_err(Error::config)?;
+        out.write(into_handle(weir_balancer { inner }));
         Ok(())
     })
 }
@@ -293,12 +292,8 @@ pub unsafe extern "C" fn weir_balancer_new(
 /// Thread safety: must be the last call on the balancer, from one thread.
 #[no_mangle]
 pub unsafe extern "C" fn weir_balancer_free(balancer: *mut weir_balancer) {
-    guard_value((), || {
-        if !balancer.is_null() {
-            // SAFETY: a handle from `weir_balancer_new` (a leaked Box), freed once (the contract above).
-            drop(unsafe { Box::from_raw(balancer) });
-        }
-    });
+    // SAFETY: the caller's contract above is `free_handle`'s.
+    unsafe { free_handle(balancer) }
 }
 
 /// The balancer behind a handle, or `WEIR_ERR_NULL`.
@@ -624,25 +619,12 @@ pub unsafe extern "C" fn weir_nodes(
         let b = unsafe { self::balancer(balancer) }?;
         let len = unsafe { Out::new(len, "len") }?;
         let nodes: Vec<weir_node_info> = b.nodes(now_ns).map(Into::into).collect();
-        if buf.is_null() && cap == 0 {
-            len.write(nodes.len());
-            return Ok(());
+        // SAFETY: `buf`'s room is the caller's contract above, and the fresh vector cannot overlap it.
+        unsafe {
+            write_list(&nodes, buf, cap, len, "buf", || {
+                format!("buf: room for {cap} snapshots, {} members", nodes.len())
+            })
         }
-        if buf.is_null() {
-            return Err(crate::boundary::null("buf"));
-        }
-        if nodes.len() > cap {
-            return Err(Error::new(
-                WEIR_ERR_BUFFER_TOO_SMALL,
-                format!("buf: room for {cap} snapshots, {} members", nodes.len()),
-            ));
-        }
-        // SAFETY: `buf` is non-NULL with room for `cap >= nodes.len()` elements (the caller's
-        // contract) and cannot overlap the fresh vector; a copy does not read the destination, which may
-        // be uninitialised C memory.
-        unsafe { core::ptr::copy_nonoverlapping(nodes.as_ptr(), buf, nodes.len()) };
-        len.write(nodes.len());
-        Ok(())
     })
 }
 

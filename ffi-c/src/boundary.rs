@@ -98,6 +98,11 @@ impl Error {
         }
     }
 
+    /// A configuration the core refused, with the core's message (which names the field).
+    pub(crate) fn config(why: impl core::fmt::Display) -> Self {
+        Error::new(WEIR_ERR_INVALID_CONFIG, format!("invalid config: {why}"))
+    }
+
     /// An out-of-range argument, naming it.
     pub(crate) fn invalid(argument: &str, why: impl core::fmt::Display) -> Self {
         Error::new(WEIR_ERR_INVALID_ARGUMENT, format!("{argument}: {why}"))
@@ -149,6 +154,59 @@ pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
         Some(value) if status == WEIR_OK => value,
         _ => fallback,
     }
+}
+
+/// Hands a new object to C as an opaque handle (a leaked `Box`), to be freed by [`free_handle`].
+pub(crate) fn into_handle<T>(value: T) -> *mut T {
+    Box::into_raw(Box::new(value))
+}
+
+/// Frees a handle from [`into_handle`]: NULL is a no-op, and a panic in the object's drop is caught
+/// (every `weir_*_free` is this).
+///
+/// # Safety
+/// `handle` is NULL or a handle of this type from [`into_handle`], not yet freed, with no other call on
+/// it in progress or to follow.
+pub(crate) unsafe fn free_handle<T>(handle: *mut T) {
+    guard_value((), || {
+        if !handle.is_null() {
+            // SAFETY: a leaked Box from `into_handle`, freed once (the contract above).
+            drop(unsafe { Box::from_raw(handle) });
+        }
+    });
+}
+
+/// Writes `items` into a caller's buffer `buf` with room for `cap`, and their number to `len`: with
+/// `buf` NULL and `cap` 0 only the number (a size query); a NULL `buf` with room is [`WEIR_ERR_NULL`]; a
+/// buffer too small is [`WEIR_ERR_BUFFER_TOO_SMALL`] with `too_small()`'s message and nothing written.
+/// `weir_nodes` and the subsets write their lists through this.
+///
+/// # Safety
+/// `buf` is NULL or points to `cap` writable `T`s that do not overlap `items`.
+pub(crate) unsafe fn write_list<T: Copy>(
+    items: &[T],
+    buf: *mut T,
+    cap: usize,
+    len: Out<usize>,
+    buf_name: &str,
+    too_small: impl FnOnce() -> String,
+) -> Result<(), Error> {
+    if buf.is_null() && cap == 0 {
+        len.write(items.len());
+        return Ok(());
+    }
+    if buf.is_null() {
+        return Err(null(buf_name));
+    }
+    if items.len() > cap {
+        return Err(Error::new(WEIR_ERR_BUFFER_TOO_SMALL, too_small()));
+    }
+    // SAFETY: `buf` is non-NULL with room for `cap >= items.len()` elements and does not overlap
+    // `items` (the contract above); a copy does not read the destination, which may be uninitialised
+    // C memory.
+    unsafe { core::ptr::copy_nonoverlapping(items.as_ptr(), buf, items.len()) };
+    len.write(items.len());
+    Ok(())
 }
 
 /// A shared reference to a caller's object, or [`WEIR_ERR_NULL`] naming the argument.

@@ -6,9 +6,7 @@
 //! struct that came from a filler gives that variant's defaults. The windowed limit wraps the algorithm
 //! its `inner` tag names, with that algorithm's parameters taken from the same `weir_limit`.
 
-use crate::boundary::{
-    weir_status, Error, Out, WEIR_ERR_INVALID_ARGUMENT, WEIR_ERR_INVALID_CONFIG,
-};
+use crate::boundary::{weir_status, Error, Out, WEIR_ERR_INVALID_ARGUMENT};
 use weir_core::balance::{HealthModel, Policy};
 use weir_core::limit::{
     AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
@@ -877,9 +875,7 @@ pub(crate) fn config_from_c(c: &weir_config) -> Result<Config, Error> {
         seed: c.seed,
         max_waiters: c.max_waiters,
     };
-    config
-        .validate()
-        .map_err(|e| Error::new(WEIR_ERR_INVALID_CONFIG, format!("invalid config: {e}")))?;
+    config.validate().map_err(Error::config)?;
     Ok(config)
 }
 
@@ -1009,6 +1005,7 @@ pub(crate) fn write_config(out: Out<weir_config>, config: &Config) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::boundary::WEIR_ERR_INVALID_CONFIG;
 
     #[test]
     fn presets_round_trip_exactly() {

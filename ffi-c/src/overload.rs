@@ -8,9 +8,9 @@
 
 use crate::balancer::weir_rng;
 use crate::boundary::{
-    arg, arg_mut, guard, guard_value, weir_status, Error, Out, WEIR_ERR_INVALID_ARGUMENT,
-    WEIR_ERR_INVALID_CONFIG, WEIR_ERR_INVALID_PROMISE, WEIR_ERR_IO, WEIR_ERR_OVERLOADED,
-    WEIR_ERR_UNSUPPORTED,
+    arg, arg_mut, free_handle, guard, guard_value, into_handle, weir_status, Error, Out,
+    WEIR_ERR_INVALID_ARGUMENT, WEIR_ERR_INVALID_CONFIG, WEIR_ERR_INVALID_PROMISE, WEIR_ERR_IO,
+    WEIR_ERR_OVERLOADED, WEIR_ERR_UNSUPPORTED,
 };
 use std::ffi::{c_char, CStr};
 use std::path::PathBuf;
@@ -224,12 +224,11 @@ pub unsafe extern "C" fn weir_shedder_new(
         // SAFETY: the caller's contract above.
         let config = shedder_config_from_c(unsafe { arg(config, "config") }?)?;
         let out = unsafe { Out::new(out, "out") }?;
-        let inner = Shedder::new(config)
-            .map_err(|e| Error::new(WEIR_ERR_INVALID_CONFIG, format!("invalid config: {e}")))?;
-        out.write(Box::into_raw(Box::new(weir_shedder {
+        let inner = Shedder::new(config).map_err(Error::config)?;
+        out.write(into_handle(weir_shedder {
             inner,
             tag: next_shedder_tag(),
-        })));
+        }));
         Ok(())
     })
 }
@@ -243,12 +242,8 @@ pub unsafe extern "C" fn weir_shedder_new(
 /// Thread safety: must be the last call on the shedder, from one thread.
 #[no_mangle]
 pub unsafe extern "C" fn weir_shedder_free(shedder: *mut weir_shedder) {
-    guard_value((), || {
-        if !shedder.is_null() {
-            // SAFETY: a handle from `weir_shedder_new` (a leaked Box), freed once (the contract above).
-            drop(unsafe { Box::from_raw(shedder) });
-        }
-    });
+    // SAFETY: the caller's contract above is `free_handle`'s.
+    unsafe { free_handle(shedder) }
 }
 
 /// The shedder behind a handle, or `WEIR_ERR_NULL`.
@@ -456,11 +451,11 @@ fn sampler_handle(result: Result<CpuSampler, CpuError>) -> Result<*mut weir_cpu_
     let sampler = result.map_err(cpu_error)?;
     let source = sampler.source();
     let usage = AtomicU32::new(sampler.usage());
-    Ok(Box::into_raw(Box::new(weir_cpu_sampler {
+    Ok(into_handle(weir_cpu_sampler {
         inner: Mutex::new(sampler),
         source,
         usage,
-    })))
+    }))
 }
 
 /// Builds a sampler for this process from the system's files (cgroup v2, then v1, then `/proc/stat`),
@@ -531,12 +526,8 @@ fn path_from_c(root: &CStr) -> Result<PathBuf, Error> {
 /// Thread safety: must be the last call on the sampler, from one thread.
 #[no_mangle]
 pub unsafe extern "C" fn weir_cpu_sampler_free(sampler: *mut weir_cpu_sampler) {
-    guard_value((), || {
-        if !sampler.is_null() {
-            // SAFETY: a leaked Box from `sampler_handle`, freed once (the contract above).
-            drop(unsafe { Box::from_raw(sampler) });
-        }
-    });
+    // SAFETY: the caller's contract above is `free_handle`'s.
+    unsafe { free_handle(sampler) }
 }
 
 /// The sampler behind a handle, or `WEIR_ERR_NULL`.
@@ -845,12 +836,11 @@ pub unsafe extern "C" fn weir_throttle_new(
         let c = unsafe { arg(config, "config") }?;
         let config = throttle_config_from_c(c)?;
         let out = unsafe { Out::new(out, "out") }?;
-        let inner = Throttle::new(config)
-            .map_err(|e| Error::new(WEIR_ERR_INVALID_CONFIG, format!("invalid config: {e}")))?;
-        out.write(Box::into_raw(Box::new(weir_throttle {
+        let inner = Throttle::new(config).map_err(Error::config)?;
+        out.write(into_handle(weir_throttle {
             inner,
             seed: c.seed,
-        })));
+        }));
         Ok(())
     })
 }
@@ -864,12 +854,8 @@ pub unsafe extern "C" fn weir_throttle_new(
 /// Thread safety: must be the last call on the throttle, from one thread.
 #[no_mangle]
 pub unsafe extern "C" fn weir_throttle_free(throttle: *mut weir_throttle) {
-    guard_value((), || {
-        if !throttle.is_null() {
-            // SAFETY: a handle from `weir_throttle_new` (a leaked Box), freed once (the contract above).
-            drop(unsafe { Box::from_raw(throttle) });
-        }
-    });
+    // SAFETY: the caller's contract above is `free_handle`'s.
+    unsafe { free_handle(throttle) }
 }
 
 /// The throttle behind a handle, or `WEIR_ERR_NULL`.

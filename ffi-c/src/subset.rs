@@ -3,8 +3,7 @@
 
 use crate::balancer::weir_rng;
 use crate::boundary::{
-    arg_mut, guard, null, weir_status, Error, Out, WEIR_ERR_BUFFER_TOO_SMALL,
-    WEIR_ERR_INVALID_ARGUMENT,
+    arg_mut, guard, null, weir_status, write_list, Error, Out, WEIR_ERR_INVALID_ARGUMENT,
 };
 use weir_core::subset::{deterministic_subset, random_subset, shuffle, SubsetError};
 use weir_core::Rng;
@@ -56,31 +55,19 @@ fn subset_error(e: SubsetError) -> Error {
 /// NULL and `cap` 0 only the length; a buffer too small gets `WEIR_ERR_BUFFER_TOO_SMALL` and nothing.
 ///
 /// # Safety
-/// `out` is NULL or points to `cap` writable `u64`s.
+/// `out` is NULL or points to `cap` writable `u64`s that do not overlap `subset` (weir's own scratch).
 unsafe fn write_ids(
     subset: &[u64],
     out: *mut u64,
     cap: usize,
     len: Out<usize>,
 ) -> Result<(), Error> {
-    if out.is_null() && cap == 0 {
-        len.write(subset.len());
-        return Ok(());
+    // SAFETY: the contract above is `write_list`'s.
+    unsafe {
+        write_list(subset, out, cap, len, "out", || {
+            format!("out: room for {cap} ids, the subset has {}", subset.len())
+        })
     }
-    if out.is_null() {
-        return Err(null("out"));
-    }
-    if subset.len() > cap {
-        return Err(Error::new(
-            WEIR_ERR_BUFFER_TOO_SMALL,
-            format!("out: room for {cap} ids, the subset has {}", subset.len()),
-        ));
-    }
-    // SAFETY: `out` is non-NULL with room for `cap >= subset.len()` ids (the caller's contract), and
-    // `subset` is weir's own scratch, so the two cannot overlap; a copy does not read the destination.
-    unsafe { core::ptr::copy_nonoverlapping(subset.as_ptr(), out, subset.len()) };
-    len.write(subset.len());
-    Ok(())
 }
 
 /// Shuffles `items` (`len` ids) in place with the documented SplitMix64 Fisher-Yates shuffle seeded with
@@ -205,7 +192,9 @@ pub unsafe extern "C" fn weir_random_subset(
 mod tests {
     use super::*;
     use crate::balancer::weir_rng_seed;
-    use crate::boundary::{weir_last_error_message, WEIR_ERR_NULL, WEIR_OK};
+    use crate::boundary::{
+        weir_last_error_message, WEIR_ERR_BUFFER_TOO_SMALL, WEIR_ERR_NULL, WEIR_OK,
+    };
     use std::ffi::CStr;
     use std::ptr::{null, null_mut};
 
