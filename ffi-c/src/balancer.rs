@@ -7,7 +7,7 @@ use crate::boundary::{
     WEIR_ERR_NODE_REMOVED, WEIR_ERR_NO_ACTIVE_NODES, WEIR_ERR_QUEUE_FULL, WEIR_ERR_TIMEOUT,
     WEIR_ERR_UNKNOWN_ID,
 };
-use crate::config::{config_from_c, weir_config, write_config};
+use crate::config::{config_from_c, config_to_c, weir_config};
 use std::time::{Duration, Instant};
 use weir_core::balance::{
     MembershipError, NodeSnapshot, NodeState, RawLease, Rejected, ReleaseError, Stats,
@@ -338,7 +338,7 @@ pub unsafe extern "C" fn weir_balancer_config(
     guard(|| {
         // SAFETY: the caller's contract above.
         let b = unsafe { self::balancer(balancer) }?;
-        write_config(unsafe { Out::new(out, "out") }?, b.config());
+        unsafe { Out::new(out, "out") }?.write(config_to_c(b.config()));
         Ok(())
     })
 }

@@ -6,7 +6,7 @@
 //! struct that came from a filler gives that variant's defaults. The windowed limit wraps the algorithm
 //! its `inner` tag names, with that algorithm's parameters taken from the same `weir_limit`.
 
-use crate::boundary::{weir_status, Error, Out, WEIR_ERR_INVALID_ARGUMENT};
+use crate::boundary::{weir_status, Error, WEIR_ERR_INVALID_ARGUMENT};
 use weir_core::balance::{HealthModel, Policy};
 use weir_core::limit::{
     AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
@@ -994,12 +994,6 @@ pub extern "C" fn weir_limit_ciad_default() -> weir_limit {
 #[no_mangle]
 pub extern "C" fn weir_limit_windowed_default() -> weir_limit {
     limit_defaults(WEIR_LIMIT_WINDOWED)
-}
-
-/// Writes a checked out-parameter (kept here so that `config.rs` has no pointer code of its own
-/// beyond the boundary's helpers).
-pub(crate) fn write_config(out: Out<weir_config>, config: &Config) {
-    out.write(config_to_c(config));
 }
 
 #[cfg(test)]
