@@ -539,10 +539,13 @@ typedef struct weir_rng {
 
 /**
  * The right to make one call to node `node_id`: a plain value the caller holds (copy it freely) and
- * passes back to `weir_release` exactly once. The balancer checks every field on release: a lease
- * released twice, forged, or from another balancer is refused with `WEIR_ERR_INVALID_LEASE` and changes
- * nothing. Read `node_id`, `acquired_at` and `inflight`; the other fields identify the lease and must not
- * be changed.
+ * passes back to `weir_release` exactly once. On release the balancer checks the lease's identity
+ * (`balancer`, `slot`, `generation`, `node_id`): a forged lease, or one from another balancer, is refused
+ * with `WEIR_ERR_INVALID_LEASE` and changes nothing, and so is a lease released a second time, except
+ * while its node still has other leases in flight: the balancer keeps no record per lease, so it then
+ * takes the second release for one of those (which is why each lease must be released once).
+ * `acquired_at` and `inflight` are not checked: they are the limiter's sample. Read `node_id`,
+ * `acquired_at` and `inflight`; change no field.
  *
  * Thread safety: a plain value; a lease may be released from any thread.
  */
@@ -1095,7 +1098,8 @@ weir_status weir_acquire_wait(const struct weir_balancer *balancer,
 
 /**
  * Releases a lease with its outcome at `now_ns` (the clock its `acquired_at` came from). Errors:
- * `WEIR_ERR_INVALID_LEASE` (released twice, forged, or from another balancer: nothing changes),
+ * `WEIR_ERR_INVALID_LEASE` (released twice, forged, or from another balancer: nothing changes; a lease
+ * released twice while its node has other leases in flight is taken for one of them, see `weir_lease`),
  * `WEIR_ERR_NODE_REMOVED` (its node was removed: the lease is closed, nothing recorded),
  * `WEIR_ERR_INVALID_ARGUMENT` (an outcome outside `WEIR_OUTCOME_*`: the lease stays in flight, release it
  * again with a valid outcome), `WEIR_ERR_NULL`.

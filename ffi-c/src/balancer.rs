@@ -53,10 +53,13 @@ pub const WEIR_NODE_ACTIVE: weir_node_state = 0;
 pub const WEIR_NODE_LAME_DUCK: weir_node_state = 1;
 
 /// The right to make one call to node `node_id`: a plain value the caller holds (copy it freely) and
-/// passes back to `weir_release` exactly once. The balancer checks every field on release: a lease
-/// released twice, forged, or from another balancer is refused with `WEIR_ERR_INVALID_LEASE` and changes
-/// nothing. Read `node_id`, `acquired_at` and `inflight`; the other fields identify the lease and must not
-/// be changed.
+/// passes back to `weir_release` exactly once. On release the balancer checks the lease's identity
+/// (`balancer`, `slot`, `generation`, `node_id`): a forged lease, or one from another balancer, is refused
+/// with `WEIR_ERR_INVALID_LEASE` and changes nothing, and so is a lease released a second time, except
+/// while its node still has other leases in flight: the balancer keeps no record per lease, so it then
+/// takes the second release for one of those (which is why each lease must be released once).
+/// `acquired_at` and `inflight` are not checked: they are the limiter's sample. Read `node_id`,
+/// `acquired_at` and `inflight`; change no field.
 ///
 /// Thread safety: a plain value; a lease may be released from any thread.
 #[repr(C)]
@@ -430,10 +433,16 @@ pub unsafe extern "C" fn weir_acquire(
         // SAFETY: the caller's contract above.
         let b = unsafe { self::balancer(balancer) }?;
         let out = unsafe { Out::new(out, "out") }?;
-        let lease =
-            with_thread_rng(b.config().seed, |rng| b.acquire(now_ns, rng)).map_err(rejected)?;
-        out.write(lease.into_raw().into());
-        Ok(())
+        // The lease is written inside the closure: only a one-byte result leaves it (moving the lease
+        // out through the thread-local access costs a store-forwarding stall on x86).
+        with_thread_rng(b.config().seed, |rng| match b.acquire(now_ns, rng) {
+            Ok(lease) => {
+                out.write(lease.into_raw().into());
+                Ok(())
+            }
+            Err(e) => Err(e),
+        })
+        .map_err(rejected)
     })
 }
 
@@ -459,11 +468,16 @@ pub unsafe extern "C" fn weir_acquire_with_rng(
         let rng = unsafe { arg_mut(rng, "rng") }?;
         let out = unsafe { Out::new(out, "out") }?;
         let mut draw = Rng::with_seed(rng.state);
-        let result = b.acquire(now_ns, &mut draw);
+        let result = match b.acquire(now_ns, &mut draw) {
+            Ok(lease) => {
+                out.write(lease.into_raw().into());
+                Ok(())
+            }
+            Err(e) => Err(rejected(e)),
+        };
         // The generator advances whether or not a lease was granted, as the Rust caller's would.
         rng.state = draw.get_seed();
-        out.write(result.map_err(rejected)?.into_raw().into());
-        Ok(())
+        result
     })
 }
 
@@ -508,7 +522,8 @@ pub unsafe extern "C" fn weir_acquire_wait(
 }
 
 /// Releases a lease with its outcome at `now_ns` (the clock its `acquired_at` came from). Errors:
-/// `WEIR_ERR_INVALID_LEASE` (released twice, forged, or from another balancer: nothing changes),
+/// `WEIR_ERR_INVALID_LEASE` (released twice, forged, or from another balancer: nothing changes; a lease
+/// released twice while its node has other leases in flight is taken for one of them, see `weir_lease`),
 /// `WEIR_ERR_NODE_REMOVED` (its node was removed: the lease is closed, nothing recorded),
 /// `WEIR_ERR_INVALID_ARGUMENT` (an outcome outside `WEIR_OUTCOME_*`: the lease stays in flight, release it
 /// again with a valid outcome), `WEIR_ERR_NULL`.

@@ -8,8 +8,12 @@
 //! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
 //!   then `benches/RESULTS.md`; `cargo xtask bench --instructions`: the valgrind instruction counts,
 //!   then `benches/RESULTS.md` (see `bench.rs`).
+//! - `cargo xtask fuzz [--seconds N] [--stable]`: the fuzz target over the C ABI for N seconds (default
+//!   60): cargo-fuzz where nightly and cargo-fuzz are installed, the stable driver otherwise (see
+//!   `fuzz.rs`).
 
 mod bench;
+mod fuzz;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -29,11 +33,12 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => bench::bench(&args[1..]),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("sim") => sim(&args[1..]),
         Some("nostd") => nostd(),
         Some("loom") => loom(),
         _ => {
-            eprintln!("usage: cargo xtask <ci | sim | bench | nostd | loom>");
+            eprintln!("usage: cargo xtask <ci | sim | bench | fuzz | nostd | loom>");
             exit(2);
         }
     }
