@@ -426,10 +426,16 @@ pub unsafe extern "C" fn weir_acquire(
         // SAFETY: the caller's contract above.
         let b = unsafe { self::balancer(balancer) }?;
         let out = unsafe { Out::new(out, "out") }?;
-        let lease =
-            with_thread_rng(b.config().seed, |rng| b.acquire(now_ns, rng)).map_err(rejected)?;
-        out.write(lease.into_raw().into());
-        Ok(())
+        // The lease is written inside the closure: only a one-byte result leaves it (moving the lease
+        // out through the thread-local access costs a store-forwarding stall on x86).
+        with_thread_rng(b.config().seed, |rng| match b.acquire(now_ns, rng) {
+            Ok(lease) => {
+                out.write(lease.into_raw().into());
+                Ok(())
+            }
+            Err(e) => Err(e),
+        })
+        .map_err(rejected)
     })
 }
 
@@ -455,11 +461,16 @@ pub unsafe extern "C" fn weir_acquire_with_rng(
         let rng = unsafe { arg_mut(rng, "rng") }?;
         let out = unsafe { Out::new(out, "out") }?;
         let mut draw = Rng::with_seed(rng.state);
-        let result = b.acquire(now_ns, &mut draw);
+        let result = match b.acquire(now_ns, &mut draw) {
+            Ok(lease) => {
+                out.write(lease.into_raw().into());
+                Ok(())
+            }
+            Err(e) => Err(rejected(e)),
+        };
         // The generator advances whether or not a lease was granted, as the Rust caller's would.
         rng.state = draw.get_seed();
-        out.write(result.map_err(rejected)?.into_raw().into());
-        Ok(())
+        result
     })
 }
 

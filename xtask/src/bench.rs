@@ -10,6 +10,10 @@
 //!   breakdown of weir's default pair; saved to `<target>/weir-bench/instructions.txt`. Without valgrind
 //!   it says SKIPPED, loudly, and goes on.
 //!
+//! - `cargo xtask bench --c-abi`: only the C ABI's pairs beside the Rust pair (`c_abi`, through
+//!   `libweir.so` built with the `release-c` profile, as shipped); they replace the C ABI's figures in
+//!   `timing.txt`. The full run includes them.
+//!
 //! Either then rewrites `benches/RESULTS.md` from the latest of both files: each section says which run
 //! (commit, date, load) it comes from. Ratios are always taken within one run. `--report` only rewrites
 //! it from the saved files.
@@ -145,10 +149,11 @@ const MAX_PLAUSIBLE_TRANSFER_NS: f64 = 1_000.0;
 pub(crate) fn bench(args: &[String]) {
     let instructions = args.iter().any(|a| a == "--instructions");
     let report_only = args.iter().any(|a| a == "--report");
+    let c_abi_alone = args.iter().any(|a| a == "--c-abi");
     let rest: Vec<&str> = args
         .iter()
         .map(String::as_str)
-        .filter(|a| *a != "--instructions" && *a != "--report")
+        .filter(|a| *a != "--instructions" && *a != "--report" && *a != "--c-abi")
         .collect();
     let target = target_dir();
     let out = target.join("weir-bench");
@@ -156,6 +161,8 @@ pub(crate) fn bench(args: &[String]) {
         .unwrap_or_else(|e| fail(&format!("cannot create {}: {e}", out.display())));
     if report_only {
         // Only rewrites RESULTS.md from the saved data (after a change to this report).
+    } else if c_abi_alone {
+        c_abi_only(&target, &out);
     } else if instructions {
         if !rest.is_empty() {
             fail("--instructions takes no criterion arguments");
@@ -310,6 +317,7 @@ fn time(target: &Path, out: &Path, criterion_args: &[&str]) {
         args.extend_from_slice(criterion_args);
     }
     facts.extend(run_facts("cargo", &args));
+    facts.extend(c_abi(target, criterion_args));
     for mode in ["allocations", "interleave"] {
         facts.extend(run_facts(
             "cargo",
@@ -341,6 +349,56 @@ fn time(target: &Path, out: &Path, criterion_args: &[&str]) {
     }
     save(&out.join("timing.txt"), &facts);
     eprintln!("xtask: {found} benchmark medians from this run");
+}
+
+/// The C ABI's pairs beside the Rust pair (`benches/benches/c_abi.rs`): builds `libweir` as shipped
+/// (profile `release-c`, see the root Cargo.toml) and runs the bench with `WEIR_LIBWEIR` naming the
+/// shared library, so it is called as C calls it.
+fn c_abi(target: &Path, criterion_args: &[&str]) -> Facts {
+    run(
+        "cargo",
+        &["build", "--profile", "release-c", "-p", "weir-ffi"],
+        &[],
+    );
+    let lib = target.join("release-c").join(format!(
+        "{}weir{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    // Inherited by the bench (edition 2021: `set_var` is safe; xtask is single-threaded here).
+    std::env::set_var("WEIR_LIBWEIR", &lib);
+    let mut args = vec!["bench", "-p", "weir-benches", "--bench", "c_abi"];
+    if !criterion_args.is_empty() {
+        args.push("--");
+        args.extend_from_slice(criterion_args);
+    }
+    run_facts("cargo", &args)
+}
+
+/// `cargo xtask bench --c-abi`: only the C ABI's bench; its medians replace the C ABI's in the saved
+/// timings (the rest of the file, and its run's description, stay those of the last full run).
+fn c_abi_only(target: &Path, out: &Path) {
+    let started = SystemTime::now();
+    let path = out.join("timing.txt");
+    let mut facts = load(&path);
+    facts.retain(|k, _| !k.starts_with("median.c_abi/"));
+    facts.extend(c_abi(target, &[]));
+    let mut fresh = Facts::new();
+    medians(&target.join("criterion"), started, &mut fresh);
+    let found = fresh
+        .keys()
+        .filter(|k| k.starts_with("median.c_abi/"))
+        .count();
+    if found == 0 {
+        fail("the C ABI's bench wrote no estimates (is libweir.so built?)");
+    }
+    facts.extend(
+        fresh
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("median.c_abi/")),
+    );
+    save(&path, &facts);
+    eprintln!("xtask: {found} C ABI medians from this run");
 }
 
 /// Adds `median.<id>` for every criterion benchmark whose estimates were written since `since`.
@@ -820,6 +878,16 @@ fn results_md(t: &Facts, i: &Facts) -> String {
             cell(il("weir-default-fixed.16.vs_seeds"), 1.1, true, "x", &x2),
         ),
         (
+            "C pair ≤ 1.1x the Rust pair (`weir_acquire_with_rng` + `weir_release` through libweir.so, new default, same run)",
+            cell(div(d.ns("c_abi/c-rng/16"), d.ns("c_abi/rust/16")), 1.1, true, "x", &x2),
+            cell(d.fact("c_abi.c-rng.vs_rust"), 1.1, true, "x", &x2),
+        ),
+        (
+            "the same with `weir_acquire` (the library's per-thread generator) ≤ 1.1x the Rust pair",
+            cell(div(d.ns("c_abi/c-thread-rng/16"), d.ns("c_abi/rust/16")), 1.1, true, "x", &x2),
+            cell(d.fact("c_abi.c-thread-rng.vs_rust"), 1.1, true, "x", &x2),
+        ),
+        (
             "new default: 3 members at capacity 65,536 ≤ 1.5x capacity 3",
             cell(sparse("default"), 1.5, true, "x", &x2),
             cell(il("sparse-default.3.vs_default"), 1.5, true, "x", &x2),
@@ -940,6 +1008,45 @@ fn results_md(t: &Facts, i: &Facts) -> String {
             }),
             opt(pair_per_node(name), |x| format!("{x:+.2}")),
             opt(instr_per_node(name), |x| format!("{x:+.1}")),
+        );
+    }
+
+    // The C ABI.
+    let _ = writeln!(w, "\n## The C ABI\n");
+    let _ = writeln!(
+        w,
+        "`c_abi/{{rust,c-rng,c-thread-rng}}/16` (`benches/benches/c_abi.rs`): the new default's pair at 16 \
+         nodes in Rust (`Balancer::acquire(now, &mut rng)` + `release`), and the same pair through \
+         `libweir.so` as shipped (profile `release-c`: whole-program LTO), loaded with `dlopen` and \
+         called through its symbols as a C program calls it: `weir_acquire_with_rng` (the caller's generator, seeded as the Rust pair's: the same \
+         choices) or `weir_acquire` (the library's per-thread generator), then `weir_release`. \
+         *criterion*: medians of one run, ratios over the Rust pair; *interleaved*: the three in \
+         alternating rounds of 2 ms, each time the 10th percentile over rounds, each ratio the median \
+         over rounds of the same-round ratio.\n"
+    );
+    let _ = writeln!(
+        w,
+        "| pair | criterion ns | over the Rust pair | interleaved ns | over the Rust pair |\n|---|---:|---:|---:|---:|"
+    );
+    let rust = d.ns("c_abi/rust/16");
+    for (label, name) in [
+        ("Rust: `Balancer::acquire` + `release`", "rust"),
+        ("C: `weir_acquire_with_rng` + `weir_release`", "c-rng"),
+        ("C: `weir_acquire` + `weir_release`", "c-thread-rng"),
+    ] {
+        let v = d.ns(&format!("c_abi/{name}/16"));
+        let il_ratio = if name == "rust" {
+            Some(1.0)
+        } else {
+            d.fact(&format!("c_abi.{name}.vs_rust"))
+        };
+        let _ = writeln!(
+            w,
+            "| {label} | {} | {} | {} | {} |",
+            ns(v),
+            opt(div(v, rust), |x| format!("{x:.2}x")),
+            ns(d.fact(&format!("c_abi.{name}.p10_ns"))),
+            opt(il_ratio, |x| format!("{x:.2}x")),
         );
     }
 
@@ -1299,6 +1406,7 @@ fn results_md(t: &Facts, i: &Facts) -> String {
         w,
         "```sh\ncargo xtask bench                      # timings (about 8 minutes on 2 cores) + this file\n\
          cargo xtask bench --instructions       # valgrind instruction counts + this file\n\
+         cargo xtask bench --c-abi              # only the C ABI's pairs (builds libweir.so) + this file\n\
          cargo xtask bench --warm-up-time 0.5 --measurement-time 1   # a quicker, noisier run\n\
          cargo bench -p weir-benches --bench hot_path -- 'pair/weir-default'  # criterion alone, filtered\n```"
     );

@@ -8,7 +8,8 @@
 //! DIR/lib/pkgconfig/weir.pc
 //! ```
 //!
-//! The libraries are built in release. On Linux the shared library gets a soname, which it has only
+//! The libraries are built with the `release-c` profile (release with whole-program LTO: see the root
+//! Cargo.toml), the build `cargo xtask bench --c-abi` measures. On Linux the shared library gets a soname, which it has only
 //! here (a plain `cargo build` leaves it out, so programs linked against `target/*/libweir.so` still
 //! find it by that name): `libweir.so.0.MINOR` while the version is 0.x (a minor release may break the
 //! ABI then), `libweir.so.MAJOR` from 1.0 on. `weir.pc`'s `Libs.private` is what rustc says a program
@@ -93,7 +94,8 @@ fn install(prefix: &Path) -> Installed {
         "rustc",
         "-p",
         "weir-ffi",
-        "--release",
+        "--profile",
+        "release-c",
         "--lib",
         "--",
         "--print",
@@ -112,7 +114,7 @@ fn install(prefix: &Path) -> Installed {
     eprint!("{stderr}");
     if !out.status.success() {
         fail(&format!(
-            "the release build of weir-ffi exited with {}",
+            "the release-c build of weir-ffi exited with {}",
             out.status
         ));
     }
@@ -132,7 +134,7 @@ fn install(prefix: &Path) -> Installed {
     // Absolute, for weir.pc's prefix.
     let prefix = fs::canonicalize(prefix)
         .unwrap_or_else(|e| fail(&format!("cannot resolve {}: {e}", prefix.display())));
-    let built = target.join("release");
+    let built = target.join("release-c");
     copy(Path::new("include/weir.h"), &include.join("weir.h"));
     copy(&built.join("libweir.a"), &lib.join("libweir.a"));
     if cfg!(target_os = "linux") {

@@ -15,11 +15,15 @@
 //! - `cargo xtask c-example`: the C example client over three local servers, checked (see `example.rs`).
 //! - `cargo xtask dist-c --prefix DIR`: installs the C header, libraries and `weir.pc` into DIR;
 //!   `--check` installs into a temporary prefix and builds the example against it (see `dist.rs`).
+//! - `cargo xtask fuzz [--seconds N] [--stable]`: the fuzz target over the C ABI for N seconds (default
+//!   60): cargo-fuzz where nightly and cargo-fuzz are installed, the stable driver otherwise (see
+//!   `fuzz.rs`).
 
 mod bench;
 mod ctest;
 mod dist;
 mod example;
+mod fuzz;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -39,6 +43,7 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => bench::bench(&args[1..]),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("sim") => sim(&args[1..]),
         Some("nostd") => nostd(),
         Some("loom") => loom(),
@@ -48,7 +53,7 @@ fn main() {
         Some("dist-c") => dist::dist(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | sim | bench | ctest | header | c-example | dist-c | nostd | loom>"
+                "usage: cargo xtask <ci | sim | bench | ctest | header | c-example | dist-c | fuzz | nostd | loom>"
             );
             exit(2);
         }
