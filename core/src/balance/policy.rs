@@ -704,6 +704,7 @@ fn best_with_room<F: Fn(&NodeSlot) -> f64>(es: &Entries<'_, F>, rng: &mut Rng) -
 mod tests {
     use super::*;
     use crate::internal::sync::Ordering::Relaxed;
+    extern crate std;
     use std::vec::Vec;
 
     /// `lowest_fast` against its definition: the node of least key, the `nth` of the ties in slot order
