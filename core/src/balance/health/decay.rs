@@ -105,6 +105,12 @@ fn age(from: u32, to: u32) -> u32 {
 /// The counter word `w` read at tick `at`: its decayed value, 0 once below [`SETTLED`].
 #[inline]
 pub(crate) fn read(w: u64, at: u32, h: &Halving) -> f64 {
+    if w == 0 {
+        // The zero word (never written, or settled) reads 0 at any age: no decay factor to compute, which
+        // for the age of a word without a tick is an `exp2` (a clean node's failure counter, at every
+        // rotation).
+        return 0.0;
+    }
     let (v, t) = unpack(w);
     let v = f64::from(v) * h.factor(age(t, at));
     if v < SETTLED {
@@ -271,6 +277,10 @@ mod tests {
         let word = AtomicU64::new(w);
         settle_word(&word, 0, &h, true);
         assert_eq!(word.load(Relaxed), 0, "forget");
+        // The zero word reads +0.0 at any tick, as the formula gives.
+        for at in [0, 63, 64, 1 << 20, u32::MAX] {
+            assert_eq!(read(0, at, &h).to_bits(), 0.0f64.to_bits(), "at {at}");
+        }
     }
 
     #[test]

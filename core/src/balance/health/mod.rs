@@ -306,6 +306,13 @@ impl Health {
         &self.scan as *const AtomicU64 as usize
     }
 
+    /// Sets the scan word, for the scan tests.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn set_units(&self, units: u64) {
+        // Relaxed: single-threaded tests.
+        self.scan.store(units, Relaxed);
+    }
+
     /// Forgets everything: called by the adder that owns a claimed slot, before it publishes the slot.
     pub(crate) fn reset(&self, model: &PreparedModel) {
         // Relaxed: the slot is published afterwards by a Release/SeqCst write to its control word.
