@@ -416,8 +416,9 @@ impl Backoff {
     pub fn on_failure(&self, rng: &mut Rng) -> Delay {
         // Relaxed: the word publishes nothing but itself (module docs); the CAS below re-checks it.
         let mut state = self.state.load(Relaxed);
+        let mut draw = Draw::new(rng);
         let next = loop {
-            let next = self.up(interval(state), rng);
+            let next = self.up(interval(state), &mut draw);
             // Relaxed: see the module docs. A failure restarts the streak.
             match self
                 .state
@@ -447,6 +448,7 @@ impl Backoff {
     pub fn on_success(&self, rng: &mut Rng) -> Delay {
         // Relaxed: the word publishes nothing but itself (module docs); the CAS below re-checks it.
         let mut state = self.state.load(Relaxed);
+        let mut draw = Draw::new(rng);
         let (next, step) = loop {
             let current = interval(state);
             if current == 0 {
@@ -454,7 +456,7 @@ impl Backoff {
             }
             let run = streak(state) + 1;
             let (next, run, step) = if run >= u64::from(self.config.down_threshold) {
-                (self.down(current, rng), 0, Step::Down)
+                (self.down(current, &mut draw), 0, Step::Down)
             } else {
                 (current, run, Step::Hold)
             };
@@ -546,7 +548,7 @@ impl Backoff {
     }
 
     /// The seed's `goUp`.
-    fn up(&self, current: u64, rng: &mut Rng) -> u64 {
+    fn up(&self, current: u64, rng: &mut Draw<'_>) -> u64 {
         let c = &self.config;
         let n = if current == 0 {
             match c.jitter {
@@ -571,7 +573,7 @@ impl Backoff {
     }
 
     /// The seed's `goDown`.
-    fn down(&self, current: u64, rng: &mut Rng) -> u64 {
+    fn down(&self, current: u64, rng: &mut Draw<'_>) -> u64 {
         let c = &self.config;
         let x = current as f64 * c.down_multiplier;
         let n = match c.jitter {
@@ -587,8 +589,35 @@ impl Backoff {
     }
 }
 
+/// The uniform draw of one step: taken from the caller's generator when a step first needs it, and the
+/// same value again if the step's compare-and-swap retries. So a call draws the same whatever the retries
+/// (another thread's update, or a spurious failure of the weak compare-and-swap on LL/SC machines such as
+/// ARM), and one generator replays the same delays on every machine.
+struct Draw<'a> {
+    rng: &'a mut Rng,
+    taken: Option<f64>,
+}
+
+impl<'a> Draw<'a> {
+    fn new(rng: &'a mut Rng) -> Self {
+        Draw { rng, taken: None }
+    }
+
+    /// Uniform in `[0, 1)`: the first call draws, later ones repeat it.
+    fn f64(&mut self) -> f64 {
+        match self.taken {
+            Some(u) => u,
+            None => {
+                let u = self.rng.f64();
+                self.taken = Some(u);
+                u
+            }
+        }
+    }
+}
+
 /// The seed's `getNextRandomInterval`: uniform in `[x − d, x + d)` with `d = min(factor·x, max)`.
-fn proportional(x: f64, factor: f64, max_ns: u64, rng: &mut Rng) -> f64 {
+fn proportional(x: f64, factor: f64, max_ns: u64, rng: &mut Draw<'_>) -> f64 {
     if factor == 0.0 {
         return x;
     }
@@ -597,7 +626,7 @@ fn proportional(x: f64, factor: f64, max_ns: u64, rng: &mut Rng) -> f64 {
 }
 
 /// AWS decorrelated jitter: uniform in `[initial, hi)`.
-fn decorrelated(initial: u64, hi: f64, rng: &mut Rng) -> f64 {
+fn decorrelated(initial: u64, hi: f64, rng: &mut Draw<'_>) -> f64 {
     let lo = initial as f64;
     lo + (hi - lo).max(0.0) * rng.f64()
 }
@@ -859,6 +888,31 @@ mod tests {
             b.on_failure(&mut rng);
             assert!(b.on_success(&mut rng).ns <= 100);
             assert!(b.interval_ns() <= 100);
+        }
+    }
+
+    /// A step whose compare-and-swap retries (contention, or a spurious failure on LL/SC machines)
+    /// computes its interval again from the same draw: a call advances the generator by the same
+    /// amount whatever the retries, so one seed replays the same delays on every machine.
+    #[test]
+    fn a_retried_step_reuses_its_draw() {
+        for jitter in [Jitter::default(), Jitter::Decorrelated] {
+            let b = Backoff::new(BackoffConfig {
+                jitter,
+                ..BackoffConfig::default()
+            })
+            .unwrap();
+            let mut rng = Rng::with_seed(9);
+            let mut twin = rng.clone();
+            let mut draw = Draw::new(&mut rng);
+            let first = b.up(1_000_000_000, &mut draw);
+            assert_eq!(b.up(1_000_000_000, &mut draw), first, "{jitter:?}");
+            assert_eq!(
+                b.down(1_000_000_000, &mut draw),
+                b.down(1_000_000_000, &mut draw)
+            );
+            twin.f64();
+            assert_eq!(rng.get_seed(), twin.get_seed(), "{jitter:?}: one draw");
         }
     }
 

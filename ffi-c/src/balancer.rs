@@ -812,8 +812,10 @@ mod tests {
                 weir_acquire_wait(b, weir_now_ns() + 1_000_000, &mut held),
                 crate::WEIR_OK
             );
+            // A deadline far ahead (a full queue refuses at once), so that a slow run (miri) cannot
+            // pass it first and time out instead.
             assert_eq!(
-                weir_acquire_wait(b, weir_now_ns() + 1_000_000, &mut lease),
+                weir_acquire_wait(b, weir_now_ns() + 60_000_000_000, &mut lease),
                 WEIR_ERR_QUEUE_FULL
             );
             weir_balancer_free(b);
