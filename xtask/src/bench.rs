@@ -376,13 +376,39 @@ fn c_abi(target: &Path, criterion_args: &[&str]) -> Facts {
 }
 
 /// `cargo xtask bench --c-abi`: only the C ABI's bench; its medians replace the C ABI's in the saved
-/// timings (the rest of the file, and its run's description, stay those of the last full run).
+/// timings (the rest of the file, and its run's description, stay those of the last full run; this run's own
+/// description is saved under `c_abi.meta.*` and shown beside it).
 fn c_abi_only(target: &Path, out: &Path) {
     let started = SystemTime::now();
+    let clock = Instant::now();
     let path = out.join("timing.txt");
     let mut facts = load(&path);
-    facts.retain(|k, _| !k.starts_with("median.c_abi/"));
+    facts.retain(|k, _| !k.starts_with("median.c_abi/") && !k.starts_with(C_ABI_META));
+    // This run's own description, beside the full run's.
+    let mut own = machine();
+    own.insert("meta.command".into(), "cargo xtask bench --c-abi".into());
     facts.extend(c_abi(target, &[]));
+    own.insert("meta.load_after".into(), load_average());
+    own.insert(
+        "meta.wall_s".into(),
+        format!("{:.0}", clock.elapsed().as_secs_f64()),
+    );
+    facts.extend(
+        own.into_iter()
+            .filter(|(k, _)| {
+                [
+                    "command",
+                    "commit",
+                    "date",
+                    "wall_s",
+                    "load_before",
+                    "load_after",
+                ]
+                .iter()
+                .any(|w| k == &format!("meta.{w}"))
+            })
+            .map(|(k, v)| (format!("{C_ABI_META}{k}"), v)),
+    );
     let mut fresh = Facts::new();
     medians(&target.join("criterion"), started, &mut fresh);
     let found = fresh
@@ -682,8 +708,17 @@ fn verdict(value: Option<f64>, target: f64, at_most: bool, unit: &str) -> String
     }
 }
 
+/// The prefix of the facts that describe a `--c-abi` run (`c_abi.meta.commit`, ...), when the C ABI's
+/// figures come from one rather than from the full run.
+const C_ABI_META: &str = "c_abi.";
+
 fn meta_line(f: &Facts, what: &str) -> String {
-    let g = |k: &str| f.get(k).map_or("?", String::as_str);
+    meta_line_of(f, what, "")
+}
+
+/// [`meta_line`] of the facts under `prefix`.
+fn meta_line_of(f: &Facts, what: &str, prefix: &str) -> String {
+    let g = |k: &str| f.get(&format!("{prefix}{k}")).map_or("?", String::as_str);
     format!(
         "{what}: `{}` at commit {}, {}; {} s; load average {} before{}.",
         g("meta.command"),
@@ -691,7 +726,7 @@ fn meta_line(f: &Facts, what: &str) -> String {
         g("meta.date"),
         g("meta.wall_s"),
         g("meta.load_before"),
-        f.get("meta.load_after")
+        f.get(&format!("{prefix}meta.load_after"))
             .map_or(String::new(), |a| format!(", {a} after")),
     )
 }
@@ -740,6 +775,13 @@ fn results_md(t: &Facts, i: &Facts) -> String {
     );
     let _ = writeln!(w, "- {}", meta_line(t, "Timings"));
     let _ = writeln!(w, "- {}", meta_line(i, "Instructions"));
+    if t.contains_key(&format!("{C_ABI_META}meta.commit")) {
+        let _ = writeln!(
+            w,
+            "- {}",
+            meta_line_of(t, "The C ABI's pairs (since that run)", C_ABI_META)
+        );
+    }
     let g = |k: &str| t.get(k).or_else(|| i.get(k)).map_or("?", String::as_str);
     let _ = writeln!(
         w,
