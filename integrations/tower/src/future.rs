@@ -1,0 +1,82 @@
+//! The response future: the inner call's future and the lease it holds. When the inner future completes,
+//! the classifier names the outcome and the lease is released with it (the RTT the limiter sees ends
+//! here); if the future is dropped first, the lease's guard releases it as `Ignored`. Either way the slot
+//! comes back exactly once.
+
+use crate::classify::Classify;
+use crate::error::Error;
+use pin_project_lite::pin_project;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tower::BoxError;
+use weir::rt::OwnedLeaseGuard;
+use weir::NodeSlot;
+
+/// The lease a call holds until its response.
+pub(crate) type Guard = OwnedLeaseGuard<Box<[NodeSlot]>>;
+
+pin_project! {
+    /// The future of [`Balance::call`](crate::Balance): the inner service's response, after which its
+    /// lease is released with the classified outcome. Dropping it releases the lease as `Ignored`.
+    #[must_use = "futures do nothing unless polled; dropping this one releases its lease as Ignored"]
+    pub struct ResponseFuture<F, C> {
+        #[pin]
+        inner: Option<F>,
+        lease: Option<Guard>,
+        classify: C,
+    }
+}
+
+impl<F, C> ResponseFuture<F, C> {
+    pub(crate) fn new(inner: F, lease: Guard, classify: C) -> Self {
+        ResponseFuture {
+            inner: Some(inner),
+            lease: Some(lease),
+            classify,
+        }
+    }
+
+    /// The future of a `call` that had no lease: it fails with [`Error::NotReady`].
+    pub(crate) fn not_ready(classify: C) -> Self {
+        ResponseFuture {
+            inner: None,
+            lease: None,
+            classify,
+        }
+    }
+}
+
+impl<F, C, T, E> Future for ResponseFuture<F, C>
+where
+    F: Future<Output = Result<T, E>>,
+    E: Into<BoxError>,
+    C: Classify<T>,
+{
+    type Output = Result<T, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Some(inner) = this.inner.as_pin_mut() else {
+            return Poll::Ready(Err(Error::NotReady));
+        };
+        let result = match inner.poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Ok(response)) => {
+                if let Some(lease) = this.lease.take() {
+                    // An error means the node was removed meanwhile: nothing to record.
+                    let _ = lease.complete(this.classify.response(&response));
+                }
+                Ok(response)
+            }
+            Poll::Ready(Err(error)) => {
+                let error: BoxError = error.into();
+                if let Some(lease) = this.lease.take() {
+                    let _ = lease.complete(this.classify.error(&*error));
+                }
+                Err(Error::Inner(error))
+            }
+        };
+        Poll::Ready(result)
+    }
+}
