@@ -69,7 +69,11 @@ pub fn error_outcome(error: &(dyn StdError + 'static)) -> Outcome {
         if let Some(outcome) = known_error(e) {
             return outcome;
         }
-        next = e.source();
+        // An `io::Error` that wraps another reports the wrapped one's sources, not the wrapped one.
+        next = match e.downcast_ref::<io::Error>().and_then(io::Error::get_ref) {
+            Some(inner) => Some(inner as &(dyn StdError + 'static)),
+            None => e.source(),
+        };
     }
     Outcome::Failure
 }
@@ -288,6 +292,7 @@ mod tests {
         let reset = Wrap(Box::new(io::Error::from(io::ErrorKind::ConnectionReset)));
         assert_eq!(error_outcome(&reset), Outcome::Failure);
         let boxed: tower::BoxError = Box::new(reset);
-        assert_eq!(HttpStatus.error(&*boxed), Outcome::Failure);
+        let classify: &dyn Classify<http::Response<()>> = &HttpStatus;
+        assert_eq!(classify.error(&*boxed), Outcome::Failure);
     }
 }
