@@ -43,7 +43,7 @@
 
 use crate::classify::Classify;
 use crate::error::{Error, Refused};
-use crate::future::{Guard, ResponseFuture};
+use crate::future::{Held, ResponseFuture};
 use crate::nodes::Nodes;
 use std::fmt;
 use std::future::Future;
@@ -55,8 +55,8 @@ use std::time::Duration;
 use tower::discover::{Change, Discover};
 use tower::{BoxError, Service};
 use weir::balance::{NodeSnapshot, Rejected};
-use weir::rt::{monotonic_now, WaitError, WaitOwned};
-use weir::{HeapBalancer, NodeSlot};
+use weir::rt::{monotonic_now, thread_seed, WaitError, WaitOwned};
+use weir::{HeapBalancer, Lease, NodeSlot, Outcome, Rng};
 
 /// A tower `Service` that balances requests over keyed inner services with weir: see the crate docs
 /// for an example and the module docs for how it works. Build it with [`Builder`](crate::Builder) or
@@ -73,7 +73,10 @@ pub struct Balance<D: Discover, C> {
     classify: C,
     wait: Duration,
     /// The lease `poll_ready` reserved for the next `call`.
-    reserved: Option<Guard>,
+    reserved: Option<Lease>,
+    /// The acquires' generator: this balance's own (`&mut self` makes it exclusive), seeded from
+    /// `Config::seed` as the std layer seeds a thread's (`thread_seed(seed, 0)`).
+    rng: Rng,
     /// The wait `poll_ready` is in, if no node had room.
     waiting: Option<Waiting>,
 }
@@ -97,9 +100,11 @@ where
         classify: C,
         wait: Duration,
     ) -> Self {
+        let rng = Rng::with_seed(thread_seed(balancer.config().seed, 0));
         Balance {
             discover,
             discover_ended: false,
+            rng,
             balancer: Arc::new(balancer),
             nodes: Nodes::new(),
             classify,
@@ -192,8 +197,8 @@ where
     /// Removes the node `id` from the table and from weir; a lease reserved on it goes back first, so it
     /// is released as `Ignored` rather than as stale.
     fn evict(&mut self, id: u64) {
-        if self.reserved.as_ref().is_some_and(|g| g.node_id() == id) {
-            self.reserved = None;
+        if self.reserved.as_ref().is_some_and(|l| l.node_id() == id) {
+            self.give_back();
         }
         if self.nodes.remove(id).is_some() {
             // Its node is a member: the core cannot refuse.
@@ -260,17 +265,17 @@ where
     where
         D::Service: Service<Req>,
     {
-        let Some(id) = self.reserved.as_ref().map(Guard::node_id) else {
+        let Some(id) = self.reserved.as_ref().map(Lease::node_id) else {
             return false;
         };
         let Some(node) = self.nodes.get_mut(id) else {
-            self.reserved = None;
+            self.give_back();
             return false;
         };
         match node.service.poll_ready(cx) {
             Poll::Ready(Ok(())) => true,
             Poll::Pending => {
-                self.reserved = None;
+                self.give_back();
                 self.set_unready(id);
                 false
             }
@@ -282,10 +287,10 @@ where
     }
 
     /// A lease: at once if weir grants one, else after waiting (bounded by the wait's deadline).
-    fn poll_lease(&mut self, cx: &mut Context<'_>) -> Poll<Result<Guard, Refused>> {
+    fn poll_lease(&mut self, cx: &mut Context<'_>) -> Poll<Result<Lease, Refused>> {
         let services_pending = !self.nodes.unready.is_empty();
         if self.waiting.is_none() {
-            match Arc::clone(&self.balancer).acquire_owned() {
+            match self.balancer.acquire(monotonic_now(), &mut self.rng) {
                 Ok(lease) => return Poll::Ready(Ok(lease)),
                 Err(Rejected::NoActiveNodes) if !services_pending => {
                     return Poll::Ready(Err(Refused::NoActiveNodes))
@@ -303,7 +308,7 @@ where
         let Some(waiting) = self.waiting.as_mut() else {
             return Poll::Pending;
         };
-        let polled = waiting.poll(&self.balancer, services_pending, cx);
+        let polled = waiting.poll(&self.balancer, &mut self.rng, services_pending, cx);
         if polled.is_ready() {
             self.waiting = None;
         }
@@ -318,13 +323,14 @@ impl Waiting {
     fn poll(
         &mut self,
         balancer: &Arc<HeapBalancer>,
+        rng: &mut Rng,
         services_pending: bool,
         cx: &mut Context<'_>,
-    ) -> Poll<Result<Guard, Refused>> {
+    ) -> Poll<Result<Lease, Refused>> {
         // Two rounds at most: a waiting acquire that ends for want of active nodes is replaced once.
         for _ in 0..2 {
             if self.lease.is_none() {
-                match Arc::clone(balancer).acquire_owned() {
+                match balancer.acquire(monotonic_now(), rng) {
                     Ok(lease) => return Poll::Ready(Ok(lease)),
                     Err(Rejected::NoActiveNodes) if services_pending => break,
                     Err(Rejected::NoActiveNodes) => {
@@ -337,7 +343,7 @@ impl Waiting {
                 break;
             };
             match Pin::new(lease).poll(cx) {
-                Poll::Ready(Ok(lease)) => return Poll::Ready(Ok(lease)),
+                Poll::Ready(Ok(lease)) => return Poll::Ready(Ok(lease.into_lease())),
                 Poll::Ready(Err(WaitError::NoActiveNodes)) if services_pending => self.lease = None,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e.into())),
                 Poll::Pending => break,
@@ -389,12 +395,34 @@ where
         let Some(lease) = self.reserved.take() else {
             return ResponseFuture::not_ready(self.classify.clone());
         };
-        match self.nodes.get_mut(lease.node_id()) {
+        let id = lease.node_id();
+        let held = Held::new(Arc::clone(&self.balancer), lease);
+        match self.nodes.get_mut(id) {
             Some(node) => {
-                ResponseFuture::new(node.service.call(request), lease, self.classify.clone())
+                ResponseFuture::new(node.service.call(request), held, self.classify.clone())
             }
-            // Unreachable: a node leaves the table only in `poll_ready`, which then drops its lease.
+            // Unreachable: a node leaves the table only in `poll_ready`, which then gives its lease
+            // back. Were it to happen, `held` releases the lease as `Ignored` here.
             None => ResponseFuture::not_ready(self.classify.clone()),
+        }
+    }
+}
+
+impl<D: Discover, C> Drop for Balance<D, C> {
+    /// A lease `poll_ready` reserved and no `call` used goes back as `Ignored`.
+    fn drop(&mut self) {
+        self.give_back();
+    }
+}
+
+impl<D: Discover, C> Balance<D, C> {
+    /// Releases the reserved lease, if any, as `Ignored`.
+    fn give_back(&mut self) {
+        if let Some(lease) = self.reserved.take() {
+            // An error means the node was removed meanwhile: nothing to record.
+            let _ = self
+                .balancer
+                .release(lease, Outcome::Ignored, monotonic_now());
         }
     }
 }
@@ -403,7 +431,7 @@ impl<D: Discover, C> fmt::Debug for Balance<D, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Balance")
             .field("stats", &self.balancer.stats())
-            .field("reserved", &self.reserved.as_ref().map(Guard::node_id))
+            .field("reserved", &self.reserved.as_ref().map(Lease::node_id))
             .field("waiting", &self.waiting.is_some())
             .field("wait", &self.wait)
             .finish_non_exhaustive()

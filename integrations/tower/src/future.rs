@@ -1,20 +1,51 @@
 //! The response future: the inner call's future and the lease it holds. When the inner future completes,
 //! the classifier names the outcome and the lease is released with it (the RTT the limiter sees ends
-//! here); if the future is dropped first, the lease's guard releases it as `Ignored`. Either way the slot
+//! here); if the future is dropped first, its [`Held`] lease is released as `Ignored`. Either way the slot
 //! comes back exactly once.
+//!
+//! [`Held`] is the core's `OwnedLeaseGuard` less its acquire: the balance acquires with its own generator
+//! (one per `Balance`, which `&mut self` makes exclusive) rather than the thread's, which saves a
+//! thread-local lookup per request.
 
 use crate::classify::Classify;
 use crate::error::Error;
 use pin_project_lite::pin_project;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower::BoxError;
-use weir::rt::OwnedLeaseGuard;
-use weir::NodeSlot;
+use weir::rt::monotonic_now;
+use weir::{HeapBalancer, Lease, Outcome};
 
-/// The lease a call holds until its response.
-pub(crate) type Guard = OwnedLeaseGuard<Box<[NodeSlot]>>;
+/// A lease with its balancer: released with an outcome by [`Held::complete`], or as `Ignored` when
+/// dropped.
+pub(crate) struct Held {
+    balancer: Arc<HeapBalancer>,
+    lease: Option<Lease>,
+}
+
+impl Held {
+    pub(crate) fn new(balancer: Arc<HeapBalancer>, lease: Lease) -> Self {
+        Held {
+            balancer,
+            lease: Some(lease),
+        }
+    }
+
+    fn complete(&mut self, outcome: Outcome) {
+        if let Some(lease) = self.lease.take() {
+            // An error means the node was removed meanwhile: nothing to record.
+            let _ = self.balancer.release(lease, outcome, monotonic_now());
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.complete(Outcome::Ignored);
+    }
+}
 
 pin_project! {
     /// The future of [`Balance::call`](crate::Balance): the inner service's response, after which its
@@ -23,13 +54,13 @@ pin_project! {
     pub struct ResponseFuture<F, C> {
         #[pin]
         inner: Option<F>,
-        lease: Option<Guard>,
+        lease: Option<Held>,
         classify: C,
     }
 }
 
 impl<F, C> ResponseFuture<F, C> {
-    pub(crate) fn new(inner: F, lease: Guard, classify: C) -> Self {
+    pub(crate) fn new(inner: F, lease: Held, classify: C) -> Self {
         ResponseFuture {
             inner: Some(inner),
             lease: Some(lease),
@@ -63,16 +94,15 @@ where
         let result = match inner.poll(cx) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Ok(response)) => {
-                if let Some(lease) = this.lease.take() {
-                    // An error means the node was removed meanwhile: nothing to record.
-                    let _ = lease.complete(this.classify.response(&response));
+                if let Some(lease) = this.lease.as_mut() {
+                    lease.complete(this.classify.response(&response));
                 }
                 Ok(response)
             }
             Poll::Ready(Err(error)) => {
                 let error: BoxError = error.into();
-                if let Some(lease) = this.lease.take() {
-                    let _ = lease.complete(this.classify.error(&*error));
+                if let Some(lease) = this.lease.as_mut() {
+                    lease.complete(this.classify.error(&*error));
                 }
                 Err(Error::Inner(error))
             }

@@ -35,6 +35,30 @@
 //! # }
 //! ```
 //!
+//! In a stack, with a timeout beneath the balance (so that a timeout teaches weir, as `Dropped`): the
+//! README's example, checked here line for line.
+//!
+//! ```
+//! # use std::convert::Infallible;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), tower::BoxError> {
+//! # let backend = || tower::service_fn(|_: http::Request<()>| async { Ok::<_, Infallible>(http::Response::new(())) });
+//! # let (a, b, request) = (backend(), backend(), http::Request::new(()));
+//! use std::time::Duration;
+//! use tower::{timeout::Timeout, Service, ServiceExt};
+//! use weir_tower::Builder;
+//!
+//! // a, b: any tower services, such as hyper-util clients to two backends.
+//! let node = |client| Timeout::new(client, Duration::from_secs(1)); // a timeout counts as Dropped
+//! let mut balance = Builder::new(weir::Config::default()) // the core's Config
+//!     .wait(Duration::from_millis(100)) // wait for room up to 100 ms, then Refused::Timeout
+//!     .build_list([("a", node(a)), ("b", node(b))])?; // or .build(discover)
+//! let response = balance.ready().await?.call(request).await?; // 5xx, 429, errors: classified
+//! # assert_eq!(response.status(), 200);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Where things are
 //! | item | what |
 //! |---|---|
@@ -72,3 +96,32 @@ pub use builder::{BalanceLayer, Builder, Fixed, DEFAULT_CAPACITY, DEFAULT_WAIT};
 pub use classify::{ByResult, Classify, GrpcStatus, HttpStatus};
 pub use error::{Error, Refused};
 pub use future::ResponseFuture;
+
+#[cfg(test)]
+mod readme {
+    /// The README's "Use it from a tower stack" example is this crate's doc example, line for line (the
+    /// README's Rust blocks are the core's doc tests, which cannot see this crate).
+    #[test]
+    fn the_readme_example_is_the_doc_example() {
+        let readme = include_str!("../../../README.md");
+        let section = readme
+            .split("## Use it from a tower stack")
+            .nth(1)
+            .expect("the README has the section");
+        let block = section
+            .split("```rust,ignore\n")
+            .nth(1)
+            .and_then(|b| b.split("```").next())
+            .expect("the section has an example");
+        let docs = include_str!("lib.rs");
+        let lines: Vec<&str> = block.lines().collect();
+        assert!(lines.len() >= 8, "{block}");
+        for line in lines {
+            let documented = format!("//! {line}");
+            assert!(
+                docs.lines().any(|d| d.trim_end() == documented.trim_end()),
+                "README line missing from the crate docs: {line}"
+            );
+        }
+    }
+}
