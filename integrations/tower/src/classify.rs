@@ -283,6 +283,25 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "tonic")]
+    #[test]
+    fn a_tonic_status_in_the_chain_is_read_by_its_code() {
+        for (status, outcome) in [
+            (tonic::Status::unavailable("down"), Outcome::Dropped),
+            (tonic::Status::deadline_exceeded("late"), Outcome::Dropped),
+            (
+                tonic::Status::resource_exhausted("busy"),
+                Outcome::Throttled,
+            ),
+            (tonic::Status::cancelled("gone"), Outcome::Ignored),
+            (tonic::Status::internal("bug"), Outcome::Failure),
+            (tonic::Status::not_found("no"), Outcome::ClientError),
+        ] {
+            assert_eq!(grpc_outcome(status.code() as i32), outcome);
+            assert_eq!(error_outcome(&Wrap(Box::new(status))), outcome);
+        }
+    }
+
     #[test]
     fn a_timeout_deep_in_the_chain_is_dropped() {
         let deep = Wrap(Box::new(Wrap(Box::new(
