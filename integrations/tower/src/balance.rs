@@ -143,6 +143,18 @@ where
     }
 
     /// Every member's key with its snapshot.
+    ///
+    /// ```
+    /// # use weir_tower::{Builder, ByResult};
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// let balance = Builder::new(weir::Config::default())
+    ///     .classify(ByResult)
+    ///     .build_list([("a", svc.clone()), ("b", svc)])
+    ///     .unwrap();
+    /// let mut keys: Vec<&str> = balance.nodes().map(|(key, _)| *key).collect();
+    /// keys.sort();
+    /// assert_eq!(keys, ["a", "b"]);
+    /// ```
     pub fn nodes(&self) -> impl Iterator<Item = (&D::Key, NodeSnapshot)> + '_ {
         let now = monotonic_now();
         self.nodes

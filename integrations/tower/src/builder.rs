@@ -19,9 +19,17 @@ use weir::{Config, HeapBalancer};
 
 /// The weir balancer's slot capacity unless [`Builder::capacity`] says otherwise: room for 256 members
 /// (a removed member's slot is reused once its calls in flight have finished).
+///
+/// ```
+/// assert_eq!(weir_tower::DEFAULT_CAPACITY, 256);
+/// ```
 pub const DEFAULT_CAPACITY: usize = 256;
 
 /// How long `poll_ready` waits for room unless [`Builder::wait`] says otherwise.
+///
+/// ```
+/// assert_eq!(weir_tower::DEFAULT_WAIT, std::time::Duration::from_millis(100));
+/// ```
 pub const DEFAULT_WAIT: Duration = Duration::from_millis(100);
 
 /// Builds a [`Balance`] from the core's [`Config`].
@@ -161,6 +169,13 @@ pub struct BalanceLayer<C = HttpStatus> {
 
 impl BalanceLayer {
     /// A layer with `config` and the builder's defaults.
+    ///
+    /// ```
+    /// let layer = weir_tower::BalanceLayer::new(weir::Config::default()).unwrap();
+    /// # drop(layer);
+    /// let bad = weir::Config { max_waiters: u32::MAX, ..weir::Config::default() };
+    /// assert!(weir_tower::BalanceLayer::new(bad).is_err());
+    /// ```
     pub fn new(config: Config) -> Result<Self, Error> {
         Builder::new(config).layer()
     }
@@ -186,6 +201,13 @@ where
 
 /// The discovery of [`Builder::build_list`]: its services are members from the start, and it reports no
 /// change.
+///
+/// ```
+/// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+/// let balance: weir_tower::Balance<weir_tower::Fixed<u8, _>, _> =
+///     weir_tower::Builder::new(weir::Config::default()).build_list([(1u8, svc)]).unwrap();
+/// # drop(balance);
+/// ```
 pub struct Fixed<K, S>(PhantomData<fn() -> (K, S)>);
 
 impl<K, S> Stream for Fixed<K, S> {

@@ -50,6 +50,23 @@ impl Drop for Held {
 pin_project! {
     /// The future of [`Balance::call`](crate::Balance): the inner service's response, after which its
     /// lease is released with the classified outcome. Dropping it releases the lease as `Ignored`.
+    ///
+    /// ```
+    /// use tower::{Service, ServiceExt};
+    /// use weir::Outcome;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// let mut balance = weir_tower::Builder::new(weir::Config::default())
+    ///     .classify(weir_tower::ByResult)
+    ///     .build_list([("a", svc)])
+    ///     .unwrap();
+    /// let call = balance.ready().await.unwrap().call(());
+    /// assert_eq!(balance.balancer().stats().in_flight, 1);
+    /// drop(call); // cancelled: the lease comes back as Ignored
+    /// assert_eq!(balance.balancer().stats().released(Outcome::Ignored), 1);
+    /// # }
+    /// ```
     #[must_use = "futures do nothing unless polled; dropping this one releases its lease as Ignored"]
     pub struct ResponseFuture<F, C> {
         #[pin]

@@ -312,3 +312,13 @@ async fn lame_duck_by_key() {
     assert_eq!(svc.nodes().count(), 2);
     settled(&svc);
 }
+
+#[test]
+fn the_balance_and_its_futures_are_send() {
+    fn send<T: Send>(_: &T) {}
+    let a = Backend::new("a");
+    let mut svc = balance(Config::default(), Duration::ZERO, &[&a]);
+    send(&svc);
+    let call = svc.call(None);
+    send(&call);
+}
