@@ -322,3 +322,49 @@ fn the_balance_and_its_futures_are_send() {
     let call = svc.call(None);
     send(&call);
 }
+
+/// A `Discover` stream that yields the changes of a list, then an error, then stays pending.
+struct Script(Vec<Result<tower::discover::Change<&'static str, Backend>, io::Error>>);
+
+impl futures_core::Stream for Script {
+    type Item = Result<tower::discover::Change<&'static str, Backend>, io::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.0.is_empty() {
+            Poll::Pending
+        } else {
+            Poll::Ready(Some(self.0.remove(0)))
+        }
+    }
+}
+
+#[tokio::test]
+async fn discovery_errors_and_a_full_balancer_are_reported() {
+    use tower::discover::Change::Insert;
+    let (a, b) = (Backend::new("a"), Backend::new("b"));
+    let changes = vec![
+        Ok(Insert("a", a.clone())),
+        Ok(Insert("b", b.clone())),
+        Err(io::Error::other("registry unreachable")),
+    ];
+    let mut svc = Builder::new(Config::default())
+        .classify(ByResult)
+        .capacity(1)
+        .build(Script(changes))
+        .unwrap();
+    // "b" finds no slot: the error says so, and "a" stays.
+    let full = svc.ready().await.unwrap_err();
+    assert!(matches!(
+        full,
+        Error::Membership(weir::balance::MembershipError::CapacityFull { capacity: 1 })
+    ));
+    let failed = svc.ready().await.unwrap_err();
+    let Error::Discover(e) = failed else {
+        panic!("{failed}")
+    };
+    assert_eq!(e.to_string(), "registry unreachable");
+    // Discovery pending, "a" serves.
+    assert_eq!(svc.ready().await.unwrap().call(None).await.unwrap(), "a");
+    assert_eq!(svc.nodes().count(), 1);
+    assert_eq!(b.calls.load(SeqCst), 0);
+}
