@@ -114,7 +114,9 @@ where
         }
     }
 
-    /// The weir balancer beneath: its `stats()` and snapshots, read from anywhere.
+    /// The weir balancer beneath: its `stats()` and snapshots, read from anywhere. Membership belongs to
+    /// the balance (its `Discover`, [`Balance::set_lame_duck`]): a node added on the balancer directly
+    /// has no service, and is removed when weir first picks it.
     ///
     /// ```
     /// # use weir_tower::{Builder, ByResult};
@@ -238,9 +240,11 @@ where
             if !node.unready {
                 node.unready = true;
                 self.nodes.unready.push(id);
-                // A member: the core cannot refuse.
-                let _ = self.balancer.set_lame_duck(id, true);
             }
+            // Always, even if it was marked already: someone may have put it back into rotation on the
+            // balancer directly, and `poll_ready` terminates because each of its rounds takes a node out.
+            // A member: the core cannot refuse.
+            let _ = self.balancer.set_lame_duck(id, true);
         }
     }
 
@@ -281,7 +285,10 @@ where
             return false;
         };
         let Some(node) = self.nodes.get_mut(id) else {
+            // A member without a service: added on the balancer directly, so never callable here. It
+            // leaves, so that the next pick cannot fall on it again.
             self.give_back();
+            let _ = self.balancer.remove(id);
             return false;
         };
         match node.service.poll_ready(cx) {

@@ -368,3 +368,26 @@ async fn discovery_errors_and_a_full_balancer_are_reported() {
     assert_eq!(svc.nodes().count(), 1);
     assert_eq!(b.calls.load(SeqCst), 0);
 }
+
+#[tokio::test]
+async fn membership_changed_on_the_balancer_directly_does_not_hang() {
+    let (a, b) = (Backend::new("a"), Backend::new("b"));
+    a.set(Readiness::Pending);
+    let mut svc = balance(Config::default(), Duration::ZERO, &[&a, &b]);
+    assert_eq!(svc.ready().await.unwrap().call(None).await.unwrap(), "b");
+    // A node with no service, and every member forced back into rotation behind the balance's back.
+    for id in 1_000..1_010 {
+        svc.balancer().add(id).unwrap();
+    }
+    let ids: Vec<u64> = svc.balancer().nodes(0).map(|n| n.id).collect();
+    for id in ids {
+        let _ = svc.balancer().set_lame_duck(id, false);
+    }
+    for _ in 0..20 {
+        assert_eq!(svc.ready().await.unwrap().call(None).await.unwrap(), "b");
+    }
+    // The service-less nodes left when picked; "a" is out of rotation again.
+    let st = settled(&svc);
+    assert_eq!(st.active_nodes, 1);
+    assert_eq!(a.calls.load(SeqCst), 0);
+}
