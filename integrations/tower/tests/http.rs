@@ -22,8 +22,23 @@ use weir_tower::{Builder, Error};
 /// Requests in flight at once in each test.
 const CONCURRENCY: usize = 8;
 
+/// Runs a test's body, failing it rather than hanging if it has not finished in a minute (each takes
+/// well under a second).
+async fn bounded(body: impl std::future::Future<Output = ()>) {
+    if tokio::time::timeout(Duration::from_secs(60), body)
+        .await
+        .is_err()
+    {
+        panic!("the test did not finish within 60 s: something hangs");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_server_loses_its_traffic() {
+    bounded(a_failing_server_loses_its_traffic_body()).await;
+}
+
+async fn a_failing_server_loses_its_traffic_body() {
     const REQUESTS: u64 = 1_000;
     let healthy = serve("healthy", Behaviour::Healthy).await;
     let failing = serve("failing", Behaviour::Fails).await;
@@ -85,6 +100,10 @@ fn seen(result: Result<Response<Incoming>, Error>) -> Seen {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_lease_comes_back_after_cancellations_timeouts_and_errors() {
+    bounded(every_lease_comes_back_after_cancellations_timeouts_and_errors_body()).await;
+}
+
+async fn every_lease_comes_back_after_cancellations_timeouts_and_errors_body() {
     const REQUESTS: usize = 300;
     let healthy = serve("healthy", Behaviour::Healthy).await;
     let stuck = serve("stuck", Behaviour::Slow(Duration::from_secs(30))).await;
@@ -166,6 +185,10 @@ async fn every_lease_comes_back_after_cancellations_timeouts_and_errors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn membership_follows_a_discover_stream_while_requests_run() {
+    bounded(membership_follows_a_discover_stream_while_requests_run_body()).await;
+}
+
+async fn membership_follows_a_discover_stream_while_requests_run_body() {
     const REQUESTS: usize = 400;
     let servers = [
         serve("a", Behaviour::Healthy).await,
