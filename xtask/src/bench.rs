@@ -1,8 +1,9 @@
 //! `cargo xtask bench`: the benchmark suite of `benches/` and its report, `benches/RESULTS.md`.
 //!
 //! - `cargo xtask bench [CRITERION ARGS..]`: the criterion run (`hot_path`: weir, its baselines and
-//!   floors, limiters, threads), then the allocation count (`pairs allocations`) and the interleaved
-//!   cross-check of the ratios (`pairs interleave`). The medians of every benchmark that this run
+//!   floors, limiters, threads; then `tower_service`: weir-tower against tower's `Balance`, see `tower.rs`),
+//!   then the allocation count (`pairs allocations`) and the interleaved cross-check of the ratios
+//!   (`pairs interleave`). The medians of every benchmark that this run
 //!   measured, the bench's facts (memory, the helpers' times, the round trip's batch quantiles) and the
 //!   machine are saved to `<target>/weir-bench/timing.txt`.
 //! - `cargo xtask bench --instructions`: the instruction counts: each workload's pairs under valgrind
@@ -17,6 +18,8 @@
 //! Either then rewrites `benches/RESULTS.md` from the latest of both files: each section says which run
 //! (commit, date, load) it comes from. Ratios are always taken within one run. `--report` only rewrites
 //! it from the saved files.
+
+mod tower;
 
 use super::{fail, run, target_dir};
 use std::collections::BTreeMap;
@@ -318,6 +321,12 @@ fn time(target: &Path, out: &Path, criterion_args: &[&str]) {
     }
     facts.extend(run_facts("cargo", &args));
     facts.extend(c_abi(target, criterion_args));
+    let mut tower_args = vec!["bench", "-p", "weir-benches", "--bench", tower::BENCH];
+    if !criterion_args.is_empty() {
+        tower_args.push("--");
+        tower_args.extend_from_slice(criterion_args);
+    }
+    facts.extend(run_facts("cargo", &tower_args));
     for mode in ["allocations", "interleave"] {
         facts.extend(run_facts(
             "cargo",
@@ -1443,6 +1452,7 @@ fn results_md(t: &Facts, i: &Facts) -> String {
         let _ = writeln!(w, "| {name} | {v} |");
     }
 
+    w.push_str(&tower::section(t));
     let _ = writeln!(w, "\n## Commands\n");
     let _ = writeln!(
         w,
@@ -1450,7 +1460,8 @@ fn results_md(t: &Facts, i: &Facts) -> String {
          cargo xtask bench --instructions       # valgrind instruction counts + this file\n\
          cargo xtask bench --c-abi              # only the C ABI's pairs (builds libweir.so) + this file\n\
          cargo xtask bench --warm-up-time 0.5 --measurement-time 1   # a quicker, noisier run\n\
-         cargo bench -p weir-benches --bench hot_path -- 'pair/weir-default'  # criterion alone, filtered\n```"
+         cargo bench -p weir-benches --bench hot_path -- 'pair/weir-default'  # criterion alone, filtered\n\
+         cargo bench -p weir-benches --bench tower_service   # weir-tower against tower's Balance\n```"
     );
     s
 }

@@ -145,12 +145,26 @@ fn ci() {
     nostd();
     loom();
     cargo(&["run", "--quiet", "-p", "weir", "--example", "failover"]);
+    // weir-tower's optional tonic feature (the workspace runs build it without), and its hyper example.
+    cargo(&[
+        "clippy",
+        "-p",
+        "weir-tower",
+        "--all-targets",
+        "--features",
+        "tonic",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    cargo(&["test", "-p", "weir-tower", "--features", "tonic", "--lib"]);
+    cargo(&["run", "--quiet", "-p", "weir-tower", "--example", "hyper"]);
     example::c_example();
     dist::check();
     // The API docs, with broken intra-doc links as errors.
     run(
         "cargo",
-        &["doc", "-p", "weir", "--no-deps"],
+        &["doc", "-p", "weir", "-p", "weir-tower", "--no-deps"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     );
     sim(&[]);

@@ -1,0 +1,458 @@
+//! [`Balance`]: the tower `Service` that asks weir which inner service takes each request.
+//!
+//! # How `poll_ready` and `call` share a lease
+//! tower's contract is that `poll_ready` reserves the capacity that the next `call` uses. Here the
+//! capacity is a weir lease: `poll_ready` acquires it (weir picks the node), keeps it, and returns
+//! `Ready`; `call` takes that very lease, calls the node it names, and moves the lease into the response
+//! future, which releases it with the classified outcome. A `poll_ready` that already holds a lease keeps
+//! it (after checking that its node is still there and ready); dropping the `Balance` releases it as
+//! `Ignored`.
+//!
+//! # The inner services' own readiness
+//! weir picks; the picked service must then be ready too. `poll_ready` polls the picked service only (one
+//! inner `poll_ready` per request, whatever the node count):
+//!
+//! - `Ready(Ok)`: the lease is kept, `poll_ready` is ready.
+//! - `Pending`: the lease goes back as `Ignored`, the node goes out of weir's rotation (lame duck, so
+//!   weir stops picking it while its calls in flight finish normally), and weir picks again. Every later
+//!   `poll_ready` polls the services that are out of rotation this way (which registers the task's waker
+//!   with them); one that turns ready comes back into rotation. This is tower's `ReadyCache` (its
+//!   "pending" set) expressed as weir membership.
+//! - `Ready(Err)`: the service is dropped and its node removed, as tower's `Balance` drops a failed
+//!   endpoint, until discovery inserts it again.
+//!
+//! The tradeoff: a service that is ready almost always (hyper-util's pooled client, a `Buffer` with
+//! room) costs nothing more than its own `poll_ready`. A service that flips to `Pending` often costs one
+//! more pick and two membership changes each time (a membership change recomputes every member's cached
+//! weight). Put a pool or a buffer beneath rather than a single-connection sender.
+//!
+//! # Waiting for room
+//! When weir refuses because every node in rotation is at its limit, `poll_ready` waits in the core's
+//! FIFO queue (the async waiting acquire) until a lease frees up or the wait's deadline passes
+//! ([`Refused::Timeout`]); with a wait of zero it fails at once ([`Refused::AllBusy`]). When no node is
+//! in rotation only because services are not ready, it waits for them under the same deadline. When no
+//! node is in rotation at all, it fails at once with [`Refused::NoActiveNodes`]. The deadline is a tokio
+//! timer, so a `poll_ready` that waits needs a tokio runtime with its time driver; one that never waits
+//! (a lease at once, or a wait of zero) needs no runtime.
+//!
+//! # Membership
+//! Each poll drains the `Discover` stream first: `Insert(key, service)` adds a weir node (replacing the
+//! key's previous node, whose leases then release as stale), `Remove(key)` removes it at once (its calls
+//! in flight complete; their outcomes are no longer recorded). tower's `Change` has no lame duck: that is
+//! [`Balance::set_lame_duck`], or the inner service answering `Pending` (above).
+
+use crate::classify::Classify;
+use crate::error::{Error, Refused};
+use crate::future::{Held, ResponseFuture};
+use crate::nodes::Nodes;
+use std::fmt;
+use std::future::Future;
+use std::hash::Hash;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tower::discover::{Change, Discover};
+use tower::{BoxError, Service};
+use weir::balance::{NodeSnapshot, Rejected};
+use weir::rt::{monotonic_now, thread_seed, WaitError, WaitOwned};
+use weir::{HeapBalancer, Lease, NodeSlot, Outcome, Rng};
+
+/// A tower `Service` that balances requests over keyed inner services with weir: see the crate docs
+/// for an example and the module docs for how it works. Build it with [`Builder`](crate::Builder) or
+/// [`BalanceLayer`](crate::BalanceLayer).
+///
+/// Like tower's `Balance`, it is not `Clone` (it owns the inner services and the `Discover` stream):
+/// share it behind `tower::buffer::Buffer`. Its weir balancer is shared ([`Balance::balancer`]) and
+/// lock-free, so reading its statistics from another thread costs the calls nothing.
+pub struct Balance<D: Discover, C> {
+    discover: D,
+    discover_ended: bool,
+    balancer: Arc<HeapBalancer>,
+    nodes: Nodes<D::Key, D::Service>,
+    classify: C,
+    wait: Duration,
+    /// The lease `poll_ready` reserved for the next `call`.
+    reserved: Option<Lease>,
+    /// The acquires' generator: this balance's own (`&mut self` makes it exclusive), seeded from
+    /// `Config::seed` as the std layer seeds a thread's (`thread_seed(seed, 0)`).
+    rng: Rng,
+    /// The wait `poll_ready` is in, if no node had room.
+    waiting: Option<Waiting>,
+}
+
+/// A `poll_ready` waiting for room.
+struct Waiting {
+    /// The core's waiting acquire; `None` while no node is in rotation because services are not ready.
+    lease: Option<WaitOwned<Box<[NodeSlot]>>>,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<D, C> Balance<D, C>
+where
+    D: Discover + Unpin,
+    D::Key: Hash + Eq + Clone,
+    D::Error: Into<BoxError>,
+{
+    pub(crate) fn from_parts(
+        discover: D,
+        balancer: HeapBalancer,
+        classify: C,
+        wait: Duration,
+    ) -> Self {
+        let rng = Rng::with_seed(thread_seed(balancer.config().seed, 0));
+        Balance {
+            discover,
+            discover_ended: false,
+            rng,
+            balancer: Arc::new(balancer),
+            nodes: Nodes::new(),
+            classify,
+            wait,
+            reserved: None,
+            waiting: None,
+        }
+    }
+
+    /// The weir balancer beneath: its `stats()` and snapshots, read from anywhere. Membership belongs to
+    /// the balance (its `Discover`, [`Balance::set_lame_duck`]): a node added on the balancer directly
+    /// has no service, and is removed when weir first picks it.
+    ///
+    /// ```
+    /// # use weir_tower::{Builder, ByResult};
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// let balance = Builder::new(weir::Config::default()).classify(ByResult).build_list([("a", svc)]).unwrap();
+    /// let stats = balance.balancer().stats();
+    /// assert_eq!((stats.active_nodes, stats.in_flight), (1, 0));
+    /// ```
+    pub fn balancer(&self) -> &Arc<HeapBalancer> {
+        &self.balancer
+    }
+
+    /// A snapshot of the node of `key` (its success rate, limit, calls in flight, ...), if it is a
+    /// member.
+    ///
+    /// ```
+    /// # use weir_tower::{Builder, ByResult};
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// let balance = Builder::new(weir::Config::default()).classify(ByResult).build_list([("a", svc)]).unwrap();
+    /// assert_eq!(balance.node(&"a").unwrap().success_rate, 1.0);
+    /// assert!(balance.node(&"b").is_none());
+    /// ```
+    pub fn node(&self, key: &D::Key) -> Option<NodeSnapshot> {
+        let id = self.nodes.id_of(key)?;
+        self.balancer.node(id, monotonic_now())
+    }
+
+    /// Every member's key with its snapshot.
+    ///
+    /// ```
+    /// # use weir_tower::{Builder, ByResult};
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// let balance = Builder::new(weir::Config::default())
+    ///     .classify(ByResult)
+    ///     .build_list([("a", svc.clone()), ("b", svc)])
+    ///     .unwrap();
+    /// let mut keys: Vec<&str> = balance.nodes().map(|(key, _)| *key).collect();
+    /// keys.sort();
+    /// assert_eq!(keys, ["a", "b"]);
+    /// ```
+    pub fn nodes(&self) -> impl Iterator<Item = (&D::Key, NodeSnapshot)> + '_ {
+        let now = monotonic_now();
+        self.nodes
+            .iter()
+            .filter_map(move |n| Some((&n.key, self.balancer.node(n.id, now)?)))
+    }
+
+    /// Puts the node of `key` into lame duck (`true`: weir picks it no more, its calls in flight finish
+    /// and are recorded) or back into rotation (`false`; it stays out while its service is not ready).
+    /// Returns `false` if no node has that key.
+    ///
+    /// ```
+    /// # use weir_tower::{Builder, ByResult};
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// let mut balance = Builder::new(weir::Config::default()).classify(ByResult).build_list([("a", svc)]).unwrap();
+    /// assert!(balance.set_lame_duck(&"a", true));
+    /// assert_eq!(balance.balancer().stats().lame_duck_nodes, 1);
+    /// assert!(!balance.set_lame_duck(&"b", true));
+    /// ```
+    pub fn set_lame_duck(&mut self, key: &D::Key, lame_duck: bool) -> bool {
+        let Some(id) = self.nodes.id_of(key) else {
+            return false;
+        };
+        let Some(node) = self.nodes.get_mut(id) else {
+            return false;
+        };
+        node.lame_duck = lame_duck;
+        let out = node.out_of_rotation();
+        // The node is a member (it is in the table): the core cannot refuse.
+        let _ = self.balancer.set_lame_duck(id, out);
+        true
+    }
+
+    /// Adds `service` under `key`, replacing the key's node if it has one.
+    pub(crate) fn insert(&mut self, key: D::Key, service: D::Service) -> Result<(), Error> {
+        self.remove(&key);
+        let id = self.nodes.insert(key, service);
+        if let Err(e) = self.balancer.add(id) {
+            self.nodes.remove(id);
+            return Err(Error::Membership(e));
+        }
+        Ok(())
+    }
+
+    /// Removes the node of `key`, if any.
+    fn remove(&mut self, key: &D::Key) {
+        if let Some(id) = self.nodes.id_of(key) {
+            self.evict(id);
+        }
+    }
+
+    /// Removes the node `id` from the table and from weir; a lease reserved on it goes back first, so it
+    /// is released as `Ignored` rather than as stale.
+    fn evict(&mut self, id: u64) {
+        if self.reserved.as_ref().is_some_and(|l| l.node_id() == id) {
+            self.give_back();
+        }
+        if self.nodes.remove(id).is_some() {
+            // Its node is a member: the core cannot refuse.
+            let _ = self.balancer.remove(id);
+        }
+    }
+
+    /// Applies every change the `Discover` stream has ready.
+    fn poll_discover(&mut self, cx: &mut Context<'_>) -> Result<(), Error> {
+        while !self.discover_ended {
+            match Pin::new(&mut self.discover).poll_discover(cx) {
+                Poll::Pending => break,
+                Poll::Ready(None) => self.discover_ended = true,
+                Poll::Ready(Some(Err(e))) => return Err(Error::Discover(e.into())),
+                Poll::Ready(Some(Ok(Change::Insert(key, service)))) => self.insert(key, service)?,
+                Poll::Ready(Some(Ok(Change::Remove(key)))) => self.remove(&key),
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the node `id` out of rotation because its service is not ready.
+    fn set_unready(&mut self, id: u64) {
+        if let Some(node) = self.nodes.get_mut(id) {
+            if !node.unready {
+                node.unready = true;
+                self.nodes.unready.push(id);
+            }
+            // Always, even if it was marked already: someone may have put it back into rotation on the
+            // balancer directly, and `poll_ready` terminates because each of its rounds takes a node out.
+            // A member: the core cannot refuse.
+            let _ = self.balancer.set_lame_duck(id, true);
+        }
+    }
+
+    /// Polls the services that are out of rotation because they were not ready: a ready one comes back,
+    /// a failed one is evicted.
+    fn poll_unready<Req>(&mut self, cx: &mut Context<'_>)
+    where
+        D::Service: Service<Req>,
+    {
+        let mut i = 0;
+        while let Some(&id) = self.nodes.unready.get(i) {
+            let Some(node) = self.nodes.get_mut(id) else {
+                self.nodes.unready.swap_remove(i);
+                continue;
+            };
+            match node.service.poll_ready(cx) {
+                Poll::Pending => i += 1,
+                Poll::Ready(Ok(())) => {
+                    node.unready = false;
+                    let back = !node.out_of_rotation();
+                    self.nodes.unready.swap_remove(i);
+                    if back {
+                        let _ = self.balancer.set_lame_duck(id, false);
+                    }
+                }
+                Poll::Ready(Err(_)) => self.evict(id),
+            }
+        }
+    }
+
+    /// Whether the reserved lease's service is ready; if it is not (or its node is gone), the lease goes
+    /// back and the node leaves rotation (not ready) or the balance (failed).
+    fn reserved_ready<Req>(&mut self, cx: &mut Context<'_>) -> bool
+    where
+        D::Service: Service<Req>,
+    {
+        let Some(id) = self.reserved.as_ref().map(Lease::node_id) else {
+            return false;
+        };
+        let Some(node) = self.nodes.get_mut(id) else {
+            // A member without a service: added on the balancer directly, so never callable here. It
+            // leaves, so that the next pick cannot fall on it again.
+            self.give_back();
+            let _ = self.balancer.remove(id);
+            return false;
+        };
+        match node.service.poll_ready(cx) {
+            Poll::Ready(Ok(())) => true,
+            Poll::Pending => {
+                self.give_back();
+                self.set_unready(id);
+                false
+            }
+            Poll::Ready(Err(_)) => {
+                self.evict(id);
+                false
+            }
+        }
+    }
+
+    /// A lease: at once if weir grants one, else after waiting (bounded by the wait's deadline).
+    fn poll_lease(&mut self, cx: &mut Context<'_>) -> Poll<Result<Lease, Refused>> {
+        let services_pending = !self.nodes.unready.is_empty();
+        if self.waiting.is_none() {
+            match self.balancer.acquire(monotonic_now(), &mut self.rng) {
+                Ok(lease) => return Poll::Ready(Ok(lease)),
+                Err(Rejected::NoActiveNodes) if !services_pending => {
+                    return Poll::Ready(Err(Refused::NoActiveNodes))
+                }
+                Err(r) if self.wait.is_zero() => return Poll::Ready(Err(r.into())),
+                Err(r) => {
+                    self.waiting = Some(Waiting {
+                        lease: (r != Rejected::NoActiveNodes)
+                            .then(|| Arc::clone(&self.balancer).acquire_async_owned()),
+                        deadline: Box::pin(tokio::time::sleep(self.wait)),
+                    })
+                }
+            }
+        }
+        let Some(waiting) = self.waiting.as_mut() else {
+            return Poll::Pending;
+        };
+        let polled = waiting.poll(&self.balancer, &mut self.rng, services_pending, cx);
+        if polled.is_ready() {
+            self.waiting = None;
+        }
+        polled
+    }
+}
+
+impl Waiting {
+    /// Polls the wait: the core's waiting acquire when nodes in rotation are all busy, or nothing but the
+    /// deadline while no node is in rotation and `services_pending` (their services are not ready; the
+    /// caller has polled them, so their readiness wakes the task).
+    fn poll(
+        &mut self,
+        balancer: &Arc<HeapBalancer>,
+        rng: &mut Rng,
+        services_pending: bool,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Lease, Refused>> {
+        // Two rounds at most: a waiting acquire that ends for want of active nodes is replaced once.
+        for _ in 0..2 {
+            if self.lease.is_none() {
+                match balancer.acquire(monotonic_now(), rng) {
+                    Ok(lease) => return Poll::Ready(Ok(lease)),
+                    Err(Rejected::NoActiveNodes) if services_pending => break,
+                    Err(Rejected::NoActiveNodes) => {
+                        return Poll::Ready(Err(Refused::NoActiveNodes))
+                    }
+                    Err(_) => self.lease = Some(Arc::clone(balancer).acquire_async_owned()),
+                }
+            }
+            let Some(lease) = self.lease.as_mut() else {
+                break;
+            };
+            match Pin::new(lease).poll(cx) {
+                Poll::Ready(Ok(lease)) => return Poll::Ready(Ok(lease.into_lease())),
+                Poll::Ready(Err(WaitError::NoActiveNodes)) if services_pending => self.lease = None,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e.into())),
+                Poll::Pending => break,
+            }
+        }
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(Refused::Timeout)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<D, C, Req> Service<Req> for Balance<D, C>
+where
+    D: Discover + Unpin,
+    D::Key: Hash + Eq + Clone,
+    D::Error: Into<BoxError>,
+    D::Service: Service<Req>,
+    <D::Service as Service<Req>>::Error: Into<BoxError>,
+    C: Classify<<D::Service as Service<Req>>::Response> + Clone,
+{
+    type Response = <D::Service as Service<Req>>::Response;
+    type Error = Error;
+    type Future = ResponseFuture<<D::Service as Service<Req>>::Future, C>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        self.poll_discover(cx)?;
+        if !self.nodes.unready.is_empty() {
+            self.poll_unready::<Req>(cx);
+        }
+        // Each round either returns or takes a node out of rotation (or the balance): bounded by the
+        // node count.
+        loop {
+            if self.reserved.is_some() {
+                if self.reserved_ready::<Req>(cx) {
+                    return Poll::Ready(Ok(()));
+                }
+                continue;
+            }
+            match self.poll_lease(cx) {
+                Poll::Ready(Ok(lease)) => self.reserved = Some(lease),
+                Poll::Ready(Err(refused)) => return Poll::Ready(Err(Error::Refused(refused))),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+
+    fn call(&mut self, request: Req) -> Self::Future {
+        let Some(lease) = self.reserved.take() else {
+            return ResponseFuture::not_ready(self.classify.clone());
+        };
+        let id = lease.node_id();
+        let held = Held::new(Arc::clone(&self.balancer), lease);
+        match self.nodes.get_mut(id) {
+            Some(node) => {
+                ResponseFuture::new(node.service.call(request), held, self.classify.clone())
+            }
+            // Unreachable: a node leaves the table only in `poll_ready`, which then gives its lease
+            // back. Were it to happen, `held` releases the lease as `Ignored` here.
+            None => ResponseFuture::not_ready(self.classify.clone()),
+        }
+    }
+}
+
+impl<D: Discover, C> Drop for Balance<D, C> {
+    /// A lease `poll_ready` reserved and no `call` used goes back as `Ignored`.
+    fn drop(&mut self) {
+        self.give_back();
+    }
+}
+
+impl<D: Discover, C> Balance<D, C> {
+    /// Releases the reserved lease, if any, as `Ignored`.
+    fn give_back(&mut self) {
+        if let Some(lease) = self.reserved.take() {
+            // An error means the node was removed meanwhile: nothing to record.
+            let _ = self
+                .balancer
+                .release(lease, Outcome::Ignored, monotonic_now());
+        }
+    }
+}
+
+impl<D: Discover, C> fmt::Debug for Balance<D, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Balance")
+            .field("stats", &self.balancer.stats())
+            .field("reserved", &self.reserved.as_ref().map(Lease::node_id))
+            .field("waiting", &self.waiting.is_some())
+            .field("wait", &self.wait)
+            .finish_non_exhaustive()
+    }
+}

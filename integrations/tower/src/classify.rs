@@ -1,0 +1,317 @@
+//! What a call's result teaches the balancer: [`Classify`] turns a response or an error into a weir
+//! [`Outcome`], which the lease is released with.
+//!
+//! | classifier | responses | errors |
+//! |---|---|---|
+//! | [`HttpStatus`] (the default) | `http::Response`: the status through [`Outcome::from_http_status`] (the README's table) | [`error_outcome`] |
+//! | [`GrpcStatus`] | `http::Response`: its `grpc-status` header through [`grpc_outcome`], else as [`HttpStatus`] | [`error_outcome`] (with the `tonic` feature, a `tonic::Status` in the chain by its code) |
+//! | [`ByResult`] | any response: `Success` | [`error_outcome`] |
+//! | a closure `Fn(&Res) -> Outcome` | what it returns | [`error_outcome`] |
+//!
+//! Errors reach a classifier as `&(dyn Error + 'static)`, the inner service's error converted into a
+//! `tower::BoxError` (tower's convention), so one rule serves every service: [`error_outcome`] walks the
+//! error's source chain and answers [`Outcome::Dropped`] for a timeout, [`Outcome::Failure`] for anything
+//! else.
+
+use std::error::Error as StdError;
+use std::io;
+use weir::Outcome;
+
+/// Turns what an inner service returned into the [`Outcome`] its lease is released with.
+///
+/// Implement it for your own responses, or pass a closure `Fn(&Res) -> Outcome`:
+///
+/// ```
+/// use weir::Outcome;
+/// use weir_tower::Classify;
+///
+/// /// A service that answers with a status byte.
+/// struct ByCode;
+/// impl Classify<u8> for ByCode {
+///     fn response(&self, code: &u8) -> Outcome {
+///         if *code == 0 { Outcome::Success } else { Outcome::Failure }
+///     }
+/// }
+/// assert_eq!(ByCode.response(&0), Outcome::Success);
+/// let closure = |code: &u8| if *code == 0 { Outcome::Success } else { Outcome::ClientError };
+/// assert_eq!(closure.response(&7), Outcome::ClientError);
+/// // Errors: a timeout anywhere in the chain is Dropped, anything else a Failure.
+/// let timeout = std::io::Error::from(std::io::ErrorKind::TimedOut);
+/// assert_eq!(ByCode.error(&timeout), Outcome::Dropped);
+/// ```
+pub trait Classify<Res> {
+    /// The outcome of a call that returned `response`.
+    fn response(&self, response: &Res) -> Outcome;
+
+    /// The outcome of a call that failed with `error`; by default [`error_outcome`].
+    fn error(&self, error: &(dyn StdError + 'static)) -> Outcome {
+        error_outcome(error)
+    }
+}
+
+/// The rule for errors: [`Outcome::Dropped`] if the error or any of its sources is a timeout (tower's
+/// `timeout::error::Elapsed`, tokio's `time::error::Elapsed`, an `io::Error` of kind `TimedOut`, and,
+/// with the `tonic` feature, a `tonic::Status` by its code), [`Outcome::Failure`] otherwise (a refused or
+/// reset connection, a protocol error: the node's fault as far as a client can tell).
+///
+/// ```
+/// use weir::Outcome;
+/// use weir_tower::classify::error_outcome;
+/// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+/// assert_eq!(error_outcome(&refused), Outcome::Failure);
+/// let wrapped = std::io::Error::other(std::io::Error::from(std::io::ErrorKind::TimedOut));
+/// assert_eq!(error_outcome(&wrapped), Outcome::Dropped);
+/// assert_eq!(error_outcome(&tower::timeout::error::Elapsed::new()), Outcome::Dropped);
+/// ```
+pub fn error_outcome(error: &(dyn StdError + 'static)) -> Outcome {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(outcome) = known_error(e) {
+            return outcome;
+        }
+        // An `io::Error` that wraps another reports the wrapped one's sources, not the wrapped one.
+        next = match e.downcast_ref::<io::Error>().and_then(io::Error::get_ref) {
+            Some(inner) => Some(inner as &(dyn StdError + 'static)),
+            None => e.source(),
+        };
+    }
+    Outcome::Failure
+}
+
+/// The outcome of one error of the chain that says what it is, if it does.
+fn known_error(e: &(dyn StdError + 'static)) -> Option<Outcome> {
+    if e.is::<tower::timeout::error::Elapsed>() || e.is::<tokio::time::error::Elapsed>() {
+        return Some(Outcome::Dropped);
+    }
+    if let Some(io) = e.downcast_ref::<io::Error>() {
+        if io.kind() == io::ErrorKind::TimedOut {
+            return Some(Outcome::Dropped);
+        }
+    }
+    #[cfg(feature = "tonic")]
+    if let Some(status) = e.downcast_ref::<tonic::Status>() {
+        return Some(grpc_outcome(status.code() as i32));
+    }
+    None
+}
+
+/// HTTP responses by status: [`Outcome::from_http_status`], the README's table (100–399 `Success`, 429
+/// `Throttled`, 503 and 504 `Dropped`, other 4xx `ClientError`, other 5xx `Failure`); a status of 600 or
+/// more, which `http` accepts and no server should send, is a `Failure`.
+///
+/// ```
+/// use weir::Outcome;
+/// use weir_tower::{Classify, HttpStatus};
+/// let answer = |status: u16| http::Response::builder().status(status).body(()).unwrap();
+/// assert_eq!(HttpStatus.response(&answer(204)), Outcome::Success);
+/// assert_eq!(HttpStatus.response(&answer(429)), Outcome::Throttled);
+/// assert_eq!(HttpStatus.response(&answer(500)), Outcome::Failure);
+/// assert_eq!(HttpStatus.response(&answer(503)), Outcome::Dropped);
+/// assert_eq!(HttpStatus.response(&answer(404)), Outcome::ClientError);
+/// assert_eq!(HttpStatus.response(&answer(700)), Outcome::Failure);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HttpStatus;
+
+impl<B> Classify<http::Response<B>> for HttpStatus {
+    fn response(&self, response: &http::Response<B>) -> Outcome {
+        http_outcome(response.status().as_u16())
+    }
+}
+
+fn http_outcome(status: u16) -> Outcome {
+    Outcome::from_http_status(status).unwrap_or(Outcome::Failure)
+}
+
+/// gRPC responses: the `grpc-status` header (a trailers-only response, which is how servers answer an
+/// error at once) through [`grpc_outcome`]; without one, the HTTP status as [`HttpStatus`] reads it. The
+/// lease is released when the response head arrives, so a status sent in the trailers after a streamed
+/// body is not seen.
+///
+/// ```
+/// use weir::Outcome;
+/// use weir_tower::{Classify, GrpcStatus};
+/// let answer = |code: &str| http::Response::builder().header("grpc-status", code).body(()).unwrap();
+/// assert_eq!(GrpcStatus.response(&answer("0")), Outcome::Success);
+/// assert_eq!(GrpcStatus.response(&answer("14")), Outcome::Dropped); // UNAVAILABLE
+/// assert_eq!(GrpcStatus.response(&answer("8")), Outcome::Throttled); // RESOURCE_EXHAUSTED
+/// assert_eq!(GrpcStatus.response(&answer("x")), Outcome::Failure); // not a code: UNKNOWN
+/// let no_header = http::Response::builder().status(200).body(()).unwrap();
+/// assert_eq!(GrpcStatus.response(&no_header), Outcome::Success);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GrpcStatus;
+
+impl<B> Classify<http::Response<B>> for GrpcStatus {
+    fn response(&self, response: &http::Response<B>) -> Outcome {
+        match response.headers().get("grpc-status") {
+            Some(code) => grpc_outcome(
+                code.to_str()
+                    .ok()
+                    .and_then(|c| c.trim().parse().ok())
+                    .unwrap_or(UNKNOWN),
+            ),
+            None => http_outcome(response.status().as_u16()),
+        }
+    }
+}
+
+/// gRPC's `UNKNOWN`, what an unreadable code is taken for.
+const UNKNOWN: i32 = 2;
+
+/// The outcome of a gRPC status code: the HTTP status that `google.rpc.Code` documents for it, through
+/// [`Outcome::from_http_status`], so gRPC and HTTP calls teach the balancer alike. One exception:
+/// `CANCELLED` (documented as 499, "client closed request") is the caller's cancellation, so
+/// [`Outcome::Ignored`]. A code outside 0..=16 is read as `UNKNOWN` (500).
+///
+/// | code | HTTP | outcome |
+/// |---|---|---|
+/// | 0 `OK` | 200 | `Success` |
+/// | 1 `CANCELLED` | 499 | `Ignored` |
+/// | 2 `UNKNOWN`, 13 `INTERNAL`, 15 `DATA_LOSS` | 500 | `Failure` |
+/// | 12 `UNIMPLEMENTED` | 501 | `Failure` |
+/// | 4 `DEADLINE_EXCEEDED` | 504 | `Dropped` |
+/// | 14 `UNAVAILABLE` | 503 | `Dropped` |
+/// | 8 `RESOURCE_EXHAUSTED` | 429 | `Throttled` |
+/// | 3, 9, 11 (`INVALID_ARGUMENT`, `FAILED_PRECONDITION`, `OUT_OF_RANGE`) | 400 | `ClientError` |
+/// | 5 `NOT_FOUND`, 6 `ALREADY_EXISTS`, 10 `ABORTED`, 7 `PERMISSION_DENIED`, 16 `UNAUTHENTICATED` | 404, 409, 409, 403, 401 | `ClientError` |
+///
+/// ```
+/// use weir::Outcome;
+/// use weir_tower::classify::grpc_outcome;
+/// assert_eq!(grpc_outcome(0), Outcome::Success);
+/// assert_eq!(grpc_outcome(1), Outcome::Ignored);
+/// assert_eq!(grpc_outcome(4), Outcome::Dropped);
+/// assert_eq!(grpc_outcome(99), Outcome::Failure);
+/// ```
+pub fn grpc_outcome(code: i32) -> Outcome {
+    let status = match code {
+        0 => 200,
+        1 => return Outcome::Ignored,
+        3 | 9 | 11 => 400,
+        4 => 504,
+        5 => 404,
+        6 | 10 => 409,
+        7 => 403,
+        8 => 429,
+        12 => 501,
+        14 => 503,
+        16 => 401,
+        // 2 UNKNOWN, 13 INTERNAL, 15 DATA_LOSS, and any code gRPC does not define.
+        _ => 500,
+    };
+    http_outcome(status)
+}
+
+/// Any response is a [`Outcome::Success`]; errors by [`error_outcome`]. For services whose responses
+/// carry no status (the error says it all).
+///
+/// ```
+/// use weir::Outcome;
+/// use weir_tower::{ByResult, Classify};
+/// assert_eq!(ByResult.response(&"anything"), Outcome::Success);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ByResult;
+
+impl<Res> Classify<Res> for ByResult {
+    fn response(&self, _: &Res) -> Outcome {
+        Outcome::Success
+    }
+}
+
+impl<Res, F: Fn(&Res) -> Outcome> Classify<Res> for F {
+    fn response(&self, response: &Res) -> Outcome {
+        self(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt;
+
+    #[test]
+    fn every_grpc_code_maps_through_the_http_table() {
+        let expected = [
+            (0, Outcome::Success),
+            (1, Outcome::Ignored),
+            (2, Outcome::Failure),
+            (3, Outcome::ClientError),
+            (4, Outcome::Dropped),
+            (5, Outcome::ClientError),
+            (6, Outcome::ClientError),
+            (7, Outcome::ClientError),
+            (8, Outcome::Throttled),
+            (9, Outcome::ClientError),
+            (10, Outcome::ClientError),
+            (11, Outcome::ClientError),
+            (12, Outcome::Failure),
+            (13, Outcome::Failure),
+            (14, Outcome::Dropped),
+            (15, Outcome::Failure),
+            (16, Outcome::ClientError),
+            (17, Outcome::Failure),
+            (-1, Outcome::Failure),
+        ];
+        for (code, outcome) in expected {
+            assert_eq!(grpc_outcome(code), outcome, "code {code}");
+        }
+    }
+
+    #[test]
+    fn http_statuses_follow_the_core() {
+        for status in 100..=999u16 {
+            let response = http::Response::builder().status(status).body(()).unwrap();
+            let want = Outcome::from_http_status(status).unwrap_or(Outcome::Failure);
+            assert_eq!(HttpStatus.response(&response), want);
+            assert_eq!(GrpcStatus.response(&response), want);
+        }
+    }
+
+    /// An error that wraps another, to build chains.
+    #[derive(Debug)]
+    struct Wrap(Box<dyn StdError + Send + Sync>);
+    impl fmt::Display for Wrap {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("wrapped")
+        }
+    }
+    impl StdError for Wrap {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            Some(&*self.0)
+        }
+    }
+
+    #[cfg(feature = "tonic")]
+    #[test]
+    fn a_tonic_status_in_the_chain_is_read_by_its_code() {
+        for (status, outcome) in [
+            (tonic::Status::unavailable("down"), Outcome::Dropped),
+            (tonic::Status::deadline_exceeded("late"), Outcome::Dropped),
+            (
+                tonic::Status::resource_exhausted("busy"),
+                Outcome::Throttled,
+            ),
+            (tonic::Status::cancelled("gone"), Outcome::Ignored),
+            (tonic::Status::internal("bug"), Outcome::Failure),
+            (tonic::Status::not_found("no"), Outcome::ClientError),
+        ] {
+            assert_eq!(grpc_outcome(status.code() as i32), outcome);
+            assert_eq!(error_outcome(&Wrap(Box::new(status))), outcome);
+        }
+    }
+
+    #[test]
+    fn a_timeout_deep_in_the_chain_is_dropped() {
+        let deep = Wrap(Box::new(Wrap(Box::new(
+            tower::timeout::error::Elapsed::new(),
+        ))));
+        assert_eq!(error_outcome(&deep), Outcome::Dropped);
+        let reset = Wrap(Box::new(io::Error::from(io::ErrorKind::ConnectionReset)));
+        assert_eq!(error_outcome(&reset), Outcome::Failure);
+        let boxed: tower::BoxError = Box::new(reset);
+        let classify: &dyn Classify<http::Response<()>> = &HttpStatus;
+        assert_eq!(classify.error(&*boxed), Outcome::Failure);
+    }
+}

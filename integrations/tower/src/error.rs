@@ -1,0 +1,131 @@
+//! The service's error: why weir refused a call ([`Refused`]), or what failed beneath it.
+
+use std::fmt;
+use tower::BoxError;
+use weir::balance::{ConfigError, MembershipError, Rejected};
+use weir::rt::WaitError;
+
+/// Why weir granted no lease, so `poll_ready` failed. Each is a decision, not a fault: answer your own
+/// caller (a 503, a `RESOURCE_EXHAUSTED`), or retry later.
+///
+/// ```
+/// use weir_tower::Refused;
+/// assert_eq!(Refused::Timeout.to_string(), "no node had room before the wait's deadline");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Refused {
+    /// Every node in rotation is at its concurrency limit and waiting is off (a wait of zero).
+    AllBusy,
+    /// No node had room and the balancer's queue of waiting callers was full
+    /// ([`Config::max_waiters`](weir::Config::max_waiters); 0 turns waiting off).
+    QueueFull {
+        /// The balancer's bound on waiting callers.
+        max_waiters: u32,
+    },
+    /// No node had room before the wait's deadline ([`Builder::wait`](crate::Builder::wait)).
+    Timeout,
+    /// No node is in rotation (none discovered, all removed or in lame duck), and none is only
+    /// waiting for its service to become ready.
+    NoActiveNodes,
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refused::AllBusy => f.write_str("every node is at its concurrency limit"),
+            Refused::QueueFull { max_waiters } => write!(
+                f,
+                "no node has room and the queue of {max_waiters} waiting callers is full"
+            ),
+            Refused::Timeout => f.write_str("no node had room before the wait's deadline"),
+            Refused::NoActiveNodes => f.write_str("no node is in rotation"),
+        }
+    }
+}
+
+impl std::error::Error for Refused {}
+
+impl From<Rejected> for Refused {
+    fn from(r: Rejected) -> Self {
+        match r {
+            Rejected::NoActiveNodes => Refused::NoActiveNodes,
+            // `Rejected` is non-exhaustive: anything else the core adds is a refusal for room.
+            _ => Refused::AllBusy,
+        }
+    }
+}
+
+impl From<WaitError> for Refused {
+    fn from(e: WaitError) -> Self {
+        match e {
+            WaitError::QueueFull { max_waiters } => Refused::QueueFull { max_waiters },
+            WaitError::NoActiveNodes => Refused::NoActiveNodes,
+            // Timeout, and anything the core adds later: the wait ended without a lease.
+            _ => Refused::Timeout,
+        }
+    }
+}
+
+/// The error of [`Balance`](crate::Balance) (its `poll_ready` and its response futures) and of its
+/// builder.
+///
+/// ```
+/// use weir_tower::{Error, Refused};
+/// let e = Error::Refused(Refused::AllBusy);
+/// assert_eq!(e.refused(), Some(Refused::AllBusy));
+/// assert_eq!(e.to_string(), "weir refused the call: every node is at its concurrency limit");
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// weir granted no lease (from `poll_ready`).
+    Refused(Refused),
+    /// The inner service's call failed (from the response future); its lease was released with the
+    /// outcome the classifier gave this error.
+    Inner(BoxError),
+    /// The `Discover` stream failed (from `poll_ready`).
+    Discover(BoxError),
+    /// A discovered service could not join (from `poll_ready` or the builder): every slot is taken
+    /// ([`Builder::capacity`](crate::Builder::capacity)).
+    Membership(MembershipError),
+    /// The core's configuration or the capacity was refused (from the builder).
+    Config(ConfigError),
+    /// `call` came without a successful `poll_ready` before it (tower's contract): nothing was sent.
+    NotReady,
+}
+
+impl Error {
+    /// The refusal, if weir refused.
+    pub fn refused(&self) -> Option<Refused> {
+        match self {
+            Error::Refused(r) => Some(*r),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Refused(r) => write!(f, "weir refused the call: {r}"),
+            Error::Inner(e) => write!(f, "the balanced service failed: {e}"),
+            Error::Discover(e) => write!(f, "service discovery failed: {e}"),
+            Error::Membership(e) => write!(f, "a discovered service could not join: {e}"),
+            Error::Config(e) => write!(f, "invalid balancer configuration: {e}"),
+            Error::NotReady => f.write_str("call without a successful poll_ready before it"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Refused(r) => Some(r),
+            Error::Inner(e) | Error::Discover(e) => Some(&**e),
+            Error::Membership(e) => Some(e),
+            Error::Config(e) => Some(e),
+            Error::NotReady => None,
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! The response future: the inner call's future and the lease it holds. When the inner future completes,
+//! the classifier names the outcome and the lease is released with it (the RTT the limiter sees ends
+//! here); if the future is dropped first, its [`Held`] lease is released as `Ignored`. Either way the slot
+//! comes back exactly once.
+//!
+//! [`Held`] is the core's `OwnedLeaseGuard` less its acquire: the balance acquires with its own generator
+//! (one per `Balance`, which `&mut self` makes exclusive) rather than the thread's, which saves a
+//! thread-local lookup per request.
+
+use crate::classify::Classify;
+use crate::error::Error;
+use pin_project_lite::pin_project;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tower::BoxError;
+use weir::rt::monotonic_now;
+use weir::{HeapBalancer, Lease, Outcome};
+
+/// A lease with its balancer: released with an outcome by [`Held::complete`], or as `Ignored` when
+/// dropped.
+pub(crate) struct Held {
+    balancer: Arc<HeapBalancer>,
+    lease: Option<Lease>,
+}
+
+impl Held {
+    pub(crate) fn new(balancer: Arc<HeapBalancer>, lease: Lease) -> Self {
+        Held {
+            balancer,
+            lease: Some(lease),
+        }
+    }
+
+    fn complete(&mut self, outcome: Outcome) {
+        if let Some(lease) = self.lease.take() {
+            // An error means the node was removed meanwhile: nothing to record.
+            let _ = self.balancer.release(lease, outcome, monotonic_now());
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.complete(Outcome::Ignored);
+    }
+}
+
+pin_project! {
+    /// The future of [`Balance::call`](crate::Balance): the inner service's response, after which its
+    /// lease is released with the classified outcome. Dropping it releases the lease as `Ignored`.
+    ///
+    /// ```
+    /// use tower::{Service, ServiceExt};
+    /// use weir::Outcome;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// let mut balance = weir_tower::Builder::new(weir::Config::default())
+    ///     .classify(weir_tower::ByResult)
+    ///     .build_list([("a", svc)])
+    ///     .unwrap();
+    /// let call = balance.ready().await.unwrap().call(());
+    /// assert_eq!(balance.balancer().stats().in_flight, 1);
+    /// drop(call); // cancelled: the lease comes back as Ignored
+    /// assert_eq!(balance.balancer().stats().released(Outcome::Ignored), 1);
+    /// # }
+    /// ```
+    #[must_use = "futures do nothing unless polled; dropping this one releases its lease as Ignored"]
+    pub struct ResponseFuture<F, C> {
+        #[pin]
+        inner: Option<F>,
+        lease: Option<Held>,
+        classify: C,
+    }
+}
+
+impl<F, C> ResponseFuture<F, C> {
+    pub(crate) fn new(inner: F, lease: Held, classify: C) -> Self {
+        ResponseFuture {
+            inner: Some(inner),
+            lease: Some(lease),
+            classify,
+        }
+    }
+
+    /// The future of a `call` that had no lease: it fails with [`Error::NotReady`].
+    pub(crate) fn not_ready(classify: C) -> Self {
+        ResponseFuture {
+            inner: None,
+            lease: None,
+            classify,
+        }
+    }
+}
+
+impl<F, C, T, E> Future for ResponseFuture<F, C>
+where
+    F: Future<Output = Result<T, E>>,
+    E: Into<BoxError>,
+    C: Classify<T>,
+{
+    type Output = Result<T, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Some(inner) = this.inner.as_pin_mut() else {
+            return Poll::Ready(Err(Error::NotReady));
+        };
+        let result = match inner.poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Ok(response)) => {
+                if let Some(lease) = this.lease.as_mut() {
+                    lease.complete(this.classify.response(&response));
+                }
+                Ok(response)
+            }
+            Poll::Ready(Err(error)) => {
+                let error: BoxError = error.into();
+                if let Some(lease) = this.lease.as_mut() {
+                    lease.complete(this.classify.error(&*error));
+                }
+                Err(Error::Inner(error))
+            }
+        };
+        Poll::Ready(result)
+    }
+}

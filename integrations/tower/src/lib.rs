@@ -1,0 +1,127 @@
+//! # weir-tower
+//!
+//! weir as a tower [`Service`](tower::Service): [`Balance`] sends each request to the inner service that
+//! weir picks (its node with room whose recent failures and calls in flight score lowest, under an
+//! adaptive concurrency limit per node), learns from each response, and waits for room in weir's bounded
+//! FIFO queue when every node is at its limit. It replaces tower's own `Balance` (power of two choices over
+//! `PeakEwma` or `PendingRequests`), which never sees a response's status and so sends more and more
+//! traffic to a node that fails fast.
+//!
+//! ```
+//! use std::convert::Infallible;
+//! use tower::{service_fn, Service, ServiceExt};
+//! use weir_tower::{Builder, HttpStatus};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), weir_tower::Error> {
+//! // Two inner services; in a real stack, hyper clients to two backends.
+//! let backend = |status: u16| {
+//!     service_fn(move |_req: http::Request<()>| async move {
+//!         Ok::<_, Infallible>(http::Response::builder().status(status).body(()).unwrap())
+//!     })
+//! };
+//! let mut balance = Builder::new(weir::Config::default())
+//!     .classify(HttpStatus) // the default: the README's status table
+//!     .build_list([("good", backend(200)), ("bad", backend(500))])?;
+//! let mut ok = 0;
+//! for _ in 0..100 {
+//!     let response = balance.ready().await?.call(http::Request::new(())).await?;
+//!     ok += usize::from(response.status() == 200);
+//! }
+//! assert!(ok >= 95); // "bad" loses its traffic after its first failures
+//! let stats = balance.balancer().stats();
+//! assert_eq!((stats.in_flight, stats.acquired), (0, 100)); // every lease came back
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! In a stack, with a timeout beneath the balance (so that a timeout teaches weir, as `Dropped`): the
+//! README's example, checked here line for line.
+//!
+//! ```
+//! # use std::convert::Infallible;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), tower::BoxError> {
+//! # let backend = || tower::service_fn(|_: http::Request<()>| async { Ok::<_, Infallible>(http::Response::new(())) });
+//! # let (a, b, request) = (backend(), backend(), http::Request::new(()));
+//! use std::time::Duration;
+//! use tower::{timeout::Timeout, Service, ServiceExt};
+//! use weir_tower::Builder;
+//!
+//! // a, b: any tower services, such as hyper-util clients to two backends.
+//! let node = |client| Timeout::new(client, Duration::from_secs(1)); // a timeout counts as Dropped
+//! let mut balance = Builder::new(weir::Config::default()) // the core's Config
+//!     .wait(Duration::from_millis(100)) // wait for room up to 100 ms, then Refused::Timeout
+//!     .build_list([("a", node(a)), ("b", node(b))])?; // or .build(discover)
+//! let response = balance.ready().await?.call(request).await?; // 5xx, 429, errors: classified
+//! # assert_eq!(response.status(), 200);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Where things are
+//! | item | what |
+//! |---|---|
+//! | [`Balance`] | the service: `poll_ready` reserves a weir lease (waiting for room up to a deadline), `call` sends on it, the response future releases it; the module docs of `balance.rs` say how the inner services' readiness and membership are handled |
+//! | [`Builder`], [`BalanceLayer`], [`Fixed`] | building one from the core's [`Config`](weir::Config): from a `tower::discover::Discover` stream, from a fixed list, or as a layer |
+//! | [`Classify`], [`HttpStatus`], [`GrpcStatus`], [`ByResult`], [`classify::error_outcome`] | responses and errors into weir [`Outcome`](weir::Outcome)s |
+//! | [`Error`], [`Refused`] | why a call was refused or failed |
+//! | [`ResponseFuture`] | the call in flight, holding its lease |
+//!
+//! # Contract
+//! - Every lease comes back exactly once: with the classified outcome when the response future
+//!   completes, as `Ignored` when it is dropped first (cancellation, a timeout layer above), when the
+//!   `Balance` is dropped holding a lease `poll_ready` reserved, or when that lease's node turns out not
+//!   ready. The balancer's `stats()` stay conserved.
+//! - The lease is released when the response *head* arrives (the inner future completes), as tower's
+//!   `CompleteOnResponse` does; a streamed body's later failure is not seen.
+//! - `call` without a successful `poll_ready` sends nothing and fails with [`Error::NotReady`].
+//! - Inner errors are converted into `tower::BoxError` (tower's convention) and returned as
+//!   [`Error::Inner`]; downcast to get yours back.
+//! - Not `Clone`, like tower's `Balance`: share it behind `tower::buffer::Buffer`.
+//!
+//! # Features
+//! - `tonic`: [`classify::error_outcome`] also reads a `tonic::Status` in an error's chain by its code
+//!   ([`classify::grpc_outcome`]). gRPC responses are classified without it ([`GrpcStatus`]).
+
+pub mod balance;
+mod builder;
+pub mod classify;
+mod error;
+mod future;
+mod nodes;
+
+pub use balance::Balance;
+pub use builder::{BalanceLayer, Builder, Fixed, DEFAULT_CAPACITY, DEFAULT_WAIT};
+pub use classify::{ByResult, Classify, GrpcStatus, HttpStatus};
+pub use error::{Error, Refused};
+pub use future::ResponseFuture;
+
+#[cfg(test)]
+mod readme {
+    /// The README's "Use it from a tower stack" example is this crate's doc example, line for line (the
+    /// README's Rust blocks are the core's doc tests, which cannot see this crate).
+    #[test]
+    fn the_readme_example_is_the_doc_example() {
+        let readme = include_str!("../../../README.md");
+        let section = readme
+            .split("## Use it from a tower stack")
+            .nth(1)
+            .expect("the README has the section");
+        let block = section
+            .split("```rust,ignore\n")
+            .nth(1)
+            .and_then(|b| b.split("```").next())
+            .expect("the section has an example");
+        let docs = include_str!("lib.rs");
+        let lines: Vec<&str> = block.lines().collect();
+        assert!(lines.len() >= 8, "{block}");
+        for line in lines {
+            let documented = format!("//! {line}");
+            assert!(
+                docs.lines().any(|d| d.trim_end() == documented.trim_end()),
+                "README line missing from the crate docs: {line}"
+            );
+        }
+    }
+}
