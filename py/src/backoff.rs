@@ -48,7 +48,7 @@ pub struct Backoff {
 #[pymethods]
 impl Backoff {
     #[new]
-    #[pyo3(signature = (*, initial=None, max=None, up_multiplier=None, down_multiplier=None, down_threshold=None, jitter=None, jitter_factor=None, jitter_max=None, seed=None))]
+    #[pyo3(signature = (*, initial=None, max=None, up_multiplier=None, down_multiplier=None, down_threshold=None, jitter=Some(None), jitter_factor=None, jitter_max=None, seed=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         initial: Option<&Bound<'_, PyAny>>,
@@ -56,7 +56,7 @@ impl Backoff {
         up_multiplier: Option<&Bound<'_, PyAny>>,
         down_multiplier: Option<&Bound<'_, PyAny>>,
         down_threshold: Option<&Bound<'_, PyAny>>,
-        jitter: Option<&Bound<'_, PyAny>>,
+        jitter: Option<Option<&Bound<'_, PyAny>>>,
         jitter_factor: Option<&Bound<'_, PyAny>>,
         jitter_max: Option<&Bound<'_, PyAny>>,
         seed: Option<&Bound<'_, PyAny>>,
@@ -65,10 +65,11 @@ impl Backoff {
         let Jitter::Proportional { factor: d_factor, max_ns: d_jmax } = Jitter::default() else {
             return Err(PyValueError::new_err("unreachable: the default jitter is proportional"));
         };
+        // Some(None): not given (the seed's proportional jitter); None: `jitter=None` (no jitter).
         let kind = match jitter {
-            None => "proportional".to_string(),
-            Some(j) if j.is_none() => "none".to_string(),
-            Some(j) => match j.cast::<PyString>() {
+            Some(None) => "proportional".to_string(),
+            None => "none".to_string(),
+            Some(Some(j)) => match j.cast::<PyString>() {
                 Ok(s) => s.to_string(),
                 Err(_) => {
                     return Err(PyTypeError::new_err(format!(

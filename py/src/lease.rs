@@ -148,8 +148,15 @@ fn outcome_arg(v: &Bound<'_, PyAny>) -> PyResult<Outcome> {
 /// DROPPED, other 4xx CLIENT_ERROR, other 5xx FAILURE. Raises ValueError outside 100..=599.
 #[pyfunction]
 pub fn outcome_from_http_status(status: &Bound<'_, PyAny>) -> PyResult<u8> {
-    let s = int_in(status, "status", 0, u64::from(u16::MAX))
-        .map_err(|_| PyValueError::new_err(format!("status must be an HTTP status code (100..=599), got {status}")))?;
+    if status.is_instance_of::<pyo3::types::PyBool>() || !status.is_instance_of::<pyo3::types::PyInt>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "status must be an int, not {}",
+            status.get_type().name()?
+        )));
+    }
+    let s = int_in(status, "status", 0, u64::from(u16::MAX)).map_err(|_| {
+        PyValueError::new_err(format!("status must be an HTTP status code (100..=599), got {status}"))
+    })?;
     Outcome::from_http_status(s as u16)
         .map(|o| o as u8)
         .map_err(|e| PyValueError::new_err(e.to_string()))
