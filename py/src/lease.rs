@@ -297,7 +297,8 @@ impl Ready {
         Err(PyStopIteration::new_err((self.value.clone_ref(py),)))
     }
     /// Part of the coroutine-like protocol of awaitables: a value sent in finishes at once too.
-    fn send(&self, py: Python<'_>, _value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    fn send(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let _ = value;
         self.__next__(py)
     }
 }

@@ -27,6 +27,7 @@ from typing import (
     Any,
     Callable,
     Iterable,
+    Literal,
     Optional,
     Tuple,
     Type,
@@ -213,7 +214,9 @@ class Shedder(_weir.Shedder):
         _held.set(_held.get() + ((id(self), promise),))
         return promise
 
-    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Any) -> bool:
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Any
+    ) -> Literal[False]:
         stack = _held.get()
         for i in range(len(stack) - 1, -1, -1):
             if stack[i][0] == id(self):
