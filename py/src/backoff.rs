@@ -12,8 +12,12 @@ use weir::backoff::{BackoffConfig, BackoffConfigError, Jitter, Step, MAX_BACKOFF
 
 fn config_error(e: BackoffConfigError) -> PyErr {
     PyValueError::new_err(match e {
-        BackoffConfigError::Initial => "Backoff: initial must be at least 1 ns and at most max".to_string(),
-        BackoffConfigError::Max => "Backoff: max must be at least 1 ns and at most 2**48 - 1 ns (about 78 hours)".into(),
+        BackoffConfigError::Initial => {
+            "Backoff: initial must be at least 1 ns and at most max".to_string()
+        }
+        BackoffConfigError::Max => {
+            "Backoff: max must be at least 1 ns and at most 2**48 - 1 ns (about 78 hours)".into()
+        }
         BackoffConfigError::UpMultiplier => "Backoff: up_multiplier must be finite and >= 1".into(),
         BackoffConfigError::DownMultiplier => "Backoff: down_multiplier must be in (0, 1]".into(),
         BackoffConfigError::DownThreshold => "Backoff: down_threshold must be at least 1".into(),
@@ -62,8 +66,14 @@ impl Backoff {
         seed: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let d = BackoffConfig::default();
-        let Jitter::Proportional { factor: d_factor, max_ns: d_jmax } = Jitter::default() else {
-            return Err(PyValueError::new_err("unreachable: the default jitter is proportional"));
+        let Jitter::Proportional {
+            factor: d_factor,
+            max_ns: d_jmax,
+        } = Jitter::default()
+        else {
+            return Err(PyValueError::new_err(
+                "unreachable: the default jitter is proportional",
+            ));
         };
         // Some(None): not given (the seed's proportional jitter); None: `jitter=None` (no jitter).
         let kind = match jitter {
@@ -143,7 +153,11 @@ impl Backoff {
 
     /// Records a failure or success and returns (seconds, step), step one of 'up', 'down', 'hold', 'idle'.
     #[pyo3(signature = (failed, *, rng=None))]
-    fn step(&self, failed: &Bound<'_, PyAny>, rng: Option<&Bound<'_, Rng>>) -> PyResult<(f64, &'static str)> {
+    fn step(
+        &self,
+        failed: &Bound<'_, PyAny>,
+        rng: Option<&Bound<'_, Rng>>,
+    ) -> PyResult<(f64, &'static str)> {
         let failed = crate::convert::boolean(failed, "failed")?;
         let d = draw(rng, self.seed, |r| {
             if failed {

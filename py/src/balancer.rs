@@ -71,7 +71,9 @@ impl Inner {
     fn members(&self, py: Python<'_>) -> std::sync::MutexGuard<'_, Members> {
         // A poisoned lock means a panic while the tables were being changed; both tables are changed
         // after the core, in an order that leaves them consistent at every step, so carry on.
-        self.members.lock_py_attached(py).unwrap_or_else(|p| p.into_inner())
+        self.members
+            .lock_py_attached(py)
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// The node object of a lease just granted, or `None` if its node was removed meanwhile.
@@ -93,12 +95,7 @@ impl Inner {
     }
 
     /// Wraps a granted lease, or hands it back if its node is gone (see the module docs).
-    fn wrap(
-        self: &Arc<Self>,
-        py: Python<'_>,
-        lease: weir::Lease,
-        explicit: bool,
-    ) -> Option<Lease> {
+    fn wrap(self: &Arc<Self>, py: Python<'_>, lease: weir::Lease, explicit: bool) -> Option<Lease> {
         let raw = lease.into_raw();
         match self.node_of(py, &raw) {
             Some(node) => Some(Lease::new(Arc::clone(self), raw, node, explicit)),
@@ -131,7 +128,10 @@ pub struct Balancer {
 }
 
 fn membership_error(py: Python<'_>, e: MembershipError, node: &Bound<'_, PyAny>) -> PyErr {
-    let shown = node.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
+    let shown = node
+        .repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "?".into());
     match e {
         MembershipError::DuplicateId(_) => {
             weir_err(py, "DuplicateNode", format!("node {shown} is already a member"))
@@ -170,7 +170,9 @@ impl Balancer {
             return Err(membership_error(py, MembershipError::DuplicateId(0), node));
         }
         let own = if node.is_exact_instance_of::<PyInt>() {
-            node.extract::<u64>().ok().filter(|id| !members.by_id.contains_key(id))
+            node.extract::<u64>()
+                .ok()
+                .filter(|id| !members.by_id.contains_key(id))
         } else {
             None
         };
@@ -277,8 +279,14 @@ impl Balancer {
         max_waiters: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut config = Config::default();
-        let policy = policy.filter(|p| !p.is_none()).map(policy_from).transpose()?;
-        let health = health.filter(|h| !h.is_none()).map(health_from).transpose()?;
+        let policy = policy
+            .filter(|p| !p.is_none())
+            .map(policy_from)
+            .transpose()?;
+        let health = health
+            .filter(|h| !h.is_none())
+            .map(health_from)
+            .transpose()?;
         match (policy, health) {
             (Some(p), Some(h)) => {
                 config.policy = p;
@@ -471,10 +479,15 @@ impl Balancer {
                     return Err(weir_err(
                         py,
                         "NoCapacity",
-                        format!("no node had room within the timeout ({} s)", wait_ns as f64 / 1e9),
+                        format!(
+                            "no node had room within the timeout ({} s)",
+                            wait_ns as f64 / 1e9
+                        ),
                     ))
                 }
-                Err(WaitError::NoActiveNodes) => return Err(Self::refused(py, Rejected::NoActiveNodes)),
+                Err(WaitError::NoActiveNodes) => {
+                    return Err(Self::refused(py, Rejected::NoActiveNodes))
+                }
                 Err(e) => return Err(weir_err(py, "NoCapacity", e.to_string())),
             }
         }
@@ -498,7 +511,10 @@ impl Balancer {
         let snaps: Vec<NodeSnapshot> = self.inner.core.nodes(t).collect();
         let objects: Vec<Option<Py<PyAny>>> = {
             let members = self.inner.members(py);
-            snaps.iter().map(|s| members.by_id.get(&s.id).map(|n| n.clone_ref(py))).collect()
+            snaps
+                .iter()
+                .map(|s| members.by_id.get(&s.id).map(|n| n.clone_ref(py)))
+                .collect()
         };
         snaps
             .iter()
@@ -509,7 +525,12 @@ impl Balancer {
 
     /// A snapshot of one member as a `weir.NodeInfo`; raises UnknownNode if it is not one.
     #[pyo3(signature = (node, *, now=None))]
-    fn node(&self, py: Python<'_>, node: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn node(
+        &self,
+        py: Python<'_>,
+        node: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let (t, _) = now_ns(now)?;
         let (id, object) = {
             let members = self.inner.members(py);

@@ -94,7 +94,9 @@ fn limit_arg(v: &Bound<'_, PyAny>, name: &str) -> PyResult<u32> {
 fn f32_arg(v: &Bound<'_, PyAny>, name: &str) -> PyResult<f32> {
     let f = float(v, name)?;
     if !f.is_finite() || f.abs() > f64::from(f32::MAX) {
-        return Err(PyValueError::new_err(format!("{name} must be finite, got {f}")));
+        return Err(PyValueError::new_err(format!(
+            "{name} must be finite, got {f}"
+        )));
     }
     Ok(f as f32)
 }
@@ -178,7 +180,10 @@ impl Decay {
     #[getter]
     fn success_half_life(&self) -> f64 {
         match self.model {
-            HealthModel::Decay { success_half_life_ns, .. } => secs(success_half_life_ns),
+            HealthModel::Decay {
+                success_half_life_ns,
+                ..
+            } => secs(success_half_life_ns),
             _ => 0.0,
         }
     }
@@ -186,7 +191,10 @@ impl Decay {
     #[getter]
     fn failure_half_life(&self) -> f64 {
         match self.model {
-            HealthModel::Decay { failure_half_life_ns, .. } => secs(failure_half_life_ns),
+            HealthModel::Decay {
+                failure_half_life_ns,
+                ..
+            } => secs(failure_half_life_ns),
             _ => 0.0,
         }
     }
@@ -202,7 +210,9 @@ impl Decay {
     #[getter]
     fn client_error_cost(&self) -> f64 {
         match self.model {
-            HealthModel::Decay { client_error_cost, .. } => f32_shown(client_error_cost),
+            HealthModel::Decay {
+                client_error_cost, ..
+            } => f32_shown(client_error_cost),
             _ => 0.0,
         }
     }
@@ -234,7 +244,9 @@ impl Decay {
         )
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other.cast::<Decay>().is_ok_and(|o| o.get().model == self.model)
+        other
+            .cast::<Decay>()
+            .is_ok_and(|o| o.get().model == self.model)
     }
     fn __hash__(&self) -> u64 {
         hash_str(&self.__repr__())
@@ -269,7 +281,11 @@ impl Buckets {
         if let Some(v) = decay {
             d = float(v, "decay")?;
         }
-        let model = HealthModel::Buckets { count: c, width_ns: w, decay: d };
+        let model = HealthModel::Buckets {
+            count: c,
+            width_ns: w,
+            decay: d,
+        };
         check_health(model, "Buckets")?;
         Ok(Buckets { model })
     }
@@ -306,7 +322,9 @@ impl Buckets {
         )
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other.cast::<Buckets>().is_ok_and(|o| o.get().model == self.model)
+        other
+            .cast::<Buckets>()
+            .is_ok_and(|o| o.get().model == self.model)
     }
     fn __hash__(&self) -> u64 {
         hash_str(&self.__repr__())
@@ -339,7 +357,9 @@ impl Ewma {
         format!("Ewma(half_life={})", self.half_life)
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other.cast::<Ewma>().is_ok_and(|o| o.get().half_life == self.half_life)
+        other
+            .cast::<Ewma>()
+            .is_ok_and(|o| o.get().half_life == self.half_life)
     }
     fn __hash__(&self) -> u64 {
         u64::from(self.half_life)
@@ -351,7 +371,11 @@ fn check_health(model: HealthModel, what: &str) -> PyResult<()> {
         HealthModel::Decay { .. } => Policy::LowestScore,
         _ => Policy::Cascade,
     };
-    let config = weir::Config { health: model, policy, ..weir::Config::default() };
+    let config = weir::Config {
+        health: model,
+        policy,
+        ..weir::Config::default()
+    };
     config.validate().map_err(|e| config_error(e, what))
 }
 
@@ -371,7 +395,9 @@ pub fn health_from(v: &Bound<'_, PyAny>) -> PyResult<HealthModel> {
         return Ok(b.get().model);
     }
     if let Ok(e) = v.cast::<Ewma>() {
-        return Ok(HealthModel::Ewma { half_life: e.get().half_life });
+        return Ok(HealthModel::Ewma {
+            half_life: e.get().half_life,
+        });
     }
     Err(PyTypeError::new_err(format!(
         "health must be weir.Decay, weir.Buckets or weir.Ewma, not {}",
@@ -393,7 +419,11 @@ pub fn policy_from(v: &Bound<'_, PyAny>) -> PyResult<Policy> {
     let s = if let Ok(s) = v.cast::<PyString>() {
         s.to_string()
     } else {
-        match v.getattr("value").ok().and_then(|x| x.extract::<String>().ok()) {
+        match v
+            .getattr("value")
+            .ok()
+            .and_then(|x| x.extract::<String>().ok())
+        {
             Some(s) => s,
             None => {
                 return Err(PyTypeError::new_err(format!(
@@ -444,7 +474,12 @@ impl Log10 {
     #[new]
     #[pyo3(signature = (k=None))]
     fn new(k: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        Ok(Log10 { k: match k { Some(v) => u32_arg(v, "k")?, None => 1 } })
+        Ok(Log10 {
+            k: match k {
+                Some(v) => u32_arg(v, "k")?,
+                None => 1,
+            },
+        })
     }
     fn __repr__(&self) -> String {
         format!("Log10({})", self.k)
@@ -472,7 +507,12 @@ impl Sqrt {
     #[new]
     #[pyo3(signature = (min=None))]
     fn new(min: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        Ok(Sqrt { min: match min { Some(v) => limit_arg(v, "min")?, None => 4 } })
+        Ok(Sqrt {
+            min: match min {
+                Some(v) => limit_arg(v, "min")?,
+                None => 4,
+            },
+        })
     }
     fn __repr__(&self) -> String {
         format!("Sqrt(min={})", self.min)
@@ -505,17 +545,26 @@ impl Percentile {
     fn new(percentile: &Bound<'_, PyAny>, capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let p = float(percentile, "percentile")?;
         if !(p > 0.0 && p < 1.0) {
-            return Err(PyValueError::new_err(format!("percentile must be in (0, 1), got {p}")));
+            return Err(PyValueError::new_err(format!(
+                "percentile must be in (0, 1), got {p}"
+            )));
         }
         let cap = weir::limit::PERCENTILE_CAPACITY as u64;
         let c = match capacity {
             Some(v) => int_in(v, "capacity", 1, cap)? as u32,
             None => cap as u32,
         };
-        Ok(Percentile { percentile: p, capacity: c })
+        Ok(Percentile {
+            percentile: p,
+            capacity: c,
+        })
     }
     fn __repr__(&self) -> String {
-        format!("Percentile({}, capacity={})", fmt_f(self.percentile), self.capacity)
+        format!(
+            "Percentile({}, capacity={})",
+            fmt_f(self.percentile),
+            self.capacity
+        )
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other.cast::<Percentile>().is_ok_and(|o| {
@@ -557,7 +606,7 @@ fn threshold_repr(t: VegasThreshold) -> String {
 
 fn step_from(v: &Bound<'_, PyAny>, name: &str) -> PyResult<VegasStep> {
     if let Ok(s) = v.cast::<PyString>() {
-        if s.to_string() == "log10" {
+        if *s == "log10" {
             return Ok(VegasStep::Log10);
         }
         return Err(PyValueError::new_err(format!(
@@ -645,7 +694,9 @@ impl Fixed {
     fn new(limit: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let mut l = FixedLimit::default();
         set!(limit, l.limit, limit_arg);
-        Ok(Fixed { l: checked(l, "Fixed")? })
+        Ok(Fixed {
+            l: checked(l, "Fixed")?,
+        })
     }
     /// The cap (default 100); 0 keeps a node out of rotation.
     #[getter]
@@ -688,7 +739,9 @@ impl Aimd {
         set!(max_limit, l.max_limit, limit_arg);
         set!(backoff_ratio, l.backoff_ratio, float);
         set!(timeout, l.timeout_ns, duration_ns);
-        Ok(Aimd { l: checked(l, "Aimd")? })
+        Ok(Aimd {
+            l: checked(l, "Aimd")?,
+        })
     }
     /// A fresh node's limit (default 20).
     #[getter]
@@ -770,7 +823,9 @@ impl Vegas {
         set!(increase, l.increase, step_from);
         set!(decrease, l.decrease, step_from);
         set!(baseline_from_drops, l.baseline_from_drops, boolean);
-        Ok(Vegas { l: checked(l, "Vegas")? })
+        Ok(Vegas {
+            l: checked(l, "Vegas")?,
+        })
     }
     /// A fresh node's limit (default 20).
     #[getter]
@@ -882,10 +937,14 @@ impl Gradient {
         match probe_interval {
             Some(None) => {}
             None => l.probe_interval = None,
-            Some(Some(v)) => l.probe_interval = Some(int_in(v, "probe_interval", 1, 1 << 30)? as u32),
+            Some(Some(v)) => {
+                l.probe_interval = Some(int_in(v, "probe_interval", 1, 1 << 30)? as u32)
+            }
         }
         set!(backoff_ratio, l.backoff_ratio, float);
-        Ok(Gradient { l: checked(l, "Gradient")? })
+        Ok(Gradient {
+            l: checked(l, "Gradient")?,
+        })
     }
     /// A fresh node's limit (default 50).
     #[getter]
@@ -985,7 +1044,9 @@ impl Gradient2 {
         if let Some(v) = drop_backoff {
             l.drop_backoff = Some(float(v, "drop_backoff")?);
         }
-        Ok(Gradient2 { l: checked(l, "Gradient2")? })
+        Ok(Gradient2 {
+            l: checked(l, "Gradient2")?,
+        })
     }
     /// A fresh node's limit (default 20).
     #[getter]
@@ -1075,7 +1136,9 @@ impl Ciad {
         set!(max_limit, l.max_limit, limit_arg);
         set!(backoff_ratio, l.backoff_ratio, float);
         set!(fast_start, l.fast_start, boolean);
-        Ok(Ciad { l: checked(l, "Ciad")? })
+        Ok(Ciad {
+            l: checked(l, "Ciad")?,
+        })
     }
     /// A fresh node's limit (default 20).
     #[getter]
@@ -1151,7 +1214,9 @@ impl Windowed {
                 LimitAlgorithm::Gradient2(x) => InnerAlgorithm::Gradient2(x),
                 LimitAlgorithm::Ciad(x) => InnerAlgorithm::Ciad(x),
                 LimitAlgorithm::Windowed(_) => {
-                    return Err(PyValueError::new_err("inner must not be another Windowed limit"))
+                    return Err(PyValueError::new_err(
+                        "inner must not be another Windowed limit",
+                    ))
                 }
             };
         }
@@ -1162,7 +1227,10 @@ impl Windowed {
         if let Some(v) = window {
             if let Ok(p) = v.cast::<Percentile>() {
                 let p = p.get();
-                l.window = SampleWindow::Percentile { percentile: p.percentile, capacity: p.capacity };
+                l.window = SampleWindow::Percentile {
+                    percentile: p.percentile,
+                    capacity: p.capacity,
+                };
             } else if v.is_none() {
                 l.window = SampleWindow::Average;
             } else {
@@ -1172,7 +1240,9 @@ impl Windowed {
                 )));
             }
         }
-        Ok(Windowed { l: checked(l, "Windowed")? })
+        Ok(Windowed {
+            l: checked(l, "Windowed")?,
+        })
     }
     /// The algorithm fed one sample per window (default Vegas()).
     #[getter]
@@ -1204,9 +1274,16 @@ impl Windowed {
     fn window(&self, py: Python<'_>) -> PyResult<Option<Py<Percentile>>> {
         match self.l.window {
             SampleWindow::Average => Ok(None),
-            SampleWindow::Percentile { percentile, capacity } => {
-                Ok(Some(Py::new(py, Percentile { percentile, capacity })?))
-            }
+            SampleWindow::Percentile {
+                percentile,
+                capacity,
+            } => Ok(Some(Py::new(
+                py,
+                Percentile {
+                    percentile,
+                    capacity,
+                },
+            )?)),
         }
     }
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -1214,7 +1291,10 @@ impl Windowed {
         let inner = self.inner(py)?.bind(py).repr()?.to_string();
         let window = match l.window {
             SampleWindow::Average => "None".to_string(),
-            SampleWindow::Percentile { percentile, capacity } => {
+            SampleWindow::Percentile {
+                percentile,
+                capacity,
+            } => {
                 format!("Percentile({}, capacity={capacity})", fmt_f(percentile))
             }
         };

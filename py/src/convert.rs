@@ -75,7 +75,7 @@ pub fn seconds_ns(secs: f64, name: &str) -> PyResult<u64> {
         )));
     }
     let ns = (secs * 1e9).round();
-    if !(ns <= MAX_NS) {
+    if ns.is_nan() || ns > MAX_NS {
         return Err(too_large(name));
     }
     // In range and not NaN: the cast is exact up to the float's own rounding.
@@ -89,7 +89,11 @@ fn too_large(name: &str) -> PyErr {
 }
 
 /// An optional duration parameter (`None` keeps `default`).
-pub fn opt_duration_ns(value: Option<&Bound<'_, PyAny>>, name: &str, default: u64) -> PyResult<u64> {
+pub fn opt_duration_ns(
+    value: Option<&Bound<'_, PyAny>>,
+    name: &str,
+    default: u64,
+) -> PyResult<u64> {
     match value {
         Some(v) if !v.is_none() => duration_ns(v, name),
         _ => Ok(default),
@@ -171,9 +175,7 @@ fn timedelta_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
 /// A class or exception of the pure-Python part of the package (`weir._types`), imported once.
 pub fn weir_type<'py>(py: Python<'py>, name: &'static str) -> PyResult<Bound<'py, PyType>> {
     static MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-    let m = MODULE.get_or_try_init(py, || {
-        py.import("weir._types").map(Bound::unbind)
-    })?;
+    let m = MODULE.get_or_try_init(py, || py.import("weir._types").map(Bound::unbind))?;
     Ok(m.bind(py).getattr(name)?.cast_into::<PyType>()?)
 }
 

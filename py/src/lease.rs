@@ -38,7 +38,13 @@ pub struct Lease {
 impl Lease {
     /// Wraps a lease the core granted.
     pub fn new(inner: Arc<Inner>, raw: RawLease, node: Py<PyAny>, explicit: bool) -> Self {
-        Lease { inner, raw, node, explicit, released: AtomicBool::new(false) }
+        Lease {
+            inner,
+            raw,
+            node,
+            explicit,
+            released: AtomicBool::new(false),
+        }
     }
 
     /// Marks the lease released, or fails if it was already (the first caller wins).
@@ -52,14 +58,23 @@ impl Lease {
 
     /// Releases with `outcome` at `now_ns` (the flag already taken). Ok(false): the node was removed.
     fn finish(&self, py: Python<'_>, outcome: Outcome, now_ns: u64) -> PyResult<bool> {
-        match self.inner.core.release(weir::Lease::from_raw(self.raw), outcome, now_ns) {
+        match self
+            .inner
+            .core
+            .release(weir::Lease::from_raw(self.raw), outcome, now_ns)
+        {
             Ok(()) => Ok(true),
             Err(ReleaseError::NodeRemoved { .. }) => Ok(false),
             Err(e) => Err(weir_err(py, "LeaseError", e.to_string())),
         }
     }
 
-    fn release_with(&self, py: Python<'_>, outcome: Outcome, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    fn release_with(
+        &self,
+        py: Python<'_>,
+        outcome: Outcome,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
         let given = now.filter(|n| !n.is_none());
         if given.is_some() != self.explicit {
             return Err(self.mismatch(py));
@@ -133,8 +148,15 @@ impl Drop for Lease {
         // Garbage-collected unreleased: hand the slot back as IGNORED (nothing recorded). A test-clock
         // lease is dated at its own acquire time, so no monotonic reading mixes into its clock.
         if !self.released.swap(true, Ordering::AcqRel) {
-            let now = if self.explicit { self.raw.start } else { weir::rt::monotonic_now() };
-            let _ = self.inner.core.release(weir::Lease::from_raw(self.raw), Outcome::Ignored, now);
+            let now = if self.explicit {
+                self.raw.start
+            } else {
+                weir::rt::monotonic_now()
+            };
+            let _ = self
+                .inner
+                .core
+                .release(weir::Lease::from_raw(self.raw), Outcome::Ignored, now);
         }
     }
 }
@@ -148,14 +170,18 @@ fn outcome_arg(v: &Bound<'_, PyAny>) -> PyResult<Outcome> {
 /// DROPPED, other 4xx CLIENT_ERROR, other 5xx FAILURE. Raises ValueError outside 100..=599.
 #[pyfunction]
 pub fn outcome_from_http_status(status: &Bound<'_, PyAny>) -> PyResult<u8> {
-    if status.is_instance_of::<pyo3::types::PyBool>() || !status.is_instance_of::<pyo3::types::PyInt>() {
+    if status.is_instance_of::<pyo3::types::PyBool>()
+        || !status.is_instance_of::<pyo3::types::PyInt>()
+    {
         return Err(pyo3::exceptions::PyTypeError::new_err(format!(
             "status must be an int, not {}",
             status.get_type().name()?
         )));
     }
     let s = int_in(status, "status", 0, u64::from(u16::MAX)).map_err(|_| {
-        PyValueError::new_err(format!("status must be an HTTP status code (100..=599), got {status}"))
+        PyValueError::new_err(format!(
+            "status must be an HTTP status code (100..=599), got {status}"
+        ))
     })?;
     Outcome::from_http_status(s as u16)
         .map(|o| o as u8)
@@ -194,7 +220,12 @@ impl Lease {
     /// removed meanwhile (the slot is returned, nothing else is recorded). Raises LeaseError if released
     /// already, ClockMismatch if `now` is given for a monotonic lease or missing for a test-clock one.
     #[pyo3(signature = (outcome, *, now=None))]
-    fn release(&self, py: Python<'_>, outcome: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    fn release(
+        &self,
+        py: Python<'_>,
+        outcome: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
         let o = outcome_arg(outcome)?;
         self.release_with(py, o, now)
     }
@@ -231,7 +262,12 @@ impl Lease {
     /// Releases with the outcome of an HTTP status (see `weir.Outcome.from_http_status`); ValueError for
     /// a status outside 100..=599 (the lease stays unreleased).
     #[pyo3(signature = (status, *, now=None))]
-    fn http_status(&self, py: Python<'_>, status: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    fn http_status(
+        &self,
+        py: Python<'_>,
+        status: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
         let code = outcome_from_http_status(status)?;
         let o = Outcome::from_code(code).ok_or_else(|| PyValueError::new_err("status"))?;
         self.release_with(py, o, now)
@@ -252,7 +288,9 @@ impl Lease {
         self.exit(py, exc_type)
     }
     fn __aenter__(slf: Py<Self>, py: Python<'_>) -> Ready {
-        Ready { value: slf.into_any().clone_ref(py) }
+        Ready {
+            value: slf.into_any().clone_ref(py),
+        }
     }
     #[pyo3(signature = (exc_type, exc_value, traceback))]
     fn __aexit__(
@@ -264,14 +302,20 @@ impl Lease {
     ) -> PyResult<Ready> {
         let _ = (exc_value, traceback);
         let r = self.exit(py, exc_type)?;
-        Ok(Ready { value: r.into_pyobject(py)?.to_owned().into_any().unbind() })
+        Ok(Ready {
+            value: r.into_pyobject(py)?.to_owned().into_any().unbind(),
+        })
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
             "<weir.Lease node={} {}>",
             self.node.bind(py).repr()?,
-            if self.released() { "released" } else { "in flight" }
+            if self.released() {
+                "released"
+            } else {
+                "in flight"
+            }
         ))
     }
 }

@@ -12,7 +12,7 @@ use pyo3::types::{PyDict, PyTuple};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use weir::overload::{
-    Criticality, CpuSource, RawPromise, RetryDenied, ShedderConfig, ShedderConfigError,
+    CpuSource, Criticality, RawPromise, RetryDenied, ShedderConfig, ShedderConfigError,
     ThrottleConfig, ThrottleConfigError, MAX_WINDOW_BUCKETS,
 };
 
@@ -119,9 +119,13 @@ impl CpuSampler {
 
 fn shedder_config_error(e: ShedderConfigError) -> PyErr {
     PyValueError::new_err(match e {
-        ShedderConfigError::Buckets => format!("Shedder: buckets must be between 1 and {MAX_WINDOW_BUCKETS}"),
+        ShedderConfigError::Buckets => {
+            format!("Shedder: buckets must be between 1 and {MAX_WINDOW_BUCKETS}")
+        }
         ShedderConfigError::Window => "Shedder: window / buckets must be at least 1 ns".to_string(),
-        ShedderConfigError::CpuThreshold => "Shedder: cpu_threshold must be below 1000 millicpu".to_string(),
+        ShedderConfigError::CpuThreshold => {
+            "Shedder: cpu_threshold must be below 1000 millicpu".to_string()
+        }
         other => format!("Shedder: {other}"),
     })
 }
@@ -185,7 +189,9 @@ impl Shedder {
             cool_off_ns: opt_duration_ns(cool_off, "cool_off", d.cool_off_ns)?,
         };
         let cpu = match cpu.filter(|c| !c.is_none()) {
-            Some(c) if c.cast::<CpuSampler>().is_ok() || c.is_callable() => Some(c.clone().unbind()),
+            Some(c) if c.cast::<CpuSampler>().is_ok() || c.is_callable() => {
+                Some(c.clone().unbind())
+            }
             Some(c) => {
                 return Err(PyTypeError::new_err(format!(
                     "cpu must be a weir.CpuSampler, a callable returning millicpu, or None, not {}",
@@ -195,13 +201,21 @@ impl Shedder {
             None => None,
         };
         let core = weir::Shedder::new(config).map_err(shedder_config_error)?;
-        Ok(Shedder { core: Arc::new(core), cpu })
+        Ok(Shedder {
+            core: Arc::new(core),
+            cpu,
+        })
     }
 
     /// Admits a request (a `Promise`, a context manager) or raises `weir.Overloaded`. `cpu` (millicpu)
     /// overrides the shedder's CPU source for this call.
     #[pyo3(signature = (cpu=None, *, now=None))]
-    fn allow(&self, py: Python<'_>, cpu: Option<&Bound<'_, PyAny>>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Promise> {
+    fn allow(
+        &self,
+        py: Python<'_>,
+        cpu: Option<&Bound<'_, PyAny>>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Promise> {
         let (t, explicit) = now_ns(now)?;
         let c = self.cpu_now(py, cpu, t)?;
         match self.core.allow(c, t) {
@@ -226,7 +240,11 @@ impl Shedder {
 
     /// The shedder's counters as a dict.
     #[pyo3(signature = (*, now=None))]
-    fn stats<'py>(&self, py: Python<'py>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+    fn stats<'py>(
+        &self,
+        py: Python<'py>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let (t, _) = now_ns(now)?;
         let s = self.core.stats(t);
         let d = PyDict::new(py);
@@ -244,7 +262,9 @@ impl Shedder {
 
     /// go-zero's overload factor at `cpu` millicpu: the share of `max_flight` admitted (1 when idle).
     fn overload_factor(&self, cpu: &Bound<'_, PyAny>) -> PyResult<f64> {
-        Ok(self.core.overload_factor(int_in(cpu, "cpu", 0, u64::from(u32::MAX))? as u32))
+        Ok(self
+            .core
+            .overload_factor(int_in(cpu, "cpu", 0, u64::from(u32::MAX))? as u32))
     }
 
     /// The rolling window in seconds.
@@ -308,7 +328,9 @@ impl Promise {
 impl Drop for Promise {
     fn drop(&mut self) {
         if !self.done.swap(true, Ordering::AcqRel) {
-            let _ = self.core.failure(weir::overload::Promise::from_raw(self.raw));
+            let _ = self
+                .core
+                .failure(weir::overload::Promise::from_raw(self.raw));
         }
     }
 }
@@ -360,12 +382,15 @@ impl Promise {
         }
         if exc_type.is_none() && !self.explicit {
             if !self.done.swap(true, Ordering::AcqRel) {
-                let _ = self
-                    .core
-                    .success(weir::overload::Promise::from_raw(self.raw), weir::rt::monotonic_now());
+                let _ = self.core.success(
+                    weir::overload::Promise::from_raw(self.raw),
+                    weir::rt::monotonic_now(),
+                );
             }
         } else if !self.done.swap(true, Ordering::AcqRel) {
-            let _ = self.core.failure(weir::overload::Promise::from_raw(self.raw));
+            let _ = self
+                .core
+                .failure(weir::overload::Promise::from_raw(self.raw));
             if exc_type.is_none() {
                 return Err(weir_err(
                     py,
@@ -392,7 +417,9 @@ fn criticality(v: Option<&Bound<'_, PyAny>>) -> PyResult<Criticality> {
 
 fn throttle_config_error(e: ThrottleConfigError) -> PyErr {
     PyValueError::new_err(match e {
-        ThrottleConfigError::Buckets => format!("Throttle: buckets must be between 1 and {MAX_WINDOW_BUCKETS}"),
+        ThrottleConfigError::Buckets => {
+            format!("Throttle: buckets must be between 1 and {MAX_WINDOW_BUCKETS}")
+        }
         ThrottleConfigError::Window => "Throttle: window / buckets must be at least 1 ns".into(),
         ThrottleConfigError::K => "Throttle: k must be finite and >= 1".into(),
         ThrottleConfigError::MaxRejection => "Throttle: max_rejection must be in [0, 1]".into(),
@@ -414,7 +441,11 @@ pub struct Throttle {
 }
 
 fn throttled_err(py: Python<'_>, t: &weir::overload::Throttled, retry: bool) -> PyResult<PyErr> {
-    let msg = if retry { format!("retry {t}") } else { t.to_string() };
+    let msg = if retry {
+        format!("retry {t}")
+    } else {
+        t.to_string()
+    };
     let err = weir_err(py, "Throttled", msg);
     let v = err.value(py);
     v.setattr("criticality", weir_criticality(py, t.criticality)?)?;
@@ -423,7 +454,9 @@ fn throttled_err(py: Python<'_>, t: &weir::overload::Throttled, retry: bool) -> 
 }
 
 fn weir_criticality(py: Python<'_>, c: Criticality) -> PyResult<Py<PyAny>> {
-    Ok(crate::convert::weir_type(py, "Criticality")?.call1((c as u8,))?.unbind())
+    Ok(crate::convert::weir_type(py, "Criticality")?
+        .call1((c as u8,))?
+        .unbind())
 }
 
 #[pymethods]
@@ -500,7 +533,11 @@ impl Throttle {
             Ok(()) => Ok(()),
             Err(RetryDenied::Throttled(e)) => Err(throttled_err(py, &e, true)?),
             Err(RetryDenied::Budget { retries, requests }) => {
-                let err = weir_err(py, "RetryBudgetExhausted", RetryDenied::Budget { retries, requests }.to_string());
+                let err = weir_err(
+                    py,
+                    "RetryBudgetExhausted",
+                    RetryDenied::Budget { retries, requests }.to_string(),
+                );
                 let v = err.value(py);
                 v.setattr("retries", retries)?;
                 v.setattr("requests", requests)?;
@@ -512,7 +549,11 @@ impl Throttle {
 
     /// Records that the backend accepted a request of `criticality`.
     #[pyo3(signature = (criticality=None, *, now=None))]
-    fn accepted(&self, criticality: Option<&Bound<'_, PyAny>>, now: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn accepted(
+        &self,
+        criticality: Option<&Bound<'_, PyAny>>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         let c = self::criticality(criticality)?;
         let (t, _) = now_ns(now)?;
         self.core.accepted(c, t);
@@ -521,7 +562,11 @@ impl Throttle {
 
     /// The current rejection probability for `criticality`.
     #[pyo3(signature = (criticality=None, *, now=None))]
-    fn probability(&self, criticality: Option<&Bound<'_, PyAny>>, now: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+    fn probability(
+        &self,
+        criticality: Option<&Bound<'_, PyAny>>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<f64> {
         let c = self::criticality(criticality)?;
         let (t, _) = now_ns(now)?;
         Ok(self.core.probability(c, t))
@@ -529,7 +574,11 @@ impl Throttle {
 
     /// The throttle's counters as a dict (per-criticality counts as 4-tuples indexed by criticality).
     #[pyo3(signature = (*, now=None))]
-    fn stats<'py>(&self, py: Python<'py>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+    fn stats<'py>(
+        &self,
+        py: Python<'py>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let (t, _) = now_ns(now)?;
         let s = self.core.stats(t);
         let d = PyDict::new(py);
@@ -578,7 +627,11 @@ impl Throttle {
 
 /// The SRE book's equation 21-1: `max(0, (requests - k * accepts) / (requests + 1))`.
 #[pyfunction]
-fn rejection_probability(requests: &Bound<'_, PyAny>, accepts: &Bound<'_, PyAny>, k: &Bound<'_, PyAny>) -> PyResult<f64> {
+fn rejection_probability(
+    requests: &Bound<'_, PyAny>,
+    accepts: &Bound<'_, PyAny>,
+    k: &Bound<'_, PyAny>,
+) -> PyResult<f64> {
     let r = int_in(requests, "requests", 0, u64::MAX)?;
     let a = int_in(accepts, "accepts", 0, u64::MAX)?;
     let k = float(k, "k")?;

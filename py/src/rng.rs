@@ -49,7 +49,11 @@ impl Rng {
 }
 
 /// Runs `f` with `rng` if one was given, else with this thread's generator for `seed`.
-pub fn draw<T>(rng: Option<&Bound<'_, Rng>>, seed: u64, f: impl FnOnce(&mut fastrand::Rng) -> T) -> T {
+pub fn draw<T>(
+    rng: Option<&Bound<'_, Rng>>,
+    seed: u64,
+    f: impl FnOnce(&mut fastrand::Rng) -> T,
+) -> T {
     match rng {
         Some(r) => r.get().with(f),
         None => weir::rt::with_thread_rng(seed, f),

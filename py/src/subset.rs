@@ -29,7 +29,9 @@ fn subset_error(e: SubsetError) -> PyErr {
 }
 
 fn pick<'py>(all: &[Bound<'py, PyAny>], idx: &[u32]) -> Vec<Bound<'py, PyAny>> {
-    idx.iter().filter_map(|&i| all.get(i as usize).cloned()).collect()
+    idx.iter()
+        .filter_map(|&i| all.get(i as usize).cloned())
+        .collect()
 }
 
 fn indices(n: usize) -> PyResult<Vec<u32>> {
@@ -75,7 +77,9 @@ fn random_subset<'py>(
     let idx = indices(all.len())?;
     let mut scratch = vec![0u32; idx.len()];
     let chosen = match rng {
-        Some(r) => r.get().with(|g| weir::subset::random_subset(&idx, size, g, &mut scratch)),
+        Some(r) => r
+            .get()
+            .with(|g| weir::subset::random_subset(&idx, size, g, &mut scratch)),
         None => {
             let mut g = fastrand::Rng::new();
             weir::subset::random_subset(&idx, size, &mut g, &mut scratch)
@@ -89,7 +93,10 @@ fn random_subset<'py>(
 ///
 /// GIL: held (pure computation).
 #[pyfunction]
-fn shuffle<'py>(backends: &Bound<'py, PyAny>, seed: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+fn shuffle<'py>(
+    backends: &Bound<'py, PyAny>,
+    seed: &Bound<'py, PyAny>,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let all = items(backends)?;
     let seed = int_in(seed, "seed", 0, u64::MAX)?;
     let mut idx = indices(all.len())?;

@@ -3,7 +3,8 @@
 //! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the loom models,
 //!   the README's examples (as doc tests), the failover example, the C example
-//!   (`c-example`), the installed C library (`dist-c --check`) and the API docs (warnings denied).
+//!   (`c-example`), the installed C library (`dist-c --check`), the Python package (`py`) and the API
+//!   docs (warnings denied).
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
 //!   table on stdout and the report, CSVs and charts in `target/sim/` (arguments go to `weir-sim`).
 //! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
@@ -15,11 +16,15 @@
 //! - `cargo xtask c-example`: the C example client over three local servers, checked (see `example.rs`).
 //! - `cargo xtask dist-c --prefix DIR`: installs the C header, libraries and `weir.pc` into DIR;
 //!   `--check` installs into a temporary prefix and builds the example against it (see `dist.rs`).
+//! - `cargo xtask py`: the Python package in its own venv: lint, `pip install ./py`, pytest, stubtest,
+//!   `mypy --strict`; `cargo xtask wheel`: the abi3 wheel; `cargo xtask bench-py`: the Python timings,
+//!   then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
 
 mod bench;
 mod ctest;
 mod dist;
 mod example;
+mod py;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -46,9 +51,12 @@ fn main() {
         Some("header") => ctest::header(),
         Some("c-example") => example::c_example(),
         Some("dist-c") => dist::dist(&args[1..]),
+        Some("py") => py::py(),
+        Some("wheel") => py::wheel(),
+        Some("bench-py") => py::bench_py(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | sim | bench | ctest | header | c-example | dist-c | nostd | loom>"
+                "usage: cargo xtask <ci | sim | bench | ctest | header | c-example | dist-c | py | wheel | bench-py | nostd | loom>"
             );
             exit(2);
         }
@@ -142,6 +150,7 @@ fn ci() {
     cargo(&["run", "--quiet", "-p", "weir", "--example", "failover"]);
     example::c_example();
     dist::check();
+    py::py();
     // The API docs, with broken intra-doc links as errors.
     run(
         "cargo",
