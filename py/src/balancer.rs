@@ -564,6 +564,11 @@ impl Balancer {
     fn capacity(&self) -> usize {
         self.inner.core.capacity()
     }
+    /// Slots holding a member or a removed node whose leases are still in flight.
+    #[getter]
+    fn slots_in_use(&self) -> usize {
+        self.inner.core.slots_in_use()
+    }
     /// The health model.
     #[getter]
     fn health(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {

@@ -10,7 +10,7 @@
 //! | file | what |
 //! |---|---|
 //! | `convert.rs` | seconds and `timedelta` to nanoseconds, the clock, integers, the lazily imported Python types |
-//! | `config.rs` | health models, policies and limit algorithms as small frozen classes |
+//! | `config/` | health models, policies and limit algorithms as small frozen classes |
 //! | `balancer.rs` | `Balancer`: membership, acquire, snapshots; the node-object table |
 //! | `lease.rs` | `Lease`: context manager, explicit outcomes, release on garbage collection |
 //! | `rng.rs` | `Rng`: an explicit generator, for reproducing another binding's decisions |

@@ -165,6 +165,16 @@ def test_add_remove_lame_duck() -> None:
     assert "a" in b
 
 
+def test_slots_in_use_counts_draining_slots() -> None:
+    b = fixed(1, nodes=["a"])
+    assert b.slots_in_use == 1
+    lease = b.acquire()
+    b.remove("a")
+    assert (len(b), b.slots_in_use) == (0, 1)  # a's slot drains until its lease ends
+    lease.ignore()
+    assert b.slots_in_use == 0
+
+
 def test_acquire_try_acquire_no_capacity_no_nodes() -> None:
     b = fixed(1, nodes=["a"])
     assert weir.Balancer().try_acquire.__doc__
