@@ -3,7 +3,8 @@
 //! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the loom models,
 //!   the README's examples (as doc tests), the failover example, the C example
-//!   (`c-example`), the installed C library (`dist-c --check`) and the API docs (warnings denied).
+//!   (`c-example`), the installed C library (`dist-c --check`), the Python package (`py`) and the API
+//!   docs (warnings denied).
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
 //!   table on stdout and the report, CSVs and charts in `target/sim/` (arguments go to `weir-sim`).
 //! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
@@ -18,12 +19,16 @@
 //! - `cargo xtask fuzz [--seconds N] [--stable]`: the fuzz target over the C ABI for N seconds (default
 //!   60): cargo-fuzz where nightly and cargo-fuzz are installed, the stable driver otherwise (see
 //!   `fuzz.rs`).
+//! - `cargo xtask py`: the Python package in its own venv: lint, `pip install ./py`, pytest, stubtest,
+//!   `mypy --strict`; `cargo xtask wheel`: the abi3 wheel; `cargo xtask bench-py`: the Python timings,
+//!   then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
 
 mod bench;
 mod ctest;
 mod dist;
 mod example;
 mod fuzz;
+mod py;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -51,9 +56,12 @@ fn main() {
         Some("header") => ctest::header(),
         Some("c-example") => example::c_example(),
         Some("dist-c") => dist::dist(&args[1..]),
+        Some("py") => py::py(),
+        Some("wheel") => py::wheel(),
+        Some("bench-py") => py::bench_py(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | sim | bench | ctest | header | c-example | dist-c | fuzz | nostd | loom>"
+                "usage: cargo xtask <ci | sim | bench | ctest | header | c-example | dist-c | fuzz | py | wheel | bench-py | nostd | loom>"
             );
             exit(2);
         }
@@ -161,6 +169,7 @@ fn ci() {
     cargo(&["run", "--quiet", "-p", "weir-tower", "--example", "hyper"]);
     example::c_example();
     dist::check();
+    py::py();
     // The API docs, with broken intra-doc links as errors.
     run(
         "cargo",

@@ -1,0 +1,374 @@
+"""weir: adaptive load balancing and overload protection.
+
+One exact, lock-free core (Rust) shared by Rust, C and Python. A client asks a :class:`Balancer` which node
+to call; the balancer answers from each node's recent failures and concurrency limit, fails fast when no
+node can take the call, and learns from every outcome::
+
+    import urllib.request, weir
+
+    backends = weir.Balancer(["http://10.0.0.7:8080", "http://10.0.0.8:8080"])
+    with backends.acquire() as lease:          # raises weir.NoCapacity when every node is busy
+        with urllib.request.urlopen(lease.node + "/api", timeout=2) as r:
+            body = r.read()                    # a normal exit records SUCCESS, an exception FAILURE
+
+Everything is thread-safe without a Python-side lock. Durations are float seconds (``datetime.timedelta``
+is accepted too); every ``now=`` is optional and defaults to the monotonic clock (:func:`monotonic`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import time
+from datetime import timedelta
+from typing import (
+    Any,
+    Callable,
+    Iterable,
+    Literal,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    cast,
+)
+
+from weir import _weir
+from weir._types import (
+    CapacityFull,
+    ClockMismatch,
+    CpuUnavailable,
+    Criticality,
+    DuplicateNode,
+    LeaseError,
+    NodeInfo,
+    NoCapacity,
+    NoNodes,
+    Outcome,
+    Overloaded,
+    Policy,
+    RetryBudgetExhausted,
+    RetryError,
+    Stats,
+    Throttled,
+    UnknownNode,
+    WeirError,
+)
+from weir._weir import (
+    MAX_LIMIT,
+    MAX_NODES,
+    MAX_WAITERS,
+    Aimd,
+    Buckets,
+    Ciad,
+    CpuSampler,
+    Decay,
+    Ewma,
+    Fixed,
+    Gradient,
+    Gradient2,
+    Lease,
+    Log10,
+    Percentile,
+    Promise,
+    Rng,
+    Sqrt,
+    Throttle,
+    Vegas,
+    Windowed,
+    deterministic_subset,
+    monotonic,
+    random_subset,
+    rejection_probability,
+    shuffle,
+)
+
+__version__: str = _weir.__version__
+
+__all__ = [
+    "Aimd",
+    "Backoff",
+    "Balancer",
+    "Buckets",
+    "CapacityFull",
+    "Ciad",
+    "ClockMismatch",
+    "CpuSampler",
+    "CpuUnavailable",
+    "Criticality",
+    "Decay",
+    "DuplicateNode",
+    "Ewma",
+    "Fixed",
+    "Gradient",
+    "Gradient2",
+    "Lease",
+    "LeaseError",
+    "Log10",
+    "MAX_LIMIT",
+    "MAX_NODES",
+    "MAX_WAITERS",
+    "NoCapacity",
+    "NoNodes",
+    "NodeInfo",
+    "Outcome",
+    "Overloaded",
+    "Percentile",
+    "Policy",
+    "Promise",
+    "RetryBudgetExhausted",
+    "RetryError",
+    "Rng",
+    "Shedder",
+    "Sqrt",
+    "Stats",
+    "Throttle",
+    "Throttled",
+    "UnknownNode",
+    "Vegas",
+    "WeirError",
+    "Windowed",
+    "deterministic_subset",
+    "monotonic",
+    "random_subset",
+    "rejection_probability",
+    "retry",
+    "shuffle",
+]
+
+Seconds = Union[float, int, timedelta]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Balancer(_weir.Balancer):
+    """An adaptive load balancer over nodes that are any hashable objects.
+
+    ``Balancer(nodes=(), *, policy=None, health=None, limit=None, weight_exponent=3.0, floor=1e-4,
+    seed=None, capacity=None, max_waiters=1024)``: see ``weir._weir.Balancer`` for every parameter. This
+    subclass adds :meth:`seeds` and :meth:`acquire_async`.
+
+    Thread-safe without a Python-side lock; the GIL is held only for each core call.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def seeds(
+        cls,
+        nodes: Optional[Iterable[Any]] = None,
+        *,
+        seed: Optional[int] = None,
+        capacity: Optional[int] = None,
+        max_waiters: Optional[int] = None,
+    ) -> Balancer:
+        """The seeds' algorithm exactly: ``Buckets()`` health, ``Policy.CASCADE``, ``Fixed(100)``."""
+        return cls(
+            nodes,
+            policy=Policy.CASCADE,
+            health=Buckets(),
+            limit=Fixed(100),
+            seed=seed,
+            capacity=capacity,
+            max_waiters=max_waiters,
+        )
+
+    async def acquire_async(self, *, timeout: Seconds) -> Lease:
+        """Grants a lease, waiting up to ``timeout`` for room without blocking the event loop.
+
+        A node with room is taken at once; otherwise the wait (the core's bounded FIFO queue) runs on a
+        worker thread of the loop's default executor, with the GIL released. Raises NoCapacity when the
+        timeout passes or the queue is full, NoNodes when no node is in rotation. If the awaiting task is
+        cancelled, a lease that arrives afterwards is released as IGNORED when it is garbage-collected.
+        """
+        lease = self.try_acquire()
+        if lease is not None:
+            return lease
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, functools.partial(self.acquire, timeout=timeout))
+
+
+_held: contextvars.ContextVar[Tuple[Tuple[int, Promise], ...]] = contextvars.ContextVar(
+    "weir_shedder_promises", default=()
+)
+
+
+class Shedder(_weir.Shedder):
+    """go-zero's adaptive load shedder, usable three ways:
+
+    * explicitly: ``p = shedder.allow()`` then ``p.success()`` or ``p.failure()``;
+    * as a context manager: ``with shedder:`` (or ``with shedder.allow():``) records success on a normal
+      exit and failure on an exception; entering raises :class:`Overloaded` when the server is overloaded;
+    * as a decorator: ``@shedder`` on a function or an ``async def``.
+
+    Thread-safe and lock-free; ``with shedder:`` keeps each entry's promise in a context variable, so threads
+    and asyncio tasks nest it independently.
+    """
+
+    __slots__ = ()
+
+    def __enter__(self) -> Promise:
+        promise = self.allow()
+        _held.set(_held.get() + ((id(self), promise),))
+        return promise
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Any
+    ) -> Literal[False]:
+        stack = _held.get()
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i][0] == id(self):
+                promise = stack[i][1]
+                _held.set(stack[:i] + stack[i + 1 :])
+                return promise.__exit__(exc_type, exc, tb)
+        raise LeaseError("Shedder.__exit__ without a matching __enter__ in this context")
+
+    def __call__(self, func: F) -> F:
+        """Decorates ``func`` (sync or async): each call is admitted by the shedder (or raises Overloaded)
+        and completed as a success or, if it raises, a failure."""
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def shed_async(*args: Any, **kwargs: Any) -> Any:
+                with self.allow():
+                    return await func(*args, **kwargs)
+
+            return cast(F, shed_async)
+
+        @functools.wraps(func)
+        def shed(*args: Any, **kwargs: Any) -> Any:
+            with self.allow():
+                return func(*args, **kwargs)
+
+        return cast(F, shed)
+
+
+class Backoff(_weir.Backoff):
+    """The seed's responsive exponential backoff (see ``weir._weir.Backoff`` for the parameters), plus
+    :meth:`sleep`, :meth:`asleep` and :meth:`retry`.
+
+    Thread-safe and lock-free; ``sleep`` releases the GIL while it sleeps and ``asleep`` never blocks the
+    event loop.
+    """
+
+    __slots__ = ()
+
+    def sleep(self, failed: bool = True) -> float:
+        """Records a failure (or, with ``failed=False``, a success) and sleeps the delay it returns;
+        returns the seconds slept."""
+        delay = self.on_failure() if failed else self.on_success()
+        if delay > 0:
+            time.sleep(delay)
+        return delay
+
+    async def asleep(self, failed: bool = True) -> float:
+        """As :meth:`sleep`, with ``await asyncio.sleep``."""
+        delay = self.on_failure() if failed else self.on_success()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        return delay
+
+    def retry(
+        self,
+        *,
+        attempts: int = 3,
+        on: Union[Type[BaseException], Tuple[Type[BaseException], ...]] = Exception,
+        throttle: Optional[Throttle] = None,
+        criticality: Criticality = Criticality.CRITICAL,
+        reraise: bool = True,
+    ) -> Callable[[F], F]:
+        """``@backoff.retry(...)``: :func:`retry` with this backoff."""
+        return retry(
+            attempts=attempts,
+            on=on,
+            backoff=self,
+            throttle=throttle,
+            criticality=criticality,
+            reraise=reraise,
+        )
+
+
+def retry(
+    *,
+    attempts: int = 3,
+    on: Union[Type[BaseException], Tuple[Type[BaseException], ...]] = Exception,
+    backoff: Optional[Backoff] = None,
+    throttle: Optional[Throttle] = None,
+    criticality: Criticality = Criticality.CRITICAL,
+    reraise: bool = True,
+) -> Callable[[F], F]:
+    """Retries a function (or an ``async def``) that raises ``on``, at most ``attempts`` calls in all.
+
+    Between attempts it waits what ``backoff.on_failure()`` says (a fresh ``Backoff(initial=0.1, max=10)``
+    per decorated function if none is given: shared by all its calls, so a failing dependency slows every
+    caller down, and successes bring the delay back to 0). With ``throttle``, each retry must also pass
+    ``throttle.allow_retry(criticality)`` (the SRE book's retry budget); a refused retry stops retrying.
+    When the attempts run out the last exception is raised (``reraise=True``) or wrapped in
+    :class:`RetryError` (``reraise=False``). Exceptions that are not ``on`` propagate at once.
+    """
+    if isinstance(attempts, bool) or not isinstance(attempts, int):
+        raise TypeError(f"attempts must be an int, not {type(attempts).__name__}")
+    if attempts < 1:
+        raise ValueError(f"attempts must be at least 1, got {attempts}")
+
+    def decorate(func: F) -> F:
+        policy = backoff if backoff is not None else Backoff(initial=0.1, max=10.0)
+
+        def may_retry() -> bool:
+            """Whether the retry budget (if any) admits one more attempt."""
+            if throttle is None:
+                return True
+            try:
+                throttle.allow_retry(criticality)
+            except (RetryBudgetExhausted, Throttled):
+                return False
+            return True
+
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def retry_async(*args: Any, **kwargs: Any) -> Any:
+                tries = 0
+                while True:
+                    tries += 1
+                    try:
+                        result = await func(*args, **kwargs)
+                    except on as err:
+                        delay = policy.on_failure()
+                        if tries >= attempts or not may_retry():
+                            if reraise:
+                                raise
+                            raise RetryError(f"gave up after {tries} attempts: {err!r}", err, tries) from err
+                        if delay > 0:
+                            await asyncio.sleep(delay)
+                        continue
+                    policy.on_success()
+                    return result
+
+            return cast(F, retry_async)
+
+        @functools.wraps(func)
+        def retry_sync(*args: Any, **kwargs: Any) -> Any:
+            tries = 0
+            while True:
+                tries += 1
+                try:
+                    result = func(*args, **kwargs)
+                except on as err:
+                    delay = policy.on_failure()
+                    if tries >= attempts or not may_retry():
+                        if reraise:
+                            raise
+                        raise RetryError(f"gave up after {tries} attempts: {err!r}", err, tries) from err
+                    if delay > 0:
+                        time.sleep(delay)
+                    continue
+                policy.on_success()
+                return result
+
+        return cast(F, retry_sync)
+
+    return decorate
+

@@ -1,0 +1,212 @@
+"""weir's exceptions, enums and snapshot dataclasses: the pure-Python half of the package's types.
+
+The native module ``weir._weir`` raises these exceptions and builds these dataclasses, so there is one
+definition of each, importable and subclassable like any Python class.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Hashable, Literal, Optional, Tuple
+
+__all__ = [
+    "WeirError",
+    "NoCapacity",
+    "NoNodes",
+    "LeaseError",
+    "ClockMismatch",
+    "DuplicateNode",
+    "UnknownNode",
+    "CapacityFull",
+    "Overloaded",
+    "Throttled",
+    "RetryBudgetExhausted",
+    "RetryError",
+    "CpuUnavailable",
+    "Outcome",
+    "Criticality",
+    "Policy",
+    "NodeInfo",
+    "Stats",
+]
+
+
+class WeirError(Exception):
+    """The base class of every error weir raises (bad arguments raise ValueError or TypeError)."""
+
+
+class NoCapacity(WeirError):
+    """No node can take the call now: every node is at its concurrency limit (or, with ``timeout=``, none
+    had room in time, or too many callers wait already). Shed the call or try later."""
+
+
+class NoNodes(WeirError):
+    """No node is in rotation: none was added, all were removed, or all are in lame duck."""
+
+
+class LeaseError(WeirError):
+    """A lease (or a shedder's promise) was released twice; the second release changed nothing."""
+
+
+class ClockMismatch(WeirError, ValueError):
+    """A lease acquired with an explicit ``now=`` was released without one, or the other way round: the two
+    clocks cannot be mixed silently."""
+
+
+class DuplicateNode(WeirError, ValueError):
+    """``Balancer.add`` of a node that is already a member."""
+
+
+class UnknownNode(WeirError, LookupError):
+    """A membership call or snapshot named a node that is not a member."""
+
+
+class CapacityFull(WeirError):
+    """``Balancer.add`` found no free slot: every slot holds a member, or a removed node whose leases are
+    still in flight. Build the balancer with a larger ``capacity``."""
+
+
+class Overloaded(WeirError):
+    """``Shedder.allow`` dropped the request (answer 503 / RESOURCE_EXHAUSTED). The attributes say what the
+    shedder saw."""
+
+    cpu: int = 0
+    """CPU usage in millicpu."""
+    hot: bool = False
+    """Whether the shedder was cooling off rather than over its CPU threshold."""
+    in_flight: int = 0
+    """Requests in flight."""
+    avg_in_flight: float = 0.0
+    """Their moving average."""
+    limit: float = 0.0
+    """The in-flight limit both exceeded."""
+
+
+class Throttled(WeirError):
+    """``Throttle.allow`` rejected the request locally: do not send it, and do not retry it."""
+
+    criticality: Criticality
+    """The request's criticality (set on every instance weir raises)."""
+    probability: float = 0.0
+    """The rejection probability it was rejected with."""
+
+
+class RetryBudgetExhausted(WeirError):
+    """``Throttle.allow_retry`` refused a retry: retries are already at ``retry_ratio`` of the requests."""
+
+    retries: int = 0
+    requests: int = 0
+
+
+class RetryError(WeirError):
+    """``@weir.retry(reraise=False)`` gave up; ``last_exception`` is the last attempt's error."""
+
+    def __init__(self, message: str, last_exception: Optional[BaseException], attempts: int) -> None:
+        super().__init__(message)
+        self.last_exception = last_exception
+        self.attempts = attempts
+
+
+class CpuUnavailable(WeirError, OSError):
+    """``CpuSampler`` found no CPU statistics to read (only Linux has them) or could not read them."""
+
+
+class Outcome(enum.IntEnum):
+    """What happened to a call, as the balancer learns it (codes shared with Rust and C)."""
+
+    SUCCESS = 0
+    """The node answered as it should."""
+    FAILURE = 1
+    """A real error of the node: a 5xx, connection refused or reset."""
+    DROPPED = 2
+    """Timeout or overload: 503, 504, a deadline. Counts against health; the limiter backs off."""
+    IGNORED = 3
+    """Not the node's fault (a cancelled call): recorded nowhere but the counters."""
+    THROTTLED = 4
+    """The node is busy and said so: a 429."""
+    CLIENT_ERROR = 5
+    """The node refused the request as the caller's fault: another 4xx."""
+
+    @classmethod
+    def from_http_status(cls, status: int) -> Outcome:
+        """100-399 SUCCESS, 429 THROTTLED, 503 and 504 DROPPED, other 4xx CLIENT_ERROR, other 5xx FAILURE;
+        ValueError outside 100..=599."""
+        from weir._weir import outcome_from_http_status
+
+        return cls(outcome_from_http_status(status))
+
+
+class Criticality(enum.IntEnum):
+    """How much a request matters (the SRE book's four levels); lower ones are throttled first."""
+
+    CRITICAL_PLUS = 0
+    CRITICAL = 1
+    SHEDDABLE_PLUS = 2
+    SHEDDABLE = 3
+
+
+class Policy(enum.Enum):
+    """How a node is chosen."""
+
+    LOWEST_SCORE = "lowest_score"
+    """The default: the node with room whose in-flight count plus failure penalty is lowest (health Decay)."""
+    CASCADE = "cascade"
+    """The seeds': a weighted random order by success rate, the first node with room (Buckets or Ewma)."""
+    CASCADE_APPROX = "cascade_approx"
+    """The gist's cheaper approximation of the cascade."""
+    WEIGHTED_PICK = "weighted_pick"
+    """One weighted random pick among the nodes with room."""
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A point-in-time view of one member node (``Balancer.nodes()``, ``Balancer.node()``)."""
+
+    node: Hashable
+    """The node object."""
+    id: int
+    """The core's id of the node."""
+    state: Literal["active", "lame_duck"]
+    success_rate: float
+    weight: float
+    successes: float
+    """The decay model's success counter (0.0 under the other models)."""
+    failures: float
+    """The decay model's failure counter (0.0 under the other models)."""
+    penalty: float
+    """The decay model's penalty in in-flight requests: the node's score is ``in_flight + penalty``."""
+    limit: int
+    """The current concurrency limit."""
+    in_flight: int
+    window_finished: int
+    window_succeeded: int
+    sticky_finished: int
+    sticky_succeeded: int
+    has_data: bool
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Balancer-wide counters since construction. Conserved:
+    ``acquired == released_total + released_stale + in_flight``."""
+
+    acquired: int
+    rejected_all_busy: int
+    rejected_no_active: int
+    by_outcome: Tuple[int, int, int, int, int, int]
+    """Leases released to a live node, indexed by ``Outcome``."""
+    released_stale: int
+    """Leases released after their node was removed."""
+    in_flight: int
+    active_nodes: int
+    lame_duck_nodes: int
+
+    def released(self, outcome: Outcome) -> int:
+        """Leases released with ``outcome`` to a live node."""
+        return self.by_outcome[Outcome(outcome)]
+
+    @property
+    def released_total(self) -> int:
+        """Leases released to a live node, whatever the outcome."""
+        return sum(self.by_outcome)

@@ -1,0 +1,627 @@
+//! `Balancer`: the core's balancer over heap slots, with nodes that are any hashable Python objects.
+//!
+//! # Node objects and core ids
+//! The core knows a node by a `u64` id. A node that is an `int` in `0..2**64` is its own id (so a replay
+//! of the shared traces, or a C program, sees the same ids and the same limit-algorithm draws, which are
+//! seeded from the id); any other object, or an int whose id is taken, gets a fresh id counting up from
+//! `2**63`. Membership (`add`, `remove`, `set_lame_duck`, `in`) goes through one mutex, `Members`, holding
+//! a dict from node to id and the map back; membership changes are rare, and they call the objects'
+//! `__hash__` and `__eq__`, so they cannot be lock-free anyway. The lock is taken with pyo3's
+//! `lock_py_attached`, which detaches from the interpreter while it waits, so a thread holding it while
+//! user Python code runs (a `__hash__`) cannot deadlock with one that waits for it.
+//!
+//! # The lookup on acquire takes no global lock
+//! Every acquire must turn the lease's id back into the node object. That path never touches `Members`:
+//! `cells` holds one lock-free cell (`ArcSwapOption`) per core slot, indexed by the slot the lease names,
+//! holding the (id, slot generation, object) of the member that last leased through that slot. A lease
+//! whose id and generation match the cell reads the object with two atomic operations and no lock, even
+//! when many threads lease the same node at once. Only the first lease through a slot after its member was
+//! added misses (the core picks the slot, so it cannot be filled in advance) and fills the cell from
+//! `Members` under the mutex; `remove` empties the removed node's cells under the same mutex, so a cell
+//! only ever holds a current member, exactly. A lease whose node was removed between the grant and that
+//! first lookup (its object is gone from `Members`) is handed back as ignored and the acquire tries again:
+//! it is then ordered after the removal, as if it had started a moment later.
+
+use crate::config::{health_from, health_to, limit_from, limit_to, policy_from, policy_name};
+use crate::convert::{duration_ns, int_in, now_ns, weir_err, weir_type};
+use crate::lease::Lease;
+use crate::rng::{draw, Rng};
+use arc_swap::ArcSwapOption;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::{PyDict, PyInt, PyTuple};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use weir::balance::{
+    MembershipError, NodeSnapshot, NodeState, Policy, RawLease, Rejected, MAX_NODES,
+};
+use weir::limit::{CiadLimit, LimitAlgorithm};
+use weir::rt::WaitError;
+use weir::{Config, HeapBalancer, Outcome};
+
+/// The first id given to a node that is not its own id.
+const AUTO_ID_START: u64 = 1 << 63;
+
+/// One slot's cached member: the id and slot generation of its leases, and the object.
+struct Cell {
+    id: u64,
+    generation: u16,
+    node: Py<PyAny>,
+}
+
+/// The membership tables, changed only under the mutex.
+struct Members {
+    /// node object -> id.
+    by_node: Py<PyDict>,
+    /// id -> node object.
+    by_id: HashMap<u64, Py<PyAny>>,
+    next_auto: u64,
+}
+
+/// What a `Balancer` and its leases share.
+pub struct Inner {
+    pub core: Arc<HeapBalancer>,
+    cells: Box<[ArcSwapOption<Cell>]>,
+    members: Mutex<Members>,
+}
+
+impl Inner {
+    fn members(&self, py: Python<'_>) -> std::sync::MutexGuard<'_, Members> {
+        // A poisoned lock means a panic while the tables were being changed; both tables are changed
+        // after the core, in an order that leaves them consistent at every step, so carry on.
+        self.members
+            .lock_py_attached(py)
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The node object of a lease just granted, or `None` if its node was removed meanwhile.
+    fn node_of(&self, py: Python<'_>, raw: &RawLease) -> Option<Py<PyAny>> {
+        let cell = self.cells.get(raw.slot as usize)?;
+        if let Some(c) = cell.load().as_ref() {
+            if c.id == raw.id && c.generation == raw.generation {
+                return Some(c.node.clone_ref(py));
+            }
+        }
+        let members = self.members(py);
+        let node = members.by_id.get(&raw.id)?.clone_ref(py);
+        cell.store(Some(Arc::new(Cell {
+            id: raw.id,
+            generation: raw.generation,
+            node: node.clone_ref(py),
+        })));
+        Some(node)
+    }
+
+    /// Wraps a granted lease, or hands it back if its node is gone (see the module docs).
+    fn wrap(self: &Arc<Self>, py: Python<'_>, lease: weir::Lease, explicit: bool) -> Option<Lease> {
+        let raw = lease.into_raw();
+        match self.node_of(py, &raw) {
+            Some(node) => Some(Lease::new(Arc::clone(self), raw, node, explicit)),
+            None => {
+                // Removed after the grant: the core counts it as a stale release.
+                let _ = self
+                    .core
+                    .release(weir::Lease::from_raw(raw), Outcome::Ignored, raw.start);
+                None
+            }
+        }
+    }
+}
+
+/// An adaptive load balancer over nodes that are any hashable objects.
+///
+/// `Balancer(nodes=(), *, policy=None, health=None, limit=None, weight_exponent=3.0, floor=1e-4,
+/// seed=None, capacity=None, max_waiters=1024)`. The defaults are weir's default algorithm: health
+/// `Decay()`, policy `Policy.LOWEST_SCORE`, limit `Ciad(fast_start=True)`. A weighted policy without a
+/// health model gets `Buckets()`; a `Buckets` or `Ewma` health without a policy gets `Policy.CASCADE`.
+/// `seed=None` draws a random seed; an int makes the decisions reproducible. `capacity` is the number of
+/// node slots (default: twice the nodes given, at least 16): removed nodes hold their slot until their
+/// leases finish.
+///
+/// GIL: thread-safe without a Python-side lock (free-threading included). Each call holds the GIL only for
+/// the core call (nanoseconds); `acquire(timeout=...)` releases it while it waits.
+#[pyclass(frozen, subclass, module = "weir._weir")]
+pub struct Balancer {
+    inner: Arc<Inner>,
+}
+
+fn membership_error(py: Python<'_>, e: MembershipError, node: &Bound<'_, PyAny>) -> PyErr {
+    let shown = node
+        .repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "?".into());
+    match e {
+        MembershipError::DuplicateId(_) => {
+            weir_err(py, "DuplicateNode", format!("node {shown} is already a member"))
+        }
+        MembershipError::UnknownId(_) => {
+            weir_err(py, "UnknownNode", format!("node {shown} is not a member"))
+        }
+        MembershipError::CapacityFull { capacity } => weir_err(
+            py,
+            "CapacityFull",
+            format!(
+                "cannot add {shown}: all {capacity} node slots are occupied or still draining leases of removed nodes"
+            ),
+        ),
+        other => weir_err(py, "WeirError", other.to_string()),
+    }
+}
+
+fn state_name(s: NodeState) -> &'static str {
+    match s {
+        NodeState::Active => "active",
+        NodeState::LameDuck => "lame_duck",
+    }
+}
+
+impl Balancer {
+    fn add_locked(
+        &self,
+        py: Python<'_>,
+        members: &mut Members,
+        node: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let by_node = members.by_node.bind(py);
+        // Also refuses an unhashable node with Python's own TypeError.
+        if by_node.contains(node)? {
+            return Err(membership_error(py, MembershipError::DuplicateId(0), node));
+        }
+        let own = if node.is_exact_instance_of::<PyInt>() {
+            node.extract::<u64>()
+                .ok()
+                .filter(|id| !members.by_id.contains_key(id))
+        } else {
+            None
+        };
+        let id = match own {
+            Some(id) => id,
+            None => {
+                let mut id = members.next_auto;
+                while members.by_id.contains_key(&id) {
+                    id = id.wrapping_add(1);
+                }
+                members.next_auto = id.wrapping_add(1);
+                id
+            }
+        };
+        self.inner
+            .core
+            .add(id)
+            .map_err(|e| membership_error(py, e, node))?;
+        by_node.set_item(node, id)?;
+        members.by_id.insert(id, node.clone().unbind());
+        Ok(())
+    }
+
+    fn id_of(&self, py: Python<'_>, members: &Members, node: &Bound<'_, PyAny>) -> PyResult<u64> {
+        match members.by_node.bind(py).get_item(node)? {
+            Some(id) => id.extract(),
+            None => Err(membership_error(py, MembershipError::UnknownId(0), node)),
+        }
+    }
+
+    fn info(&self, py: Python<'_>, node: Py<PyAny>, s: &NodeSnapshot) -> PyResult<Py<PyAny>> {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("node", node)?;
+        kwargs.set_item("id", s.id)?;
+        kwargs.set_item("state", state_name(s.state))?;
+        kwargs.set_item("success_rate", s.success_rate)?;
+        kwargs.set_item("weight", s.weight)?;
+        kwargs.set_item("successes", s.successes)?;
+        kwargs.set_item("failures", s.failures)?;
+        kwargs.set_item("penalty", s.penalty)?;
+        kwargs.set_item("limit", s.limit)?;
+        kwargs.set_item("in_flight", s.in_flight)?;
+        kwargs.set_item("window_finished", s.window_finished)?;
+        kwargs.set_item("window_succeeded", s.window_succeeded)?;
+        kwargs.set_item("sticky_finished", s.sticky_finished)?;
+        kwargs.set_item("sticky_succeeded", s.sticky_succeeded)?;
+        kwargs.set_item("has_data", s.has_data)?;
+        Ok(weir_type(py, "NodeInfo")?.call((), Some(&kwargs))?.unbind())
+    }
+
+    fn refused(py: Python<'_>, r: Rejected) -> PyErr {
+        match r {
+            Rejected::NoActiveNodes => weir_err(
+                py,
+                "NoNodes",
+                "no node is in rotation (none added, all removed, or all in lame duck)",
+            ),
+            _ => weir_err(
+                py,
+                "NoCapacity",
+                "every node is at its concurrency limit (or much worse than a busy one): shed the call, or pass timeout= to wait",
+            ),
+        }
+    }
+
+    /// One fail-fast acquire: `Ok(None)` when every node is busy.
+    fn try_once(
+        &self,
+        py: Python<'_>,
+        now: Option<&Bound<'_, PyAny>>,
+        rng: Option<&Bound<'_, Rng>>,
+    ) -> PyResult<Option<Lease>> {
+        let (t, explicit) = now_ns(now)?;
+        let seed = self.inner.core.config().seed;
+        loop {
+            match draw(rng, seed, |r| self.inner.core.acquire(t, r)) {
+                Ok(lease) => {
+                    if let Some(l) = self.inner.wrap(py, lease, explicit) {
+                        return Ok(Some(l));
+                    }
+                }
+                Err(Rejected::AllBusy) => return Ok(None),
+                Err(r) => return Err(Self::refused(py, r)),
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl Balancer {
+    #[new]
+    #[pyo3(signature = (nodes=None, *, policy=None, health=None, limit=None, weight_exponent=None, floor=None, seed=None, capacity=None, max_waiters=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        nodes: Option<&Bound<'_, PyAny>>,
+        policy: Option<&Bound<'_, PyAny>>,
+        health: Option<&Bound<'_, PyAny>>,
+        limit: Option<&Bound<'_, PyAny>>,
+        weight_exponent: Option<&Bound<'_, PyAny>>,
+        floor: Option<&Bound<'_, PyAny>>,
+        seed: Option<&Bound<'_, PyAny>>,
+        capacity: Option<&Bound<'_, PyAny>>,
+        max_waiters: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut config = Config::default();
+        let policy = policy
+            .filter(|p| !p.is_none())
+            .map(policy_from)
+            .transpose()?;
+        let health = health
+            .filter(|h| !h.is_none())
+            .map(health_from)
+            .transpose()?;
+        match (policy, health) {
+            (Some(p), Some(h)) => {
+                config.policy = p;
+                config.health = h;
+            }
+            (Some(p), None) => {
+                config.policy = p;
+                if p != Policy::LowestScore {
+                    config.health = weir::balance::HealthModel::SEED_BUCKETS;
+                }
+            }
+            (None, Some(h)) => {
+                config.health = h;
+                if !matches!(h, weir::balance::HealthModel::Decay { .. }) {
+                    config.policy = Policy::Cascade;
+                }
+            }
+            (None, None) => {}
+        }
+        if let Some(l) = limit.filter(|l| !l.is_none()) {
+            config.limit = limit_from(l)?;
+        }
+        if let Some(w) = weight_exponent {
+            config.weight_exponent = crate::convert::float(w, "weight_exponent")?;
+        }
+        if let Some(f) = floor {
+            config.floor = crate::convert::float(f, "floor")?;
+        }
+        config.seed = match seed.filter(|s| !s.is_none()) {
+            Some(s) => int_in(s, "seed", 0, u64::MAX)?,
+            None => fastrand::u64(..),
+        };
+        if let Some(m) = max_waiters {
+            config.max_waiters =
+                int_in(m, "max_waiters", 0, u64::from(weir::balance::MAX_WAITERS))? as u32;
+        }
+        config
+            .validate()
+            .map_err(|e| crate::config::config_error(e, "Balancer"))?;
+        // Collect the nodes first: an iterator is consumed once, and a bad node fails before any state.
+        let nodes: Vec<Bound<'_, PyAny>> = match nodes.filter(|n| !n.is_none()) {
+            Some(n) => {
+                if n.is_instance_of::<pyo3::types::PyString>() {
+                    return Err(PyTypeError::new_err(
+                        "nodes must be an iterable of nodes, not a str (did you mean [\"...\"]?)",
+                    ));
+                }
+                n.try_iter()?.collect::<PyResult<_>>()?
+            }
+            None => Vec::new(),
+        };
+        let capacity = match capacity.filter(|c| !c.is_none()) {
+            Some(c) => int_in(c, "capacity", 1, MAX_NODES as u64)? as usize,
+            None => (nodes.len().saturating_mul(2)).clamp(16, MAX_NODES),
+        };
+        if nodes.len() > capacity {
+            return Err(PyValueError::new_err(format!(
+                "capacity ({capacity}) is smaller than the {} nodes given",
+                nodes.len()
+            )));
+        }
+        let core = HeapBalancer::with_capacity(capacity, config)
+            .map_err(|e| crate::config::config_error(e, "Balancer"))?;
+        let cells = (0..capacity).map(|_| ArcSwapOption::empty()).collect();
+        let b = Balancer {
+            inner: Arc::new(Inner {
+                core: Arc::new(core),
+                cells,
+                members: Mutex::new(Members {
+                    by_node: PyDict::new(py).unbind(),
+                    by_id: HashMap::new(),
+                    next_auto: AUTO_ID_START,
+                }),
+            }),
+        };
+        {
+            let mut members = b.inner.members(py);
+            for n in &nodes {
+                b.add_locked(py, &mut members, n)?;
+            }
+        }
+        Ok(b)
+    }
+
+    /// Adds a node (any hashable object). It starts fully trusted, with the limit's initial value.
+    /// Raises DuplicateNode if it is a member, CapacityFull if no slot is free.
+    fn add(&self, py: Python<'_>, node: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut members = self.inner.members(py);
+        self.add_locked(py, &mut members, node)
+    }
+
+    /// Removes a node; its leases in flight finish normally (their release records nothing and returns
+    /// False). Raises UnknownNode if it is not a member.
+    fn remove(&self, py: Python<'_>, node: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut members = self.inner.members(py);
+        let id = self.id_of(py, &members, node)?;
+        self.inner
+            .core
+            .remove(id)
+            .map_err(|e| membership_error(py, e, node))?;
+        members.by_node.bind(py).del_item(node)?;
+        members.by_id.remove(&id);
+        for cell in self.inner.cells.iter() {
+            if cell.load().as_ref().is_some_and(|c| c.id == id) {
+                cell.store(None);
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts a node into lame duck (no new leases; those in flight finish normally) or back into rotation.
+    #[pyo3(signature = (node, lame_duck=None))]
+    fn set_lame_duck(
+        &self,
+        py: Python<'_>,
+        node: &Bound<'_, PyAny>,
+        lame_duck: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let on = match lame_duck {
+            Some(v) => crate::convert::boolean(v, "lame_duck")?,
+            None => true,
+        };
+        let members = self.inner.members(py);
+        let id = self.id_of(py, &members, node)?;
+        self.inner
+            .core
+            .set_lame_duck(id, on)
+            .map_err(|e| membership_error(py, e, node))
+    }
+
+    fn __contains__(&self, py: Python<'_>, node: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let members = self.inner.members(py);
+        let found = members.by_node.bind(py).contains(node);
+        // An unhashable object is simply not a member.
+        Ok(found.unwrap_or(false))
+    }
+
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.inner.members(py).by_id.len()
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let members = self.inner.members(py);
+        let keys = members.by_node.bind(py).keys();
+        Ok(keys.try_iter()?.into_any().unbind())
+    }
+
+    /// Grants a lease, or raises NoCapacity (every node busy) or NoNodes (none in rotation).
+    ///
+    /// With `timeout` (seconds or a timedelta), waits up to that long for room, first come first served,
+    /// with the GIL released; `timeout` waits on the monotonic clock, so it cannot be combined with `now`
+    /// or `rng`. `now` (seconds) dates the acquire for tests, and the lease must then be released with an
+    /// explicit time too; `rng` draws from an explicit `weir.Rng`.
+    #[pyo3(signature = (*, timeout=None, now=None, rng=None))]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        timeout: Option<&Bound<'_, PyAny>>,
+        now: Option<&Bound<'_, PyAny>>,
+        rng: Option<&Bound<'_, Rng>>,
+    ) -> PyResult<Lease> {
+        let Some(timeout) = timeout.filter(|t| !t.is_none()) else {
+            return self
+                .try_once(py, now, rng)?
+                .ok_or_else(|| Self::refused(py, Rejected::AllBusy));
+        };
+        let wait_ns = duration_ns(timeout, "timeout")?;
+        if now.is_some_and(|n| !n.is_none()) || rng.is_some() {
+            return Err(PyTypeError::new_err(
+                "timeout= waits on the monotonic clock and the thread's generator: it cannot be combined with now= or rng=",
+            ));
+        }
+        let deadline = Instant::now().checked_add(Duration::from_nanos(wait_ns));
+        loop {
+            let core = Arc::clone(&self.inner.core);
+            let waited = py.detach(move || {
+                // A deadline past what the platform's clock can hold waits "forever" (a century).
+                let deadline = deadline
+                    .or_else(|| Instant::now().checked_add(Duration::from_secs(3_155_760_000)))
+                    .unwrap_or_else(Instant::now);
+                core.acquire_wait_owned(deadline).map(|g| g.into_lease())
+            });
+            match waited {
+                Ok(lease) => {
+                    if let Some(l) = self.inner.wrap(py, lease, false) {
+                        return Ok(l);
+                    }
+                }
+                Err(WaitError::Timeout) => {
+                    return Err(weir_err(
+                        py,
+                        "NoCapacity",
+                        format!(
+                            "no node had room within the timeout ({} s)",
+                            wait_ns as f64 / 1e9
+                        ),
+                    ))
+                }
+                Err(WaitError::NoActiveNodes) => {
+                    return Err(Self::refused(py, Rejected::NoActiveNodes))
+                }
+                Err(e) => return Err(weir_err(py, "NoCapacity", e.to_string())),
+            }
+        }
+    }
+
+    /// Grants a lease, or returns None when every node is busy; raises NoNodes when none is in rotation.
+    #[pyo3(signature = (*, now=None, rng=None))]
+    fn try_acquire(
+        &self,
+        py: Python<'_>,
+        now: Option<&Bound<'_, PyAny>>,
+        rng: Option<&Bound<'_, Rng>>,
+    ) -> PyResult<Option<Lease>> {
+        self.try_once(py, now, rng)
+    }
+
+    /// A snapshot of every member, in slot order, as `weir.NodeInfo` dataclasses.
+    #[pyo3(signature = (*, now=None))]
+    fn nodes(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Py<PyAny>>> {
+        let (t, _) = now_ns(now)?;
+        let snaps: Vec<NodeSnapshot> = self.inner.core.nodes(t).collect();
+        let objects: Vec<Option<Py<PyAny>>> = {
+            let members = self.inner.members(py);
+            snaps
+                .iter()
+                .map(|s| members.by_id.get(&s.id).map(|n| n.clone_ref(py)))
+                .collect()
+        };
+        snaps
+            .iter()
+            .zip(objects)
+            .filter_map(|(s, o)| o.map(|o| self.info(py, o, s)))
+            .collect()
+    }
+
+    /// A snapshot of one member as a `weir.NodeInfo`; raises UnknownNode if it is not one.
+    #[pyo3(signature = (node, *, now=None))]
+    fn node(
+        &self,
+        py: Python<'_>,
+        node: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (t, _) = now_ns(now)?;
+        let (id, object) = {
+            let members = self.inner.members(py);
+            let id = self.id_of(py, &members, node)?;
+            (id, members.by_id.get(&id).map(|n| n.clone_ref(py)))
+        };
+        match (self.inner.core.node(id, t), object) {
+            (Some(s), Some(o)) => self.info(py, o, &s),
+            _ => Err(membership_error(py, MembershipError::UnknownId(id), node)),
+        }
+    }
+
+    /// Balancer-wide counters as a `weir.Stats` dataclass.
+    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let s = self.inner.core.stats();
+        let by_outcome = PyTuple::new(py, Outcome::ALL.iter().map(|o| s.released(*o)))?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("acquired", s.acquired)?;
+        kwargs.set_item("rejected_all_busy", s.rejected_all_busy)?;
+        kwargs.set_item("rejected_no_active", s.rejected_no_active)?;
+        kwargs.set_item("by_outcome", by_outcome)?;
+        kwargs.set_item("released_stale", s.released_stale)?;
+        kwargs.set_item("in_flight", s.in_flight)?;
+        kwargs.set_item("active_nodes", s.active_nodes)?;
+        kwargs.set_item("lame_duck_nodes", s.lame_duck_nodes)?;
+        Ok(weir_type(py, "Stats")?.call((), Some(&kwargs))?.unbind())
+    }
+
+    /// The number of node slots.
+    #[getter]
+    fn capacity(&self) -> usize {
+        self.inner.core.capacity()
+    }
+    /// Slots holding a member or a removed node whose leases are still in flight.
+    #[getter]
+    fn slots_in_use(&self) -> usize {
+        self.inner.core.slots_in_use()
+    }
+    /// The health model.
+    #[getter]
+    fn health(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        health_to(py, self.inner.core.config().health)
+    }
+    /// The policy, as a `weir.Policy`.
+    #[getter]
+    fn policy(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let name = policy_name(self.inner.core.config().policy);
+        Ok(weir_type(py, "Policy")?.call1((name,))?.unbind())
+    }
+    /// The limit algorithm.
+    #[getter]
+    fn limit(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        limit_to(py, self.inner.core.config().limit)
+    }
+    /// The weighted policies' weight exponent.
+    #[getter]
+    fn weight_exponent(&self) -> f64 {
+        self.inner.core.config().weight_exponent
+    }
+    /// The weighted policies' recovery floor.
+    #[getter]
+    fn floor(&self) -> f64 {
+        self.inner.core.config().floor
+    }
+    /// The seed of the per-thread generators (drawn at random when none was given).
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.inner.core.config().seed
+    }
+    /// The most callers that may wait for room at once.
+    #[getter]
+    fn max_waiters(&self) -> u32 {
+        self.inner.core.config().max_waiters
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let c = self.inner.core.config();
+        format!(
+            "<weir.Balancer {} nodes, capacity {}, policy {}, limit {}>",
+            self.__len__(py),
+            self.inner.core.capacity(),
+            policy_name(c.policy),
+            match c.limit {
+                LimitAlgorithm::Fixed(_) => "Fixed",
+                LimitAlgorithm::Aimd(_) => "Aimd",
+                LimitAlgorithm::Vegas(_) => "Vegas",
+                LimitAlgorithm::Gradient(_) => "Gradient",
+                LimitAlgorithm::Gradient2(_) => "Gradient2",
+                LimitAlgorithm::Ciad(CiadLimit { .. }) => "Ciad",
+                LimitAlgorithm::Windowed(_) => "Windowed",
+            }
+        )
+    }
+}

@@ -1,0 +1,348 @@
+//! `Lease`: the right to make one call to one node, released exactly once with the call's outcome.
+//!
+//! A lease is a context manager (`with` and `async with`): a normal exit records SUCCESS, an exception
+//! FAILURE, a cancellation (`asyncio.CancelledError`, `GeneratorExit`, `KeyboardInterrupt`) IGNORED; an
+//! explicit `succeeded()`, `failed()`, `dropped()`, `ignore()`, `throttled()`, `client_error()`,
+//! `http_status(code)` or `release(outcome)` inside the block wins. A second release raises `LeaseError`
+//! and changes nothing. A lease garbage-collected unreleased is released as IGNORED (`Drop`).
+//!
+//! Clocks never mix: a lease acquired with an explicit `now=` must be released with an explicit `now=`,
+//! and one acquired on the monotonic clock without one, or the release raises `ClockMismatch` (and
+//! records nothing). A context exit cannot know the time of a test clock, so it hands such a lease back
+//! as IGNORED and raises `ClockMismatch`.
+
+use crate::balancer::Inner;
+use crate::convert::{int_in, now_ns, secs, weir_err};
+use pyo3::exceptions::{PyStopIteration, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use weir::balance::{RawLease, ReleaseError};
+use weir::Outcome;
+
+/// A granted lease on one node. Obtained from `Balancer.acquire()` or `Balancer.try_acquire()`.
+///
+/// GIL: thread-safe; a lease may be released from another thread than the one that acquired it (exactly
+/// once, whichever thread tries first).
+#[pyclass(frozen, module = "weir._weir")]
+pub struct Lease {
+    inner: Arc<Inner>,
+    raw: RawLease,
+    node: Py<PyAny>,
+    explicit: bool,
+    released: AtomicBool,
+}
+
+impl Lease {
+    /// Wraps a lease the core granted.
+    pub fn new(inner: Arc<Inner>, raw: RawLease, node: Py<PyAny>, explicit: bool) -> Self {
+        Lease {
+            inner,
+            raw,
+            node,
+            explicit,
+            released: AtomicBool::new(false),
+        }
+    }
+
+    /// Marks the lease released, or fails if it was already (the first caller wins).
+    fn take(&self, py: Python<'_>) -> PyResult<()> {
+        // AcqRel: a release on another thread that won the swap happened-before our failure.
+        if self.released.swap(true, Ordering::AcqRel) {
+            return Err(weir_err(py, "LeaseError", "lease already released"));
+        }
+        Ok(())
+    }
+
+    /// Releases with `outcome` at `now_ns` (the flag already taken). Ok(false): the node was removed.
+    fn finish(&self, py: Python<'_>, outcome: Outcome, now_ns: u64) -> PyResult<bool> {
+        match self
+            .inner
+            .core
+            .release(weir::Lease::from_raw(self.raw), outcome, now_ns)
+        {
+            Ok(()) => Ok(true),
+            Err(ReleaseError::NodeRemoved { .. }) => Ok(false),
+            Err(e) => Err(weir_err(py, "LeaseError", e.to_string())),
+        }
+    }
+
+    fn release_with(
+        &self,
+        py: Python<'_>,
+        outcome: Outcome,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let given = now.filter(|n| !n.is_none());
+        if given.is_some() != self.explicit {
+            return Err(self.mismatch(py));
+        }
+        let (t, _) = now_ns(given)?;
+        self.take(py)?;
+        self.finish(py, outcome, t)
+    }
+
+    fn mismatch(&self, py: Python<'_>) -> PyErr {
+        if self.explicit {
+            weir_err(
+                py,
+                "ClockMismatch",
+                "this lease was acquired with an explicit now=; release it with an explicit now= too (lease.succeeded(now=...))",
+            )
+        } else {
+            weir_err(
+                py,
+                "ClockMismatch",
+                "this lease was acquired on the monotonic clock; release it without now= (or acquire it with now=)",
+            )
+        }
+    }
+
+    fn exit(&self, py: Python<'_>, exc_type: &Bound<'_, PyAny>) -> PyResult<bool> {
+        if self.released.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        if self.explicit {
+            if self.released.swap(true, Ordering::AcqRel) {
+                return Ok(false);
+            }
+            self.finish(py, Outcome::Ignored, self.raw.start)?;
+            return Err(weir_err(
+                py,
+                "ClockMismatch",
+                "a lease acquired with an explicit now= cannot be released by its context exit (the exit has no time to give): call lease.succeeded(now=...) (or another outcome) inside the block; it was released as IGNORED",
+            ));
+        }
+        let outcome = if exc_type.is_none() {
+            Outcome::Success
+        } else if is_cancellation(py, exc_type)? {
+            Outcome::Ignored
+        } else {
+            Outcome::Failure
+        };
+        if self.released.swap(true, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        self.finish(py, outcome, weir::rt::monotonic_now())?;
+        // Never swallow the block's exception.
+        Ok(false)
+    }
+}
+
+/// Whether `exc_type` is a cancellation rather than a failure of the node.
+fn is_cancellation(py: Python<'_>, exc_type: &Bound<'_, PyAny>) -> PyResult<bool> {
+    static CANCELLED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let Ok(t) = exc_type.cast::<PyType>() else {
+        return Ok(false);
+    };
+    let cancelled = CANCELLED.import(py, "asyncio", "CancelledError")?;
+    Ok(t.is_subclass(cancelled)?
+        || t.is_subclass_of::<pyo3::exceptions::PyGeneratorExit>()?
+        || t.is_subclass_of::<pyo3::exceptions::PyKeyboardInterrupt>()?)
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        // Garbage-collected unreleased: hand the slot back as IGNORED (nothing recorded). A test-clock
+        // lease is dated at its own acquire time, so no monotonic reading mixes into its clock.
+        if !self.released.swap(true, Ordering::AcqRel) {
+            let now = if self.explicit {
+                self.raw.start
+            } else {
+                weir::rt::monotonic_now()
+            };
+            let _ = self
+                .inner
+                .core
+                .release(weir::Lease::from_raw(self.raw), Outcome::Ignored, now);
+        }
+    }
+}
+
+fn outcome_arg(v: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+    let code = int_in(v, "outcome", 0, 5)?;
+    Outcome::from_code(code as u8).ok_or_else(|| PyValueError::new_err("outcome must be 0..=5"))
+}
+
+/// The outcome code (`weir.Outcome`) for an HTTP status: 100-399 SUCCESS, 429 THROTTLED, 503 and 504
+/// DROPPED, other 4xx CLIENT_ERROR, other 5xx FAILURE. Raises ValueError outside 100..=599.
+#[pyfunction]
+pub fn outcome_from_http_status(status: &Bound<'_, PyAny>) -> PyResult<u8> {
+    if status.is_instance_of::<pyo3::types::PyBool>()
+        || !status.is_instance_of::<pyo3::types::PyInt>()
+    {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "status must be an int, not {}",
+            status.get_type().name()?
+        )));
+    }
+    let s = int_in(status, "status", 0, u64::from(u16::MAX)).map_err(|_| {
+        PyValueError::new_err(format!(
+            "status must be an HTTP status code (100..=599), got {status}"
+        ))
+    })?;
+    Outcome::from_http_status(s as u16)
+        .map(|o| o as u8)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+#[pymethods]
+impl Lease {
+    /// The node object this lease is for (the object given to the balancer).
+    #[getter]
+    fn node(&self, py: Python<'_>) -> Py<PyAny> {
+        self.node.clone_ref(py)
+    }
+    /// The core's id of the node.
+    #[getter]
+    fn id(&self) -> u64 {
+        self.raw.id
+    }
+    /// When the lease was granted, in seconds on the clock it was acquired with.
+    #[getter]
+    fn acquired_at(&self) -> f64 {
+        secs(self.raw.start)
+    }
+    /// Calls in flight on the node when this one was admitted, including itself.
+    #[getter]
+    fn in_flight(&self) -> u32 {
+        self.raw.inflight
+    }
+    /// Whether the lease has been released.
+    #[getter]
+    fn released(&self) -> bool {
+        self.released.load(Ordering::Acquire)
+    }
+
+    /// Releases with `outcome` (a `weir.Outcome`). Returns True if it was recorded, False if the node was
+    /// removed meanwhile (the slot is returned, nothing else is recorded). Raises LeaseError if released
+    /// already, ClockMismatch if `now` is given for a monotonic lease or missing for a test-clock one.
+    #[pyo3(signature = (outcome, *, now=None))]
+    fn release(
+        &self,
+        py: Python<'_>,
+        outcome: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let o = outcome_arg(outcome)?;
+        self.release_with(py, o, now)
+    }
+    /// Releases as SUCCESS (the node answered as it should); see `release`.
+    #[pyo3(signature = (*, now=None))]
+    fn succeeded(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        self.release_with(py, Outcome::Success, now)
+    }
+    /// Releases as FAILURE (a 5xx, connection refused or reset); see `release`.
+    #[pyo3(signature = (*, now=None))]
+    fn failed(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        self.release_with(py, Outcome::Failure, now)
+    }
+    /// Releases as DROPPED (timeout or overload: 503, 504, a deadline); see `release`.
+    #[pyo3(signature = (*, now=None))]
+    fn dropped(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        self.release_with(py, Outcome::Dropped, now)
+    }
+    /// Releases as IGNORED (not the node's fault: a cancelled call); see `release`.
+    #[pyo3(signature = (*, now=None))]
+    fn ignore(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        self.release_with(py, Outcome::Ignored, now)
+    }
+    /// Releases as THROTTLED (a 429); see `release`.
+    #[pyo3(signature = (*, now=None))]
+    fn throttled(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        self.release_with(py, Outcome::Throttled, now)
+    }
+    /// Releases as CLIENT_ERROR (another 4xx); see `release`.
+    #[pyo3(signature = (*, now=None))]
+    fn client_error(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        self.release_with(py, Outcome::ClientError, now)
+    }
+    /// Releases with the outcome of an HTTP status (see `weir.Outcome.from_http_status`); ValueError for
+    /// a status outside 100..=599 (the lease stays unreleased).
+    #[pyo3(signature = (status, *, now=None))]
+    fn http_status(
+        &self,
+        py: Python<'_>,
+        status: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let code = outcome_from_http_status(status)?;
+        let o = Outcome::from_code(code).ok_or_else(|| PyValueError::new_err("status"))?;
+        self.release_with(py, o, now)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    #[pyo3(signature = (exc_type, exc_value, traceback))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: &Bound<'_, PyAny>,
+        exc_value: &Bound<'_, PyAny>,
+        traceback: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let _ = (exc_value, traceback);
+        self.exit(py, exc_type)
+    }
+    fn __aenter__(slf: Py<Self>, py: Python<'_>) -> Ready {
+        Ready {
+            value: slf.into_any().clone_ref(py),
+        }
+    }
+    #[pyo3(signature = (exc_type, exc_value, traceback))]
+    fn __aexit__(
+        &self,
+        py: Python<'_>,
+        exc_type: &Bound<'_, PyAny>,
+        exc_value: &Bound<'_, PyAny>,
+        traceback: &Bound<'_, PyAny>,
+    ) -> PyResult<Ready> {
+        let _ = (exc_value, traceback);
+        let r = self.exit(py, exc_type)?;
+        Ok(Ready {
+            value: r.into_pyobject(py)?.to_owned().into_any().unbind(),
+        })
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<weir.Lease node={} {}>",
+            self.node.bind(py).repr()?,
+            if self.released() {
+                "released"
+            } else {
+                "in flight"
+            }
+        ))
+    }
+}
+
+/// An awaitable that is already done: what `Lease.__aenter__` and `__aexit__` return, since a lease's
+/// entry and exit never wait.
+///
+/// GIL: immutable.
+#[pyclass(frozen, module = "weir._weir")]
+pub struct Ready {
+    value: Py<PyAny>,
+}
+
+#[pymethods]
+impl Ready {
+    fn __await__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Err(PyStopIteration::new_err((self.value.clone_ref(py),)))
+    }
+    /// Part of the coroutine-like protocol of awaitables: a value sent in finishes at once too.
+    fn send(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let _ = value;
+        self.__next__(py)
+    }
+}

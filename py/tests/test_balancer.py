@@ -1,0 +1,304 @@
+"""Balancer: construction, membership, acquire forms, snapshots, stats and every validation error."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import math
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+import weir
+
+
+def fixed(n: int, nodes: Any = ("a", "b"), **kw: Any) -> weir.Balancer:
+    return weir.Balancer(list(nodes), limit=weir.Fixed(n), seed=1, **kw)
+
+
+def test_defaults_are_the_cores() -> None:
+    b = weir.Balancer(["x"], seed=3)
+    assert b.policy is weir.Policy.LOWEST_SCORE
+    assert b.health == weir.Decay()
+    assert b.limit == weir.Ciad(fast_start=True)
+    assert (b.weight_exponent, b.floor, b.seed, b.max_waiters) == (3.0, 1e-4, 3, 1024)
+    assert b.capacity == 16
+    assert "1 nodes" in repr(b)
+
+
+def test_seeds_preset_and_policy_pairing() -> None:
+    s = weir.Balancer.seeds(["a"], seed=0)
+    assert isinstance(s, weir.Balancer)
+    assert (s.policy, s.health, s.limit) == (weir.Policy.CASCADE, weir.Buckets(), weir.Fixed(100))
+    # A weighted policy alone gets the bucket window; an average health alone gets the cascade.
+    assert weir.Balancer(policy=weir.Policy.WEIGHTED_PICK).health == weir.Buckets()
+    assert weir.Balancer(health=weir.Ewma()).policy is weir.Policy.CASCADE
+    assert weir.Balancer(policy="cascade_approx").policy is weir.Policy.CASCADE_APPROX
+    with pytest.raises(ValueError, match="LOWEST_SCORE goes with health Decay"):
+        weir.Balancer(policy=weir.Policy.CASCADE, health=weir.Decay())
+
+
+def test_random_seed_when_none() -> None:
+    seeds = {weir.Balancer().seed for _ in range(4)}
+    assert len(seeds) > 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"weight_exponent": float("nan")}, ValueError, "weight_exponent must not be NaN"),
+        ({"weight_exponent": 0.0}, ValueError, "weight_exponent must be finite and in"),
+        ({"weight_exponent": "3"}, TypeError, "weight_exponent must be a float"),
+        ({"floor": 2.0}, ValueError, "floor must be finite and in"),
+        ({"floor": -1.0}, ValueError, "floor must be finite"),
+        ({"seed": -1}, ValueError, "seed must be between"),
+        ({"seed": 2**64}, ValueError, "seed must be between"),
+        ({"seed": 1.5}, TypeError, "seed must be an int"),
+        ({"capacity": 0}, ValueError, "capacity must be between 1 and 65536"),
+        ({"capacity": 65537}, ValueError, "capacity"),
+        ({"capacity": True}, TypeError, "capacity must be an int, not bool"),
+        ({"max_waiters": 2**21}, ValueError, "max_waiters must be between"),
+        ({"policy": "fastest"}, ValueError, "policy must be one of"),
+        ({"policy": 3}, TypeError, "policy must be a weir.Policy"),
+        ({"health": "decay"}, TypeError, "health must be weir.Decay"),
+        ({"limit": 100}, TypeError, "limit must be weir.Fixed"),
+    ],
+)
+def test_bad_construction(kwargs: dict[str, Any], exc: type[Exception], match: str) -> None:
+    with pytest.raises(exc, match=match):
+        weir.Balancer(["a"], **kwargs)
+
+
+def test_bad_nodes_argument() -> None:
+    with pytest.raises(TypeError, match="not a str"):
+        weir.Balancer("abc")
+    with pytest.raises(TypeError):
+        weir.Balancer(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unhashable"):
+        weir.Balancer([["a"]])
+    with pytest.raises(ValueError, match="capacity .2. is smaller than the 3 nodes"):
+        weir.Balancer(["a", "b", "c"], capacity=2)
+    with pytest.raises(weir.DuplicateNode, match="'a' is already a member"):
+        weir.Balancer(["a", "a"])
+
+
+def test_nodes_are_any_hashable_objects() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Backend:
+        host: str
+        port: int
+
+    nodes = ["10.0.0.7:8080", ("h", 1), Backend("h", 2), 7, 2**64 - 1, -3, 1.5, None]
+    b = weir.Balancer(nodes, limit=weir.Fixed(1), seed=2)
+    assert len(b) == len(nodes)
+    assert list(b) == nodes
+    for n in nodes:
+        assert n in b
+    assert ["x"] not in b  # unhashable: simply not a member
+    got = []
+    for _ in nodes:
+        lease = b.acquire()
+        got.append(lease)
+    assert sorted(map(repr, (l.node for l in got))) == sorted(map(repr, nodes))
+    # The objects themselves, not copies.
+    backend = next(l.node for l in got if isinstance(l.node, Backend))
+    assert backend is nodes[2]
+    # Ints in 0..2**64 are their own ids; other objects get ids from 2**63.
+    ids = {repr(l.node): l.id for l in got}
+    assert ids["7"] == 7 and ids[repr(2**64 - 1)] == 2**64 - 1
+    assert ids["-3"] >= 2**63
+    for l in got:
+        l.succeeded()
+
+
+def test_membership_errors_leave_state_intact() -> None:
+    b = fixed(5, capacity=2)
+    before = (b.stats(), [n.node for n in b.nodes()])
+    with pytest.raises(weir.DuplicateNode):
+        b.add("a")
+    with pytest.raises(weir.CapacityFull, match="all 2 node slots"):
+        b.add("c")
+    with pytest.raises(weir.UnknownNode, match="'zz' is not a member"):
+        b.remove("zz")
+    with pytest.raises(weir.UnknownNode):
+        b.set_lame_duck("zz")
+    with pytest.raises(weir.UnknownNode):
+        b.node("zz")
+    with pytest.raises(TypeError, match="unhashable"):
+        b.add({})
+    with pytest.raises(TypeError, match="lame_duck must be a bool"):
+        b.set_lame_duck("a", 1)
+    assert (b.stats(), [n.node for n in b.nodes()]) == before
+    assert isinstance(weir.UnknownNode("x"), LookupError)
+    assert isinstance(weir.DuplicateNode("x"), ValueError)
+
+
+def test_add_remove_lame_duck() -> None:
+    b = fixed(1, nodes=["a"])
+    b.add("b")
+    assert len(b) == 2
+    b.set_lame_duck("a")
+    assert b.node("a").state == "lame_duck"
+    on_b = b.acquire()
+    assert on_b.node == "b"
+    with pytest.raises(weir.NoCapacity):
+        b.acquire()
+    # Garbage-collected unreleased: the slot comes back, released as IGNORED.
+    del on_b
+    gc.collect()
+    assert b.stats().released(weir.Outcome.IGNORED) == 1
+    on_b = b.acquire()
+    assert on_b.node == "b"
+    b.set_lame_duck("a", False)
+    lease = b.acquire()
+    assert lease.node == "a"
+    on_b.succeeded()
+    b.remove("a")
+    assert "a" not in b and len(b) == 1
+    # A lease of a removed node is released without recording: False, and counted as stale.
+    assert lease.succeeded() is False
+    assert b.stats().released_stale == 1
+    b.add("a")  # the slot drained: re-adding works
+    assert "a" in b
+
+
+def test_slots_in_use_counts_draining_slots() -> None:
+    b = fixed(1, nodes=["a"])
+    assert b.slots_in_use == 1
+    lease = b.acquire()
+    b.remove("a")
+    assert (len(b), b.slots_in_use) == (0, 1)  # a's slot drains until its lease ends
+    lease.ignore()
+    assert b.slots_in_use == 0
+
+
+def test_acquire_try_acquire_no_capacity_no_nodes() -> None:
+    b = fixed(1, nodes=["a"])
+    assert weir.Balancer().try_acquire.__doc__
+    with pytest.raises(weir.NoNodes, match="no node is in rotation"):
+        weir.Balancer().acquire()
+    with pytest.raises(weir.NoNodes):
+        weir.Balancer().try_acquire()
+    held = b.try_acquire()
+    assert held is not None and held.node == "a" and held.in_flight == 1
+    assert b.try_acquire() is None
+    with pytest.raises(weir.NoCapacity, match="every node is at its concurrency limit"):
+        b.acquire()
+    st = b.stats()
+    assert (st.rejected_all_busy, st.in_flight, st.acquired) == (2, 1, 1)
+    held.ignore()
+    assert isinstance(weir.NoCapacity(), weir.WeirError) and isinstance(weir.NoNodes(), weir.WeirError)
+
+
+def test_waiting_acquire_gets_a_released_slot() -> None:
+    b = fixed(1, nodes=["a"])
+    held = b.acquire()
+    t0 = time.monotonic()
+    with pytest.raises(weir.NoCapacity, match="within the timeout"):
+        b.acquire(timeout=0.05)
+    assert time.monotonic() - t0 >= 0.04
+    threading.Timer(0.05, held.succeeded).start()
+    lease = b.acquire(timeout=timedelta(seconds=5))
+    assert lease.node == "a"
+    lease.succeeded()
+    with pytest.raises(TypeError, match="cannot be combined"):
+        b.acquire(timeout=1.0, now=1.0)
+    with pytest.raises(ValueError, match="timeout must not be negative"):
+        b.acquire(timeout=-1.0)
+    with pytest.raises(weir.NoNodes):
+        weir.Balancer().acquire(timeout=0.01)
+    no_wait = fixed(1, nodes=["a"], max_waiters=0)
+    h = no_wait.acquire()
+    with pytest.raises(weir.NoCapacity, match="waiting is off"):
+        no_wait.acquire(timeout=1.0)
+    h.succeeded()
+
+
+def test_explicit_rng_reproduces_draws() -> None:
+    def picks(seed: int) -> list[Any]:
+        b = weir.Balancer.seeds(list(range(8)), seed=0)
+        rng = weir.Rng(seed)
+        out = []
+        for i in range(50):
+            lease = b.acquire(now=float(i), rng=rng)
+            out.append(lease.node)
+            lease.succeeded(now=i + 0.5)
+        return out
+
+    assert picks(5) == picks(5)
+    assert picks(5) != picks(6)
+    r = weir.Rng(1)
+    assert r.next_u64() != r.next_u64()
+    with pytest.raises(ValueError, match="seed must be between"):
+        weir.Rng(-1)
+    with pytest.raises(TypeError):
+        fixed(1).acquire(rng=3)  # type: ignore[arg-type]
+
+
+def test_nodes_snapshot_and_stats_dataclasses() -> None:
+    b = fixed(3, nodes=["a"])
+    lease = b.acquire(now=10.0)
+    lease.failed(now=10.5)
+    (info,) = b.nodes(now=11.0)
+    assert isinstance(info, weir.NodeInfo)
+    assert dataclasses.is_dataclass(info)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.limit = 3  # type: ignore[misc]
+    assert (info.node, info.state, info.limit, info.in_flight, info.has_data) == ("a", "active", 3, 0, True)
+    assert info.failures > 0.9 and info.penalty > 10
+    assert b.node("a", now=11.0) == info
+    st = b.stats()
+    assert isinstance(st, weir.Stats)
+    assert st.released(weir.Outcome.FAILURE) == 1 and st.released_total == 1
+    assert st.acquired == st.released_total + st.released_stale + st.in_flight
+    with pytest.raises(ValueError, match="now must not be NaN"):
+        b.nodes(now=math.nan)
+
+
+@pytest.mark.parametrize(
+    "now, exc, match",
+    [
+        (math.nan, ValueError, "now must not be NaN"),
+        (-1.0, ValueError, "now must not be negative"),
+        (math.inf, ValueError, "now is too large"),
+        (1e30, ValueError, "now is too large"),
+        (-1, ValueError, "now must not be negative"),
+        (True, TypeError, "not bool"),
+        ("1", TypeError, "now must be a number of seconds"),
+        (timedelta(seconds=-1), ValueError, "now must not be negative"),
+    ],
+)
+def test_bad_now_changes_nothing(now: Any, exc: type[Exception], match: str) -> None:
+    b = fixed(1, nodes=["a"])
+    before = b.stats()
+    with pytest.raises(exc, match=match):
+        b.acquire(now=now)
+    with pytest.raises(exc, match=match):
+        b.try_acquire(now=now)
+    assert b.stats() == before
+
+
+def test_timedelta_and_int_now() -> None:
+    b = fixed(1, nodes=["a"])
+    lease = b.acquire(now=timedelta(seconds=2, microseconds=5))
+    assert lease.acquired_at == 2.000005
+    assert lease.succeeded(now=3) is True
+
+
+def test_monotonic_is_the_default_clock() -> None:
+    a = weir.monotonic()
+    b = fixed(1, nodes=["a"])
+    lease = b.acquire()
+    assert a <= lease.acquired_at <= weir.monotonic()
+    lease.succeeded()
+
+
+def test_balancer_outlives_its_handle_while_leases_are_held() -> None:
+    b = fixed(1, nodes=["a"])
+    lease = b.acquire()
+    del b
+    gc.collect()
+    assert lease.succeeded() is True

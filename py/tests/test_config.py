@@ -1,0 +1,117 @@
+"""The configuration classes: defaults, attributes, equality, and every validation error."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any, Callable
+
+import pytest
+
+import weir
+
+
+def test_defaults_are_the_cores() -> None:
+    d = weir.Decay()
+    assert (d.success_half_life, d.failure_half_life, d.throttled_cost, d.client_error_cost) == (1.0, 30.0, 0.1, 0.01)
+    assert (d.penalty, d.ratio_penalty) == (10.0, 16.0)
+    bk = weir.Buckets()
+    assert (bk.count, bk.width, bk.decay) == (6, 5.0, 3.0)
+    assert weir.Ewma().half_life == 32
+    assert weir.Fixed().limit == 100 and weir.Fixed(7).limit == 7
+    a = weir.Aimd()
+    assert (a.initial_limit, a.min_limit, a.max_limit, a.backoff_ratio, a.timeout) == (20, 20, 200, 0.9, 5.0)
+    v = weir.Vegas()
+    assert (v.initial_limit, v.max_limit, v.smoothing, v.probe_multiplier) == (20, 1000, 1.0, 30)
+    assert (v.alpha, v.beta, v.threshold) == (weir.Log10(3), weir.Log10(6), weir.Log10(1))
+    assert (v.increase, v.decrease, v.baseline_from_drops) == ("log10", "log10", True)
+    g = weir.Gradient()
+    assert (g.initial_limit, g.min_limit, g.max_limit, g.smoothing) == (50, 1, 1000, 0.2)
+    assert (g.queue_size, g.rtt_tolerance, g.probe_interval, g.backoff_ratio) == (weir.Sqrt(4), 2.0, 1000, 0.9)
+    assert weir.Gradient(probe_interval=None).probe_interval is None
+    g2 = weir.Gradient2()
+    assert (g2.initial_limit, g2.min_limit, g2.max_limit, g2.smoothing, g2.queue_size) == (20, 20, 200, 0.2, 4)
+    assert (g2.long_window, g2.rtt_tolerance, g2.drop_backoff) == (600, 1.5, None)
+    c = weir.Ciad()
+    assert (c.initial_limit, c.min_limit, c.max_limit, c.backoff_ratio, c.fast_start) == (20, 1, 1_000_000, 0.9, False)
+    w = weir.Windowed()
+    assert (w.inner, w.min_window, w.max_window, w.min_samples, w.window) == (weir.Vegas(), 1.0, 1.0, 10, None)
+    assert w.min_rtt_threshold == 0.0001
+    p = weir.Percentile(0.75, capacity=8)
+    assert (p.percentile, p.capacity) == (0.75, 8)
+    assert weir.Sqrt().min == 4 and weir.Log10().k == 1
+
+
+def test_values_round_trip_and_compare() -> None:
+    v = weir.Vegas(alpha=2, beta=weir.Log10(4), increase=1.25, smoothing=0.5)
+    assert (v.alpha, v.beta, v.increase, v.smoothing) == (2, weir.Log10(4), 1.25, 0.5)
+    assert v == weir.Vegas(alpha=2, beta=weir.Log10(4), increase=1.25, smoothing=0.5)
+    assert v != weir.Vegas() and v != "Vegas"
+    assert hash(weir.Ciad()) == hash(weir.Ciad())
+    w = weir.Windowed(weir.Aimd(timeout=timedelta(milliseconds=40)), window=weir.Percentile(0.5, 4), min_samples=2)
+    assert w.inner == weir.Aimd(timeout=0.04)
+    assert w.window == weir.Percentile(0.5, capacity=4)
+    for obj in (weir.Decay(), weir.Buckets(width=0.1), weir.Ewma(), v, weir.Gradient(), weir.Gradient2(), w):
+        assert repr(obj).startswith(type(obj).__name__ + "(")
+    assert weir.Decay(success_half_life=timedelta(seconds=2)).success_half_life == 2.0
+    assert weir.Balancer(limit=w).limit == w
+
+
+BAD: list[tuple[Callable[..., Any], dict[str, Any], type[Exception], str]] = [
+    (weir.Decay, {"success_half_life": 0.0001}, ValueError, "between 1 ms and 1 hour"),
+    (weir.Decay, {"failure_half_life": 7200}, ValueError, "between 1 ms and 1 hour"),
+    (weir.Decay, {"throttled_cost": 2.0}, ValueError, "throttled_cost and client_error_cost"),
+    (weir.Decay, {"client_error_cost": math.nan}, ValueError, "client_error_cost must not be NaN"),
+    (weir.Decay, {"penalty": math.inf}, ValueError, "penalty must be finite"),
+    (weir.Decay, {"ratio_penalty": -1.0}, ValueError, "penalty and ratio_penalty"),
+    (weir.Decay, {"success_half_life": "1s"}, TypeError, "success_half_life must be a number of seconds"),
+    (weir.Buckets, {"count": 0}, ValueError, "count must be between 1 and 8"),
+    (weir.Buckets, {"count": 9}, ValueError, "count must be between 1 and 8"),
+    (weir.Buckets, {"width": 0}, ValueError, "width must be at least 1 ns"),
+    (weir.Buckets, {"width": -5.0}, ValueError, "width must not be negative"),
+    (weir.Buckets, {"decay": 0.5}, ValueError, "decay must be finite and >= 1"),
+    (weir.Buckets, {"decay": math.nan}, ValueError, "decay must not be NaN"),
+    (weir.Ewma, {"half_life": 0}, ValueError, "half_life must be between 1 and"),
+    (weir.Ewma, {"half_life": 2.5}, TypeError, "half_life must be an int"),
+    (weir.Fixed, {"limit": -1}, ValueError, "limit must be between 0 and"),
+    (weir.Fixed, {"limit": 2**24}, ValueError, "limit must be between 0 and 16777215"),
+    (weir.Aimd, {"initial_limit": 10}, ValueError, "min_limit <= initial_limit <= max_limit"),
+    (weir.Aimd, {"backoff_ratio": 1.0}, ValueError, "backoff_ratio must be in"),
+    (weir.Aimd, {"timeout": 0}, ValueError, "timeout must be at least 1 ns"),
+    (weir.Aimd, {"max_limit": "200"}, TypeError, "max_limit must be an int"),
+    (weir.Vegas, {"smoothing": 1.5}, ValueError, "smoothing must be in"),
+    (weir.Vegas, {"probe_multiplier": 0}, ValueError, "probe_multiplier must be at least 1"),
+    (weir.Vegas, {"increase": -1.0}, ValueError, "factors must be finite and > 0"),
+    (weir.Vegas, {"decrease": "log2"}, ValueError, "decrease must be 'log10' or a float"),
+    (weir.Vegas, {"alpha": 1.5}, TypeError, "alpha must be an int .a constant. or weir.Log10"),
+    (weir.Vegas, {"baseline_from_drops": 1}, TypeError, "baseline_from_drops must be a bool"),
+    (weir.Gradient, {"rtt_tolerance": 0.5}, ValueError, "rtt_tolerance must be finite and >= 1"),
+    (weir.Gradient, {"probe_interval": 0}, ValueError, "probe_interval must be between 1"),
+    (weir.Gradient, {"queue_size": "sqrt"}, TypeError, "queue_size must be an int"),
+    (weir.Gradient2, {"long_window": 0}, ValueError, "long_window must be at least 1"),
+    (weir.Gradient2, {"drop_backoff": 0.1}, ValueError, "backoff_ratio must be in"),
+    (weir.Ciad, {"min_limit": 0, "initial_limit": 0}, ValueError, "min_limit <= initial_limit"),
+    (weir.Ciad, {"fast_start": "yes"}, TypeError, "fast_start must be a bool"),
+    (weir.Windowed, {"inner": weir.Windowed()}, ValueError, "inner must not be another Windowed"),
+    (weir.Windowed, {"inner": 3}, TypeError, "limit must be weir.Fixed"),
+    (weir.Windowed, {"min_window": 2.0}, ValueError, "min_window and max_window must satisfy"),
+    (weir.Windowed, {"window": "p99"}, TypeError, "window must be None"),
+    (weir.Windowed, {"window": weir.Percentile(0.5, 4), "min_samples": 5}, ValueError, "min_samples must be at least 1"),
+    (weir.Percentile, {"percentile": 1.0}, ValueError, "percentile must be in .0, 1."),
+    (weir.Percentile, {"percentile": 0.5, "capacity": 11}, ValueError, "capacity must be between 1 and 10"),
+    (weir.Log10, {"k": -1}, ValueError, "k must be between 0 and"),
+    (weir.Sqrt, {"min": 2**24}, ValueError, "min must be between 0 and"),
+]
+
+
+@pytest.mark.parametrize("cls, kwargs, exc, match", BAD, ids=lambda x: getattr(x, "__name__", None) or str(x))
+def test_bad_values_name_the_parameter(cls: Callable[..., Any], kwargs: dict[str, Any], exc: type[Exception], match: str) -> None:
+    with pytest.raises(exc, match=match):
+        cls(**kwargs)
+
+
+def test_positional_misuse_is_refused() -> None:
+    with pytest.raises(TypeError):
+        weir.Aimd(20)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        weir.Decay(1.0)  # type: ignore[misc]

@@ -1,0 +1,315 @@
+"""A replay of the shared decision traces (``tests/vectors/*.trace``, specified in
+``tests/vectors/README.md``) through the Python binding: the same configuration, the same calls, the same
+generator, and every answer, snapshot and counter compared exactly (floats bit for bit)."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import weir
+
+VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors"
+
+NS = 1_000_000_000
+
+
+def secs(ns: int) -> float:
+    """Nanoseconds as the float seconds the binding takes, checked to convert back exactly."""
+    s = ns / NS
+    if round(s * NS) != ns:
+        raise AssertionError(f"{ns} ns does not round-trip through float seconds")
+    return s
+
+
+def bits(x: float) -> bytes:
+    return struct.pack("<d", x)
+
+
+def f32(text: str) -> float:
+    """A trace's f32 field as the f32 value (the spec's strtof), widened to a Python float."""
+    value: float = struct.unpack("<f", struct.pack("<f", float(text)))[0]
+    return value
+
+
+class Mismatch(AssertionError):
+    pass
+
+
+class Config:
+    """The `config` lines: every key once, each consumed exactly once."""
+
+    def __init__(self, pairs: Dict[str, str]) -> None:
+        self.pairs = pairs
+        self.used: set[str] = set()
+
+    def get(self, key: str) -> str:
+        if key not in self.pairs:
+            raise Mismatch(f"missing config key {key}")
+        self.used.add(key)
+        return self.pairs[key]
+
+    def u(self, key: str) -> int:
+        return int(self.get(key))
+
+    def f(self, key: str) -> float:
+        return float(self.get(key))
+
+    def b(self, key: str) -> bool:
+        v = self.get(key)
+        if v not in ("true", "false"):
+            raise Mismatch(f"{key}: not a bool: {v}")
+        return v == "true"
+
+    def health(self) -> Any:
+        kind = self.get("health")
+        if kind == "decay":
+            return weir.Decay(
+                success_half_life=secs(self.u("health.success_half_life_ns")),
+                failure_half_life=secs(self.u("health.failure_half_life_ns")),
+                throttled_cost=f32(self.get("health.throttled_cost")),
+                client_error_cost=f32(self.get("health.client_error_cost")),
+                penalty=f32(self.get("health.penalty")),
+                ratio_penalty=f32(self.get("health.ratio_penalty")),
+            )
+        if kind == "buckets":
+            return weir.Buckets(
+                count=self.u("health.count"),
+                width=secs(self.u("health.width_ns")),
+                decay=self.f("health.decay"),
+            )
+        if kind == "ewma":
+            return weir.Ewma(half_life=self.u("health.half_life"))
+        raise Mismatch(f"unknown health {kind}")
+
+    def threshold(self, key: str) -> Any:
+        kind = self.get(key)
+        k = self.u(key + ".0")
+        return weir.Log10(k) if kind == "log10" else k
+
+    def step(self, key: str) -> Any:
+        kind = self.get(key)
+        return "log10" if kind == "log10" else self.f(key + ".0")
+
+    def queue(self, key: str) -> Any:
+        kind = self.get(key)
+        return self.u(key + ".0") if kind == "constant" else weir.Sqrt(self.u(key + ".min"))
+
+    def limit(self, p: str) -> Any:
+        kind = self.get(p)
+        if kind == "fixed":
+            return weir.Fixed(self.u(p + ".limit"))
+        if kind == "aimd":
+            return weir.Aimd(
+                initial_limit=self.u(p + ".initial_limit"),
+                min_limit=self.u(p + ".min_limit"),
+                max_limit=self.u(p + ".max_limit"),
+                backoff_ratio=self.f(p + ".backoff_ratio"),
+                timeout=secs(self.u(p + ".timeout_ns")),
+            )
+        if kind == "vegas":
+            return weir.Vegas(
+                initial_limit=self.u(p + ".initial_limit"),
+                max_limit=self.u(p + ".max_limit"),
+                smoothing=self.f(p + ".smoothing"),
+                probe_multiplier=self.u(p + ".probe_multiplier"),
+                alpha=self.threshold(p + ".alpha"),
+                beta=self.threshold(p + ".beta"),
+                threshold=self.threshold(p + ".threshold"),
+                increase=self.step(p + ".increase"),
+                decrease=self.step(p + ".decrease"),
+                baseline_from_drops=self.b(p + ".baseline_from_drops"),
+            )
+        if kind == "gradient":
+            probe = self.get(p + ".probe_interval")
+            return weir.Gradient(
+                initial_limit=self.u(p + ".initial_limit"),
+                min_limit=self.u(p + ".min_limit"),
+                max_limit=self.u(p + ".max_limit"),
+                smoothing=self.f(p + ".smoothing"),
+                queue_size=self.queue(p + ".queue_size"),
+                rtt_tolerance=self.f(p + ".rtt_tolerance"),
+                probe_interval=None if probe == "none" else int(probe),
+                backoff_ratio=self.f(p + ".backoff_ratio"),
+            )
+        if kind == "gradient2":
+            drop = self.get(p + ".drop_backoff")
+            return weir.Gradient2(
+                initial_limit=self.u(p + ".initial_limit"),
+                min_limit=self.u(p + ".min_limit"),
+                max_limit=self.u(p + ".max_limit"),
+                smoothing=self.f(p + ".smoothing"),
+                queue_size=self.queue(p + ".queue_size"),
+                long_window=self.u(p + ".long_window"),
+                rtt_tolerance=self.f(p + ".rtt_tolerance"),
+                drop_backoff=None if drop == "none" else float(drop),
+            )
+        if kind == "ciad":
+            return weir.Ciad(
+                initial_limit=self.u(p + ".initial_limit"),
+                min_limit=self.u(p + ".min_limit"),
+                max_limit=self.u(p + ".max_limit"),
+                backoff_ratio=self.f(p + ".backoff_ratio"),
+                fast_start=self.b(p + ".fast_start"),
+            )
+        if kind == "windowed" and p == "limit":
+            window = self.get("limit.window")
+            return weir.Windowed(
+                self.limit("limit.inner"),
+                min_window=secs(self.u("limit.min_window_ns")),
+                max_window=secs(self.u("limit.max_window_ns")),
+                min_samples=self.u("limit.min_samples"),
+                min_rtt_threshold=secs(self.u("limit.min_rtt_threshold_ns")),
+                window=None
+                if window == "average"
+                else weir.Percentile(self.f("limit.window.percentile"), self.u("limit.window.capacity")),
+            )
+        raise Mismatch(f"unknown limit {kind} under {p}")
+
+    def balancer(self, capacity: int) -> weir.Balancer:
+        health = self.health()
+        b = weir.Balancer(
+            health=health,
+            policy=weir.Policy(self.get("policy")),
+            limit=self.limit("limit"),
+            weight_exponent=self.f("weight_exponent"),
+            floor=self.f("floor"),
+            seed=self.u("seed"),
+            max_waiters=self.u("max_waiters"),
+            capacity=capacity,
+        )
+        unused = set(self.pairs) - self.used
+        if unused:
+            raise Mismatch(f"unknown config keys {sorted(unused)}")
+        return b
+
+
+OUTCOMES = ["success", "failure", "dropped", "ignored", "throttled", "client_error"]
+
+
+def replay(path: Path) -> int:
+    """Replays one file; returns the number of steps. Raises Mismatch naming the line and field."""
+    lines = path.read_text().split("\n")
+    if lines[0] != "weir-trace 1":
+        raise Mismatch(f"{path.name}:1: not a weir-trace 1 file")
+    pairs: Dict[str, str] = {}
+    b: Optional[weir.Balancer] = None
+    rng: Optional[weir.Rng] = None
+    leases: Dict[str, weir.Lease] = {}
+    answers: Dict[str, int] = {}
+    steps = 0
+    pending_nodes: List[Tuple[int, List[str]]] = []
+    t = 0
+    ended = False
+
+    def check(lineno: int, field: str, got: Any, want: Any) -> None:
+        if got != want:
+            raise Mismatch(f"{path.name}:{lineno}: {field}: got {got!r}, want {want!r}")
+
+    def check_nodes(lineno: int) -> None:
+        assert b is not None
+        snaps = b.nodes(now=secs(t))
+        check(lineno, "node count", len(snaps), len(pending_nodes))
+        for s, (ln, f) in zip(snaps, pending_nodes):
+            check(ln, "id", s.id, int(f[1]))
+            check(ln, "node object", s.node, int(f[1]))
+            check(ln, "state", s.state, f[2])
+            for name, text in zip(("success_rate", "weight", "successes", "failures", "penalty"), f[3:8]):
+                check(ln, name, bits(getattr(s, name)), bits(float(text)))
+            for name, text in zip(
+                ("limit", "in_flight", "window_finished", "window_succeeded", "sticky_finished", "sticky_succeeded"),
+                f[8:14],
+            ):
+                check(ln, name, getattr(s, name), int(text))
+            check(ln, "has_data", s.has_data, f[14] == "true")
+
+    for lineno, line in enumerate(lines[1:], start=2):
+        if not line or line.startswith("#"):
+            continue
+        f = line.split(" ")
+        kind = f[0]
+        if kind == "config":
+            for kv in f[1:]:
+                k, _, v = kv.partition("=")
+                if k in pairs:
+                    raise Mismatch(f"{path.name}:{lineno}: repeated key {k}")
+                pairs[k] = v
+        elif kind == "capacity":
+            b = Config(pairs).balancer(int(f[1]))
+        elif kind == "rng":
+            rng = weir.Rng(int(f[1]))
+        elif kind == "node":
+            pending_nodes.append((lineno, f))
+        elif kind == "stats":
+            assert b is not None
+            check_nodes(lineno)
+            pending_nodes = []
+            st = b.stats()
+            want = [int(x) for x in f[1:]]
+            got = [
+                st.acquired,
+                st.rejected_all_busy,
+                st.rejected_no_active,
+                *st.by_outcome,
+                st.released_stale,
+                st.in_flight,
+                st.active_nodes,
+                st.lame_duck_nodes,
+            ]
+            check(lineno, "stats", got, want)
+            steps += 1
+        elif kind == "end":
+            check(lineno, "step count", steps, int(f[1]))
+            ended = True
+        else:
+            assert b is not None and rng is not None
+            t = int(f[1])
+            now = secs(t)
+            answer = f[-1]
+            got_answer: str
+            if kind == "acquire":
+                try:
+                    lease = b.try_acquire(now=now, rng=rng)
+                    if lease is None:
+                        got_answer = "all_busy"
+                    else:
+                        got_answer = str(lease.id)
+                        check(lineno, "lease node", lease.node, lease.id)
+                        leases[f[2]] = lease
+                        answers[f[2]] = lease.id
+                except weir.NoNodes:
+                    got_answer = "no_active_nodes"
+            elif kind == "release":
+                code, name = int(f[3]), f[4]
+                check(lineno, "outcome name", OUTCOMES[code], name)
+                try:
+                    recorded = leases[f[2]].release(weir.Outcome(code), now=now)
+                    got_answer = "ok" if recorded else "node_removed"
+                except weir.LeaseError:
+                    got_answer = "invalid_lease"
+            elif kind in ("add", "remove", "lame_duck"):
+                node = int(f[2])
+                action: Callable[[], None]
+                if kind == "add":
+                    action = lambda: b.add(node)  # noqa: E731
+                elif kind == "remove":
+                    action = lambda: b.remove(node)  # noqa: E731
+                else:
+                    on = f[3] == "on"
+                    action = lambda: b.set_lame_duck(node, on)  # noqa: E731
+                try:
+                    action()
+                    got_answer = "ok"
+                except weir.DuplicateNode:
+                    got_answer = "duplicate_id"
+                except weir.CapacityFull:
+                    got_answer = "capacity_full"
+                except weir.UnknownNode:
+                    got_answer = "unknown_id"
+            else:
+                raise Mismatch(f"{path.name}:{lineno}: unknown line kind {kind}")
+            check(lineno, kind, got_answer, answer)
+    if not ended:
+        raise Mismatch(f"{path.name}: no end line")
+    return steps

@@ -1,0 +1,196 @@
+//! The Python package (`py/`): `cargo xtask py` checks it, `cargo xtask wheel` builds its abi3 wheel,
+//! `cargo xtask bench-py` times it against the same algorithm in pure Python.
+//!
+//! Everything runs in a virtual environment of its own, `target/py-venv` (`python3 -m venv`), with pinned
+//! tools ([`TOOLS`]). The crate `weir-py` is not a workspace member (an extension module links against the
+//! interpreter that loads it; see `py/Cargo.toml`), so `cargo xtask py` also formats and lints it here.
+//! Its builds go to `target/py`, beside the workspace's.
+//!
+//! `cargo xtask py`, in order: the venv; `cargo fmt --check` and `clippy -D warnings` on `py/`;
+//! `pip install ./py` (the user's command: maturin as the PEP 517 backend, fetched by pip); pytest
+//! (`py/tests`, warnings as errors); `python -m mypy.stubtest weir._weir`; `mypy --strict` on the package,
+//! the examples and the benchmark script.
+
+use crate::{fail, run, target_dir};
+use std::env;
+use std::path::{Path, PathBuf};
+
+/// The pinned tools of the venv (pip's requirement syntax). Bump them here; the venv is rebuilt when
+/// this list changes (it is written to the venv as `weir-tools.txt`).
+const TOOLS: [&str; 3] = ["maturin==1.16.0", "pytest==8.3.5", "mypy==1.15.0"];
+
+/// The Python to build the venv with: `$PYTHON`, else `python3` (`python` on Windows).
+fn system_python() -> String {
+    env::var("PYTHON").unwrap_or_else(|_| {
+        if cfg!(windows) {
+            "python".into()
+        } else {
+            "python3".into()
+        }
+    })
+}
+
+/// A program inside the venv.
+fn venv_bin(venv: &Path, program: &str) -> PathBuf {
+    if cfg!(windows) {
+        venv.join("Scripts").join(format!("{program}.exe"))
+    } else {
+        venv.join("bin").join(program)
+    }
+}
+
+/// The venv with the pinned tools, created or refreshed when [`TOOLS`] changed.
+fn venv() -> PathBuf {
+    let venv = target_dir().join("py-venv");
+    let stamp = venv.join("weir-tools.txt");
+    let wanted = TOOLS.join("\n");
+    let python = venv_bin(&venv, "python");
+    if !python.exists() {
+        run(&system_python(), &["-m", "venv", &path(&venv)], &[]);
+    }
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
+        let mut args = vec!["-m", "pip", "install", "--quiet", "--upgrade", "pip"];
+        args.extend(TOOLS);
+        run(&path(&python), &args, &[]);
+        std::fs::write(&stamp, &wanted)
+            .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", stamp.display())));
+    }
+    venv
+}
+
+fn path(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// The environment of the build steps: the interpreter pyo3 builds against (the venv's) and the target
+/// directory for `py/` (the venv's programs are called by their paths, so `PATH` is left alone).
+fn venv_env(venv: &Path) -> Vec<(String, String)> {
+    vec![
+        ("PYO3_PYTHON".into(), path(&venv_bin(venv, "python"))),
+        ("CARGO_TARGET_DIR".into(), path(&target_dir().join("py"))),
+    ]
+}
+
+/// Runs `program` with the venv's environment, in `dir`.
+fn run_in(dir: &str, program: &str, args: &[&str], envs: &[(String, String)]) {
+    let pairs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let here = env::current_dir().unwrap_or_else(|e| fail(&format!("no current directory: {e}")));
+    env::set_current_dir(dir).unwrap_or_else(|e| fail(&format!("cannot enter {dir}: {e}")));
+    run(program, args, &pairs);
+    env::set_current_dir(here).unwrap_or_else(|e| fail(&format!("cannot go back: {e}")));
+}
+
+/// Installs the package into the venv as a user would: `pip install ./py`.
+fn install(venv: &Path, envs: &[(String, String)]) {
+    let python = path(&venv_bin(venv, "python"));
+    run_in(
+        ".",
+        &python,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--force-reinstall",
+            "--no-deps",
+            "./py",
+        ],
+        envs,
+    );
+}
+
+/// `cargo xtask py`: lint, install, test, check the stubs and the types.
+pub fn py() {
+    let venv = venv();
+    let envs = venv_env(&venv);
+    let python = path(&venv_bin(&venv, "python"));
+    run_in(
+        ".",
+        "cargo",
+        &["fmt", "--manifest-path", "py/Cargo.toml", "--check"],
+        &envs,
+    );
+    run_in(
+        ".",
+        "cargo",
+        &[
+            "clippy",
+            "--manifest-path",
+            "py/Cargo.toml",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &envs,
+    );
+    install(&venv, &envs);
+    // From py/, so that pytest reads py/pyproject.toml (warnings are errors) and imports the installed
+    // package, not the source tree.
+    run_in("py", &python, &["-m", "pytest", "-q", "tests"], &envs);
+    run_in("py", &python, &["-m", "mypy.stubtest", "weir._weir"], &envs);
+    run_in(
+        "py",
+        &python,
+        &[
+            "-m",
+            "mypy",
+            "--strict",
+            "python/weir",
+            "examples",
+            "bench/bench.py",
+        ],
+        &envs,
+    );
+}
+
+/// `cargo xtask wheel`: the abi3 wheel (CPython >= 3.9) in `target/wheels`.
+pub fn wheel() {
+    let venv = venv();
+    let envs = venv_env(&venv);
+    let out = target_dir().join("wheels");
+    let maturin = path(&venv_bin(&venv, "maturin"));
+    run_in(
+        ".",
+        &maturin,
+        &[
+            "build",
+            "--release",
+            "-m",
+            "py/Cargo.toml",
+            "--out",
+            &path(&out),
+        ],
+        &envs,
+    );
+    let wheels: Vec<String> = std::fs::read_dir(&out)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".whl"))
+                .collect()
+        })
+        .unwrap_or_default();
+    match wheels.iter().find(|n| n.contains("-cp39-abi3-")) {
+        Some(w) => eprintln!("\nxtask: wheel {}", out.join(w).display()),
+        None => fail(&format!(
+            "no cp39-abi3 wheel in {}: {wheels:?}",
+            out.display()
+        )),
+    }
+}
+
+/// `cargo xtask bench-py`: installs the package (release build) and runs `py/bench/bench.py`, which
+/// prints both timings and their ratio and rewrites the "Python" section of `benches/RESULTS.md`.
+pub fn bench_py() {
+    let venv = venv();
+    let envs = venv_env(&venv);
+    install(&venv, &envs);
+    let python = path(&venv_bin(&venv, "python"));
+    run_in(
+        ".",
+        &python,
+        &["py/bench/bench.py", "--results", "benches/RESULTS.md"],
+        &envs,
+    );
+}
