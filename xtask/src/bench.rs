@@ -179,9 +179,35 @@ pub(crate) fn bench(args: &[String]) {
         &load(&out.join("timing.txt")),
         &load(&out.join("instructions.txt")),
     );
+    // The Python section is `cargo xtask bench-py`'s: carried over as it is.
+    let text = keep_section(
+        &fs::read_to_string(results).unwrap_or_default(),
+        &text,
+        PYTHON_SECTION,
+    );
     fs::write(results, text)
         .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", results.display())));
     eprintln!("\nxtask: wrote {}", results.display());
+}
+
+/// The heading of the section `cargo xtask bench-py` writes into RESULTS.md (`py/bench/bench.py`).
+const PYTHON_SECTION: &str = "## Python\n";
+
+/// `new` with the section of `old` that starts with `heading` (up to the next `## ` heading), placed
+/// before `new`'s "Commands" section (or at its end); `new` unchanged if `old` has no such section.
+fn keep_section(old: &str, new: &str, heading: &str) -> String {
+    let Some(start) = old.find(heading) else {
+        return new.to_string();
+    };
+    let rest = &old[start + heading.len()..];
+    let end = rest
+        .find("\n## ")
+        .map_or(old.len(), |i| start + heading.len() + i + 1);
+    let section = old[start..end].trim_end();
+    match new.find("\n## Commands") {
+        Some(at) => format!("{}\n\n{section}\n{}", new[..at].trim_end(), &new[at..]),
+        None => format!("{}\n\n{section}\n", new.trim_end()),
+    }
 }
 
 /// The median's point estimate (ns) in one of criterion's `estimates.json`; `None` when the file is
@@ -1468,6 +1494,25 @@ fn results_md(t: &Facts, i: &Facts) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::keep_section;
+
+    #[test]
+    fn the_python_section_is_carried_over_before_the_commands() {
+        let old = "# R\n\n## A\n\na\n\n## Python\n\npy 1\n\n## Commands\n\nc\n";
+        let new = "# R\n\n## A\n\nb\n\n## Commands\n\nc\n";
+        assert_eq!(
+            keep_section(old, new, "## Python\n"),
+            "# R\n\n## A\n\nb\n\n## Python\n\npy 1\n\n## Commands\n\nc\n"
+        );
+        // At the end of the old file, and without one: unchanged.
+        let old = "# R\n\n## Python\n\npy 2\n";
+        assert_eq!(
+            keep_section(old, "# R\n", "## Python\n"),
+            "# R\n\n## Python\n\npy 2\n"
+        );
+        assert_eq!(keep_section("# R\n", new, "## Python\n"), new);
+    }
+
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
 
