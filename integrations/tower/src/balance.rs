@@ -32,8 +32,9 @@
 //! ([`Refused::Timeout`]); with a wait of zero it fails at once ([`Refused::AllBusy`]). When no node is
 //! in rotation only because services are not ready, it waits for them under the same deadline. When no
 //! node is in rotation at all, it fails at once with [`Refused::NoActiveNodes`]. The deadline is a tokio
-//! timer, so a `poll_ready` that waits needs a tokio runtime with its time driver; one that never waits
-//! (a lease at once, or a wait of zero) needs no runtime.
+//! timer, so a `poll_ready` that waits needs a tokio runtime with its time driver (without one it is
+//! refused with `Refused::NoTimer`, not a panic); one that never waits (a lease at once, or a wait of zero)
+//! needs no runtime.
 //!
 //! # Membership
 //! Each poll drains the `Discover` stream first: `Insert(key, service)` adds a weir node (replacing the
@@ -316,10 +317,13 @@ where
                 }
                 Err(r) if self.wait.is_zero() => return Poll::Ready(Err(r.into())),
                 Err(r) => {
+                    let Some(deadline) = deadline_timer(self.wait) else {
+                        return Poll::Ready(Err(Refused::NoTimer));
+                    };
                     self.waiting = Some(Waiting {
                         lease: (r != Rejected::NoActiveNodes)
                             .then(|| Arc::clone(&self.balancer).acquire_async_owned()),
-                        deadline: Box::pin(tokio::time::sleep(self.wait)),
+                        deadline,
                     })
                 }
             }
@@ -333,6 +337,15 @@ where
         }
         polled
     }
+}
+
+/// The wait's deadline as a tokio timer, or `None` where tokio cannot give one: no runtime on this thread,
+/// or one built without its time driver. tokio panics then; the balance refuses with
+/// [`Refused::NoTimer`] instead (and leaves nothing reserved).
+fn deadline_timer(wait: std::time::Duration) -> Option<Pin<Box<tokio::time::Sleep>>> {
+    tokio::runtime::Handle::try_current().ok()?;
+    // A runtime without its time driver: tokio's only signal is a panic (its hook prints the message).
+    std::panic::catch_unwind(|| Box::pin(tokio::time::sleep(wait))).ok()
 }
 
 impl Waiting {

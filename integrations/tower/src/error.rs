@@ -28,6 +28,10 @@ pub enum Refused {
     /// No node is in rotation (none discovered, all removed or in lame duck), and none is only
     /// waiting for its service to become ready.
     NoActiveNodes,
+    /// No node had room and waiting for one needs a timer, but this thread runs no tokio runtime with its
+    /// time driver enabled (`Runtime::new`, `#[tokio::main]`, or a builder with `enable_time`); set the
+    /// wait to zero ([`Builder::wait`](crate::Builder::wait)) to fail fast without a runtime.
+    NoTimer,
 }
 
 impl fmt::Display for Refused {
@@ -40,6 +44,9 @@ impl fmt::Display for Refused {
             ),
             Refused::Timeout => f.write_str("no node had room before the wait's deadline"),
             Refused::NoActiveNodes => f.write_str("no node is in rotation"),
+            Refused::NoTimer => f.write_str(
+                "no node has room, and waiting needs a tokio runtime with its time driver on this thread",
+            ),
         }
     }
 }

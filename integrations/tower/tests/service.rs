@@ -190,6 +190,39 @@ async fn refusals_are_typed() {
     }
 }
 
+/// Waiting needs tokio's timer: without a runtime, or in one built without its time driver, a full
+/// balance refuses with `NoTimer` (tokio itself would panic), reserves nothing, and works again once
+/// a node has room.
+#[test]
+fn waiting_without_a_timer_is_refused_not_a_panic() {
+    let a = Backend::new("a");
+    let mut svc = balance(limit(1), Duration::from_millis(10), &[&a]);
+    assert!(matches!(poll_ready_once(&mut svc), Poll::Ready(Ok(()))));
+    let (tx, rx) = oneshot::channel();
+    let mut held = svc.call(Some(rx));
+    // No runtime on this thread.
+    match poll_ready_once(&mut svc) {
+        Poll::Ready(Err(e)) => assert_eq!(e.refused(), Some(Refused::NoTimer), "{e}"),
+        other => panic!("expected NoTimer, got {:?}", other.map(|r| r.is_ok())),
+    }
+    // A runtime without its time driver.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        match poll_ready_once(&mut svc) {
+            Poll::Ready(Err(e)) => assert_eq!(e.refused(), Some(Refused::NoTimer), "{e}"),
+            other => panic!("expected NoTimer, got {:?}", other.map(|r| r.is_ok())),
+        }
+        tx.send(()).unwrap();
+        assert_eq!((&mut held).await.unwrap(), "a");
+        assert!(matches!(poll_ready_once(&mut svc), Poll::Ready(Ok(()))));
+        svc.call(None).await.unwrap();
+    });
+    let st = settled(&svc);
+    assert_eq!(st.released(Outcome::Success), 2);
+}
+
 #[tokio::test]
 async fn a_waiting_poll_ready_is_served_by_a_release() {
     let a = Backend::new("a");
