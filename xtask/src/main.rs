@@ -1,9 +1,10 @@
 //! The one entry point for everything beyond `cargo build`:
 //!
 //! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
-//!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the loom models,
-//!   the README's examples (as doc tests), the failover example, the C example
-//!   (`c-example`), the installed C library (`dist-c --check`) and the API docs (warnings denied).
+//!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the firmware
+//!   example under QEMU (`embedded`), the loom models, the README's examples (as doc tests), the failover
+//!   example, the C example (`c-example`), the installed C library (`dist-c --check`) and the API docs
+//!   (warnings denied).
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
 //!   table on stdout and the report, CSVs and charts in `target/sim/` (arguments go to `weir-sim`).
 //! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
@@ -15,10 +16,14 @@
 //! - `cargo xtask c-example`: the C example client over three local servers, checked (see `example.rs`).
 //! - `cargo xtask dist-c --prefix DIR`: installs the C header, libraries and `weir.pc` into DIR;
 //!   `--check` installs into a temporary prefix and builds the example against it (see `dist.rs`).
+//! - `cargo xtask embedded`: the firmware example on QEMU's Cortex-M4F and Cortex-M0 boards, checked, and
+//!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the README (see
+//!   `embedded.rs`).
 
 mod bench;
 mod ctest;
 mod dist;
+mod embedded;
 mod example;
 
 use std::env;
@@ -46,9 +51,10 @@ fn main() {
         Some("header") => ctest::header(),
         Some("c-example") => example::c_example(),
         Some("dist-c") => dist::dist(&args[1..]),
+        Some("embedded") => embedded::embedded(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | sim | bench | ctest | header | c-example | dist-c | nostd | loom>"
+                "usage: cargo xtask <ci | sim | bench | ctest | header | c-example | dist-c | embedded [--bless] | nostd | loom>"
             );
             exit(2);
         }
@@ -138,6 +144,7 @@ fn ci() {
     ctest::ctest();
     cargo(&["test", "-p", "weir", "--no-default-features", "--lib"]);
     nostd();
+    embedded::embedded(&[]);
     loom();
     cargo(&["run", "--quiet", "-p", "weir", "--example", "failover"]);
     example::c_example();
