@@ -1,10 +1,10 @@
 //! The one entry point for everything beyond `cargo build`:
 //!
 //! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
-//!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the loom models,
-//!   the README's examples (as doc tests), the failover example, the C example
-//!   (`c-example`), the installed C library (`dist-c --check`), the Python package (`py`) and the API
-//!   docs (warnings denied).
+//!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the firmware
+//!   example under QEMU (`embedded`), the loom models, the README's examples (as doc tests), the failover
+//!   example, the C example (`c-example`), the installed C library (`dist-c --check`), the Python
+//!   package (`py`), weir-tower (its tonic feature and hyper example) and the API docs (warnings denied).
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
 //!   table on stdout and the report, CSVs and charts in `target/sim/` (arguments go to `weir-sim`).
 //! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
@@ -22,10 +22,14 @@
 //! - `cargo xtask py`: the Python package in its own venv: lint, `pip install ./py`, pytest, stubtest,
 //!   `mypy --strict`; `cargo xtask wheel`: the abi3 wheel; `cargo xtask bench-py`: the Python timings,
 //!   then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
+//! - `cargo xtask embedded`: the firmware example on QEMU's Cortex-M4F and Cortex-M0 boards, checked, and
+//!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the README (see
+//!   `embedded.rs`).
 
 mod bench;
 mod ctest;
 mod dist;
+mod embedded;
 mod example;
 mod fuzz;
 mod py;
@@ -59,9 +63,10 @@ fn main() {
         Some("py") => py::py(),
         Some("wheel") => py::wheel(),
         Some("bench-py") => py::bench_py(),
+        Some("embedded") => embedded::embedded(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | sim | bench | ctest | header | c-example | dist-c | fuzz | py | wheel | bench-py | nostd | loom>"
+                "usage: cargo xtask <ci | sim | bench | ctest | header | c-example | dist-c | fuzz | py | wheel | bench-py | embedded [--bless] | nostd | loom>"
             );
             exit(2);
         }
@@ -151,6 +156,7 @@ fn ci() {
     ctest::ctest();
     cargo(&["test", "-p", "weir", "--no-default-features", "--lib"]);
     nostd();
+    embedded::embedded(&[]);
     loom();
     cargo(&["run", "--quiet", "-p", "weir", "--example", "failover"]);
     // weir-tower's optional tonic feature (the workspace runs build it without), and its hyper example.

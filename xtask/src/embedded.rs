@@ -1,0 +1,745 @@
+//! `cargo xtask embedded`: weir's firmware example (`examples/embedded/`) built for two Cortex-M boards
+//! that QEMU emulates and run there as a test, and what the core costs on them.
+//!
+//! It installs the two rustup targets and checks the crate's formatting and clippy's lints (the crate is
+//! outside the workspace). For each board it builds the firmware and its footprint binaries (release
+//! profile of the example: `opt-level = "s"`, LTO), reads their flash and RAM from the linked ELF files'
+//! section headers, runs the firmware under `qemu-system-arm` with `-icount shift=0` (installed from
+//! Debian's packages when missing) and checks its exit status and its `PASS` line: the failing node
+//! avoided, the healthy ones sharing its calls, every counter conserved and 1 KiB of stack to spare,
+//! under `Config::default()` and `Config::seeds()` (the checks themselves are in the firmware,
+//! `examples/embedded/src/main.rs`). It runs the firmware twice and requires the two runs to report the
+//! same (instruction counts and peak stack included), requires both boards to print the same decisions,
+//! and runs each footprint binary once (each checks that every call was granted and reports its peak
+//! stack).
+//!
+//! Then it prints the README's table of flash, static RAM, peak stack and instructions per
+//! acquire+release.
+//! `cargo xtask embedded --bless` also writes that table into the README, between its two marker
+//! comments. Exact byte counts change with the compiler, so CI does not fail when the README's table
+//! differs from a fresh one: it prints the fresh table, says that it differs, and the README names the
+//! toolchain that produced its figures.
+
+use crate::{ensure_target, fail, run, target_dir};
+use std::fmt::Write as _;
+use std::fs;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+/// A board QEMU emulates and the Rust target for its core.
+struct Board {
+    target: &'static str,
+    /// `qemu-system-arm -machine` name.
+    machine: &'static str,
+    /// What the README calls it.
+    name: &'static str,
+    /// The frequency of the clock SysTick counts with `CLKSOURCE = core` in QEMU's model of the board:
+    /// with `-icount shift=0` each instruction advances virtual time by 1 ns, so a tick is
+    /// `1e9 / core_hz` instructions.
+    core_hz: u64,
+}
+
+const BOARDS: [Board; 2] = [
+    Board {
+        target: "thumbv7em-none-eabihf",
+        machine: "mps2-an386",
+        name: "Cortex-M4F (QEMU mps2-an386)",
+        // QEMU clocks the board's CPU (and SysTick) at 25 MHz; the firmware's calibration confirms it.
+        core_hz: 25_000_000,
+    },
+    Board {
+        target: "thumbv6m-none-eabi",
+        machine: "microbit",
+        name: "Cortex-M0 (QEMU microbit, nRF51822)",
+        // QEMU clocks the nRF51's CPU (and SysTick) at 16 MHz; the calibration confirms it.
+        core_hz: 16_000_000,
+    },
+];
+
+const MANIFEST: &str = "examples/embedded/Cargo.toml";
+/// The example's binaries: the firmware, then the footprint baseline and the two configurations.
+const FIRMWARE: &str = "weir-embedded";
+const FOOTPRINTS: [&str; 3] = ["footprint-none", "footprint-default", "footprint-seeds"];
+/// A run takes a few seconds; past this it is hung (semihosting exit never reached).
+const QEMU_LIMIT: Duration = Duration::from_secs(120);
+/// The README's table lies between these two lines.
+const BEGIN: &str = "<!-- embedded-table: begin (cargo xtask embedded --bless) -->";
+const END: &str = "<!-- embedded-table: end -->";
+
+pub(crate) fn embedded(args: &[String]) {
+    let bless = match args {
+        [] => false,
+        [flag] if flag == "--bless" => true,
+        _ => fail("usage: cargo xtask embedded [--bless]"),
+    };
+    let start = Instant::now();
+    let qemu = ensure_qemu();
+    let out_dir = target_dir().join("embedded");
+    let out = out_dir.to_string_lossy();
+    for board in &BOARDS {
+        if !ensure_target(board.target) {
+            fail(&format!(
+                "the firmware needs the {} target: `rustup target add {}`",
+                board.target, board.target
+            ));
+        }
+    }
+    // The crate is outside the workspace, so the workspace's fmt and clippy do not see it. One target is
+    // enough for clippy: the code has no target-specific parts.
+    run(
+        "cargo",
+        &["fmt", "--manifest-path", MANIFEST, "--check"],
+        &[],
+    );
+    run(
+        "cargo",
+        &[
+            "clippy",
+            "--release",
+            "--locked",
+            "--manifest-path",
+            MANIFEST,
+            "--target",
+            BOARDS[1].target,
+            "--target-dir",
+            &out,
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    );
+    let mut rows = Vec::new();
+    for board in &BOARDS {
+        run(
+            "cargo",
+            &[
+                "build",
+                "--release",
+                "--locked",
+                "--manifest-path",
+                MANIFEST,
+                "--target",
+                board.target,
+                "--target-dir",
+                &out,
+                "--bins",
+            ],
+            &[],
+        );
+        let bin = |name: &str| out_dir.join(board.target).join("release").join(name);
+        let first = run_firmware(&qemu, board, &bin(FIRMWARE));
+        let second = run_firmware(&qemu, board, &bin(FIRMWARE));
+        // Under -icount the emulator is deterministic: a difference is a bug in the firmware or the setup.
+        if first != second {
+            fail(&format!(
+                "{}: two runs under -icount reported differently: {:?} then {:?}",
+                board.machine, first, second
+            ));
+        }
+        let size = |name: &str| {
+            let path = bin(name);
+            let bytes = fs::read(&path)
+                .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", path.display())));
+            Footprint::of(&bytes)
+                .unwrap_or_else(|e| fail(&format!("{}: not a 32-bit ELF: {e}", path.display())))
+        };
+        let footprint = |name: &str| {
+            let text = qemu_run(&qemu, board, &bin(name))
+                .unwrap_or_else(|e| fail(&format!("{name} on {}: {e}", board.machine)));
+            eprint!("{text}");
+            let stack = footprint_stack(&text).unwrap_or_else(|| {
+                fail(&format!(
+                    "{name} on {}: no `stack N bytes at most`",
+                    board.machine
+                ))
+            });
+            Binary {
+                size: size(name),
+                stack,
+            }
+        };
+        rows.push(Row {
+            board,
+            firmware: Binary {
+                size: size(FIRMWARE),
+                stack: first.stack,
+            },
+            none: footprint(FOOTPRINTS[0]),
+            default: footprint(FOOTPRINTS[1]),
+            seeds: footprint(FOOTPRINTS[2]),
+            run: first,
+        });
+    }
+    // Same seed, same calls: the same decisions on the Cortex-M4F and the Cortex-M0.
+    if let [first, rest @ ..] = &rows[..] {
+        for other in rest {
+            if other.run.decisions != first.run.decisions {
+                fail(&format!(
+                    "the firmware decided differently on {} and {} (compare their outputs above)",
+                    first.board.machine, other.board.machine
+                ));
+            }
+        }
+        eprintln!("\n    ok: the same decisions, shares and counters on every board");
+    }
+    let table = table(&rows, &toolchain(&qemu));
+    println!("\n{table}");
+    let readme = fs::read_to_string("README.md")
+        .unwrap_or_else(|e| fail(&format!("cannot read README.md: {e}")));
+    match replace_between(&readme, &table) {
+        None => fail(&format!(
+            "README.md has no `{BEGIN}` ... `{END}` section"
+        )),
+        Some(fresh) if fresh == readme => eprintln!("xtask: README.md's embedded table is up to date"),
+        Some(fresh) if bless => {
+            fs::write("README.md", fresh)
+                .unwrap_or_else(|e| fail(&format!("cannot write README.md: {e}")));
+            eprintln!("xtask: wrote the table above into README.md");
+        }
+        Some(_) => eprintln!(
+            "xtask: note: README.md's embedded table differs from this run's (above); byte counts follow \
+             the compiler, so this is not an error: `cargo xtask embedded --bless` rewrites it"
+        ),
+    }
+    eprintln!(
+        "xtask: embedded passed in {:.0} s",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+/// `qemu-system-arm`, installed with apt-get (as root, or through `sudo -n`) when it is missing.
+fn ensure_qemu() -> String {
+    const QEMU: &str = "qemu-system-arm";
+    let works = || {
+        Command::new(QEMU)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if works() {
+        return QEMU.into();
+    }
+    let how = "install it and run again: `apt-get install qemu-system-arm` on Debian and Ubuntu, \
+               `dnf install qemu-system-arm` on Fedora, `brew install qemu` on macOS";
+    if Command::new("apt-get").arg("--version").output().is_err() {
+        fail(&format!(
+            "{QEMU} is missing and there is no apt-get here: {how}"
+        ));
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let sudo = !root
+        && Command::new("sudo")
+            .args(["-n", "true"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if !root && !sudo {
+        fail(&format!(
+            "{QEMU} is missing, and installing it needs root (this is not root, and `sudo -n` asks for a \
+             password): {how}"
+        ));
+    }
+    let apt = |args: &[&str]| {
+        let (program, mut all) = if sudo {
+            ("sudo", vec!["-n", "apt-get"])
+        } else {
+            ("apt-get", vec![])
+        };
+        all.extend_from_slice(args);
+        eprintln!("\n==> {program} {}", all.join(" "));
+        Command::new(program)
+            .args(&all)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let install = ["install", "-y", "-q", "--no-install-recommends", QEMU];
+    // The package lists may be missing or stale (a fresh container): update them once and retry.
+    let installed = apt(&install) || (apt(&["update", "-q"]) && apt(&install));
+    if !installed {
+        fail(&format!("apt-get could not install {QEMU}: {how}"));
+    }
+    if !works() {
+        fail(&format!("{QEMU} was installed but does not run: {how}"));
+    }
+    QEMU.into()
+}
+
+/// What the firmware reported about itself.
+#[derive(Debug, PartialEq)]
+struct FirmwareRun {
+    /// `(configuration, pairs, SysTick ticks)` per timed configuration, in the firmware's order.
+    benches: Vec<(String, u64, u64)>,
+    /// `(instructions, SysTick ticks)` of the firmware's calibration loop.
+    calibration: (u64, u64),
+    /// `size_of::<Balancer<&[NodeSlot]>>()` on the target.
+    balancer_bytes: u64,
+    /// The peak stack, in bytes.
+    stack: u64,
+    /// The scenarios' output (shares, stats, checks): the same on every board, since the core decides the
+    /// same from the same seed and calls on every target.
+    decisions: String,
+}
+
+/// Runs the firmware and checks it: exit status 0, a `weir-embedded: PASS` line, the calibration and both
+/// timings, and a calibration that matches the board's clock (one instruction per nanosecond of
+/// virtual time).
+fn run_firmware(qemu: &str, board: &Board, elf: &Path) -> FirmwareRun {
+    let text = match qemu_run(qemu, board, elf) {
+        Ok(text) => text,
+        Err(e) => fail(&format!("the firmware on {}: {e}", board.machine)),
+    };
+    eprint!("{text}");
+    let parsed = parse_firmware(&text)
+        .unwrap_or_else(|e| fail(&format!("the firmware on {}: {e}", board.machine)));
+    let (instructions, ticks) = parsed.calibration;
+    // Instructions per tick should be 1e9 / core_hz; allow 1 % for the loop's entry and exit.
+    let expected = ticks * 1_000_000_000 / board.core_hz;
+    if instructions.abs_diff(expected) * 100 > expected {
+        fail(&format!(
+            "{}: the calibration loop ran {instructions} instructions in {ticks} SysTick ticks, not the \
+             {expected} that one instruction per ns at {} Hz gives: is -icount shift=0 in effect?",
+            board.machine, board.core_hz
+        ));
+    }
+    eprintln!("    ok: {} passed its checks", board.machine);
+    parsed
+}
+
+fn parse_firmware(text: &str) -> Result<FirmwareRun, String> {
+    if !text.lines().any(|l| l == "weir-embedded: PASS") {
+        return Err("no `weir-embedded: PASS` line".into());
+    }
+    let number = |line: &str, s: &str| s.parse::<u64>().map_err(|e| format!("`{line}`: {e}"));
+    let mut benches = Vec::new();
+    let mut calibration = None;
+    let mut stack = None;
+    let mut decisions = String::new();
+    for line in text.lines().skip(1) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words[..] {
+            // "bench default: 2000 acquire+release pairs in 123456 SysTick ticks"
+            ["bench", config, pairs, "acquire+release", "pairs", "in", ticks, "SysTick", "ticks"] =>
+            {
+                let config = config.trim_end_matches(':').to_string();
+                benches.push((config, number(line, pairs)?, number(line, ticks)?));
+            }
+            // "calibration: 2000000 instructions in 50000 SysTick ticks"
+            ["calibration:", instructions, "instructions", "in", ticks, "SysTick", "ticks"] => {
+                calibration = Some((number(line, instructions)?, number(line, ticks)?));
+            }
+            // "stack: 9728 of 4189536 bytes at most in use"
+            ["stack:", peak, "of", _, "bytes", "at", "most", "in", "use"] => {
+                stack = Some(number(line, peak)?);
+            }
+            ["bench" | "calibration:" | "stack:", ..] => {
+                return Err(format!("unexpected line `{line}`"))
+            }
+            _ => {
+                decisions.push_str(line);
+                decisions.push('\n');
+            }
+        }
+    }
+    if benches
+        .iter()
+        .map(|b| b.0.as_str())
+        .ne(["default", "seeds"])
+    {
+        return Err(format!(
+            "expected timings for default and seeds, got {benches:?}"
+        ));
+    }
+    let calibration = calibration.ok_or("no calibration line")?;
+    let stack = stack.ok_or("no stack line")?;
+    if calibration.1 == 0 || benches.iter().any(|b| b.1 == 0) {
+        return Err("a timing of 0 ticks or 0 pairs".into());
+    }
+    let balancer_bytes = text
+        .lines()
+        .next()
+        .and_then(|l| l.split("Balancer ").nth(1)?.split(' ').next()?.parse().ok())
+        .ok_or("no `Balancer N bytes` in the first line")?;
+    Ok(FirmwareRun {
+        benches,
+        calibration,
+        balancer_bytes,
+        stack,
+        decisions,
+    })
+}
+
+/// The peak stack a footprint binary reports: "footprint-x: ...; stack N bytes at most".
+fn footprint_stack(text: &str) -> Option<u64> {
+    let rest = text.split("; stack ").nth(1)?;
+    rest.split(" bytes at most").next()?.parse().ok()
+}
+
+/// Runs one ELF under QEMU with semihosting and the instruction-counting clock; its output if it exits
+/// with status 0 within [`QEMU_LIMIT`].
+fn qemu_run(qemu: &str, board: &Board, elf: &Path) -> Result<String, String> {
+    let args = [
+        "-machine",
+        board.machine,
+        "-nographic",
+        "-monitor",
+        "none",
+        "-serial",
+        "none",
+        "-semihosting-config",
+        "enable=on,target=native",
+        "-icount",
+        "shift=0",
+        "-kernel",
+    ];
+    eprintln!("\n==> {qemu} {} {}", args.join(" "), elf.display());
+    let mut child = Command::new(qemu)
+        .args(args)
+        .arg(elf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {qemu}: {e}"))?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > QEMU_LIMIT => {
+                // Our own child, by its handle.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "still running after {} s: killed",
+                    QEMU_LIMIT.as_secs()
+                ));
+            }
+            Ok(None) => sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("cannot wait for {qemu}: {e}")),
+        }
+    };
+    let mut text = String::new();
+    let mut err = String::new();
+    // The output is small (a few KiB), so the pipes never filled while QEMU ran.
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read_to_string(&mut text);
+    }
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    text.push_str(&err);
+    if status.success() {
+        Ok(text)
+    } else {
+        Err(format!("{qemu} exited with {status}; its output:\n{text}"))
+    }
+}
+
+/// Flash and RAM of a linked firmware, from its section headers: flash holds every allocated section
+/// that is not written (`.vector_table`, `.text`, `.rodata`) plus the initial values of `.data`; RAM holds
+/// `.data` and every allocated section without contents (`.bss`, `.uninit`). The stack is not counted
+/// (it is the rest of RAM).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Footprint {
+    flash: u64,
+    ram: u64,
+}
+
+impl Footprint {
+    /// Reads a little-endian ELF32 file's section headers.
+    fn of(elf: &[u8]) -> Result<Footprint, String> {
+        const SHF_WRITE: u32 = 1;
+        const SHF_ALLOC: u32 = 2;
+        const SHT_NOBITS: u32 = 8;
+        if elf.get(..6) != Some(b"\x7fELF\x01\x01".as_slice()) {
+            return Err("not a little-endian ELF32 file".into());
+        }
+        let u16_at = |at: usize| -> Result<u64, String> {
+            elf.get(at..at + 2)
+                .map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])))
+                .ok_or_else(|| format!("truncated at {at}"))
+        };
+        let u32_at = |at: usize| -> Result<u64, String> {
+            elf.get(at..at + 4)
+                .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+                .ok_or_else(|| format!("truncated at {at}"))
+        };
+        let (shoff, shentsize, shnum) = (u32_at(0x20)?, u16_at(0x2E)?, u16_at(0x30)?);
+        if shentsize < 40 {
+            return Err(format!("section header entries of {shentsize} bytes"));
+        }
+        let mut size = Footprint::default();
+        for i in 0..shnum {
+            let at = (shoff + i * shentsize) as usize;
+            let (kind, flags, bytes) = (u32_at(at + 4)?, u32_at(at + 8)? as u32, u32_at(at + 20)?);
+            if flags & SHF_ALLOC == 0 {
+                continue;
+            }
+            let (in_flash, in_ram) = match (flags & SHF_WRITE != 0, kind as u32 == SHT_NOBITS) {
+                (false, _) => (true, false),
+                (true, false) => (true, true),
+                (true, true) => (false, true),
+            };
+            size.flash += if in_flash { bytes } else { 0 };
+            size.ram += if in_ram { bytes } else { 0 };
+        }
+        Ok(size)
+    }
+
+    fn minus(self, base: Footprint) -> Footprint {
+        Footprint {
+            flash: self.flash.saturating_sub(base.flash),
+            ram: self.ram.saturating_sub(base.ram),
+        }
+    }
+}
+
+/// One board's figures.
+struct Row<'a> {
+    board: &'a Board,
+    firmware: Binary,
+    none: Binary,
+    default: Binary,
+    seeds: Binary,
+    run: FirmwareRun,
+}
+
+/// A linked binary's flash and static RAM, and the peak stack it reported.
+struct Binary {
+    size: Footprint,
+    stack: u64,
+}
+
+/// The compiler and emulator that produced the figures.
+fn toolchain(qemu: &str) -> String {
+    let first_line = |program: &str, arg: &str| {
+        Command::new(program)
+            .arg(arg)
+            .output()
+            .ok()
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| format!("{program} (version unknown)"))
+    };
+    format!(
+        "{}, {}",
+        first_line("rustc", "-V"),
+        first_line(qemu, "--version")
+    )
+}
+
+/// `n` with thousands separators.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Instructions per pair, one decimal: `ticks` SysTick ticks over `pairs`, at the calibration's
+/// instructions per tick.
+fn instructions(calibration: (u64, u64), pairs: u64, ticks: u64) -> String {
+    let (cal_instructions, cal_ticks) = calibration;
+    let (num, den) = (ticks * cal_instructions * 10, cal_ticks * pairs);
+    let tenths = (num + den / 2) / den;
+    format!("{}.{}", thousands(tenths / 10), tenths % 10)
+}
+
+/// The README's table (Markdown), from the measured rows.
+fn table(rows: &[Row], toolchain: &str) -> String {
+    let mut t = String::new();
+    let mut line = |label: &str, cell: &dyn Fn(&Row) -> String| {
+        let cells: Vec<String> = rows.iter().map(cell).collect();
+        let _ = writeln!(t, "| {label} | {} |", cells.join(" | "));
+    };
+    line("", &|r| format!("`{}`: {}", r.board.target, r.board.name));
+    line("---", &|_| "---:".into());
+    let pair = |a: u64, b: u64| {
+        if a == b {
+            format!("{} B", thousands(a))
+        } else {
+            format!("{} / {} B", thousands(a), thousands(b))
+        }
+    };
+    line("weir's flash, `default()` / `seeds()`", &|r| {
+        let (d, s) = (
+            r.default.size.minus(r.none.size),
+            r.seeds.size.minus(r.none.size),
+        );
+        pair(d.flash, s.flash)
+    });
+    line("weir's static RAM (8 slots and its statics)", &|r| {
+        let (d, s) = (
+            r.default.size.minus(r.none.size),
+            r.seeds.size.minus(r.none.size),
+        );
+        pair(d.ram, s.ram)
+    });
+    line("weir's peak stack, `default()` / `seeds()`", &|r| {
+        pair(
+            r.default.stack.saturating_sub(r.none.stack),
+            r.seeds.stack.saturating_sub(r.none.stack),
+        )
+    });
+    line("the `Balancer` value (in the stack above)", &|r| {
+        format!("{} B", thousands(r.run.balancer_bytes))
+    });
+    line(
+        "instructions per acquire+release, `default()` / `seeds()`",
+        &|r| {
+            let per_pair: Vec<String> = r
+                .run
+                .benches
+                .iter()
+                .map(|(_, pairs, ticks)| instructions(r.run.calibration, *pairs, *ticks))
+                .collect();
+            per_pair.join(" / ")
+        },
+    );
+    line(
+        "the whole example firmware: flash / static RAM / peak stack",
+        &|r| {
+            format!(
+                "{} / {} / {} B",
+                thousands(r.firmware.size.flash),
+                thousands(r.firmware.size.ram),
+                thousands(r.firmware.stack)
+            )
+        },
+    );
+    let _ = write!(t, "\nProduced by `cargo xtask embedded` with {toolchain}.");
+    t
+}
+
+/// `readme` with the text between the marker lines replaced by `table`; `None` without the markers.
+fn replace_between(readme: &str, table: &str) -> Option<String> {
+    let begin = readme.find(BEGIN)? + BEGIN.len();
+    let end = begin + readme[begin..].find(END)?;
+    Some(format!("{}\n{table}\n{}", &readme[..begin], &readme[end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal ELF32 with the given section headers `(type, flags, size)`.
+    fn elf(sections: &[(u32, u32, u32)]) -> Vec<u8> {
+        let shoff = 52u32;
+        let mut f = vec![0u8; 52];
+        f[..6].copy_from_slice(b"\x7fELF\x01\x01");
+        f[0x20..0x24].copy_from_slice(&shoff.to_le_bytes());
+        f[0x2E..0x30].copy_from_slice(&40u16.to_le_bytes());
+        f[0x30..0x32].copy_from_slice(&(sections.len() as u16).to_le_bytes());
+        for &(kind, flags, size) in sections {
+            let mut h = [0u8; 40];
+            h[4..8].copy_from_slice(&kind.to_le_bytes());
+            h[8..12].copy_from_slice(&flags.to_le_bytes());
+            h[20..24].copy_from_slice(&size.to_le_bytes());
+            f.extend_from_slice(&h);
+        }
+        f
+    }
+
+    #[test]
+    fn flash_and_ram_from_the_section_headers() {
+        let progbits = 1;
+        let nobits = 8;
+        let (alloc, write, exec) = (2, 1, 4);
+        let image = elf(&[
+            (0, 0, 0),                        // the null section
+            (progbits, alloc, 1024),          // .vector_table
+            (progbits, alloc | exec, 90_000), // .text
+            (progbits, alloc, 6_000),         // .rodata
+            (progbits, alloc | write, 4),     // .data: flash (initial values) and RAM
+            (nobits, alloc | write, 4_736),   // .bss
+            (nobits, alloc | write, 0),       // .uninit
+            (progbits, 0, 500_000),           // .debug_info: not loaded
+        ]);
+        assert_eq!(
+            Footprint::of(&image),
+            Ok(Footprint {
+                flash: 1024 + 90_000 + 6_000 + 4,
+                ram: 4 + 4_736
+            })
+        );
+        assert!(
+            Footprint::of(b"\x7fELF\x02\x01").is_err(),
+            "ELF64 is refused"
+        );
+        let mut truncated = image.clone();
+        truncated.truncate(100);
+        assert!(Footprint::of(&truncated).is_err());
+    }
+
+    #[test]
+    fn the_firmware_output_is_read_and_checked() {
+        let text = "weir-embedded: a balancer of 8 nodes; Balancer 448 bytes, NodeSlot 320 bytes, Lease 24 bytes; lock-free 64-bit atomics: false\n\
+                    default: shares\n\
+                    calibration: 2000000 instructions in 50000 SysTick ticks\n\
+                    bench default: 2000 acquire+release pairs in 150000 SysTick ticks\n\
+                    bench seeds: 2000 acquire+release pairs in 200000 SysTick ticks\n\
+                    stack: 9728 of 13776 bytes at most in use\n\
+                    weir-embedded: PASS\n";
+        let run = parse_firmware(text).unwrap();
+        assert_eq!(run.balancer_bytes, 448);
+        assert_eq!(
+            run.benches,
+            [
+                ("default".to_string(), 2000, 150_000),
+                ("seeds".to_string(), 2000, 200_000)
+            ]
+        );
+        assert_eq!(run.calibration, (2_000_000, 50_000));
+        assert_eq!(run.stack, 9728);
+        assert!(parse_firmware(&text.replace("stack: 9728", "stack: x")).is_err());
+        assert_eq!(
+            footprint_stack(
+                "footprint-seeds: 1000 of 1000 calls granted; stack 7780 bytes at most\n"
+            ),
+            Some(7780)
+        );
+        assert_eq!(
+            footprint_stack("footprint-seeds: 1000 of 1000 calls granted\n"),
+            None
+        );
+        assert_eq!(run.decisions, "default: shares\nweir-embedded: PASS\n");
+        // 150,000 ticks of 40 instructions over 2,000 pairs.
+        assert_eq!(instructions(run.calibration, 2000, 150_000), "3,000.0");
+        // 62.5 instructions per tick (16 MHz), rounded to a tenth.
+        assert_eq!(instructions((2_000_000, 32_000), 3, 1), "20.8");
+        assert!(parse_firmware(&text.replace("calibration: ", "")).is_err());
+        assert!(parse_firmware(&text.replace("PASS", "FAIL (1 checks)")).is_err());
+        assert!(parse_firmware(&text.replace("bench seeds", "bench other")).is_err());
+        assert!(parse_firmware(&text.replace("150000", "x")).is_err());
+    }
+
+    #[test]
+    fn the_readme_table_is_replaced_between_the_markers() {
+        let readme = format!("# weir\n{BEGIN}\nold\n{END}\nrest\n");
+        assert_eq!(
+            replace_between(&readme, "| new |").as_deref(),
+            Some(format!("# weir\n{BEGIN}\n| new |\n{END}\nrest\n").as_str())
+        );
+        assert_eq!(replace_between("# weir\n", "x"), None);
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+    }
+}
