@@ -104,9 +104,8 @@ pub(super) fn section(t: &Facts) -> String {
         w,
         "weir-tower's request is weir's acquire and release plus two reads of the monotonic clock (tower's \
          `PeakEwma` reads it four times) and the service's plumbing. tower's p2c reads two services whatever \
-         `n` is; weir's scan reads every member, and here every service is always ready and never fails, so \
-         most members tie at score 0 and, beyond 32 ties, the scan walks the members a second time: the \
-         edge narrows as `n` grows. `PendingRequests` (an `Arc` count per service, no clock) never learns \
+         `n` is; weir's scan reads two words of every member (about 1 ns each, see \"per added node\" above), \
+         so the edge narrows as `n` grows. `PendingRequests` (an `Arc` count per service, no clock) never learns \
          that a node fails. A request through weir-tower allocates nothing \
          (`integrations/tower/tests/alloc.rs`); tower's `Balance` allocates once."
     );
