@@ -430,18 +430,7 @@ fn c_abi_only(target: &Path, out: &Path) {
     );
     facts.extend(
         own.into_iter()
-            .filter(|(k, _)| {
-                [
-                    "command",
-                    "commit",
-                    "date",
-                    "wall_s",
-                    "load_before",
-                    "load_after",
-                ]
-                .iter()
-                .any(|w| k == &format!("meta.{w}"))
-            })
+            .filter(|(k, _)| RUN_FACTS.contains(&k.as_str()))
             .map(|(k, v)| (format!("{C_ABI_META}{k}"), v)),
     );
     let mut fresh = Facts::new();
@@ -746,6 +735,16 @@ fn verdict(value: Option<f64>, target: f64, at_most: bool, unit: &str) -> String
 /// The prefix of the facts that describe a `--c-abi` run (`c_abi.meta.commit`, ...), when the C ABI's
 /// figures come from one rather than from the full run.
 const C_ABI_META: &str = "c_abi.";
+
+/// The facts that describe one run (what `meta_line` shows), as against the machine's.
+const RUN_FACTS: [&str; 6] = [
+    "meta.command",
+    "meta.commit",
+    "meta.date",
+    "meta.wall_s",
+    "meta.load_before",
+    "meta.load_after",
+];
 
 fn meta_line(f: &Facts, what: &str) -> String {
     meta_line_of(f, what, "")
