@@ -53,7 +53,7 @@ pub const NODE_COUNTS: [usize; 4] = [3, 16, 64, 256];
 pub const SPARSE_CAPACITY: usize = weir::balance::MAX_NODES;
 
 /// The EWMA health model benchmarked beside the seeds' buckets: a half-life of 20 outcomes.
-pub const EWMA: HealthModel = HealthModel::Ewma { half_life: 20 };
+pub const EWMA: HealthModel = HealthModel::Ewma(weir::balance::EwmaHealth { half_life: 20 });
 
 /// The seeds' weighted selection policies, by benchmark name (the default's [`Policy::LowestScore`]
 /// pairs only with [`HealthModel::Decay`]: it is benchmarked as the default, see [`bases`]).

@@ -70,6 +70,7 @@ extern crate std;
 
 pub mod backoff;
 pub mod balance;
+mod error;
 mod internal;
 pub mod limit;
 pub mod overload;
@@ -80,6 +81,7 @@ pub mod subset;
 
 pub use backoff::Backoff;
 pub use balance::{Balancer, Config, Lease, NodeSlot, Outcome};
+pub use error::ConfigError;
 /// The random generator the core draws from (re-exported so callers need not depend on `fastrand`).
 pub use fastrand::Rng;
 pub use internal::sync::LOCK_FREE;

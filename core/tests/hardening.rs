@@ -2,7 +2,7 @@
 //! a lease released into a balancer that did not grant it, a release dated far in the future, two balancers
 //! built over the same slots, and costs that grew with the capacity instead of the members.
 
-use weir::balance::{ConfigError, HealthModel, RawLease, Rejected, ReleaseError};
+use weir::balance::{ConfigError, EwmaHealth, HealthModel, RawLease, Rejected, ReleaseError};
 use weir::limit::{FixedLimit, LimitAlgorithm};
 use weir::{Balancer, Config, HeapBalancer, Lease, NodeSlot, Outcome, Rng};
 
@@ -197,7 +197,7 @@ fn after_one_wild_release(health: HealthModel, wild: u64) -> (f64, weir::balance
 fn a_far_future_release_does_not_silence_a_node() {
     for health in [
         HealthModel::SEED_BUCKETS,
-        HealthModel::Ewma { half_life: 20 },
+        HealthModel::Ewma(EwmaHealth { half_life: 20 }),
     ] {
         for wild in [u64::MAX, u64::MAX / 2, 1_000 * SEC + 3 * 86_400 * SEC] {
             let (share, node) = after_one_wild_release(health, wild);
@@ -208,7 +208,7 @@ fn a_far_future_release_does_not_silence_a_node() {
                 "{health:?} {wild}: share {share}, {node:?}"
             );
             assert!(node.success_rate > 0.999, "{health:?} {wild}: {node:?}");
-            if let HealthModel::Buckets { .. } = health {
+            if let HealthModel::Buckets(_) = health {
                 // The window ages: ten minutes later only the last 30 s of outcomes are in it.
                 assert!(node.window_finished < 3_000, "{node:?}");
                 assert_eq!(

@@ -17,9 +17,9 @@ use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::sync::Arc;
 use loom::thread;
 use weir::{
-    balance::HealthModel, balance::MembershipError, balance::Rejected, balance::ReleaseError,
-    balance::Stats, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, NodeSlot, Outcome,
-    Rng,
+    balance::BucketHealth, balance::HealthModel, balance::MembershipError, balance::Rejected,
+    balance::ReleaseError, balance::Stats, limit::FixedLimit, limit::LimitAlgorithm, Balancer,
+    Config, NodeSlot, Outcome, Rng,
 };
 
 type B = Balancer<Vec<NodeSlot>>;
@@ -33,11 +33,11 @@ const THIRD: f64 = 1.0 / 3.0;
 
 fn config(limit: u32) -> Config {
     Config {
-        health: HealthModel::Buckets {
+        health: HealthModel::Buckets(BucketHealth {
             count: 2,
             width_ns: W,
             decay: 3.0,
-        },
+        }),
         limit: LimitAlgorithm::Fixed(FixedLimit { limit }),
         ..Config::seeds()
     }

@@ -23,7 +23,10 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use weir::{balance::HealthModel, balance::Stats, Balancer, Config, Lease, NodeSlot, Outcome, Rng};
+use weir::{
+    balance::DecayHealth, balance::HealthModel, balance::Stats, Balancer, Config, Lease, NodeSlot,
+    Outcome, Rng,
+};
 
 type B = Balancer<Vec<NodeSlot>>;
 
@@ -36,13 +39,13 @@ const TICK: u64 = 1 << 20;
 /// The default model's (penalty per failure, penalty per doubling, success half-life in ns, failure
 /// half-life in ns): (10, 16, 1 s, 30 s).
 const K: (f64, f64, f64, f64) = match HealthModel::DECAY {
-    HealthModel::Decay {
+    HealthModel::Decay(DecayHealth {
         penalty,
         ratio_penalty,
         success_half_life_ns,
         failure_half_life_ns,
         ..
-    } => (
+    }) => (
         penalty as f64,
         ratio_penalty as f64,
         success_half_life_ns as f64,

@@ -5,8 +5,9 @@ mod common;
 use common::{f_at_penalty_one, penalty, K};
 use std::collections::BTreeMap;
 use weir::{
-    balance::Policy, balance::Rejected, limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm,
-    Balancer, Config, HeapBalancer, Outcome, Rng,
+    balance::BucketHealth, balance::EwmaHealth, balance::Policy, balance::Rejected,
+    limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer,
+    Outcome, Rng,
 };
 
 const MS: u64 = 1_000_000;
@@ -919,17 +920,17 @@ fn seeds_read_throttled_as_dropped_and_client_error_as_ignored() {
         },
         Config {
             limit: aimd,
-            health: weir::balance::HealthModel::Buckets {
+            health: weir::balance::HealthModel::Buckets(BucketHealth {
                 count: 3,
                 width_ns: 500 * MS,
                 decay: 2.0,
-            },
+            }),
             policy: Policy::WeightedPick,
             ..Config::seeds()
         },
         Config {
             limit: LimitAlgorithm::Fixed(FixedLimit { limit: 3 }),
-            health: weir::balance::HealthModel::Ewma { half_life: 4 },
+            health: weir::balance::HealthModel::Ewma(EwmaHealth { half_life: 4 }),
             policy: Policy::CascadeApprox,
             ..Config::seeds()
         },

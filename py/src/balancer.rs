@@ -246,7 +246,7 @@ impl Balancer {
         rng: Option<&Bound<'_, Rng>>,
     ) -> PyResult<Option<Lease>> {
         let (t, explicit) = now_ns(now)?;
-        let seed = self.inner.core.config().seed;
+        let seed = self.inner.core.config().rng_seed;
         loop {
             match draw(rng, seed, |r| self.inner.core.acquire(t, r)) {
                 Ok(lease) => {
@@ -300,7 +300,7 @@ impl Balancer {
             }
             (None, Some(h)) => {
                 config.health = h;
-                if !matches!(h, weir::balance::HealthModel::Decay { .. }) {
+                if !matches!(h, weir::balance::HealthModel::Decay(_)) {
                     config.policy = Policy::Cascade;
                 }
             }
@@ -315,7 +315,7 @@ impl Balancer {
         if let Some(f) = floor {
             config.floor = crate::convert::float(f, "floor")?;
         }
-        config.seed = match seed.filter(|s| !s.is_none()) {
+        config.rng_seed = match seed.filter(|s| !s.is_none()) {
             Some(s) => int_in(s, "seed", 0, u64::MAX)?,
             None => fastrand::u64(..),
         };
@@ -598,7 +598,7 @@ impl Balancer {
     /// The seed of the per-thread generators (drawn at random when none was given).
     #[getter]
     fn seed(&self) -> u64 {
-        self.inner.core.config().seed
+        self.inner.core.config().rng_seed
     }
     /// The most callers that may wait for room at once.
     #[getter]

@@ -1,15 +1,15 @@
 //! The balancer: membership, leases and outcomes over a fixed set of node slots.
 
-use crate::balance::config::{Config, Prepared, PreparedModel};
-use crate::balance::error::{ConfigError, MembershipError, Rejected, ReleaseError};
-use crate::balance::health::Scope;
+use crate::balance::config::{Config, Prepared, MAX_NODES};
+use crate::balance::error::{MembershipError, Rejected, ReleaseError};
+use crate::balance::health::{self, Scope};
 use crate::balance::lease::Lease;
 use crate::balance::outcome::Outcome;
-use crate::balance::policy::{self as select, Choice};
-use crate::balance::slot::{
-    self, NodeSlot, ACTIVE, CLAIMED, KILLED, LAME_DUCK, REGISTERING, VACANT,
-};
+use crate::balance::policy::{self, Choice};
+use crate::balance::slot::NodeSlot;
 use crate::balance::snapshot::{NodeSnapshot, NodeState, Stats};
+use crate::balance::word::{self, ACTIVE, CLAIMED, KILLED, LAME_DUCK, REGISTERING, VACANT};
+use crate::error::ConfigError;
 use crate::internal::pad::cache_padded;
 use crate::internal::splitmix::SplitMix64;
 use crate::internal::sync::{fence, AtomicU64, Ordering::*};
@@ -77,7 +77,7 @@ fn span_word(w: u64, hi: u64) -> u64 {
 /// A slot that holds nothing: no member, no lease in flight, no adder.
 #[inline]
 fn is_free(c: u64) -> bool {
-    slot::state(c) == VACANT && slot::inflight(c) == 0
+    word::state(c) == VACANT && word::inflight(c) == 0
 }
 
 cache_padded! {
@@ -110,7 +110,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     pub fn new(slots: S, config: Config) -> Result<Self, ConfigError> {
         let prepared = config.prepare()?;
         let n = slots.as_ref().len();
-        if n == 0 || n > crate::balance::MAX_NODES {
+        if n == 0 || n > MAX_NODES {
             return Err(ConfigError::Capacity);
         }
         let tag = next_tag();
@@ -118,7 +118,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         for s in slots.as_ref() {
             // Relaxed: the balancer is not shared yet; publishing it to other threads synchronises.
             s.ctl.store(0, Relaxed);
-            s.health.reset(&prepared.model);
+            s.health.reset(&prepared.health.model);
             for c in [&s.id, &s.stale].into_iter().chain(s.released.iter()) {
                 c.store(0, Relaxed);
             }
@@ -146,9 +146,9 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     ///
     /// ```
     /// use weir::{Balancer, Config, NodeSlot};
-    /// let config = Config { seed: 9, ..Config::default() };
+    /// let config = Config { rng_seed: 9, ..Config::default() };
     /// let b = Balancer::new([const { NodeSlot::new() }; 2], config).unwrap();
-    /// assert_eq!(b.config().seed, 9);
+    /// assert_eq!(b.config().rng_seed, 9);
     /// ```
     pub fn config(&self) -> &Config {
         &self.prepared.config
@@ -245,7 +245,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
 
     fn active_word(&self, count: u32) -> u64 {
         let rate = self.prepared.config.floor / f64::from(count.max(1));
-        let w = self.prepared.weight_of(rate) as f32;
+        let w = self.prepared.health.weight.of(rate) as f32;
         (u64::from(count) << 32) | u64::from(w.to_bits())
     }
 
@@ -288,7 +288,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// `Health::reset`).
     fn refresh_all(&self, now: u64) {
         for s in self.used() {
-            s.health.refresh(&self.prepared, now, self.scope(s));
+            s.health.refresh(&self.prepared.health, now, self.scope(s));
         }
     }
 
@@ -324,10 +324,10 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         let mut careful = false;
         loop {
             let choice = if careful {
-                select::choose(&self.prepared, slots, rng)
+                policy::choose(self.prepared.config.policy, slots, rng)
             } else {
                 careful = true;
-                select::choose_fast(&self.prepared, slots, rng)
+                policy::choose_fast(self.prepared.config.policy, slots, rng)
             };
             let i = match choice {
                 Choice::Try(i) => i,
@@ -350,7 +350,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                     start: now,
                     slot: i as u32,
                     inflight: inflight as u32,
-                    generation: slot::generation(c) as u16,
+                    generation: word::generation(c) as u16,
                     balancer: self.tag,
                 });
             }
@@ -386,19 +386,19 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         {
             return;
         }
-        match self.prepared.model {
-            PreparedModel::Buckets { .. } => self.refresh_all(now),
-            PreparedModel::Decay { .. } => {
+        match self.prepared.health.model {
+            health::Model::Buckets(_) => self.refresh_all(now),
+            health::Model::Decay(_) => {
                 // Releases are dated no later than the horizon of the rotation they read, so after a
                 // silence of 2^31 ticks every counter is older than its tick can tell (see `decay.rs`).
                 let forget = now.saturating_sub(self.prepared.horizon(seen))
-                    >= (1u64 << 31) << crate::balance::health::decay::TICK_SHIFT;
+                    >= (1u64 << 31) << health::TICK_SHIFT;
                 for s in self.used() {
-                    s.health.settle(&self.prepared, now, forget);
-                    s.health.refresh(&self.prepared, now, self.scope(s));
+                    s.health.settle(&self.prepared.health, now, forget);
+                    s.health.refresh(&self.prepared.health, now, self.scope(s));
                 }
             }
-            PreparedModel::Ewma { .. } => {}
+            health::Model::Ewma(_) => {}
         }
     }
 
@@ -445,13 +445,13 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         let c = s.ctl.load(Acquire);
         // The occupant's id cannot change while one of its leases is in flight (a slot is reused only once
         // drained), so a lease whose id differs is not one of them.
-        if slot::inflight(c) == 0
-            || slot::generation(c) != u64::from(lease.generation)
+        if word::inflight(c) == 0
+            || word::generation(c) != u64::from(lease.generation)
             || s.id.load(Relaxed) != lease.id
         {
             return Err(ReleaseError::InvalidLease);
         }
-        let live = slot::is_member(c);
+        let live = word::is_member(c);
         // Relaxed: the clock is an estimate; a release that reads an older rotation dates itself no
         // later than that rotation allowed, at most one epoch earlier than the newest would.
         let now = now.min(self.prepared.horizon(self.rotation.load(Relaxed)));
@@ -466,7 +466,8 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 now_ns: now,
             });
         if live {
-            s.health.record(&self.prepared, now, outcome, self.scope(s));
+            s.health
+                .record(&self.prepared.health, now, outcome, self.scope(s));
         }
         // The algorithm's state lives in `s.limit`. Its probe jitter draws from bits derived from the
         // balancer's seed and the lease, so the same calls give the same limits (no shared generator).
@@ -477,7 +478,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         let sample = sample.filter(|_| !matches!(algo, LimitAlgorithm::Fixed(_)));
         if let Some(sm) = &sample {
             let random = SplitMix64::new(
-                self.prepared.config.seed
+                self.prepared.config.rng_seed
                     ^ lease.id.rotate_left(32)
                     ^ lease.start
                     ^ (u64::from(lease.inflight) << 40),
@@ -496,14 +497,14 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         // happens-before our read: of two racing releases, the one that lands last publishes a limit at
         // least as new as the other's.
         let done = s.ctl.fetch_update(SeqCst, Acquire, |c| {
-            if slot::inflight(c) == 0 || slot::generation(c) != u64::from(lease.generation) {
+            if word::inflight(c) == 0 || word::generation(c) != u64::from(lease.generation) {
                 return None;
             }
             let c = c - 1;
             // The limit is read from the state inside the compare-and-swap, so of two racing releases
             // the one that lands last publishes a limit at least as new as the other's.
             Some(if sample.is_some() {
-                slot::with_limit(
+                word::with_limit(
                     c,
                     u64::from(algo.limit(&s.limit).min(crate::limit::MAX_LIMIT)),
                 )
@@ -556,8 +557,8 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         for (i, s) in slots.iter().enumerate() {
             // Acquire: a drained slot's last releases happen-before our reset of its health.
             let c = s.ctl.load(Acquire);
-            if slot::state(c) == VACANT && slot::inflight(c) == 0 {
-                let claimed = slot::pack(CLAIMED, slot::generation(c) + 1, initial, 0);
+            if word::state(c) == VACANT && word::inflight(c) == 0 {
+                let claimed = word::pack(CLAIMED, word::generation(c) + 1, initial, 0);
                 if s.ctl.compare_exchange(c, claimed, AcqRel, Relaxed).is_ok() {
                     mine = Some((i, s, claimed));
                     break;
@@ -574,9 +575,9 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         self.grow(i);
         // Relaxed: published by the Release write of REGISTERING below.
         s.id.store(id, Relaxed);
-        s.health.reset(&self.prepared.model);
+        s.health.reset(&self.prepared.health.model);
         self.prepared.config.limit.reset(&s.limit);
-        let registering = slot::with_state(claimed, REGISTERING);
+        let registering = word::with_state(claimed, REGISTERING);
         s.ctl.store(registering, Release);
         // SeqCst fence between our store and our loads of the other slots (two adders of one id both fence):
         // at least one of them sees the other's REGISTERING, so they never both go active. The span is read
@@ -590,7 +591,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             loop {
                 // Acquire: pairs with the Release publication, so the id read next is the one published.
                 let c = other.ctl.load(Acquire);
-                let st = slot::state(c);
+                let st = word::state(c);
                 if !matches!(st, ACTIVE | LAME_DUCK | REGISTERING) || other.id.load(Acquire) != id {
                     break;
                 }
@@ -598,7 +599,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                     // The lower slot wins a tie between two registrations.
                     if other
                         .ctl
-                        .compare_exchange(c, slot::with_state(c, KILLED), AcqRel, Relaxed)
+                        .compare_exchange(c, word::with_state(c, KILLED), AcqRel, Relaxed)
                         .is_ok()
                     {
                         break;
@@ -613,7 +614,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         if s.ctl
             .compare_exchange(
                 registering,
-                slot::with_state(claimed, ACTIVE),
+                word::with_state(claimed, ACTIVE),
                 AcqRel,
                 Relaxed,
             )
@@ -631,7 +632,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// write puts our write after that kill in the slot's modification order, never before it.
     fn abandon(&self, s: &NodeSlot, claimed: u64) {
         // AcqRel: orders the vacancy after everything this adder wrote to the slot.
-        s.ctl.swap(slot::with_state(claimed, VACANT), AcqRel);
+        s.ctl.swap(word::with_state(claimed, VACANT), AcqRel);
         self.shrink();
     }
 
@@ -652,7 +653,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     pub fn remove(&self, id: u64) -> Result<(), MembershipError> {
         let replaced =
             self.transition(id, |st| matches!(st, ACTIVE | LAME_DUCK).then_some(VACANT))?;
-        if slot::inflight(replaced) == 0 {
+        if word::inflight(replaced) == 0 {
             // Nothing in flight: the slot is free now (else the release that drains it shrinks).
             self.shrink();
         }
@@ -687,17 +688,17 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             let (_, s) = self.find(id).ok_or(MembershipError::UnknownId(id))?;
             // Acquire/AcqRel: membership changes are ordered with the adds that published the slot.
             let c = s.ctl.load(Acquire);
-            let Some(next) = to(slot::state(c)) else {
+            let Some(next) = to(word::state(c)) else {
                 continue;
             };
             if s.id.load(Relaxed) != id {
                 continue;
             }
             if s.ctl
-                .compare_exchange(c, slot::with_state(c, next), AcqRel, Acquire)
+                .compare_exchange(c, word::with_state(c, next), AcqRel, Acquire)
                 .is_ok()
             {
-                match (slot::state(c) == ACTIVE, next == ACTIVE) {
+                match (word::state(c) == ACTIVE, next == ACTIVE) {
                     (true, false) => self.change_active(false),
                     (false, true) => self.change_active(true),
                     // A lame duck removed: its scan weight is 0 already.
@@ -711,7 +712,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     fn find(&self, id: u64) -> Option<(usize, &NodeSlot)> {
         self.used().iter().enumerate().find(|(_, s)| {
             // Acquire: the id of a published slot is read after its state.
-            slot::is_member(s.ctl.load(Acquire)) && s.id.load(Relaxed) == id
+            word::is_member(s.ctl.load(Acquire)) && s.id.load(Relaxed) == id
         })
     }
 
@@ -758,12 +759,12 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
 
     fn snapshot(&self, s: &NodeSlot, now: u64) -> Option<NodeSnapshot> {
         let c = s.ctl.load(Acquire);
-        let state = match slot::state(c) {
+        let state = match word::state(c) {
             ACTIVE => NodeState::Active,
             LAME_DUCK => NodeState::LameDuck,
             _ => return None,
         };
-        let v = s.health.view(&self.prepared, now);
+        let v = s.health.view(&self.prepared.health, now);
         let floor = self.prepared.config.floor
             / f64::from(((self.active.load(Relaxed) >> 32) as u32).max(1));
         let rate = if v.floored { v.rate.max(floor) } else { v.rate };
@@ -771,12 +772,12 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             id: s.id.load(Relaxed),
             state,
             success_rate: rate,
-            weight: self.prepared.weight_of(rate),
+            weight: self.prepared.health.weight.of(rate),
             successes: v.decayed.0,
             failures: v.decayed.1,
             penalty: v.decayed.2,
-            limit: slot::limit(c) as u32,
-            in_flight: slot::inflight(c) as u32,
+            limit: word::limit(c) as u32,
+            in_flight: word::inflight(c) as u32,
             window_finished: v.window.0,
             window_succeeded: v.window.1,
             sticky_finished: v.sticky.0,
@@ -814,8 +815,8 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 *total += r.load(Relaxed);
             }
             st.released_stale += s.stale.load(Relaxed);
-            st.in_flight += slot::inflight(c);
-            match slot::state(c) {
+            st.in_flight += word::inflight(c);
+            match word::state(c) {
                 ACTIVE => st.active_nodes += 1,
                 LAME_DUCK => st.lame_duck_nodes += 1,
                 _ => {}
@@ -832,12 +833,12 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
 fn admit(s: &NodeSlot) -> Option<(u64, u64)> {
     let mut c = s.ctl.load(Relaxed);
     loop {
-        if slot::state(c) != ACTIVE || slot::inflight(c) >= slot::limit(c) {
+        if word::state(c) != ACTIVE || word::inflight(c) >= word::limit(c) {
             return None;
         }
         // Acquire: pairs with the Release that published the occupant (its id and health).
         match s.ctl.compare_exchange_weak(c, c + 1, Acquire, Relaxed) {
-            Ok(_) => return Some((c, slot::inflight(c) + 1)),
+            Ok(_) => return Some((c, word::inflight(c) + 1)),
             Err(now) => c = now,
         }
     }

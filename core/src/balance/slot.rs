@@ -1,70 +1,10 @@
-//! One node's storage: a control word, the health words and the outcome counters, padded to its own
-//! cache lines so that nodes never share one.
-//!
-//! The control word packs everything admission must see at once:
-//! `in_flight` (24 bits) | `limit` (24 bits) | `generation` (13 bits) | `state` (3 bits).
-//! A lease is granted by one compare-and-swap that increments `in_flight` only while the state is
-//! active and `in_flight < limit`, so a limit is never overshot. A slot is reused for a new node only once
-//! every lease of its previous occupant has been released (`in_flight == 0`), so a late release can never
-//! touch the counters of the new occupant; the generation additionally rejects leases forged through the
-//! raw-parts interface of the bindings.
+//! One node's storage: a control word (see `word.rs`), the health words and the outcome counters, padded
+//! to its own cache lines so that nodes never share one.
 
 use crate::balance::health::Health;
 use crate::internal::pad::cache_padded;
 use crate::internal::sync::AtomicU64;
 use crate::limit::LimitState;
-
-pub(crate) const INFLIGHT_BITS: u32 = 24;
-pub(crate) const FIELD_MASK: u64 = (1 << INFLIGHT_BITS) - 1;
-const LIMIT_SHIFT: u32 = 24;
-const GEN_SHIFT: u32 = 48;
-pub(crate) const GEN_MASK: u64 = (1 << 13) - 1;
-const STATE_SHIFT: u32 = 61;
-
-/// Slot states. Only the adder that claimed a slot moves it out of `CLAIMED`, `REGISTERING` or `KILLED`,
-/// except that a competing adder of the same id may move `REGISTERING` to `KILLED`.
-pub(crate) const VACANT: u64 = 0;
-pub(crate) const CLAIMED: u64 = 1;
-pub(crate) const REGISTERING: u64 = 2;
-pub(crate) const KILLED: u64 = 3;
-pub(crate) const ACTIVE: u64 = 4;
-pub(crate) const LAME_DUCK: u64 = 5;
-
-#[inline]
-pub(crate) const fn inflight(c: u64) -> u64 {
-    c & FIELD_MASK
-}
-#[inline]
-pub(crate) const fn limit(c: u64) -> u64 {
-    (c >> LIMIT_SHIFT) & FIELD_MASK
-}
-#[inline]
-pub(crate) const fn generation(c: u64) -> u64 {
-    (c >> GEN_SHIFT) & GEN_MASK
-}
-#[inline]
-pub(crate) const fn state(c: u64) -> u64 {
-    c >> STATE_SHIFT
-}
-#[inline]
-pub(crate) const fn is_member(c: u64) -> bool {
-    matches!(state(c), ACTIVE | LAME_DUCK)
-}
-#[inline]
-pub(crate) const fn pack(state: u64, generation: u64, limit: u64, inflight: u64) -> u64 {
-    (state << STATE_SHIFT)
-        | ((generation & GEN_MASK) << GEN_SHIFT)
-        | ((limit & FIELD_MASK) << LIMIT_SHIFT)
-        | (inflight & FIELD_MASK)
-}
-#[inline]
-pub(crate) const fn with_state(c: u64, s: u64) -> u64 {
-    (c & !(0b111 << STATE_SHIFT)) | (s << STATE_SHIFT)
-}
-#[inline]
-pub(crate) const fn with_limit(c: u64, l: u64) -> u64 {
-    (c & !(FIELD_MASK << LIMIT_SHIFT)) | ((l & FIELD_MASK) << LIMIT_SHIFT)
-}
 
 cache_padded! {
     /// Storage for one node of a [`Balancer`](crate::balance::Balancer). Build an array or boxed slice of these and
@@ -150,21 +90,6 @@ impl Default for NodeSlot {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-
-    #[test]
-    fn control_word_round_trips() {
-        let c = pack(ACTIVE, 0x1ABC, 200, 17);
-        assert_eq!(
-            (state(c), generation(c), limit(c), inflight(c)),
-            (ACTIVE, 0x1ABC, 200, 17)
-        );
-        let c = with_limit(with_state(c, LAME_DUCK), FIELD_MASK);
-        assert_eq!(
-            (state(c), generation(c), limit(c), inflight(c)),
-            (LAME_DUCK, 0x1ABC, FIELD_MASK, 17)
-        );
-        assert!(is_member(c) && !is_member(with_state(c, VACANT)));
-    }
 
     #[test]
     fn slot_is_padded() {

@@ -1,6 +1,6 @@
 //! What a balancer reports about itself: per-node snapshots and balancer-wide counters.
 
-use crate::balance::Outcome;
+use crate::balance::outcome::Outcome;
 
 /// Whether a member node takes new leases.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

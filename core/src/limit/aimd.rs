@@ -8,7 +8,7 @@
 //! State: word 0 holds the integer limit; one compare-and-swap loop applies each sample exactly once.
 
 use super::{check_limits, Limit, LimitState, Sample, MAX_LIMIT};
-use crate::balance::error::ConfigError;
+use crate::error::ConfigError;
 use crate::internal::time::saturating_ns;
 use core::time::Duration;
 

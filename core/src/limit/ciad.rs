@@ -13,7 +13,7 @@
 //! compare-and-swap and each sample applies exactly once.
 
 use super::{check_limits, publish, Limit, LimitState, Sample};
-use crate::balance::error::ConfigError;
+use crate::error::ConfigError;
 
 const RAMP_OVER: u64 = 1 << 63;
 

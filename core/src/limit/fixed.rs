@@ -3,7 +3,7 @@
 //! State: none; the limit is the parameter.
 
 use super::{check_limits, Limit, LimitState, Sample, MAX_LIMIT};
-use crate::balance::error::ConfigError;
+use crate::error::ConfigError;
 
 /// A constant per-node cap on requests in flight.
 ///

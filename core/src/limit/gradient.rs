@@ -33,7 +33,7 @@ use super::{
     check_limits, check_smoothing, check_tolerance, clamp_f, load_estimate, publish, step_estimate,
     Limit, LimitState, QueueSize, Sample, MAX_LIMIT,
 };
-use crate::balance::error::ConfigError;
+use crate::error::ConfigError;
 
 const MIN_RTT: usize = 1;
 const COUNTDOWN: usize = 2;

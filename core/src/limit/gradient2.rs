@@ -29,7 +29,7 @@ use super::{
     check_limits, check_smoothing, check_tolerance, clamp_f, load_estimate, publish, step_estimate,
     Limit, LimitState, QueueSize, Sample, MAX_LIMIT,
 };
-use crate::balance::error::ConfigError;
+use crate::error::ConfigError;
 
 const LONG_RTT: usize = 1;
 /// Java: `new ExpAvgMeasurement(longWindow, 10)`.

@@ -6,7 +6,7 @@
 //! - `ExpAvg` (`ExpAvgMeasurement(window, warmup)`): the arithmetic mean of the first `warmup` samples,
 //!   then an exponential average with factor `2 / (window + 1)`, packed into one atomic word.
 
-use crate::balance::error::ConfigError;
+use crate::error::ConfigError;
 
 /// Netflix's `Log10RootIntFunction.create(0)`: `max(1, floor(log10(x)))`, computed on integers (no float
 /// rounding at powers of ten), with `LOG10(0) = 1`.

@@ -72,7 +72,7 @@ pub use state::{LimitState, LIMIT_WORDS, PERCENTILE_CAPACITY};
 pub use vegas::{VegasLimit, VegasStep, VegasThreshold};
 pub use windowed::{SampleWindow, WindowedLimit};
 
-use crate::balance::error::ConfigError;
+use crate::error::ConfigError;
 
 /// The largest concurrency limit a node can have (the limit is stored in 24 bits of the node's control word).
 pub const MAX_LIMIT: u32 = (1 << 24) - 1;

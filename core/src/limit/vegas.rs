@@ -34,7 +34,7 @@ use super::{
     check_limits, check_smoothing, clamp_f, load_estimate, publish, step_estimate, Limit,
     LimitState, Sample, MAX_LIMIT,
 };
-use crate::balance::error::ConfigError;
+use crate::error::ConfigError;
 
 const NOLOAD: usize = 1;
 const PROBE: usize = 2;

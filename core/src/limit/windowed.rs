@@ -47,7 +47,7 @@
 
 use super::state::{W_AGG, W_EXT, W_NEXT, W_SAMPLES};
 use super::{InnerAlgorithm, Limit, LimitState, Sample, VegasLimit, PERCENTILE_CAPACITY};
-use crate::balance::error::ConfigError;
+use crate::error::ConfigError;
 use crate::internal::time::saturating_ns;
 use core::time::Duration;
 

@@ -92,7 +92,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// ```
     pub fn acquire_guard(&self) -> Result<LeaseGuard<'_, S>, Rejected> {
         let now = monotonic_now();
-        let lease = with_thread_rng(self.config().seed, |rng| self.acquire(now, rng))?;
+        let lease = with_thread_rng(self.config().rng_seed, |rng| self.acquire(now, rng))?;
         Ok(LeaseGuard(Held {
             balancer: self,
             lease: Some(lease),
@@ -117,7 +117,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// ```
     pub fn acquire_owned(self: Arc<Self>) -> Result<OwnedLeaseGuard<S>, Rejected> {
         let now = monotonic_now();
-        let lease = with_thread_rng(self.config().seed, |rng| self.acquire(now, rng))?;
+        let lease = with_thread_rng(self.config().rng_seed, |rng| self.acquire(now, rng))?;
         Ok(OwnedLeaseGuard(Held {
             balancer: self,
             lease: Some(lease),

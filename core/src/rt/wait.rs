@@ -390,7 +390,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// refusal, which it returns. Runs under the lock; the callers to wake are pushed to `woken`, to be
     /// woken once the lock is released (a waker is the executor's code: it must not run under our lock).
     fn drain(&self, q: &mut Queue, woken: &mut Vec<(u64, Wake)>) -> Option<Rejected> {
-        let seed = self.config().seed;
+        let seed = self.config().rng_seed;
         let Queue {
             waiting,
             served,
@@ -426,7 +426,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             return None;
         }
         let now = clock();
-        let seed = self.config().seed;
+        let seed = self.config().rng_seed;
         #[cfg(not(loom))]
         let first = with_thread_rng(seed, |rng| self.acquire(now, rng));
         // loom runs its model threads on one OS thread, where they would share (and borrow twice) the

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use weir::balance::HealthModel;
+use weir::balance::{DecayHealth, HealthModel};
 
 /// The default model's constants, as `HealthModel::DECAY` holds them: every expected number of the
 /// default's tests is derived from these (the comments quote the values they give with the defaults).
@@ -22,14 +22,14 @@ pub struct Constants {
 
 /// The default model's constants (see [`Constants`]).
 pub const K: Constants = match HealthModel::DECAY {
-    HealthModel::Decay {
+    HealthModel::Decay(DecayHealth {
         success_half_life_ns,
         failure_half_life_ns,
         throttled_cost,
         client_error_cost,
         penalty,
         ratio_penalty,
-    } => Constants {
+    }) => Constants {
         a: penalty as f64,
         b: ratio_penalty as f64,
         hs: success_half_life_ns,

@@ -101,7 +101,7 @@ where
         classify: C,
         wait: Duration,
     ) -> Self {
-        let rng = Rng::with_seed(thread_seed(balancer.config().seed, 0));
+        let rng = Rng::with_seed(thread_seed(balancer.config().rng_seed, 0));
         Balance {
             discover,
             discover_ended: false,

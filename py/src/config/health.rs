@@ -2,9 +2,9 @@
 
 use super::{config_error, f32_arg, f32_shown, fmt_f, hash_str};
 use crate::convert::{duration_ns, float, int_in, secs};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use weir::balance::{HealthModel, Policy};
+use weir::balance::{BucketHealth, DecayHealth, EwmaHealth, HealthModel, Policy};
 
 /// The default health model: time-decayed success and failure counters per node, the penalty in
 /// in-flight requests that the LOWEST_SCORE policy adds to each node's score.
@@ -12,7 +12,7 @@ use weir::balance::{HealthModel, Policy};
 /// GIL: immutable; safe to share between threads.
 #[pyclass(frozen, module = "weir._weir")]
 pub struct Decay {
-    model: HealthModel,
+    health: DecayHealth,
 }
 
 #[pymethods]
@@ -27,17 +27,14 @@ impl Decay {
         penalty: Option<&Bound<'_, PyAny>>,
         ratio_penalty: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let HealthModel::Decay {
+        let DecayHealth {
             success_half_life_ns: mut s,
             failure_half_life_ns: mut f,
             throttled_cost: mut tc,
             client_error_cost: mut cc,
             penalty: mut p,
             ratio_penalty: mut rp,
-        } = HealthModel::DECAY
-        else {
-            return Err(PyValueError::new_err("unreachable: DECAY is a Decay model"));
-        };
+        } = DecayHealth::DEFAULT;
         if let Some(v) = success_half_life {
             s = duration_ns(v, "success_half_life")?;
         }
@@ -56,7 +53,7 @@ impl Decay {
         if let Some(v) = ratio_penalty {
             rp = f32_arg(v, "ratio_penalty")?;
         }
-        let model = HealthModel::Decay {
+        let health = DecayHealth {
             success_half_life_ns: s,
             failure_half_life_ns: f,
             throttled_cost: tc,
@@ -64,65 +61,39 @@ impl Decay {
             penalty: p,
             ratio_penalty: rp,
         };
-        check_health(model, "Decay")?;
-        Ok(Decay { model })
+        check_health(HealthModel::Decay(health), "Decay")?;
+        Ok(Decay { health })
     }
 
     /// Seconds after which a success counts half (default 1.0).
     #[getter]
     fn success_half_life(&self) -> f64 {
-        match self.model {
-            HealthModel::Decay {
-                success_half_life_ns,
-                ..
-            } => secs(success_half_life_ns),
-            _ => 0.0,
-        }
+        secs(self.health.success_half_life_ns)
     }
     /// Seconds after which a failure counts half (default 30.0).
     #[getter]
     fn failure_half_life(&self) -> f64 {
-        match self.model {
-            HealthModel::Decay {
-                failure_half_life_ns,
-                ..
-            } => secs(failure_half_life_ns),
-            _ => 0.0,
-        }
+        secs(self.health.failure_half_life_ns)
     }
     /// What a THROTTLED outcome (429) adds to the failures (default 0.1).
     #[getter]
     fn throttled_cost(&self) -> f64 {
-        match self.model {
-            HealthModel::Decay { throttled_cost, .. } => f32_shown(throttled_cost),
-            _ => 0.0,
-        }
+        f32_shown(self.health.throttled_cost)
     }
     /// What a CLIENT_ERROR outcome (another 4xx) adds to the failures (default 0.01).
     #[getter]
     fn client_error_cost(&self) -> f64 {
-        match self.model {
-            HealthModel::Decay {
-                client_error_cost, ..
-            } => f32_shown(client_error_cost),
-            _ => 0.0,
-        }
+        f32_shown(self.health.client_error_cost)
     }
     /// Penalty per recent failure, in in-flight requests (default 10).
     #[getter]
     fn penalty(&self) -> f64 {
-        match self.model {
-            HealthModel::Decay { penalty, .. } => f32_shown(penalty),
-            _ => 0.0,
-        }
+        f32_shown(self.health.penalty)
     }
     /// Penalty per doubling of failures over successes (default 16).
     #[getter]
     fn ratio_penalty(&self) -> f64 {
-        match self.model {
-            HealthModel::Decay { ratio_penalty, .. } => f32_shown(ratio_penalty),
-            _ => 0.0,
-        }
+        f32_shown(self.health.ratio_penalty)
     }
     fn __repr__(&self) -> String {
         format!(
@@ -138,7 +109,7 @@ impl Decay {
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other
             .cast::<Decay>()
-            .is_ok_and(|o| o.get().model == self.model)
+            .is_ok_and(|o| o.get().health == self.health)
     }
     fn __hash__(&self) -> u64 {
         hash_str(&self.__repr__())
@@ -151,7 +122,7 @@ impl Decay {
 /// GIL: immutable; safe to share between threads.
 #[pyclass(frozen, module = "weir._weir")]
 pub struct Buckets {
-    model: HealthModel,
+    health: BucketHealth,
 }
 
 #[pymethods]
@@ -163,47 +134,33 @@ impl Buckets {
         width: Option<&Bound<'_, PyAny>>,
         decay: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let (mut c, mut w, mut d) = (6usize, 5_000_000_000u64, 3.0f64);
+        let mut health = BucketHealth::SEEDS;
         if let Some(v) = count {
-            c = int_in(v, "count", 1, weir::balance::MAX_BUCKETS as u64)? as usize;
+            health.count = int_in(v, "count", 1, weir::balance::MAX_BUCKETS as u64)? as usize;
         }
         if let Some(v) = width {
-            w = duration_ns(v, "width")?;
+            health.width_ns = duration_ns(v, "width")?;
         }
         if let Some(v) = decay {
-            d = float(v, "decay")?;
+            health.decay = float(v, "decay")?;
         }
-        let model = HealthModel::Buckets {
-            count: c,
-            width_ns: w,
-            decay: d,
-        };
-        check_health(model, "Buckets")?;
-        Ok(Buckets { model })
+        check_health(HealthModel::Buckets(health), "Buckets")?;
+        Ok(Buckets { health })
     }
     /// Buckets in the window (default 6).
     #[getter]
     fn count(&self) -> usize {
-        match self.model {
-            HealthModel::Buckets { count, .. } => count,
-            _ => 0,
-        }
+        self.health.count
     }
     /// Seconds per bucket (default 5.0).
     #[getter]
     fn width(&self) -> f64 {
-        match self.model {
-            HealthModel::Buckets { width_ns, .. } => secs(width_ns),
-            _ => 0.0,
-        }
+        secs(self.health.width_ns)
     }
     /// Each bucket weighs this many times the next older one (default 3.0).
     #[getter]
     fn decay(&self) -> f64 {
-        match self.model {
-            HealthModel::Buckets { decay, .. } => decay,
-            _ => 0.0,
-        }
+        self.health.decay
     }
     fn __repr__(&self) -> String {
         format!(
@@ -216,7 +173,7 @@ impl Buckets {
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other
             .cast::<Buckets>()
-            .is_ok_and(|o| o.get().model == self.model)
+            .is_ok_and(|o| o.get().health == self.health)
     }
     fn __hash__(&self) -> u64 {
         hash_str(&self.__repr__())
@@ -241,7 +198,7 @@ impl Ewma {
     fn new(half_life: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let h = match half_life {
             Some(v) => int_in(v, "half_life", 1, u64::from(u32::MAX))? as u32,
-            None => 32,
+            None => EwmaHealth::DEFAULT.half_life,
         };
         Ok(Ewma { half_life: h })
     }
@@ -260,8 +217,8 @@ impl Ewma {
 
 fn check_health(model: HealthModel, what: &str) -> PyResult<()> {
     let policy = match model {
-        HealthModel::Decay { .. } => Policy::LowestScore,
-        _ => Policy::Cascade,
+        HealthModel::Decay(_) => Policy::LowestScore,
+        HealthModel::Buckets(_) | HealthModel::Ewma(_) => Policy::Cascade,
     };
     let config = weir::Config {
         health: model,
@@ -274,15 +231,15 @@ fn check_health(model: HealthModel, what: &str) -> PyResult<()> {
 /// The health model behind a Python value (`Decay`, `Buckets` or `Ewma`).
 pub fn health_from(v: &Bound<'_, PyAny>) -> PyResult<HealthModel> {
     if let Ok(d) = v.cast::<Decay>() {
-        return Ok(d.get().model);
+        return Ok(HealthModel::Decay(d.get().health));
     }
     if let Ok(b) = v.cast::<Buckets>() {
-        return Ok(b.get().model);
+        return Ok(HealthModel::Buckets(b.get().health));
     }
     if let Ok(e) = v.cast::<Ewma>() {
-        return Ok(HealthModel::Ewma {
+        return Ok(HealthModel::Ewma(EwmaHealth {
             half_life: e.get().half_life,
-        });
+        }));
     }
     Err(PyTypeError::new_err(format!(
         "health must be weir.Decay, weir.Buckets or weir.Ewma, not {}",
@@ -293,8 +250,8 @@ pub fn health_from(v: &Bound<'_, PyAny>) -> PyResult<HealthModel> {
 /// The Python value of a health model.
 pub fn health_to(py: Python<'_>, model: HealthModel) -> PyResult<Py<PyAny>> {
     Ok(match model {
-        HealthModel::Decay { .. } => Py::new(py, Decay { model })?.into_any(),
-        HealthModel::Buckets { .. } => Py::new(py, Buckets { model })?.into_any(),
-        HealthModel::Ewma { half_life } => Py::new(py, Ewma { half_life })?.into_any(),
+        HealthModel::Decay(health) => Py::new(py, Decay { health })?.into_any(),
+        HealthModel::Buckets(health) => Py::new(py, Buckets { health })?.into_any(),
+        HealthModel::Ewma(EwmaHealth { half_life }) => Py::new(py, Ewma { half_life })?.into_any(),
     })
 }

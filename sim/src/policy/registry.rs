@@ -35,10 +35,16 @@ pub enum Kind {
 }
 
 /// The success-average health the EWMA variants use: an outcome's influence halves every 32 outcomes.
-const EWMA: HealthModel = HealthModel::Ewma { half_life: 32 };
+const EWMA: HealthModel = HealthModel::EWMA;
 
 fn weir(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
-    Box::new(WeirPolicy::new(Config { seed, ..config }, servers))
+    Box::new(WeirPolicy::new(
+        Config {
+            rng_seed: seed,
+            ..config
+        },
+        servers,
+    ))
 }
 
 fn with_limit(limit: LimitAlgorithm) -> Config {
@@ -59,7 +65,7 @@ pub fn all() -> Vec<PolicyDef> {
             kind: Kind::Balancer(|n, seed| {
                 Box::new(WeirPolicy::waiting(
                     Config {
-                        seed,
+                        rng_seed: seed,
                         ..Config::default()
                     },
                     n,
@@ -196,7 +202,7 @@ pub fn all() -> Vec<PolicyDef> {
             kind: Kind::Balancer(|n, seed| {
                 Box::new(WeirPolicy::queued(
                     Config {
-                        seed,
+                        rng_seed: seed,
                         ..Config::seeds()
                     },
                     n,

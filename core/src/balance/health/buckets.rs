@@ -1,4 +1,4 @@
-//! The seeds' bucket window, lock-free.
+//! [The seeds'](crate#vocabulary) bucket window ([`BucketHealth`]), lock-free.
 //!
 //! Each bucket is one 64-bit word: a 16-bit epoch tag, 24-bit `finished` and 24-bit `succeeded`, so the
 //! two counters always change together in one compare-and-swap. `last` holds the full epoch of the newest
@@ -23,10 +23,101 @@
 //! decision and is repaired by that same release.
 //!
 
-use super::{Health, View};
-use crate::balance::config::MAX_BUCKETS;
+use super::{seeds_reading, Health, View};
+use crate::balance::outcome::Outcome;
+use crate::error::ConfigError;
 use crate::internal::div::Divisor;
 use crate::internal::sync::Ordering::*;
+
+/// The most buckets a node's window can have (each bucket is one 64-bit word in the node's slot).
+pub const MAX_BUCKETS: usize = 8;
+
+/// [The seeds'](crate#vocabulary) health model: a window of `count` buckets of `width_ns` each, plus a
+/// sticky bucket (see [`HealthModel::Buckets`](super::HealthModel::Buckets)).
+///
+/// Success rate: with finished requests in the window, `Σ w_a·succeeded / Σ w_a·finished` with
+/// `w_a = decay^-age` (age 0 = the newest bucket, the one being written); with none in the window but
+/// data in the sticky bucket, the sticky bucket's rate floored at `floor / active_nodes`; with no data
+/// ever, 1.0.
+///
+/// ```
+/// use core::time::Duration;
+/// use weir::balance::{BucketHealth, HealthModel};
+/// assert_eq!(HealthModel::SEED_BUCKETS, HealthModel::Buckets(BucketHealth::SEEDS));
+/// let fine = BucketHealth::new(8, Duration::from_millis(100), 2.0);
+/// assert_eq!(fine, BucketHealth { count: 8, width_ns: 100_000_000, decay: 2.0 });
+/// let config = weir::Config { health: HealthModel::Buckets(fine), ..weir::Config::seeds() };
+/// assert!(config.validate().is_ok());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BucketHealth {
+    /// Buckets in the window, 1..=[`MAX_BUCKETS`] (seeds: 6).
+    pub count: usize,
+    /// Width of one bucket in nanoseconds (seeds: 5 s).
+    pub width_ns: u64,
+    /// Each bucket weighs `decay` times the next older one (seeds: 3).
+    pub decay: f64,
+}
+
+impl BucketHealth {
+    /// [The seeds'](crate#vocabulary) window: 6 buckets of 5 s, decay 3.
+    pub const SEEDS: BucketHealth = BucketHealth {
+        count: 6,
+        width_ns: 5_000_000_000,
+        decay: 3.0,
+    };
+
+    /// `count` buckets of `width` each, each weighing `decay` times the next older one. A width longer
+    /// than `u64::MAX` ns (about 584 years) saturates to `u64::MAX`; validation checks the result as any
+    /// `width_ns` (at least 1 ns, so [`Duration::ZERO`] is refused).
+    ///
+    /// [`Duration::ZERO`]: core::time::Duration::ZERO
+    #[must_use]
+    pub const fn new(count: usize, width: core::time::Duration, decay: f64) -> BucketHealth {
+        BucketHealth {
+            count,
+            width_ns: crate::internal::time::saturating_ns(width),
+            decay,
+        }
+    }
+
+    /// Checks every field and computes the weight table.
+    pub(crate) fn prepare(&self) -> Result<Prepared, ConfigError> {
+        if self.count == 0 || self.count > MAX_BUCKETS {
+            return Err(ConfigError::BucketCount);
+        }
+        let Some(width) = Divisor::new(self.width_ns) else {
+            return Err(ConfigError::BucketWidth);
+        };
+        if !(self.decay.is_finite() && self.decay >= 1.0) {
+            return Err(ConfigError::Decay);
+        }
+        let mut weights = [0.0; MAX_BUCKETS];
+        for (age, slot) in weights.iter_mut().enumerate().take(self.count) {
+            // decay^age is exact for whole decays and these ages; one rounding in the division.
+            *slot = 1.0 / libm::pow(self.decay, age as f64);
+        }
+        Ok(Prepared {
+            count: self.count as u64,
+            width,
+            // `count >= 1` was checked above.
+            ring: Divisor::new(self.count as u64).ok_or(ConfigError::BucketCount)?,
+            weights,
+        })
+    }
+}
+
+/// The model's runtime form.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Prepared {
+    pub(crate) count: u64,
+    /// The bucket width, for `now / width` without a division instruction.
+    pub(crate) width: Divisor,
+    /// `count`, for a bucket's place in the ring (`epoch % count`) on every outcome, likewise.
+    pub(crate) ring: Divisor,
+    /// `decay^-age` for age 0..count.
+    pub(crate) weights: [f64; MAX_BUCKETS],
+}
 
 pub(super) const COUNT_BITS: u32 = 24;
 pub(super) const COUNT_MAX: u64 = (1 << COUNT_BITS) - 1;
@@ -72,14 +163,18 @@ pub(super) fn bumped(v: u64, success: bool) -> u64 {
 }
 
 impl Health {
+    /// Records `outcome` as the seeds read it; returns whether the cached weight must be recomputed.
+    #[inline(always)]
+    pub(super) fn record_buckets(&self, b: &Prepared, now: u64, outcome: Outcome) -> bool {
+        let Some(success) = seeds_reading(outcome) else {
+            return false;
+        };
+        let advanced = self.record_bucket(b.count, b.ring, epoch_at(now, b.width), success);
+        !(success && !advanced && self.keep_full_weight())
+    }
+
     /// Records one outcome; returns whether this call advanced the window.
-    pub(super) fn record_bucket(
-        &self,
-        count: u64,
-        ring: Divisor,
-        epoch: u64,
-        success: bool,
-    ) -> bool {
+    fn record_bucket(&self, count: u64, ring: Divisor, epoch: u64, success: bool) -> bool {
         let mut advanced = None;
         loop {
             // Acquire: the ring words written under this `last` must be visible before we read them.
@@ -184,13 +279,7 @@ impl Health {
     }
 
     /// [`view`](Self::view) for the bucket model.
-    pub(super) fn view_buckets(
-        &self,
-        count: u64,
-        width: Divisor,
-        weights: &[f64; MAX_BUCKETS],
-        now: u64,
-    ) -> View {
+    pub(super) fn view_buckets(&self, b: &Prepared, now: u64) -> View {
         let Some((newest, words)) = self.snapshot() else {
             return View {
                 rate: 1.0,
@@ -202,8 +291,8 @@ impl Health {
                 decayed: (0.0, 0.0, 0.0),
             };
         };
-        let span = span(count, width, newest, now);
-        let (rate, floored) = rate_of(&words, newest, span, weights);
+        let span = span(b.count, b.width, newest, now);
+        let (rate, floored) = rate_of(&words, newest, span, &b.weights);
         let (mut wf, mut ws) = (0u64, 0u64);
         for &v in &words {
             if fin(v) != 0 && age_of(v, newest) < span {
@@ -229,17 +318,16 @@ impl Health {
 
     /// The rate and floor flag of [`view_buckets`](Self::view_buckets), alone: what a refresh reads.
     #[inline]
-    pub(super) fn rate_buckets(
-        &self,
-        count: u64,
-        width: Divisor,
-        weights: &[f64; MAX_BUCKETS],
-        at: u64,
-    ) -> (f64, bool) {
+    pub(super) fn rate_buckets(&self, b: &Prepared, at: u64) -> (f64, bool) {
         let Some((newest, words)) = self.snapshot() else {
             return (1.0, false);
         };
-        rate_of(&words, newest, span(count, width, newest, at), weights)
+        rate_of(
+            &words,
+            newest,
+            span(b.count, b.width, newest, at),
+            &b.weights,
+        )
     }
 
     /// A consistent copy of the ring with its newest epoch, or `None` for a node without data. Every
@@ -343,4 +431,157 @@ fn sticky(words: &[u64; MAX_BUCKETS], newest: u64) -> (u64, u64) {
         .filter(|&&v| fin(v) != 0)
         .min_by_key(|&&v| age_of(v, newest))
         .map_or((0, 0), |&v| (fin(v), succ(v)))
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::super::testing::*;
+    use super::super::HealthModel;
+    use super::*;
+    use crate::balance::word;
+
+    #[test]
+    fn weighted_window_rate_is_exact() {
+        let (p, h) = (seeds(), Health::new());
+        // epoch 0: 10 finished, 10 ok; epoch 1: 10 finished, 5 ok; epoch 2: 4 finished, 0 ok.
+        rec(&h, &p, 0, 10, 0);
+        rec(&h, &p, W, 5, 5);
+        rec(&h, &p, 2 * W + 1, 0, 4);
+        let v = h.view(&p, 2 * W + 2);
+        let num = 0.0 * 1.0 + 5.0 / 3.0 + 10.0 / 9.0;
+        let den = 4.0 * 1.0 + 10.0 / 3.0 + 10.0 / 9.0;
+        assert_eq!(v.rate, num / den);
+        assert_eq!(v.window, (24, 15));
+        // Reading later, before the oldest bucket ages out, gives the bit-identical rate.
+        assert_eq!(h.view(&p, 5 * W + 7).rate, num / den);
+        // At epoch 6 the oldest (epoch 0) leaves the window.
+        let v6 = h.view(&p, 6 * W);
+        assert_eq!(v6.rate, (5.0 / 3.0) / (4.0 + 10.0 / 3.0) * 1.0);
+        assert_eq!(v6.window, (14, 5));
+        assert_eq!(h.cached(), ((num / den).powi(3)) as f32 as f64);
+        // A rotation to epoch 6 ages epoch 0 out of the cached weight.
+        let rotated = Words::new(6 * W, 0.0);
+        h.refresh(&p, 6 * W, rotated.scope());
+        assert_eq!(h.cached(), (v6.rate * v6.rate * v6.rate) as f32 as f64);
+        // A release dated before that rotation still reads the window at epoch 6.
+        h.record(&p, 2 * W, Outcome::Success, rotated.scope());
+        let v6 = h.view(&p, 6 * W);
+        assert_eq!(h.cached(), (v6.rate * v6.rate * v6.rate) as f32 as f64);
+        assert_ne!(v6.rate, h.view(&p, 2 * W).rate);
+        // A node that is not active has no scan weight.
+        rotated
+            .ctl
+            .store(word::pack(word::LAME_DUCK, 0, 100, 0), Relaxed);
+        h.refresh(&p, 6 * W, rotated.scope());
+        assert_eq!(h.cached(), 0.0);
+    }
+    #[test]
+    fn refresh_reads_exactly_what_view_reads() {
+        // Random histories, read at random later times (rotations included): the cached weight is the
+        // view's rate through `weight_of`, bit for bit, and the scan units are that weight's.
+        let mut rng = fastrand::Rng::with_seed(11);
+        for case in 0..300 {
+            let p = prepared(HealthModel::Buckets(BucketHealth {
+                count: rng.usize(1..=MAX_BUCKETS),
+                width_ns: W,
+                decay: [1.0, 2.0, 3.0, 1.7][case % 4],
+            }));
+            let h = Health::new();
+            let mut t = 0;
+            for _ in 0..rng.usize(0..40) {
+                t += rng.u64(..3 * W);
+                rec(&h, &p, t, rng.u64(..3), rng.u64(..3));
+            }
+            let at = t + rng.u64(..12 * W);
+            h.refresh(&p, at, Words::new(at, 0.0).scope());
+            let v = h.view(&p, at);
+            assert_eq!(h.cached(), p.weight.of(v.rate) as f32 as f64, "case {case}");
+            assert_eq!(h.units(), word::units_of(h.cached() as f32), "case {case}");
+        }
+    }
+    #[test]
+    fn sticky_bucket_keeps_last_rate_and_floors() {
+        let (p, h) = (seeds(), Health::new());
+        rec(&h, &p, 0, 1, 3); // epoch 0: 25%
+        rec(&h, &p, 3 * W, 0, 2); // epoch 3: 0%
+                                  // At epoch 8 epoch 3 is still in the window (8 - 3 < 6): rate 0.
+        assert_eq!(h.view(&p, 8 * W).rate, 0.0);
+        // At epoch 9 nothing is in the window: the newest aged-out bucket (epoch 3, 0 of 2) is sticky.
+        let v = h.view(&p, 9 * W);
+        assert_eq!(
+            (v.rate, v.floored, v.sticky, v.window),
+            (0.0, true, (2, 0), (0, 0))
+        );
+        let floor_w = 0.0001f64 / 3.0;
+        let floor_w = floor_w * floor_w * floor_w;
+        h.refresh(&p, 9 * W, Words::new(0, floor_w as f32).scope());
+        assert_eq!(h.cached(), floor_w as f32 as f64);
+        // Far later, with no writes, the node still has its last known rate, not 1.0.
+        let far = h.view(&p, u64::MAX / 2);
+        assert_eq!((far.rate, far.sticky), (0.0, (2, 0)));
+    }
+    #[test]
+    fn sticky_when_only_older_buckets_aged() {
+        let (p, h) = (seeds(), Health::new());
+        rec(&h, &p, 0, 3, 1); // epoch 0: 75%
+        rec(&h, &p, 100 * W, 1, 1); // far later: the advance clears epoch 0
+        let v = h.view(&p, 200 * W);
+        assert_eq!((v.rate, v.sticky), (0.5, (2, 1)));
+        // One write after a long gap forms the whole window.
+        rec(&h, &p, 300 * W, 1, 0);
+        let v = h.view(&p, 300 * W);
+        assert_eq!((v.rate, v.window, v.floored), (1.0, (1, 1), false));
+    }
+    #[test]
+    fn idle_for_a_tag_period_does_not_merge_buckets() {
+        let (p, h) = (seeds(), Health::new());
+        rec(&h, &p, 0, 0, 1); // epoch 0: one failure
+                              // 6 * 65,536 epochs later: same bucket, same 16-bit tag.
+        let t = 6 * 65_536 * W;
+        rec(&h, &p, t, 1, 0);
+        let v = h.view(&p, t);
+        assert_eq!((v.window, v.sticky, v.rate), ((1, 1), (0, 0), 1.0));
+    }
+    #[test]
+    fn stale_now_records_into_newest_bucket() {
+        let (p, h) = (seeds(), Health::new());
+        rec(&h, &p, 10 * W, 1, 0);
+        rec(&h, &p, 0, 0, 1); // a `now` from the past
+        let v = h.view(&p, 10 * W);
+        assert_eq!((v.window, v.newest), ((2, 1), 10));
+    }
+    #[test]
+    fn counters_saturate_instead_of_wrapping() {
+        let v = bucket(7, COUNT_MAX, COUNT_MAX - 1);
+        assert_eq!(bumped(v, true), v);
+        let v = bucket(7, COUNT_MAX - 1, 3);
+        let b = bumped(v, true);
+        assert_eq!((fin(b), succ(b), tag(b)), (COUNT_MAX, 4, 7));
+    }
+    #[test]
+    fn tags_resolve_relative_to_newest() {
+        assert_eq!(epoch_of(5, 5), 5);
+        assert_eq!(epoch_of(0xFFFF, 0x1_0002), 0xFFFF);
+        assert_eq!(epoch_of(3, 0x1_0002), 3);
+        assert_eq!(epoch_of(2, 0x5_0002), 0x5_0002);
+        assert_eq!(epoch_of(1, 0x5_0002), 0x5_0001);
+        assert_eq!(epoch_of(3, 0x5_0002), 0x4_0003);
+    }
+
+    #[test]
+    fn weights_per_age() {
+        let b = BucketHealth::SEEDS.prepare().unwrap();
+        assert_eq!(b.count, 6);
+        assert_eq!(
+            &b.weights[..6],
+            &[
+                1.0,
+                1.0 / 3.0,
+                1.0 / 9.0,
+                1.0 / 27.0,
+                1.0 / 81.0,
+                1.0 / 243.0
+            ]
+        );
+    }
 }

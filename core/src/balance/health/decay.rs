@@ -1,5 +1,5 @@
-//! The default model: two time-decayed counters per node, successes and failures, and the penalty the
-//! lowest-score policy adds to a node's in-flight count.
+//! The default model ([`DecayHealth`]): two time-decayed counters per node, successes and failures, and
+//! the penalty the lowest-score policy adds to a node's in-flight count.
 //!
 //! # The counters
 //! Each counter is one 64-bit word: an `f32` value (bits 63..32) and the tick it was last written at
@@ -21,10 +21,13 @@
 //! success counters: 10 per recent failure, plus 16 more per doubling of failures over successes (the
 //! defaults).
 //! A node's score is `in_flight + P`. The cached `P` (an `f32` in the cache word, and in fixed point with
-//! [`P_FRACTION`] fractional bits in the scan word) is recomputed by each of the node's releases and by
+//! `P_FRACTION` fractional bits in the scan word, see `word.rs`) is recomputed by each of the node's releases and by
 //! every rotation, which is what makes a failing node's penalty fade as its failures decay.
 
-use super::Health;
+use super::{Health, View};
+use crate::balance::outcome::Outcome;
+use crate::balance::word::P_MAX;
+use crate::error::ConfigError;
 use crate::internal::sync::{AtomicU64, Ordering::*};
 
 /// Nanoseconds per tick of the counters' timestamps: 2^20 (1.048576 ms).
@@ -32,13 +35,132 @@ pub const TICK_NS: u64 = 1 << TICK_SHIFT;
 pub(crate) const TICK_SHIFT: u32 = 20;
 /// A counter whose decayed value is below this reads as 0 (and is written back as 0 by a rotation).
 pub(crate) const SETTLED: f64 = 1.0 / (1u64 << 20) as f64;
-/// Fractional bits of the penalty in the scan word.
-pub(crate) const P_FRACTION: u32 = 16;
-/// The largest penalty the scan word holds (`2^32` in-flight requests' worth): a larger one is kept at it.
-pub(crate) const P_MAX: f64 = 4_294_967_296.0;
 /// Ages below this many ticks take their decay factor from a table computed once (the same `exp2`, so
 /// the same bits).
 pub(crate) const TABLE: usize = 64;
+
+/// The default health model: time-decayed success and failure counters and the failure penalty they give
+/// (see [`HealthModel::Decay`](super::HealthModel::Decay) and the module docs of `decay.rs`).
+///
+/// A counter read `t` ns after its last write is its value times `2^(-t / half_life)`. The node's
+/// penalty, in in-flight requests, is `penalty * F + ratio_penalty * log2(1 + F / (S + 1))`; the
+/// [`LowestScore`] policy sends each call to the node with room whose `in_flight + penalty` is lowest.
+///
+/// Counting in time rather than in outcomes is what moves traffic off a node that starts failing at
+/// once even at a few requests per second, and what brings a recovered node back as its failures
+/// fade: a failure's weight halves every `failure_half_life_ns` (30 s), a success's every
+/// `success_half_life_ns` (1 s).
+///
+/// ```
+/// use core::time::Duration;
+/// use weir::balance::{DecayHealth, HealthModel};
+/// let slow = DecayHealth::with_half_lives(Duration::from_secs(2), Duration::from_secs(120));
+/// assert_eq!(slow, DecayHealth { success_half_life_ns: 2_000_000_000, failure_half_life_ns: 120_000_000_000, ..DecayHealth::DEFAULT });
+/// let config = weir::Config { health: HealthModel::Decay(slow), ..weir::Config::default() };
+/// assert!(config.validate().is_ok());
+/// ```
+///
+/// [`LowestScore`]: crate::balance::Policy::LowestScore
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DecayHealth {
+    /// Half-life of the success counter in nanoseconds (default 1 s); 1 ms ..= 1 hour.
+    pub success_half_life_ns: u64,
+    /// Half-life of the failure counter in nanoseconds (default 30 s); 1 ms ..= 1 hour.
+    pub failure_half_life_ns: u64,
+    /// What a `Throttled` outcome (429) adds to the failures (default 0.1); finite, in [0, 1].
+    pub throttled_cost: f32,
+    /// What a `ClientError` outcome (another 4xx) adds to the failures (default 0.01): a node that
+    /// answers 400 to everything is broken, and must still lose its traffic. Finite, in [0, 1].
+    pub client_error_cost: f32,
+    /// Penalty per recent failure, in in-flight requests (default 10); finite, in [0, 10^6].
+    pub penalty: f32,
+    /// Penalty per doubling of failures over successes (default 16); finite, in [0, 10^6].
+    pub ratio_penalty: f32,
+}
+
+impl DecayHealth {
+    /// The defaults: successes halve every second, failures every 30 s; a 429 costs 0.1 of a failure,
+    /// another 4xx 0.01; penalty 10 per failure plus 16 per doubling of failures over successes.
+    pub const DEFAULT: DecayHealth = DecayHealth {
+        success_half_life_ns: 1_000_000_000,
+        failure_half_life_ns: 30_000_000_000,
+        throttled_cost: 0.1,
+        client_error_cost: 0.01,
+        penalty: 10.0,
+        ratio_penalty: 16.0,
+    };
+
+    /// [`DecayHealth::DEFAULT`] with other half-lives, given as [`Duration`]s (saturating at `u64::MAX`
+    /// ns; validation checks the range).
+    ///
+    /// [`Duration`]: core::time::Duration
+    #[must_use]
+    pub const fn with_half_lives(
+        success: core::time::Duration,
+        failure: core::time::Duration,
+    ) -> DecayHealth {
+        DecayHealth {
+            success_half_life_ns: crate::internal::time::saturating_ns(success),
+            failure_half_life_ns: crate::internal::time::saturating_ns(failure),
+            ..DecayHealth::DEFAULT
+        }
+    }
+
+    /// Checks every field and computes the decay tables.
+    pub(crate) fn prepare(&self) -> Result<Prepared, ConfigError> {
+        if !HALF_LIFE_NS.contains(&self.success_half_life_ns)
+            || !HALF_LIFE_NS.contains(&self.failure_half_life_ns)
+        {
+            return Err(ConfigError::DecayHalfLife);
+        }
+        // NaN is in no range.
+        let cost = |c: f32| (0.0..=1.0).contains(&c);
+        if !(cost(self.throttled_cost) && cost(self.client_error_cost)) {
+            return Err(ConfigError::OutcomeCost);
+        }
+        let coefficient = |c: f32| (0.0..=1e6).contains(&c);
+        if !(coefficient(self.penalty) && coefficient(self.ratio_penalty)) {
+            return Err(ConfigError::Penalty);
+        }
+        Ok(Prepared {
+            success: Halving::new(self.success_half_life_ns),
+            failure: Halving::new(self.failure_half_life_ns),
+            throttled: f64::from(self.throttled_cost),
+            client_error: f64::from(self.client_error_cost),
+            penalty: Penalty {
+                per_failure: f64::from(self.penalty),
+                per_doubling: f64::from(self.ratio_penalty),
+            },
+        })
+    }
+
+    /// The balancer's clock epoch under this model: a quarter of the shorter half-life. The rotation
+    /// recomputes every penalty this often, so a cached penalty is never more than 16 % (2^(1/4)) away
+    /// from its decayed value.
+    pub(crate) fn clock_ns(&self) -> u64 {
+        self.success_half_life_ns.min(self.failure_half_life_ns) / 4
+    }
+}
+
+impl Default for DecayHealth {
+    /// [`DecayHealth::DEFAULT`].
+    fn default() -> Self {
+        DecayHealth::DEFAULT
+    }
+}
+
+/// The half-lives: 1 ms ..= 1 hour.
+const HALF_LIFE_NS: core::ops::RangeInclusive<u64> = 1_000_000..=3_600_000_000_000;
+
+/// The model's runtime form: the decay tables and the costs as `f64`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Prepared {
+    pub(crate) success: Halving,
+    pub(crate) failure: Halving,
+    pub(crate) throttled: f64,
+    pub(crate) client_error: f64,
+    pub(crate) penalty: Penalty,
+}
 
 /// One counter's decay: a factor per age in ticks.
 #[derive(Clone, Copy, Debug)]
@@ -153,20 +275,45 @@ pub(crate) struct Penalty {
     pub(crate) per_doubling: f64,
 }
 
-/// A penalty in the scan word's fixed point, rounded down (a penalty below `2^-16` is 0, so nodes whose
-/// failures have nearly faded tie with clean ones again).
-#[inline]
-pub(crate) fn fixed(p: f32) -> u64 {
-    // Exact: `p <= 2^32`, so `p * 2^16 <= 2^48` converts exactly.
-    (f64::from(p) * f64::from(1u32 << P_FRACTION)) as u64
-}
-
 impl Health {
+    /// Records `outcome` as this model reads it (see [`HealthModel`](super::HealthModel)); returns
+    /// whether the cached penalty must be recomputed.
+    #[inline(always)]
+    pub(super) fn record_decay(&self, d: &Prepared, now: u64, outcome: Outcome) -> bool {
+        let (is_failure, amount) = match outcome {
+            Outcome::Success => (false, 1.0),
+            Outcome::Failure | Outcome::Dropped => (true, 1.0),
+            Outcome::Throttled => (true, d.throttled),
+            Outcome::ClientError => (true, d.client_error),
+            Outcome::Ignored => return false,
+        };
+        let halving = if is_failure { &d.failure } else { &d.success };
+        self.add_decayed(is_failure, amount, now, halving);
+        // With no failures the penalty is 0 whatever the successes: nothing to recompute (see
+        // `add_decayed` for why a failure recorded meanwhile cannot miss this success).
+        is_failure || !self.no_failures()
+    }
+
+    /// The decay model's reading at `now`.
+    pub(super) fn view_decay(&self, d: &Prepared, now: u64) -> View {
+        let (s, f, pen) = self.decayed(now, d);
+        View {
+            rate: if s + f > 0.0 { s / (s + f) } else { 1.0 },
+            floored: false,
+            newest: 0,
+            window: (0, 0),
+            sticky: (0, 0),
+            // Relaxed: a statistic.
+            has_data: self.last.load(Relaxed) != 0,
+            decayed: (s, f, pen),
+        }
+    }
+
     /// Adds `amount` to the success (`ring[0]`) or failure (`ring[1]`) counter at `now`.
-    pub(super) fn record_decay(&self, failure: bool, amount: f64, now: u64, h: &Halving) {
+    fn add_decayed(&self, failure: bool, amount: f64, now: u64, h: &Halving) {
         let word = &self.ring[usize::from(failure)];
         let at = tick(now);
-        // SeqCst: a success that skips the refresh (see `Health::record`) loads the failure counter after
+        // SeqCst: a success that skips the refresh (see `record_decay`) loads the failure counter after
         // its own write, and a failure's refresh loads the success counter after its own: with both sides
         // SeqCst, at least one of them sees the other's write (the store-buffering pattern), so no refresh
         // that the success skipped leaves a reading without it. On x86 these are the same instructions as
@@ -184,32 +331,30 @@ impl Health {
 
     /// The success and failure counters read at `now`, and the penalty they give.
     #[inline]
-    pub(super) fn decayed(
-        &self,
-        now: u64,
-        s: &Halving,
-        f: &Halving,
-        k: &Penalty,
-    ) -> (f64, f64, f64) {
+    pub(super) fn decayed(&self, now: u64, d: &Prepared) -> (f64, f64, f64) {
         let at = tick(now);
-        // SeqCst: see `record_decay`.
-        let successes = read(self.ring[0].load(SeqCst), at, s);
-        let failures = read(self.ring[1].load(SeqCst), at, f);
-        (successes, failures, penalty(failures, successes, k))
+        // SeqCst: see `add_decayed`.
+        let successes = read(self.ring[0].load(SeqCst), at, &d.success);
+        let failures = read(self.ring[1].load(SeqCst), at, &d.failure);
+        (
+            successes,
+            failures,
+            penalty(failures, successes, &d.penalty),
+        )
     }
 
     /// Whether the failure counter is empty (the zero word): a success then leaves the penalty at 0.
     #[inline]
-    pub(super) fn no_failures(&self) -> bool {
-        // SeqCst: see `record_decay`.
+    fn no_failures(&self) -> bool {
+        // SeqCst: see `add_decayed`.
         self.ring[1].load(SeqCst) == 0
     }
 
     /// Writes back as the zero word every counter that reads as 0 at `now` (or every counter, with
     /// `forget`); a counter written meanwhile is left alone (its writer refreshes after it).
-    pub(super) fn settle_counters(&self, now: u64, s: &Halving, f: &Halving, forget: bool) {
+    pub(super) fn settle_counters(&self, now: u64, d: &Prepared, forget: bool) {
         let at = tick(now);
-        for (word, h) in self.ring[..2].iter().zip([s, f]) {
+        for (word, h) in self.ring[..2].iter().zip([&d.success, &d.failure]) {
             settle_word(word, at, h, forget);
         }
     }
@@ -294,9 +439,6 @@ mod tests {
         assert_eq!(penalty(3.0, 0.0, &k), 30.0 + 16.0); // log2(1 + 3) = 2
         assert_eq!(penalty(1.0, 1.0, &k), 10.0 + 8.0 * libm::log2(1.5));
         assert_eq!(penalty(1e30, 0.0, &k), P_MAX);
-        assert_eq!(fixed(1.5), 3 << (P_FRACTION - 1));
-        assert_eq!(fixed(1e-6), 0);
-        assert_eq!(fixed(P_MAX as f32), 1 << 48);
     }
 
     #[test]

@@ -1,11 +1,79 @@
-//! The seed author's later variant: one exponentially weighted success average per node.
+//! [The seeds' author's later variant](crate#vocabulary) ([`EwmaHealth`]): one exponentially weighted
+//! success average per node.
 
-use super::{Health, View};
+use super::{seeds_reading, Health, View};
+use crate::balance::outcome::Outcome;
+use crate::error::ConfigError;
 use crate::internal::sync::Ordering::*;
 
+/// The balancer's clock epoch under the average model, which has no buckets of its own: the clock that
+/// dates releases keeps epochs of this width, as the seeds' 5 s buckets would (see
+/// [`Balancer::release`](crate::Balancer::release)). Under the decay model the epoch is a quarter of the
+/// shorter half-life (250 ms by default).
+pub const CLOCK_EPOCH_NS: u64 = 5_000_000_000;
+
+/// [The seeds' author's later variant](crate#vocabulary): one exponentially weighted success average
+/// per node (see [`HealthModel::Ewma`](super::HealthModel::Ewma)). Each outcome moves the average toward
+/// 1 (success) or 0 (failure) by `1 - 2^(-1/half_life)`, so an outcome's influence halves every
+/// `half_life` outcomes (like Finagle's success-rate EMA, the half-life is counted in outcomes, which
+/// makes the average exact under concurrency: each outcome is one compare-and-swap). A fresh node starts
+/// at 1.0; the rate is floored at `floor / active_nodes` so a node that failed completely keeps a slight
+/// chance to show it recovered.
+///
+/// ```
+/// use weir::balance::{EwmaHealth, HealthModel, Policy};
+/// assert_eq!(HealthModel::EWMA, HealthModel::Ewma(EwmaHealth { half_life: 32 }));
+/// let config = weir::Config { health: HealthModel::EWMA, policy: Policy::WeightedPick, ..weir::Config::seeds() };
+/// assert!(config.validate().is_ok());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EwmaHealth {
+    /// Outcomes after which an outcome's influence has halved (at least 1).
+    pub half_life: u32,
+}
+
+impl EwmaHealth {
+    /// A half-life of 32 outcomes (the value the Python and C layers start from).
+    pub const DEFAULT: EwmaHealth = EwmaHealth { half_life: 32 };
+
+    /// Checks the half-life and computes the step.
+    pub(crate) fn prepare(&self) -> Result<Prepared, ConfigError> {
+        if self.half_life == 0 {
+            return Err(ConfigError::HalfLife);
+        }
+        Ok(Prepared {
+            alpha: 1.0 - libm::exp2(-1.0 / f64::from(self.half_life)),
+        })
+    }
+}
+
+impl Default for EwmaHealth {
+    /// [`EwmaHealth::DEFAULT`].
+    fn default() -> Self {
+        EwmaHealth::DEFAULT
+    }
+}
+
+/// The model's runtime form.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Prepared {
+    /// Step toward each new outcome: `1 - 2^(-1/half_life)`.
+    pub(crate) alpha: f64,
+}
+
 impl Health {
+    /// Records `outcome` as the seeds read it; returns whether the cached weight must be recomputed.
+    #[inline(always)]
+    pub(super) fn record_ewma(&self, e: &Prepared, outcome: Outcome) -> bool {
+        let Some(success) = seeds_reading(outcome) else {
+            return false;
+        };
+        self.step_ewma(e.alpha, success);
+        true
+    }
+
     /// Moves the average toward the outcome by `alpha` (one compare-and-swap, so exact under concurrency).
-    pub(super) fn record_ewma(&self, alpha: f64, success: bool) {
+    fn step_ewma(&self, alpha: f64, success: bool) {
         let target = if success { 1.0 } else { 0.0 };
         // Relaxed CAS: the average is a standalone statistic (see sync.rs).
         let _ = self.ring[0].fetch_update(Relaxed, Relaxed, |bits| {
@@ -29,5 +97,40 @@ impl Health {
             has_data: self.last.load(Relaxed) != 0,
             decayed: (0.0, 0.0, 0.0),
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::super::testing::*;
+    use super::super::HealthModel;
+    use super::*;
+
+    #[test]
+    fn ewma_moves_by_half_life() {
+        let p = prepared(HealthModel::Ewma(EwmaHealth { half_life: 1 }));
+        let h = Health::new();
+        let words = Words::new(0, 0.0);
+        h.reset(&p.model);
+        assert_eq!(h.view(&p, 0).rate, 1.0);
+        h.record(&p, 0, Outcome::Failure, words.scope());
+        assert_eq!(h.view(&p, 0).rate, 0.5);
+        h.record(&p, 0, Outcome::Failure, words.scope());
+        assert_eq!(h.view(&p, 0).rate, 0.25);
+        h.record(&p, 9, Outcome::Success, words.scope());
+        assert_eq!(h.view(&p, 0).rate, 0.625);
+        assert_eq!(h.cached(), 0.625f64.powi(3) as f32 as f64);
+        // The average is floored: with a floor weight of 0.5 the scan weight is 0.5.
+        h.refresh(&p, 9, Words::new(0, 0.5).scope());
+        assert_eq!(h.cached(), 0.5);
+    }
+
+    #[test]
+    fn step_from_half_life() {
+        assert_eq!(EwmaHealth { half_life: 1 }.prepare().unwrap().alpha, 0.5);
+        assert_eq!(
+            EwmaHealth { half_life: 0 }.prepare().err(),
+            Some(ConfigError::HalfLife)
+        );
     }
 }

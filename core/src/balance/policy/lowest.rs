@@ -1,0 +1,337 @@
+//! [`Policy::LowestScore`](super::Policy::LowestScore): the node with room whose `in_flight + penalty` is lowest, ties uniformly at
+//! random, with dialogue's give-up rule.
+
+use super::Choice;
+use crate::balance::error::Rejected;
+use crate::balance::slot::NodeSlot;
+use crate::balance::word::{self, P_FRACTION, SCAN_ABSENT as KEY_ABSENT};
+use fastrand::Rng;
+
+/// Stack buffer of keys: as the weighted policies' (see `weighted.rs`).
+const SCAN: usize = 64;
+
+/// A node's key for [`Policy::LowestScore`](super::Policy::LowestScore): its score in fixed point (`in_flight * 2^16 + penalty`,
+/// below 2^49) if it is active with room; with [`FULL`] set (and [`HEAVY`] if more than
+/// [`HEAVY_INFLIGHT`] are in flight) if it is active and full; [`ABSENT`] otherwise. So the least key is
+/// the best node with room, and a least key at or above [`FULL`] means none has room.
+#[inline(always)]
+fn key(s: &NodeSlot) -> u64 {
+    // Relaxed: the scan is a snapshot for choosing; admission re-checks with a compare-and-swap.
+    let c = s.ctl.load(crate::internal::sync::Ordering::Relaxed);
+    if word::state(c) != word::ACTIVE {
+        return KEY_ABSENT;
+    }
+    let inflight = word::inflight(c);
+    // A node made active a moment ago may still hold the absent scan word until its membership refresh
+    // lands: read it as a fresh node's (no penalty), not as absent.
+    let score = (inflight << P_FRACTION) + (s.health.units() & (KEY_ABSENT - 1));
+    if inflight < word::limit(c) {
+        score
+    } else if inflight > HEAVY_INFLIGHT {
+        score | FULL | HEAVY
+    } else {
+        score | FULL
+    }
+}
+
+/// Key flag: the node is active and full.
+const FULL: u64 = 1 << 61;
+/// Key flag: a full node with more than [`HEAVY_INFLIGHT`] in flight (dialogue's
+/// `INFLIGHT_COMPARISON_THRESHOLD`), which sets the give-up threshold.
+const HEAVY: u64 = 1 << 60;
+// The key of a slot that is not a candidate is the scan word of such a slot under the decay model,
+// `KEY_ABSENT`: above every other key, and without the other flags.
+const _: () = assert!(KEY_ABSENT > FULL | HEAVY | SCORE && KEY_ABSENT & (FULL | HEAVY) == 0);
+/// The score bits of a key.
+const SCORE: u64 = HEAVY - 1;
+const HEAVY_INFLIGHT: u64 = 5;
+/// dialogue's `UNHEALTHY_SCORE_MULTIPLIER`.
+const GIVE_UP_MULTIPLIER: u64 = 2;
+
+/// The first try of a [`Policy::LowestScore`](super::Policy::LowestScore) acquire: the lowest `in_flight * 2^16 + scan word` over all
+/// the nodes, room or not, ties uniformly at random. Two loads and an add per node: no state, limit or
+/// flag (a slot without an active node has a scan word above every key, see `word.rs`).
+///
+/// Exact, as the weighted policies' two-stage draw is. If the node it picks has room, it is the lowest
+/// of the nodes with room, and the give-up rule cannot apply (a full node scoring no more than it scores
+/// the same, so the threshold is at least twice its score). If it is full, its admission fails and the
+/// acquire goes on with [`lowest`], over the nodes with room. With `T` the nodes of least key, `R` those
+/// among them with room and `F` the full ones, a node of `R` is taken at once with probability `1/|T|`,
+/// or after a node of `F` was picked (probability `|F|/|T|`) with probability `1/|R|`; the sum is
+/// `1/|R|`, the uniform tie-break among the nodes with room.
+///
+/// The pass branches only where a chunk holds a key below the least so far (a few times per scan, at the
+/// first nodes): where ties are common, as among idle healthy nodes, a branch per tie mispredicts at
+/// random, which cost more than the rest of the pass. So ties are counted with a compare and a carry, and
+/// their places are kept only as the count at the end of each chunk of [`CHUNK`] nodes; the tie drawn is
+/// found again from those marks.
+pub(super) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    // `marks[c]`: the ties counted up to the end of chunk `c` (slots `c * CHUNK..`), since the last new
+    // least key; the marks before the chunk of `first` are stale.
+    let mut marks = [0u16; MARKS];
+    let mut least = Least {
+        best: u64::MAX,
+        first: 0,
+        ties: 0,
+    };
+    let mut chunks = slots.chunks_exact(CHUNK);
+    for (c, nodes) in chunks.by_ref().enumerate() {
+        // Always a whole chunk (`chunks_exact`), as an array so that its nodes are read unrolled.
+        if let Some(nodes) = nodes.first_chunk() {
+            least.add_chunk(nodes, c * CHUNK);
+        }
+        if let Some(mark) = marks.get_mut(c) {
+            // Exact: a mark counts at most the `MARKS * CHUNK` nodes of the marked chunks.
+            *mark = least.ties as u16;
+        }
+    }
+    let tail = slots.len() - chunks.remainder().len();
+    for (j, s) in chunks.remainder().iter().enumerate() {
+        least.add(fast_key(s), tail + j);
+    }
+    let Least { best, first, ties } = least;
+    if best >= KEY_ABSENT {
+        // No active node (or only slots being added): the full rules give the reason.
+        return lowest(slots, rng);
+    }
+    let nth = if ties > 1 { rng.usize(..ties) } else { 0 };
+    if nth == 0 {
+        return Choice::Try(first);
+    }
+    match nth_tie(slots, best, first, nth, &marks) {
+        Some(i) => Choice::Try(i),
+        // The keys changed meanwhile: the full rules decide.
+        None => lowest(slots, rng),
+    }
+}
+
+/// The least key of [`lowest_fast`]'s pass so far, the place of its first node, and how many have it.
+struct Least {
+    best: u64,
+    first: usize,
+    ties: usize,
+}
+
+impl Least {
+    /// One node's key, at slot `at`.
+    #[inline(always)]
+    fn add(&mut self, k: u64, at: usize) {
+        if k < self.best {
+            (self.best, self.first, self.ties) = (k, at, 0);
+        }
+        self.ties += usize::from(k == self.best);
+    }
+
+    /// A chunk's keys, its first at slot `at`.
+    #[inline(always)]
+    fn add_chunk(&mut self, nodes: &[NodeSlot; CHUNK], at: usize) {
+        let keys = nodes.each_ref().map(fast_key);
+        if keys.iter().any(|&k| k < self.best) {
+            // A new least key: node by node.
+            for (j, &k) in keys.iter().enumerate() {
+                self.add(k, at + j);
+            }
+        } else {
+            // Every key is at or above `best`, so `k <= best` is `k == best`: one compare, whose carry
+            // the count adds.
+            let mut ties = 0;
+            for &k in &keys {
+                ties += usize::from(k <= self.best);
+            }
+            self.ties += ties;
+        }
+    }
+}
+
+/// Nodes per chunk of [`lowest_fast`]'s pass.
+const CHUNK: usize = 4;
+/// Chunks marked (the first `MARKS * CHUNK` slots, so that a mark fits a `u16`); a tie beyond them is
+/// found by reading on.
+const MARKS: usize = 64;
+
+/// The place of the `nth` node (from 0, in slot order) whose key is `best`, `first` being the 0th, from
+/// the marks of [`lowest_fast`]'s pass: the chunk that holds it is the first whose mark passes `nth`,
+/// and in it, its keys are read again. `None` if the keys changed meanwhile.
+fn nth_tie(
+    slots: &[NodeSlot],
+    best: u64,
+    first: usize,
+    nth: usize,
+    marks: &[u16; MARKS],
+) -> Option<usize> {
+    // The marks from the chunk of `first` on, of whole chunks only.
+    let from = first / CHUNK;
+    let marks = marks
+        .get(from..(slots.len() / CHUNK).min(MARKS))
+        .unwrap_or_default();
+    // The marks never decrease, so those at or below `nth` come first: a binary search (branch-free in
+    // the standard library, so no misprediction however the ties fall).
+    let passed = marks.partition_point(|&m| usize::from(m) <= nth);
+    let before = passed
+        .checked_sub(1)
+        .and_then(|c| marks.get(c))
+        .map_or(0, |&m| usize::from(m));
+    // Ties to pass over from the start of the chunk (`first` is the 0th tie, and every key before it is
+    // above `best`).
+    let mut skip = nth.checked_sub(before)?;
+    let start = (from + passed) * CHUNK;
+    if passed < marks.len() {
+        // In a marked chunk: the `skip`th of its nodes whose key is `best`, with no branch per node.
+        let (mut seen, mut at) = (0, None);
+        for (i, s) in slots.iter().enumerate().skip(start).take(CHUNK) {
+            let hit = fast_key(s) == best;
+            at = if hit && seen == skip { Some(i) } else { at };
+            seen += usize::from(hit);
+        }
+        return at;
+    }
+    // Past the marked chunks: read on.
+    for (i, s) in slots.iter().enumerate().skip(start) {
+        if fast_key(s) == best {
+            if skip == 0 {
+                return Some(i);
+            }
+            skip -= 1;
+        }
+    }
+    None
+}
+
+/// A node's key for the fast scan (see [`lowest_fast`]).
+#[inline(always)]
+fn fast_key(s: &NodeSlot) -> u64 {
+    // Relaxed: as in `key`.
+    let c = s.ctl.load(crate::internal::sync::Ordering::Relaxed);
+    (word::inflight(c) << P_FRACTION) + s.health.units()
+}
+
+/// [`Policy::LowestScore`](super::Policy::LowestScore) over the nodes' keys, with a stack buffer sized to the balancer.
+pub(super) fn lowest(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    match slots.len() {
+        0..=8 => lowest_in::<8>(slots, rng),
+        9..=16 => lowest_in::<16>(slots, rng),
+        _ => lowest_in::<SCAN>(slots, rng),
+    }
+}
+
+/// The lowest key among `K` buffered keys and the slots beyond them (read again where needed: a
+/// concurrent change can shift the choice slightly, never out of the active set).
+#[inline(always)]
+fn lowest_in<const K: usize>(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    let mut keys = [KEY_ABSENT; K];
+    let (mut best, mut best_at) = (KEY_ABSENT, 0);
+    let mut heavy = 0;
+    for (i, (k, s)) in keys.iter_mut().zip(slots).enumerate() {
+        *k = key(s);
+        if *k < best {
+            (best, best_at) = (*k, i);
+        }
+        heavy |= *k;
+    }
+    for (i, s) in slots.iter().enumerate().skip(K) {
+        let k = key(s);
+        if k < best {
+            (best, best_at) = (k, i);
+        }
+        heavy |= k;
+    }
+    let keys = &keys[..slots.len().min(K)];
+    let key_at = |i: usize| keys.get(i).copied().unwrap_or_else(|| key(&slots[i]));
+    if best >= FULL {
+        return Choice::Reject(if best == KEY_ABSENT {
+            Rejected::NoActiveNodes
+        } else {
+            Rejected::AllBusy
+        });
+    }
+    // The give-up rule needs a heavy full node: rare, so its pass runs only then.
+    if heavy & HEAVY != 0 {
+        // The give-up threshold: twice the highest score of a heavy full node that scores no more than the
+        // best node with room (dialogue walks the nodes by score and the last such node before the best
+        // one sets it).
+        let threshold = (0..slots.len())
+            .map(key_at)
+            .filter(|&k| k & (FULL | HEAVY) == FULL | HEAVY)
+            .map(|k| k & SCORE)
+            .filter(|&score| score <= best)
+            .max();
+        if let Some(t) = threshold {
+            if best > t * GIVE_UP_MULTIPLIER {
+                return Choice::Reject(Rejected::AllBusy);
+            }
+        }
+    }
+    // Ties: the `nth` of the nodes with the best key, `nth` uniform (the first is `best_at`).
+    let ties = keys.iter().filter(|&&k| k == best).count()
+        + slots.iter().skip(K).filter(|s| key(s) == best).count();
+    if ties <= 1 {
+        return Choice::Try(best_at);
+    }
+    let mut nth = rng.usize(..ties);
+    for i in best_at..slots.len() {
+        if key_at(i) == best {
+            if nth == 0 {
+                return Choice::Try(i);
+            }
+            nth -= 1;
+        }
+    }
+    // A node beyond the buffer changed meanwhile: the first best found.
+    Choice::Try(best_at)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::internal::sync::Ordering::Relaxed;
+    extern crate std;
+    use std::vec::Vec;
+
+    /// `lowest_fast` against its definition: the node of least key, the `nth` of the ties in slot order
+    /// with `nth` drawn as `rng.usize(..ties)` when there are several, over balancer sizes around the
+    /// chunks and the marked range, and keys from a few values so that ties are many.
+    #[test]
+    fn fast_scan_picks_the_drawn_tie_in_slot_order() {
+        let mut gen = Rng::with_seed(7);
+        for &n in &[
+            1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 63, 64, 65, 255, 256, 257, 259, 300, 700,
+        ] {
+            let slots: Vec<NodeSlot> = (0..n).map(|_| NodeSlot::new()).collect();
+            for round in 0..200 {
+                // Few distinct keys, a key absent now and then, and rounds where most nodes tie.
+                let spread = 1 + round % 4;
+                for s in &slots {
+                    let inflight = gen.u64(..spread);
+                    let units = match gen.u8(..8) {
+                        0 => KEY_ABSENT,
+                        1 => 21_600,
+                        2 => 1 << P_FRACTION,
+                        _ => 0,
+                    };
+                    s.ctl
+                        .store(word::pack(word::ACTIVE, 0, 100, inflight), Relaxed);
+                    s.health.set_units(units);
+                }
+                let keys: Vec<u64> = slots.iter().map(fast_key).collect();
+                let best = keys.iter().copied().min().unwrap_or(u64::MAX);
+                if best >= KEY_ABSENT {
+                    continue;
+                }
+                let ties: Vec<usize> = (0..n).filter(|&i| keys[i] == best).collect();
+                let mut expected_rng = gen.clone();
+                let nth = if ties.len() > 1 {
+                    expected_rng.usize(..ties.len())
+                } else {
+                    0
+                };
+                let mut rng = gen.clone();
+                match lowest_fast(&slots, &mut rng) {
+                    Choice::Try(i) => assert_eq!(i, ties[nth], "n {n}, round {round}"),
+                    Choice::Reject(r) => panic!("n {n}, round {round}: rejected {r:?}"),
+                }
+                assert_eq!(rng.u64(..), expected_rng.u64(..), "n {n}: the same draws");
+                gen = rng;
+            }
+        }
+    }
+}

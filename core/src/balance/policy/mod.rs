@@ -1,0 +1,86 @@
+//! Choosing a node: the default's lowest score (`lowest.rs`: one scan over each node's control word and
+//! cached penalty, then the minimum; see [`Policy::LowestScore`]), or the weighted policies' draw from the
+//! nodes' weights (`weighted.rs`: one scan that reads each node's control word and cached weight, then a
+//! draw).
+//!
+//! | policy | file | source |
+//! |---|---|---|
+//! | [`Policy::LowestScore`] (the default) | `lowest.rs` | dialogue's `Balanced` channel: in-flight plus a failure penalty, with its give-up rule |
+//! | [`Policy::Cascade`] | `weighted.rs` | [the seeds'](crate#vocabulary) weighted random cascade |
+//! | [`Policy::CascadeApprox`] | `weighted.rs` | [the gist's](crate#vocabulary) approximate shuffle |
+//! | [`Policy::WeightedPick`] | `weighted.rs` | [the seeds' later variant](crate#vocabulary): one weighted pick |
+//!
+//! A policy reads the node slots and the caller's generator, nothing else: the balancer passes the
+//! configured [`Policy`].
+
+mod lowest;
+mod weighted;
+
+use crate::balance::slot::NodeSlot;
+use fastrand::Rng;
+
+/// How a node is chosen: by lowest score (the default, over [`HealthModel::Decay`]), or from the nodes'
+/// weights (`success_rate ^ weight_exponent`, over the seeds' models).
+///
+/// [`HealthModel::Decay`]: crate::balance::HealthModel::Decay
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Policy {
+    /// The default: each node scores `in_flight + penalty` ([`HealthModel::Decay`]'s cached failure
+    /// penalty, in in-flight requests), and the call goes to the node with room whose score is lowest,
+    /// ties broken uniformly at random. The in-flight term moves calls off a slow or black-holed node as
+    /// its calls pile up; the penalty moves them off a failing one.
+    ///
+    /// Give-up rule (dialogue's): if a full node with more than 5 calls in flight scores no more than the
+    /// best node with room, and the best node with room scores more than twice the highest such full
+    /// node, the acquire is refused ([`Rejected::AllBusy`]) rather than sent to a node that much worse:
+    /// with a waiting acquire, it waits for the better node to have room.
+    ///
+    /// [`HealthModel::Decay`]: crate::balance::HealthModel::Decay
+    /// [`Rejected::AllBusy`]: crate::balance::Rejected::AllBusy
+    #[default]
+    LowestScore,
+    /// [The seeds'](crate#vocabulary) algorithm: a weighted random shuffle of the active nodes (iterated weighted sampling
+    /// without replacement, drawn lazily), zero-weight nodes last in uniform random order; the first node
+    /// whose limiter grants a lease wins; if none does, fail fast.
+    Cascade,
+    /// [The gist's](crate#vocabulary) approximation: uniform shuffle, stable sort by descending success rate, one weighted
+    /// random pick promoted to the front, then the same walk.
+    CascadeApprox,
+    /// The later variant: one weighted random pick among the nodes whose limiter has room; zero-weight nodes
+    /// are never picked.
+    WeightedPick,
+}
+
+/// What a scan found to try next.
+pub(crate) enum Choice {
+    Try(usize),
+    Reject(crate::balance::Rejected),
+}
+
+/// The first draw of an acquire: over the nodes' scan weights alone, one load per node (a node that is
+/// not active has scan weight 0; see `health/mod.rs`). The drawn node may turn out to be full: its
+/// admission then fails and the acquire goes on with [`choose`], over the nodes with room only.
+///
+/// This two-stage draw is exact. With `R` and `F` the total weights of the nodes with room and of the
+/// full ones, a node `j` with room is taken at once with probability `w_j / (R + F)`, or after a full
+/// node was drawn (probability `F / (R + F)`) with probability `w_j / R`; the sum is `w_j / R`, the
+/// cascade's probability. `CascadeApprox` and the zero-weight cases take the full scan at once.
+pub(crate) fn choose_fast(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    if policy == Policy::LowestScore {
+        return lowest::lowest_fast(slots, rng);
+    }
+    weighted::draw_by(policy, slots, rng, |s| s.health.units())
+}
+
+/// Picks the node to try among the nodes with room, or the reason to fail fast.
+///
+/// `Cascade` and `WeightedPick` first scan for the weights of nodes with room only (the common case: one
+/// load of the control word and one of the cached weight per node, nothing written) and draw among
+/// them. Only when no node with room has a positive weight does the full scan run, which tells apart
+/// zero-weight, full and absent nodes for the fallbacks and the rejection reason.
+pub(crate) fn choose(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    if policy == Policy::LowestScore {
+        return lowest::lowest(slots, rng);
+    }
+    weighted::draw_by(policy, slots, rng, weighted::room_units)
+}

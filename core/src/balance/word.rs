@@ -1,0 +1,139 @@
+//! The words the acquire scan reads, one per node each: the control word (admission's state) and the scan
+//! word (the health model's cached value as an integer). Both formats live here, below the health models,
+//! the slot and the policies that read and write them.
+//!
+//! # The control word
+//! `in_flight` (24 bits) | `limit` (24 bits) | `generation` (13 bits) | `state` (3 bits): everything
+//! admission must see at once. A lease is granted by one compare-and-swap that increments `in_flight`
+//! only while the state is active and `in_flight < limit`, so a limit is never overshot. A slot is reused
+//! for a new node only once every lease of its previous occupant has been released (`in_flight == 0`), so
+//! a late release can never touch the counters of the new occupant; the generation additionally rejects
+//! leases forged through the raw-parts interface of the bindings.
+//!
+//! # The scan word
+//! The health model's cached value in a form the scan adds with one integer instruction: under the
+//! weighted models the node's weight in units of `2^-UNIT_SHIFT` (see [`units_of`]), under the decay
+//! model its penalty in fixed point with [`P_FRACTION`] fractional bits (see [`fixed`]), and
+//! [`SCAN_ABSENT`] for a slot without an active node under the decay model, so that the lowest-score
+//! scan, which reads no state, passes it over.
+
+pub(crate) const INFLIGHT_BITS: u32 = 24;
+pub(crate) const FIELD_MASK: u64 = (1 << INFLIGHT_BITS) - 1;
+const LIMIT_SHIFT: u32 = 24;
+const GEN_SHIFT: u32 = 48;
+pub(crate) const GEN_MASK: u64 = (1 << 13) - 1;
+const STATE_SHIFT: u32 = 61;
+
+/// Slot states. Only the adder that claimed a slot moves it out of `CLAIMED`, `REGISTERING` or `KILLED`,
+/// except that a competing adder of the same id may move `REGISTERING` to `KILLED`.
+pub(crate) const VACANT: u64 = 0;
+pub(crate) const CLAIMED: u64 = 1;
+pub(crate) const REGISTERING: u64 = 2;
+pub(crate) const KILLED: u64 = 3;
+pub(crate) const ACTIVE: u64 = 4;
+pub(crate) const LAME_DUCK: u64 = 5;
+
+#[inline]
+pub(crate) const fn inflight(c: u64) -> u64 {
+    c & FIELD_MASK
+}
+#[inline]
+pub(crate) const fn limit(c: u64) -> u64 {
+    (c >> LIMIT_SHIFT) & FIELD_MASK
+}
+#[inline]
+pub(crate) const fn generation(c: u64) -> u64 {
+    (c >> GEN_SHIFT) & GEN_MASK
+}
+#[inline]
+pub(crate) const fn state(c: u64) -> u64 {
+    c >> STATE_SHIFT
+}
+#[inline]
+pub(crate) const fn is_member(c: u64) -> bool {
+    matches!(state(c), ACTIVE | LAME_DUCK)
+}
+#[inline]
+pub(crate) const fn pack(state: u64, generation: u64, limit: u64, inflight: u64) -> u64 {
+    (state << STATE_SHIFT)
+        | ((generation & GEN_MASK) << GEN_SHIFT)
+        | ((limit & FIELD_MASK) << LIMIT_SHIFT)
+        | (inflight & FIELD_MASK)
+}
+#[inline]
+pub(crate) const fn with_state(c: u64, s: u64) -> u64 {
+    (c & !(0b111 << STATE_SHIFT)) | (s << STATE_SHIFT)
+}
+#[inline]
+pub(crate) const fn with_limit(c: u64, l: u64) -> u64 {
+    (c & !(FIELD_MASK << LIMIT_SHIFT)) | ((l & FIELD_MASK) << LIMIT_SHIFT)
+}
+
+/// Scan units per unit of weight, as a power of two: a weight of 1.0 is `2^46` units, so the units of
+/// [`MAX_NODES`](crate::balance::MAX_NODES) nodes sum to at most `2^62` and never overflow (checked
+/// where both are known, in `config.rs`).
+pub(crate) const UNIT_SHIFT: u32 = 46;
+
+/// A weight in scan units (`weight * 2^UNIT_SHIFT`, rounded down; weights lie in [0, 1]).
+#[inline]
+pub(crate) fn units_of(weight: f32) -> u64 {
+    // Exact: an `f32` times a power of two is exact in `f64`, and at most `2^46` converts exactly.
+    (f64::from(weight) * (1u64 << UNIT_SHIFT) as f64) as u64
+}
+
+/// Fractional bits of a penalty in the scan word.
+pub(crate) const P_FRACTION: u32 = 16;
+/// The largest penalty the scan word holds (`2^32` in-flight requests' worth): a larger one is kept at it.
+pub(crate) const P_MAX: f64 = 4_294_967_296.0;
+
+/// A penalty in the scan word's fixed point, rounded down (a penalty below `2^-16` is 0, so nodes whose
+/// failures have nearly faded tie with clean ones again).
+#[inline]
+pub(crate) fn fixed(p: f32) -> u64 {
+    // Exact: `p <= 2^32`, so `p * 2^16 <= 2^48` converts exactly.
+    (f64::from(p) * f64::from(1u32 << P_FRACTION)) as u64
+}
+
+/// The scan word of a slot without an active node under the decay model: above every score the
+/// lowest-score policy forms (`in_flight * 2^P_FRACTION + penalty`, below `2^49`) and above its flags
+/// (see `policy/lowest.rs`), so that its fast scan passes the slot over without reading its state.
+pub(crate) const SCAN_ABSENT: u64 = 1 << 62;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_word_round_trips() {
+        let c = pack(ACTIVE, 0x1ABC, 200, 17);
+        assert_eq!(
+            (state(c), generation(c), limit(c), inflight(c)),
+            (ACTIVE, 0x1ABC, 200, 17)
+        );
+        let c = with_limit(with_state(c, LAME_DUCK), FIELD_MASK);
+        assert_eq!(
+            (state(c), generation(c), limit(c), inflight(c)),
+            (LAME_DUCK, 0x1ABC, FIELD_MASK, 17)
+        );
+        assert!(is_member(c) && !is_member(with_state(c, VACANT)));
+    }
+
+    #[test]
+    fn scan_units_are_the_weight_rounded_down() {
+        assert_eq!(units_of(1.0), 1 << UNIT_SHIFT);
+        assert_eq!(units_of(0.0), 0);
+        assert_eq!(units_of(0.5), 1 << (UNIT_SHIFT - 1));
+        // A weight below one unit is 0 units; the draw then uses the exact weights (see
+        // `policy/weighted.rs`).
+        assert_eq!(units_of(1e-15), 0);
+        let w = 0.123_456_79f32;
+        assert_eq!(units_of(w), (f64::from(w) * 2f64.powi(46)).floor() as u64);
+    }
+
+    #[test]
+    fn penalties_in_fixed_point() {
+        assert_eq!(fixed(1.5), 3 << (P_FRACTION - 1));
+        assert_eq!(fixed(1e-6), 0);
+        assert_eq!(fixed(P_MAX as f32), 1 << 48);
+    }
+}
