@@ -664,8 +664,10 @@ impl Backoff {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    //! The AutoSleeper's `sleeper_test.go` vectors (reference/overload.md §3.1), all with the default
-    //! threshold and maximum unless stated.
+    //! The AutoSleeper's [`sleeper_test.go`] vectors, all with the default threshold and maximum unless
+    //! stated.
+    //!
+    //! [`sleeper_test.go`]: https://github.com/sakthipriyan/go-utils/blob/9b39ddee68586976fd627d635bc6d1ee6a0056c8/sleeper_test.go
     use super::*;
 
     const US: u64 = 1_000;

@@ -5,6 +5,8 @@
 //!   example under QEMU (`embedded`), the loom models, the README's examples (as doc tests), the failover
 //!   example, the C example (`c-example`), the installed C library (`dist-c --check`), the Python
 //!   package (`py`), weir-tower (its tonic feature and hyper example) and the API docs (warnings denied).
+//! - `cargo xtask doc-paths`: every `.rs` file that a comment names exists (see `doc_paths.rs`); `ci`
+//!   runs it first.
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
 //!   table on stdout and the report, CSVs and charts in `target/sim/` (arguments go to `weir-sim`).
 //! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
@@ -29,6 +31,7 @@
 mod bench;
 mod ctest;
 mod dist;
+mod doc_paths;
 mod embedded;
 mod example;
 mod fuzz;
@@ -51,6 +54,7 @@ fn main() {
         .unwrap_or_else(|e| fail(&format!("cannot enter {}: {e}", root.display())));
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("doc-paths") => doc_paths::doc_paths(),
         Some("bench") => bench::bench(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("sim") => sim(&args[1..]),
@@ -66,7 +70,7 @@ fn main() {
         Some("embedded") => embedded::embedded(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | sim | bench | ctest | header | c-example | dist-c | fuzz | py | wheel | bench-py | embedded [--bless] | nostd | loom>"
+                "usage: cargo xtask <ci | doc-paths | sim | bench | ctest | header | c-example | dist-c | fuzz | py | wheel | bench-py | embedded [--bless] | nostd | loom>"
             );
             exit(2);
         }
@@ -134,6 +138,8 @@ fn cargo(args: &[&str]) {
 
 fn ci() {
     let start = Instant::now();
+    // First: it takes well under a second and needs no build.
+    doc_paths::doc_paths();
     cargo(&["fmt", "--all", "--check"]);
     cargo(&[
         "clippy",

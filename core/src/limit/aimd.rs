@@ -29,10 +29,11 @@ pub struct AimdLimit {
     pub initial_limit: u32,
     /// The limit never goes below this.
     ///
-    /// Netflix's default of 20 is a common surprise (reference §5): however many drops a node returns,
-    /// it keeps being offered 20 concurrent requests. Set it to 1 to let drops throttle a struggling node
-    /// all the way down, as congestion-limiter and dialogue's CIAD do; the default stays Netflix's so
-    /// that the same samples give the same limits.
+    /// Netflix's default of 20 ([`AIMDLimit.java`](https://github.com/Netflix/concurrency-limits/blob/39c74f7ef47fb48cd605be98870b51896f4b2fae/concurrency-limits-core/src/main/java/com/netflix/concurrency/limits/limit/AIMDLimit.java#L34))
+    /// is a common surprise: however many drops a node returns, it keeps being offered 20 concurrent
+    /// requests. Set it to 1 to let drops throttle a struggling node all the way down, as
+    /// congestion-limiter and dialogue's CIAD do; the default stays Netflix's so that the same samples
+    /// give the same limits.
     pub min_limit: u32,
     /// The limit never goes above this; at most [`MAX_LIMIT`].
     pub max_limit: u32,

@@ -16,6 +16,10 @@
 //! | [`WindowedLimit`] | Netflix `WindowedLimit` | any of the above, fed one aggregate per time window |
 //!
 //! # Conformance with Netflix concurrency-limits
+//! The Java source is [Netflix/concurrency-limits at v0.5.4][ncl]. `NCL#n` is its issue or pull request
+//! `n` (`https://github.com/Netflix/concurrency-limits/issues/n`), and `dialogue#n` palantir/dialogue's
+//! (`https://github.com/palantir/dialogue/issues/n`).
+//!
 //! The Netflix algorithms follow Java's update rules, defaults and numeric semantics: the estimate is an
 //! `f64`, the reported limit is its truncation (`(int) estimate`), Vegas' queue is `ceil`ed, the `LOG10`
 //! and `SQRT` helpers are Java's integer ones, and the app-limited checks compare the in-flight count with
@@ -51,6 +55,8 @@
 //! that word really held, and every estimate is clamped, so the limit always stays within the algorithm's
 //! bounds and is never NaN or infinite. Algorithms whose state is one word (AIMD, CIAD) apply each sample
 //! exactly once, as some serial order would.
+//!
+//! [ncl]: https://github.com/Netflix/concurrency-limits/tree/39c74f7ef47fb48cd605be98870b51896f4b2fae/concurrency-limits-core/src/main/java/com/netflix/concurrency/limits
 
 mod aimd;
 mod ciad;

@@ -103,10 +103,11 @@ pub enum SampleWindow {
 /// Netflix's builder also rejects windows under 100 ms and fewer than 10 samples; this one accepts any
 /// positive values, so fast-reacting configurations and tests are possible (defaults are unchanged).
 ///
-/// Known weaknesses (reference §5): with 1 s windows an algorithm moves one step per second (AIMD: +1/s,
-/// NCL#147), and discarding windows with too few samples freezes the limit at low load (NCL#152); lower
-/// `min_samples` or the window times for low-traffic nodes. dialogue removed its windowing because it
-/// delayed reactions (dialogue#638).
+/// Known weaknesses, as users report them: with 1 s windows an algorithm moves one step per second
+/// (AIMD: +1/s, NCL#147), and discarding windows with too few samples freezes the limit at low load
+/// (NCL#152); lower `min_samples` or the window times for low-traffic nodes. dialogue removed its
+/// windowing because it delayed reactions (dialogue#638). (`NCL#n`, `dialogue#n`: see the
+/// [module docs](super#conformance-with-netflix-concurrency-limits).)
 ///
 /// ```
 /// use weir::limit::{AimdLimit, InnerAlgorithm, Limit, LimitState, Sample, WindowedLimit};

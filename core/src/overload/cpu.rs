@@ -764,14 +764,16 @@ mod tests {
         );
     }
 
-    /// go-zero's truncating average, for comparison: `int64(prev·0.95 + cur·0.05)`.
+    /// go-zero's truncating average, for comparison: `int64(prev·0.95 + cur·0.05)`
+    /// ([`core/stat/usage.go`](https://github.com/zeromicro/go-zero/blob/f29c8612e86fca4ac1c6b718fd83f73fbe7235eb/core/stat/usage.go#L38)).
     fn go_zero_ema(prev: i64, cur: i64) -> i64 {
         (prev as f64 * 0.95 + cur as f64 * (1.0 - 0.95)) as i64
     }
 
     #[test]
     fn full_load_reaches_1000_unlike_go_zero() {
-        // go-zero's vectors (reference §1.2): 50, 97, 142, 184, 224, 262, …, 902 at sample 47, 981 forever.
+        // go-zero's average under a steady full load: 50, 97, 142, 184, 224, 262, …, 902 at sample 47,
+        // 981 forever.
         let mut g = 0i64;
         let mut seq = Vec::new();
         for _ in 0..1000 {

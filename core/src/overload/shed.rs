@@ -641,7 +641,9 @@ impl Shedder {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    //! go-zero's `adaptiveshedder_test.go` vectors (reference/overload.md §1.3), replayed with time passed in.
+    //! go-zero's [`adaptiveshedder_test.go`] vectors, replayed with time passed in.
+    //!
+    //! [`adaptiveshedder_test.go`]: https://github.com/zeromicro/go-zero/blob/f29c8612e86fca4ac1c6b718fd83f73fbe7235eb/core/load/adaptiveshedder_test.go
     use super::*;
     extern crate std;
     use std::vec::Vec;

@@ -583,7 +583,8 @@ mod tests {
         (a - b).abs() < 5e-6
     }
 
-    /// The SRE book's vectors for equation 21-1 (reference/overload.md §2).
+    /// Equation 21-1 of the SRE book's chapter 21, "Handling Overload"
+    /// (<https://sre.google/sre-book/handling-overload/#eq2101>), worked out by hand at a few points.
     #[test]
     fn sre_vectors() {
         assert_eq!(rejection_probability(100, 50, 2.0), 0.0);

@@ -401,9 +401,11 @@ impl<const L: usize> Window<L> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    //! go-zero's `rollingwindow_test.go` vectors (reference/overload.md §1.1). Lane 0 is `Sum`, lane 1
-    //! `Count`; "sleep" is one bucket width. Time starts at a multiple of the width far from 0, as
-    //! go-zero's windows start at their construction time.
+    //! go-zero's [`rollingwindow_test.go`] vectors. Lane 0 is `Sum`, lane 1 `Count`; "sleep" is one
+    //! bucket width. Time starts at a multiple of the width far from 0, as go-zero's windows start at
+    //! their construction time.
+    //!
+    //! [`rollingwindow_test.go`]: https://github.com/zeromicro/go-zero/blob/f29c8612e86fca4ac1c6b718fd83f73fbe7235eb/core/collection/rollingwindow_test.go
     use super::*;
     extern crate std;
     use std::vec::Vec;
