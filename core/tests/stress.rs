@@ -3,6 +3,8 @@
 //! membership thread adds, removes and lame-ducks nodes. Afterwards every balancer counter must equal what
 //! the callers counted, exactly, and nothing may be left in flight (DESIGN.md invariant 2).
 
+mod common;
+use common::conservation::{assert_conserved, check_snapshot, Tally};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use weir::{
@@ -10,7 +12,6 @@ use weir::{
     limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer,
     Lease, Outcome, Rng,
 };
-use weir_tests::{assert_conserved, check_snapshot, Tally};
 
 const CAPACITY: usize = 16;
 /// Node ids are drawn from `1..=POOL`: more ids than slots, so that adds can find the balancer full.
@@ -511,4 +512,23 @@ fn window_totals_equal_outcomes_under_concurrent_rotation() {
     let (tally, churn) = run(spec, seed());
     assert_eq!(tally.stale, 0);
     assert!(churn.lame_ducked > 0 && churn.duplicate > 0 && churn.unknown > 0);
+}
+
+/// The conservation check itself, on one acquire/release pair: the callers' tally and the balancer's
+/// counters agree.
+#[test]
+fn one_pair_is_conserved() {
+    let b = Balancer::with_capacity(4, Config::seeds()).unwrap();
+    b.add(7).unwrap();
+    let mut rng = Rng::with_seed(1);
+    let mut tally = Tally::default();
+    let lease = tally.acquired(b.acquire(10, &mut rng)).unwrap();
+    tally
+        .released(
+            Outcome::Success,
+            lease.node_id(),
+            b.release(lease, Outcome::Success, 20),
+        )
+        .unwrap();
+    assert_conserved(&b, &tally, 20);
 }

@@ -20,6 +20,8 @@
 //!   at the node's last refresh, in the key's fixed point; any of the least on a tie), `AllBusy` only
 //!   when no node has room or the give-up rule applies, `NoActiveNodes` only when no node is active.
 
+mod common;
+use common::conservation::{assert_conserved, check_snapshot, Tally};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use std::collections::BTreeMap;
@@ -31,7 +33,6 @@ use weir::{
     limit::FixedLimit, limit::Gradient2Limit, limit::LimitAlgorithm, limit::MAX_LIMIT, Balancer,
     Config, HeapBalancer, Lease, Outcome, Rng,
 };
-use weir_tests::{assert_conserved, check_snapshot, Tally};
 
 /// Ids are drawn from `1..=POOL`, more than the largest capacity.
 const POOL: u64 = 6;
