@@ -1,6 +1,7 @@
 //! Allocation counting: after construction, no hot-path call allocates (DESIGN.md invariant 1). A counting
 //! global allocator counts each thread's allocations; every workload below must make exactly zero.
 
+use weir::balance::{BucketHealth, DecayHealth, EwmaHealth};
 use weir::{
     balance::HealthModel, balance::MembershipError, balance::Policy, balance::Rejected,
     limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer,
@@ -21,12 +22,12 @@ fn configs() -> Vec<Config> {
         HealthModel::SEED_BUCKETS,
         // Narrow buckets: the window rotates every few calls, so advances, clears, the sticky bucket and
         // the cache's slow path all run inside the counted region.
-        HealthModel::Buckets {
+        HealthModel::Buckets(BucketHealth {
             count: 3,
             width_ns: 100_000,
             decay: 2.0,
-        },
-        HealthModel::Ewma { half_life: 10 },
+        }),
+        HealthModel::Ewma(EwmaHealth { half_life: 10 }),
     ];
     let limits = [
         LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
@@ -60,22 +61,22 @@ fn configs() -> Vec<Config> {
     // half-lives (1 ms and 3 ms: the clock's epoch is 250 µs, so rotations recompute every penalty every
     // few calls, and counters fade below 2^-20 and are settled to zero within the counted region), with
     // each kind of limit. The narrow model keeps the default's penalty coefficients.
-    let HealthModel::Decay {
+    let HealthModel::Decay(DecayHealth {
         penalty,
         ratio_penalty,
         ..
-    } = HealthModel::DECAY
+    }) = HealthModel::DECAY
     else {
         unreachable!("the default model is the decay model")
     };
-    let narrow = HealthModel::Decay {
+    let narrow = HealthModel::Decay(DecayHealth {
         success_half_life_ns: 1_000_000,
         failure_half_life_ns: 3_000_000,
         throttled_cost: 0.5,
         client_error_cost: 0.25,
         penalty,
         ratio_penalty,
-    };
+    });
     out.push(Config::default());
     for limit in limits.into_iter().chain([Config::default().limit]) {
         for health in [HealthModel::DECAY, narrow] {
@@ -253,7 +254,10 @@ fn lease_guard_allocates_only_on_the_first_call_of_a_thread() {
 }
 
 fn lease_guard_case(config: Config) {
-    let b = balancer(Config { seed: 99, ..config });
+    let b = balancer(Config {
+        rng_seed: 99,
+        ..config
+    });
     // The first call may create this thread's generator for seed 99.
     let (r, first) = count(|| b.acquire_guard().map(|g| g.complete(Outcome::Success)));
     assert_eq!(r, Ok(Ok(())));

@@ -225,9 +225,9 @@ fn files_cover_every_case() {
     assert!(configs.contains(&Config::default()));
     assert!(configs.contains(&Config::seeds()));
     let model = |c: &Config| match c.health {
-        HealthModel::Decay { .. } => 0,
-        HealthModel::Buckets { .. } => 1,
-        HealthModel::Ewma { .. } => 2,
+        HealthModel::Decay(_) => 0,
+        HealthModel::Buckets(_) => 1,
+        HealthModel::Ewma(_) => 2,
     };
     for (m, p) in [
         (0, Policy::LowestScore),

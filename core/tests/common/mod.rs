@@ -1,7 +1,11 @@
 //! What the default's tests share: the default model's constants and its penalty, computed as the
-//! documentation states them. Each test file that needs them declares `mod common;`.
+//! documentation states them; and, in [`conservation`], the stress and property tests' exact checks of
+//! a balancer's counters against what its callers saw. Each test file that needs them declares
+//! `mod common;`.
 
 #![allow(dead_code)]
+
+pub mod conservation;
 
 use weir::balance::{DecayHealth, HealthModel};
 

@@ -4,6 +4,7 @@
 
 use super::{bad, boolean, float, float32, floating, floating32, uint, uint32, ParseError};
 use std::collections::BTreeMap;
+use weir::balance::{BucketHealth, DecayHealth, EwmaHealth};
 use weir::balance::{HealthModel, Policy};
 use weir::limit::{
     AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
@@ -15,14 +16,14 @@ use weir::Config;
 pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
     let mut out = Tokens(Vec::new());
     match c.health {
-        HealthModel::Decay {
+        HealthModel::Decay(DecayHealth {
             success_half_life_ns,
             failure_half_life_ns,
             throttled_cost,
             client_error_cost,
             penalty,
             ratio_penalty,
-        } => {
+        }) => {
             out.put("health", "decay");
             out.put("health.success_half_life_ns", success_half_life_ns);
             out.put("health.failure_half_life_ns", failure_half_life_ns);
@@ -31,17 +32,17 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
             out.put("health.penalty", float32(penalty));
             out.put("health.ratio_penalty", float32(ratio_penalty));
         }
-        HealthModel::Buckets {
+        HealthModel::Buckets(BucketHealth {
             count,
             width_ns,
             decay,
-        } => {
+        }) => {
             out.put("health", "buckets");
             out.put("health.count", count);
             out.put("health.width_ns", width_ns);
             out.put("health.decay", float(decay));
         }
-        HealthModel::Ewma { half_life } => {
+        HealthModel::Ewma(EwmaHealth { half_life }) => {
             out.put("health", "ewma");
             out.put("health.half_life", half_life);
         }
@@ -76,7 +77,7 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
         LimitAlgorithm::Gradient2(l) => inner(&mut out, "limit", InnerAlgorithm::Gradient2(l)),
         LimitAlgorithm::Ciad(l) => inner(&mut out, "limit", InnerAlgorithm::Ciad(l)),
     }
-    out.put("seed", c.seed);
+    out.put("seed", c.rng_seed);
     out.put("max_waiters", c.max_waiters);
     out.0
 }
@@ -251,25 +252,25 @@ pub(super) fn parse(tokens: Vec<(String, String, usize)>) -> Result<Config, Pars
     }
     let k = &mut keys;
     let health = match k.word("health")? {
-        (w, _) if w == "decay" => HealthModel::Decay {
+        (w, _) if w == "decay" => HealthModel::Decay(DecayHealth {
             success_half_life_ns: k.u64("health.success_half_life_ns")?,
             failure_half_life_ns: k.u64("health.failure_half_life_ns")?,
             throttled_cost: k.f32("health.throttled_cost")?,
             client_error_cost: k.f32("health.client_error_cost")?,
             penalty: k.f32("health.penalty")?,
             ratio_penalty: k.f32("health.ratio_penalty")?,
-        },
-        (w, l) if w == "buckets" => HealthModel::Buckets {
+        }),
+        (w, l) if w == "buckets" => HealthModel::Buckets(BucketHealth {
             count: k
                 .u64("health.count")?
                 .try_into()
                 .map_err(|_| bad(l, "health.count out of range"))?,
             width_ns: k.u64("health.width_ns")?,
             decay: k.f64("health.decay")?,
-        },
-        (w, _) if w == "ewma" => HealthModel::Ewma {
+        }),
+        (w, _) if w == "ewma" => HealthModel::Ewma(EwmaHealth {
             half_life: k.u32("health.half_life")?,
-        },
+        }),
         other => return Err(unknown("health", other)),
     };
     let weight_exponent = k.f64("weight_exponent")?;
@@ -308,7 +309,7 @@ pub(super) fn parse(tokens: Vec<(String, String, usize)>) -> Result<Config, Pars
         floor,
         policy,
         limit,
-        seed: k.u64("seed")?,
+        rng_seed: k.u64("seed")?,
         max_waiters: k.u32("max_waiters")?,
     };
     if let Some((key, (v, l))) = keys.map.into_iter().next() {

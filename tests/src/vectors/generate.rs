@@ -8,6 +8,7 @@
 //! silently stops covering the case it is named for.
 
 use super::{Answer, ErrorKind, Item, Lines, Op, Runner, Step, Trace};
+use weir::balance::{BucketHealth, DecayHealth, EwmaHealth};
 use weir::balance::{HealthModel, NodeState, Policy};
 use weir::limit::{
     AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
@@ -108,14 +109,14 @@ pub fn specs() -> Vec<Spec> {
             about: "Decay health with short half-lives and other costs, LowestScore, AIMD limit (min 1, \
                     40 ms timeout).",
             config: Config {
-                health: HealthModel::Decay {
+                health: HealthModel::Decay(DecayHealth {
                     success_half_life_ns: 200 * MS,
                     failure_half_life_ns: 2 * S,
                     throttled_cost: 0.25,
                     client_error_cost: 0.05,
                     penalty: 8.0,
                     ratio_penalty: 12.5,
-                },
+                }),
                 limit: LimitAlgorithm::Aimd(AimdLimit {
                     initial_limit: 6,
                     min_limit: 1,
@@ -123,7 +124,7 @@ pub fn specs() -> Vec<Spec> {
                     backoff_ratio: 0.75,
                     timeout_ns: 40 * MS,
                 }),
-                seed: 11,
+                rng_seed: 11,
                 ..Config::default()
             },
             capacity: 6,
@@ -134,11 +135,11 @@ pub fn specs() -> Vec<Spec> {
             about: "Buckets health (4 x 100 ms, decay 2), CascadeApprox, Gradient2 limit with drop \
                     back-off, weight exponent 2.5, floor 0.01.",
             config: Config {
-                health: HealthModel::Buckets {
+                health: HealthModel::Buckets(BucketHealth {
                     count: 4,
                     width_ns: 100 * MS,
                     decay: 2.0,
-                },
+                }),
                 weight_exponent: 2.5,
                 floor: 0.01,
                 policy: Policy::CascadeApprox,
@@ -152,7 +153,7 @@ pub fn specs() -> Vec<Spec> {
                     rtt_tolerance: 1.5,
                     drop_backoff: Some(0.8),
                 }),
-                seed: 12,
+                rng_seed: 12,
                 ..Config::seeds()
             },
             capacity: 6,
@@ -163,11 +164,11 @@ pub fn specs() -> Vec<Spec> {
             about: "Buckets health (8 x 50 ms, decay 1.5), WeightedPick, Vegas limit probing often (its \
                     jitter draws from Config::seed), factor steps, baseline not from drops.",
             config: Config {
-                health: HealthModel::Buckets {
+                health: HealthModel::Buckets(BucketHealth {
                     count: 8,
                     width_ns: 50 * MS,
                     decay: 1.5,
-                },
+                }),
                 policy: Policy::WeightedPick,
                 limit: LimitAlgorithm::Vegas(VegasLimit {
                     initial_limit: 6,
@@ -181,7 +182,7 @@ pub fn specs() -> Vec<Spec> {
                     decrease: VegasStep::Log10,
                     baseline_from_drops: false,
                 }),
-                seed: 0xDEAD_BEEF,
+                rng_seed: 0xDEAD_BEEF,
                 ..Config::seeds()
             },
             capacity: 6,
@@ -192,7 +193,7 @@ pub fn specs() -> Vec<Spec> {
             about: "Ewma health (half-life 10 outcomes), Cascade, Gradient limit probing every 8..16 \
                     samples (its countdown draws from Config::seed), square-root queue.",
             config: Config {
-                health: HealthModel::Ewma { half_life: 10 },
+                health: HealthModel::Ewma(EwmaHealth { half_life: 10 }),
                 limit: LimitAlgorithm::Gradient(GradientLimit {
                     initial_limit: 8,
                     min_limit: 2,
@@ -203,7 +204,7 @@ pub fn specs() -> Vec<Spec> {
                     probe_interval: Some(8),
                     backoff_ratio: 0.8,
                 }),
-                seed: 7,
+                rng_seed: 7,
                 ..Config::seeds()
             },
             capacity: 6,
@@ -214,7 +215,7 @@ pub fn specs() -> Vec<Spec> {
             about: "Ewma health (half-life 5 outcomes), CascadeApprox, CIAD limit without fast start, \
                     small limits so that acquires find every node busy.",
             config: Config {
-                health: HealthModel::Ewma { half_life: 5 },
+                health: HealthModel::Ewma(EwmaHealth { half_life: 5 }),
                 policy: Policy::CascadeApprox,
                 limit: LimitAlgorithm::Ciad(CiadLimit {
                     initial_limit: 4,
@@ -233,7 +234,7 @@ pub fn specs() -> Vec<Spec> {
             about: "Ewma health (half-life 20 outcomes), WeightedPick, weight exponent 1, a windowed \
                     Vegas limit (10..50 ms windows, p75 of up to 8 samples).",
             config: Config {
-                health: HealthModel::Ewma { half_life: 20 },
+                health: HealthModel::Ewma(EwmaHealth { half_life: 20 }),
                 weight_exponent: 1.0,
                 policy: Policy::WeightedPick,
                 limit: LimitAlgorithm::Windowed(WindowedLimit {
@@ -252,7 +253,7 @@ pub fn specs() -> Vec<Spec> {
                         capacity: 8,
                     },
                 }),
-                seed: 42,
+                rng_seed: 42,
                 max_waiters: 0,
                 ..Config::seeds()
             },
@@ -283,7 +284,7 @@ pub fn specs() -> Vec<Spec> {
             name: "edges-ewma",
             about: "Edge cases and every error under Ewma/WeightedPick with Fixed(2).",
             config: Config {
-                health: HealthModel::Ewma { half_life: 3 },
+                health: HealthModel::Ewma(EwmaHealth { half_life: 3 }),
                 policy: Policy::WeightedPick,
                 limit: fixed2,
                 ..Config::seeds()

@@ -2,6 +2,7 @@
 //! driven by one scripted call sequence with generators of the same seed, choose the same nodes, and
 //! end in the same state; another seed chooses differently.
 
+use weir::balance::{BucketHealth, EwmaHealth};
 use weir::{
     balance::HealthModel, balance::NodeSnapshot, balance::Policy, balance::Stats, limit::AimdLimit,
     limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, Lease, NodeSlot, Outcome, Rng,
@@ -71,11 +72,11 @@ fn run<S: AsRef<[NodeSlot]>>(b: &Balancer<S>, seed: u64) -> Run {
 }
 
 fn configs() -> [Config; 4] {
-    let narrow = HealthModel::Buckets {
+    let narrow = HealthModel::Buckets(BucketHealth {
         count: 4,
         width_ns: 50 * MS,
         decay: 2.0,
-    };
+    });
     [
         Config::seeds(),
         Config {
@@ -85,7 +86,7 @@ fn configs() -> [Config; 4] {
         },
         Config {
             policy: Policy::CascadeApprox,
-            health: HealthModel::Ewma { half_life: 8 },
+            health: HealthModel::Ewma(EwmaHealth { half_life: 8 }),
             weight_exponent: 2.5,
             ..Config::seeds()
         },

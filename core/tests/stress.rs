@@ -3,14 +3,16 @@
 //! membership thread adds, removes and lame-ducks nodes. Afterwards every balancer counter must equal what
 //! the callers counted, exactly, and nothing may be left in flight (DESIGN.md invariant 2).
 
+mod common;
+use common::conservation::{assert_conserved, check_snapshot, Tally};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
+use weir::balance::{BucketHealth, EwmaHealth};
 use weir::{
     balance::HealthModel, balance::MembershipError, balance::Policy, balance::ReleaseError,
     limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer,
     Lease, Outcome, Rng,
 };
-use weir_tests::{assert_conserved, check_snapshot, Tally};
 
 const CAPACITY: usize = 16;
 /// Node ids are drawn from `1..=POOL`: more ids than slots, so that adds can find the balancer full.
@@ -415,11 +417,11 @@ fn conserves_counters_under_churn_new_default() {
 fn conserves_counters_with_fixed_limit_two() {
     let config = Config {
         limit: LimitAlgorithm::Fixed(FixedLimit { limit: 2 }),
-        health: HealthModel::Buckets {
+        health: HealthModel::Buckets(BucketHealth {
             count: 4,
             width_ns: 2 * MS,
             decay: 2.0,
-        },
+        }),
         ..Config::seeds()
     };
     let spec = Spec {
@@ -445,11 +447,11 @@ fn conserves_counters_with_aimd_limit() {
             // Releases come 50-600 µs after their acquire: the slow ones count as drops.
             timeout_ns: 300_000,
         }),
-        health: HealthModel::Buckets {
+        health: HealthModel::Buckets(BucketHealth {
             count: 6,
             width_ns: 10 * MS,
             decay: 3.0,
-        },
+        }),
         ..Config::seeds()
     };
     let spec = Spec {
@@ -465,7 +467,7 @@ fn conserves_counters_with_aimd_limit() {
 fn conserves_counters_with_cascade_approx_and_ewma() {
     let config = Config {
         policy: Policy::CascadeApprox,
-        health: HealthModel::Ewma { half_life: 20 },
+        health: HealthModel::Ewma(EwmaHealth { half_life: 20 }),
         ..Config::seeds()
     };
     let (tally, churn) = run(Spec::new(config), seed());
@@ -476,11 +478,11 @@ fn conserves_counters_with_cascade_approx_and_ewma() {
 fn conserves_counters_with_weighted_pick() {
     let config = Config {
         policy: Policy::WeightedPick,
-        health: HealthModel::Buckets {
+        health: HealthModel::Buckets(BucketHealth {
             count: 3,
             width_ns: MS,
             decay: 1.5,
-        },
+        }),
         limit: LimitAlgorithm::Fixed(FixedLimit { limit: 3 }),
         ..Config::seeds()
     };
@@ -497,11 +499,11 @@ fn window_totals_equal_outcomes_under_concurrent_rotation() {
     // 8 buckets of 30 s: each worker's clock covers ~100 s / workers, so the window rotates while workers
     // race on it, but no outcome ever leaves it.
     let config = Config {
-        health: HealthModel::Buckets {
+        health: HealthModel::Buckets(BucketHealth {
             count: 8,
             width_ns: 30_000 * MS,
             decay: 3.0,
-        },
+        }),
         ..Config::seeds()
     };
     let spec = Spec {
@@ -511,4 +513,23 @@ fn window_totals_equal_outcomes_under_concurrent_rotation() {
     let (tally, churn) = run(spec, seed());
     assert_eq!(tally.stale, 0);
     assert!(churn.lame_ducked > 0 && churn.duplicate > 0 && churn.unknown > 0);
+}
+
+/// The conservation check itself, on one acquire/release pair: the callers' tally and the balancer's
+/// counters agree.
+#[test]
+fn one_pair_is_conserved() {
+    let b = Balancer::with_capacity(4, Config::seeds()).unwrap();
+    b.add(7).unwrap();
+    let mut rng = Rng::with_seed(1);
+    let mut tally = Tally::default();
+    let lease = tally.acquired(b.acquire(10, &mut rng)).unwrap();
+    tally
+        .released(
+            Outcome::Success,
+            lease.node_id(),
+            b.release(lease, Outcome::Success, 20),
+        )
+        .unwrap();
+    assert_conserved(&b, &tally, 20);
 }

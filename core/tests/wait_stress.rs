@@ -5,6 +5,8 @@
 //! Afterwards every lease must be accounted for exactly, nothing may be in flight or left in the queue,
 //! no thread may have hung, and no more than four leases may ever have been held at once.
 
+mod common;
+use common::conservation::check_snapshot;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +17,6 @@ use std::time::{Duration, Instant};
 use weir::limit::{FixedLimit, LimitAlgorithm};
 use weir::rt::{LeaseGuard, WaitError};
 use weir::{Config, HeapBalancer, NodeSlot, Outcome, Rng};
-use weir_tests::check_snapshot;
 
 const THREADS: usize = 8;
 /// Threads `ASYNC_FROM..` wait through `acquire_async`; the others through `acquire_wait`.
