@@ -450,16 +450,9 @@ pub unsafe extern "C" fn weir_backoff_get_stats(
 mod tests {
     use super::*;
     use crate::balancer::weir_rng_seed;
-    use crate::boundary::{weir_last_error_message, WEIR_ERR_NULL, WEIR_OK};
-    use std::ffi::CStr;
+    use crate::boundary::testing::last;
+    use crate::boundary::{WEIR_ERR_NULL, WEIR_OK};
     use std::ptr::{null, null_mut};
-
-    fn last() -> String {
-        // SAFETY: never NULL, NUL-terminated.
-        unsafe { CStr::from_ptr(weir_last_error_message()) }
-            .to_string_lossy()
-            .into_owned()
-    }
 
     fn new_backoff(c: weir_backoff_config) -> *mut weir_backoff {
         let mut b = null_mut();

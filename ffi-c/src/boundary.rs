@@ -287,16 +287,32 @@ pub extern "C" fn weir_last_error_message() -> *const c_char {
         .unwrap_or(c"".as_ptr())
 }
 
+/// What the unit tests of every export read back after a call.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod testing {
+    use super::{weir_last_error_message, weir_status};
+    use std::ffi::CStr;
 
-    fn last() -> String {
+    /// This thread's last error message.
+    pub(crate) fn last() -> String {
         // SAFETY: `weir_last_error_message` never returns NULL and the text is NUL-terminated.
         unsafe { CStr::from_ptr(weir_last_error_message()) }
             .to_string_lossy()
             .into_owned()
     }
+
+    /// Checks a status and that the message contains `text`.
+    #[track_caller]
+    pub(crate) fn fails(status: weir_status, want: weir_status, text: &str) {
+        assert_eq!(status, want, "{}", last());
+        assert!(last().contains(text), "{:?} lacks {text:?}", last());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::last;
+    use super::*;
 
     #[test]
     fn a_panic_becomes_a_status_with_its_message() {

@@ -192,18 +192,9 @@ pub unsafe extern "C" fn weir_random_subset(
 mod tests {
     use super::*;
     use crate::balancer::weir_rng_seed;
-    use crate::boundary::{
-        weir_last_error_message, WEIR_ERR_BUFFER_TOO_SMALL, WEIR_ERR_NULL, WEIR_OK,
-    };
-    use std::ffi::CStr;
+    use crate::boundary::testing::last;
+    use crate::boundary::{WEIR_ERR_BUFFER_TOO_SMALL, WEIR_ERR_NULL, WEIR_OK};
     use std::ptr::{null, null_mut};
-
-    fn last() -> String {
-        // SAFETY: never NULL, NUL-terminated.
-        unsafe { CStr::from_ptr(weir_last_error_message()) }
-            .to_string_lossy()
-            .into_owned()
-    }
 
     #[test]
     fn shuffle_is_the_documented_one() {
