@@ -6,6 +6,12 @@
 //! is turned into a reference in one place (`boundary.rs`), after a NULL check.
 //!
 //! # The contract
+//! - Names: every function is `weir_<family>_<verb>`, the object or value family it belongs to first
+//!   and what it does last (`weir_balancer_acquire`, `weir_shedder_stats`, `weir_subset_deterministic`,
+//!   `weir_config_default`, `weir_status_str`), and a library-wide value is read by its bare name
+//!   (`weir_version`, `weir_now_ns`). Where C cannot give a type and a function one name, the function
+//!   keeps the short word and the type takes the long one (`weir_balancer_stats` fills a
+//!   `weir_balancer_statistics`).
 //! - Opaque handles (`weir_balancer`, `weir_shedder`, `weir_throttle`, `weir_backoff`, `weir_cpu_sampler`)
 //!   come from a `weir_*_new` and go to the matching `weir_*_free`; `*_free(NULL)` is a no-op.
 //! - Every fallible call returns a `weir_status`: 0 (`WEIR_OK`) or a stable `WEIR_ERR_*` code, named by

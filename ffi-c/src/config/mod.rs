@@ -51,9 +51,10 @@ pub struct weir_config {
     pub policy: weir_policy,
     /// The per-node concurrency limit.
     pub limit: weir_limit,
-    /// Seed of the library's per-thread generators (`weir_acquire`).
+    /// Seed of the library's per-thread generators (`weir_balancer_acquire`).
     pub seed: u64,
-    /// The most callers that may wait in `weir_acquire_wait` at once; at most 2^20; 0 turns waiting off.
+    /// The most callers that may wait in `weir_balancer_acquire_wait` at once; at most 2^20; 0 turns
+    /// waiting off.
     pub max_waiters: u32,
 }
 

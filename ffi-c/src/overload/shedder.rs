@@ -70,12 +70,12 @@ pub struct weir_promise {
     pub shedder: u32,
 }
 
-/// A shedder's counters and window at one time (`weir_shedder_get_stats`).
+/// A shedder's counters and window at one time (`weir_shedder_stats`).
 ///
 /// Thread safety: a plain value.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct weir_shedder_stats {
+pub struct weir_shedder_statistics {
     /// Requests admitted.
     pub allowed: u64,
     /// Requests dropped (`WEIR_ERR_OVERLOADED`).
@@ -96,9 +96,9 @@ pub struct weir_shedder_stats {
     pub max_flight: f64,
 }
 
-impl From<ShedderStats> for weir_shedder_stats {
+impl From<ShedderStats> for weir_shedder_statistics {
     fn from(s: ShedderStats) -> Self {
-        weir_shedder_stats {
+        weir_shedder_statistics {
             allowed: s.allowed,
             dropped: s.dropped,
             succeeded: s.succeeded,
@@ -335,10 +335,10 @@ pub unsafe extern "C" fn weir_shedder_failure(
 ///
 /// Thread safety: safe from any thread, concurrently with traffic.
 #[no_mangle]
-pub unsafe extern "C" fn weir_shedder_get_stats(
+pub unsafe extern "C" fn weir_shedder_stats(
     shedder: *const weir_shedder,
     now_ns: u64,
-    out: *mut weir_shedder_stats,
+    out: *mut weir_shedder_statistics,
 ) -> weir_status {
     guard(|| {
         // SAFETY: the caller's contract above.
@@ -451,16 +451,13 @@ mod tests {
             unsafe { weir_shedder_allow(s, 300, 11 * MS, &mut q) },
             WEIR_OK
         );
-        let mut st = weir_shedder_stats::default();
-        assert_eq!(unsafe { weir_shedder_get_stats(s, 0, &mut st) }, WEIR_OK);
+        let mut st = weir_shedder_statistics::default();
+        assert_eq!(unsafe { weir_shedder_stats(s, 0, &mut st) }, WEIR_OK);
         assert_eq!((st.allowed, st.in_flight), (2, 2));
         assert_eq!(unsafe { weir_shedder_success(s, &mut p, 25 * MS) }, WEIR_OK);
         assert_eq!(unsafe { weir_shedder_failure(s, &mut q) }, WEIR_OK);
         // The 15 ms response time shows once its bucket (100 ms wide) is complete.
-        assert_eq!(
-            unsafe { weir_shedder_get_stats(s, 100 * MS, &mut st) },
-            WEIR_OK
-        );
+        assert_eq!(unsafe { weir_shedder_stats(s, 100 * MS, &mut st) }, WEIR_OK);
         assert_eq!(
             (
                 st.allowed,
@@ -514,8 +511,8 @@ mod tests {
             "service overloaded: cpu 1000/1000, 10 in flight",
         );
         assert_eq!(p, sentinel);
-        let mut st = weir_shedder_stats::default();
-        assert_eq!(unsafe { weir_shedder_get_stats(s, 0, &mut st) }, WEIR_OK);
+        let mut st = weir_shedder_statistics::default();
+        assert_eq!(unsafe { weir_shedder_stats(s, 0, &mut st) }, WEIR_OK);
         assert_eq!((st.allowed, st.dropped, st.in_flight), (20, 1, 10));
         for mut p in held {
             assert_eq!(unsafe { weir_shedder_failure(s, &mut p) }, WEIR_OK);
@@ -530,8 +527,8 @@ mod tests {
         let mut p = weir_promise::default();
         assert_eq!(unsafe { weir_shedder_allow(a, 0, 0, &mut p) }, WEIR_OK);
         let stats = |s| {
-            let mut st = weir_shedder_stats::default();
-            assert_eq!(unsafe { weir_shedder_get_stats(s, 0, &mut st) }, WEIR_OK);
+            let mut st = weir_shedder_statistics::default();
+            assert_eq!(unsafe { weir_shedder_stats(s, 0, &mut st) }, WEIR_OK);
             st
         };
         let before = stats(a);
@@ -601,7 +598,7 @@ mod tests {
         let s = new_shedder(weir_shedder_config_default());
         let mut p = weir_promise::default();
         let mut f = 0.0;
-        let mut st = weir_shedder_stats::default();
+        let mut st = weir_shedder_statistics::default();
         let mut out = weir_promise::default();
         let cases = [
             (
@@ -620,10 +617,10 @@ mod tests {
             (unsafe { weir_shedder_failure(null(), &mut p) }, "`shedder`"),
             (unsafe { weir_shedder_failure(s, null_mut()) }, "`promise`"),
             (
-                unsafe { weir_shedder_get_stats(null(), 0, &mut st) },
+                unsafe { weir_shedder_stats(null(), 0, &mut st) },
                 "`shedder`",
             ),
-            (unsafe { weir_shedder_get_stats(s, 0, null_mut()) }, "`out`"),
+            (unsafe { weir_shedder_stats(s, 0, null_mut()) }, "`out`"),
             (
                 unsafe { weir_shedder_overload_factor(null(), 0, &mut f) },
                 "`shedder`",
@@ -642,7 +639,7 @@ mod tests {
             WEIR_ERR_NULL,
             "argument `promise` is NULL",
         );
-        assert_eq!(unsafe { weir_shedder_get_stats(s, 0, &mut st) }, WEIR_OK);
+        assert_eq!(unsafe { weir_shedder_stats(s, 0, &mut st) }, WEIR_OK);
         assert_eq!((st.allowed, st.in_flight), (0, 0));
         unsafe { weir_shedder_free(s) };
     }
@@ -703,8 +700,8 @@ mod tests {
                 .map(|w| w.join().unwrap())
                 .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
         });
-        let mut st = weir_shedder_stats::default();
-        assert_eq!(unsafe { weir_shedder_get_stats(s.0, 0, &mut st) }, WEIR_OK);
+        let mut st = weir_shedder_statistics::default();
+        assert_eq!(unsafe { weir_shedder_stats(s.0, 0, &mut st) }, WEIR_OK);
         assert_eq!(allowed + dropped, THREADS * ROUNDS);
         assert_eq!((st.allowed, st.dropped), (allowed, dropped));
         assert_eq!(st.succeeded + st.failed, allowed);

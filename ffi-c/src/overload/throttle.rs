@@ -27,7 +27,7 @@ pub const WEIR_CRITICALITY_CRITICAL: weir_criticality = 1;
 pub const WEIR_CRITICALITY_SHEDDABLE_PLUS: weir_criticality = 2;
 /// Traffic that tolerates frequent unavailability (batch jobs): throttled first.
 pub const WEIR_CRITICALITY_SHEDDABLE: weir_criticality = 3;
-/// How many criticalities there are (the length of the arrays in `weir_throttle_stats`).
+/// How many criticalities there are (the length of the arrays in `weir_throttle_statistics`).
 pub const WEIR_CRITICALITY_COUNT: usize = 4;
 
 /// What `weir_throttle_allow_retry` decided: one of the `WEIR_RETRY_*` values.
@@ -75,12 +75,12 @@ pub struct weir_throttle_config {
 }
 
 /// A throttle's counters (since it was built) and window sums (at one time), from
-/// `weir_throttle_get_stats`. Arrays are indexed by `WEIR_CRITICALITY_*`.
+/// `weir_throttle_stats`. Arrays are indexed by `WEIR_CRITICALITY_*`.
 ///
 /// Thread safety: a plain value.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct weir_throttle_stats {
+pub struct weir_throttle_statistics {
     /// Requests decided, by criticality (admitted or throttled, retries included).
     pub total_requests: [u64; WEIR_CRITICALITY_COUNT],
     /// Requests reported accepted, by criticality.
@@ -99,9 +99,9 @@ pub struct weir_throttle_stats {
     pub window_retries: u64,
 }
 
-impl From<ThrottleStats> for weir_throttle_stats {
+impl From<ThrottleStats> for weir_throttle_statistics {
     fn from(s: ThrottleStats) -> Self {
-        weir_throttle_stats {
+        weir_throttle_statistics {
             total_requests: s.total_requests,
             total_accepts: s.total_accepts,
             total_throttled: s.total_throttled,
@@ -409,10 +409,10 @@ pub unsafe extern "C" fn weir_throttle_probability(
 ///
 /// Thread safety: safe from any thread, concurrently with traffic.
 #[no_mangle]
-pub unsafe extern "C" fn weir_throttle_get_stats(
+pub unsafe extern "C" fn weir_throttle_stats(
     throttle: *const weir_throttle,
     now_ns: u64,
-    out: *mut weir_throttle_stats,
+    out: *mut weir_throttle_statistics,
 ) -> weir_status {
     guard(|| {
         // SAFETY: the caller's contract above.
@@ -423,11 +423,12 @@ pub unsafe extern "C" fn weir_throttle_get_stats(
 }
 
 /// The book's client-side rejection probability, `max(0, (requests - k * accepts) / (requests + 1))`
-/// (0 for a NaN `k`).
+/// (0 for a NaN `k`): the equation a throttle applies to its window (`weir_throttle_probability`), here
+/// for counts the caller keeps.
 ///
 /// Thread safety: a pure function; safe from any thread.
 #[no_mangle]
-pub extern "C" fn weir_rejection_probability(requests: u64, accepts: u64, k: f64) -> f64 {
+pub extern "C" fn weir_throttle_rejection_probability(requests: u64, accepts: u64, k: f64) -> f64 {
     guard_value(0.0, || {
         weir_core::overload::rejection_probability(requests, accepts, k)
     })
@@ -449,9 +450,9 @@ mod tests {
         t
     }
 
-    fn throttle_stats(t: *const weir_throttle, now: u64) -> weir_throttle_stats {
-        let mut st = weir_throttle_stats::default();
-        assert_eq!(unsafe { weir_throttle_get_stats(t, now, &mut st) }, WEIR_OK);
+    fn throttle_stats(t: *const weir_throttle, now: u64) -> weir_throttle_statistics {
+        let mut st = weir_throttle_statistics::default();
+        assert_eq!(unsafe { weir_throttle_stats(t, now, &mut st) }, WEIR_OK);
         st
     }
 
@@ -655,7 +656,7 @@ mod tests {
         let t = new_throttle(weir_throttle_config_default());
         let mut rng = crate::balancer::weir_rng_seed(5);
         let (mut allowed, mut v, mut p) = (false, 0u32, 0.0f64);
-        let mut st = weir_throttle_stats::default();
+        let mut st = weir_throttle_statistics::default();
         for bad in [4, 99, u32::MAX] {
             let statuses = [
                 unsafe { weir_throttle_allow(t, bad, 0, &mut allowed) },
@@ -677,7 +678,7 @@ mod tests {
             );
         }
         assert_eq!(rng.state, 5);
-        assert_eq!(throttle_stats(t, 0), weir_throttle_stats::default());
+        assert_eq!(throttle_stats(t, 0), weir_throttle_statistics::default());
         let c = WEIR_CRITICALITY_CRITICAL;
         let cases = [
             (
@@ -730,23 +731,26 @@ mod tests {
                 "out",
             ),
             (
-                unsafe { weir_throttle_get_stats(null(), 0, &mut st) },
+                unsafe { weir_throttle_stats(null(), 0, &mut st) },
                 "throttle",
             ),
-            (unsafe { weir_throttle_get_stats(t, 0, null_mut()) }, "out"),
+            (unsafe { weir_throttle_stats(t, 0, null_mut()) }, "out"),
         ];
         for (status, name) in cases {
             assert_eq!(status, WEIR_ERR_NULL, "{name}");
         }
-        assert_eq!(throttle_stats(t, 0), weir_throttle_stats::default());
+        assert_eq!(throttle_stats(t, 0), weir_throttle_statistics::default());
         assert_eq!(rng.state, 5);
         unsafe { weir_throttle_free(t) };
     }
 
     #[test]
     fn rejection_probability_is_the_books() {
-        assert_eq!(weir_rejection_probability(100, 50, 2.0), 0.0);
-        assert_eq!(weir_rejection_probability(100, 0, 2.0), 100.0 / 101.0);
-        assert_eq!(weir_rejection_probability(10, 0, f64::NAN), 0.0);
+        assert_eq!(weir_throttle_rejection_probability(100, 50, 2.0), 0.0);
+        assert_eq!(
+            weir_throttle_rejection_probability(100, 0, 2.0),
+            100.0 / 101.0
+        );
+        assert_eq!(weir_throttle_rejection_probability(10, 0, f64::NAN), 0.0);
     }
 }
