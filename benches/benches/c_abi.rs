@@ -8,9 +8,10 @@
 //!
 //! - `c_abi/rust/16`: `Balancer::acquire(now, &mut rng)` + `Balancer::release` (the `pair/weir-default/16`
 //!   workload);
-//! - `c_abi/c-rng/16`: `weir_acquire_with_rng` + `weir_release`, with the same seed, so the two make the
-//!   same choices;
-//! - `c_abi/c-thread-rng/16`: `weir_acquire` (the library's per-thread generator) + `weir_release`.
+//! - `c_abi/c-rng/16`: `weir_balancer_acquire_with_rng` + `weir_balancer_release`, with the same seed,
+//!   so the two make the same choices;
+//! - `c_abi/c-thread-rng/16`: `weir_balancer_acquire` (the library's per-thread generator) +
+//!   `weir_balancer_release`.
 //!
 //! Then the same three in interleaved rounds of 2 ms: `weir-bench-fact: c_abi.{c-rng,c-thread-rng}.vs_rust`
 //! (the median over rounds of the same-round ratio) and `c_abi.{rust,c-rng,c-thread-rng}.p10_ns`.
@@ -101,10 +102,10 @@ impl Abi {
             _lib: lib,
             config_default: get(lib, "weir_config_default"),
             balancer_new: get(lib, "weir_balancer_new"),
-            add: get(lib, "weir_add"),
-            acquire: get(lib, "weir_acquire"),
-            acquire_with_rng: get(lib, "weir_acquire_with_rng"),
-            release: get(lib, "weir_release"),
+            add: get(lib, "weir_balancer_add"),
+            acquire: get(lib, "weir_balancer_acquire"),
+            acquire_with_rng: get(lib, "weir_balancer_acquire_with_rng"),
+            release: get(lib, "weir_balancer_release"),
             rng_seed: get(lib, "weir_rng_seed"),
         })
     }
@@ -124,8 +125,8 @@ impl Abi {
     }
 }
 
-/// The workload of `WeirLoad` through the C ABI: `own_rng` picks `weir_acquire_with_rng` (seeded as
-/// `WeirLoad`'s generator) over `weir_acquire`.
+/// The workload of `WeirLoad` through the C ABI: `own_rng` picks `weir_balancer_acquire_with_rng`
+/// (seeded as `WeirLoad`'s generator) over `weir_balancer_acquire`.
 struct CLoad<'a> {
     abi: &'a Abi,
     b: Handle,

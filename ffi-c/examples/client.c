@@ -8,8 +8,9 @@
  *
  * Each HOST:PORT is one node, its id the argument's index (0, 1, ...). THREADS workers share one
  * balancer and take requests from one counter. For each request a worker
- *   1. asks weir for a node (weir_acquire; when every node is at its limit, weir_acquire_wait until the
- *      request's deadline; a request that gets no node by then is shed: no call is made),
+ *   1. asks weir for a node (weir_balancer_acquire; when every node is at its limit,
+ *      weir_balancer_acquire_wait until the request's deadline; a request that gets no node by then is
+ *      shed: no call is made),
  *   2. connects to that node, sends "PING\n" and reads one reply line, all before the deadline
  *      (TIMEOUT_MS after the request started),
  *   3. releases the lease with what happened:
@@ -25,9 +26,9 @@
  * that never failed has none: "-"). The share over the last 80 % of the calls is printed as well.
  *
  * No call is lost: every request started ends released (with one of the outcomes above) or shed; the
- * client checks this, and weir_stats (in flight 0, granted = released), and exits 1 if anything is off
- * or any weir call fails unexpectedly. The last lines, "SUMMARY ...", are for machines (see the test,
- * xtask/src/example.rs).
+ * client checks this, and weir_balancer_stats (in flight 0, granted = released), and exits 1 if anything
+ * is off or any weir call fails unexpectedly. The last lines, "SUMMARY ...", are for machines (see the
+ * test, xtask/src/example.rs).
  *
  * C11, POSIX sockets and threads, weir.h; nothing else.
  */
@@ -199,9 +200,9 @@ static weir_outcome call_node(const struct node *node, uint64_t deadline) {
 /* A lease for one request: fail fast first; when every node is at its limit, wait in weir's queue
  * until the request's deadline. */
 static weir_status acquire(const struct run *r, uint64_t deadline, weir_lease *lease) {
-    weir_status status = weir_acquire(r->balancer, weir_now_ns(), lease);
+    weir_status status = weir_balancer_acquire(r->balancer, weir_now_ns(), lease);
     if (status == WEIR_ERR_ALL_BUSY) {
-        status = weir_acquire_wait(r->balancer, deadline, lease);
+        status = weir_balancer_acquire_wait(r->balancer, deadline, lease);
     }
     return status;
 }
@@ -220,12 +221,12 @@ static void *worker(void *arg) {
             atomic_fetch_add(&r->shed, 1);
             continue;
         }
-        if (!weir_ok(status, "weir_acquire")) {
+        if (!weir_ok(status, "weir_balancer_acquire")) {
             atomic_store(&r->broken, true);
             break;
         }
         if (lease.node_id >= r->node_count) {
-            fprintf(stderr, "client: weir_acquire chose node %llu, not one of ours\n",
+            fprintf(stderr, "client: weir_balancer_acquire chose node %llu, not one of ours\n",
                     (unsigned long long)lease.node_id);
             atomic_store(&r->broken, true);
             break;
@@ -234,7 +235,8 @@ static void *worker(void *arg) {
         r->node_of_call[call] = (uint32_t)lease.node_id;
         struct node *node = &r->nodes[lease.node_id];
         weir_outcome outcome = call_node(node, deadline);
-        if (!weir_ok(weir_release(r->balancer, &lease, outcome, weir_now_ns()), "weir_release")) {
+        weir_status released = weir_balancer_release(r->balancer, &lease, outcome, weir_now_ns());
+        if (!weir_ok(released, "weir_balancer_release")) {
             atomic_store(&r->broken, true);
             break;
         }
@@ -339,7 +341,8 @@ static bool report(const struct run *r, unsigned threads) {
     for (size_t i = 0; i < r->node_count; i++) {
         const struct node *node = &r->nodes[i];
         weir_node_info info;
-        if (!weir_ok(weir_node_snapshot(r->balancer, i, now, &info), "weir_node_snapshot")) {
+        weir_status snapshot = weir_balancer_node_snapshot(r->balancer, i, now, &info);
+        if (!weir_ok(snapshot, "weir_balancer_node_snapshot")) {
             return false;
         }
         uint64_t calls = node_calls(node);
@@ -373,8 +376,8 @@ static bool report(const struct run *r, unsigned threads) {
            (unsigned long long)(started - completed), (unsigned long long)succeeded,
            100.0 * ratio(succeeded, started), threads);
 
-    weir_balancer_stats stats;
-    if (!weir_ok(weir_stats(r->balancer, &stats), "weir_stats")) {
+    weir_balancer_statistics stats;
+    if (!weir_ok(weir_balancer_stats(r->balancer, &stats), "weir_balancer_stats")) {
         return false;
     }
     uint64_t stats_released = stats.released_stale;
@@ -390,8 +393,8 @@ static bool report(const struct run *r, unsigned threads) {
             ok = false;
         }
     }
-    printf("weir_stats: acquired %llu, released %llu (success %llu, failure %llu, dropped %llu, "
-           "ignored %llu), in flight %llu, rejected all busy %llu\n",
+    printf("weir_balancer_stats: acquired %llu, released %llu (success %llu, failure %llu, "
+           "dropped %llu, ignored %llu), in flight %llu, rejected all busy %llu\n",
            (unsigned long long)stats.acquired, (unsigned long long)stats_released,
            (unsigned long long)stats.released[WEIR_OUTCOME_SUCCESS],
            (unsigned long long)stats.released[WEIR_OUTCOME_FAILURE],
@@ -407,8 +410,8 @@ static bool report(const struct run *r, unsigned threads) {
         ok = false;
     }
     if (stats.in_flight != 0 || stats.acquired != stats_released || stats.acquired != acquired) {
-        fprintf(stderr, "client: weir_stats disagree: acquired %llu, released %llu, in flight %llu; "
-                        "we were granted %llu\n",
+        fprintf(stderr, "client: weir_balancer_stats disagree: acquired %llu, released %llu, "
+                        "in flight %llu; we were granted %llu\n",
                 (unsigned long long)stats.acquired, (unsigned long long)stats_released,
                 (unsigned long long)stats.in_flight, (unsigned long long)acquired);
         ok = false;
@@ -518,7 +521,7 @@ int main(int argc, char **argv) {
     }
     bool ok = true;
     for (size_t i = 0; i < count && ok; i++) {
-        ok = weir_ok(weir_add(r.balancer, i), "weir_add");
+        ok = weir_ok(weir_balancer_add(r.balancer, i), "weir_balancer_add");
     }
     printf("weir %s: %llu requests over %zu servers, %llu threads, timeout %llu ms, "
            "weir_config_default()\n",

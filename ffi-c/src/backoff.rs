@@ -110,12 +110,12 @@ impl From<Delay> for weir_delay {
     }
 }
 
-/// A backoff's counters since it was built (`weir_backoff_get_stats`); exact under any interleaving.
+/// A backoff's counters since it was built (`weir_backoff_stats`); exact under any interleaving.
 ///
 /// Thread safety: a plain value.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct weir_backoff_stats {
+pub struct weir_backoff_statistics {
     /// Calls of `weir_backoff_on_failure` and `weir_backoff_on_success` (all forms).
     pub invocations: u64,
     /// Steps up.
@@ -128,9 +128,9 @@ pub struct weir_backoff_stats {
     pub sleep_ns: u64,
 }
 
-impl From<BackoffStats> for weir_backoff_stats {
+impl From<BackoffStats> for weir_backoff_statistics {
     fn from(s: BackoffStats) -> Self {
-        weir_backoff_stats {
+        weir_backoff_statistics {
             invocations: s.invocations,
             went_up: s.went_up,
             went_down: s.went_down,
@@ -434,9 +434,9 @@ pub unsafe extern "C" fn weir_backoff_reset(backoff: *const weir_backoff) -> wei
 ///
 /// Thread safety: safe from any thread, concurrently with traffic.
 #[no_mangle]
-pub unsafe extern "C" fn weir_backoff_get_stats(
+pub unsafe extern "C" fn weir_backoff_stats(
     backoff: *const weir_backoff,
-    out: *mut weir_backoff_stats,
+    out: *mut weir_backoff_statistics,
 ) -> weir_status {
     guard(|| {
         // SAFETY: the caller's contract above.
@@ -450,16 +450,9 @@ pub unsafe extern "C" fn weir_backoff_get_stats(
 mod tests {
     use super::*;
     use crate::balancer::weir_rng_seed;
-    use crate::boundary::{weir_last_error_message, WEIR_ERR_NULL, WEIR_OK};
-    use std::ffi::CStr;
+    use crate::boundary::testing::last;
+    use crate::boundary::{WEIR_ERR_NULL, WEIR_OK};
     use std::ptr::{null, null_mut};
-
-    fn last() -> String {
-        // SAFETY: never NULL, NUL-terminated.
-        unsafe { CStr::from_ptr(weir_last_error_message()) }
-            .to_string_lossy()
-            .into_owned()
-    }
 
     fn new_backoff(c: weir_backoff_config) -> *mut weir_backoff {
         let mut b = null_mut();
@@ -472,9 +465,9 @@ mod tests {
         b
     }
 
-    fn stats(b: *const weir_backoff) -> weir_backoff_stats {
-        let mut st = weir_backoff_stats::default();
-        assert_eq!(unsafe { weir_backoff_get_stats(b, &mut st) }, WEIR_OK);
+    fn stats(b: *const weir_backoff) -> weir_backoff_statistics {
+        let mut st = weir_backoff_statistics::default();
+        assert_eq!(unsafe { weir_backoff_stats(b, &mut st) }, WEIR_OK);
         st
     }
 
@@ -644,7 +637,7 @@ mod tests {
         let mut rng = weir_rng_seed(3);
         let mut d = weir_delay::default();
         let mut n = 0u64;
-        let mut st = weir_backoff_stats::default();
+        let mut st = weir_backoff_statistics::default();
         let cases = [
             (
                 unsafe { weir_backoff_on_failure(null(), &mut d) },
@@ -686,16 +679,13 @@ mod tests {
             ),
             (unsafe { weir_backoff_interval_ns(b, null_mut()) }, "out"),
             (unsafe { weir_backoff_reset(null()) }, "backoff"),
-            (
-                unsafe { weir_backoff_get_stats(null(), &mut st) },
-                "backoff",
-            ),
-            (unsafe { weir_backoff_get_stats(b, null_mut()) }, "out"),
+            (unsafe { weir_backoff_stats(null(), &mut st) }, "backoff"),
+            (unsafe { weir_backoff_stats(b, null_mut()) }, "out"),
         ];
         for (status, name) in cases {
             assert_eq!(status, WEIR_ERR_NULL, "{name}");
         }
-        assert_eq!(stats(b), weir_backoff_stats::default());
+        assert_eq!(stats(b), weir_backoff_statistics::default());
         assert_eq!(rng.state, 3);
         assert_eq!(unsafe { weir_backoff_interval_ns(b, &mut n) }, WEIR_OK);
         assert_eq!(n, 0);

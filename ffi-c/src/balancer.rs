@@ -19,8 +19,8 @@ use weir_core::{HeapBalancer, Lease, Outcome, Rng};
 /// `weir_balancer_free`.
 ///
 /// Thread safety: every function that takes a `weir_balancer*` may be called from any number of threads
-/// at once on the same balancer (lock-free, as the Rust core; only `weir_acquire_wait` blocks, and only
-/// its caller), except `weir_balancer_free`, which must be the last call on it.
+/// at once on the same balancer (lock-free, as the Rust core; only `weir_balancer_acquire_wait` blocks,
+/// and only its caller), except `weir_balancer_free`, which must be the last call on it.
 pub struct weir_balancer {
     inner: HeapBalancer,
 }
@@ -41,7 +41,7 @@ pub const WEIR_OUTCOME_IGNORED: weir_outcome = 3;
 pub const WEIR_OUTCOME_THROTTLED: weir_outcome = 4;
 /// The caller's fault: another 4xx.
 pub const WEIR_OUTCOME_CLIENT_ERROR: weir_outcome = 5;
-/// How many outcomes there are (the length of `weir_balancer_stats.released`).
+/// How many outcomes there are (the length of `weir_balancer_statistics.released`).
 pub const WEIR_OUTCOME_COUNT: usize = 6;
 
 /// A node's state in a snapshot: one of the `WEIR_NODE_*` values.
@@ -53,11 +53,11 @@ pub const WEIR_NODE_ACTIVE: weir_node_state = 0;
 pub const WEIR_NODE_LAME_DUCK: weir_node_state = 1;
 
 /// The right to make one call to node `node_id`: a plain value the caller holds and passes back to
-/// `weir_release` once (which clears its `balancer` tag, so releasing it again is refused). The balancer
-/// checks the identifying fields on release: a lease released already, forged, or from another balancer
-/// is refused with `WEIR_ERR_INVALID_LEASE` and changes nothing. Read `node_id`, `acquired_at` and
-/// `inflight`; the other fields identify the lease and must not be changed. Do not release copies of a
-/// lease: see `weir_release`.
+/// `weir_balancer_release` once (which clears its `balancer` tag, so releasing it again is refused). The
+/// balancer checks the identifying fields on release: a lease released already, forged, or from another
+/// balancer is refused with `WEIR_ERR_INVALID_LEASE` and changes nothing. Read `node_id`, `acquired_at`
+/// and `inflight`; the other fields identify the lease and must not be changed. Do not release copies of
+/// a lease: see `weir_balancer_release`.
 ///
 /// Thread safety: a plain value; a lease may be released from any thread.
 #[repr(C)]
@@ -105,7 +105,7 @@ impl From<weir_lease> for RawLease {
 }
 
 /// A random generator the caller owns (fastrand's wyrand; its whole state is `state`), for deterministic
-/// replay with `weir_acquire_with_rng`. Make one with `weir_rng_seed`.
+/// replay with `weir_balancer_acquire_with_rng`. Make one with `weir_rng_seed`.
 ///
 /// Thread safety: a plain value; give each thread its own (a generator must not be used by two threads
 /// at once).
@@ -116,7 +116,7 @@ pub struct weir_rng {
     pub state: u64,
 }
 
-/// What a balancer reports about one member (`weir_node_snapshot`, `weir_nodes`).
+/// What a balancer reports about one member (`weir_balancer_node_snapshot`, `weir_balancer_nodes`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct weir_node_info {
@@ -175,10 +175,10 @@ impl From<NodeSnapshot> for weir_node_info {
     }
 }
 
-/// A balancer's counters since it was built (`weir_stats`).
+/// A balancer's counters since it was built (`weir_balancer_stats`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct weir_balancer_stats {
+pub struct weir_balancer_statistics {
     /// Leases granted.
     pub acquired: u64,
     /// Acquires refused because every active node was at its limit.
@@ -197,13 +197,13 @@ pub struct weir_balancer_stats {
     pub lame_duck_nodes: u32,
 }
 
-impl From<Stats> for weir_balancer_stats {
+impl From<Stats> for weir_balancer_statistics {
     fn from(s: Stats) -> Self {
         let mut released = [0; WEIR_OUTCOME_COUNT];
         for outcome in Outcome::ALL {
             released[outcome as usize] = s.released(outcome);
         }
-        weir_balancer_stats {
+        weir_balancer_statistics {
             acquired: s.acquired,
             rejected_all_busy: s.rejected_all_busy,
             rejected_no_active: s.rejected_no_active,
@@ -351,7 +351,7 @@ pub unsafe extern "C" fn weir_balancer_config(
 ///
 /// Thread safety: safe from any thread, concurrently with traffic.
 #[no_mangle]
-pub unsafe extern "C" fn weir_add(balancer: *const weir_balancer, id: u64) -> weir_status {
+pub unsafe extern "C" fn weir_balancer_add(balancer: *const weir_balancer, id: u64) -> weir_status {
     guard(|| {
         // SAFETY: the caller's contract above.
         unsafe { self::balancer(balancer) }?
@@ -368,7 +368,10 @@ pub unsafe extern "C" fn weir_add(balancer: *const weir_balancer, id: u64) -> we
 ///
 /// Thread safety: safe from any thread, concurrently with traffic.
 #[no_mangle]
-pub unsafe extern "C" fn weir_remove(balancer: *const weir_balancer, id: u64) -> weir_status {
+pub unsafe extern "C" fn weir_balancer_remove(
+    balancer: *const weir_balancer,
+    id: u64,
+) -> weir_status {
     guard(|| {
         // SAFETY: the caller's contract above.
         unsafe { self::balancer(balancer) }?
@@ -385,7 +388,7 @@ pub unsafe extern "C" fn weir_remove(balancer: *const weir_balancer, id: u64) ->
 ///
 /// Thread safety: safe from any thread, concurrently with traffic.
 #[no_mangle]
-pub unsafe extern "C" fn weir_set_lame_duck(
+pub unsafe extern "C" fn weir_balancer_set_lame_duck(
     balancer: *const weir_balancer,
     id: u64,
     lame_duck: bool,
@@ -417,7 +420,7 @@ pub extern "C" fn weir_rng_seed(seed: u64) -> weir_rng {
 ///
 /// Thread safety: safe from any thread, lock-free.
 #[no_mangle]
-pub unsafe extern "C" fn weir_acquire(
+pub unsafe extern "C" fn weir_balancer_acquire(
     balancer: *const weir_balancer,
     now_ns: u64,
     out: *mut weir_lease,
@@ -439,8 +442,8 @@ pub unsafe extern "C" fn weir_acquire(
     })
 }
 
-/// As `weir_acquire`, drawing from the caller's generator `*rng` (advanced in place), for deterministic
-/// replay: the same seed and calls give the same leases in Rust, C and Python.
+/// As `weir_balancer_acquire`, drawing from the caller's generator `*rng` (advanced in place), for
+/// deterministic replay: the same seed and calls give the same leases in Rust, C and Python.
 ///
 /// # Safety
 /// `balancer` is NULL or a live handle; `rng` is NULL or points to a `weir_rng` no other thread uses
@@ -448,7 +451,7 @@ pub unsafe extern "C" fn weir_acquire(
 ///
 /// Thread safety: safe from any thread, lock-free (each thread with its own generator).
 #[no_mangle]
-pub unsafe extern "C" fn weir_acquire_with_rng(
+pub unsafe extern "C" fn weir_balancer_acquire_with_rng(
     balancer: *const weir_balancer,
     now_ns: u64,
     rng: *mut weir_rng,
@@ -474,11 +477,11 @@ pub unsafe extern "C" fn weir_acquire_with_rng(
     })
 }
 
-/// Waits for room: a lease as `weir_acquire` gives when a node has room now; otherwise the caller
-/// blocks, in a bounded FIFO queue (`weir_config.max_waiters`), until a release makes room or
-/// `deadline_ns` (on the `weir_now_ns()` clock) passes. The lease is acquired at `weir_now_ns()`: release
-/// it with times from the same clock. Errors: `WEIR_ERR_TIMEOUT`, `WEIR_ERR_QUEUE_FULL` (too many
-/// waiting, or waiting off), `WEIR_ERR_NO_ACTIVE_NODES` (a waiting acquire waits for room, not for
+/// Waits for room: a lease as `weir_balancer_acquire` gives when a node has room now; otherwise the
+/// caller blocks, in a bounded FIFO queue (`weir_config.max_waiters`), until a release makes room or
+/// `deadline_ns` (on the `weir_now_ns()` clock) passes. The lease is acquired at `weir_now_ns()`:
+/// release it with times from the same clock. Errors: `WEIR_ERR_TIMEOUT`, `WEIR_ERR_QUEUE_FULL` (too
+/// many waiting, or waiting off), `WEIR_ERR_NO_ACTIVE_NODES` (a waiting acquire waits for room, not for
 /// membership), `WEIR_ERR_NULL`.
 ///
 /// # Safety
@@ -486,7 +489,7 @@ pub unsafe extern "C" fn weir_acquire_with_rng(
 ///
 /// Thread safety: safe from any thread; blocks only the caller.
 #[no_mangle]
-pub unsafe extern "C" fn weir_acquire_wait(
+pub unsafe extern "C" fn weir_balancer_acquire_wait(
     balancer: *const weir_balancer,
     deadline_ns: u64,
     out: *mut weir_lease,
@@ -531,7 +534,7 @@ pub unsafe extern "C" fn weir_acquire_wait(
 ///
 /// Thread safety: safe from any thread, lock-free.
 #[no_mangle]
-pub unsafe extern "C" fn weir_release(
+pub unsafe extern "C" fn weir_balancer_release(
     balancer: *const weir_balancer,
     lease: *mut weir_lease,
     outcome: weir_outcome,
@@ -589,7 +592,7 @@ pub unsafe extern "C" fn weir_outcome_from_http_status(
 ///
 /// Thread safety: safe from any thread, concurrently with traffic (a snapshot is per-field consistent).
 #[no_mangle]
-pub unsafe extern "C" fn weir_node_snapshot(
+pub unsafe extern "C" fn weir_balancer_node_snapshot(
     balancer: *const weir_balancer,
     id: u64,
     now_ns: u64,
@@ -618,7 +621,7 @@ pub unsafe extern "C" fn weir_node_snapshot(
 ///
 /// Thread safety: safe from any thread, concurrently with traffic.
 #[no_mangle]
-pub unsafe extern "C" fn weir_nodes(
+pub unsafe extern "C" fn weir_balancer_nodes(
     balancer: *const weir_balancer,
     now_ns: u64,
     buf: *mut weir_node_info,
@@ -646,9 +649,9 @@ pub unsafe extern "C" fn weir_nodes(
 ///
 /// Thread safety: safe from any thread, concurrently with traffic.
 #[no_mangle]
-pub unsafe extern "C" fn weir_stats(
+pub unsafe extern "C" fn weir_balancer_stats(
     balancer: *const weir_balancer,
-    out: *mut weir_balancer_stats,
+    out: *mut weir_balancer_statistics,
 ) -> weir_status {
     guard(|| {
         // SAFETY: the caller's contract above.
@@ -659,7 +662,7 @@ pub unsafe extern "C" fn weir_stats(
 }
 
 /// Monotonic nanoseconds since the first call in this process (the core's clock, the one
-/// `weir_acquire_wait` uses).
+/// `weir_balancer_acquire_wait` uses).
 ///
 /// Thread safety: safe from any thread.
 #[no_mangle]
@@ -681,14 +684,14 @@ mod tests {
             crate::WEIR_OK
         );
         for &id in nodes {
-            assert_eq!(unsafe { weir_add(b, id) }, crate::WEIR_OK);
+            assert_eq!(unsafe { weir_balancer_add(b, id) }, crate::WEIR_OK);
         }
         b
     }
 
-    fn stats(b: *const weir_balancer) -> weir_balancer_stats {
-        let mut s = weir_balancer_stats::default();
-        assert_eq!(unsafe { weir_stats(b, &mut s) }, crate::WEIR_OK);
+    fn stats(b: *const weir_balancer) -> weir_balancer_statistics {
+        let mut s = weir_balancer_statistics::default();
+        assert_eq!(unsafe { weir_balancer_stats(b, &mut s) }, crate::WEIR_OK);
         s
     }
 
@@ -699,26 +702,26 @@ mod tests {
         let (mut first, mut second) = (weir_lease::default(), weir_lease::default());
         unsafe {
             assert_eq!(
-                weir_acquire_with_rng(b, 10, &mut rng, &mut first),
+                weir_balancer_acquire_with_rng(b, 10, &mut rng, &mut first),
                 crate::WEIR_OK
             );
             assert_eq!(
-                weir_acquire_with_rng(b, 10, &mut rng, &mut second),
+                weir_balancer_acquire_with_rng(b, 10, &mut rng, &mut second),
                 crate::WEIR_OK
             );
             assert_eq!(
-                weir_release(b, &mut first, WEIR_OUTCOME_SUCCESS, 20),
+                weir_balancer_release(b, &mut first, WEIR_OUTCOME_SUCCESS, 20),
                 crate::WEIR_OK
             );
             assert_eq!(first.balancer, 0);
             let before = stats(b);
             assert_eq!(
-                weir_release(b, &mut first, WEIR_OUTCOME_SUCCESS, 30),
+                weir_balancer_release(b, &mut first, WEIR_OUTCOME_SUCCESS, 30),
                 WEIR_ERR_INVALID_LEASE
             );
             assert_eq!(stats(b), before);
             assert_eq!(
-                weir_release(b, &mut second, WEIR_OUTCOME_FAILURE, 40),
+                weir_balancer_release(b, &mut second, WEIR_OUTCOME_FAILURE, 40),
                 crate::WEIR_OK
             );
             let after = stats(b);
@@ -735,15 +738,15 @@ mod tests {
         let b = balancer_with(&[1]);
         let mut lease = weir_lease::default();
         unsafe {
-            assert_eq!(weir_acquire(b, 10, &mut lease), crate::WEIR_OK);
+            assert_eq!(weir_balancer_acquire(b, 10, &mut lease), crate::WEIR_OK);
             let copy = lease;
             assert_eq!(
-                weir_release(b, &mut lease, 6, 20),
+                weir_balancer_release(b, &mut lease, 6, 20),
                 crate::WEIR_ERR_INVALID_ARGUMENT
             );
             assert_eq!((lease, stats(b).in_flight), (copy, 1));
             assert_eq!(
-                weir_release(b, &mut lease, WEIR_OUTCOME_IGNORED, 20),
+                weir_balancer_release(b, &mut lease, WEIR_OUTCOME_IGNORED, 20),
                 crate::WEIR_OK
             );
             assert_eq!(stats(b).in_flight, 0);
@@ -756,15 +759,15 @@ mod tests {
         let b = balancer_with(&[1]);
         let mut lease = weir_lease::default();
         unsafe {
-            assert_eq!(weir_acquire(b, 10, &mut lease), crate::WEIR_OK);
-            assert_eq!(weir_remove(b, 1), crate::WEIR_OK);
+            assert_eq!(weir_balancer_acquire(b, 10, &mut lease), crate::WEIR_OK);
+            assert_eq!(weir_balancer_remove(b, 1), crate::WEIR_OK);
             assert_eq!(
-                weir_release(b, &mut lease, WEIR_OUTCOME_SUCCESS, 20),
+                weir_balancer_release(b, &mut lease, WEIR_OUTCOME_SUCCESS, 20),
                 WEIR_ERR_NODE_REMOVED
             );
             assert_eq!(lease.balancer, 0);
             assert_eq!(
-                weir_release(b, &mut lease, WEIR_OUTCOME_SUCCESS, 20),
+                weir_balancer_release(b, &mut lease, WEIR_OUTCOME_SUCCESS, 20),
                 WEIR_ERR_INVALID_LEASE
             );
             let s = stats(b);
@@ -781,15 +784,27 @@ mod tests {
             ..weir_lease::default()
         };
         unsafe {
-            assert_eq!(weir_acquire(null(), 1, &mut lease), crate::WEIR_ERR_NULL);
-            assert_eq!(weir_acquire(b, 1, null_mut()), crate::WEIR_ERR_NULL);
-            assert_eq!(weir_acquire(b, 1, &mut lease), WEIR_ERR_NO_ACTIVE_NODES);
+            assert_eq!(
+                weir_balancer_acquire(null(), 1, &mut lease),
+                crate::WEIR_ERR_NULL
+            );
+            assert_eq!(
+                weir_balancer_acquire(b, 1, null_mut()),
+                crate::WEIR_ERR_NULL
+            );
+            assert_eq!(
+                weir_balancer_acquire(b, 1, &mut lease),
+                WEIR_ERR_NO_ACTIVE_NODES
+            );
             assert_eq!(lease.node_id, 99);
             let mut len = 5;
-            assert_eq!(weir_nodes(b, 1, null_mut(), 0, &mut len), crate::WEIR_OK);
+            assert_eq!(
+                weir_balancer_nodes(b, 1, null_mut(), 0, &mut len),
+                crate::WEIR_OK
+            );
             assert_eq!(len, 0);
             assert_eq!(
-                weir_nodes(b, 1, null_mut(), 3, &mut len),
+                weir_balancer_nodes(b, 1, null_mut(), 3, &mut len),
                 crate::WEIR_ERR_NULL
             );
             weir_balancer_free(b);
@@ -807,34 +822,34 @@ mod tests {
         let (mut held, mut lease) = (weir_lease::default(), weir_lease::default());
         unsafe {
             assert_eq!(weir_balancer_new(&config, 2, &mut b), crate::WEIR_OK);
-            assert_eq!(weir_add(b, 1), crate::WEIR_OK);
+            assert_eq!(weir_balancer_add(b, 1), crate::WEIR_OK);
             assert_eq!(
-                weir_acquire_wait(b, weir_now_ns() + 1_000_000, &mut held),
+                weir_balancer_acquire_wait(b, weir_now_ns() + 1_000_000, &mut held),
                 crate::WEIR_OK
             );
             // A deadline far ahead (a full queue refuses at once), so that a slow run (miri) cannot
             // pass it first and time out instead.
             assert_eq!(
-                weir_acquire_wait(b, weir_now_ns() + 60_000_000_000, &mut lease),
+                weir_balancer_acquire_wait(b, weir_now_ns() + 60_000_000_000, &mut lease),
                 WEIR_ERR_QUEUE_FULL
             );
             weir_balancer_free(b);
             config.max_waiters = 4;
             assert_eq!(weir_balancer_new(&config, 2, &mut b), crate::WEIR_OK);
-            assert_eq!(weir_add(b, 1), crate::WEIR_OK);
+            assert_eq!(weir_balancer_add(b, 1), crate::WEIR_OK);
             assert_eq!(
-                weir_acquire_wait(b, weir_now_ns() + 1_000_000, &mut held),
+                weir_balancer_acquire_wait(b, weir_now_ns() + 1_000_000, &mut held),
                 crate::WEIR_OK
             );
             assert_eq!(
-                weir_acquire_wait(b, weir_now_ns() + 2_000_000, &mut lease),
+                weir_balancer_acquire_wait(b, weir_now_ns() + 2_000_000, &mut lease),
                 WEIR_ERR_TIMEOUT
             );
             assert_eq!(
-                weir_release(b, &mut held, WEIR_OUTCOME_SUCCESS, weir_now_ns()),
+                weir_balancer_release(b, &mut held, WEIR_OUTCOME_SUCCESS, weir_now_ns()),
                 crate::WEIR_OK
             );
-            assert_eq!(weir_acquire_wait(b, 0, &mut lease), crate::WEIR_OK);
+            assert_eq!(weir_balancer_acquire_wait(b, 0, &mut lease), crate::WEIR_OK);
             assert_eq!(lease.node_id, 1);
             weir_balancer_free(b);
         }

@@ -31,13 +31,13 @@ pub const WEIR_ERR_INVALID_ARGUMENT: weir_status = 3;
 pub const WEIR_ERR_INVALID_CONFIG: weir_status = 4;
 /// No node is in rotation (none added, all removed, or all in lame duck).
 pub const WEIR_ERR_NO_ACTIVE_NODES: weir_status = 5;
-/// Every active node is at its concurrency limit: fail fast (or wait with `weir_acquire_wait`).
+/// Every active node is at its concurrency limit: fail fast (or wait with `weir_balancer_acquire_wait`).
 pub const WEIR_ERR_ALL_BUSY: weir_status = 6;
 /// The lease was already released, was forged, or belongs to another balancer; nothing changed.
 pub const WEIR_ERR_INVALID_LEASE: weir_status = 7;
 /// The lease's node was removed after it was granted; the lease is closed and nothing was recorded.
 pub const WEIR_ERR_NODE_REMOVED: weir_status = 8;
-/// `weir_add` of an id that is already a member.
+/// `weir_balancer_add` of an id that is already a member.
 pub const WEIR_ERR_DUPLICATE_ID: weir_status = 9;
 /// No member has this id.
 pub const WEIR_ERR_UNKNOWN_ID: weir_status = 10;
@@ -182,7 +182,7 @@ pub(crate) unsafe fn free_handle<T>(handle: *mut T) {
 /// Writes `items` into a caller's buffer `buf` with room for `cap`, and their number to `len`: with
 /// `buf` NULL and `cap` 0 only the number (a size query); a NULL `buf` with room is [`WEIR_ERR_NULL`]; a
 /// buffer too small is [`WEIR_ERR_BUFFER_TOO_SMALL`] with `too_small()`'s message and nothing written.
-/// `weir_nodes` and the subsets write their lists through this.
+/// `weir_balancer_nodes` and the subsets write their lists through this.
 ///
 /// # Safety
 /// `buf` is NULL or points to `cap` writable `T`s that do not overlap `items`.
@@ -287,16 +287,32 @@ pub extern "C" fn weir_last_error_message() -> *const c_char {
         .unwrap_or(c"".as_ptr())
 }
 
+/// What the unit tests of every export read back after a call.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod testing {
+    use super::{weir_last_error_message, weir_status};
+    use std::ffi::CStr;
 
-    fn last() -> String {
+    /// This thread's last error message.
+    pub(crate) fn last() -> String {
         // SAFETY: `weir_last_error_message` never returns NULL and the text is NUL-terminated.
         unsafe { CStr::from_ptr(weir_last_error_message()) }
             .to_string_lossy()
             .into_owned()
     }
+
+    /// Checks a status and that the message contains `text`.
+    #[track_caller]
+    pub(crate) fn fails(status: weir_status, want: weir_status, text: &str) {
+        assert_eq!(status, want, "{}", last());
+        assert!(last().contains(text), "{:?} lacks {text:?}", last());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::last;
+    use super::*;
 
     #[test]
     fn a_panic_becomes_a_status_with_its_message() {

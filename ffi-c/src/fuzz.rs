@@ -102,8 +102,8 @@ struct Side {
     stale: u64,
     busy: u64,
     empty: u64,
-    /// `weir_acquire_wait` was called: its refusals are counted by the core's waiting layer, which the
-    /// model does not follow, so the rejection counters are not compared.
+    /// `weir_balancer_acquire_wait` was called: its refusals are counted by the core's waiting layer,
+    /// which the model does not follow, so the rejection counters are not compared.
     waited: bool,
 }
 
@@ -197,9 +197,9 @@ impl Fuzz<'_> {
     /// The counters of both balancers against the model.
     fn check_all(&self) {
         for s in self.sides.iter().flatten() {
-            let mut st = weir_balancer_stats::default();
+            let mut st = weir_balancer_statistics::default();
             // SAFETY: a live handle, a valid output.
-            assert_eq!(unsafe { weir_stats(s.handle, &mut st) }, WEIR_OK);
+            assert_eq!(unsafe { weir_balancer_stats(s.handle, &mut st) }, WEIR_OK);
             assert_eq!(st.in_flight as usize, s.held.len(), "stats.in_flight");
             assert_eq!(st.released, s.released, "stats.released");
             assert_eq!(st.released_stale, s.stale, "stats.released_stale");
@@ -221,9 +221,9 @@ impl Fuzz<'_> {
             if s.members.len() <= buf.len() {
                 // SAFETY: a live handle; `buf` has room for `buf.len()`.
                 let status = unsafe {
-                    weir_nodes(s.handle, self.now, buf.as_mut_ptr(), buf.len(), &mut len)
+                    weir_balancer_nodes(s.handle, self.now, buf.as_mut_ptr(), buf.len(), &mut len)
                 };
-                assert_eq!(status, WEIR_OK, "weir_nodes: {}", message());
+                assert_eq!(status, WEIR_OK, "weir_balancer_nodes: {}", message());
                 assert_eq!(len, s.members.len());
                 for info in &buf[..len] {
                     let held = s

@@ -6,6 +6,12 @@
 //! is turned into a reference in one place (`boundary.rs`), after a NULL check.
 //!
 //! # The contract
+//! - Names: every function is `weir_<family>_<verb>`, the object or value family it belongs to first
+//!   and what it does last (`weir_balancer_acquire`, `weir_shedder_stats`, `weir_subset_deterministic`,
+//!   `weir_config_default`, `weir_status_str`), and a library-wide value is read by its bare name
+//!   (`weir_version`, `weir_now_ns`). Where C cannot give a type and a function one name, the function
+//!   keeps the short word and the type takes the long one (`weir_balancer_stats` fills a
+//!   `weir_balancer_statistics`).
 //! - Opaque handles (`weir_balancer`, `weir_shedder`, `weir_throttle`, `weir_backoff`, `weir_cpu_sampler`)
 //!   come from a `weir_*_new` and go to the matching `weir_*_free`; `*_free(NULL)` is a no-op.
 //! - Every fallible call returns a `weir_status`: 0 (`WEIR_OK`) or a stable `WEIR_ERR_*` code, named by
@@ -101,5 +107,54 @@ mod header {
             "include/weir.h differs from the header generated from ffi-c/src; \
              run `cargo xtask header` and commit include/weir.h"
         );
+    }
+
+    /// The contract's naming rule, checked on every function the header declares: `weir_<family>_<verb>`
+    /// with a family from this list (a new one is a decision, made here), or a library-wide value.
+    #[test]
+    fn every_function_is_named_family_first() {
+        const FAMILIES: [&str; 14] = [
+            "balancer",
+            "backoff",
+            "config",
+            "cpu_sampler",
+            "health",
+            "last_error",
+            "limit",
+            "outcome",
+            "rng",
+            "shedder",
+            "status",
+            "subset",
+            "throttle",
+            "version",
+        ];
+        const VALUES: [&str; 2] = ["weir_version", "weir_now_ns"];
+        let header = include_str!(concat!(env!("OUT_DIR"), "/weir.h"));
+        // A declaration starts a line with its return type; fields, comments and macros do not.
+        let names: Vec<&str> = header
+            .lines()
+            .filter(|l| {
+                l.starts_with(|c: char| c.is_ascii_alphabetic()) && !l.starts_with("typedef")
+            })
+            .filter_map(|l| l.split_once('(').map(|(head, _)| head))
+            .filter_map(|head| head.rsplit([' ', '*']).next())
+            .collect();
+        assert!(
+            names.contains(&"weir_balancer_acquire") && names.len() > 70,
+            "{names:?}"
+        );
+        for name in names {
+            let family_first = FAMILIES.iter().any(|family| {
+                name.strip_prefix("weir_")
+                    .and_then(|rest| rest.strip_prefix(family))
+                    .is_some_and(|verb| verb.starts_with('_'))
+            });
+            assert!(family_first || VALUES.contains(&name), "{name}");
+            assert!(
+                !name.contains("_get_"),
+                "{name}: statistics are read with `_stats`"
+            );
+        }
     }
 }

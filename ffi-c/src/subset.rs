@@ -1,5 +1,6 @@
 //! Subsetting (the SRE book's): which few backends each client connects to, over caller-provided
-//! arrays of `uint64_t` backend ids. The results go into the caller's buffer, sized as `weir_nodes`'s.
+//! arrays of `uint64_t` backend ids. The results go into the caller's buffer, sized as
+//! `weir_balancer_nodes`'s.
 
 use crate::balancer::weir_rng;
 use crate::boundary::{
@@ -51,8 +52,9 @@ fn subset_error(e: SubsetError) -> Error {
     Error::new(WEIR_ERR_INVALID_ARGUMENT, format!("{argument}: {e}"))
 }
 
-/// Writes `subset` into `out` (room for `cap`) and its length to `len`, as `weir_nodes` does: with `out`
-/// NULL and `cap` 0 only the length; a buffer too small gets `WEIR_ERR_BUFFER_TOO_SMALL` and nothing.
+/// Writes `subset` into `out` (room for `cap`) and its length to `len`, as `weir_balancer_nodes` does:
+/// with `out` NULL and `cap` 0 only the length; a buffer too small gets `WEIR_ERR_BUFFER_TOO_SMALL` and
+/// nothing.
 ///
 /// # Safety
 /// `out` is NULL or points to `cap` writable `u64`s that do not overlap `subset` (weir's own scratch).
@@ -80,7 +82,11 @@ unsafe fn write_ids(
 ///
 /// Thread safety: a pure function of its arguments; safe from any thread.
 #[no_mangle]
-pub unsafe extern "C" fn weir_shuffle(items: *mut u64, len: usize, seed: u64) -> weir_status {
+pub unsafe extern "C" fn weir_subset_shuffle(
+    items: *mut u64,
+    len: usize,
+    seed: u64,
+) -> weir_status {
     guard(|| {
         if len == 0 {
             return Ok(());
@@ -101,7 +107,7 @@ pub unsafe extern "C" fn weir_shuffle(items: *mut u64, len: usize, seed: u64) ->
 }
 
 /// The SRE book's deterministic subset of client `client_id`: `backends` (`backends_len` ids, listed in
-/// the same order by every client) shuffled per round of clients (`weir_shuffle` with seed
+/// the same order by every client) shuffled per round of clients (`weir_subset_shuffle` with seed
 /// `client_id / (backends_len / subset_size)`) and cut into `backends_len / subset_size` subsets, of
 /// `subset_size` ids or one more when the division is not exact. Writes the subset into `out` (room for
 /// `cap`) and its length to `*len`; with `out` NULL and `cap` 0, only the length. A buffer of
@@ -116,7 +122,7 @@ pub unsafe extern "C" fn weir_shuffle(items: *mut u64, len: usize, seed: u64) ->
 ///
 /// Thread safety: a pure function of its arguments; safe from any thread.
 #[no_mangle]
-pub unsafe extern "C" fn weir_deterministic_subset(
+pub unsafe extern "C" fn weir_subset_deterministic(
     backends: *const u64,
     backends_len: usize,
     client_id: u64,
@@ -156,7 +162,7 @@ pub unsafe extern "C" fn weir_deterministic_subset(
 ///
 /// Thread safety: safe from any thread (each thread with its own generator).
 #[no_mangle]
-pub unsafe extern "C" fn weir_random_subset(
+pub unsafe extern "C" fn weir_subset_random(
     backends: *const u64,
     backends_len: usize,
     subset_size: usize,
@@ -192,26 +198,23 @@ pub unsafe extern "C" fn weir_random_subset(
 mod tests {
     use super::*;
     use crate::balancer::weir_rng_seed;
-    use crate::boundary::{
-        weir_last_error_message, WEIR_ERR_BUFFER_TOO_SMALL, WEIR_ERR_NULL, WEIR_OK,
-    };
-    use std::ffi::CStr;
+    use crate::boundary::testing::last;
+    use crate::boundary::{WEIR_ERR_BUFFER_TOO_SMALL, WEIR_ERR_NULL, WEIR_OK};
     use std::ptr::{null, null_mut};
-
-    fn last() -> String {
-        // SAFETY: never NULL, NUL-terminated.
-        unsafe { CStr::from_ptr(weir_last_error_message()) }
-            .to_string_lossy()
-            .into_owned()
-    }
 
     #[test]
     fn shuffle_is_the_documented_one() {
         let mut a: Vec<u64> = (0..12).collect();
-        assert_eq!(unsafe { weir_shuffle(a.as_mut_ptr(), a.len(), 0) }, WEIR_OK);
+        assert_eq!(
+            unsafe { weir_subset_shuffle(a.as_mut_ptr(), a.len(), 0) },
+            WEIR_OK
+        );
         assert_eq!(a, [5, 11, 6, 7, 3, 1, 2, 9, 8, 0, 4, 10]);
-        assert_eq!(unsafe { weir_shuffle(null_mut(), 0, 0) }, WEIR_OK);
-        assert_eq!(unsafe { weir_shuffle(null_mut(), 3, 0) }, WEIR_ERR_NULL);
+        assert_eq!(unsafe { weir_subset_shuffle(null_mut(), 0, 0) }, WEIR_OK);
+        assert_eq!(
+            unsafe { weir_subset_shuffle(null_mut(), 3, 0) },
+            WEIR_ERR_NULL
+        );
         assert_eq!(last(), "argument `items` is NULL");
     }
 
@@ -228,7 +231,7 @@ mod tests {
                 let mut out = [u64::MAX; 3];
                 let mut len = 0;
                 let status = unsafe {
-                    weir_deterministic_subset(
+                    weir_subset_deterministic(
                         list.as_ptr(),
                         12,
                         client,
@@ -247,12 +250,12 @@ mod tests {
         let ten: Vec<u64> = (100..110).collect();
         let mut len = 0;
         let status =
-            unsafe { weir_deterministic_subset(ten.as_ptr(), 10, 2, 3, null_mut(), 0, &mut len) };
+            unsafe { weir_subset_deterministic(ten.as_ptr(), 10, 2, 3, null_mut(), 0, &mut len) };
         assert_eq!((status, len), (WEIR_OK, 4));
         let mut small = [u64::MAX; 3];
         len = 77;
         let status = unsafe {
-            weir_deterministic_subset(ten.as_ptr(), 10, 2, 3, small.as_mut_ptr(), 3, &mut len)
+            weir_subset_deterministic(ten.as_ptr(), 10, 2, 3, small.as_mut_ptr(), 3, &mut len)
         };
         assert_eq!(status, WEIR_ERR_BUFFER_TOO_SMALL);
         assert_eq!(last(), "out: room for 3 ids, the subset has 4");
@@ -264,7 +267,7 @@ mod tests {
         // In place: the output may be the input.
         let mut inplace = ten.clone();
         let status = unsafe {
-            weir_deterministic_subset(
+            weir_subset_deterministic(
                 inplace.as_ptr(),
                 10,
                 2,
@@ -301,11 +304,11 @@ mod tests {
         ];
         for (n, size, text) in cases {
             let status = unsafe {
-                weir_deterministic_subset(list.as_ptr(), n, 0, size, out.as_mut_ptr(), 3, &mut len)
+                weir_subset_deterministic(list.as_ptr(), n, 0, size, out.as_mut_ptr(), 3, &mut len)
             };
             assert_eq!((status, last().as_str()), (WEIR_ERR_INVALID_ARGUMENT, text));
             let status = unsafe {
-                weir_random_subset(
+                weir_subset_random(
                     list.as_ptr(),
                     n,
                     size,
@@ -320,19 +323,19 @@ mod tests {
         let nulls = [
             (
                 unsafe {
-                    weir_deterministic_subset(null(), 3, 0, 1, out.as_mut_ptr(), 3, &mut len)
+                    weir_subset_deterministic(null(), 3, 0, 1, out.as_mut_ptr(), 3, &mut len)
                 },
                 "backends",
             ),
             (
                 unsafe {
-                    weir_deterministic_subset(list.as_ptr(), 3, 0, 1, null_mut(), 3, &mut len)
+                    weir_subset_deterministic(list.as_ptr(), 3, 0, 1, null_mut(), 3, &mut len)
                 },
                 "out",
             ),
             (
                 unsafe {
-                    weir_deterministic_subset(
+                    weir_subset_deterministic(
                         list.as_ptr(),
                         3,
                         0,
@@ -346,13 +349,13 @@ mod tests {
             ),
             (
                 unsafe {
-                    weir_random_subset(null(), 3, 1, &mut rng, out.as_mut_ptr(), 3, &mut len)
+                    weir_subset_random(null(), 3, 1, &mut rng, out.as_mut_ptr(), 3, &mut len)
                 },
                 "backends",
             ),
             (
                 unsafe {
-                    weir_random_subset(
+                    weir_subset_random(
                         list.as_ptr(),
                         3,
                         1,
@@ -366,13 +369,13 @@ mod tests {
             ),
             (
                 unsafe {
-                    weir_random_subset(list.as_ptr(), 3, 1, &mut rng, null_mut(), 3, &mut len)
+                    weir_subset_random(list.as_ptr(), 3, 1, &mut rng, null_mut(), 3, &mut len)
                 },
                 "out",
             ),
             (
                 unsafe {
-                    weir_random_subset(
+                    weir_subset_random(
                         list.as_ptr(),
                         3,
                         1,
@@ -402,11 +405,11 @@ mod tests {
             let mut len = 0;
             // A length query and a buffer too small leave the generator as it was.
             let status = unsafe {
-                weir_random_subset(list.as_ptr(), 20, 6, &mut rng, null_mut(), 0, &mut len)
+                weir_subset_random(list.as_ptr(), 20, 6, &mut rng, null_mut(), 0, &mut len)
             };
             assert_eq!((status, len, rng.state), (WEIR_OK, 6, draw.get_seed()));
             let status = unsafe {
-                weir_random_subset(
+                weir_subset_random(
                     list.as_ptr(),
                     20,
                     6,
@@ -419,7 +422,7 @@ mod tests {
             assert_eq!(status, WEIR_ERR_BUFFER_TOO_SMALL);
             assert_eq!((out, rng.state), ([0; 6], draw.get_seed()));
             let status = unsafe {
-                weir_random_subset(
+                weir_subset_random(
                     list.as_ptr(),
                     20,
                     6,

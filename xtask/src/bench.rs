@@ -954,12 +954,12 @@ fn results_md(t: &Facts, i: &Facts) -> String {
             cell(il("weir-default-fixed.16.vs_seeds"), 1.1, true, "x", &x2),
         ),
         (
-            "C pair ≤ 1.1x the Rust pair (`weir_acquire_with_rng` + `weir_release` through libweir.so, new default, same run)",
+            "C pair ≤ 1.1x the Rust pair (`weir_balancer_acquire_with_rng` + `weir_balancer_release` through libweir.so, new default, same run)",
             cell(div(d.ns("c_abi/c-rng/16"), d.ns("c_abi/rust/16")), 1.1, true, "x", &x2),
             cell(d.fact("c_abi.c-rng.vs_rust"), 1.1, true, "x", &x2),
         ),
         (
-            "the same with `weir_acquire` (the library's per-thread generator) ≤ 1.1x the Rust pair",
+            "the same with `weir_balancer_acquire` (the library's per-thread generator) ≤ 1.1x the Rust pair",
             cell(div(d.ns("c_abi/c-thread-rng/16"), d.ns("c_abi/rust/16")), 1.1, true, "x", &x2),
             cell(d.fact("c_abi.c-thread-rng.vs_rust"), 1.1, true, "x", &x2),
         ),
@@ -1094,8 +1094,8 @@ fn results_md(t: &Facts, i: &Facts) -> String {
         "`c_abi/{{rust,c-rng,c-thread-rng}}/16` (`benches/benches/c_abi.rs`): the new default's pair at 16 \
          nodes in Rust (`Balancer::acquire(now, &mut rng)` + `release`), and the same pair through \
          `libweir.so` as shipped (profile `release-c`: whole-program LTO), loaded with `dlopen` and \
-         called through its symbols as a C program calls it: `weir_acquire_with_rng` (the caller's generator, seeded as the Rust pair's: the same \
-         choices) or `weir_acquire` (the library's per-thread generator), then `weir_release`. \
+         called through its symbols as a C program calls it: `weir_balancer_acquire_with_rng` (the caller's generator, seeded as the Rust pair's: the same \
+         choices) or `weir_balancer_acquire` (the library's per-thread generator), then `weir_balancer_release`. \
          *criterion*: medians of one run, ratios over the Rust pair; *interleaved*: the three in \
          alternating rounds of 2 ms, each time the 10th percentile over rounds, each ratio the median \
          over rounds of the same-round ratio.\n"
@@ -1107,8 +1107,14 @@ fn results_md(t: &Facts, i: &Facts) -> String {
     let rust = d.ns("c_abi/rust/16");
     for (label, name) in [
         ("Rust: `Balancer::acquire` + `release`", "rust"),
-        ("C: `weir_acquire_with_rng` + `weir_release`", "c-rng"),
-        ("C: `weir_acquire` + `weir_release`", "c-thread-rng"),
+        (
+            "C: `weir_balancer_acquire_with_rng` + `weir_balancer_release`",
+            "c-rng",
+        ),
+        (
+            "C: `weir_balancer_acquire` + `weir_balancer_release`",
+            "c-thread-rng",
+        ),
     ] {
         let v = d.ns(&format!("c_abi/{name}/16"));
         let il_ratio = if name == "rust" {

@@ -320,11 +320,11 @@ int main() {
     weir_config config = weir_config_default();
     weir_balancer *balancer = nullptr;
     if (weir_balancer_new(&config, 4, &balancer) != WEIR_OK || balancer == nullptr) { std::puts("new"); failures++; }
-    if (weir_add(balancer, 7) != WEIR_OK) { std::puts("add"); failures++; }
+    if (weir_balancer_add(balancer, 7) != WEIR_OK) { std::puts("add"); failures++; }
     weir_lease lease{};
-    if (weir_acquire(balancer, 1000, &lease) != WEIR_OK || lease.node_id != 7) { std::puts("acquire"); failures++; }
-    if (weir_release(balancer, &lease, WEIR_OUTCOME_SUCCESS, 2000) != WEIR_OK) { std::puts("release"); failures++; }
-    if (weir_add(nullptr, 1) != WEIR_ERR_NULL) { std::puts("NULL"); failures++; }
+    if (weir_balancer_acquire(balancer, 1000, &lease) != WEIR_OK || lease.node_id != 7) { std::puts("acquire"); failures++; }
+    if (weir_balancer_release(balancer, &lease, WEIR_OUTCOME_SUCCESS, 2000) != WEIR_OK) { std::puts("release"); failures++; }
+    if (weir_balancer_add(nullptr, 1) != WEIR_ERR_NULL) { std::puts("NULL"); failures++; }
     if (std::strstr(weir_last_error_message(), "balancer") == nullptr) { std::puts("message"); failures++; }
     weir_balancer_free(balancer);
     std::printf("header_links: %s\n", failures == 0 ? "the C++ caller links and runs" : "FAILED");

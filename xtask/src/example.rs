@@ -4,7 +4,7 @@
 //! one that resets every connection, one that answers after 50 ms), runs the client over them and checks
 //! its `SUMMARY` lines:
 //! - no call lost: every request started was completed, every lease granted was released, and
-//!   `weir_stats` agree (in flight 0, granted = released); the client exits 0;
+//!   `weir_balancer_stats` agree (in flight 0, granted = released); the client exits 0;
 //! - the resetting server was tried and failed, and after its warm-up (its first failure, see
 //!   `client.c`) it got under 5 % of the calls;
 //! - the other two never failed, and at least 95 % of all requests succeeded.

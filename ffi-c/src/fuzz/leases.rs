@@ -16,15 +16,15 @@ impl Fuzz<'_> {
         let status = unsafe {
             if own_rng {
                 let rng: *mut weir_rng = if null_rng { null_mut() } else { &mut self.rng };
-                weir_acquire_with_rng(b, now, rng, out_ptr)
+                weir_balancer_acquire_with_rng(b, now, rng, out_ptr)
             } else {
-                weir_acquire(b, now, out_ptr)
+                weir_balancer_acquire(b, now, out_ptr)
             }
         };
         let call = if own_rng {
-            "weir_acquire_with_rng"
+            "weir_balancer_acquire_with_rng"
         } else {
-            "weir_acquire"
+            "weir_balancer_acquire"
         };
         expect_in(
             call,
@@ -82,7 +82,7 @@ impl Fuzz<'_> {
             s.members
         );
         assert_ne!(out.balancer, 0, "{call}: a lease with balancer tag 0");
-        if call != "weir_acquire_wait" {
+        if call != "weir_balancer_acquire_wait" {
             assert_eq!(out.acquired_at, now, "{call}: acquired_at");
         }
         s.held.push(Held {
@@ -94,11 +94,11 @@ impl Fuzz<'_> {
         // The node's count includes the lease, and the lease fits under its limit.
         let mut info = poison_info();
         // SAFETY: a live handle and a valid output.
-        let st = unsafe { weir_node_snapshot(s.handle, out.node_id, now, &mut info) };
+        let st = unsafe { weir_balancer_node_snapshot(s.handle, out.node_id, now, &mut info) };
         assert_eq!(
             st,
             WEIR_OK,
-            "weir_node_snapshot of a granted node: {}",
+            "weir_balancer_node_snapshot of a granted node: {}",
             message()
         );
         let held = s
@@ -134,14 +134,14 @@ impl Fuzz<'_> {
         let mut out = POISON_LEASE;
         // SAFETY: NULL or valid pointers.
         let status = unsafe {
-            weir_acquire_wait(
+            weir_balancer_acquire_wait(
                 h.unwrap_or(null_mut()),
                 deadline,
                 if null_out { null_mut() } else { &mut out },
             )
         };
         expect_in(
-            "weir_acquire_wait",
+            "weir_balancer_acquire_wait",
             status,
             &[
                 WEIR_OK,
@@ -160,7 +160,7 @@ impl Fuzz<'_> {
             s.waited = true;
         }
         let now = weir_now_ns();
-        self.granted(k, "weir_acquire_wait", status, out, now);
+        self.granted(k, "weir_balancer_acquire_wait", status, out, now);
     }
 
     /// Releases `lease` into side `k` (or NULL) and checks the status against the model: `held` is the
@@ -173,7 +173,7 @@ impl Fuzz<'_> {
         let mut passed = lease;
         // SAFETY: NULL or valid pointers.
         let status = unsafe {
-            weir_release(
+            weir_balancer_release(
                 h.unwrap_or(null_mut()),
                 if null_lease { null_mut() } else { &mut passed },
                 outcome,
@@ -188,10 +188,10 @@ impl Fuzz<'_> {
         }
         assert_eq!(
             passed, closed,
-            "weir_release's write to the lease ({status})"
+            "weir_balancer_release's write to the lease ({status})"
         );
         expect_in(
-            "weir_release",
+            "weir_balancer_release",
             status,
             &[
                 WEIR_OK,
@@ -225,7 +225,7 @@ impl Fuzz<'_> {
         assert_eq!(
             status,
             expected,
-            "weir_release({lease:?}, outcome {outcome}) into a balancer holding {:?}: {}",
+            "weir_balancer_release({lease:?}, outcome {outcome}) into a balancer holding {:?}: {}",
             s.held,
             message()
         );

@@ -126,14 +126,14 @@ impl Fuzz<'_> {
         let id = self.id();
         let h = self.handle(k);
         // SAFETY: NULL or a live handle.
-        let status = unsafe { weir_add(h.unwrap_or(null_mut()), id) };
+        let status = unsafe { weir_balancer_add(h.unwrap_or(null_mut()), id) };
         let allowed = [
             WEIR_OK,
             WEIR_ERR_DUPLICATE_ID,
             WEIR_ERR_CAPACITY_FULL,
             WEIR_ERR_NULL,
         ];
-        expect_in("weir_add", status, &allowed);
+        expect_in("weir_balancer_add", status, &allowed);
         let Some(s) = (if h.is_some() {
             self.sides[k].as_mut()
         } else {
@@ -158,7 +158,7 @@ impl Fuzz<'_> {
         } else {
             WEIR_OK
         };
-        assert_eq!(status, expected, "weir_add({id}): {}", message());
+        assert_eq!(status, expected, "weir_balancer_add({id}): {}", message());
         if status == WEIR_OK {
             s.members.push((id, false));
         }
@@ -169,9 +169,9 @@ impl Fuzz<'_> {
         let id = self.id();
         let h = self.handle(k);
         // SAFETY: NULL or a live handle.
-        let status = unsafe { weir_remove(h.unwrap_or(null_mut()), id) };
+        let status = unsafe { weir_balancer_remove(h.unwrap_or(null_mut()), id) };
         expect_in(
-            "weir_remove",
+            "weir_balancer_remove",
             status,
             &[WEIR_OK, WEIR_ERR_UNKNOWN_ID, WEIR_ERR_NULL],
         );
@@ -191,7 +191,7 @@ impl Fuzz<'_> {
             } else {
                 WEIR_ERR_UNKNOWN_ID
             },
-            "weir_remove({id}): {}",
+            "weir_balancer_remove({id}): {}",
             message()
         );
         if let Some(i) = member {
@@ -208,9 +208,9 @@ impl Fuzz<'_> {
         let lame = self.input.u8() & 1 == 1;
         let h = self.handle(k);
         // SAFETY: NULL or a live handle.
-        let status = unsafe { weir_set_lame_duck(h.unwrap_or(null_mut()), id, lame) };
+        let status = unsafe { weir_balancer_set_lame_duck(h.unwrap_or(null_mut()), id, lame) };
         expect_in(
-            "weir_set_lame_duck",
+            "weir_balancer_set_lame_duck",
             status,
             &[WEIR_OK, WEIR_ERR_UNKNOWN_ID, WEIR_ERR_NULL],
         );
@@ -230,7 +230,7 @@ impl Fuzz<'_> {
             } else {
                 WEIR_ERR_UNKNOWN_ID
             },
-            "weir_set_lame_duck({id}): {}",
+            "weir_balancer_set_lame_duck({id}): {}",
             message()
         );
         if let Some(m) = member {

@@ -15,7 +15,7 @@ impl Fuzz<'_> {
         let mut info = poison_info();
         // SAFETY: NULL or valid pointers.
         let status = unsafe {
-            weir_node_snapshot(
+            weir_balancer_node_snapshot(
                 h.unwrap_or(null_mut()),
                 id,
                 now,
@@ -23,7 +23,7 @@ impl Fuzz<'_> {
             )
         };
         expect_in(
-            "weir_node_snapshot",
+            "weir_balancer_node_snapshot",
             status,
             &[WEIR_OK, WEIR_ERR_UNKNOWN_ID, WEIR_ERR_NULL],
         );
@@ -35,7 +35,12 @@ impl Fuzz<'_> {
             None => WEIR_ERR_UNKNOWN_ID,
             Some(_) => WEIR_OK,
         };
-        assert_eq!(status, expected, "weir_node_snapshot({id}): {}", message());
+        assert_eq!(
+            status,
+            expected,
+            "weir_balancer_node_snapshot({id}): {}",
+            message()
+        );
         match member {
             Some((_, lame)) if status == WEIR_OK => {
                 assert_eq!(info.id, id);
@@ -47,7 +52,11 @@ impl Fuzz<'_> {
                 assert_eq!(info.state, want, "node {id}'s state");
                 check_info(&info);
             }
-            _ => assert_eq!(info, poison_info(), "weir_node_snapshot wrote on an error"),
+            _ => assert_eq!(
+                info,
+                poison_info(),
+                "weir_balancer_node_snapshot wrote on an error"
+            ),
         }
     }
 
@@ -62,7 +71,7 @@ impl Fuzz<'_> {
         let mut len = 0xA5A5_usize;
         // SAFETY: NULL or valid pointers; `buf` has room for `cap`.
         let status = unsafe {
-            weir_nodes(
+            weir_balancer_nodes(
                 h.unwrap_or(null_mut()),
                 now,
                 if null_buf {
@@ -75,7 +84,7 @@ impl Fuzz<'_> {
             )
         };
         expect_in(
-            "weir_nodes",
+            "weir_balancer_nodes",
             status,
             &[WEIR_OK, WEIR_ERR_BUFFER_TOO_SMALL, WEIR_ERR_NULL],
         );
@@ -87,7 +96,12 @@ impl Fuzz<'_> {
             Some(m) if m.len() > cap => WEIR_ERR_BUFFER_TOO_SMALL,
             _ => WEIR_OK,
         };
-        assert_eq!(status, expected, "weir_nodes(cap {cap}): {}", message());
+        assert_eq!(
+            status,
+            expected,
+            "weir_balancer_nodes(cap {cap}): {}",
+            message()
+        );
         let untouched = buf.iter().all(|i| *i == poison_info());
         match members {
             Some(m) if status == WEIR_OK => {
@@ -97,14 +111,14 @@ impl Fuzz<'_> {
                     let mut want: Vec<u64> = m.iter().map(|m| m.0).collect();
                     ids.sort_unstable();
                     want.sort_unstable();
-                    assert_eq!(ids, want, "weir_nodes' members");
+                    assert_eq!(ids, want, "weir_balancer_nodes' members");
                     buf[..len].iter().for_each(check_info);
                     assert!(buf[len..].iter().all(|i| *i == poison_info()));
                 }
             }
             _ => {
-                assert_eq!(len, 0xA5A5, "weir_nodes wrote len on an error");
-                assert!(untouched, "weir_nodes wrote buf on an error");
+                assert_eq!(len, 0xA5A5, "weir_balancer_nodes wrote len on an error");
+                assert!(untouched, "weir_balancer_nodes wrote buf on an error");
             }
         }
     }
@@ -217,18 +231,18 @@ impl Fuzz<'_> {
         }
         let k = self.side_index();
         let h = self.handle(k);
-        let mut st = weir_balancer_stats {
+        let mut st = weir_balancer_statistics {
             acquired: 0xA5A5,
             ..Default::default()
         };
         let before = st;
         // SAFETY: NULL or a valid pointer; a NULL output.
-        let status = unsafe { weir_stats(h.unwrap_or(null_mut()), null_mut()) };
-        expect_in("weir_stats", status, &[WEIR_ERR_NULL]);
+        let status = unsafe { weir_balancer_stats(h.unwrap_or(null_mut()), null_mut()) };
+        expect_in("weir_balancer_stats", status, &[WEIR_ERR_NULL]);
         if h.is_none() {
             // SAFETY: a NULL handle, a valid output.
-            let status = unsafe { weir_stats(null(), &mut st) };
-            expect_in("weir_stats", status, &[WEIR_ERR_NULL]);
+            let status = unsafe { weir_balancer_stats(null(), &mut st) };
+            expect_in("weir_balancer_stats", status, &[WEIR_ERR_NULL]);
             assert_eq!(st, before);
         }
     }

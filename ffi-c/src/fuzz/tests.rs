@@ -51,9 +51,9 @@ fn random_call_sequences_keep_the_contract() {
     );
 }
 
-/// The fuzzer's one finding, as `weir_release` documents it: a released lease is refused again (its tag
-/// is cleared), but a *copy* of it, taken before the release, is refused only while its node has no other
-/// lease in flight; while it has, the copy is taken for that one.
+/// The fuzzer's one finding, as `weir_balancer_release` documents it: a released lease is refused again
+/// (its tag is cleared), but a *copy* of it, taken before the release, is refused only while its node
+/// has no other lease in flight; while it has, the copy is taken for that one.
 #[test]
 fn a_copy_of_a_released_lease_is_refused_unless_the_node_has_another_lease_in_flight() {
     let config = weir_config_default();
@@ -62,32 +62,32 @@ fn a_copy_of_a_released_lease_is_refused_unless_the_node_has_another_lease_in_fl
     // SAFETY: valid pointers; the handle is freed last.
     unsafe {
         assert_eq!(weir_balancer_new(&config, 1, &mut b), WEIR_OK);
-        assert_eq!(weir_add(b, 7), WEIR_OK);
-        assert_eq!(weir_acquire(b, 10, &mut first), WEIR_OK);
-        assert_eq!(weir_acquire(b, 10, &mut second), WEIR_OK);
+        assert_eq!(weir_balancer_add(b, 7), WEIR_OK);
+        assert_eq!(weir_balancer_acquire(b, 10, &mut first), WEIR_OK);
+        assert_eq!(weir_balancer_acquire(b, 10, &mut second), WEIR_OK);
         let mut copy = first;
         assert_eq!(
-            weir_release(b, &mut first, WEIR_OUTCOME_SUCCESS, 20),
+            weir_balancer_release(b, &mut first, WEIR_OUTCOME_SUCCESS, 20),
             WEIR_OK
         );
         assert_eq!(first.balancer, 0);
         assert_eq!(
-            weir_release(b, &mut first, WEIR_OUTCOME_SUCCESS, 20),
+            weir_balancer_release(b, &mut first, WEIR_OUTCOME_SUCCESS, 20),
             WEIR_ERR_INVALID_LEASE
         );
         // `second` is in flight on the same node: the balancer cannot tell the copy from it.
         assert_eq!(
-            weir_release(b, &mut copy, WEIR_OUTCOME_SUCCESS, 20),
+            weir_balancer_release(b, &mut copy, WEIR_OUTCOME_SUCCESS, 20),
             WEIR_OK
         );
         // Now nothing is in flight: `second`'s own release is refused, and changes nothing.
         assert_eq!(
-            weir_release(b, &mut second, WEIR_OUTCOME_SUCCESS, 20),
+            weir_balancer_release(b, &mut second, WEIR_OUTCOME_SUCCESS, 20),
             WEIR_ERR_INVALID_LEASE
         );
         assert_ne!(second.balancer, 0);
-        let mut st = weir_balancer_stats::default();
-        assert_eq!(weir_stats(b, &mut st), WEIR_OK);
+        let mut st = weir_balancer_statistics::default();
+        assert_eq!(weir_balancer_stats(b, &mut st), WEIR_OK);
         assert_eq!((st.in_flight, st.released[0]), (0, 2));
         weir_balancer_free(b);
     }

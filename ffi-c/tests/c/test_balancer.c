@@ -51,14 +51,14 @@ static weir_config fixed(uint32_t limit) {
     return c;
 }
 
-static weir_balancer_stats stats(const weir_balancer *b) {
-    weir_balancer_stats s;
+static weir_balancer_statistics stats(const weir_balancer *b) {
+    weir_balancer_statistics s;
     memset(&s, 0, sizeof s);
-    CHECK_OK(weir_stats(b, &s));
+    CHECK_OK(weir_balancer_stats(b, &s));
     return s;
 }
 
-static uint64_t released_total(const weir_balancer_stats *s) {
+static uint64_t released_total(const weir_balancer_statistics *s) {
     uint64_t total = 0;
     for (int i = 0; i < WEIR_OUTCOME_COUNT; i++) {
         total += s->released[i];
@@ -68,7 +68,7 @@ static uint64_t released_total(const weir_balancer_stats *s) {
 
 /* acquired == released (all outcomes) + released_stale + in flight, exactly. */
 static void check_conserved(const weir_balancer *b) {
-    weir_balancer_stats s = stats(b);
+    weir_balancer_statistics s = stats(b);
     CHECK(s.acquired == released_total(&s) + s.released_stale + s.in_flight);
 }
 
@@ -400,56 +400,56 @@ static void test_refused_configs(void) {
 
 static void test_membership(void) {
     weir_balancer *b = make(fixed(100), 3);
-    weir_balancer_stats s = stats(b);
+    weir_balancer_statistics s = stats(b);
     CHECK(s.active_nodes == 0 && s.lame_duck_nodes == 0);
-    CHECK_OK(weir_add(b, 10));
-    CHECK_OK(weir_add(b, 20));
-    CHECK_OK(weir_add(b, 30));
-    CHECK_STATUS(weir_add(b, 20), WEIR_ERR_DUPLICATE_ID);
+    CHECK_OK(weir_balancer_add(b, 10));
+    CHECK_OK(weir_balancer_add(b, 20));
+    CHECK_OK(weir_balancer_add(b, 30));
+    CHECK_STATUS(weir_balancer_add(b, 20), WEIR_ERR_DUPLICATE_ID);
     CHECK_MESSAGE("20");
-    CHECK_STATUS(weir_add(b, 40), WEIR_ERR_CAPACITY_FULL);
-    CHECK_STATUS(weir_remove(b, 40), WEIR_ERR_UNKNOWN_ID);
+    CHECK_STATUS(weir_balancer_add(b, 40), WEIR_ERR_CAPACITY_FULL);
+    CHECK_STATUS(weir_balancer_remove(b, 40), WEIR_ERR_UNKNOWN_ID);
     CHECK_MESSAGE("40");
-    CHECK_STATUS(weir_set_lame_duck(b, 40, true), WEIR_ERR_UNKNOWN_ID);
+    CHECK_STATUS(weir_balancer_set_lame_duck(b, 40, true), WEIR_ERR_UNKNOWN_ID);
     s = stats(b);
     CHECK(s.active_nodes == 3 && s.lame_duck_nodes == 0);
 
-    CHECK_OK(weir_set_lame_duck(b, 20, true));
+    CHECK_OK(weir_balancer_set_lame_duck(b, 20, true));
     s = stats(b);
     CHECK(s.active_nodes == 2 && s.lame_duck_nodes == 1);
     weir_node_info info;
-    CHECK_OK(weir_node_snapshot(b, 20, 0, &info));
+    CHECK_OK(weir_balancer_node_snapshot(b, 20, 0, &info));
     CHECK(info.id == 20 && info.state == WEIR_NODE_LAME_DUCK);
     /* A lame duck gets no new leases. */
     int chosen[3] = {0, 0, 0};
     for (int i = 0; i < 300; i++) {
         weir_lease l;
-        CHECK_OK(weir_acquire(b, (uint64_t)i * MS, &l));
+        CHECK_OK(weir_balancer_acquire(b, (uint64_t)i * MS, &l));
         CHECK(l.node_id == 10 || l.node_id == 30);
         chosen[l.node_id / 10 - 1]++;
-        CHECK_OK(weir_release(b, &l, WEIR_OUTCOME_SUCCESS, (uint64_t)i * MS + 1));
+        CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, (uint64_t)i * MS + 1));
     }
     CHECK(chosen[1] == 0 && chosen[0] + chosen[2] == 300);
-    CHECK_OK(weir_set_lame_duck(b, 20, false));
-    CHECK_OK(weir_node_snapshot(b, 20, 0, &info));
+    CHECK_OK(weir_balancer_set_lame_duck(b, 20, false));
+    CHECK_OK(weir_balancer_node_snapshot(b, 20, 0, &info));
     CHECK(info.state == WEIR_NODE_ACTIVE);
 
     /* Removing frees the slot for another id; removing twice is an unknown id. */
-    CHECK_OK(weir_remove(b, 30));
-    CHECK_STATUS(weir_remove(b, 30), WEIR_ERR_UNKNOWN_ID);
-    CHECK_STATUS(weir_node_snapshot(b, 30, 0, &info), WEIR_ERR_UNKNOWN_ID);
+    CHECK_OK(weir_balancer_remove(b, 30));
+    CHECK_STATUS(weir_balancer_remove(b, 30), WEIR_ERR_UNKNOWN_ID);
+    CHECK_STATUS(weir_balancer_node_snapshot(b, 30, 0, &info), WEIR_ERR_UNKNOWN_ID);
     s = stats(b);
     CHECK(s.active_nodes == 2 && s.lame_duck_nodes == 0);
-    CHECK_OK(weir_add(b, 40));
+    CHECK_OK(weir_balancer_add(b, 40));
     s = stats(b);
     CHECK(s.active_nodes == 3);
 
     /* Every node in lame duck: no active nodes. */
-    CHECK_OK(weir_set_lame_duck(b, 10, true));
-    CHECK_OK(weir_set_lame_duck(b, 20, true));
-    CHECK_OK(weir_set_lame_duck(b, 40, true));
+    CHECK_OK(weir_balancer_set_lame_duck(b, 10, true));
+    CHECK_OK(weir_balancer_set_lame_duck(b, 20, true));
+    CHECK_OK(weir_balancer_set_lame_duck(b, 40, true));
     weir_lease l;
-    CHECK_STATUS(weir_acquire(b, 1 * SEC, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    CHECK_STATUS(weir_balancer_acquire(b, 1 * SEC, &l), WEIR_ERR_NO_ACTIVE_NODES);
     s = stats(b);
     CHECK(s.active_nodes == 0 && s.lame_duck_nodes == 3 && s.rejected_no_active == 1);
     check_conserved(b);
@@ -461,30 +461,30 @@ static void test_acquire(void) {
     weir_lease l;
     memset(&l, SENTINEL, sizeof l);
     weir_lease before = l;
-    CHECK_STATUS(weir_acquire(b, 5, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    CHECK_STATUS(weir_balancer_acquire(b, 5, &l), WEIR_ERR_NO_ACTIVE_NODES);
     CHECK(memcmp(&l, &before, sizeof l) == 0);
-    CHECK_OK(weir_add(b, 7));
+    CHECK_OK(weir_balancer_add(b, 7));
     weir_lease first, second;
-    CHECK_OK(weir_acquire(b, 1000, &first));
-    CHECK_OK(weir_acquire(b, 2000, &second));
+    CHECK_OK(weir_balancer_acquire(b, 1000, &first));
+    CHECK_OK(weir_balancer_acquire(b, 2000, &second));
     CHECK(first.node_id == 7 && second.node_id == 7);
     CHECK(first.acquired_at == 1000 && second.acquired_at == 2000);
     CHECK(first.inflight == 1 && second.inflight == 2);
     CHECK(first.balancer != 0 && first.balancer == second.balancer);
     CHECK(first.slot == second.slot && first.generation == second.generation);
-    CHECK_STATUS(weir_acquire(b, 3000, &l), WEIR_ERR_ALL_BUSY);
+    CHECK_STATUS(weir_balancer_acquire(b, 3000, &l), WEIR_ERR_ALL_BUSY);
     CHECK(memcmp(&l, &before, sizeof l) == 0);
     weir_node_info info;
-    CHECK_OK(weir_node_snapshot(b, 7, 3000, &info));
+    CHECK_OK(weir_balancer_node_snapshot(b, 7, 3000, &info));
     CHECK(info.in_flight == 2 && info.limit == 2);
-    weir_balancer_stats s = stats(b);
+    weir_balancer_statistics s = stats(b);
     CHECK(s.acquired == 2 && s.rejected_all_busy == 1 && s.rejected_no_active == 1);
     CHECK(s.in_flight == 2);
-    CHECK_OK(weir_release(b, &first, WEIR_OUTCOME_SUCCESS, 4000));
-    CHECK_OK(weir_acquire(b, 5000, &l));
+    CHECK_OK(weir_balancer_release(b, &first, WEIR_OUTCOME_SUCCESS, 4000));
+    CHECK_OK(weir_balancer_acquire(b, 5000, &l));
     CHECK(l.node_id == 7 && l.inflight == 2);
-    CHECK_OK(weir_release(b, &l, WEIR_OUTCOME_SUCCESS, 6000));
-    CHECK_OK(weir_release(b, &second, WEIR_OUTCOME_SUCCESS, 6000));
+    CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, 6000));
+    CHECK_OK(weir_balancer_release(b, &second, WEIR_OUTCOME_SUCCESS, 6000));
     s = stats(b);
     CHECK(s.acquired == 3 && s.in_flight == 0 && s.released[WEIR_OUTCOME_SUCCESS] == 3);
     check_conserved(b);
@@ -498,8 +498,8 @@ static void test_acquire_with_rng(void) {
     weir_balancer *a = make(c, 8);
     weir_balancer *b = make(c, 8);
     for (uint64_t id = 1; id <= 5; id++) {
-        CHECK_OK(weir_add(a, id * 11));
-        CHECK_OK(weir_add(b, id * 11));
+        CHECK_OK(weir_balancer_add(a, id * 11));
+        CHECK_OK(weir_balancer_add(b, id * 11));
     }
     weir_rng ra = weir_rng_seed(42), rb = weir_rng_seed(42);
     int per_node[6] = {0};
@@ -508,14 +508,14 @@ static void test_acquire_with_rng(void) {
     for (int i = 0; i < rounds; i++) {
         uint64_t now = (uint64_t)i * 7 * MS;
         weir_lease la, lb;
-        CHECK_OK(weir_acquire_with_rng(a, now, &ra, &la));
-        CHECK_OK(weir_acquire_with_rng(b, now, &rb, &lb));
+        CHECK_OK(weir_balancer_acquire_with_rng(a, now, &ra, &la));
+        CHECK_OK(weir_balancer_acquire_with_rng(b, now, &rb, &lb));
         same += la.node_id == lb.node_id && la.inflight == lb.inflight;
         per_node[la.node_id / 11]++;
         /* Node 22 fails often, so the choices depend on health and the generator both. */
         weir_outcome o = la.node_id == 22 && i % 3 != 0 ? WEIR_OUTCOME_FAILURE : WEIR_OUTCOME_SUCCESS;
-        CHECK_OK(weir_release(a, &la, o, now + 3 * MS));
-        CHECK_OK(weir_release(b, &lb, o, now + 3 * MS));
+        CHECK_OK(weir_balancer_release(a, &la, o, now + 3 * MS));
+        CHECK_OK(weir_balancer_release(b, &lb, o, now + 3 * MS));
     }
     CHECK(same == rounds);
     CHECK(ra.state == rb.state && ra.state != 42);
@@ -529,24 +529,24 @@ static void test_acquire_with_rng(void) {
     /* A different seed gives a different sequence. */
     weir_balancer *c2 = make(c, 8);
     for (uint64_t id = 1; id <= 5; id++) {
-        CHECK_OK(weir_add(c2, id * 11));
+        CHECK_OK(weir_balancer_add(c2, id * 11));
     }
     weir_rng r1 = weir_rng_seed(1), r2 = weir_rng_seed(2);
     int differ = 0;
     for (int i = 0; i < 64; i++) {
         weir_lease l1, l2;
-        CHECK_OK(weir_acquire_with_rng(c2, 0, &r1, &l1));
-        CHECK_OK(weir_acquire_with_rng(c2, 0, &r2, &l2));
+        CHECK_OK(weir_balancer_acquire_with_rng(c2, 0, &r1, &l1));
+        CHECK_OK(weir_balancer_acquire_with_rng(c2, 0, &r2, &l2));
         differ += l1.node_id != l2.node_id;
-        CHECK_OK(weir_release(c2, &l1, WEIR_OUTCOME_SUCCESS, 1));
-        CHECK_OK(weir_release(c2, &l2, WEIR_OUTCOME_SUCCESS, 1));
+        CHECK_OK(weir_balancer_release(c2, &l1, WEIR_OUTCOME_SUCCESS, 1));
+        CHECK_OK(weir_balancer_release(c2, &l2, WEIR_OUTCOME_SUCCESS, 1));
     }
     CHECK(differ > 0);
     /* The generator advances on a refusal too, as a Rust caller's would. */
     weir_balancer *empty = make(c, 1);
     weir_rng r = weir_rng_seed(9);
     weir_lease l;
-    CHECK_STATUS(weir_acquire_with_rng(empty, 0, &r, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    CHECK_STATUS(weir_balancer_acquire_with_rng(empty, 0, &r, &l), WEIR_ERR_NO_ACTIVE_NODES);
     check_conserved(a);
     check_conserved(b);
     weir_balancer_free(a);
@@ -571,7 +571,7 @@ static void sleep_ms(long ms) {
 static void *release_later(void *arg) {
     struct delayed_release *d = arg;
     sleep_ms(30);
-    d->status = weir_release(d->balancer, &d->lease, WEIR_OUTCOME_SUCCESS, weir_now_ns());
+    d->status = weir_balancer_release(d->balancer, &d->lease, WEIR_OUTCOME_SUCCESS, weir_now_ns());
     return NULL;
 }
 
@@ -582,24 +582,24 @@ static void test_acquire_wait(void) {
     weir_lease l, held;
     memset(&l, SENTINEL, sizeof l);
     const weir_lease before = l;
-    CHECK_STATUS(weir_acquire_wait(b, weir_now_ns() + 10 * MS, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    CHECK_STATUS(weir_balancer_acquire_wait(b, weir_now_ns() + 10 * MS, &l), WEIR_ERR_NO_ACTIVE_NODES);
     CHECK(memcmp(&l, &before, sizeof l) == 0);
-    CHECK_OK(weir_add(b, 3));
+    CHECK_OK(weir_balancer_add(b, 3));
 
     /* Room now: a lease at once, acquired on the library's clock. */
     uint64_t t0 = weir_now_ns();
-    CHECK_OK(weir_acquire_wait(b, t0 + 10 * SEC, &held));
+    CHECK_OK(weir_balancer_acquire_wait(b, t0 + 10 * SEC, &held));
     uint64_t t1 = weir_now_ns();
     CHECK(held.node_id == 3 && held.acquired_at >= t0 && held.acquired_at <= t1);
     CHECK(t1 - t0 < 2 * SEC);
 
     /* The only node at its limit: a timeout once the deadline passes. */
     uint64_t deadline = weir_now_ns() + 20 * MS;
-    CHECK_STATUS(weir_acquire_wait(b, deadline, &l), WEIR_ERR_TIMEOUT);
+    CHECK_STATUS(weir_balancer_acquire_wait(b, deadline, &l), WEIR_ERR_TIMEOUT);
     CHECK(weir_now_ns() >= deadline);
     CHECK(memcmp(&l, &before, sizeof l) == 0);
     /* A deadline already past: a timeout at once. */
-    CHECK_STATUS(weir_acquire_wait(b, 0, &l), WEIR_ERR_TIMEOUT);
+    CHECK_STATUS(weir_balancer_acquire_wait(b, 0, &l), WEIR_ERR_TIMEOUT);
 
     /* A release from another thread wakes the waiter. */
     struct delayed_release d = {b, held, -1};
@@ -607,54 +607,54 @@ static void test_acquire_wait(void) {
     /* REQUIRE evaluates its condition twice: the calls stay outside it. */
     int created = pthread_create(&t, NULL, release_later, &d);
     REQUIRE(created == 0);
-    CHECK_OK(weir_acquire_wait(b, weir_now_ns() + 30 * SEC, &l));
+    CHECK_OK(weir_balancer_acquire_wait(b, weir_now_ns() + 30 * SEC, &l));
     int joined = pthread_join(t, NULL);
     REQUIRE(joined == 0);
     CHECK(d.status == WEIR_OK);
     CHECK(l.node_id == 3 && l.inflight == 1);
-    CHECK_OK(weir_release(b, &l, WEIR_OUTCOME_SUCCESS, weir_now_ns()));
+    CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, weir_now_ns()));
     check_conserved(b);
     weir_balancer_free(b);
 
     /* Waiting off: a lease when there is room, QUEUE_FULL at once when there is none. */
     c.max_waiters = 0;
     b = make(c, 1);
-    CHECK_OK(weir_add(b, 1));
-    CHECK_OK(weir_acquire_wait(b, weir_now_ns() + SEC, &held));
+    CHECK_OK(weir_balancer_add(b, 1));
+    CHECK_OK(weir_balancer_acquire_wait(b, weir_now_ns() + SEC, &held));
     memset(&l, SENTINEL, sizeof l);
     t0 = weir_now_ns();
-    CHECK_STATUS(weir_acquire_wait(b, t0 + 30 * SEC, &l), WEIR_ERR_QUEUE_FULL);
+    CHECK_STATUS(weir_balancer_acquire_wait(b, t0 + 30 * SEC, &l), WEIR_ERR_QUEUE_FULL);
     CHECK(weir_now_ns() - t0 < 5 * SEC);
     CHECK(memcmp(&l, &before, sizeof l) == 0);
-    CHECK_OK(weir_release(b, &held, WEIR_OUTCOME_SUCCESS, weir_now_ns()));
-    weir_balancer_stats s = stats(b);
+    CHECK_OK(weir_balancer_release(b, &held, WEIR_OUTCOME_SUCCESS, weir_now_ns()));
+    weir_balancer_statistics s = stats(b);
     CHECK(s.acquired == 1 && s.in_flight == 0);
     weir_balancer_free(b);
 }
 
 static void test_release_outcomes(void) {
     weir_balancer *b = make(fixed(10), 1);
-    CHECK_OK(weir_add(b, 1));
+    CHECK_OK(weir_balancer_add(b, 1));
     for (weir_outcome o = WEIR_OUTCOME_SUCCESS; o <= WEIR_OUTCOME_CLIENT_ERROR; o++) {
         for (weir_outcome k = 0; k <= o; k++) { /* outcome o released o + 1 times */
             weir_lease l;
-            CHECK_OK(weir_acquire(b, 100, &l));
-            CHECK_OK(weir_release(b, &l, o, 200));
+            CHECK_OK(weir_balancer_acquire(b, 100, &l));
+            CHECK_OK(weir_balancer_release(b, &l, o, 200));
         }
     }
-    weir_balancer_stats s = stats(b);
+    weir_balancer_statistics s = stats(b);
     for (int o = 0; o < WEIR_OUTCOME_COUNT; o++) {
         CHECK(s.released[o] == (uint64_t)o + 1);
     }
     CHECK(s.acquired == 21 && s.in_flight == 0 && s.released_stale == 0);
     /* An unknown outcome leaves the lease in flight; a valid one then releases it. */
     weir_lease l;
-    CHECK_OK(weir_acquire(b, 300, &l));
-    CHECK_STATUS(weir_release(b, &l, WEIR_OUTCOME_COUNT, 400), WEIR_ERR_INVALID_ARGUMENT);
+    CHECK_OK(weir_balancer_acquire(b, 300, &l));
+    CHECK_STATUS(weir_balancer_release(b, &l, WEIR_OUTCOME_COUNT, 400), WEIR_ERR_INVALID_ARGUMENT);
     CHECK_MESSAGE("outcome");
     s = stats(b);
     CHECK(s.in_flight == 1 && s.acquired == 22);
-    CHECK_OK(weir_release(b, &l, WEIR_OUTCOME_IGNORED, 400));
+    CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_IGNORED, 400));
     s = stats(b);
     CHECK(s.in_flight == 0 && s.released[WEIR_OUTCOME_IGNORED] == 5);
     check_conserved(b);
@@ -707,16 +707,16 @@ static void test_snapshots(void) {
     weir_config c = weir_config_default();
     c.limit = weir_limit_fixed_default();
     weir_balancer *b = make(c, 4);
-    CHECK_OK(weir_add(b, 5));
-    CHECK_OK(weir_add(b, 6));
-    CHECK_OK(weir_add(b, 7));
+    CHECK_OK(weir_balancer_add(b, 5));
+    CHECK_OK(weir_balancer_add(b, 6));
+    CHECK_OK(weir_balancer_add(b, 7));
     weir_node_info info;
     memset(&info, SENTINEL, sizeof info);
     const weir_node_info before = info;
-    CHECK_STATUS(weir_node_snapshot(b, 8, 0, &info), WEIR_ERR_UNKNOWN_ID);
+    CHECK_STATUS(weir_balancer_node_snapshot(b, 8, 0, &info), WEIR_ERR_UNKNOWN_ID);
     CHECK_MESSAGE("8");
     CHECK(memcmp(&info, &before, sizeof info) == 0);
-    CHECK_OK(weir_node_snapshot(b, 5, 0, &info));
+    CHECK_OK(weir_balancer_node_snapshot(b, 5, 0, &info));
     CHECK(info.id == 5 && info.state == WEIR_NODE_ACTIVE && info.limit == 100);
     CHECK(info.in_flight == 0 && info.has_data == false);
     CHECK(info.success_rate == 1.0 && info.successes == 0.0 && info.failures == 0.0);
@@ -726,69 +726,71 @@ static void test_snapshots(void) {
     weir_rng r = weir_rng_seed(3);
     int on5 = 0;
     for (int i = 0; i < 3; i++) {
-        CHECK_OK(weir_acquire_with_rng(b, 10, &r, &held[i]));
+        CHECK_OK(weir_balancer_acquire_with_rng(b, 10, &r, &held[i]));
         on5 += held[i].node_id == 5;
     }
-    CHECK_OK(weir_node_snapshot(b, 5, 10, &info));
+    CHECK_OK(weir_balancer_node_snapshot(b, 5, 10, &info));
     CHECK((int)info.in_flight == on5);
     for (int i = 0; i < 3; i++) {
         weir_outcome o = held[i].node_id == 5 ? WEIR_OUTCOME_FAILURE : WEIR_OUTCOME_SUCCESS;
-        CHECK_OK(weir_release(b, &held[i], o, 20));
+        CHECK_OK(weir_balancer_release(b, &held[i], o, 20));
     }
     /* Failures on node 5 until it has data and a penalty. */
     weir_lease l;
     for (int i = 0; i < 200; i++) {
-        CHECK_OK(weir_acquire_with_rng(b, 30, &r, &l));
+        CHECK_OK(weir_balancer_acquire_with_rng(b, 30, &r, &l));
         weir_outcome o = l.node_id == 5 ? WEIR_OUTCOME_FAILURE : WEIR_OUTCOME_SUCCESS;
-        CHECK_OK(weir_release(b, &l, o, 40));
+        CHECK_OK(weir_balancer_release(b, &l, o, 40));
     }
-    CHECK_OK(weir_node_snapshot(b, 5, 40, &info));
+    CHECK_OK(weir_balancer_node_snapshot(b, 5, 40, &info));
     CHECK(info.has_data == true && info.failures > 0.0 && info.penalty > 0.0);
     CHECK(info.success_rate < 1.0 && info.weight < 1.0 && info.in_flight == 0);
-    CHECK_OK(weir_node_snapshot(b, 6, 40, &info));
+    CHECK_OK(weir_balancer_node_snapshot(b, 6, 40, &info));
     CHECK(info.has_data == true && info.successes > 0.0 && info.failures == 0.0);
     CHECK(info.success_rate == 1.0);
 
-    /* weir_nodes: the count alone, a buffer too small (untouched), an exact fit, a larger one. */
+    /* weir_balancer_nodes: the count alone, a buffer too small (untouched), an exact fit, a larger
+     * one. */
     size_t len = 99;
-    CHECK_OK(weir_nodes(b, 40, NULL, 0, &len));
+    CHECK_OK(weir_balancer_nodes(b, 40, NULL, 0, &len));
     CHECK(len == 3);
     weir_node_info buf[5];
     memset(buf, SENTINEL, sizeof buf);
     weir_node_info pristine[5];
     memcpy(pristine, buf, sizeof buf);
     len = 99;
-    CHECK_STATUS(weir_nodes(b, 40, buf, 2, &len), WEIR_ERR_BUFFER_TOO_SMALL);
+    CHECK_STATUS(weir_balancer_nodes(b, 40, buf, 2, &len), WEIR_ERR_BUFFER_TOO_SMALL);
     CHECK_MESSAGE("3");
     CHECK(len == 99);
     CHECK(memcmp(buf, pristine, sizeof buf) == 0);
-    CHECK_STATUS(weir_nodes(b, 40, buf, 0, &len), WEIR_ERR_BUFFER_TOO_SMALL);
+    CHECK_STATUS(weir_balancer_nodes(b, 40, buf, 0, &len), WEIR_ERR_BUFFER_TOO_SMALL);
     CHECK(memcmp(buf, pristine, sizeof buf) == 0 && len == 99);
-    CHECK_OK(weir_nodes(b, 40, buf, 3, &len));
+    CHECK_OK(weir_balancer_nodes(b, 40, buf, 3, &len));
     CHECK(len == 3);
     CHECK(buf[0].id == 5 && buf[1].id == 6 && buf[2].id == 7); /* slot order */
     CHECK(memcmp(&buf[3], &pristine[3], 2 * sizeof buf[0]) == 0);
     CHECK(buf[0].has_data && buf[0].failures > 0.0 && buf[1].failures == 0.0);
     memset(buf, SENTINEL, sizeof buf);
-    CHECK_OK(weir_nodes(b, 40, buf, 5, &len));
+    CHECK_OK(weir_balancer_nodes(b, 40, buf, 5, &len));
     CHECK(len == 3 && buf[2].id == 7 && buf[2].limit == 100);
     CHECK(memcmp(&buf[3], &pristine[3], 2 * sizeof buf[0]) == 0);
     /* A lame duck and a removed node show up as such. */
-    CHECK_OK(weir_set_lame_duck(b, 6, true));
-    CHECK_OK(weir_remove(b, 7));
-    CHECK_OK(weir_nodes(b, 50, buf, 5, &len));
+    CHECK_OK(weir_balancer_set_lame_duck(b, 6, true));
+    CHECK_OK(weir_balancer_remove(b, 7));
+    CHECK_OK(weir_balancer_nodes(b, 50, buf, 5, &len));
     CHECK(len == 2 && buf[0].id == 5 && buf[1].id == 6 && buf[1].state == WEIR_NODE_LAME_DUCK);
     check_conserved(b);
     weir_balancer_free(b);
 
     /* The bucket model fills the window counters. */
     b = make(weir_config_seeds(), 1);
-    CHECK_OK(weir_add(b, 1));
+    CHECK_OK(weir_balancer_add(b, 1));
     for (int i = 0; i < 10; i++) {
-        CHECK_OK(weir_acquire(b, 1 * SEC, &l));
-        CHECK_OK(weir_release(b, &l, i < 7 ? WEIR_OUTCOME_SUCCESS : WEIR_OUTCOME_FAILURE, 1 * SEC));
+        CHECK_OK(weir_balancer_acquire(b, 1 * SEC, &l));
+        weir_outcome outcome = i < 7 ? WEIR_OUTCOME_SUCCESS : WEIR_OUTCOME_FAILURE;
+        CHECK_OK(weir_balancer_release(b, &l, outcome, 1 * SEC));
     }
-    CHECK_OK(weir_node_snapshot(b, 1, 1 * SEC, &info));
+    CHECK_OK(weir_balancer_node_snapshot(b, 1, 1 * SEC, &info));
     CHECK(info.window_finished == 10 && info.window_succeeded == 7);
     CHECK(info.successes == 0.0 && info.failures == 0.0 && info.penalty == 0.0);
     weir_balancer_free(b);
@@ -797,28 +799,28 @@ static void test_snapshots(void) {
 /* Every counter, exactly, after a scripted run. */
 static void test_stats(void) {
     weir_balancer *b = make(fixed(3), 4);
-    weir_balancer_stats s = stats(b);
+    weir_balancer_statistics s = stats(b);
     CHECK(s.acquired == 0 && s.in_flight == 0 && released_total(&s) == 0);
     weir_lease l;
-    CHECK_STATUS(weir_acquire(b, 0, &l), WEIR_ERR_NO_ACTIVE_NODES);
-    CHECK_OK(weir_add(b, 1));
-    CHECK_OK(weir_add(b, 2));
+    CHECK_STATUS(weir_balancer_acquire(b, 0, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    CHECK_OK(weir_balancer_add(b, 1));
+    CHECK_OK(weir_balancer_add(b, 2));
     weir_lease held[6];
     for (int i = 0; i < 6; i++) {
-        CHECK_OK(weir_acquire(b, 1, &held[i]));
+        CHECK_OK(weir_balancer_acquire(b, 1, &held[i]));
     }
-    CHECK_STATUS(weir_acquire(b, 1, &l), WEIR_ERR_ALL_BUSY);
-    CHECK_STATUS(weir_acquire(b, 1, &l), WEIR_ERR_ALL_BUSY);
+    CHECK_STATUS(weir_balancer_acquire(b, 1, &l), WEIR_ERR_ALL_BUSY);
+    CHECK_STATUS(weir_balancer_acquire(b, 1, &l), WEIR_ERR_ALL_BUSY);
     /* Node 2 leaves with its leases in flight: they come back stale. */
-    CHECK_OK(weir_remove(b, 2));
+    CHECK_OK(weir_balancer_remove(b, 2));
     int stale = 0;
     for (int i = 0; i < 6; i++) {
         if (held[i].node_id == 2) {
-            CHECK_STATUS(weir_release(b, &held[i], WEIR_OUTCOME_SUCCESS, 2),
+            CHECK_STATUS(weir_balancer_release(b, &held[i], WEIR_OUTCOME_SUCCESS, 2),
                          WEIR_ERR_NODE_REMOVED);
             stale++;
         } else {
-            CHECK_OK(weir_release(b, &held[i], (weir_outcome)(i % WEIR_OUTCOME_COUNT), 2));
+            CHECK_OK(weir_balancer_release(b, &held[i], (weir_outcome)(i % WEIR_OUTCOME_COUNT), 2));
         }
     }
     CHECK(stale == 3);

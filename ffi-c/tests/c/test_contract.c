@@ -54,18 +54,18 @@ static const char *const covered[] = {
     "weir_balancer_free",
     "weir_balancer_capacity",
     "weir_balancer_config",
-    "weir_add",
-    "weir_remove",
-    "weir_set_lame_duck",
+    "weir_balancer_add",
+    "weir_balancer_remove",
+    "weir_balancer_set_lame_duck",
     "weir_rng_seed",
-    "weir_acquire",
-    "weir_acquire_with_rng",
-    "weir_acquire_wait",
-    "weir_release",
+    "weir_balancer_acquire",
+    "weir_balancer_acquire_with_rng",
+    "weir_balancer_acquire_wait",
+    "weir_balancer_release",
     "weir_outcome_from_http_status",
-    "weir_node_snapshot",
-    "weir_nodes",
-    "weir_stats",
+    "weir_balancer_node_snapshot",
+    "weir_balancer_nodes",
+    "weir_balancer_stats",
     "weir_now_ns",
     "weir_status_str",
     "weir_last_error_message",
@@ -166,14 +166,14 @@ static weir_config fixed(uint32_t limit) {
     return c;
 }
 
-static weir_balancer_stats stats(const weir_balancer *b) {
-    weir_balancer_stats s;
+static weir_balancer_statistics stats(const weir_balancer *b) {
+    weir_balancer_statistics s;
     FILL(s);
-    CHECK_OK(weir_stats(b, &s));
+    CHECK_OK(weir_balancer_stats(b, &s));
     return s;
 }
 
-static int same_stats(const weir_balancer_stats *a, const weir_balancer_stats *b) {
+static int same_stats(const weir_balancer_statistics *a, const weir_balancer_statistics *b) {
     int same = a->acquired == b->acquired && a->rejected_all_busy == b->rejected_all_busy &&
                a->rejected_no_active == b->rejected_no_active &&
                a->released_stale == b->released_stale && a->in_flight == b->in_flight &&
@@ -187,7 +187,7 @@ static int same_stats(const weir_balancer_stats *a, const weir_balancer_stats *b
 static uint32_t in_flight(const weir_balancer *b, uint64_t id) {
     weir_node_info info;
     FILL(info);
-    CHECK_OK(weir_node_snapshot(b, id, 0, &info));
+    CHECK_OK(weir_balancer_node_snapshot(b, id, 0, &info));
     return info.in_flight;
 }
 
@@ -196,12 +196,12 @@ static void check_room(const weir_balancer *b, uint32_t room) {
     weir_lease held[16];
     REQUIRE(room <= 16);
     for (uint32_t i = 0; i < room; i++) {
-        CHECK_OK(weir_acquire(b, 100, &held[i]));
+        CHECK_OK(weir_balancer_acquire(b, 100, &held[i]));
     }
     weir_lease l;
-    CHECK_STATUS(weir_acquire(b, 100, &l), WEIR_ERR_ALL_BUSY);
+    CHECK_STATUS(weir_balancer_acquire(b, 100, &l), WEIR_ERR_ALL_BUSY);
     for (uint32_t i = 0; i < room; i++) {
-        CHECK_OK(weir_release(b, &held[i], WEIR_OUTCOME_SUCCESS, 200));
+        CHECK_OK(weir_balancer_release(b, &held[i], WEIR_OUTCOME_SUCCESS, 200));
     }
 }
 
@@ -209,8 +209,8 @@ static void check_room(const weir_balancer *b, uint32_t room) {
 static void test_null_arguments(void) {
     weir_config config = weir_config_default();
     weir_balancer *b = make(fixed(4), 4);
-    CHECK_OK(weir_add(b, 1));
-    const weir_balancer_stats start = stats(b);
+    CHECK_OK(weir_balancer_add(b, 1));
+    const weir_balancer_statistics start = stats(b);
 
     weir_balancer *out_b;
     FILL(out_b);
@@ -232,71 +232,71 @@ static void test_null_arguments(void) {
     CHECK_UNTOUCHED(cfg);
     CHECK_NULL_ARG(weir_balancer_config(b, NULL), "out");
 
-    CHECK_NULL_ARG(weir_add(NULL, 2), "balancer");
-    CHECK_NULL_ARG(weir_remove(NULL, 1), "balancer");
-    CHECK_NULL_ARG(weir_set_lame_duck(NULL, 1, true), "balancer");
+    CHECK_NULL_ARG(weir_balancer_add(NULL, 2), "balancer");
+    CHECK_NULL_ARG(weir_balancer_remove(NULL, 1), "balancer");
+    CHECK_NULL_ARG(weir_balancer_set_lame_duck(NULL, 1, true), "balancer");
 
     weir_lease lease;
     FILL(lease);
-    CHECK_NULL_ARG(weir_acquire(NULL, 0, &lease), "balancer");
+    CHECK_NULL_ARG(weir_balancer_acquire(NULL, 0, &lease), "balancer");
     CHECK_UNTOUCHED(lease);
-    CHECK_NULL_ARG(weir_acquire(b, 0, NULL), "out");
+    CHECK_NULL_ARG(weir_balancer_acquire(b, 0, NULL), "out");
 
     weir_rng rng;
     FILL(rng);
-    CHECK_NULL_ARG(weir_acquire_with_rng(NULL, 0, &rng, &lease), "balancer");
+    CHECK_NULL_ARG(weir_balancer_acquire_with_rng(NULL, 0, &rng, &lease), "balancer");
     CHECK_UNTOUCHED(rng);
     CHECK_UNTOUCHED(lease);
-    CHECK_NULL_ARG(weir_acquire_with_rng(b, 0, NULL, &lease), "rng");
+    CHECK_NULL_ARG(weir_balancer_acquire_with_rng(b, 0, NULL, &lease), "rng");
     CHECK_UNTOUCHED(lease);
-    CHECK_NULL_ARG(weir_acquire_with_rng(b, 0, &rng, NULL), "out");
+    CHECK_NULL_ARG(weir_balancer_acquire_with_rng(b, 0, &rng, NULL), "out");
     CHECK_UNTOUCHED(rng); /* not advanced: nothing was drawn */
 
-    CHECK_NULL_ARG(weir_acquire_wait(NULL, weir_now_ns() + 1000000000u, &lease), "balancer");
+    CHECK_NULL_ARG(weir_balancer_acquire_wait(NULL, weir_now_ns() + 1000000000u, &lease), "balancer");
     CHECK_UNTOUCHED(lease);
-    CHECK_NULL_ARG(weir_acquire_wait(b, weir_now_ns() + 1000000000u, NULL), "out");
+    CHECK_NULL_ARG(weir_balancer_acquire_wait(b, weir_now_ns() + 1000000000u, NULL), "out");
 
-    CHECK_NULL_ARG(weir_release(b, NULL, WEIR_OUTCOME_SUCCESS, 0), "lease");
+    CHECK_NULL_ARG(weir_balancer_release(b, NULL, WEIR_OUTCOME_SUCCESS, 0), "lease");
     weir_lease real;
-    CHECK_OK(weir_acquire(b, 10, &real));
-    weir_balancer_stats held = stats(b);
-    CHECK_NULL_ARG(weir_release(NULL, &real, WEIR_OUTCOME_SUCCESS, 20), "balancer");
-    CHECK_NULL_ARG(weir_release(b, NULL, WEIR_OUTCOME_SUCCESS, 20), "lease");
-    weir_balancer_stats after = stats(b);
+    CHECK_OK(weir_balancer_acquire(b, 10, &real));
+    weir_balancer_statistics held = stats(b);
+    CHECK_NULL_ARG(weir_balancer_release(NULL, &real, WEIR_OUTCOME_SUCCESS, 20), "balancer");
+    CHECK_NULL_ARG(weir_balancer_release(b, NULL, WEIR_OUTCOME_SUCCESS, 20), "lease");
+    weir_balancer_statistics after = stats(b);
     CHECK(same_stats(&held, &after));
-    CHECK_OK(weir_release(b, &real, WEIR_OUTCOME_SUCCESS, 20));
+    CHECK_OK(weir_balancer_release(b, &real, WEIR_OUTCOME_SUCCESS, 20));
 
     CHECK_NULL_ARG(weir_outcome_from_http_status(200, NULL), "out");
     CHECK_NULL_ARG(weir_outcome_from_http_status(99, NULL), "out"); /* NULL comes first */
 
     weir_node_info info;
     FILL(info);
-    CHECK_NULL_ARG(weir_node_snapshot(NULL, 1, 0, &info), "balancer");
+    CHECK_NULL_ARG(weir_balancer_node_snapshot(NULL, 1, 0, &info), "balancer");
     CHECK_UNTOUCHED(info);
-    CHECK_NULL_ARG(weir_node_snapshot(b, 1, 0, NULL), "out");
+    CHECK_NULL_ARG(weir_balancer_node_snapshot(b, 1, 0, NULL), "out");
 
     weir_node_info buf[4];
     FILL(buf);
     FILL(size);
-    CHECK_NULL_ARG(weir_nodes(NULL, 0, buf, 4, &size), "balancer");
+    CHECK_NULL_ARG(weir_balancer_nodes(NULL, 0, buf, 4, &size), "balancer");
     CHECK_UNTOUCHED(buf);
     CHECK_UNTOUCHED(size);
-    CHECK_NULL_ARG(weir_nodes(b, 0, buf, 4, NULL), "len");
+    CHECK_NULL_ARG(weir_balancer_nodes(b, 0, buf, 4, NULL), "len");
     CHECK_UNTOUCHED(buf);
-    CHECK_NULL_ARG(weir_nodes(b, 0, NULL, 4, &size), "buf"); /* NULL with room claimed */
+    CHECK_NULL_ARG(weir_balancer_nodes(b, 0, NULL, 4, &size), "buf"); /* NULL with room claimed */
     CHECK_UNTOUCHED(size);
-    CHECK_NULL_ARG(weir_nodes(b, 0, NULL, 0, NULL), "len");
+    CHECK_NULL_ARG(weir_balancer_nodes(b, 0, NULL, 0, NULL), "len");
 
-    weir_balancer_stats s;
+    weir_balancer_statistics s;
     FILL(s);
-    CHECK_NULL_ARG(weir_stats(NULL, &s), "balancer");
+    CHECK_NULL_ARG(weir_balancer_stats(NULL, &s), "balancer");
     CHECK_UNTOUCHED(s);
-    CHECK_NULL_ARG(weir_stats(b, NULL), "out");
+    CHECK_NULL_ARG(weir_balancer_stats(b, NULL), "out");
 
     CHECK_NULL_ARG(weir_config_validate(NULL), "config");
 
     /* Nothing above changed the balancer (the one lease was acquired and released). */
-    weir_balancer_stats end = stats(b);
+    weir_balancer_statistics end = stats(b);
     CHECK(end.acquired == start.acquired + 1 && end.released[WEIR_OUTCOME_SUCCESS] == 1);
     CHECK(end.in_flight == 0 && end.active_nodes == 1 && end.rejected_all_busy == 0);
     check_room(b, 4);
@@ -395,19 +395,19 @@ static void test_enum_ranges(void) {
 
     /* Outcomes: 6, 7 and UINT32_MAX leave the lease in flight and change nothing. */
     weir_balancer *b = make(fixed(2), 1);
-    CHECK_OK(weir_add(b, 1));
+    CHECK_OK(weir_balancer_add(b, 1));
     weir_lease l;
-    CHECK_OK(weir_acquire(b, 0, &l));
-    const weir_balancer_stats before = stats(b);
+    CHECK_OK(weir_balancer_acquire(b, 0, &l));
+    const weir_balancer_statistics before = stats(b);
     const weir_outcome bad[] = {WEIR_OUTCOME_COUNT, 7, UINT32_MAX};
     for (size_t i = 0; i < 3; i++) {
-        CHECK_STATUS(weir_release(b, &l, bad[i], 10), WEIR_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(weir_balancer_release(b, &l, bad[i], 10), WEIR_ERR_INVALID_ARGUMENT);
         CHECK_MESSAGE("outcome");
-        weir_balancer_stats now = stats(b);
+        weir_balancer_statistics now = stats(b);
         CHECK(same_stats(&before, &now));
         CHECK(in_flight(b, 1) == 1);
     }
-    CHECK_OK(weir_release(b, &l, WEIR_OUTCOME_CLIENT_ERROR, 10));
+    CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_CLIENT_ERROR, 10));
     check_room(b, 2);
     weir_balancer_free(b);
 
@@ -424,10 +424,10 @@ static void test_enum_ranges(void) {
 /* A release that must be refused: `status`, the message, and nothing changed. */
 static void check_refused_release(const weir_balancer *b, weir_lease *lease,
                                   weir_status status, uint64_t node, uint32_t node_in_flight) {
-    const weir_balancer_stats before = stats(b);
-    CHECK_STATUS(weir_release(b, lease, WEIR_OUTCOME_SUCCESS, 50), status);
+    const weir_balancer_statistics before = stats(b);
+    CHECK_STATUS(weir_balancer_release(b, lease, WEIR_OUTCOME_SUCCESS, 50), status);
     CHECK(weir_last_error_message()[0] != '\0');
-    weir_balancer_stats after = stats(b);
+    weir_balancer_statistics after = stats(b);
     CHECK(same_stats(&before, &after));
     CHECK(in_flight(b, node) == node_in_flight);
 }
@@ -436,19 +436,19 @@ static void test_leases(void) {
     const uint32_t limit = 3;
     weir_balancer *b = make(fixed(limit), 4);
     weir_balancer *other = make(fixed(limit), 4);
-    CHECK_OK(weir_add(b, 1));
-    CHECK_OK(weir_add(other, 1));
+    CHECK_OK(weir_balancer_add(b, 1));
+    CHECK_OK(weir_balancer_add(other, 1));
 
     /* Released twice: refused, nothing changes, the limit holds. */
     weir_lease l;
-    CHECK_OK(weir_acquire(b, 10, &l));
-    CHECK_OK(weir_release(b, &l, WEIR_OUTCOME_SUCCESS, 20));
+    CHECK_OK(weir_balancer_acquire(b, 10, &l));
+    CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, 20));
     check_refused_release(b, &l, WEIR_ERR_INVALID_LEASE, 1, 0);
     CHECK_MESSAGE("already released");
     check_room(b, limit);
 
     /* Forged: each identifying field changed in turn, while the real lease is in flight. */
-    CHECK_OK(weir_acquire(b, 30, &l));
+    CHECK_OK(weir_balancer_acquire(b, 30, &l));
     weir_lease forged = l;
     forged.generation ^= 1;
     check_refused_release(b, &forged, WEIR_ERR_INVALID_LEASE, 1, 1);
@@ -474,58 +474,58 @@ static void test_leases(void) {
     memset(&zero, 0, sizeof zero);
     check_refused_release(b, &zero, WEIR_ERR_INVALID_LEASE, 1, 1);
     /* A forged lease naming a slot that holds another node's leases. */
-    CHECK_OK(weir_add(b, 2));
-    CHECK_OK(weir_set_lame_duck(b, 1, true));
+    CHECK_OK(weir_balancer_add(b, 2));
+    CHECK_OK(weir_balancer_set_lame_duck(b, 1, true));
     weir_lease on2;
-    CHECK_OK(weir_acquire(b, 40, &on2));
+    CHECK_OK(weir_balancer_acquire(b, 40, &on2));
     CHECK(on2.node_id == 2 && on2.slot != l.slot);
     forged = l;
     forged.slot = on2.slot;
     check_refused_release(b, &forged, WEIR_ERR_INVALID_LEASE, 1, 1);
     CHECK(in_flight(b, 2) == 1);
-    CHECK_OK(weir_release(b, &on2, WEIR_OUTCOME_SUCCESS, 50));
-    CHECK_OK(weir_remove(b, 2));
-    CHECK_OK(weir_set_lame_duck(b, 1, false));
+    CHECK_OK(weir_balancer_release(b, &on2, WEIR_OUTCOME_SUCCESS, 50));
+    CHECK_OK(weir_balancer_remove(b, 2));
+    CHECK_OK(weir_balancer_set_lame_duck(b, 1, false));
     /* The real one still releases, once. */
-    CHECK_OK(weir_release(b, &l, WEIR_OUTCOME_SUCCESS, 60));
+    CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, 60));
     check_refused_release(b, &l, WEIR_ERR_INVALID_LEASE, 1, 0);
     check_room(b, limit);
 
     /* Another balancer's lease, for the same node id in the same slot: refused by both tags. */
     weir_lease mine, theirs;
-    CHECK_OK(weir_acquire(b, 70, &mine));
-    CHECK_OK(weir_acquire(other, 70, &theirs));
+    CHECK_OK(weir_balancer_acquire(b, 70, &mine));
+    CHECK_OK(weir_balancer_acquire(other, 70, &theirs));
     CHECK(mine.balancer != theirs.balancer);
     CHECK(mine.slot == theirs.slot && mine.node_id == theirs.node_id);
     check_refused_release(b, &theirs, WEIR_ERR_INVALID_LEASE, 1, 1);
     check_refused_release(other, &mine, WEIR_ERR_INVALID_LEASE, 1, 1);
-    CHECK_OK(weir_release(b, &mine, WEIR_OUTCOME_SUCCESS, 80));
-    CHECK_OK(weir_release(other, &theirs, WEIR_OUTCOME_SUCCESS, 80));
+    CHECK_OK(weir_balancer_release(b, &mine, WEIR_OUTCOME_SUCCESS, 80));
+    CHECK_OK(weir_balancer_release(other, &theirs, WEIR_OUTCOME_SUCCESS, 80));
     check_room(b, limit);
     check_room(other, limit);
 
     /* The node was removed: NODE_REMOVED once, counted stale; then INVALID_LEASE. */
-    CHECK_OK(weir_acquire(b, 90, &l));
-    CHECK_OK(weir_remove(b, 1));
-    weir_balancer_stats before = stats(b);
-    CHECK_STATUS(weir_release(b, &l, WEIR_OUTCOME_FAILURE, 100), WEIR_ERR_NODE_REMOVED);
+    CHECK_OK(weir_balancer_acquire(b, 90, &l));
+    CHECK_OK(weir_balancer_remove(b, 1));
+    weir_balancer_statistics before = stats(b);
+    CHECK_STATUS(weir_balancer_release(b, &l, WEIR_OUTCOME_FAILURE, 100), WEIR_ERR_NODE_REMOVED);
     CHECK_MESSAGE("removed");
-    weir_balancer_stats after = stats(b);
+    weir_balancer_statistics after = stats(b);
     CHECK(after.released_stale == before.released_stale + 1);
     CHECK(after.in_flight == before.in_flight - 1);
     CHECK(after.released[WEIR_OUTCOME_FAILURE] == before.released[WEIR_OUTCOME_FAILURE]);
     before = after;
-    CHECK_STATUS(weir_release(b, &l, WEIR_OUTCOME_FAILURE, 100), WEIR_ERR_INVALID_LEASE);
+    CHECK_STATUS(weir_balancer_release(b, &l, WEIR_OUTCOME_FAILURE, 100), WEIR_ERR_INVALID_LEASE);
     after = stats(b);
     CHECK(same_stats(&before, &after));
     /* Re-added in the same slot: the old lease is still refused, and the new node starts clean. */
-    CHECK_OK(weir_add(b, 1));
+    CHECK_OK(weir_balancer_add(b, 1));
     check_refused_release(b, &l, WEIR_ERR_INVALID_LEASE, 1, 0);
     weir_node_info info;
-    CHECK_OK(weir_node_snapshot(b, 1, 100, &info));
+    CHECK_OK(weir_balancer_node_snapshot(b, 1, 100, &info));
     CHECK(info.in_flight == 0 && info.has_data == false);
     check_room(b, limit);
-    weir_balancer_stats end = stats(b);
+    weir_balancer_statistics end = stats(b);
     uint64_t released = 0;
     for (int i = 0; i < WEIR_OUTCOME_COUNT; i++) {
         released += end.released[i];
@@ -543,40 +543,40 @@ static void test_outputs_only_on_success(void) {
     weir_lease l;
     weir_rng rng = weir_rng_seed(11);
     FILL(l);
-    CHECK_STATUS(weir_acquire(b, 0, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    CHECK_STATUS(weir_balancer_acquire(b, 0, &l), WEIR_ERR_NO_ACTIVE_NODES);
     CHECK_UNTOUCHED(l);
-    CHECK_STATUS(weir_acquire_with_rng(b, 0, &rng, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    CHECK_STATUS(weir_balancer_acquire_with_rng(b, 0, &rng, &l), WEIR_ERR_NO_ACTIVE_NODES);
     CHECK_UNTOUCHED(l);
-    CHECK_STATUS(weir_acquire_wait(b, weir_now_ns() + 1000000u, &l), WEIR_ERR_NO_ACTIVE_NODES);
+    CHECK_STATUS(weir_balancer_acquire_wait(b, weir_now_ns() + 1000000u, &l), WEIR_ERR_NO_ACTIVE_NODES);
     CHECK_UNTOUCHED(l);
-    CHECK_OK(weir_add(b, 1));
+    CHECK_OK(weir_balancer_add(b, 1));
     weir_lease held;
-    CHECK_OK(weir_acquire(b, 0, &held));
-    CHECK_STATUS(weir_acquire(b, 0, &l), WEIR_ERR_ALL_BUSY);
+    CHECK_OK(weir_balancer_acquire(b, 0, &held));
+    CHECK_STATUS(weir_balancer_acquire(b, 0, &l), WEIR_ERR_ALL_BUSY);
     CHECK_UNTOUCHED(l);
-    CHECK_STATUS(weir_acquire_with_rng(b, 0, &rng, &l), WEIR_ERR_ALL_BUSY);
+    CHECK_STATUS(weir_balancer_acquire_with_rng(b, 0, &rng, &l), WEIR_ERR_ALL_BUSY);
     CHECK_UNTOUCHED(l);
-    CHECK_STATUS(weir_acquire_wait(b, weir_now_ns() + 1000000u, &l), WEIR_ERR_QUEUE_FULL);
+    CHECK_STATUS(weir_balancer_acquire_wait(b, weir_now_ns() + 1000000u, &l), WEIR_ERR_QUEUE_FULL);
     CHECK_UNTOUCHED(l);
     weir_balancer_free(b);
 
     c.max_waiters = 2;
     b = make(c, 1);
-    CHECK_OK(weir_add(b, 1));
-    CHECK_OK(weir_acquire(b, 0, &held));
-    CHECK_STATUS(weir_acquire_wait(b, weir_now_ns() + 2000000u, &l), WEIR_ERR_TIMEOUT);
+    CHECK_OK(weir_balancer_add(b, 1));
+    CHECK_OK(weir_balancer_acquire(b, 0, &held));
+    CHECK_STATUS(weir_balancer_acquire_wait(b, weir_now_ns() + 2000000u, &l), WEIR_ERR_TIMEOUT);
     CHECK_UNTOUCHED(l);
 
     weir_node_info info;
     FILL(info);
-    CHECK_STATUS(weir_node_snapshot(b, 2, 0, &info), WEIR_ERR_UNKNOWN_ID);
+    CHECK_STATUS(weir_balancer_node_snapshot(b, 2, 0, &info), WEIR_ERR_UNKNOWN_ID);
     CHECK_UNTOUCHED(info);
     weir_node_info buf[1];
     size_t len;
-    CHECK_STATUS(weir_add(b, 2), WEIR_ERR_CAPACITY_FULL);
+    CHECK_STATUS(weir_balancer_add(b, 2), WEIR_ERR_CAPACITY_FULL);
     FILL(buf);
     FILL(len);
-    CHECK_STATUS(weir_nodes(b, 0, buf, 0, &len), WEIR_ERR_BUFFER_TOO_SMALL);
+    CHECK_STATUS(weir_balancer_nodes(b, 0, buf, 0, &len), WEIR_ERR_BUFFER_TOO_SMALL);
     CHECK_UNTOUCHED(buf);
     CHECK_UNTOUCHED(len);
     weir_outcome o;
@@ -592,7 +592,7 @@ static void test_outputs_only_on_success(void) {
     bad = weir_config_default();
     CHECK_STATUS(weir_balancer_new(&bad, 0, &nb), WEIR_ERR_INVALID_CONFIG);
     CHECK_UNTOUCHED(nb);
-    CHECK_OK(weir_release(b, &held, WEIR_OUTCOME_SUCCESS, 1));
+    CHECK_OK(weir_balancer_release(b, &held, WEIR_OUTCOME_SUCCESS, 1));
     weir_balancer_free(b);
 }
 
@@ -600,7 +600,7 @@ static void *fail_on_another_thread(void *arg) {
     (void)arg;
     /* A fresh thread starts with an empty message and gets its own. */
     int empty = weir_last_error_message()[0] == '\0';
-    weir_status s = weir_add(NULL, 1);
+    weir_status s = weir_balancer_add(NULL, 1);
     int own = s == WEIR_ERR_NULL && strstr(weir_last_error_message(), "balancer") != NULL;
     return (void *)(intptr_t)(empty && own);
 }

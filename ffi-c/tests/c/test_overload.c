@@ -57,8 +57,8 @@ static void test_shedder(void) {
     CHECK_STATUS(weir_shedder_failure(shedder, &zero), WEIR_ERR_INVALID_PROMISE);
     CHECK_STATUS(weir_shedder_success(shedder, &forged, 20 * MS), WEIR_ERR_INVALID_PROMISE);
     CHECK(contains(weir_last_error_message(), "promise"));
-    weir_shedder_stats st;
-    CHECK_OK(weir_shedder_get_stats(shedder, 10 * MS, &st));
+    weir_shedder_statistics st;
+    CHECK_OK(weir_shedder_stats(shedder, 10 * MS, &st));
     CHECK(st.allowed == 2 && st.in_flight == 2 && st.succeeded == 0 && st.failed == 0);
 
     CHECK_OK(weir_shedder_success(shedder, &p, 30 * MS));
@@ -66,7 +66,7 @@ static void test_shedder(void) {
     /* Completed twice with nothing in flight: refused. */
     CHECK_STATUS(weir_shedder_success(shedder, &p, 30 * MS), WEIR_ERR_INVALID_PROMISE);
     CHECK_STATUS(weir_shedder_failure(shedder, &q), WEIR_ERR_INVALID_PROMISE);
-    CHECK_OK(weir_shedder_get_stats(shedder, 100 * MS, &st));
+    CHECK_OK(weir_shedder_stats(shedder, 100 * MS, &st));
     CHECK(st.allowed == 2 && st.succeeded == 1 && st.failed == 1 && st.in_flight == 0);
     CHECK(st.min_rt_ms == 20 && st.max_pass == 1);
 
@@ -80,7 +80,7 @@ static void test_shedder(void) {
     CHECK(contains(weir_last_error_message(), "`out`"));
     CHECK_STATUS(weir_shedder_success(shedder, NULL, 0), WEIR_ERR_NULL);
     CHECK_STATUS(weir_shedder_failure(NULL, &p), WEIR_ERR_NULL);
-    CHECK_STATUS(weir_shedder_get_stats(shedder, 0, NULL), WEIR_ERR_NULL);
+    CHECK_STATUS(weir_shedder_stats(shedder, 0, NULL), WEIR_ERR_NULL);
     CHECK_STATUS(weir_shedder_overload_factor(NULL, 0, &factor), WEIR_ERR_NULL);
     weir_shedder_free(shedder);
     weir_shedder_free(other);
@@ -103,7 +103,7 @@ static void test_shedder(void) {
     for (int i = 10; i < 20; i++) {
         CHECK_OK(weir_shedder_failure(shedder, &held[i]));
     }
-    CHECK_OK(weir_shedder_get_stats(shedder, 0, &st));
+    CHECK_OK(weir_shedder_stats(shedder, 0, &st));
     CHECK(st.allowed == 20 && st.dropped == 1 && st.failed == 20 && st.in_flight == 0);
     weir_shedder_free(shedder);
 }
@@ -157,8 +157,8 @@ static void test_shedder_threads(void) {
         dropped += shed_dropped[t];
     }
     CHECK(atomic_load(&shed_errors) == 0);
-    weir_shedder_stats st;
-    CHECK_OK(weir_shedder_get_stats(shared_shedder, 0, &st));
+    weir_shedder_statistics st;
+    CHECK_OK(weir_shedder_stats(shared_shedder, 0, &st));
     CHECK(allowed + dropped == (uint64_t)SHED_THREADS * SHED_ROUNDS * 3);
     CHECK(st.allowed == allowed && st.dropped == dropped);
     CHECK(st.succeeded + st.failed == allowed && st.in_flight == 0);
@@ -278,8 +278,8 @@ static void test_throttle(void) {
     CHECK_STATUS(weir_throttle_probability(throttle, 99, SEC, &probability),
                  WEIR_ERR_INVALID_ARGUMENT);
     CHECK(rng.state == 1 && verdict == 99 && probability == -1.0);
-    weir_throttle_stats st;
-    CHECK_OK(weir_throttle_get_stats(throttle, SEC, &st));
+    weir_throttle_statistics st;
+    CHECK_OK(weir_throttle_stats(throttle, SEC, &st));
     CHECK(st.total_requests[WEIR_CRITICALITY_CRITICAL] == 0 && st.total_retries_denied == 0);
 
     /* No requests yet: a retry has no budget. */
@@ -296,7 +296,7 @@ static void test_throttle(void) {
     CHECK(throttled > 100);
     CHECK_OK(weir_throttle_probability(throttle, WEIR_CRITICALITY_SHEDDABLE, SEC, &probability));
     CHECK(probability == 200.0 / 201.0);
-    CHECK(probability == weir_rejection_probability(200, 0, 2.0));
+    CHECK(probability == weir_throttle_rejection_probability(200, 0, 2.0));
     /* CRITICAL_PLUS is throttled only by its own failures. */
     CHECK_OK(weir_throttle_probability(throttle, WEIR_CRITICALITY_CRITICAL_PLUS, SEC, &probability));
     CHECK(probability == 0.0);
@@ -307,7 +307,7 @@ static void test_throttle(void) {
                                                 &verdict));
     CHECK(verdict == WEIR_RETRY_ALLOWED);
 
-    CHECK_OK(weir_throttle_get_stats(throttle, SEC, &st));
+    CHECK_OK(weir_throttle_stats(throttle, SEC, &st));
     CHECK(st.total_requests[WEIR_CRITICALITY_SHEDDABLE] == 200);
     CHECK(st.total_throttled[WEIR_CRITICALITY_SHEDDABLE] == (uint64_t)throttled);
     CHECK(st.total_requests[WEIR_CRITICALITY_CRITICAL_PLUS] == 2);
@@ -325,7 +325,7 @@ static void test_throttle(void) {
     CHECK_STATUS(weir_throttle_allow_retry_with_rng(throttle, 0, 0, NULL, &verdict), WEIR_ERR_NULL);
     CHECK_STATUS(weir_throttle_accepted(NULL, 0, 0), WEIR_ERR_NULL);
     CHECK_STATUS(weir_throttle_probability(throttle, 0, 0, NULL), WEIR_ERR_NULL);
-    CHECK_STATUS(weir_throttle_get_stats(NULL, 0, &st), WEIR_ERR_NULL);
+    CHECK_STATUS(weir_throttle_stats(NULL, 0, &st), WEIR_ERR_NULL);
     weir_throttle_free(throttle);
     weir_throttle_free(NULL);
 }
@@ -373,8 +373,8 @@ static void test_backoff(void) {
     CHECK_OK(weir_backoff_reset(backoff));
     CHECK_OK(weir_backoff_interval_ns(backoff, &interval));
     CHECK(interval == 0);
-    weir_backoff_stats st;
-    CHECK_OK(weir_backoff_get_stats(backoff, &st));
+    weir_backoff_statistics st;
+    CHECK_OK(weir_backoff_stats(backoff, &st));
     CHECK(st.invocations == 5 && st.went_up == 2 && st.went_down == 1 && st.slept == 4);
     CHECK(st.sleep_ns == (500 + 750 + 750 + 675) * MS);
 
@@ -385,7 +385,7 @@ static void test_backoff(void) {
     CHECK_STATUS(weir_backoff_on_success_with_rng(NULL, &rng, &d), WEIR_ERR_NULL);
     CHECK_STATUS(weir_backoff_interval_ns(backoff, NULL), WEIR_ERR_NULL);
     CHECK_STATUS(weir_backoff_reset(NULL), WEIR_ERR_NULL);
-    CHECK_STATUS(weir_backoff_get_stats(backoff, NULL), WEIR_ERR_NULL);
+    CHECK_STATUS(weir_backoff_stats(backoff, NULL), WEIR_ERR_NULL);
     weir_backoff_free(backoff);
     weir_backoff_free(NULL);
 }
@@ -396,10 +396,10 @@ static void test_subsets(void) {
         items[i] = i;
     }
     const uint64_t shuffled[12] = {5, 11, 6, 7, 3, 1, 2, 9, 8, 0, 4, 10};
-    CHECK_OK(weir_shuffle(items, 12, 0));
+    CHECK_OK(weir_subset_shuffle(items, 12, 0));
     CHECK(memcmp(items, shuffled, sizeof items) == 0);
-    CHECK_OK(weir_shuffle(NULL, 0, 0));
-    CHECK_STATUS(weir_shuffle(NULL, 3, 0), WEIR_ERR_NULL);
+    CHECK_OK(weir_subset_shuffle(NULL, 0, 0));
+    CHECK_STATUS(weir_subset_shuffle(NULL, 3, 0), WEIR_ERR_NULL);
 
     uint64_t backends[12];
     for (uint64_t i = 0; i < 12; i++) {
@@ -409,50 +409,50 @@ static void test_subsets(void) {
     uint64_t out[8];
     size_t len = 0;
     for (uint64_t client = 0; client < 4; client++) {
-        CHECK_OK(weir_deterministic_subset(backends, 12, client, 3, out, 8, &len));
+        CHECK_OK(weir_subset_deterministic(backends, 12, client, 3, out, 8, &len));
         CHECK(len == 3 && memcmp(out, &shuffled[client * 3], 3 * sizeof out[0]) == 0);
     }
     /* 10 backends, subsets of 3: client 2 gets 4 ids. Query, too small, then right. */
-    CHECK_OK(weir_deterministic_subset(backends, 10, 2, 3, NULL, 0, &len));
+    CHECK_OK(weir_subset_deterministic(backends, 10, 2, 3, NULL, 0, &len));
     CHECK(len == 4);
     uint64_t small[3] = {7, 7, 7};
     size_t kept = 99;
-    CHECK_STATUS(weir_deterministic_subset(backends, 10, 2, 3, small, 3, &kept),
+    CHECK_STATUS(weir_subset_deterministic(backends, 10, 2, 3, small, 3, &kept),
                  WEIR_ERR_BUFFER_TOO_SMALL);
     CHECK(contains(weir_last_error_message(), "the subset has 4"));
     CHECK(small[0] == 7 && small[1] == 7 && small[2] == 7 && kept == 99);
-    CHECK_OK(weir_deterministic_subset(backends, 10, 2, 3, out, 4, &len));
+    CHECK_OK(weir_subset_deterministic(backends, 10, 2, 3, out, 4, &len));
     CHECK(len == 4);
-    CHECK_STATUS(weir_deterministic_subset(backends, 0, 0, 1, out, 8, &len),
+    CHECK_STATUS(weir_subset_deterministic(backends, 0, 0, 1, out, 8, &len),
                  WEIR_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(weir_deterministic_subset(backends, 12, 0, 0, out, 8, &len),
+    CHECK_STATUS(weir_subset_deterministic(backends, 12, 0, 0, out, 8, &len),
                  WEIR_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(weir_deterministic_subset(backends, 12, 0, 13, out, 8, &len),
+    CHECK_STATUS(weir_subset_deterministic(backends, 12, 0, 13, out, 8, &len),
                  WEIR_ERR_INVALID_ARGUMENT);
     CHECK(contains(weir_last_error_message(), "subset_size"));
-    CHECK_STATUS(weir_deterministic_subset(NULL, 12, 0, 3, out, 8, &len), WEIR_ERR_NULL);
-    CHECK_STATUS(weir_deterministic_subset(backends, 12, 0, 3, NULL, 8, &len), WEIR_ERR_NULL);
-    CHECK_STATUS(weir_deterministic_subset(backends, 12, 0, 3, out, 8, NULL), WEIR_ERR_NULL);
+    CHECK_STATUS(weir_subset_deterministic(NULL, 12, 0, 3, out, 8, &len), WEIR_ERR_NULL);
+    CHECK_STATUS(weir_subset_deterministic(backends, 12, 0, 3, NULL, 8, &len), WEIR_ERR_NULL);
+    CHECK_STATUS(weir_subset_deterministic(backends, 12, 0, 3, out, 8, NULL), WEIR_ERR_NULL);
 
     /* Random subsets: the same seed gives the same subset; errors leave the generator alone. */
     weir_rng a = weir_rng_seed(11), b = weir_rng_seed(11);
     uint64_t first[5], second[5];
-    CHECK_OK(weir_random_subset(backends, 12, 5, &a, first, 5, &len));
+    CHECK_OK(weir_subset_random(backends, 12, 5, &a, first, 5, &len));
     CHECK(len == 5);
     weir_rng before = b;
-    CHECK_STATUS(weir_random_subset(backends, 12, 5, &b, second, 4, &len), WEIR_ERR_BUFFER_TOO_SMALL);
+    CHECK_STATUS(weir_subset_random(backends, 12, 5, &b, second, 4, &len), WEIR_ERR_BUFFER_TOO_SMALL);
     CHECK(b.state == before.state);
-    CHECK_OK(weir_random_subset(backends, 12, 5, &b, NULL, 0, &len));
+    CHECK_OK(weir_subset_random(backends, 12, 5, &b, NULL, 0, &len));
     CHECK(len == 5 && b.state == before.state);
-    CHECK_OK(weir_random_subset(backends, 12, 5, &b, second, 5, &len));
+    CHECK_OK(weir_subset_random(backends, 12, 5, &b, second, 5, &len));
     CHECK(memcmp(first, second, sizeof first) == 0 && a.state == b.state);
     CHECK(a.state != before.state);
     for (int i = 0; i < 5; i++) {
         CHECK(first[i] < 12);
     }
-    CHECK_STATUS(weir_random_subset(backends, 12, 13, &a, first, 5, &len), WEIR_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(weir_random_subset(backends, 12, 5, NULL, first, 5, &len), WEIR_ERR_NULL);
-    CHECK_STATUS(weir_random_subset(NULL, 12, 5, &a, first, 5, &len), WEIR_ERR_NULL);
+    CHECK_STATUS(weir_subset_random(backends, 12, 13, &a, first, 5, &len), WEIR_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(weir_subset_random(backends, 12, 5, NULL, first, 5, &len), WEIR_ERR_NULL);
+    CHECK_STATUS(weir_subset_random(NULL, 12, 5, &a, first, 5, &len), WEIR_ERR_NULL);
 }
 
 int main(void) {

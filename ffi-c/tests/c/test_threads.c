@@ -42,7 +42,7 @@ struct worker {
 
 static void release_one(struct worker *w, weir_lease *l, uint64_t *rng) {
     weir_outcome o = (weir_outcome)(next_random(rng) % WEIR_OUTCOME_COUNT);
-    weir_status s = weir_release(w->balancer, l, o, weir_now_ns());
+    weir_status s = weir_balancer_release(w->balancer, l, o, weir_now_ns());
     if (s == WEIR_OK) {
         w->t.released[o]++;
     } else if (s == WEIR_ERR_NODE_REMOVED) {
@@ -66,7 +66,7 @@ static void *hammer(void *arg) {
             continue;
         }
         weir_lease l;
-        weir_status s = weir_acquire(w->balancer, weir_now_ns(), &l);
+        weir_status s = weir_balancer_acquire(w->balancer, weir_now_ns(), &l);
         if (s == WEIR_OK) {
             w->t.acquired++;
             w->t.over_limit += l.inflight > w->limit || l.node_id == 0 || l.node_id > NODES;
@@ -107,10 +107,10 @@ static void *change_membership(void *arg) {
     while (!stopped(c)) {
         uint64_t r = next_random(&rng);
         uint64_t id = 1 + r % 4;
-        weir_status s = weir_set_lame_duck(c->balancer, id, (r >> 8) % 2 == 0);
+        weir_status s = weir_balancer_set_lame_duck(c->balancer, id, (r >> 8) % 2 == 0);
         c->unexpected += s != WEIR_OK;
         if ((r >> 16) % 8 == 0) {
-            s = five_in ? weir_remove(c->balancer, 5) : weir_add(c->balancer, 5);
+            s = five_in ? weir_balancer_remove(c->balancer, 5) : weir_balancer_add(c->balancer, 5);
             /* Adding fails only while every free slot still drains old leases. */
             if (s == WEIR_OK) {
                 five_in = !five_in;
@@ -124,7 +124,7 @@ static void *change_membership(void *arg) {
     }
     /* Everyone back in rotation. */
     for (uint64_t id = 1; id <= 4; id++) {
-        c->unexpected += weir_set_lame_duck(c->balancer, id, false) != WEIR_OK;
+        c->unexpected += weir_balancer_set_lame_duck(c->balancer, id, false) != WEIR_OK;
     }
     return NULL;
 }
@@ -147,8 +147,8 @@ static void sum_into(struct tally *total, const struct tally *t) {
  * acquire's refused attempts to take room count as busy too (the core's rule), so with `waited` the
  * busy count only shows that callers queued. */
 static void check_counters(const weir_balancer *b, const struct tally *total, int waited) {
-    weir_balancer_stats s;
-    CHECK_OK(weir_stats(b, &s));
+    weir_balancer_statistics s;
+    CHECK_OK(weir_balancer_stats(b, &s));
     CHECK(s.acquired == total->acquired);
     if (waited) {
         CHECK(s.rejected_all_busy > 0 && total->all_busy == 0);
@@ -167,7 +167,7 @@ static void check_counters(const weir_balancer *b, const struct tally *total, in
     CHECK(total->unexpected == 0 && total->over_limit == 0);
     weir_node_info nodes[8];
     size_t len = 0;
-    CHECK_OK(weir_nodes(b, weir_now_ns(), nodes, 8, &len));
+    CHECK_OK(weir_balancer_nodes(b, weir_now_ns(), nodes, 8, &len));
     for (size_t i = 0; i < len; i++) {
         CHECK(nodes[i].in_flight == 0);
         CHECK(nodes[i].state == WEIR_NODE_ACTIVE);
@@ -189,7 +189,7 @@ static void test_hammer(void) {
     CHECK_OK(weir_balancer_new(&c, 8, &b));
     REQUIRE(b != NULL);
     for (uint64_t id = 1; id <= NODES; id++) {
-        CHECK_OK(weir_add(b, id));
+        CHECK_OK(weir_balancer_add(b, id));
     }
     struct worker workers[THREADS];
     pthread_t threads[THREADS];
@@ -240,7 +240,7 @@ static void *waiter(void *arg) {
     uint64_t rng = w->seed;
     for (int i = 0; i < WAIT_ITERATIONS; i++) {
         weir_lease l;
-        weir_status s = weir_acquire_wait(w->balancer, weir_now_ns() + 20000000000u, &l);
+        weir_status s = weir_balancer_acquire_wait(w->balancer, weir_now_ns() + 20000000000u, &l);
         if (s == WEIR_OK) {
             w->t.acquired++;
             w->t.over_limit += l.inflight > w->limit;
@@ -266,8 +266,8 @@ static void test_waiting(void) {
     weir_balancer *b = NULL;
     CHECK_OK(weir_balancer_new(&c, 2, &b));
     REQUIRE(b != NULL);
-    CHECK_OK(weir_add(b, 1));
-    CHECK_OK(weir_add(b, 2));
+    CHECK_OK(weir_balancer_add(b, 1));
+    CHECK_OK(weir_balancer_add(b, 2));
     struct worker workers[THREADS];
     pthread_t threads[THREADS];
     int ok;

@@ -393,7 +393,7 @@ static void check_node(replay *r, const weir_node_info *n, char **tok, int count
     }
 }
 
-static void check_stats(replay *r, const weir_balancer_stats *s, char **tok, int count) {
+static void check_stats(replay *r, const weir_balancer_statistics *s, char **tok, int count) {
     if (count != 14) {
         MISMATCH(r, "stats: %d fields, expected 13", count - 1);
         return;
@@ -532,8 +532,8 @@ static long replay_file(const char *path) {
                              nodes_len);
                     break;
                 }
-                weir_balancer_stats s;
-                CHECK_OK(weir_stats(b, &s));
+                weir_balancer_statistics s;
+                CHECK_OK(weir_balancer_stats(b, &s));
                 check_stats(&r, &s, tok, n);
                 in_step = 0;
                 steps++;
@@ -579,7 +579,7 @@ static long replay_file(const char *path) {
             }
             weir_lease *lease = &leases[k - 1];
             if (strcmp(kind, "acquire") == 0) {
-                weir_status st = weir_acquire_with_rng(b, t, &rng, lease);
+                weir_status st = weir_balancer_acquire_with_rng(b, t, &rng, lease);
                 uint64_t node;
                 if (tok[3][0] >= '0' && tok[3][0] <= '9') {
                     if (!parse_u64(tok[3], &node)) {
@@ -598,7 +598,7 @@ static long replay_file(const char *path) {
                     MISMATCH(&r, "bad release line");
                     break;
                 }
-                weir_status st = weir_release(b, lease, code, t);
+                weir_status st = weir_balancer_release(b, lease, code, t);
                 check_answer(&r, "release", st, tok[5]);
             }
         } else if (strcmp(kind, "add") == 0 || strcmp(kind, "remove") == 0) {
@@ -607,7 +607,8 @@ static long replay_file(const char *path) {
                 MISMATCH(&r, "bad %s line", kind);
                 break;
             }
-            weir_status st = strcmp(kind, "add") == 0 ? weir_add(b, id) : weir_remove(b, id);
+            weir_status st =
+                strcmp(kind, "add") == 0 ? weir_balancer_add(b, id) : weir_balancer_remove(b, id);
             check_answer(&r, kind, st, tok[3]);
         } else if (strcmp(kind, "lame_duck") == 0) {
             uint64_t id;
@@ -616,16 +617,16 @@ static long replay_file(const char *path) {
                 MISMATCH(&r, "bad lame_duck line");
                 break;
             }
-            check_answer(&r, "lame_duck", weir_set_lame_duck(b, id, strcmp(tok[3], "on") == 0),
+            check_answer(&r, "lame_duck", weir_balancer_set_lame_duck(b, id, strcmp(tok[3], "on") == 0),
                          tok[4]);
         } else {
             MISMATCH(&r, "unknown line kind `%s`", kind);
             break;
         }
         /* The snapshot after the operation, at the step's time. */
-        weir_status st = weir_nodes(b, step_t, nodes, MAX_NODES, &nodes_len);
+        weir_status st = weir_balancer_nodes(b, step_t, nodes, MAX_NODES, &nodes_len);
         if (st != WEIR_OK) {
-            MISMATCH(&r, "weir_nodes: %s", weir_status_str(st));
+            MISMATCH(&r, "weir_balancer_nodes: %s", weir_status_str(st));
             break;
         }
         in_step = 1;

@@ -1,0 +1,242 @@
+//! Health models: the `WEIR_HEALTH_*` tags, `weir_health` with each model's parameters, their
+//! `weir_health_*_default()` fillers, and the conversions to and from the core's [`HealthModel`].
+
+use super::unknown;
+use crate::boundary::Error;
+use weir_core::balance::HealthModel;
+
+/// Health model (a `weir_health`'s `model`): one of the `WEIR_HEALTH_*` values.
+#[allow(non_camel_case_types)]
+pub type weir_health_model = u32;
+/// Two time-decayed counters per node (the default; `weir_health.decay`).
+pub const WEIR_HEALTH_DECAY: weir_health_model = 0;
+/// The seeds' bucket window with a sticky bucket (`weir_health.buckets`).
+pub const WEIR_HEALTH_BUCKETS: weir_health_model = 1;
+/// One exponentially weighted success rate per node (`weir_health.ewma`).
+pub const WEIR_HEALTH_EWMA: weir_health_model = 2;
+
+/// The decay model's parameters (defaults: 1 s, 30 s, 0.1, 0.01, 10, 16).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_decay_health {
+    /// Half-life of the success counter, ns; 1 ms ..= 1 hour.
+    pub success_half_life_ns: u64,
+    /// Half-life of the failure counter, ns; 1 ms ..= 1 hour.
+    pub failure_half_life_ns: u64,
+    /// What a Throttled outcome (429) adds to the failures; in [0, 1].
+    pub throttled_cost: f32,
+    /// What a ClientError outcome (another 4xx) adds to the failures; in [0, 1].
+    pub client_error_cost: f32,
+    /// Penalty per recent failure, in in-flight requests; in [0, 1e6].
+    pub penalty: f32,
+    /// Penalty per doubling of failures over successes; in [0, 1e6].
+    pub ratio_penalty: f32,
+}
+
+/// The seeds' bucket window (defaults: 6 buckets of 5 s, decay 3).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_buckets_health {
+    /// Buckets in the window, 1..=8.
+    pub count: u32,
+    /// Width of one bucket, ns; at least 1.
+    pub width_ns: u64,
+    /// Each bucket weighs `decay` times the next older one; finite, >= 1.
+    pub decay: f64,
+}
+
+/// The exponentially weighted success rate (default half-life: 32 outcomes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_ewma_health {
+    /// Outcomes after which an outcome's influence has halved; at least 1.
+    pub half_life: u32,
+}
+
+/// A health model: `model` says which of the three parameter sets is used.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_health {
+    /// `WEIR_HEALTH_DECAY`, `WEIR_HEALTH_BUCKETS` or `WEIR_HEALTH_EWMA`.
+    pub model: weir_health_model,
+    /// Used when `model` is `WEIR_HEALTH_DECAY`.
+    pub decay: weir_decay_health,
+    /// Used when `model` is `WEIR_HEALTH_BUCKETS`.
+    pub buckets: weir_buckets_health,
+    /// Used when `model` is `WEIR_HEALTH_EWMA`.
+    pub ewma: weir_ewma_health,
+}
+
+fn decay_default() -> weir_decay_health {
+    match HealthModel::DECAY {
+        HealthModel::Decay {
+            success_half_life_ns,
+            failure_half_life_ns,
+            throttled_cost,
+            client_error_cost,
+            penalty,
+            ratio_penalty,
+        } => weir_decay_health {
+            success_half_life_ns,
+            failure_half_life_ns,
+            throttled_cost,
+            client_error_cost,
+            penalty,
+            ratio_penalty,
+        },
+        _ => unreachable!("HealthModel::DECAY is the decay model"),
+    }
+}
+
+fn buckets_default() -> weir_buckets_health {
+    match HealthModel::SEED_BUCKETS {
+        HealthModel::Buckets {
+            count,
+            width_ns,
+            decay,
+        } => weir_buckets_health {
+            // MAX_BUCKETS is 8: the count fits.
+            count: count as u32,
+            width_ns,
+            decay,
+        },
+        _ => unreachable!("HealthModel::SEED_BUCKETS is the bucket model"),
+    }
+}
+
+/// Every health model's defaults, with `model` chosen.
+fn health_with(model: weir_health_model) -> weir_health {
+    weir_health {
+        model,
+        decay: decay_default(),
+        buckets: buckets_default(),
+        ewma: weir_ewma_health {
+            half_life: match HealthModel::EWMA {
+                HealthModel::Ewma { half_life } => half_life,
+                _ => unreachable!("HealthModel::EWMA is the average model"),
+            },
+        },
+    }
+}
+
+/// The C form of a core health model: its parameters over the other models' defaults.
+pub(super) fn health_to_c(model: HealthModel) -> weir_health {
+    match model {
+        HealthModel::Decay {
+            success_half_life_ns,
+            failure_half_life_ns,
+            throttled_cost,
+            client_error_cost,
+            penalty,
+            ratio_penalty,
+        } => weir_health {
+            decay: weir_decay_health {
+                success_half_life_ns,
+                failure_half_life_ns,
+                throttled_cost,
+                client_error_cost,
+                penalty,
+                ratio_penalty,
+            },
+            ..health_with(WEIR_HEALTH_DECAY)
+        },
+        HealthModel::Buckets {
+            count,
+            width_ns,
+            decay,
+        } => weir_health {
+            buckets: weir_buckets_health {
+                count: u32::try_from(count).unwrap_or(u32::MAX),
+                width_ns,
+                decay,
+            },
+            ..health_with(WEIR_HEALTH_BUCKETS)
+        },
+        HealthModel::Ewma { half_life } => weir_health {
+            ewma: weir_ewma_health { half_life },
+            ..health_with(WEIR_HEALTH_EWMA)
+        },
+    }
+}
+
+/// The core health model a C one describes (validated with the whole configuration); an unknown
+/// `model` is `WEIR_ERR_INVALID_ARGUMENT`.
+pub(super) fn health_from_c(c: &weir_health) -> Result<HealthModel, Error> {
+    Ok(match c.model {
+        WEIR_HEALTH_DECAY => {
+            let d = &c.decay;
+            HealthModel::Decay {
+                success_half_life_ns: d.success_half_life_ns,
+                failure_half_life_ns: d.failure_half_life_ns,
+                throttled_cost: d.throttled_cost,
+                client_error_cost: d.client_error_cost,
+                penalty: d.penalty,
+                ratio_penalty: d.ratio_penalty,
+            }
+        }
+        WEIR_HEALTH_BUCKETS => HealthModel::Buckets {
+            count: usize::try_from(c.buckets.count).unwrap_or(usize::MAX),
+            width_ns: c.buckets.width_ns,
+            decay: c.buckets.decay,
+        },
+        WEIR_HEALTH_EWMA => HealthModel::Ewma {
+            half_life: c.ewma.half_life,
+        },
+        k => {
+            return Err(unknown(
+                "health.model",
+                k,
+                "WEIR_HEALTH_DECAY (0), WEIR_HEALTH_BUCKETS (1), WEIR_HEALTH_EWMA (2)",
+            ))
+        }
+    })
+}
+
+/// The decay model with its defaults (successes halve every 1 s, failures every 30 s; 0.1, 0.01, 10,
+/// 16). The other models' parameters hold their defaults too.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_health_decay_default() -> weir_health {
+    health_with(WEIR_HEALTH_DECAY)
+}
+
+/// The seeds' bucket model with its defaults (6 buckets of 5 s, decay 3).
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_health_buckets_default() -> weir_health {
+    health_with(WEIR_HEALTH_BUCKETS)
+}
+
+/// The average model with its default (a half-life of 32 outcomes).
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_health_ewma_default() -> weir_health {
+    health_with(WEIR_HEALTH_EWMA)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{config_from_c, config_to_c, WEIR_POLICY_LOWEST_SCORE};
+    use weir_core::Config;
+
+    #[test]
+    fn health_defaults_are_the_cores() {
+        let base = Config::seeds();
+        for (h, core) in [
+            (weir_health_decay_default(), HealthModel::DECAY),
+            (weir_health_buckets_default(), HealthModel::SEED_BUCKETS),
+            (weir_health_ewma_default(), HealthModel::EWMA),
+        ] {
+            let mut c = config_to_c(&base);
+            c.health = h;
+            if h.model == WEIR_HEALTH_DECAY {
+                c.policy = WEIR_POLICY_LOWEST_SCORE;
+            }
+            assert_eq!(config_from_c(&c).unwrap().health, core);
+        }
+    }
+}
