@@ -577,9 +577,10 @@ typedef struct weir_config {
    */
   struct weir_limit limit;
   /**
-   * Seed of the library's per-thread generators (`weir_balancer_acquire`).
+   * Seed of the library's per-thread generators (`weir_balancer_acquire`); not to be confused with
+   * `weir_config_seeds()`, the preset named after the seeds.
    */
-  uint64_t seed;
+  uint64_t rng_seed;
   /**
    * The most callers that may wait in `weir_balancer_acquire_wait` at once; at most 2^20; 0 turns
    * waiting off.

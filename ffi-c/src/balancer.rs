@@ -431,7 +431,7 @@ pub unsafe extern "C" fn weir_balancer_acquire(
         let out = unsafe { Out::new(out, "out") }?;
         // The lease is written inside the closure: only a one-byte result leaves it (moving the lease
         // out through the thread-local access costs a store-forwarding stall on x86).
-        with_thread_rng(b.config().seed, |rng| match b.acquire(now_ns, rng) {
+        with_thread_rng(b.config().rng_seed, |rng| match b.acquire(now_ns, rng) {
             Ok(lease) => {
                 out.write(lease.into_raw().into());
                 Ok(())

@@ -3,7 +3,7 @@
 
 use super::unknown;
 use crate::boundary::Error;
-use weir_core::balance::HealthModel;
+use weir_core::balance::{BucketHealth, DecayHealth, EwmaHealth, HealthModel};
 
 /// Health model (a `weir_health`'s `model`): one of the `WEIR_HEALTH_*` values.
 #[allow(non_camel_case_types)]
@@ -67,40 +67,50 @@ pub struct weir_health {
     pub ewma: weir_ewma_health,
 }
 
-fn decay_default() -> weir_decay_health {
-    match HealthModel::DECAY {
-        HealthModel::Decay {
-            success_half_life_ns,
-            failure_half_life_ns,
-            throttled_cost,
-            client_error_cost,
-            penalty,
-            ratio_penalty,
-        } => weir_decay_health {
-            success_half_life_ns,
-            failure_half_life_ns,
-            throttled_cost,
-            client_error_cost,
-            penalty,
-            ratio_penalty,
-        },
-        _ => unreachable!("HealthModel::DECAY is the decay model"),
+impl From<DecayHealth> for weir_decay_health {
+    fn from(d: DecayHealth) -> Self {
+        weir_decay_health {
+            success_half_life_ns: d.success_half_life_ns,
+            failure_half_life_ns: d.failure_half_life_ns,
+            throttled_cost: d.throttled_cost,
+            client_error_cost: d.client_error_cost,
+            penalty: d.penalty,
+            ratio_penalty: d.ratio_penalty,
+        }
     }
 }
 
-fn buckets_default() -> weir_buckets_health {
-    match HealthModel::SEED_BUCKETS {
-        HealthModel::Buckets {
-            count,
-            width_ns,
-            decay,
-        } => weir_buckets_health {
-            // MAX_BUCKETS is 8: the count fits.
-            count: count as u32,
-            width_ns,
-            decay,
-        },
-        _ => unreachable!("HealthModel::SEED_BUCKETS is the bucket model"),
+impl From<weir_decay_health> for DecayHealth {
+    fn from(d: weir_decay_health) -> Self {
+        DecayHealth {
+            success_half_life_ns: d.success_half_life_ns,
+            failure_half_life_ns: d.failure_half_life_ns,
+            throttled_cost: d.throttled_cost,
+            client_error_cost: d.client_error_cost,
+            penalty: d.penalty,
+            ratio_penalty: d.ratio_penalty,
+        }
+    }
+}
+
+impl From<BucketHealth> for weir_buckets_health {
+    fn from(b: BucketHealth) -> Self {
+        weir_buckets_health {
+            // A count above `u32::MAX` stays invalid (validation refuses any above MAX_BUCKETS).
+            count: u32::try_from(b.count).unwrap_or(u32::MAX),
+            width_ns: b.width_ns,
+            decay: b.decay,
+        }
+    }
+}
+
+impl From<weir_buckets_health> for BucketHealth {
+    fn from(b: weir_buckets_health) -> Self {
+        BucketHealth {
+            count: usize::try_from(b.count).unwrap_or(usize::MAX),
+            width_ns: b.width_ns,
+            decay: b.decay,
+        }
     }
 }
 
@@ -108,13 +118,10 @@ fn buckets_default() -> weir_buckets_health {
 fn health_with(model: weir_health_model) -> weir_health {
     weir_health {
         model,
-        decay: decay_default(),
-        buckets: buckets_default(),
+        decay: DecayHealth::DEFAULT.into(),
+        buckets: BucketHealth::SEEDS.into(),
         ewma: weir_ewma_health {
-            half_life: match HealthModel::EWMA {
-                HealthModel::Ewma { half_life } => half_life,
-                _ => unreachable!("HealthModel::EWMA is the average model"),
-            },
+            half_life: EwmaHealth::DEFAULT.half_life,
         },
     }
 }
@@ -122,37 +129,15 @@ fn health_with(model: weir_health_model) -> weir_health {
 /// The C form of a core health model: its parameters over the other models' defaults.
 pub(super) fn health_to_c(model: HealthModel) -> weir_health {
     match model {
-        HealthModel::Decay {
-            success_half_life_ns,
-            failure_half_life_ns,
-            throttled_cost,
-            client_error_cost,
-            penalty,
-            ratio_penalty,
-        } => weir_health {
-            decay: weir_decay_health {
-                success_half_life_ns,
-                failure_half_life_ns,
-                throttled_cost,
-                client_error_cost,
-                penalty,
-                ratio_penalty,
-            },
+        HealthModel::Decay(d) => weir_health {
+            decay: d.into(),
             ..health_with(WEIR_HEALTH_DECAY)
         },
-        HealthModel::Buckets {
-            count,
-            width_ns,
-            decay,
-        } => weir_health {
-            buckets: weir_buckets_health {
-                count: u32::try_from(count).unwrap_or(u32::MAX),
-                width_ns,
-                decay,
-            },
+        HealthModel::Buckets(b) => weir_health {
+            buckets: b.into(),
             ..health_with(WEIR_HEALTH_BUCKETS)
         },
-        HealthModel::Ewma { half_life } => weir_health {
+        HealthModel::Ewma(EwmaHealth { half_life }) => weir_health {
             ewma: weir_ewma_health { half_life },
             ..health_with(WEIR_HEALTH_EWMA)
         },
@@ -163,25 +148,11 @@ pub(super) fn health_to_c(model: HealthModel) -> weir_health {
 /// `model` is `WEIR_ERR_INVALID_ARGUMENT`.
 pub(super) fn health_from_c(c: &weir_health) -> Result<HealthModel, Error> {
     Ok(match c.model {
-        WEIR_HEALTH_DECAY => {
-            let d = &c.decay;
-            HealthModel::Decay {
-                success_half_life_ns: d.success_half_life_ns,
-                failure_half_life_ns: d.failure_half_life_ns,
-                throttled_cost: d.throttled_cost,
-                client_error_cost: d.client_error_cost,
-                penalty: d.penalty,
-                ratio_penalty: d.ratio_penalty,
-            }
-        }
-        WEIR_HEALTH_BUCKETS => HealthModel::Buckets {
-            count: usize::try_from(c.buckets.count).unwrap_or(usize::MAX),
-            width_ns: c.buckets.width_ns,
-            decay: c.buckets.decay,
-        },
-        WEIR_HEALTH_EWMA => HealthModel::Ewma {
+        WEIR_HEALTH_DECAY => HealthModel::Decay(c.decay.into()),
+        WEIR_HEALTH_BUCKETS => HealthModel::Buckets(c.buckets.into()),
+        WEIR_HEALTH_EWMA => HealthModel::Ewma(EwmaHealth {
             half_life: c.ewma.half_life,
-        },
+        }),
         k => {
             return Err(unknown(
                 "health.model",

@@ -51,8 +51,9 @@ pub struct weir_config {
     pub policy: weir_policy,
     /// The per-node concurrency limit.
     pub limit: weir_limit,
-    /// Seed of the library's per-thread generators (`weir_balancer_acquire`).
-    pub seed: u64,
+    /// Seed of the library's per-thread generators (`weir_balancer_acquire`); not to be confused with
+    /// `weir_config_seeds()`, the preset named after the seeds.
+    pub rng_seed: u64,
     /// The most callers that may wait in `weir_balancer_acquire_wait` at once; at most 2^20; 0 turns
     /// waiting off.
     pub max_waiters: u32,
@@ -71,7 +72,7 @@ pub(crate) fn config_to_c(config: &Config) -> weir_config {
             Policy::WeightedPick => WEIR_POLICY_WEIGHTED_PICK,
         },
         limit: limit_to_c(config.limit),
-        seed: config.seed,
+        rng_seed: config.rng_seed,
         max_waiters: config.max_waiters,
     }
 }
@@ -108,7 +109,7 @@ pub(crate) fn config_from_c(c: &weir_config) -> Result<Config, Error> {
         floor: c.floor,
         policy,
         limit: limit_from_c(&c.limit)?,
-        seed: c.seed,
+        rng_seed: c.rng_seed,
         max_waiters: c.max_waiters,
     };
     config.validate().map_err(Error::config)?;

@@ -207,7 +207,7 @@ impl Fuzz<'_> {
                 _ => c.max_waiters = i.edgy_u32(),
             }
         }
-        c.seed = self.input.u64();
+        c.rng_seed = self.input.u64();
         c
     }
 }

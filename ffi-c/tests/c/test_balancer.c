@@ -161,7 +161,7 @@ static void test_presets(void) {
     CHECK(d.limit.ciad.initial_limit == 20 && d.limit.ciad.min_limit == 1);
     CHECK(d.limit.ciad.max_limit == 1000000 && d.limit.ciad.backoff_ratio == 0.9);
     CHECK(d.limit.ciad.fast_start == true);
-    CHECK(d.seed == 0 && d.max_waiters == 1024);
+    CHECK(d.rng_seed == 0 && d.max_waiters == 1024);
 
     weir_config s = weir_config_seeds();
     CHECK(s.health.model == WEIR_HEALTH_BUCKETS);
@@ -170,7 +170,7 @@ static void test_presets(void) {
     CHECK(s.weight_exponent == 3.0 && s.floor == 0.0001);
     CHECK(s.policy == WEIR_POLICY_CASCADE);
     CHECK(s.limit.algorithm == WEIR_LIMIT_FIXED && s.limit.fixed.limit == 100);
-    CHECK(s.seed == 0 && s.max_waiters == 1024);
+    CHECK(s.rng_seed == 0 && s.max_waiters == 1024);
 
     weir_health h = weir_health_decay_default();
     CHECK(h.model == WEIR_HEALTH_DECAY && h.decay.success_half_life_ns == 1 * SEC);
@@ -245,14 +245,14 @@ static void test_valid_configs(void) {
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         weir_config c = weir_config_default();
         c.limit = limits[i];
-        c.seed = 1000 + i;
+        c.rng_seed = 1000 + i;
         CHECK_OK(weir_config_validate(&c));
         weir_balancer *b = make(c, 2);
         weir_config back;
         memset(&back, SENTINEL, sizeof back);
         CHECK_OK(weir_balancer_config(b, &back));
         CHECK(back.limit.algorithm == limits[i].algorithm);
-        CHECK(back.seed == 1000 + i && back.policy == c.policy && back.max_waiters == 1024);
+        CHECK(back.rng_seed == 1000 + i && back.policy == c.policy && back.max_waiters == 1024);
         CHECK(back.health.model == WEIR_HEALTH_DECAY);
         size_t capacity = 0;
         CHECK_OK(weir_balancer_capacity(b, &capacity));

@@ -184,7 +184,7 @@ static void test_hammer(void) {
     weir_config c = weir_config_default();
     c.limit.ciad.initial_limit = 2;
     c.limit.ciad.max_limit = MAX_LIMIT;
-    c.seed = 2024;
+    c.rng_seed = 2024;
     weir_balancer *b = NULL;
     CHECK_OK(weir_balancer_new(&c, 8, &b));
     REQUIRE(b != NULL);
