@@ -2,8 +2,8 @@
 //! failures are driven so that every node's key is known, and each acquire's answer is checked against
 //! the rule the documentation states.
 //!
-//! The rule (see `policy.rs`): a node's key is `in_flight * 2^16 + ⌊P * 2^16⌋`, with `P` the decay model's
-//! penalty `a F + b log2(1 + F / (S + 1))` as cached (an `f32`) at the node's last release or the last
+//! The rule (see `core/src/balance/policy/lowest.rs`): a node's key is `in_flight * 2^16 + ⌊P * 2^16⌋`,
+//! with `P` the decay model's penalty `a F + b log2(1 + F / (S + 1))` as cached (an `f32`) at the node's last release or the last
 //! rotation; the lowest key among the active nodes with room wins, ties uniformly at random; the acquire is
 //! refused with `AllBusy` if a full node with more than 5 in flight scores no more than that best key and
 //! the best key is more than twice the highest such full node's score.

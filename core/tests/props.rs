@@ -24,7 +24,7 @@
 
 mod common;
 // A test's root file finds `mod x;` beside itself, in core/tests/: the paths keep the property modules in
-// a folder of their own while this file stays beside `props.proptest-regressions` (from a `props/main.rs`,
+// a folder of their own while this file stays beside `props.proptest-regressions` (from a main file inside `props/`,
 // proptest would read and write `core/tests/proptest-regressions/main.txt` instead).
 #[path = "props/model.rs"]
 mod model;
