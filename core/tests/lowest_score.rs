@@ -3,10 +3,10 @@
 //! the rule the documentation states.
 //!
 //! The rule (see `core/src/balance/policy/lowest.rs`): a node's key is `in_flight * 2^16 + ⌊P * 2^16⌋`,
-//! with `P` the decay model's penalty `a F + b log2(1 + F / (S + 1))` as cached (an `f32`) at the node's last release or the last
-//! rotation; the lowest key among the active nodes with room wins, ties uniformly at random; the acquire is
-//! refused with `AllBusy` if a full node with more than 5 in flight scores no more than that best key and
-//! the best key is more than twice the highest such full node's score.
+//! with `P` the decay model's penalty `a F + b log2(1 + F / (S + 1))` as cached (an `f32`) at the node's
+//! last release or the last rotation; the lowest key among the active nodes with room wins, ties uniformly
+//! at random; the acquire is refused with `AllBusy` if a full node with more than 5 in flight scores no
+//! more than that best key and the best key is more than twice the highest such full node's score.
 //!
 //! Times: the decay counters are dated in ticks of 2^20 ns, the balancer's clock in epochs of a quarter of
 //! the shorter half-life (250 ms by default). Everything that must not decay happens at `now = 0`, where
