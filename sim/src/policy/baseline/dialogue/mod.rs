@@ -1,5 +1,6 @@
-//! palantir/dialogue's client, modelled class by class from its source at commit 381f98f7 (the version
-//! whose simulation report shared/reference/load-balancers.md §1 cites).
+//! palantir/dialogue's client, modelled class by class from its source at commit 381f98f7
+//! (<https://github.com/palantir/dialogue/tree/381f98f7015a5fb3582f46b396002c9779739b0a>), the version whose
+//! simulation report (`simulation/src/test/resources/report.md` there) [`crate::reference`] reproduces.
 //!
 //! dialogue's client is more than a node-selection rule: a request passes through a stack of channels, and
 //! several of them hold requests back. [`DialogueClient`] models the whole stack of one `DialogueChannel`:
