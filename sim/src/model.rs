@@ -16,7 +16,8 @@ pub enum Latency {
     /// Always this long.
     Fixed(u64),
     /// dialogue's contention model: `base × (1 + active / capacity)` while `active <= capacity`, `5 × base`
-    /// beyond, where `active` counts the requests in progress including this one (reference §1.4).
+    /// beyond, where `active` counts the requests in progress including this one (`linearResponseTime` in
+    /// dialogue's [`SimulationServer`](https://github.com/palantir/dialogue/blob/381f98f7015a5fb3582f46b396002c9779739b0a/simulation/src/main/java/com/palantir/dialogue/core/SimulationServer.java)).
     Linear {
         /// Latency of a lone request (almost: `base × (1 + 1/capacity)`).
         base: u64,

@@ -1,6 +1,17 @@
-//! Every scenario, each a named, documented function: the seeds' list (seed 000), dialogue's simulator
-//! (reference §1.5, with its load, node timings and abort times), Finagle's balancer-sim modes (§4), tower's
-//! ten-latency spread (§3), SRE subsetting at scale (seed 002), and two cases peers found hard (§10.6).
+//! Every scenario, each a named, documented function: the failure list of the post "Adaptive load balancing"
+//! ([blog]), dialogue's simulator ([`SimulationTest`][dialogue], with its load, node timings and abort times,
+//! plus two scenarios it has since deleted), Finagle's balancer-sim modes ([balancersim]), tower's
+//! ten-latency spread (its [`tower-balance`][tower] example), SRE subsetting at scale ([SRE book] ch. 20),
+//! and two cases peers found hard: fast 429s ([linkerd2-proxy#4537]) and a three-node cluster with two
+//! failing ([envoy#3263]).
+//!
+//! [blog]: https://www.brainonfire.net/blog/2019/03/20/adaptive-load-balancing/
+//! [dialogue]: https://github.com/palantir/dialogue/blob/381f98f7015a5fb3582f46b396002c9779739b0a/simulation/src/test/java/com/palantir/dialogue/core/SimulationTest.java
+//! [balancersim]: https://github.com/twitter/finagle/tree/4feb34cb949918c572a6152327212e062527bd62/finagle-benchmark/src/main/scala/com/twitter/finagle/balancersim
+//! [tower]: https://github.com/tower-rs/tower/blob/4b0a6b0e688bd177eb2c9c97f5268dd9703c66fc/tower/examples/tower-balance.rs
+//! [SRE book]: https://sre.google/sre-book/load-balancing-datacenter/
+//! [linkerd2-proxy#4537]: https://github.com/linkerd/linkerd2-proxy/pull/4537
+//! [envoy#3263]: https://github.com/envoyproxy/envoy/issues/3263
 
 use weir::{backoff::BackoffConfig, overload::ThrottleConfig};
 
@@ -963,7 +974,8 @@ pub fn sre_subsetting_deterministic() -> Scenario {
     )
 }
 
-/// Reference §8/§10: fast 429s from one node look fast and "least loaded" (Linkerd's sinkhole).
+/// Fast 429s from one node look fast and "least loaded": the sinkhole of Linkerd's PeakEwma balancer
+/// ([linkerd2-proxy#4537](https://github.com/linkerd/linkerd2-proxy/pull/4537)).
 pub fn fast_429s_one_node() -> Scenario {
     let ok = Behavior::ok(50 * MS);
     seeds_load(base(
@@ -980,7 +992,8 @@ pub fn fast_429s_one_node() -> Scenario {
     ))
 }
 
-/// Reference §8/§10: a three-node cluster with two failing (Envoy's ejection limits).
+/// A three-node cluster with two failing: Envoy's default ejection limit (10 %) cannot eject two of the three
+/// ([envoy#3263](https://github.com/envoyproxy/envoy/issues/3263)).
 pub fn two_of_three_failing() -> Scenario {
     let ok = Behavior::ok(20 * MS);
     let failing = |name| {
@@ -1023,7 +1036,8 @@ mod tests {
 
     #[test]
     fn dialogue_loads_match_the_reference() {
-        // (name, requests) from reference §1.5.
+        // (name, requests) as dialogue's `SimulationTest` sends them (the last two in the versions that had
+        // them).
         for (name, n) in [
             ("simplest_possible_case", 13_200),
             ("slowdown_and_error_thresholds", 10_000),

@@ -64,7 +64,7 @@ fn is_error(reply: Reply) -> bool {
     !(reply.is_success() || client_error)
 }
 
-/// Least-loaded round robin (SRE book ch. 20, "Least-Loaded Round Robin"; shared/seeds/002): round robin
+/// Least-loaded round robin ([SRE book] ch. 20, "Least-Loaded Round Robin"): round robin
 /// among the servers with the fewest active requests, counting only this client's requests in flight.
 ///
 /// The cursor moves like [`RoundRobin`](super::RoundRobin)'s (per-client random start, continues after the
@@ -82,6 +82,8 @@ fn is_error(reply: Reply) -> bool {
 /// neither a success nor a 4xx other than 429: 5xx, 429, connection errors and timeouts.
 ///
 /// It refuses only when no server can be used, and then fails fast.
+///
+/// [SRE book]: https://sre.google/sre-book/load-balancing-datacenter/
 #[derive(Debug)]
 pub struct LeastLoaded {
     config: LeastLoadedConfig,

@@ -1,4 +1,4 @@
-//! The field's balancers, implemented from the reference descriptions (shared/reference/load-balancers.md).
+//! The field's balancers, each implemented from the public source its type's documentation cites.
 //!
 //! | policy | from | signal |
 //! |---|---|---|

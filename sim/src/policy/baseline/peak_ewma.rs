@@ -63,8 +63,8 @@ impl RttEstimate {
     }
 }
 
-/// tower's `p2c::Balance` over `PeakEwma` loads (shared/reference/load-balancers.md §3; the same algorithm as
-/// Linkerd2-proxy §7 and Finagle's P2CPeakEwma §4).
+/// tower's [`p2c::Balance`][p2c] over [`PeakEwma`][peak] loads (tower 0.5.3; the same algorithm as
+/// [Linkerd2-proxy's `P2cPool`][linkerd] over tower's `PeakEwma`, and [Finagle's `P2CPeakEwma`][finagle]).
 ///
 /// A pick draws two distinct servers uniformly among those not in lame duck (tower's Floyd sampling) and
 /// takes the one with the lower cost `rtt_estimate × (pending + 1)`, the first drawn on a tie; with a single
@@ -80,9 +80,17 @@ impl RttEstimate {
 ///
 /// Samples come from every completion, failures and refused connections included, because tower never looks
 /// at the response: a server that fails fast gets a low estimate and draws more traffic. That is the
-/// *sinkholing* the reference describes (§8), kept on purpose: this is the baseline as the field ships it.
+/// *sinkholing* the [SRE book] warns of (ch. 20), which Linkerd reports of this very balancer
+/// ([linkerd2-proxy#4537]), kept on purpose: this is the baseline as the field ships it.
 /// A timed-out attempt's sample is the time until the client gave up (tower's handle is dropped then).
 /// It refuses only when no server can be used, and then fails fast.
+///
+/// [p2c]: https://github.com/tower-rs/tower/blob/4b0a6b0e688bd177eb2c9c97f5268dd9703c66fc/tower/src/balance/p2c/service.rs
+/// [peak]: https://github.com/tower-rs/tower/blob/4b0a6b0e688bd177eb2c9c97f5268dd9703c66fc/tower/src/load/peak_ewma.rs
+/// [linkerd]: https://github.com/linkerd/linkerd2-proxy/blob/29637b64f6cebedaf15bfbf516818d7a28a4d5a6/linkerd/pool/p2c/src/lib.rs
+/// [finagle]: https://github.com/twitter/finagle/blob/4feb34cb949918c572a6152327212e062527bd62/finagle-core/src/main/scala/com/twitter/finagle/loadbalancer/p2c/P2CPeakEwma.scala
+/// [SRE book]: https://sre.google/sre-book/load-balancing-datacenter/
+/// [linkerd2-proxy#4537]: https://github.com/linkerd/linkerd2-proxy/pull/4537
 #[derive(Debug)]
 pub struct PeakEwmaP2c {
     default_rtt_ns: f64,

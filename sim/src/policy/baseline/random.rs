@@ -5,14 +5,17 @@ use weir::Rng;
 use super::members::Members;
 use crate::policy::{Balance, Completion, Pick, ServerId};
 
-/// Uniform random choice among the servers not in lame-duck state: the SRE chapter's "selecting backend tasks
-/// randomly" (shared/seeds/002, "Simple Round Robin") and dialogue's short-lived random selection
-/// (shared/reference/load-balancers.md §1.3, "Evolution": #514).
+/// Uniform random choice among the servers not in lame-duck state: the [SRE book]'s "selecting backend tasks
+/// randomly" (ch. 20, "Simple Round Robin") and dialogue's short-lived random selection ([#514], which
+/// replaced its round robin in March 2020 and gave way to BALANCED in April).
 ///
 /// Kept as the floor every other policy should beat: it uses no information at all, and unlike round robin
 /// it also lets short-term imbalance happen by chance. Draws come from the `rng` passed to
 /// [`pick`](Balance::pick); the seed is unused (the policy has no state to randomize) and taken only so that
 /// every baseline is built the same way. It refuses only when no server can be used, and then fails fast.
+///
+/// [SRE book]: https://sre.google/sre-book/load-balancing-datacenter/
+/// [#514]: https://github.com/palantir/dialogue/pull/514
 #[derive(Debug)]
 pub struct RandomPick {
     members: Members<()>,

@@ -5,7 +5,7 @@ use weir::Rng;
 use super::members::{Cursor, Members};
 use crate::policy::{Balance, Completion, Pick, ServerId};
 
-/// Simple round robin (SRE book ch. 20, "Simple Round Robin"; shared/seeds/002): each attempt goes to the
+/// Simple round robin ([SRE book] ch. 20, "Simple Round Robin"): each attempt goes to the
 /// next server in the client's list that is not in lame-duck state.
 ///
 /// Each client starts at its own random offset (drawn from the seed), otherwise every client of a fleet would
@@ -13,6 +13,8 @@ use crate::policy::{Balance, Completion, Pick, ServerId};
 /// picked last if it is still there. The policy looks at nothing but the list, which is the point of the
 /// baseline: the SRE chapter reports a 2× CPU spread from it. It refuses only when no server can be used,
 /// and then fails fast.
+///
+/// [SRE book]: https://sre.google/sre-book/load-balancing-datacenter/
 #[derive(Debug)]
 pub struct RoundRobin {
     members: Members<()>,

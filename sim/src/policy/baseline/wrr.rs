@@ -107,9 +107,9 @@ fn stride_next(weights: &[u16], sequence: &mut u32) -> usize {
     }
 }
 
-/// Weighted round robin from backend-reported load: gRPC's `weighted_round_robin` (A58, with the static
-/// stride scheduler of grpc-go/grpc-c++; shared/reference/load-balancers.md §6, also Envoy's client-side WRR
-/// §5) and the SRE chapter's "Weighted Round Robin" (shared/seeds/002).
+/// Weighted round robin from backend-reported load: gRPC's `weighted_round_robin` ([A58], with the static
+/// stride scheduler of grpc-go and grpc-c++, [grpc-go's][stride]; also [Envoy's client-side WRR][envoy]) and
+/// the [SRE book]'s "Weighted Round Robin" (ch. 20).
 ///
 /// Each answer's [`LoadReport`] sets its server's weight `qps / (utilization + eps/qps · penalty)`: requests
 /// served per unit of utilization, with errors counted as extra utilization so a server failing fast does
@@ -127,6 +127,11 @@ fn stride_next(weights: &[u16], sequence: &mut u32) -> usize {
 /// restarts the server's blackout, as a subchannel becoming READY does in gRPC. Reports with zero, negative,
 /// NaN or infinite utilization or qps are ignored. It refuses only when no server can be used, and then
 /// fails fast.
+///
+/// [A58]: https://github.com/grpc/proposal/blob/master/A58-client-side-weighted-round-robin-lb-policy.md
+/// [stride]: https://github.com/grpc/grpc-go/blob/dda86dbd9cecb8b35b58c73d507d81d67761205f/balancer/weightedroundrobin/scheduler.go
+/// [envoy]: https://www.envoyproxy.io/docs/envoy/v1.37.0/api-v3/extensions/load_balancing_policies/client_side_weighted_round_robin/v3/client_side_weighted_round_robin.proto
+/// [SRE book]: https://sre.google/sre-book/load-balancing-datacenter/
 #[derive(Debug)]
 pub struct WeightedRoundRobin {
     config: WrrConfig,

@@ -53,7 +53,8 @@ impl Level {
     }
 }
 
-/// dialogue's CIAD limiter ("cautious increase, aggressive decrease"; shared/reference/load-balancers.md §1.3).
+/// dialogue's CIAD limiter ("cautious increase, aggressive decrease";
+/// [`CautiousIncreaseAggressiveDecreaseConcurrencyLimiter`][source]).
 ///
 /// Admits an attempt while fewer than `floor(limit)` are in flight, so a limit of 4.1 never lets a fifth one
 /// through, and an idle limiter always admits one (the limit never drops below 1). A success raises the
@@ -62,6 +63,8 @@ impl Level {
 /// of such successes rather than exponentially. A drop cuts it to `max(1, floor(0.9·limit))`; flooring makes
 /// cuts near 1 real cuts instead of no-ops. An acquire that bypasses the limit (dialogue's
 /// `DANGEROUS_BYPASS_LIMITS`, used by a sticky session's only request) is always admitted and counted.
+///
+/// [source]: https://github.com/palantir/dialogue/blob/381f98f7015a5fb3582f46b396002c9779739b0a/dialogue-core/src/main/java/com/palantir/dialogue/core/CautiousIncreaseAggressiveDecreaseConcurrencyLimiter.java
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ciad {
     level: Level,

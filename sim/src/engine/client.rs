@@ -1,0 +1,252 @@
+//! The client side of the engine: a request arrives and is assigned to a client, asks that client's balancer
+//! for a server (or waits in the engine's queue, with its deadline), and the client learns how each attempt
+//! ended. dialogue's clients take the request whole and answer with [`Effect`]s, which [`Engine::apply`]
+//! carries out.
+
+use super::retry::DialogueRetry;
+use super::{Engine, Ev, Request, Stack};
+use crate::metrics::ServerSeries;
+use crate::model::Spacing;
+use crate::policy::baseline::dialogue::Effect;
+use crate::policy::{Completion, LoadReport, Pick, Refusal, Reply};
+
+impl Engine<'_> {
+    /// The next request of `stream` arrives: it is assigned a client (and endpoint) and asks it for a
+    /// server, and the stream's next arrival is drawn.
+    pub(super) fn arrive(&mut self, stream: usize) {
+        self.arrival_queued = false;
+        let a = self.s.arrivals[stream];
+        let spec = self.s.clients;
+        let st = &mut self.streams[stream];
+        st.left -= 1;
+        // dialogue's (client, endpoint) pairs, client-major; a sticky client's pairs are its sessions.
+        let callers = spec.count.max(1);
+        let endpoints = spec.endpoints.max(1);
+        let pair = match (a.client, &mut self.chooser) {
+            (Some(c), _) => c.min(callers - 1) * endpoints,
+            (None, Some(chooser)) => chooser.next_int_below((callers * endpoints) as i32) as usize,
+            (None, None) => st.rng.usize(..callers * endpoints),
+        };
+        let (caller, endpoint) = (pair / endpoints, pair % endpoints);
+        let (client, session) = if spec.sticky {
+            (0, Some(caller))
+        } else {
+            (caller, None)
+        };
+        let bad = a.bad > 0.0 && st.rng.f64() < a.bad;
+        let cost = match a.heavy {
+            Some((fraction, multiplier)) if st.rng.f64() < fraction => multiplier,
+            _ => 1.0,
+        };
+        if st.left > 0 {
+            let gap = match a.spacing {
+                Spacing::Fixed(d) => d,
+                Spacing::Poisson(mean) => (-(1.0 - st.rng.f64()).ln() * mean as f64) as u64,
+            };
+            st.next_at = self.now + gap;
+        }
+        let r = self.requests.len();
+        self.requests.push(Request {
+            client,
+            endpoint,
+            cost,
+            bad,
+            arrived: self.now,
+            tries: 0,
+            queued_at: 0,
+        });
+        self.oracle_sum += self.oracle(endpoint, bad);
+        let cl = &mut self.clients[client];
+        cl.retrier.request(self.now, &mut cl.rng);
+        match &mut cl.stack {
+            Stack::Balancer { .. } => self.attempt(r),
+            Stack::Dialogue(d) => {
+                let mut retry = DialogueRetry {
+                    retrier: &mut cl.retrier,
+                    rng: &mut cl.rng,
+                };
+                d.submit(
+                    r,
+                    endpoint,
+                    session,
+                    self.now,
+                    &mut self.java,
+                    &mut retry,
+                    &mut self.fx,
+                );
+                self.apply();
+            }
+        }
+    }
+
+    /// Carries out what a dialogue client asked for.
+    pub(super) fn apply(&mut self) {
+        let fx = std::mem::take(&mut self.fx);
+        for e in &fx {
+            match *e {
+                Effect::Send { req, server, token } => self.send(
+                    req,
+                    Pick {
+                        server,
+                        lease: None,
+                        tag: token,
+                    },
+                ),
+                Effect::Finish { req, reply } => match reply {
+                    Some(reply) => self.end_request(req, reply_name(reply), reply.is_success()),
+                    None => {
+                        self.out.fail_fast += 1;
+                        self.end_request(req, "rejected".into(), false);
+                    }
+                },
+                Effect::Wake { at, req } => self.at(at, Ev::Retry(req)),
+            }
+        }
+        let mut fx = fx;
+        fx.clear();
+        self.fx = fx;
+    }
+
+    /// Request `r`'s deadline in the engine's queue is due.
+    pub(super) fn queue_deadline(&mut self, r: usize) {
+        let req = &self.requests[r];
+        let deadline = req.queued_at + self.s.clients.timeout.unwrap_or(0);
+        let Stack::Balancer { queue, .. } = &mut self.clients[req.client].stack else {
+            return;
+        };
+        let i = queue.iter().position(|&q| q == r);
+        // Only the deadline of its latest stay in the queue counts.
+        if let Some(i) = i.filter(|_| deadline == self.now) {
+            queue.remove(i);
+            self.end_request(r, "timeout".into(), false);
+        }
+    }
+
+    /// Request `r` (new, or retrying) asks its balancer for a server: sends, fails fast, or queues. A
+    /// request joins the back of a non-empty queue rather than jump it.
+    pub(super) fn attempt(&mut self, r: usize) {
+        let c = self.requests[r].client;
+        let client = &mut self.clients[c];
+        let Stack::Balancer { policy, queue } = &mut client.stack else {
+            return;
+        };
+        let pick = if queue.is_empty() {
+            policy.pick(self.now, &mut client.rng)
+        } else {
+            None
+        };
+        match pick {
+            Some(pick) => self.send(r, pick),
+            None => match policy.on_refusal() {
+                Refusal::FailFast => {
+                    // A local refusal is a try like any other: retried (with backoff) when the client
+                    // retries at all, as a caller treats a 503.
+                    self.out.fail_fast += 1;
+                    self.requests[r].tries += 1;
+                    self.retry_or_end(r, None, "failfast".into());
+                }
+                Refusal::Wait { max_waiters }
+                    if policy.no_nodes() || queue.len() >= max_waiters =>
+                {
+                    // The waiting acquire's own refusals: nothing in rotation, or the queue is full.
+                    self.out.fail_fast += 1;
+                    self.requests[r].tries += 1;
+                    self.retry_or_end(r, None, "failfast".into());
+                }
+                refusal @ (Refusal::Queue | Refusal::Wait { .. }) => {
+                    queue.push_back(r);
+                    self.requests[r].queued_at = self.now;
+                    // The attempt deadline bounds a wait in the engine's queue; a waiting weir client
+                    // waits as dialogue's queue does, with no deadline of its own.
+                    if let Some(t) = self.s.clients.timeout.filter(|_| refusal == Refusal::Queue) {
+                        self.at(self.now + t, Ev::QueueDeadline(r));
+                    }
+                    self.drain(c);
+                }
+            },
+        }
+    }
+
+    /// Sends queued requests of client `c` in order until its balancer refuses one.
+    pub(super) fn drain(&mut self, c: usize) {
+        loop {
+            let client = &mut self.clients[c];
+            let Stack::Balancer { policy, queue } = &mut client.stack else {
+                return;
+            };
+            let Some(&q) = queue.front() else { return };
+            let Some(pick) = policy.pick(self.now, &mut client.rng) else {
+                return;
+            };
+            queue.pop_front();
+            self.send(q, pick);
+        }
+    }
+
+    /// The client learns how attempt `a` ended: tell its balancer, then retry, finish, and serve its queue
+    /// (or hand it all to dialogue's client).
+    pub(super) fn deliver(&mut self, a: usize, reply: Reply, report: Option<LoadReport>) {
+        let at = &mut self.attempts[a];
+        at.client_open = false;
+        let (r, sid, pick, sent) = (at.req, at.server, at.pick, at.sent);
+        let bucket = (self.now / self.out.bucket_ns) as usize;
+        let series = &mut self.out.series[sid];
+        ServerSeries::bump(&mut series.ended, bucket);
+        if reply.is_success() {
+            ServerSeries::bump(&mut series.succeeded, bucket);
+        }
+        let c = self.requests[r].client;
+        let done = Completion {
+            reply,
+            rtt_ns: self.now - sent,
+            report,
+        };
+        let client = &mut self.clients[c];
+        match &mut client.stack {
+            Stack::Dialogue(d) => {
+                let mut retry = DialogueRetry {
+                    retrier: &mut client.retrier,
+                    rng: &mut client.rng,
+                };
+                d.complete(
+                    pick.tag,
+                    reply,
+                    self.now,
+                    &mut self.java,
+                    &mut retry,
+                    &mut self.fx,
+                );
+                self.apply();
+            }
+            Stack::Balancer { policy, .. } => {
+                policy.complete(pick, &done, self.now);
+                if reply.is_success() {
+                    client.retrier.success(&mut client.rng);
+                    self.end_request(r, reply_name(reply), true);
+                } else {
+                    self.retry_or_end(r, Some(reply), reply_name(reply));
+                }
+                // Every completion gives queued requests another chance, in order.
+                self.drain(c);
+            }
+        }
+    }
+
+    /// Request `r` is over, with final `code`.
+    pub(super) fn end_request(&mut self, r: usize, code: String, success: bool) {
+        self.out.received += 1;
+        if success {
+            self.out.succeeded += 1;
+        }
+        self.latencies.push(self.now - self.requests[r].arrived);
+        *self.out.codes.entry(code).or_insert(0) += 1;
+    }
+}
+
+fn reply_name(reply: Reply) -> String {
+    match reply {
+        Reply::Status(s) => s.to_string(),
+        Reply::Refused => "reset".into(),
+        Reply::Timeout => "timeout".into(),
+    }
+}
