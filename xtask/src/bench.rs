@@ -39,7 +39,20 @@ const DEFAULT: &str = "weir-default";
 const DEFAULT_FIXED: &str = "weir-default-fixed";
 const SEEDS: &str = "weir-cascade-buckets";
 
+const USAGE: &str = "\
+usage: cargo xtask bench [CRITERION ARGS..]   the criterion benches, allocations, interleaved rounds
+       cargo xtask bench --instructions       valgrind instruction counts
+       cargo xtask bench --c-abi              the C ABI's pairs alone
+       cargo xtask bench --report             nothing run: RESULTS.md from the saved facts
+Each saves its facts under <target>/weir-bench/, then rewrites benches/RESULTS.md. CRITERION ARGS go to
+each criterion bench (a filter, --warm-up-time 0.5 --measurement-time 1, ...); criterion's own options:
+cargo bench -p weir-benches --bench hot_path -- --help";
+
 pub(crate) fn bench(args: &[String]) {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return;
+    }
     let instructions = args.iter().any(|a| a == "--instructions");
     let report_only = args.iter().any(|a| a == "--report");
     let c_abi_alone = args.iter().any(|a| a == "--c-abi");
