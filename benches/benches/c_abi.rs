@@ -28,7 +28,7 @@ use libloading::{Library, Symbol};
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use weir::Config;
 use weir_benches::workload::SEED;
 use weir_benches::{Driver, WeirLoad, Workload, OUTSTANDING};
@@ -271,17 +271,9 @@ fn interleaved(_: &mut Criterion) {
     }
 }
 
-/// The hot-path benchmark's defaults (`hot_path.rs`).
-fn defaults() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4))
-        .sample_size(40)
-}
-
 criterion_group! {
     name = benches;
-    config = defaults();
+    config = weir_benches::criterion_defaults();
     targets = c_abi, interleaved
 }
 criterion_main!(benches);

@@ -240,18 +240,9 @@ fn threads(c: &mut Criterion) {
     g.finish();
 }
 
-/// Defaults that keep a full run (about 73 benchmarks) under 10 minutes on a 2-core machine; the
-/// command line (`--warm-up-time`, `--measurement-time`, `--sample-size`, `--quick`) overrides them.
-fn defaults() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4))
-        .sample_size(40)
-}
-
 criterion_group! {
     name = benches;
-    config = defaults();
+    config = weir_benches::criterion_defaults();
     targets = memory, pair, capacity, limiter, floor, threads
 }
 criterion_main!(benches);

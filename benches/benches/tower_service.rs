@@ -164,17 +164,9 @@ fn interleaved(_: &mut Criterion) {
     }
 }
 
-/// The same defaults as `hot_path`: the command line overrides them.
-fn defaults() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4))
-        .sample_size(40)
-}
-
 criterion_group! {
     name = benches;
-    config = defaults();
+    config = weir_benches::criterion_defaults();
     targets = tower_service, interleaved
 }
 criterion_main!(benches);

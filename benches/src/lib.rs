@@ -40,11 +40,34 @@ pub use mutex::MutexBalancer;
 pub use threads::{Crew, RoundTrip};
 pub use workload::{Driver, DriverLoad, MutexLoad, WeirLoad, Workload, OUTSTANDING};
 
+use criterion::Criterion;
+use std::time::Duration;
 use weir::{
     balance::HealthModel, balance::Policy, limit::AimdLimit, limit::CiadLimit, limit::FixedLimit,
     limit::Gradient2Limit, limit::GradientLimit, limit::LimitAlgorithm, limit::VegasLimit,
     limit::WindowedLimit, Config,
 };
+
+/// Criterion's settings for every criterion bench here (`hot_path`, `c_abi`, `tower_service`): one set, so
+/// that the ratios RESULTS.md takes across benches compare like with like. They keep a full run (about 73
+/// benchmarks) under 10 minutes on a 2-core machine; the command line (`--warm-up-time`,
+/// `--measurement-time`, `--sample-size`, `--quick`) overrides them.
+///
+/// ```
+/// use criterion::{criterion_group, Criterion};
+/// fn nothing(_: &mut Criterion) {}
+/// criterion_group! {
+///     name = benches;
+///     config = weir_benches::criterion_defaults();
+///     targets = nothing
+/// }
+/// ```
+pub fn criterion_defaults() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4))
+        .sample_size(40)
+}
 
 /// Node counts of the hot-path benchmarks.
 pub const NODE_COUNTS: [usize; 4] = [3, 16, 64, 256];

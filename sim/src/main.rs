@@ -44,6 +44,7 @@ fn parse() -> Result<Args, String> {
             "--scenario" => args.scenario = Some(value("a scenario name")?),
             "--policy" => args.policy = Some(value("a policy name")?),
             "--list" => args.list = true,
+            // No error: main prints the usage alone.
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -58,10 +59,13 @@ const USAGE: &str = "usage: weir-sim [--out DIR] [--threads N] [--no-charts]
 fn main() -> ExitCode {
     let args = match parse() {
         Ok(a) => a,
+        // Asked for: the usage on stdout, and success (so `cargo xtask sim --help` does not fail).
+        Err(e) if e.is_empty() => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
-            if !e.is_empty() {
-                eprintln!("weir-sim: {e}");
-            }
+            eprintln!("weir-sim: {e}");
             eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
