@@ -73,6 +73,7 @@ impl Health {
     }
 
     /// Moves the average toward the outcome by `alpha` (one compare-and-swap, so exact under concurrency).
+    #[inline]
     fn step_ewma(&self, alpha: f64, success: bool) {
         let target = if success { 1.0 } else { 0.0 };
         // Relaxed CAS: the average is a standalone statistic (see sync.rs).
@@ -86,6 +87,7 @@ impl Health {
     }
 
     /// The average as a reading: always subject to the recovery floor.
+    #[inline]
     pub(super) fn view_ewma(&self) -> View {
         View {
             // Relaxed: a standalone statistic.

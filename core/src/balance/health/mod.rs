@@ -358,22 +358,30 @@ impl Health {
         }
     }
 
-    /// The cached value and its scan word for an active node read at `at`: the weight and its units, or
-    /// under the decay model the penalty and its fixed point. The seeds' models read the success rate
-    /// with the same arithmetic as [`view`](Self::view), so the same bits.
+    /// The success rate at `at` and whether the recovery floor applies to it: what a refresh needs of
+    /// [`view`](Self::view), with the same arithmetic, so the same bits.
     #[inline]
-    fn reading(&self, p: &Prepared, at: u64, scope: Scope<'_>) -> (f32, u64) {
-        let (rate, floored) = match p.model {
-            Model::Decay(ref d) => {
-                let pen = self.decayed(at, d).2 as f32;
-                return (pen, word::fixed(pen));
-            }
+    fn rate(&self, p: &Prepared, at: u64) -> (f64, bool) {
+        match p.model {
             Model::Ewma(_) => {
                 let v = self.view_ewma();
                 (v.rate, v.floored)
             }
             Model::Buckets(ref b) => self.rate_buckets(b, at),
-        };
+            // The decay model's reading is its penalty (see `reading`).
+            Model::Decay(_) => (1.0, false),
+        }
+    }
+
+    /// The cached value and its scan word for an active node read at `at`: the weight and its units, or
+    /// under the decay model the penalty and its fixed point.
+    #[inline]
+    fn reading(&self, p: &Prepared, at: u64, scope: Scope<'_>) -> (f32, u64) {
+        if let Model::Decay(ref d) = p.model {
+            let pen = self.decayed(at, d).2 as f32;
+            return (pen, word::fixed(pen));
+        }
+        let (rate, floored) = self.rate(p, at);
         let w = p.weight.of(rate) as f32;
         let w = if floored {
             // Read only when it applies; still after the cache, as `refresh` needs.

@@ -65,6 +65,7 @@ const GIVE_UP_MULTIPLIER: u64 = 2;
 /// random, which cost more than the rest of the pass. So ties are counted with a compare and a carry, and
 /// their places are kept only as the count at the end of each chunk of [`CHUNK`] nodes; the tie drawn is
 /// found again from those marks.
+#[inline]
 pub(super) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     // `marks[c]`: the ties counted up to the end of chunk `c` (slots `c * CHUNK..`), since the last new
     // least key; the marks before the chunk of `first` are stale.
@@ -152,6 +153,7 @@ const MARKS: usize = 64;
 /// The place of the `nth` node (from 0, in slot order) whose key is `best`, `first` being the 0th, from
 /// the marks of [`lowest_fast`]'s pass: the chunk that holds it is the first whose mark passes `nth`,
 /// and in it, its keys are read again. `None` if the keys changed meanwhile.
+#[inline]
 fn nth_tie(
     slots: &[NodeSlot],
     best: u64,
