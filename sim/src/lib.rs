@@ -9,7 +9,8 @@
 //! | [`model`] | what a scenario is made of: servers and their phases, crashes, clients, arrivals, retries, membership actions (plain data) |
 //! | [`scenarios`] | the named scenarios the report runs |
 //! | [`engine`] | the event loop that plays a scenario against a policy, one cell at a time |
-//! | [`metrics`] | what one cell measured ([`CellResult`], per-server time series) |
+//! | [`metrics`] | what one cell measured ([`CellResult`], per-server and fleet time series) |
+//! | [`measures`] | recovery, ramp-back, overload answers and peak concentration, read from a cell |
 //! | [`policy`] | the [`Balance`] trait a simulated client's policy implements, and the types it speaks |
 //! | [`policy::weir`] | the adapter that drives the real [`weir::Balancer`], one per client |
 //! | [`policy::baseline`] | the field's balancers (round robin, random, least loaded, peak EWMA P2C, WRR, dialogue's) |
@@ -21,6 +22,7 @@
 //! The binary (`src/main.rs`) parses the command line and calls [`output::report`].
 
 pub mod engine;
+pub mod measures;
 pub mod metrics;
 pub mod model;
 pub mod output;

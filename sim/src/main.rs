@@ -84,7 +84,7 @@ fn main() -> ExitCode {
     let all_scenarios = scenarios::all();
     let chosen_scenarios = match &args.scenario {
         None => all_scenarios,
-        Some(name) => match all_scenarios.into_iter().find(|s| s.name == name) {
+        Some(name) => match all_scenarios.into_iter().find(|s| s.name == *name) {
             Some(s) => vec![s],
             None => {
                 eprintln!("weir-sim: no scenario {name} (see --list)");

@@ -22,6 +22,36 @@ impl ServerSeries {
     }
 }
 
+/// The whole fleet per second of arrival: the requests that arrived in each second, and of those, the ones
+/// that ended (with their client-observed latencies summed) and the ones that succeeded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FleetSeries {
+    /// Requests that arrived.
+    pub arrived: Vec<u64>,
+    /// Of those, requests that got a final answer.
+    pub ended: Vec<u64>,
+    /// Of those, the successes.
+    pub succeeded: Vec<u64>,
+    /// Σ client-observed latency of the ended ones, ns.
+    pub latency_ns: Vec<u64>,
+}
+
+impl FleetSeries {
+    /// Success % of the requests that arrived in second `s` (`None` when none did).
+    pub fn success_pct(&self, s: usize) -> Option<f64> {
+        let arrived = *self.arrived.get(s)?;
+        (arrived > 0)
+            .then(|| 100.0 * self.succeeded.get(s).copied().unwrap_or(0) as f64 / arrived as f64)
+    }
+
+    /// Mean client latency, ms, of the requests that arrived in second `s` and ended (`None`: none did).
+    pub fn mean_ms(&self, s: usize) -> Option<f64> {
+        let ended = *self.ended.get(s)?;
+        (ended > 0)
+            .then(|| self.latency_ns.get(s).copied().unwrap_or(0) as f64 / ended as f64 / 1e6)
+    }
+}
+
 /// The figures of one cell (scenario × policy).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CellResult {
@@ -37,6 +67,8 @@ pub struct CellResult {
     pub server_attempts: u64,
     /// Attempts the servers answered (dialogue's `server_resps`).
     pub server_answers: u64,
+    /// Of those, the answers that say "busy": 503 and 429 (overload answers the policy's traffic drew).
+    pub overload_answers: u64,
     /// Server time as dialogue defines it: Σ over attempts the server finished (answered, or reset by a
     /// crash) of the time it held them, arrival to completion.
     pub server_busy_ns: u128,
@@ -58,6 +90,10 @@ pub struct CellResult {
     pub per_server_attempts: Vec<u64>,
     /// Time series per server.
     pub series: Vec<ServerSeries>,
+    /// The fleet per second (1 s buckets, whatever the chart's bucket): what recovery is measured on.
+    pub fleet: FleetSeries,
+    /// Attempts sent to each server per second: what ramp-back and concentration are measured on.
+    pub sent_per_second: Vec<Vec<u64>>,
     /// Width of a series bucket.
     pub bucket_ns: u64,
     /// Virtual time the run ended.

@@ -40,6 +40,30 @@ pub enum Latency {
     },
     /// Accepts the request and never answers (a black hole): only a client timeout ends the attempt.
     Never,
+    /// A queueing server: `workers` requests are served at once, each for a log-normal service time with
+    /// this `median` and shape `sigma` (0: always the median); the others wait in a FIFO queue, so that
+    /// past `workers` in progress the latency grows with the queue. A request's latency is its wait plus
+    /// its service.
+    Queue {
+        /// Requests served at once.
+        workers: u32,
+        /// Median service time.
+        median: u64,
+        /// Standard deviation of the service time's logarithm (0: fixed).
+        sigma: f64,
+    },
+}
+
+impl Latency {
+    /// The requests in progress a server with this latency handles before its latency rises sharply: the
+    /// contention model's `capacity`, the queue's `workers`; `None` for the models without one.
+    pub fn capacity(&self) -> Option<u32> {
+        match *self {
+            Latency::Linear { capacity, .. } => Some(capacity),
+            Latency::Queue { workers, .. } => Some(workers),
+            _ => None,
+        }
+    }
 }
 
 /// The status a server answers with.
@@ -159,6 +183,9 @@ pub struct ServerSpec {
     pub crash: Option<Crash>,
     /// Whether clients know the server from the start (else an [`Action::Add`] brings it in).
     pub present: bool,
+    /// Load shedding: while at least this many requests are in progress, a new one is answered 503 at
+    /// once, without service (a server protecting itself).
+    pub shed_above: Option<u32>,
 }
 
 impl ServerSpec {
@@ -173,6 +200,7 @@ impl ServerSpec {
             slowness: 1.0,
             crash: None,
             present: true,
+            shed_above: None,
         }
     }
 
@@ -206,6 +234,12 @@ impl ServerSpec {
     /// Unknown to clients until an [`Action::Add`].
     pub fn absent(mut self) -> ServerSpec {
         self.present = false;
+        self
+    }
+
+    /// Sheds (answers 503 at once) while `limit` requests are in progress.
+    pub fn shedding(mut self, limit: u32) -> ServerSpec {
+        self.shed_above = Some(limit);
         self
     }
 
@@ -367,6 +401,11 @@ pub struct ClientSpec {
     pub sticky: bool,
     /// A deadline per attempt, after which the client gives up on it (and reports a timeout).
     pub timeout: Option<u64>,
+    /// A deadline per request, from its arrival: the user's deadline. It covers the whole request (time
+    /// in any queue, every attempt and every retry's backoff), for every policy: when it passes, the
+    /// request ends as a timeout, an attempt still open is abandoned (its balancer is told it timed out)
+    /// and a queued one leaves its queue.
+    pub deadline: Option<u64>,
     /// Retry rule, if any.
     pub retries: Option<Retries>,
     /// Subsetting.
@@ -381,6 +420,7 @@ impl ClientSpec {
             endpoints: 1,
             sticky: false,
             timeout: None,
+            deadline: None,
             retries: None,
             subset: Subsetting::None,
         }
@@ -398,13 +438,25 @@ pub enum Action {
     Drain(ServerId, bool),
 }
 
+/// A fault a scenario injects into one server from `from` to `to`: what the recovery and ramp-back
+/// measures are taken after (see [`Scenario::fault_windows`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// The server, or `None` for a fault of the whole fleet (a load step).
+    pub server: Option<ServerId>,
+    /// When it starts.
+    pub from: u64,
+    /// When it ends.
+    pub to: u64,
+}
+
 /// A named, documented failure scenario.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     /// Name (a command-line argument: lowercase with underscores).
-    pub name: &'static str,
+    pub name: String,
     /// What it shows and where it comes from.
-    pub about: &'static str,
+    pub about: String,
     /// The backends.
     pub servers: Vec<ServerSpec>,
     /// The clients.
@@ -423,7 +475,12 @@ pub struct Scenario {
     pub java: Option<JavaSeeds>,
     /// Why the policies cannot be compared on this scenario, if they cannot: the summary then gives no
     /// verdict.
-    pub not_comparable: Option<&'static str>,
+    pub not_comparable: Option<String>,
+    /// The faults the measures are taken after; empty: derived from the servers' phases and the
+    /// membership actions (see [`Scenario::fault_windows`]).
+    pub faults: Vec<Fault>,
+    /// Whether the scenario belongs to the at-capacity family (its own table and goals in the report).
+    pub at_capacity: bool,
 }
 
 /// The seeds of dialogue's simulation, whose generators a dialogue scenario reproduces draw for draw.
@@ -450,6 +507,127 @@ impl JavaSeeds {
 }
 
 impl Scenario {
+    /// The faults the recovery and ramp-back measures are taken after: [`Scenario::faults`] if it names
+    /// any; else, per server, every stretch of phases that differ from its first phase, every drain, every
+    /// removal until the server is added back, and the addition of a server absent at the start (a new
+    /// node: a fault that ends when it joins). Crashes come from load and are not foreseen.
+    pub fn fault_windows(&self) -> Vec<Fault> {
+        if !self.faults.is_empty() {
+            return self.faults.clone();
+        }
+        let end = self.load_end();
+        let mut out = Vec::new();
+        for (i, server) in self.servers.iter().enumerate() {
+            let Some(first) = server.phases.first() else {
+                continue;
+            };
+            let mut open: Option<u64> = None;
+            for p in &server.phases[1..] {
+                match (p.endpoints == first.endpoints, open) {
+                    (false, None) => open = Some(p.from),
+                    (true, Some(from)) => {
+                        out.push(Fault {
+                            server: Some(i),
+                            from,
+                            to: p.from,
+                        });
+                        open = None;
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(from) = open {
+                out.push(Fault {
+                    server: Some(i),
+                    from,
+                    to: end.max(from),
+                });
+            }
+        }
+        let mut away: Vec<Option<u64>> = vec![None; self.servers.len()];
+        for &(t, action) in &self.actions {
+            match action {
+                Action::Remove(i) | Action::Drain(i, true) => {
+                    if let Some(slot) = away.get_mut(i) {
+                        slot.get_or_insert(t);
+                    }
+                }
+                Action::Add(i) | Action::Drain(i, false) => {
+                    let from = away.get_mut(i).and_then(Option::take);
+                    let was_absent = matches!(action, Action::Add(_))
+                        && self.servers.get(i).is_some_and(|s| !s.present);
+                    if let Some(from) = from.or(was_absent.then_some(t)) {
+                        out.push(Fault {
+                            server: Some(i),
+                            from,
+                            to: t,
+                        });
+                    }
+                }
+            }
+        }
+        for (i, from) in away.into_iter().enumerate() {
+            if let Some(from) = from {
+                out.push(Fault {
+                    server: Some(i),
+                    from,
+                    to: end.max(from),
+                });
+            }
+        }
+        out.sort_by_key(|f| (f.from, f.to, f.server));
+        out
+    }
+
+    /// Utilization when healthy: the requests in progress on a server over its capacity (the contention
+    /// model's `capacity`, the queue's `workers`), for the load offered from time 0 spread evenly over the
+    /// servers present then, each in its first phase; the mean over those servers. `None` when the servers
+    /// have no capacity or no load starts at 0.
+    ///
+    /// For the contention model (`latency = base × (1 + n / capacity)`) the requests in progress `n` solve
+    /// `n = λ × base × (1 + n / capacity)` (Little's law), so `n = λ·base / (1 − λ·base / capacity)`; for the
+    /// queue, the busy workers are `λ × mean service`, with the log-normal's mean `median × e^(σ²/2)`.
+    pub fn healthy_utilization(&self) -> Option<f64> {
+        let rate: f64 = self
+            .arrivals
+            .iter()
+            .filter(|a| a.start == 0 && a.count > 1)
+            .map(|a| match a.spacing {
+                Spacing::Fixed(d) | Spacing::Poisson(d) => SEC as f64 / d.max(1) as f64,
+            })
+            .sum();
+        let present: Vec<&ServerSpec> = self.servers.iter().filter(|s| s.present).collect();
+        if rate == 0.0 || present.is_empty() {
+            return None;
+        }
+        let per_server = rate / present.len() as f64 / SEC as f64;
+        let mut sum = 0.0;
+        for server in &present {
+            let b = server.behavior(0, 0);
+            let u = match b.latency {
+                Latency::Linear { base, capacity } => {
+                    let cap = f64::from(capacity.max(1));
+                    let work = per_server * base as f64 * server.slowness;
+                    if work >= cap {
+                        return Some(f64::INFINITY);
+                    }
+                    work / (1.0 - work / cap) / cap
+                }
+                Latency::Queue {
+                    workers,
+                    median,
+                    sigma,
+                } => {
+                    per_server * median as f64 * (sigma * sigma / 2.0).exp() * server.slowness
+                        / f64::from(workers.max(1))
+                }
+                _ => return None,
+            };
+            sum += u;
+        }
+        Some(sum / present.len() as f64)
+    }
+
     /// The last arrival time of any stream (the end of the offered load).
     pub fn load_end(&self) -> u64 {
         self.arrivals

@@ -16,8 +16,8 @@
 use weir::{backoff::BackoffConfig, overload::ThrottleConfig};
 
 use crate::model::{
-    Action, Arrivals, Behavior, ClientSpec, Crash, JavaSeeds, Latency, Retries, RetryBackoff,
-    RetryOn, Scenario, ServerSpec, StatusFn, Subsetting, MIN, MS, SEC,
+    Action, Arrivals, Behavior, ClientSpec, Crash, Fault, JavaSeeds, Latency, Retries,
+    RetryBackoff, RetryOn, Scenario, ServerSpec, StatusFn, Subsetting, MIN, MS, SEC,
 };
 
 /// dialogue's simulator seed, used for every scenario.
@@ -67,6 +67,27 @@ pub fn all() -> Vec<Scenario> {
         fast_429s_one_node(),
         two_of_three_failing(),
     ]
+    .into_iter()
+    .chain(at_capacity())
+    .collect()
+}
+
+/// The at-capacity family, in report order: servers loaded to 50-85 % of their capacity when healthy,
+/// where moving a failing node's load onto its peers can push them past it.
+pub fn at_capacity() -> Vec<Scenario> {
+    vec![
+        capacity_blip(),
+        capacity_two_of_four_failing(),
+        capacity_flapping(),
+        capacity_slow_node(),
+        capacity_cold_restart(),
+        capacity_rolling_restart(),
+        capacity_load_step(),
+        capacity_retry_storm(),
+        capacity_retry_storm_budget(),
+        capacity_proxies_dead_node(),
+        capacity_many_clients(),
+    ]
 }
 
 /// The scenario called `name`.
@@ -76,8 +97,8 @@ pub fn find(name: &str) -> Option<Scenario> {
 
 fn base(name: &'static str, about: &'static str, servers: Vec<ServerSpec>) -> Scenario {
     Scenario {
-        name,
-        about,
+        name: name.into(),
+        about: about.into(),
         servers,
         clients: ClientSpec::plain(10),
         arrivals: Vec::new(),
@@ -87,7 +108,332 @@ fn base(name: &'static str, about: &'static str, servers: Vec<ServerSpec>) -> Sc
         seed: SEED,
         java: None,
         not_comparable: None,
+        faults: Vec::new(),
+        at_capacity: false,
     }
+}
+
+/// The at-capacity family's user deadline: every request, whatever it waits for, ends by then.
+pub const CAPACITY_DEADLINE: u64 = SEC;
+
+/// An at-capacity server with dialogue's contention latency (20 ms alone, doubling at 40 in progress, five
+/// times beyond) that answers 503 above 60 in progress, as dialogue's `200UntilCapacity` does.
+fn contended(name: &str) -> ServerSpec {
+    ServerSpec::new(name, contended_behavior())
+}
+
+fn contended_behavior() -> Behavior {
+    Behavior::linear(20 * MS, 40).with_status(StatusFn::AboveCapacity {
+        code: 503,
+        capacity: 60,
+    })
+}
+
+/// An at-capacity server with a queue: 16 workers, log-normal service (median 20 ms, σ 0.5), the rest
+/// waiting in FIFO order; it sheds (503 at once) with 64 requests in progress.
+fn queued(name: &str) -> ServerSpec {
+    ServerSpec::new(name, queued_behavior()).shedding(64)
+}
+
+fn queued_behavior() -> Behavior {
+    Behavior {
+        latency: Latency::Queue {
+            workers: 16,
+            median: 20 * MS,
+            sigma: 0.5,
+        },
+        status: StatusFn::Fixed(200),
+    }
+}
+
+/// The load that keeps `servers` contended servers at `utilization` of their capacity (see
+/// [`Scenario::healthy_utilization`]): per server `λ·base = u·c / (1 + u)`.
+fn contended_rps(servers: usize, utilization: f64) -> f64 {
+    let per_server = utilization * 40.0 / (1.0 + utilization) / 0.020;
+    per_server * servers as f64
+}
+
+/// The load that keeps `servers` queued servers' workers `utilization` busy.
+fn queued_rps(servers: usize, utilization: f64) -> f64 {
+    let mean = 0.020 * (0.5f64 * 0.5 / 2.0).exp();
+    utilization * 16.0 / mean * servers as f64
+}
+
+/// The family's shape: 10 clients (unless changed), Poisson `rps` for `secs` seconds, the user deadline,
+/// the run aborted 10 s after the load ends.
+fn capacity(
+    name: &'static str,
+    about: &'static str,
+    servers: Vec<ServerSpec>,
+    rps: f64,
+    secs: u64,
+) -> Scenario {
+    let mut s = base(name, about, servers);
+    s.arrivals = vec![Arrivals::poisson(rps, secs * SEC)];
+    s.clients.deadline = Some(CAPACITY_DEADLINE);
+    s.abort = (secs + 10) * SEC;
+    s.at_capacity = true;
+    s
+}
+
+/// Four contended servers, the fourth as given.
+fn contended_four(fourth: ServerSpec) -> Vec<ServerSpec> {
+    vec![contended("a"), contended("b"), contended("c"), fourth]
+}
+
+/// At capacity: a 3 s blip. Four servers at half their capacity; one answers 500 for 3 s at 10 s.
+pub fn capacity_blip() -> Scenario {
+    capacity(
+        "capacity_blip",
+        "At capacity (50 %): four contended servers (20 ms, capacity 40, 503 above 60 in progress), 10 \
+         clients, Poisson 2,667 requests/s for 40 s; server d answers 500 for 3 s at 10 s. Moving d's load \
+         onto the other three pushes them towards their cliff; a blip must not become a lasting overload.",
+        contended_four(
+            contended("d")
+                .then(10 * SEC, contended_behavior().with_status(StatusFn::Fixed(500)))
+                .then(13 * SEC, contended_behavior()),
+        ),
+        contended_rps(4, 0.5),
+        40,
+    )
+}
+
+/// At capacity: two of four failing for 15 s (the survivors cannot carry everything).
+pub fn capacity_two_of_four_failing() -> Scenario {
+    let failing = |name| {
+        queued(name)
+            .then(
+                10 * SEC,
+                queued_behavior().with_status(StatusFn::Fixed(500)),
+            )
+            .then(25 * SEC, queued_behavior())
+    };
+    capacity(
+        "capacity_two_of_four_failing",
+        "At capacity (55 %): four queueing servers (16 workers, service 20 ms median, shedding at 64 in \
+         progress), Poisson 1,553 requests/s for 40 s; c and d answer 500 from 10 s to 25 s. The two \
+         left are offered 110 % of their capacity: what matters is how much still succeeds, and that the \
+         fleet returns at once when c and d do.",
+        vec![queued("a"), queued("b"), failing("c"), failing("d")],
+        queued_rps(4, 0.55),
+        40,
+    )
+}
+
+/// At capacity: one node flapping between 500s and health every 2 s for 20 s.
+pub fn capacity_flapping() -> Scenario {
+    let bad = contended_behavior().with_status(StatusFn::Fixed(500));
+    let mut d = contended("d");
+    let mut t = 10 * SEC;
+    let mut down = true;
+    while t < 30 * SEC {
+        d = d.then(t, if down { bad } else { contended_behavior() });
+        down = !down;
+        t += 2 * SEC;
+    }
+    capacity(
+        "capacity_flapping",
+        "At capacity (60 %): four contended servers, Poisson 3,000 requests/s for 40 s; d alternates 2 s \
+         of 500s and 2 s of health from 10 s to 30 s. Each healthy spell is a chance to take d back.",
+        contended_four(d.then(30 * SEC, contended_behavior())),
+        contended_rps(4, 0.6),
+        40,
+    )
+}
+
+/// At capacity: one node five times slower for 30 s.
+pub fn capacity_slow_node() -> Scenario {
+    let slow = Behavior::linear(100 * MS, 40).with_status(StatusFn::AboveCapacity {
+        code: 503,
+        capacity: 60,
+    });
+    capacity(
+        "capacity_slow_node",
+        "At capacity (50 %): four contended servers, Poisson 2,667 requests/s for 50 s; d is five times \
+         slower (100 ms base) from 10 s to 40 s. Its calls do not fail, they are slow: a balancer should \
+         send d less while its peers have room, and give it its share back when it is fast again.",
+        contended_four(
+            contended("d")
+                .then(10 * SEC, slow)
+                .then(40 * SEC, contended_behavior()),
+        ),
+        contended_rps(4, 0.5),
+        50,
+    )
+}
+
+/// At capacity: a node restarts, refusing connections for 10 s, and rejoins cold.
+pub fn capacity_cold_restart() -> Scenario {
+    let cold = Behavior::linear(60 * MS, 40).with_status(StatusFn::AboveCapacity {
+        code: 503,
+        capacity: 60,
+    });
+    capacity(
+        "capacity_cold_restart",
+        "At capacity (60 %): four contended servers, Poisson 3,000 requests/s for 45 s; d restarts at \
+         10 s (connections refused for 10 s) and comes back cold: three times slower for 5 s (caches and \
+         JIT warming), then normal. It must be ramped back, not flooded.",
+        contended_four(
+            contended("d")
+                .then(10 * SEC, Behavior::DOWN)
+                .then(20 * SEC, cold)
+                .then(25 * SEC, contended_behavior()),
+        ),
+        contended_rps(4, 0.6),
+        45,
+    )
+}
+
+/// At capacity: a rolling restart, every node in turn down for 5 s.
+pub fn capacity_rolling_restart() -> Scenario {
+    let restarting = |name, at: u64| {
+        contended(name)
+            .then(at, Behavior::DOWN)
+            .then(at + 5 * SEC, contended_behavior())
+    };
+    capacity(
+        "capacity_rolling_restart",
+        "At capacity (50 %): four contended servers, Poisson 2,667 requests/s for 60 s; a rolling restart \
+         takes a, b, c and d down in turn for 5 s each (at 10, 20, 30 and 40 s; connections refused). \
+         Each node must be ramped back before the next goes.",
+        vec![
+            restarting("a", 10 * SEC),
+            restarting("b", 20 * SEC),
+            restarting("c", 30 * SEC),
+            restarting("d", 40 * SEC),
+        ],
+        contended_rps(4, 0.5),
+        60,
+    )
+}
+
+/// At capacity: the load steps up by 30 % for 20 s.
+pub fn capacity_load_step() -> Scenario {
+    let rps = queued_rps(4, 0.65);
+    let mut s = capacity(
+        "capacity_load_step",
+        "At capacity (65 %): four queueing servers, Poisson 1,836 requests/s for 50 s, plus 30 % more \
+         from 10 s to 30 s (85 % of capacity). No server fails: the fleet must carry the step without \
+         herding and settle when it ends.",
+        vec![queued("a"), queued("b"), queued("c"), queued("d")],
+        rps,
+        50,
+    );
+    let step = Arrivals {
+        start: 10 * SEC,
+        ..Arrivals::poisson(0.3 * rps, 20 * SEC)
+    };
+    s.arrivals.push(step);
+    s.faults = vec![Fault {
+        server: None,
+        from: 10 * SEC,
+        to: 30 * SEC,
+    }];
+    s
+}
+
+/// Clients that retry 503s (and every other retryable answer) up to 3 times, 50 ms × 2^n full jitter.
+fn storm_retries(budget: Option<ThrottleConfig>) -> Retries {
+    Retries {
+        max: 3,
+        backoff: RetryBackoff::Exponential { slot: 50 * MS },
+        budget,
+        on: RetryOn::Retryable,
+    }
+}
+
+fn retry_storm(
+    name: &'static str,
+    about: &'static str,
+    budget: Option<ThrottleConfig>,
+) -> Scenario {
+    let mut s = capacity(
+        name,
+        about,
+        contended_four(
+            contended("d")
+                .then(
+                    10 * SEC,
+                    contended_behavior().with_status(StatusFn::Fixed(503)),
+                )
+                .then(15 * SEC, contended_behavior()),
+        ),
+        contended_rps(4, 0.7),
+        40,
+    );
+    s.clients.retries = Some(storm_retries(budget));
+    s
+}
+
+/// At capacity: a retry storm, clients retrying 503s without a budget.
+pub fn capacity_retry_storm() -> Scenario {
+    retry_storm(
+        "capacity_retry_storm",
+        "At capacity (70 %): four contended servers, Poisson 3,294 requests/s for 40 s; d answers 503 \
+         for 5 s at 10 s, and clients retry every 5xx, 429, reset and timeout up to 3 times (50 ms × 2^n \
+         full jitter) with no budget: retries add load exactly when the fleet has none to spare.",
+        None,
+    )
+}
+
+/// At capacity: the same retry storm with weir's retry budget.
+pub fn capacity_retry_storm_budget() -> Scenario {
+    retry_storm(
+        "capacity_retry_storm_budget",
+        "The retry storm of capacity_retry_storm with weir's retry budget in every client: retries at \
+         most 20 % of requests (the field's default) over a 10 s window.",
+        Some(ThrottleConfig {
+            retry_ratio: 0.2,
+            window_ns: 10 * SEC,
+            buckets: 10,
+            ..ThrottleConfig::default()
+        }),
+    )
+}
+
+/// At capacity: two proxies at thousands of requests/s, one dead node among six that answer 2 % errors.
+pub fn capacity_proxies_dead_node() -> Scenario {
+    let flaky = || contended_behavior().with_status(StatusFn::ErrorRate { code: 500, p: 0.02 });
+    let servers: Vec<ServerSpec> = ["a", "b", "c", "d", "e"]
+        .into_iter()
+        .map(|n| ServerSpec::new(n, flaky()))
+        .chain([ServerSpec::new("f", flaky())
+            .then(10 * SEC, Behavior::DOWN)
+            .then(30 * SEC, flaky())])
+        .collect();
+    let mut s = capacity(
+        "capacity_proxies_dead_node",
+        "At capacity (60 %): two clients (proxies) share Poisson 4,500 requests/s for 40 s over six \
+         contended servers that each answer 2 % of requests with 500; f is dead (connections refused) from \
+         10 s to 30 s. The background errors must not hide the dead node, nor the dead node herd the rest.",
+        servers,
+        contended_rps(6, 0.6),
+        40,
+    );
+    s.clients.count = 2;
+    s
+}
+
+/// At capacity: many clients with few requests each.
+pub fn capacity_many_clients() -> Scenario {
+    let mut s = capacity(
+        "capacity_many_clients",
+        "At capacity (60 %): 200 clients share Poisson 1,694 requests/s for 40 s (about 8 per client per \
+         second) over four queueing servers; d answers 500 for 5 s at 10 s. Each client learns from few \
+         calls of its own.",
+        vec![
+            queued("a"),
+            queued("b"),
+            queued("c"),
+            queued("d")
+                .then(10 * SEC, queued_behavior().with_status(StatusFn::Fixed(500)))
+                .then(15 * SEC, queued_behavior()),
+        ],
+        queued_rps(4, 0.6),
+        40,
+    );
+    s.clients.count = 200;
+    s
 }
 
 /// Three servers with dialogue's contention latency (20 ms base, capacity 50); `third` is the third's.
@@ -755,7 +1101,7 @@ pub fn sticky_steady_vs_bursty_client() -> Scenario {
         2 * MIN,
     );
     s.clients.sticky = true;
-    s.not_comparable = Some(STICKY_NOT_COMPARABLE);
+    s.not_comparable = Some(STICKY_NOT_COMPARABLE.into());
     let mut steady = Arrivals::steady(1.0, 60 * SEC);
     steady.client = Some(0);
     let mut bursty = Arrivals::burst(0, 10_000, 50);
@@ -786,7 +1132,7 @@ pub fn sticky_fairness_across_clients() -> Scenario {
         2 * MIN,
     );
     s.clients.sticky = true;
-    s.not_comparable = Some(STICKY_NOT_COMPARABLE);
+    s.not_comparable = Some(STICKY_NOT_COMPARABLE.into());
     s
 }
 

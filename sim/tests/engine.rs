@@ -59,8 +59,8 @@ impl Balance for First {
 
 fn scenario(servers: Vec<ServerSpec>, arrivals: Vec<Arrivals>) -> Scenario {
     Scenario {
-        name: "t",
-        about: "test",
+        name: "t".into(),
+        about: "test".into(),
         servers,
         clients: ClientSpec::plain(1),
         arrivals,
@@ -70,6 +70,8 @@ fn scenario(servers: Vec<ServerSpec>, arrivals: Vec<Arrivals>) -> Scenario {
         seed: 1,
         java: None,
         not_comparable: None,
+        faults: Vec::new(),
+        at_capacity: false,
     }
 }
 

@@ -6,7 +6,7 @@
 use super::retry::DialogueRetry;
 use super::{Engine, Ev, Request, Stack};
 use crate::metrics::ServerSeries;
-use crate::model::Spacing;
+use crate::model::{Spacing, SEC};
 use crate::policy::baseline::dialogue::Effect;
 use crate::policy::{Completion, LoadReport, Pick, Refusal, Reply};
 
@@ -54,8 +54,14 @@ impl Engine<'_> {
             arrived: self.now,
             tries: 0,
             queued_at: 0,
+            ended: false,
+            attempt: None,
         });
+        if let Some(d) = spec.deadline {
+            self.at(self.now + d, Ev::Deadline(r));
+        }
         self.oracle_sum += self.oracle(endpoint, bad);
+        ServerSeries::bump(&mut self.out.fleet.arrived, (self.now / SEC) as usize);
         let cl = &mut self.clients[client];
         cl.retrier.request(self.now, &mut cl.rng);
         match &mut cl.stack {
@@ -84,14 +90,21 @@ impl Engine<'_> {
         let fx = std::mem::take(&mut self.fx);
         for e in &fx {
             match *e {
-                Effect::Send { req, server, token } => self.send(
-                    req,
-                    Pick {
+                Effect::Send { req, server, token } => {
+                    let pick = Pick {
                         server,
                         lease: None,
                         tag: token,
-                    },
-                ),
+                    };
+                    if self.requests[req].ended {
+                        // Its caller gave up (the request's deadline): the call is cancelled before it
+                        // reaches the server, and dialogue hears at once that it did not complete.
+                        self.cancelled(req, pick);
+                    } else {
+                        self.send(req, pick);
+                    }
+                }
+                Effect::Finish { req, .. } if self.requests[req].ended => {}
                 Effect::Finish { req, reply } => match reply {
                     Some(reply) => self.end_request(req, reply_name(reply), reply.is_success()),
                     None => {
@@ -105,6 +118,49 @@ impl Engine<'_> {
         let mut fx = fx;
         fx.clear();
         self.fx = fx;
+    }
+
+    /// Request `r`'s own deadline is due: if it is still open, it ends as a timeout. Its open attempt is
+    /// abandoned (the balancer hears that it timed out, which frees its lease), a queued request leaves the
+    /// queue, and a pending retry will not run.
+    pub(super) fn deadline(&mut self, r: usize) {
+        if self.requests[r].ended {
+            return;
+        }
+        self.end_request(r, "timeout".into(), false);
+        let c = self.requests[r].client;
+        if let Stack::Balancer { queue, .. } = &mut self.clients[c].stack {
+            if let Some(i) = queue.iter().position(|&q| q == r) {
+                queue.remove(i);
+            }
+        }
+        if let Some(a) = self.requests[r]
+            .attempt
+            .filter(|&a| self.attempts[a].client_open)
+        {
+            self.deliver(a, Reply::Timeout, None);
+        } else if let Stack::Balancer { .. } = self.clients[c].stack {
+            self.drain(c);
+        }
+    }
+
+    /// An attempt of request `r`, which already ended, that dialogue's client sends after its caller gave
+    /// up: it never reaches a server, and ends at once as a timeout for dialogue's client.
+    fn cancelled(&mut self, r: usize, pick: Pick) {
+        let a = self.attempts.len();
+        self.attempts.push(super::Attempt {
+            req: r,
+            server: pick.server.min(self.servers.len() - 1),
+            pick,
+            sent: self.now,
+            generation: 0,
+            client_open: true,
+            server_open: false,
+            status: None,
+            reached: false,
+        });
+        self.requests[r].attempt = Some(a);
+        self.at(self.now, Ev::Timeout(a));
     }
 
     /// Request `r`'s deadline in the engine's queue is due.
@@ -187,13 +243,18 @@ impl Engine<'_> {
     /// (or hand it all to dialogue's client).
     pub(super) fn deliver(&mut self, a: usize, reply: Reply, report: Option<LoadReport>) {
         let at = &mut self.attempts[a];
+        if !at.client_open {
+            return;
+        }
         at.client_open = false;
         let (r, sid, pick, sent) = (at.req, at.server, at.pick, at.sent);
-        let bucket = (self.now / self.out.bucket_ns) as usize;
-        let series = &mut self.out.series[sid];
-        ServerSeries::bump(&mut series.ended, bucket);
-        if reply.is_success() {
-            ServerSeries::bump(&mut series.succeeded, bucket);
+        if self.attempts[a].reached {
+            let bucket = (self.now / self.out.bucket_ns) as usize;
+            let series = &mut self.out.series[sid];
+            ServerSeries::bump(&mut series.ended, bucket);
+            if reply.is_success() {
+                ServerSeries::bump(&mut series.succeeded, bucket);
+            }
         }
         let c = self.requests[r].client;
         let done = Completion {
@@ -232,13 +293,29 @@ impl Engine<'_> {
         }
     }
 
-    /// Request `r` is over, with final `code`.
+    /// Request `r` is over, with final `code` (once: a request that ended at its deadline ignores later
+    /// answers).
     pub(super) fn end_request(&mut self, r: usize, code: String, success: bool) {
+        if std::mem::replace(&mut self.requests[r].ended, true) {
+            return;
+        }
         self.out.received += 1;
         if success {
             self.out.succeeded += 1;
         }
-        self.latencies.push(self.now - self.requests[r].arrived);
+        let arrived = self.requests[r].arrived;
+        let latency = self.now - arrived;
+        self.latencies.push(latency);
+        let second = (arrived / SEC) as usize;
+        let fleet = &mut self.out.fleet;
+        ServerSeries::bump(&mut fleet.ended, second);
+        if success {
+            ServerSeries::bump(&mut fleet.succeeded, second);
+        }
+        if fleet.latency_ns.len() <= second {
+            fleet.latency_ns.resize(second + 1, 0);
+        }
+        fleet.latency_ns[second] = fleet.latency_ns[second].saturating_add(latency);
         *self.out.codes.entry(code).or_insert(0) += 1;
     }
 }

@@ -80,6 +80,9 @@ enum Ev {
     Retry(usize),
     /// A queued request's deadline: if it is still queued, it ends as a timeout.
     QueueDeadline(usize),
+    /// A request's own deadline (the user's, [`ClientSpec::deadline`](crate::model::ClientSpec)): if it
+    /// is still open, it ends as a timeout wherever it is.
+    Deadline(usize),
     /// Has the server been over its crash threshold since `.1`-th crossing?
     CrashCheck(ServerId, u64),
     /// The server is back up.
@@ -121,6 +124,8 @@ struct Server {
     java: Option<JavaRandom>,
     /// The meter of a server-side rate limit.
     meter: OneMinuteRate,
+    /// The queue model's workers: when each becomes free (only those busy past the last arrival).
+    workers: BinaryHeap<std::cmp::Reverse<u64>>,
     /// Reported answers and errors per second, and when they were last decayed.
     qps: f64,
     eps: f64,
@@ -157,6 +162,10 @@ struct Request {
     tries: u32,
     /// When the request last entered its client's queue.
     queued_at: u64,
+    /// Its final answer is known (later answers to it are the server's wasted work).
+    ended: bool,
+    /// Its latest attempt.
+    attempt: Option<usize>,
 }
 
 struct Attempt {
@@ -171,6 +180,8 @@ struct Attempt {
     server_open: bool,
     /// A status decided at arrival (rate limit, bad request), else decided at completion.
     status: Option<u16>,
+    /// It was sent to its server (not cancelled before, see `Engine::cancelled`).
+    reached: bool,
 }
 
 /// One request stream: requests still to come, when the next one is due, and its generator.
@@ -229,6 +240,7 @@ impl<'s> Engine<'s> {
                 rng: Rng::with_seed(derive(s.seed, 1, i as u64)),
                 java: s.java.map(|j| JavaRandom::new(j.server)),
                 meter: OneMinuteRate::default(),
+                workers: BinaryHeap::new(),
                 qps: 0.0,
                 eps: 0.0,
                 rates_at: 0,
@@ -329,6 +341,7 @@ impl<'s> Engine<'s> {
                 sent: s.requests(),
                 per_server_attempts: vec![0; n],
                 series: vec![ServerSeries::default(); n],
+                sent_per_second: vec![Vec::new(); n],
                 bucket_ns: s.bucket.max(1),
                 ..CellResult::default()
             },
@@ -392,6 +405,7 @@ impl<'s> Engine<'s> {
                 }
                 Ev::Retry(r) => self.retry(r),
                 Ev::QueueDeadline(r) => self.queue_deadline(r),
+                Ev::Deadline(r) => self.deadline(r),
                 Ev::CrashCheck(s, crossing) => self.crash_check(s, crossing),
                 Ev::Recover(s) => {
                     self.servers[s].down = false;
@@ -424,6 +438,13 @@ impl<'s> Engine<'s> {
                     Latency::Uniform { low, .. } => low as f64,
                     Latency::LogNormal { .. } => 0.0,
                     Latency::Never => f64::INFINITY,
+                    Latency::Queue { median, sigma, .. } => {
+                        if sigma == 0.0 {
+                            median as f64
+                        } else {
+                            0.0
+                        }
+                    }
                 } * spec.slowness;
                 if fastest > deadline as f64 {
                     return 0.0;

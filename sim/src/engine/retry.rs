@@ -109,6 +109,9 @@ impl Engine<'_> {
     pub(super) fn retry(&mut self, r: usize) {
         let cl = &mut self.clients[self.requests[r].client];
         match &mut cl.stack {
+            // A request that ended at its deadline does not retry (dialogue's client is still woken, so
+            // that it lets go of the request; what it sends is cancelled, see `apply`).
+            Stack::Balancer { .. } if self.requests[r].ended => {}
             Stack::Balancer { .. } => self.attempt(r),
             Stack::Dialogue(d) => {
                 let mut retry = DialogueRetry {
@@ -124,6 +127,9 @@ impl Engine<'_> {
     /// After a failed try of request `r` (an answer, or `None`: a refusal by the balancer): retries after
     /// the rule's delay, or ends it with `code`.
     pub(super) fn retry_or_end(&mut self, r: usize, reply: Option<Reply>, code: String) {
+        if self.requests[r].ended {
+            return;
+        }
         let tries = self.requests[r].tries;
         let client = &mut self.clients[self.requests[r].client];
         let delay =

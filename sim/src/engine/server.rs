@@ -2,11 +2,13 @@
 //! server's latency model for the phase it arrives in, may push the server over its crash threshold, and
 //! gets its status at completion, where the server also reports its load.
 
+use std::cmp::Reverse;
+
 use weir::Rng;
 
 use super::{Attempt, Engine, Ev};
 use crate::metrics::ServerSeries;
-use crate::model::{Latency, StatusFn, MS};
+use crate::model::{Latency, StatusFn, MS, SEC};
 use crate::policy::{LoadReport, Pick, Reply, ServerId};
 
 /// Utilization is reported against this many concurrent requests when the server's latency model names
@@ -16,6 +18,8 @@ const DEFAULT_CAPACITY: f64 = 100.0;
 const REPORT_TAU_NS: f64 = 1e9;
 /// The answer to a request that is the caller's fault.
 const BAD_REQUEST: (u16, u64) = (404, MS);
+/// The answer of a server that sheds a request.
+const SHED: u16 = 503;
 
 impl Engine<'_> {
     /// An attempt of request `r` reaches the server `pick` names: refused at once (the server is down or
@@ -24,10 +28,15 @@ impl Engine<'_> {
         let a = self.attempts.len();
         let sid = pick.server.min(self.servers.len() - 1);
         self.requests[r].tries += 1;
+        self.requests[r].attempt = Some(a);
         self.out.server_attempts += 1;
         self.out.per_server_attempts[sid] += 1;
         let bucket = (self.now / self.out.bucket_ns) as usize;
         ServerSeries::bump(&mut self.out.series[sid].sent, bucket);
+        ServerSeries::bump(
+            &mut self.out.sent_per_second[sid],
+            (self.now / SEC) as usize,
+        );
         let req = &self.requests[r];
         let spec = &self.s.servers[sid];
         let b = spec.behavior(self.now, req.endpoint);
@@ -42,16 +51,22 @@ impl Engine<'_> {
             client_open: true,
             server_open: !(server.down || refused),
             status: None,
+            reached: true,
         };
         if server.down || refused {
             self.attempts.push(attempt);
             self.at(self.now, Ev::Refused(a));
             return;
         }
+        let shed = spec.shed_above.is_some_and(|limit| server.active >= limit);
         server.active += 1;
         let latency = if req.bad {
             attempt.status = Some(BAD_REQUEST.0);
             Some(BAD_REQUEST.1)
+        } else if shed {
+            // Shed at once: no service, no worker, no queue.
+            attempt.status = Some(SHED);
+            Some(0)
         } else {
             let scale = req.cost * spec.slowness;
             let d = match b.latency {
@@ -73,14 +88,34 @@ impl Engine<'_> {
                     Some((median as f64 * (sigma * normal(&mut server.rng)).exp()) as u64)
                 }
                 Latency::Never => None,
+                Latency::Queue { median, sigma, .. } => Some(if sigma == 0.0 {
+                    median
+                } else {
+                    (median as f64 * (sigma * normal(&mut server.rng)).exp()) as u64
+                }),
             };
-            d.map(|d| {
+            let d = d.map(|d| {
                 if scale == 1.0 {
                     d
                 } else {
                     (d as f64 * scale).min(u64::MAX as f64 / 4.0) as u64
                 }
-            })
+            });
+            match (b.latency, d) {
+                // The service starts when a worker is free: FIFO, so the earliest free worker.
+                (Latency::Queue { workers, .. }, Some(service)) => {
+                    let free = &mut server.workers;
+                    let start = if free.len() < workers.max(1) as usize {
+                        self.now
+                    } else {
+                        free.pop().map_or(self.now, |Reverse(t)| t.max(self.now))
+                    };
+                    let done = start.saturating_add(service);
+                    free.push(Reverse(done));
+                    Some(done - self.now)
+                }
+                _ => d,
+            }
         };
         self.attempts.push(attempt);
         if let Some(d) = latency {
@@ -126,6 +161,7 @@ impl Engine<'_> {
         server.down = true;
         server.generation += 1;
         server.active = 0;
+        server.workers.clear();
         server.over_since = None;
         server.crossing += 1;
         self.at(self.now + crash.down_for, Ev::Recover(sid));
@@ -210,6 +246,9 @@ impl Engine<'_> {
         at.server_open = false;
         self.out.server_busy_ns += u128::from(self.now - at.sent);
         self.out.server_answers += 1;
+        if code == 503 || code == 429 {
+            self.out.overload_answers += 1;
+        }
         let open = at.client_open;
         self.crossed(sid);
         if open {
@@ -280,7 +319,14 @@ fn normal(rng: &mut Rng) -> f64 {
 pub(super) fn nominal_capacity(spec: &crate::model::ServerSpec) -> f64 {
     let b = spec.behavior(0, 0);
     let c = match (b.latency, b.status, spec.crash) {
-        (Latency::Linear { capacity, .. }, _, _) => f64::from(capacity),
+        (
+            Latency::Linear { capacity, .. }
+            | Latency::Queue {
+                workers: capacity, ..
+            },
+            _,
+            _,
+        ) => f64::from(capacity),
         (_, StatusFn::AboveCapacity { capacity, .. }, _) => f64::from(capacity),
         (_, _, Some(c)) => f64::from(c.active_above),
         _ => DEFAULT_CAPACITY,

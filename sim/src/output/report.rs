@@ -299,7 +299,7 @@ impl Report {
         for (s, scenario) in self.scenarios.iter().enumerate() {
             let Some(v) = self.verdict(s) else { continue };
             let oracle = self.cells[s].first().map_or(0.0, |c| c.oracle_pct);
-            if let Some(why) = scenario.not_comparable {
+            if let Some(why) = &scenario.not_comparable {
                 set_aside += 1;
                 let _ = writeln!(
                     out,
@@ -493,7 +493,7 @@ impl Report {
         let (mut same, mut all) = (0, 0);
         for (s, scenario) in self.scenarios.iter().enumerate() {
             for (p, c) in self.policies.iter().zip(&self.cells[s]) {
-                let Some(d) = reference::published(scenario.name, p.name) else {
+                let Some(d) = reference::published(&scenario.name, p.name) else {
                     continue;
                 };
                 all += 1;
