@@ -4,6 +4,7 @@
 //! - **recovery**: after the last fault ends, the seconds until the fleet's success rate (1 s buckets, by
 //!   the second a request arrived) is back within [`RECOVERY_POINTS`] of its level before the first fault
 //!   and stays there for [`RECOVERY_HOLD`] seconds (or until the load ends); never, if not by then.
+//!   Nothing to measure when a fault lasts until the load ends.
 //! - **ramp-back**: for each server whose fault ended (a recovered node, or a node added later), the
 //!   seconds from the fault's end until the server receives at least [`RAMP_SHARE`] of its fair share of one
 //!   second's attempts (one over the servers in rotation); the slowest such server.
@@ -49,7 +50,9 @@ impl Measures {
         // Whole seconds of load: a second is read only if the load covers it entirely.
         let seconds = (load_end / SEC) as usize;
         let fleet = &cell.fleet;
-        let recovery = faults.iter().map(|f| f.to).max().map(|last_end| {
+        // A fault that lasts until the load ends leaves nothing to recover within the run.
+        let last_end = faults.iter().map(|f| f.to).max().filter(|&t| t < load_end);
+        let recovery = last_end.map(|last_end| {
             let first_start = faults.iter().map(|f| f.from).min().unwrap_or(0);
             let before: Vec<f64> = (0..(first_start / SEC) as usize)
                 .filter_map(|s| fleet.success_pct(s))
@@ -221,6 +224,16 @@ mod tests {
         let low: Vec<u64> = (0..20).map(|s| if s < 5 { 100 } else { 98 }).collect();
         let m = Measures::of(&s, &cell(&low, vec![vec![250; 20]; 4]));
         assert_eq!(m.recovery, Some(None));
+        // A fault until the end of the load: nothing recovers within the run.
+        let endless = scenario(vec![Fault {
+            server: Some(0),
+            from: 5 * SEC,
+            to: 20 * SEC,
+        }]);
+        assert_eq!(
+            Measures::of(&endless, &cell(&low, vec![vec![250; 20]; 4])).recovery,
+            None
+        );
         // No fault: nothing to measure.
         let m = Measures::of(
             &scenario(Vec::new()),

@@ -243,21 +243,27 @@ pub fn capacity_flapping() -> Scenario {
 
 /// At capacity: one node five times slower for 30 s.
 pub fn capacity_slow_node() -> Scenario {
-    let slow = Behavior::linear(100 * MS, 40).with_status(StatusFn::AboveCapacity {
-        code: 503,
-        capacity: 60,
-    });
+    let slow = Behavior {
+        latency: Latency::Queue {
+            workers: 16,
+            median: 100 * MS,
+            sigma: 0.5,
+        },
+        status: StatusFn::Fixed(200),
+    };
     capacity(
         "capacity_slow_node",
-        "At capacity (50 %): four contended servers, Poisson 2,667 requests/s for 50 s; d is five times \
-         slower (100 ms base) from 10 s to 40 s. Its calls do not fail, they are slow: a balancer should \
-         send d less while its peers have room, and give it its share back when it is fast again.",
-        contended_four(
-            contended("d")
-                .then(10 * SEC, slow)
-                .then(40 * SEC, contended_behavior()),
-        ),
-        contended_rps(4, 0.5),
+        "At capacity (50 %): four queueing servers, Poisson 1,412 requests/s for 50 s; d's service is \
+         five times slower (100 ms median) from 10 s to 40 s, so its share is twice what it can serve. Its \
+         calls do not fail, they are slow, then shed: a balancer should send d less while its peers have \
+         room, and give it its share back when it is fast again.",
+        vec![
+            queued("a"),
+            queued("b"),
+            queued("c"),
+            queued("d").then(10 * SEC, slow).then(40 * SEC, queued_behavior()),
+        ],
+        queued_rps(4, 0.5),
         50,
     )
 }
@@ -350,15 +356,18 @@ fn retry_storm(
     let mut s = capacity(
         name,
         about,
-        contended_four(
-            contended("d")
+        vec![
+            queued("a"),
+            queued("b"),
+            queued("c"),
+            queued("d")
                 .then(
                     10 * SEC,
-                    contended_behavior().with_status(StatusFn::Fixed(503)),
+                    queued_behavior().with_status(StatusFn::Fixed(503)),
                 )
-                .then(15 * SEC, contended_behavior()),
-        ),
-        contended_rps(4, 0.7),
+                .then(20 * SEC, queued_behavior()),
+        ],
+        queued_rps(4, 0.85),
         40,
     );
     s.clients.retries = Some(storm_retries(budget));
@@ -369,8 +378,8 @@ fn retry_storm(
 pub fn capacity_retry_storm() -> Scenario {
     retry_storm(
         "capacity_retry_storm",
-        "At capacity (70 %): four contended servers, Poisson 3,294 requests/s for 40 s; d answers 503 \
-         for 5 s at 10 s, and clients retry every 5xx, 429, reset and timeout up to 3 times (50 ms × 2^n \
+        "At capacity (85 %): four queueing servers, Poisson 2,400 requests/s for 40 s; d answers 503 \
+         for 10 s at 10 s, and clients retry every 5xx, 429, reset and timeout up to 3 times (50 ms × 2^n \
          full jitter) with no budget: retries add load exactly when the fleet has none to spare.",
         None,
     )

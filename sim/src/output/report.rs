@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use crate::engine::{self, Clients};
+use crate::measures::{seconds_text, Measures};
 use crate::metrics::CellResult;
 use crate::model::{Scenario, Subsetting, SEC};
 use crate::output::chart::{render_grid, ChartError, Panel, Series};
@@ -34,6 +35,18 @@ pub const LATENCY_REFERENCE: &str = "dialogue-balanced";
 
 /// Each cell runs on the scenario's own seed and on this many more.
 pub const EXTRA_SEEDS: u64 = 3;
+/// ... and an at-capacity scenario's on this many more: its runs are 30-60 times longer, and one more
+/// seed keeps the whole report within its time budget.
+pub const CAPACITY_EXTRA_SEEDS: u64 = 1;
+
+/// The seeds a scenario's cells run on: its own and the extra ones.
+pub fn runs_of(scenario: &Scenario) -> usize {
+    1 + if scenario.at_capacity {
+        CAPACITY_EXTRA_SEEDS
+    } else {
+        EXTRA_SEEDS
+    } as usize
+}
 /// A figure whose seeds differ by more than this many points is flagged.
 pub const SPREAD_POINTS: f64 = 2.0;
 
@@ -48,6 +61,9 @@ pub struct Report {
     pub cells: Vec<Vec<CellResult>>,
     /// The figures over every seed.
     pub seeds: Vec<Vec<Seeds>>,
+    /// The recovery and herding measures of every seed's run: `measures[scenario][policy][seed]`, the
+    /// scenario's own seed first.
+    pub measures: Vec<Vec<Vec<Measures>>>,
 }
 
 /// Mean, least and greatest of one figure over a cell's seeds.
@@ -100,23 +116,29 @@ pub fn run_cell(scenario: &Scenario, policy: &PolicyDef) -> CellResult {
 
 /// Runs every cell on every seed on `threads` threads (the results do not depend on the thread count).
 pub fn run(scenarios: Vec<Scenario>, policies: Vec<PolicyDef>, threads: usize) -> Report {
-    let runs = 1 + EXTRA_SEEDS as usize;
-    let n = scenarios.len() * policies.len() * runs;
+    // Every (scenario, policy, seed) job, in report order.
+    let jobs: Vec<(usize, usize, u64)> = scenarios
+        .iter()
+        .enumerate()
+        .flat_map(|(s, scenario)| {
+            let runs = runs_of(scenario) as u64;
+            (0..policies.len()).flat_map(move |p| (0..runs).map(move |k| (s, p, k)))
+        })
+        .collect();
+    let n = jobs.len();
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
         for _ in 0..threads.clamp(1, n.max(1)) {
             let tx = tx.clone();
-            let (next, scenarios, policies) = (&next, &scenarios, &policies);
+            let (next, scenarios, policies, jobs) = (&next, &scenarios, &policies, &jobs);
             scope.spawn(move || loop {
                 // Relaxed: a work counter; the results travel through the channel.
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
+                let Some(&(s, p, k)) = jobs.get(i) else {
                     break;
-                }
-                let (cell, k) = (i / runs, i % runs);
-                let (s, p) = (cell / policies.len(), cell % policies.len());
-                let scenario = scenarios[s].reseeded(k as u64);
+                };
+                let scenario = scenarios[s].reseeded(k);
                 let _ = tx.send((i, run_cell(&scenario, &policies[p])));
             });
         }
@@ -129,27 +151,33 @@ pub fn run(scenarios: Vec<Scenario>, policies: Vec<PolicyDef>, threads: usize) -
     let mut flat = flat.into_iter().map(Option::unwrap_or_default);
     let mut cells = Vec::new();
     let mut seeds = Vec::new();
-    for _ in &scenarios {
+    let mut measures = Vec::new();
+    for scenario in &scenarios {
         let mut row = Vec::new();
         let mut spreads = Vec::new();
+        let mut measured = Vec::new();
         for _ in &policies {
-            let runs: Vec<CellResult> = flat.by_ref().take(runs).collect();
+            let runs: Vec<CellResult> = flat.by_ref().take(runs_of(scenario)).collect();
             let success: Vec<f64> = runs.iter().map(CellResult::success_pct).collect();
             let mean: Vec<f64> = runs.iter().map(|c| c.client_mean_ns / 1e6).collect();
             spreads.push(Seeds {
                 success: Spread::of(&success),
                 client_mean_ms: Spread::of(&mean),
             });
+            // Each seed's run against its own scenario (the faults do not move with the seed).
+            measured.push(runs.iter().map(|c| Measures::of(scenario, c)).collect());
             row.push(runs.into_iter().next().unwrap_or_default());
         }
         cells.push(row);
         seeds.push(spreads);
+        measures.push(measured);
     }
     Report {
         scenarios,
         policies,
         cells,
         seeds,
+        measures,
     }
 }
 
@@ -353,21 +381,21 @@ impl Report {
         let _ = writeln!(
             out,
             "\nweir's default is best on {}, tied (within {TIE_POINTS} points) on {}, behind on {} of {} \
-             scenarios (mean success over {} seeds; {wide} with a seed spread above {SPREAD_POINTS} points; \
+             scenarios (mean success over {}; {wide} with a seed spread above {SPREAD_POINTS} points; \
              {set_aside} not comparable).",
             counts[0],
             counts[1],
             counts[2],
             counts.iter().sum::<usize>(),
-            1 + EXTRA_SEEDS,
+            self.seeds_words(),
         );
         if goals.0 + goals.1 > 0 {
             let _ = writeln!(
                 out,
                 "\nThe goal (success within {GOAL_POINTS} points of the best baseline and client mean at most \
-                 {GOAL_LATENCY:.2}x {LATENCY_REFERENCE}'s, on the report's seed and on the mean of {} seeds) \
+                 {GOAL_LATENCY:.2}x {LATENCY_REFERENCE}'s, on the report's seed and on the mean of {}) \
                  is met on {} of {} scenarios{}.",
-                1 + EXTRA_SEEDS,
+                self.seeds_words(),
                 goals.0,
                 goals.0 + goals.1,
                 if missed.is_empty() {
@@ -377,7 +405,114 @@ impl Report {
                 },
             );
         }
+        out.push_str(&self.never_recovers());
+        out.push_str(&self.at_capacity_summary());
         out
+    }
+
+    /// How many seeds the means are over, in words.
+    fn seeds_words(&self) -> String {
+        let family = self.scenarios.iter().any(|s| s.at_capacity);
+        let others = self.scenarios.iter().any(|s| !s.at_capacity);
+        match (others, family) {
+            (true, true) => format!(
+                "{} seeds ({} for the at-capacity family)",
+                1 + EXTRA_SEEDS,
+                1 + CAPACITY_EXTRA_SEEDS
+            ),
+            (false, true) => format!("{} seeds", 1 + CAPACITY_EXTRA_SEEDS),
+            _ => format!("{} seeds", 1 + EXTRA_SEEDS),
+        }
+    }
+
+    /// The policies that never recover, per scenario: on some seed, the fleet's success rate is not back
+    /// within a point of its level before the fault by the end of the load.
+    pub fn never_recovers(&self) -> String {
+        let mut lines = Vec::new();
+        for (s, scenario) in self.scenarios.iter().enumerate() {
+            let never: Vec<&str> = self
+                .policies
+                .iter()
+                .zip(&self.measures[s])
+                .filter(|(_, m)| m.iter().any(|m| m.recovery == Some(None)))
+                .map(|(p, _)| p.name)
+                .collect();
+            if !never.is_empty() {
+                lines.push(format!("- {}: {}", scenario.name, never.join(", ")));
+            }
+        }
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!(
+            "\n**Never recovers** (on at least one seed the fleet's success rate, in 1 s buckets, is not back \
+             within {} point of its level before the fault, for {} s running, by the end of the load):\n\n{}\n",
+            crate::measures::RECOVERY_POINTS,
+            crate::measures::RECOVERY_HOLD,
+            lines.join("\n")
+        )
+    }
+
+    /// The at-capacity family at a glance: per scenario its utilization, and weir's default beside the
+    /// best baseline (by mean success %): success, client mean, recovery and ramp-back.
+    pub fn at_capacity_summary(&self) -> String {
+        let Some(d) = self.default_index() else {
+            return String::new();
+        };
+        let mut rows = String::new();
+        for (s, scenario) in self.scenarios.iter().enumerate() {
+            if !scenario.at_capacity {
+                continue;
+            }
+            let best = self
+                .policies
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| !p.name.starts_with("weir"))
+                .max_by(|a, b| {
+                    let (x, y) = (
+                        self.seeds[s][a.0].success.mean,
+                        self.seeds[s][b.0].success.mean,
+                    );
+                    // The first of equals wins, as in the verdict.
+                    x.total_cmp(&y).then(b.0.cmp(&a.0))
+                })
+                .map(|(i, _)| i);
+            let cell = |i: usize| {
+                let k = &self.seeds[s][i];
+                let m = self.measures[s][i].first().copied().unwrap_or_default();
+                format!(
+                    "{:.1} | {:.0} | {} | {}",
+                    k.success.mean,
+                    k.client_mean_ms.mean,
+                    seconds_text(m.recovery),
+                    seconds_text(m.ramp_back)
+                )
+            };
+            let _ = writeln!(
+                rows,
+                "| {} | {} | {} | {} | {} |",
+                scenario.name,
+                scenario
+                    .healthy_utilization()
+                    .map_or("—".into(), |u| format!("{:.0} %", 100.0 * u)),
+                cell(d),
+                best.map_or("—".into(), |b| self.policies[b].name.to_string()),
+                best.map_or("— | — | — | —".into(), cell),
+            );
+        }
+        if rows.is_empty() {
+            return String::new();
+        }
+        format!(
+            "\n### At capacity\n\nServers at 50-85 % of their capacity when healthy; the client's deadline covers \
+             the whole request for every policy. Success % and client mean are over {} seeds; recovery and \
+             ramp-back on the report's seed (see each scenario's measures).\n\n\
+             | scenario | healthy utilization | default success % | default mean ms | default recovery | \
+             default ramp-back | best baseline | its success % | its mean ms | its recovery | its ramp-back |\n\
+             |---|---:|---:|---:|---|---|---|---:|---:|---|---|\n{rows}",
+            1 + CAPACITY_EXTRA_SEEDS
+        )
     }
 
     /// The whole report as markdown; `charts` links each scenario's chart (under `charts/`).
@@ -388,9 +523,10 @@ impl Report {
             out,
             "Made by `cargo xtask sim`: a deterministic discrete-event simulation in virtual time that drives \
              the real weir core and the field's balancers through the same scenarios; the same seeds give \
-             this file byte for byte. Every cell runs on the scenario's seed and on {EXTRA_SEEDS} more: the \
-             summary compares mean success %; the tables show the scenario's seed, with the mean and the \
-             range over all {} seeds. Success % = final 2xx answers / requests sent. The oracle is an upper \
+             this file byte for byte. Every cell runs on the scenario's seed and on {EXTRA_SEEDS} more \
+             ({CAPACITY_EXTRA_SEEDS} more in the at-capacity family, whose runs are long): the summary \
+             compares mean success %; the tables show the scenario's seed, with the mean and the range over \
+             all seeds. Success % = final 2xx answers / requests sent. The oracle is an upper \
              bound for a client that sends each request when it arrives: every try sent to the server most \
              likely to succeed at that moment, load ignored (a policy that queues requests can pass it by \
              waiting out an outage). \"Refused\" says what a policy's client does with a request it cannot \
@@ -398,8 +534,17 @@ impl Report {
              Fail-fast counts requests failed by the client itself; mean and p99 are over received \
              requests, fail-fasts included; server s is dialogue's server time (busy time of the attempts \
              the servers finished), held s adds the attempts never finished, held until the run's end; \
-             spread = busiest server's attempts / mean attempts per server.\n\n",
-            1 + EXTRA_SEEDS
+             spread = busiest server's attempts / mean attempts per server. Each scenario also has the \
+             measures of recovery and herding: *recovery*, after the last fault ends, the seconds until the \
+             fleet's success rate (1 s buckets) is back within {} point of its level before the fault and \
+             stays there {} s; *ramp-back*, the seconds until a recovered or new node receives at least \
+             {:.0} % of its fair share of a second's attempts (the slowest such node); *overload answers*, \
+             the 503 and 429 answers the policy's traffic drew; *peak concentration*, while every server \
+             is healthy, the largest share of one second's attempts that one server received, over its \
+             fair share (1.00: even).\n\n",
+            crate::measures::RECOVERY_POINTS,
+            crate::measures::RECOVERY_HOLD,
+            100.0 * crate::measures::RAMP_SHARE,
         );
         out.push_str("## Summary (mean success %)\n\n");
         out.push_str(&self.summary());
@@ -447,6 +592,7 @@ impl Report {
                     c.oracle_pct
                 );
             }
+            let _ = writeln!(out, "{}\n", conditions(scenario));
             if charts {
                 let _ = writeln!(out, "![{0}](charts/{0}.png)\n", scenario.name);
             }
@@ -480,6 +626,76 @@ impl Report {
                     c.server_attempts,
                     c.spread(),
                     codes(c),
+                );
+            }
+            out.push_str(&self.measures_table(s));
+        }
+        out
+    }
+
+    /// Scenario `s`'s recovery and herding measures per policy, on the report's seed ("never" on another
+    /// seed is noted).
+    pub fn measures_table(&self, s: usize) -> String {
+        let mut out = String::from(
+            "\n| policy | recovery | ramp-back | overload answers (503, 429) | peak concentration |\n\
+             |---|---|---|---:|---:|\n",
+        );
+        for (p, m) in self.policies.iter().zip(&self.measures[s]) {
+            let first = m.first().copied().unwrap_or_default();
+            let elsewhere = |f: fn(&Measures) -> Option<crate::measures::Seconds>| {
+                if f(&first) != Some(None) && m.iter().skip(1).any(|x| f(x) == Some(None)) {
+                    " (never on another seed)"
+                } else {
+                    ""
+                }
+            };
+            let _ = writeln!(
+                out,
+                "| {}{} | {}{} | {}{} | {} | {} |",
+                p.name,
+                if p.default { " (default)" } else { "" },
+                seconds_text(first.recovery),
+                elsewhere(|x| x.recovery),
+                seconds_text(first.ramp_back),
+                elsewhere(|x| x.ramp_back),
+                first.overload_answers,
+                first
+                    .peak_concentration
+                    .map_or("—".into(), |c| format!("{c:.2}")),
+            );
+        }
+        out
+    }
+
+    /// Every cell's recovery and herding measures (on the scenario's seed), one line per cell; empty
+    /// fields where there is nothing to measure, `never` where it never happened.
+    pub fn measures_csv(&self) -> String {
+        let mut out = String::from(
+            "scenario,policy,default,healthy_utilization,recovery_s,ramp_back_s,overload_answers,\
+             peak_concentration\n",
+        );
+        let secs = |v: Option<crate::measures::Seconds>| match v {
+            None => String::new(),
+            Some(None) => "never".into(),
+            Some(Some(x)) => format!("{x:.0}"),
+        };
+        for (s, scenario) in self.scenarios.iter().enumerate() {
+            let utilization = scenario
+                .healthy_utilization()
+                .map_or(String::new(), |u| format!("{u:.3}"));
+            for (p, m) in self.policies.iter().zip(&self.measures[s]) {
+                let m = m.first().copied().unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{utilization},{},{},{},{}",
+                    scenario.name,
+                    p.name,
+                    p.default,
+                    secs(m.recovery),
+                    secs(m.ramp_back),
+                    m.overload_answers,
+                    m.peak_concentration
+                        .map_or(String::new(), |c| format!("{c:.3}")),
                 );
             }
         }
@@ -688,6 +904,7 @@ impl Report {
         std::fs::write(dir.join("report.md"), self.markdown(charts))?;
         std::fs::write(dir.join("results.csv"), self.results_csv())?;
         std::fs::write(dir.join("series.csv"), self.series_csv())?;
+        std::fs::write(dir.join("measures.csv"), self.measures_csv())?;
         if charts {
             let charts_dir = dir.join("charts");
             std::fs::create_dir_all(&charts_dir)?;
@@ -696,6 +913,40 @@ impl Report {
             }
         }
         Ok(())
+    }
+}
+
+/// The scenario's load and deadline, as a sentence: its utilization when healthy, and which deadline
+/// applies to whom.
+fn conditions(s: &Scenario) -> String {
+    let utilization = s.healthy_utilization().map_or(String::new(), |u| {
+        format!(
+            "Healthy utilization: {:.0} % (requests in progress over the servers' capacity). ",
+            100.0 * u
+        )
+    });
+    let deadline = match (s.clients.deadline, s.clients.timeout) {
+        (Some(d), _) => format!(
+            "Deadline: {} per request, the user's: it covers the whole request (queues, attempts, \
+             retries' backoff) for every policy.",
+            duration(d)
+        ),
+        (None, Some(t)) => format!(
+            "Deadline: {} per attempt; a request in the engine's queue waits at most that long (weir's \
+             waiting clients and dialogue's queues have no deadline of their own).",
+            duration(t)
+        ),
+        (None, None) => "No deadline.".into(),
+    };
+    format!("{utilization}{deadline}")
+}
+
+/// A duration in the unit that reads best.
+fn duration(ns: u64) -> String {
+    if ns % SEC == 0 {
+        format!("{} s", ns / SEC)
+    } else {
+        format!("{} ms", ns as f64 / 1e6)
     }
 }
 
