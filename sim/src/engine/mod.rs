@@ -206,6 +206,11 @@ struct Engine<'s> {
     now: u64,
     seq: u64,
     queue: BinaryHeap<Entry>,
+    /// Events whose delay is the same for every request, so that they come due in the order they were
+    /// scheduled: attempt timeouts and request deadlines. Each lane is kept in (time, sequence) order
+    /// outside the heap, which then holds only the events of varying delay; the loop takes the earliest
+    /// of the heap's top and the lanes' fronts, so the order is exactly the heap's alone.
+    lanes: [VecDeque<Entry>; 2],
     servers: Vec<Server>,
     clients: Vec<Client>,
     requests: Vec<Request>,
@@ -325,6 +330,7 @@ impl<'s> Engine<'s> {
             now: 0,
             seq: 0,
             queue: BinaryHeap::new(),
+            lanes: [VecDeque::new(), VecDeque::new()],
             servers,
             clients,
             requests: Vec::new(),
@@ -351,18 +357,53 @@ impl<'s> Engine<'s> {
     /// Schedules `ev` at `at`, after every event already scheduled for that instant.
     fn at(&mut self, at: u64, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Entry {
+        let e = Entry {
             at,
             seq: self.seq,
             ev,
-        });
+        };
+        let lane = match ev {
+            Ev::Timeout(_) => Some(0),
+            Ev::Deadline(_) => Some(1),
+            _ => None,
+        };
+        match lane.map(|l| &mut self.lanes[l]) {
+            // A lane takes an event only in order (a later sequence number, so only its time can break it).
+            Some(lane) if lane.back().is_none_or(|b| b.at <= at) => lane.push_back(e),
+            _ => self.queue.push(e),
+        }
+    }
+
+    /// The earliest event scheduled: where it is (`None`: the heap; `Some(l)`: lane `l`) and its time.
+    fn earliest(&self) -> Option<(Option<usize>, u64)> {
+        let mut best = self.queue.peek().map(|e| (None, e.at, e.seq));
+        for (l, lane) in self.lanes.iter().enumerate() {
+            if let Some(e) = lane.front() {
+                if best.is_none_or(|(_, at, seq)| (e.at, e.seq) < (at, seq)) {
+                    best = Some((Some(l), e.at, e.seq));
+                }
+            }
+        }
+        best.map(|(l, at, _)| (l, at))
+    }
+
+    /// Takes the earliest event scheduled.
+    fn next_event(&mut self) -> Option<Entry> {
+        match self.earliest()?.0 {
+            None => self.queue.pop(),
+            Some(l) => self.lanes[l].pop_front(),
+        }
     }
 
     /// Puts the next request in the event queue once every event up to the previous request's time has run
     /// (dialogue's `Benchmark`: schedule request k, run the clock to its time, schedule request k+1). Streams
     /// are merged by time, the earlier-listed first on ties.
     fn queue_next_arrival(&mut self) {
-        if self.arrival_queued || self.queue.peek().is_some_and(|e| e.at <= self.last_arrival) {
+        if self.arrival_queued
+            || self
+                .earliest()
+                .is_some_and(|(_, at)| at <= self.last_arrival)
+        {
             return;
         }
         let next = (0..self.streams.len())
@@ -389,7 +430,7 @@ impl<'s> Engine<'s> {
         }
         loop {
             self.queue_next_arrival();
-            let Some(e) = self.queue.pop() else { break };
+            let Some(e) = self.next_event() else { break };
             if e.at > self.s.abort {
                 break;
             }
