@@ -1,5 +1,6 @@
 //! The scenario files under `sim/scenarios/` are the built-in scenarios written as files: each parses into
-//! exactly its built-in twin, and one policy gives the same figures on both.
+//! exactly its built-in twin, and one policy gives the same figures on both. And every TOML example of
+//! `sim/README.md` is a scenario that parses.
 
 use std::path::{Path, PathBuf};
 
@@ -145,4 +146,63 @@ fn every_file_under_scenarios_has_a_twin_and_the_names_are_unique() {
         (name_line, "name"),
         "{e}"
     );
+}
+
+/// The ```toml blocks of a markdown text, each with the line it starts on.
+fn toml_blocks(markdown: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut open: Option<(usize, String)> = None;
+    for (i, line) in markdown.lines().enumerate() {
+        match (&mut open, line.trim_end()) {
+            (None, "```toml") => open = Some((i + 1, String::new())),
+            (Some(_), "```") => out.extend(open.take()),
+            (Some((_, text)), _) => {
+                text.push_str(line);
+                text.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    assert!(open.is_none(), "a ```toml block is not closed");
+    out
+}
+
+#[test]
+fn every_toml_example_of_the_readme_parses() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("sim/README.md");
+    let blocks = toml_blocks(&readme);
+    assert!(blocks.len() >= 5, "{} blocks", blocks.len());
+    for (line, text) in blocks {
+        if let Err(e) = file::parse(&text) {
+            panic!("README.md block at line {line}: {e}");
+        }
+    }
+}
+
+#[test]
+fn the_readme_mistakes_are_what_the_reader_says() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("sim/README.md");
+    let (_, example) = toml_blocks(&readme).into_iter().next().expect("an example");
+    let shown = readme
+        .split("```text\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a text block after the example");
+    let mistakes = [
+        ("p = 0.8", "p = 1.5"),
+        ("timeout = \"500ms\"", "timout = \"500ms\""),
+        (
+            "latency = { kind = \"linear\", base = \"25ms\", capacity = 40 }",
+            "latency = { kind = \"linear\", base = \"25ms\" }",
+        ),
+    ];
+    let mut said = String::new();
+    for (from, to) in mistakes {
+        assert!(example.contains(from), "{from}");
+        let e = file::parse(&example.replacen(from, to, 1)).unwrap_err();
+        said.push_str(&format!("my/checkout.toml:{e}\n"));
+    }
+    assert_eq!(said, shown);
 }
