@@ -206,3 +206,43 @@ fn the_readme_mistakes_are_what_the_reader_says() {
     }
     assert_eq!(said, shown);
 }
+
+#[test]
+fn a_file_with_extreme_but_valid_values_runs() {
+    // A log-normal with a huge sigma draws latencies past u64::MAX ns; the longest durations; a slot
+    // at the limit of its retries; a request cost far above 1.
+    let s = file::parse(
+        r#"
+        name = "extreme"
+        abort = "1000h"
+        bucket = "1h"
+        [[servers]]
+        name = "wide"
+        latency = { kind = "log_normal", median = "100000h", sigma = 1000 }
+        [[servers]]
+        name = "crashing"
+        latency = "1h"
+        crash = { active_above = 0, sustained = "0s", down_for = "100000h" }
+        [[servers]]
+        name = "queue"
+        latency = { kind = "queue", workers = 1, median = "100000h", sigma = 1000 }
+        slowness = 1e300
+        [clients]
+        count = 3
+        timeout = "100000h"
+        deadline = "100000h"
+        [clients.retries]
+        max = 1
+        on = "retryable"
+        backoff = { kind = "exponential", slot = "100000h" }
+        [[arrivals]]
+        count = 50
+        spacing = "1h"
+        heavy = { fraction = 0.5, cost = 1e300 }
+        "#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let policy = registry::find("round-robin").expect("a cheap policy");
+    let c = report::run_cell(&s, &policy);
+    assert_eq!(c.sent, 50);
+}

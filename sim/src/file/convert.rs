@@ -35,6 +35,9 @@ fn fail<T>(span: Range<usize>, message: impl Into<String>) -> R<T> {
 pub const MAX_REQUESTS: u64 = 10_000_000;
 /// The most chart buckets a run may have (`abort / bucket`).
 pub const MAX_BUCKETS: u64 = 100_000;
+/// The longest run (`abort`): 1,000 hours, the longest built-in scenario's. The engine keeps a per-second
+/// series per server, as long as the run.
+pub const MAX_ABORT: u64 = 1_000 * 60 * MIN;
 
 /// The file's scenario, checked.
 pub(super) fn scenario(file: f::File) -> R<Scenario> {
@@ -72,6 +75,15 @@ pub(super) fn scenario(file: f::File) -> R<Scenario> {
         );
     }
     let abort = match &file.abort {
+        Some(a) if a.get_ref().0 > MAX_ABORT => {
+            return fail(
+                a.span(),
+                format!(
+                    "at most {} (the run keeps a series per second)",
+                    show(MAX_ABORT)
+                ),
+            )
+        }
         Some(a) => positive(a)?,
         None => 10 * MIN,
     };

@@ -59,18 +59,20 @@ pub fn parse(text: &str) -> Result<u64, String> {
     }
     // Exact: the digits as an integer over a power of ten, in u128 (at most 38 digits fit).
     let digits = format!("{whole}{fraction}");
+    // 10^30 fits a u128 (up to 3.4 × 10^38); its product with the unit is checked.
     if digits.len() > 30 {
         return Err(format!("\"{text}\" is too long (at most {})", show(MAX)));
     }
     let mantissa: u128 = digits.parse().map_err(|_| bad())?;
     let ten = 10u128.pow(fraction.len() as u32);
-    let ns = mantissa * scale;
+    let too_long = || format!("\"{text}\" is too long (at most {})", show(MAX));
+    let ns = mantissa.checked_mul(scale).ok_or_else(too_long)?;
     if ns % ten != 0 {
         return Err(format!("\"{text}\" is not a whole number of nanoseconds"));
     }
     match u64::try_from(ns / ten) {
         Ok(ns) if ns <= MAX => Ok(ns),
-        _ => Err(format!("\"{text}\" is too long (at most {})", show(MAX))),
+        _ => Err(too_long()),
     }
 }
 
@@ -173,6 +175,8 @@ mod tests {
             ("1.5ns", "whole number of nanoseconds"),
             ("100001h", "too long"),
             ("99999999999999999999999999999999s", "too long"),
+            ("999999999999999999999999999999h", "too long"),
+            ("99999999999999.9999999999999999h", "too long"),
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.contains(says), "{text}: {e}");

@@ -65,7 +65,7 @@ use toml::Spanned;
 
 use crate::model::Scenario;
 
-pub use convert::{MAX_BUCKETS, MAX_REQUESTS};
+pub use convert::{MAX_ABORT, MAX_BUCKETS, MAX_REQUESTS};
 
 /// What is wrong with a scenario file, and where.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -136,6 +136,7 @@ fn every_mistake_names_its_line_and_field() {
         ("duration = \"30s\"", "duration = \"2m\"", "31:1: arrivals[0]: the stream's last request is due at 2m, after `abort` (1m): the run would stop before its load ends"),
         ("rps = 100\nduration = \"30s\"", "spacing = \"1ns\"\ncount = 20000000", "31:1: arrivals[0]: 20000000 requests in all: at most 10000000"),
         // The run.
+        ("abort = \"1m\"", "abort = \"1001h\"", "3:9: abort: at most 1000h (the run keeps a series per second)"),
         ("abort = \"1m\"", "abort = \"1m\"\nbucket = \"1us\"", "4:10: bucket: 60000000 buckets of 1us until `abort` (1m): at most 100000"),
         ("present = false", "present = false\n\n[[faults]]\nserver = \"z\"\nfrom = \"1s\"\nto = \"2s\"", "23:10: faults[0].server: no server is named `z` (the servers: a, b, c, d)"),
         ("present = false", "present = false\n\n[[faults]]\nfrom = \"2s\"\nto = \"2s\"", "24:6: faults[0].to: a fault must end after it starts (2s)"),
