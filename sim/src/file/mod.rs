@@ -47,12 +47,16 @@
 //! |---|---|
 //! | `mod.rs` | reading a file, the error type, and finding the field an error points at |
 //! | `schema.rs` | the file's tables as serde structs, each checked value kept with its place |
-//! | `convert.rs` | the rules the engine relies on, and the [`Scenario`] built from a file |
+//! | `convert.rs` | the [`Scenario`] built from a file: the rules the engine relies on, streams, actions, faults |
+//! | `servers.rs` | servers: names, latency and status kinds, phases, endpoints |
+//! | `clients.rs` | clients: subsetting, retries, backoff and budget |
 //! | `duration.rs` | durations such as `"250ms"`, read exactly |
 
+mod clients;
 mod convert;
 pub mod duration;
 mod schema;
+mod servers;
 #[cfg(test)]
 mod tests;
 
