@@ -8,7 +8,7 @@
 //! |---|---|
 //! | [`model`] | what a scenario is made of: servers and their phases, crashes, clients, arrivals, retries, membership actions (plain data) |
 //! | [`scenarios`] | the named scenarios the report runs |
-//! | [`file`] | scenario files: a scenario written in TOML, read into the model with errors that name the line and field |
+//! | [`file`](mod@file) | scenario files: a scenario written in TOML, read into the model with errors that name the line and field |
 //! | [`engine`] | the event loop that plays a scenario against a policy, one cell at a time |
 //! | [`metrics`] | what one cell measured ([`CellResult`], per-server and fleet time series) |
 //! | [`measures`] | recovery, ramp-back, overload answers and peak concentration, read from a cell |

@@ -25,7 +25,7 @@ const UNITS: [(&str, u64); 8] = [
 
 /// A duration in virtual nanoseconds, read from a string such as `"250ms"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Dur(pub u64);
+pub(super) struct Dur(pub u64);
 
 /// Reads `"250ms"`, `"1.5s"`, `"2m"`, `"10 us"`: a decimal number, optional spaces, a unit (`ns`, `us` or
 /// `µs`, `ms`, `s`, `m` or `min`, `h`). The value must be a whole number of nanoseconds, at most [`MAX`].

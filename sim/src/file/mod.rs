@@ -72,6 +72,15 @@ use crate::model::Scenario;
 pub use convert::{MAX_ABORT, MAX_BUCKETS, MAX_REQUESTS};
 
 /// What is wrong with a scenario file, and where.
+///
+/// ```
+/// let text = "name = \"x\"\n[[servers]]\nname = \"a\"\nlatency = \"2 ms\"\nslowness = -1\n\
+///             [[arrivals]]\nrps = 10\ncount = 5\n";
+/// let e = weir_sim::file::parse(text).unwrap_err();
+/// assert_eq!((e.line, e.column, e.field.as_str()), (5, 12, "servers[0].slowness"));
+/// assert_eq!(e.message, "must be a positive number (1 = nominal, 2 = half as fast)");
+/// assert_eq!(e.source_line, "slowness = -1");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     /// The file, when the scenario was read from one.
@@ -126,6 +135,15 @@ pub fn parse(text: &str) -> Result<Scenario, Error> {
 }
 
 /// Reads the scenario in file `path`.
+///
+/// ```
+/// use std::path::Path;
+/// let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/seeds");
+/// let s = weir_sim::file::load(&dir.join("flaky.toml")).unwrap();
+/// assert_eq!(s, weir_sim::scenarios::flaky());
+/// let e = weir_sim::file::load(&dir.join("no_such_file.toml")).unwrap_err();
+/// assert!(e.to_string().contains("no_such_file.toml: cannot read it"));
+/// ```
 pub fn load(path: &Path) -> Result<Scenario, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error {
         file: Some(path.to_path_buf()),
@@ -143,6 +161,15 @@ pub fn load(path: &Path) -> Result<Scenario, Error> {
 
 /// Reads every file in `paths`, in order; two files may not name the same scenario (the report's charts
 /// and tables are by name).
+///
+/// ```
+/// use std::path::Path;
+/// let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/seeds");
+/// let two = [dir.join("flaky.toml"), dir.join("combination.toml")];
+/// let names: Vec<String> = weir_sim::file::load_all(&two).unwrap().into_iter().map(|s| s.name).collect();
+/// assert_eq!(names, ["flaky", "combination"]);
+/// assert!(weir_sim::file::load_all(&[dir.join("flaky.toml"), dir.join("flaky.toml")]).is_err());
+/// ```
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Scenario>, Error> {
     let mut out: Vec<(Scenario, &PathBuf)> = Vec::new();
     for path in paths {
