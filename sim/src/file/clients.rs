@@ -9,10 +9,17 @@ use super::duration::{show, MAX};
 use super::schema::{self as f, S};
 use crate::model::{ClientSpec, Retries, RetryBackoff, RetryOn, Subsetting};
 
+/// The most clients a scenario may have (each has its own balancer).
+pub const MAX_CLIENTS: usize = 10_000;
+/// The most endpoints per client (dialogue's generator picks among clients × endpoints with an `i32`).
+pub const MAX_ENDPOINTS: usize = 1_000;
+
 pub(super) fn clients(c: &S<f::Clients>, servers: usize) -> R<ClientSpec> {
     let t = c.get_ref();
-    let count = |v: &Option<S<usize>>| match v {
-        Some(n) if *n.get_ref() == 0 => fail(n.span(), "must be at least 1"),
+    let count = |v: &Option<S<usize>>, most: usize| match v {
+        Some(n) if *n.get_ref() == 0 || *n.get_ref() > most => {
+            fail(n.span(), format!("must be from 1 to {most}"))
+        }
         Some(n) => Ok(*n.get_ref()),
         None => Ok(1),
     };
@@ -40,8 +47,8 @@ pub(super) fn clients(c: &S<f::Clients>, servers: usize) -> R<ClientSpec> {
         }
     };
     Ok(ClientSpec {
-        count: count(&t.count)?,
-        endpoints: count(&t.endpoints)?,
+        count: count(&t.count, MAX_CLIENTS)?,
+        endpoints: count(&t.endpoints, MAX_ENDPOINTS)?,
         sticky: t.sticky,
         timeout: t.timeout.as_ref().map(positive).transpose()?,
         deadline: t.deadline.as_ref().map(positive).transpose()?,

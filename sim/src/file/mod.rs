@@ -69,7 +69,9 @@ use toml::Spanned;
 
 use crate::model::Scenario;
 
+pub use clients::{MAX_CLIENTS, MAX_ENDPOINTS};
 pub use convert::{MAX_ABORT, MAX_BUCKETS, MAX_REQUESTS};
+pub use servers::MAX_SERVERS;
 
 /// What is wrong with a scenario file, and where.
 ///

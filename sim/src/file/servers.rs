@@ -12,6 +12,9 @@ use super::duration::{show, Dur};
 use super::schema::{self as f, S};
 use crate::model::{Behavior, Crash, Latency, Phase, ServerSpec, StatusFn};
 
+/// The most servers a scenario may have.
+pub const MAX_SERVERS: usize = 10_000;
+
 /// The servers, `names`/`count` expanded, with each name's index.
 pub(super) fn servers(list: &S<Vec<S<f::Server>>>) -> R<(Vec<ServerSpec>, HashMap<String, usize>)> {
     let mut out: Vec<ServerSpec> = Vec::new();
@@ -34,6 +37,9 @@ pub(super) fn servers(list: &S<Vec<S<f::Server>>>) -> R<(Vec<ServerSpec>, HashMa
                     ),
                 );
             }
+            if out.len() == MAX_SERVERS {
+                return fail(at, format!("more than {MAX_SERVERS} servers"));
+            }
             if names.insert(name.clone(), out.len()).is_some() {
                 return fail(at, format!("a server is already named `{name}`"));
             }
@@ -52,8 +58,8 @@ fn server_names(s: &S<f::Server>) -> R<Vec<(String, Range<usize>)>> {
     match (&t.name, &t.names, &t.count) {
         (Some(n), None, None) => Ok(vec![(n.get_ref().clone(), n.span())]),
         (Some(n), None, Some(c)) => {
-            if *c.get_ref() == 0 {
-                return fail(c.span(), "must be at least 1");
+            if *c.get_ref() == 0 || *c.get_ref() as usize > MAX_SERVERS {
+                return fail(c.span(), format!("must be from 1 to {MAX_SERVERS}"));
             }
             Ok((0..*c.get_ref())
                 .map(|i| (format!("{}{i}", n.get_ref()), n.span()))

@@ -112,7 +112,10 @@ fn every_mistake_names_its_line_and_field() {
         ("add = \"d\"", "add = \"d\"\ndrain = \"a\"", "36:1: actions[0]: an action is exactly one of `add`, `remove`, `drain` or `undrain`, with a server's name"),
         ("add = \"d\"\n", "add = \"d\"\n\n[[actions]]\nat = \"5s\"\ndrain = \"a\"\n", "41:6: actions[1].at: actions must be in time order: this one is before the previous one (15s)"),
         // Clients.
-        ("count = 2", "count = 0", "23:9: clients.count: must be at least 1"),
+        ("count = 2", "count = 0", "23:9: clients.count: must be from 1 to 10000"),
+        ("count = 2", "count = 2\nendpoints = 1001", "24:13: clients.endpoints: must be from 1 to 1000"),
+        ("name = \"d\"", "name = \"d\"\ncount = 4000000000", "19:9: servers[2].count: must be from 1 to 10000"),
+        ("name = \"d\"", "name = \"d\"\ncount = 9999", "18:8: servers[2].name: more than 10000 servers"),
         ("timeout = \"1s\"", "timeout = \"1s\"\nsubset = { kind = \"random\", size = 9 }", "25:36: clients.subset.size: a subset has 1 to 4 servers (the scenario's)"),
         ("timeout = \"1s\"", "timeout = \"1s\"\nsubset = { kind = \"sticky\", size = 2 }", "25:19: clients.subset.kind: \"sticky\" is not a subsetting: deterministic or random"),
         ("on = \"retryable\"", "on = \"always\"", "28:6: clients.retries.on: \"always\" is not a retry rule: retryable or dialogue"),
