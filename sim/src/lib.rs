@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`model`] | what a scenario is made of: servers and their phases, crashes, clients, arrivals, retries, membership actions (plain data) |
 //! | [`scenarios`] | the named scenarios the report runs |
+//! | [`file`](mod@file) | scenario files: a scenario written in TOML, read into the model with errors that name the line and field |
 //! | [`engine`] | the event loop that plays a scenario against a policy, one cell at a time |
 //! | [`metrics`] | what one cell measured ([`CellResult`], per-server and fleet time series) |
 //! | [`measures`] | recovery, ramp-back, overload answers and peak concentration, read from a cell |
@@ -22,6 +23,7 @@
 //! The binary (`src/main.rs`) parses the command line and calls [`output::report`].
 
 pub mod engine;
+pub mod file;
 pub mod measures;
 pub mod metrics;
 pub mod model;

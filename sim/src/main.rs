@@ -2,21 +2,27 @@
 //!
 //! ```text
 //! weir-sim [--out DIR] [--threads N] [--no-charts]      every scenario x every policy -> DIR (target/sim)
+//! weir-sim --scenario-file F [--scenario-file F ...]    the scenarios of these files x every policy -> DIR
 //! weir-sim --scenario NAME [--policy NAME]              one scenario (one cell), printed
 //! weir-sim --list                                       the scenarios and policies
 //! ```
+//!
+//! `--policy NAME` runs one policy instead of all; with `--scenario-file` (or none) the report is still
+//! written. A scenario file is TOML (see `sim/README.md`); `cargo xtask sim --scenarios DIR` runs every
+//! `*.toml` in DIR.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use weir_sim::{output::report, policy::registry, scenarios};
+use weir_sim::{file, output::report, policy::registry, scenarios};
 
 struct Args {
     out: PathBuf,
     threads: usize,
     charts: bool,
     scenario: Option<String>,
+    files: Vec<PathBuf>,
     policy: Option<String>,
     list: bool,
 }
@@ -27,6 +33,7 @@ fn parse() -> Result<Args, String> {
         threads: std::thread::available_parallelism().map_or(1, usize::from),
         charts: true,
         scenario: None,
+        files: Vec::new(),
         policy: None,
         list: false,
     };
@@ -42,6 +49,7 @@ fn parse() -> Result<Args, String> {
             }
             "--no-charts" => args.charts = false,
             "--scenario" => args.scenario = Some(value("a scenario name")?),
+            "--scenario-file" => args.files.push(PathBuf::from(value("a file")?)),
             "--policy" => args.policy = Some(value("a policy name")?),
             "--list" => args.list = true,
             // No error: main prints the usage alone.
@@ -49,12 +57,19 @@ fn parse() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other}")),
         }
     }
+    if args.scenario.is_some() && !args.files.is_empty() {
+        return Err(
+            "--scenario names a built-in scenario: use it or --scenario-file, not both".into(),
+        );
+    }
     Ok(args)
 }
 
-const USAGE: &str = "usage: weir-sim [--out DIR] [--threads N] [--no-charts]
+const USAGE: &str = "usage: weir-sim [--out DIR] [--threads N] [--no-charts] [--policy NAME]
+       weir-sim --scenario-file F [--scenario-file F ...] [--out DIR] [--threads N] [--no-charts] [--policy NAME]
        weir-sim --scenario NAME [--policy NAME]
-       weir-sim --list";
+       weir-sim --list
+A scenario file describes servers, clients, load and failures in TOML: see sim/README.md.";
 
 fn main() -> ExitCode {
     let args = match parse() {
@@ -81,7 +96,17 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let all_scenarios = scenarios::all();
+    let all_scenarios = if args.files.is_empty() {
+        scenarios::all()
+    } else {
+        match file::load_all(&args.files) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("weir-sim: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    };
     let chosen_scenarios = match &args.scenario {
         None => all_scenarios,
         Some(name) => match all_scenarios.into_iter().find(|s| s.name == *name) {

@@ -94,9 +94,11 @@ impl Engine<'_> {
                     (median as f64 * (sigma * normal(&mut server.rng)).exp()) as u64
                 }),
             };
+            // Capped, so that `now + d` cannot overflow: a log-normal draw with a wide `sigma` (a scenario
+            // file may give any) saturates to u64::MAX.
             let d = d.map(|d| {
                 if scale == 1.0 {
-                    d
+                    d.min(u64::MAX / 4)
                 } else {
                     (d as f64 * scale).min(u64::MAX as f64 / 4.0) as u64
                 }
