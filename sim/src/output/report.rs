@@ -523,9 +523,8 @@ impl Report {
             out,
             "Made by `cargo xtask sim`: a deterministic discrete-event simulation in virtual time that drives \
              the real weir core and the field's balancers through the same scenarios; the same seeds give \
-             this file byte for byte. Every cell runs on the scenario's seed and on {EXTRA_SEEDS} more \
-             ({CAPACITY_EXTRA_SEEDS} more in the at-capacity family, whose runs are long): the summary \
-             compares mean success %; the tables show the scenario's seed, with the mean and the range over \
+             this file byte for byte. Every cell runs on the scenario's seed and on {EXTRA_SEEDS} more{}: \
+             the summary compares mean success %; the tables show the scenario's seed, with the mean and the range over \
              all seeds. Success % = final 2xx answers / requests sent. The oracle is an upper \
              bound for a client that sends each request when it arrives: every try sent to the server most \
              likely to succeed at that moment, load ignored (a policy that queues requests can pass it by \
@@ -542,6 +541,11 @@ impl Report {
              the 503 and 429 answers the policy's traffic drew; *peak concentration*, while every server \
              is healthy, the largest share of one second's attempts that one server received, over its \
              fair share (1.00: even).\n\n",
+            if self.scenarios.iter().any(|s| s.at_capacity) {
+                format!(" ({CAPACITY_EXTRA_SEEDS} more in the at-capacity family, whose runs are long)")
+            } else {
+                String::new()
+            },
             crate::measures::RECOVERY_POINTS,
             crate::measures::RECOVERY_HOLD,
             100.0 * crate::measures::RAMP_SHARE,
