@@ -17,6 +17,7 @@
 //! | [`policy::baseline`] | the field's balancers (round robin, random, least loaded, peak EWMA P2C, WRR, dialogue's) |
 //! | [`policy::registry`] | the table of named policies a report compares ([`PolicyDef`]) |
 //! | [`output::report`] | runs every scenario with every policy and writes `report.md`, the CSVs and the charts ([`Report`]) |
+//! | [`output::figures`] | what each scenario's charts show: per-server panels and the fleet's |
 //! | [`output::chart`] | the PNG line charts |
 //! | [`reference`] | dialogue's own published simulation figures, which its rows here reproduce |
 //!

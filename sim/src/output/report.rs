@@ -9,21 +9,13 @@ use std::sync::mpsc;
 use crate::engine::{self, Clients};
 use crate::measures::{seconds_text, Measures};
 use crate::metrics::CellResult;
-use crate::model::{Scenario, Subsetting, SEC};
-use crate::output::chart::{render_grid, ChartError, Panel, Series};
+use crate::model::{Scenario, Subsetting};
+use crate::output::chart::{self, ChartError};
+use crate::output::figures;
 use crate::policy::registry::{Kind, PolicyDef};
 use crate::policy::Refusal;
 use crate::reference;
 
-/// Policies drawn in each scenario's chart, when the report has them.
-const CHARTED: [&str; 4] = [
-    "weir-lowest-score",
-    "dialogue-balanced",
-    "p2c-peak-ewma",
-    "round-robin",
-];
-/// Servers drawn per chart panel at most (subsetting scenarios have 300).
-const CHARTED_SERVERS: usize = 10;
 /// A default within this many points of the best other policy counts as tied.
 pub const TIE_POINTS: f64 = 0.2;
 /// The goal: weir's default within this many points of the best baseline's success %...
@@ -599,6 +591,11 @@ impl Report {
             let _ = writeln!(out, "{}\n", conditions(scenario));
             if charts {
                 let _ = writeln!(out, "![{0}](charts/{0}.png)\n", scenario.name);
+                let _ = writeln!(
+                    out,
+                    "![{0}: the fleet](charts/{0}-fleet.png)\n",
+                    scenario.name
+                );
             }
             out.push_str(
                 "| policy | refused | success % | over seeds | fail-fast | mean ms | over seeds | p99 ms | \
@@ -828,81 +825,20 @@ impl Report {
         out
     }
 
-    /// Draws scenario `s`'s chart: per charted policy, request rate and success rate per server over time.
+    /// Draws scenario `s`'s per-server chart at `path`: per charted policy, attempts/s and success % per server
+    /// over time ([`figures::servers`]).
     pub fn chart(&self, s: usize, path: &Path) -> Result<(), ChartError> {
-        let scenario = &self.scenarios[s];
-        let mut chosen: Vec<usize> = CHARTED
-            .iter()
-            .filter_map(|name| self.policies.iter().position(|p| p.name == *name))
-            .collect();
-        if chosen.is_empty() {
-            chosen = (0..self.policies.len().min(CHARTED.len())).collect();
-        }
-        let shown = scenario.servers.len().min(CHARTED_SERVERS);
-        // Up to the last bucket with any activity in a charted cell (a run may idle until its abort time).
-        let active = |v: &crate::metrics::ServerSeries| {
-            (0..v.sent.len())
-                .rev()
-                .find(|&b| v.sent[b] + v.ended[b] > 0)
-                .map_or(0, |b| b + 2)
-        };
-        let buckets = chosen
-            .iter()
-            .flat_map(|&p| self.cells[s][p].series.iter().map(active))
-            .max()
-            .unwrap_or(0);
-        let mut rates = Vec::new();
-        let mut successes = Vec::new();
-        for &p in &chosen {
-            let c = &self.cells[s][p];
-            let secs = c.bucket_ns as f64 / SEC as f64;
-            let t = |b: usize| b as f64 * secs;
-            let lines = |f: &dyn Fn(&crate::metrics::ServerSeries, usize) -> f64| {
-                scenario
-                    .servers
-                    .iter()
-                    .zip(&c.series)
-                    .take(shown)
-                    .map(|(server, series)| Series {
-                        label: server.name.clone(),
-                        points: (0..buckets.min(series.sent.len()))
-                            .map(|b| (t(b), f(series, b)))
-                            .collect(),
-                    })
-                    .collect()
-            };
-            let name = self.policies[p].name;
-            rates.push(Panel {
-                title: format!("{name}: requests/s per server"),
-                y_label: "requests/s".into(),
-                y_range: None,
-                series: lines(&|v, b| v.sent[b] as f64 / secs),
-            });
-            successes.push(Panel {
-                title: format!("{name}: success rate per server"),
-                y_label: "success rate".into(),
-                y_range: Some((0.0, 1.0)),
-                series: lines(&|v, b| v.succeeded[b] as f64 / v.ended[b] as f64),
-            });
-        }
-        let columns = rates.len();
-        rates.extend(successes);
-        let more = if shown < scenario.servers.len() {
-            format!(" (first {shown} of {} servers)", scenario.servers.len())
-        } else {
-            String::new()
-        };
-        render_grid(
-            path,
-            &format!("{}{more}", scenario.name),
-            "simulated seconds",
-            columns,
-            &rates,
-        )
+        chart::render(path, &figures::servers(self, s))
     }
 
-    /// Writes `report.md`, `results.csv`, `series.csv` and, with `charts`, `charts/<scenario>.png` under
-    /// `dir`.
+    /// Draws scenario `s`'s fleet chart at `path`: success % and mean client latency by second of arrival, a
+    /// line per policy ([`figures::fleet`]).
+    pub fn fleet_chart(&self, s: usize, path: &Path) -> Result<(), ChartError> {
+        chart::render(path, &figures::fleet(self, s))
+    }
+
+    /// Writes `report.md`, `results.csv`, `series.csv` and, with `charts`, `charts/<scenario>.png` and
+    /// `charts/<scenario>-fleet.png` under `dir`.
     pub fn write(&self, dir: &Path, charts: bool) -> Result<(), Box<dyn std::error::Error>> {
         std::fs::create_dir_all(dir)?;
         std::fs::write(dir.join("report.md"), self.markdown(charts))?;
@@ -914,6 +850,7 @@ impl Report {
             std::fs::create_dir_all(&charts_dir)?;
             for (s, scenario) in self.scenarios.iter().enumerate() {
                 self.chart(s, &charts_dir.join(format!("{}.png", scenario.name)))?;
+                self.fleet_chart(s, &charts_dir.join(format!("{}-fleet.png", scenario.name)))?;
             }
         }
         Ok(())
