@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use crate::engine::{self, Clients};
 use crate::measures::{seconds_text, Measures};
 use crate::metrics::CellResult;
-use crate::model::{Scenario, Subsetting};
+use crate::model::{Scenario, Subsetting, SEC};
 use crate::output::chart::{self, ChartError};
 use crate::output::figures;
 use crate::policy::registry::{Kind, PolicyDef};
