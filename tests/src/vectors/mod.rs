@@ -48,6 +48,9 @@ pub struct Trace {
 }
 
 /// What follows the header.
+// A step is a few hundred bytes and a reseed eight; but a file holds hundreds of steps and a handful of
+// reseeds, so boxing the steps would cost an allocation per step to save a little on the reseeds.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Item {
     /// `rng <seed>`: the generator is replaced by `weir::Rng::with_seed(seed)`.
