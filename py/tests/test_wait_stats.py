@@ -24,6 +24,13 @@ def waits(st: weir.Stats) -> tuple[int, int, int, int, int]:
     return (st.waits, st.waits_granted, st.waits_timed_out, st.waits_cancelled, st.waiting)
 
 
+async def lease_a_moment(b: weir.Balancer) -> None:
+    """Awaits a lease (waiting up to 30 s), holds it a moment, releases it."""
+    lease = await b.acquire_async(timeout=30)
+    await asyncio.sleep(0.001)
+    lease.succeeded()
+
+
 def until_waiting(b: weir.Balancer, n: int) -> None:
     deadline = time.monotonic() + 30
     while b.stats().waiting != n:
@@ -61,16 +68,11 @@ def test_many_acquire_async_that_all_succeed_are_waits_not_refusals() -> None:
     in turn. Every task waited once and got its lease; nobody was refused."""
     b = one_slot()
 
-    async def one() -> None:
-        lease = await b.acquire_async(timeout=30)
-        await asyncio.sleep(0.001)
-        lease.succeeded()
-
     async def main() -> None:
         # One executor thread per task, so that every task waits in the balancer's queue at once.
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=TASKS))
         held = b.acquire()
-        tasks = [asyncio.ensure_future(one()) for _ in range(TASKS)]
+        tasks = [asyncio.ensure_future(lease_a_moment(b)) for _ in range(TASKS)]
         deadline = time.monotonic() + 30
         while b.stats().waiting != TASKS:
             assert time.monotonic() < deadline, f"never saw {TASKS} waiting: {b.stats()}"
@@ -90,13 +92,8 @@ def test_racing_acquire_async_that_all_succeed_are_no_refusal() -> None:
     the schedule; none is refused, and every wait is granted."""
     b = one_slot()
 
-    async def one() -> None:
-        lease = await b.acquire_async(timeout=30)
-        await asyncio.sleep(0.001)
-        lease.succeeded()
-
     async def main() -> None:
-        await asyncio.gather(*(one() for _ in range(TASKS)))
+        await asyncio.gather(*(lease_a_moment(b) for _ in range(TASKS)))
 
     asyncio.run(main())
     st = b.stats()

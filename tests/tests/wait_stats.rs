@@ -16,10 +16,11 @@ use weir::{Config, HeapBalancer, Outcome};
 
 const TASKS: u64 = 50;
 
-fn fixed_one() -> Arc<HeapBalancer> {
+/// One node with room for one call, and room for `max_waiters` callers to wait.
+fn fixed_one(max_waiters: u32) -> Arc<HeapBalancer> {
     let config = Config {
         limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
-        max_waiters: 1024,
+        max_waiters,
         ..Config::default()
     };
     let b = Arc::new(HeapBalancer::with_capacity(1, config).unwrap());
@@ -78,7 +79,7 @@ async fn all_wait_and_succeed(b: &Arc<HeapBalancer>) {
 /// once and is granted once; nobody is refused.
 #[test]
 fn fifty_tasks_that_all_wait_and_succeed_are_fifty_waits_and_no_refusal() {
-    let b = fixed_one();
+    let b = fixed_one(1024);
     runtime().block_on(async {
         let held = b.acquire_guard().unwrap();
         let all = tokio::spawn({
@@ -108,7 +109,7 @@ fn fifty_tasks_that_all_wait_and_succeed_are_fifty_waits_and_no_refusal() {
 /// depends on the schedule; the counters must still say no refusal, and every wait granted.
 #[test]
 fn fifty_racing_tasks_that_all_succeed_are_no_refusal() {
-    let b = fixed_one();
+    let b = fixed_one(1024);
     runtime().block_on(all_wait_and_succeed(&b));
     let st = b.stats();
     assert_eq!(
@@ -127,13 +128,7 @@ fn fifty_racing_tasks_that_all_succeed_are_no_refusal() {
 /// (a refusal, no wait), and a lease. Every count is checked against what the tasks saw.
 #[test]
 fn mixed_endings_are_each_counted_once() {
-    let config = Config {
-        limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
-        max_waiters: 8,
-        ..Config::default()
-    };
-    let b = Arc::new(HeapBalancer::with_capacity(1, config).unwrap());
-    b.add(1).unwrap();
+    let b = fixed_one(8);
     #[derive(Debug, Default)]
     struct Seen {
         leases: u64,
