@@ -238,24 +238,37 @@ impl Balancer {
         }
     }
 
-    /// One fail-fast acquire: `Ok(None)` when every node is busy.
+    /// One fail-fast acquire: `Ok(None)` when every node is busy. That answer is counted as a refusal
+    /// in the core's stats when `busy_refuses` (the caller gets it), not otherwise (`acquire_async`'s
+    /// first try, which waits next and has its wait counted). A retry after a lease whose node was
+    /// removed (see the module docs) is part of the same acquire, so each call counts at most once.
     fn try_once(
         &self,
         py: Python<'_>,
         now: Option<&Bound<'_, PyAny>>,
         rng: Option<&Bound<'_, Rng>>,
+        busy_refuses: bool,
     ) -> PyResult<Option<Lease>> {
         let (t, explicit) = now_ns(now)?;
-        let seed = self.inner.core.config().rng_seed;
+        let core = &self.inner.core;
+        let seed = core.config().rng_seed;
         loop {
-            match draw(rng, seed, |r| self.inner.core.acquire(t, r)) {
+            match draw(rng, seed, |r| core.acquire_uncounted(t, r)) {
                 Ok(lease) => {
                     if let Some(l) = self.inner.wrap(py, lease, explicit) {
                         return Ok(Some(l));
                     }
                 }
-                Err(Rejected::AllBusy) => return Ok(None),
-                Err(r) => return Err(Self::refused(py, r)),
+                Err(Rejected::AllBusy) => {
+                    if busy_refuses {
+                        core.count_refusal(Rejected::AllBusy);
+                    }
+                    return Ok(None);
+                }
+                Err(r) => {
+                    core.count_refusal(r);
+                    return Err(Self::refused(py, r));
+                }
             }
         }
     }
@@ -450,7 +463,7 @@ impl Balancer {
     ) -> PyResult<Lease> {
         let Some(timeout) = timeout.filter(|t| !t.is_none()) else {
             return self
-                .try_once(py, now, rng)?
+                .try_once(py, now, rng, true)?
                 .ok_or_else(|| Self::refused(py, Rejected::AllBusy));
         };
         let wait_ns = duration_ns(timeout, "timeout")?;
@@ -501,7 +514,13 @@ impl Balancer {
         now: Option<&Bound<'_, PyAny>>,
         rng: Option<&Bound<'_, Rng>>,
     ) -> PyResult<Option<Lease>> {
-        self.try_once(py, now, rng)
+        self.try_once(py, now, rng, true)
+    }
+
+    /// `acquire_async`'s first try: as `try_acquire()`, but None (every node busy) is not counted as a
+    /// refusal in `stats()`, because `acquire_async` then waits, and counts how the wait ends.
+    fn _try_acquire_before_wait(&self, py: Python<'_>) -> PyResult<Option<Lease>> {
+        self.try_once(py, None, None, false)
     }
 
     /// A snapshot of every member, in slot order, as `weir.NodeInfo` dataclasses.
@@ -556,6 +575,11 @@ impl Balancer {
         kwargs.set_item("in_flight", s.in_flight)?;
         kwargs.set_item("active_nodes", s.active_nodes)?;
         kwargs.set_item("lame_duck_nodes", s.lame_duck_nodes)?;
+        kwargs.set_item("waits", s.waits)?;
+        kwargs.set_item("waits_granted", s.waits_granted)?;
+        kwargs.set_item("waits_timed_out", s.waits_timed_out)?;
+        kwargs.set_item("waits_cancelled", s.waits_cancelled)?;
+        kwargs.set_item("waiting", s.waiting)?;
         Ok(weir_type(py, "Stats")?.call((), Some(&kwargs))?.unbind())
     }
 

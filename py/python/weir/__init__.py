@@ -182,8 +182,9 @@ class Balancer(_weir.Balancer):
         worker thread of the loop's default executor, with the GIL released. Raises NoCapacity when the
         timeout passes or the queue is full, NoNodes when no node is in rotation. If the awaiting task is
         cancelled, a lease that arrives afterwards is released as IGNORED when it is garbage-collected.
+        In ``stats()``, a call that gets its lease is no refusal, whether or not it waited.
         """
-        lease = self.try_acquire()
+        lease = self._try_acquire_before_wait()
         if lease is not None:
             return lease
         loop = asyncio.get_running_loop()
