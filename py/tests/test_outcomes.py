@@ -48,8 +48,11 @@ def refused_by_urllib3() -> requests.ConnectionError:
     """What requests raises for a refused connection: its ConnectionError of urllib3's MaxRetryError of a
     NewConnectionError (which urllib3 derives from its ConnectTimeoutError)."""
     new = urllib3.exceptions.NewConnectionError(None, "refused")  # type: ignore[arg-type]
-    return requests.ConnectionError(urllib3.exceptions.MaxRetryError(None, "/", new))  # type: ignore[arg-type]
+    retries = urllib3.exceptions.MaxRetryError(None, "/", new)  # type: ignore[arg-type]
+    return requests.ConnectionError(retries)
 
+
+READ_TIMEOUT = urllib3.exceptions.ReadTimeoutError(None, "/", "t")  # type: ignore[arg-type]
 
 # (exception, outcome): one row per class of the table in py/README.md.
 TABLE: List[Tuple[BaseException, O]] = [
@@ -70,8 +73,8 @@ TABLE: List[Tuple[BaseException, O]] = [
     (httpx.WriteTimeout("t"), O.DROPPED),
     (requests.ConnectTimeout("t"), O.DROPPED),
     (requests.ReadTimeout("t"), O.DROPPED),
-    (urllib3.exceptions.ReadTimeoutError(None, "/", "t"), O.DROPPED),  # type: ignore[arg-type]
-    (requests.ConnectionError(urllib3.exceptions.ReadTimeoutError(None, "/", "t")), O.DROPPED),  # type: ignore[arg-type]
+    (READ_TIMEOUT, O.DROPPED),
+    (requests.ConnectionError(READ_TIMEOUT), O.DROPPED),
     (urllib.error.URLError(TimeoutError("timed out")), O.DROPPED),
     # Refused, reset, aborted connections: FAILURE.
     (ConnectionRefusedError(), O.FAILURE),
