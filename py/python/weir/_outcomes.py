@@ -126,7 +126,13 @@ def _httpx(exc: BaseException) -> _Known:
         return _status(exc.response.status_code), None
     if isinstance(
         exc,
-        (httpx.PoolTimeout, httpx.InvalidURL, httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.StreamError),
+        (
+            httpx.PoolTimeout,
+            httpx.InvalidURL,
+            httpx.UnsupportedProtocol,
+            httpx.LocalProtocolError,
+            httpx.StreamError,
+        ),
     ):
         return Outcome.IGNORED, None
     if isinstance(exc, httpx.TimeoutException):
