@@ -10,8 +10,11 @@ import json
 import socket
 import sys
 import threading
+from collections import Counter
 from types import TracebackType
-from typing import Any, List, Optional, Type
+from typing import Any, List, Optional, Type, TypeVar
+
+S = TypeVar("S", bound="Server")
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -71,7 +74,7 @@ class Server:
         self.lock = threading.Lock()
         self.requests = 0
 
-    def __enter__(self) -> Server:
+    def __enter__(self: S) -> S:
         return self
 
     def __exit__(
@@ -189,10 +192,11 @@ class Stalling(_Acceptor):
         threading.Thread(target=answer, daemon=True).start()
 
 
-class Fleet:
+class Fleet(Server):
     """The four servers of the failure tests: healthy, answering 500, refusing, black-holed."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.healthy = HttpServer(200)
         self.failing = HttpServer(500)
         self.refusing = Refusing()
@@ -200,14 +204,33 @@ class Fleet:
         self.servers: List[Server] = [self.healthy, self.failing, self.refusing, self.black_hole]
         self.urls = [s.url for s in self.servers]
 
-    def __enter__(self) -> Fleet:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def close(self) -> None:
         for server in self.servers:
             server.close()
+
+    def check(self, name: str, balancer: Any, seen: List[str], workers: int) -> None:
+        """Checks a run over the fleet: ``seen`` says which server each request reached (``healthy``,
+        ``failing``, ``refusing``, ``black_hole``, told by what the client got back), ``workers`` how many
+        callers sent them at once. Prints each server's share."""
+        counts = Counter(seen)
+        shares = ", ".join(f"{k} {counts[k]} ({100 * counts[k] / len(seen):.2f} %)" for k in sorted(counts))
+        print(f"\n{name}: {len(seen)} requests: {shares}")
+        stats = balancer.stats()
+        # Every lease conserved, and each outcome exactly what the client saw.
+        assert stats.in_flight == 0
+        assert stats.acquired == len(seen) == stats.released_total
+        assert stats.released_stale == 0
+        assert stats.by_outcome == (
+            counts["healthy"],
+            counts["failing"] + counts["refusing"],
+            counts["black_hole"],
+            0,
+            0,
+            0,
+        )
+        assert self.healthy.requests == counts["healthy"]
+        assert self.failing.requests == counts["failing"]
+        # The broken servers get a few requests at the start (one each, or one per caller that chose
+        # them before the first answer came back), then none.
+        for broken in ("failing", "refusing", "black_hole"):
+            assert 1 <= counts[broken] <= workers, (broken, counts)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import Counter
 from typing import Any, Dict, List, Union
 
 import httpx
@@ -35,32 +34,6 @@ def kind(result: Union[httpx.Response, BaseException]) -> str:
     raise result
 
 
-def check_fleet(name: str, fleet: Fleet, balancer: weir.Balancer, seen: List[str]) -> None:
-    counts = Counter(seen)
-    shares = ", ".join(f"{k} {counts[k]} ({100 * counts[k] / len(seen):.2f} %)" for k in sorted(counts))
-    print(f"\n{name}: {len(seen)} requests: {shares}")
-    stats = balancer.stats()
-    # Every lease conserved, and each outcome exactly what the client saw.
-    assert stats.in_flight == 0
-    assert stats.acquired == len(seen) == REQUESTS
-    assert stats.released_total == REQUESTS and stats.released_stale == 0
-    assert stats.by_outcome == (
-        counts["healthy"],
-        counts["failing"] + counts["refusing"],
-        counts["black_hole"],
-        0,
-        0,
-        0,
-    )
-    assert fleet.healthy.requests == counts["healthy"]
-    assert fleet.failing.requests == counts["failing"]
-    # The broken servers get a few requests at the start (one each, or one per worker that chose them
-    # before the first answer came back), then none.
-    for broken in ("failing", "refusing", "black_hole"):
-        assert 1 <= counts[broken] <= WORKERS, (broken, counts)
-    assert counts["healthy"] >= REQUESTS - 3 * WORKERS
-
-
 def test_a_fleet_through_a_sync_client() -> None:
     with Fleet() as fleet:
         transport = weir.httpx.Transport(fleet.urls, wait=5.0)
@@ -82,7 +55,8 @@ def test_a_fleet_through_a_sync_client() -> None:
                 t.start()
             for t in threads:
                 t.join(timeout=60)
-        check_fleet("httpx.Client", fleet, transport.balancer, seen)
+        assert len(seen) == REQUESTS
+        fleet.check("httpx.Client", transport.balancer, seen, WORKERS)
 
 
 def test_a_fleet_through_an_async_client() -> None:
@@ -100,7 +74,8 @@ def test_a_fleet_through_an_async_client() -> None:
                     seen.append(kind(result))
 
             await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(WORKERS))), 60)
-        check_fleet("httpx.AsyncClient", fleet, transport.balancer, seen)
+        assert len(seen) == REQUESTS
+        fleet.check("httpx.AsyncClient", transport.balancer, seen, WORKERS)
 
     with Fleet() as fleet:
         asyncio.run(main(fleet))

@@ -6,7 +6,6 @@ server, with every lease accounted for."""
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from typing import Any, List, Union
 
 import pytest
@@ -61,25 +60,8 @@ def test_a_fleet_through_a_session() -> None:
                 t.start()
             for t in threads:
                 t.join(timeout=60)
-        counts = Counter(seen)
-        shares = ", ".join(f"{k} {counts[k]} ({100 * counts[k] / len(seen):.2f} %)" for k in sorted(counts))
-        print(f"\nrequests.Session: {len(seen)} requests: {shares}")
-        stats = adapter.balancer.stats()
-        assert stats.in_flight == 0
-        assert stats.acquired == len(seen) == REQUESTS
-        assert stats.released_total == REQUESTS and stats.released_stale == 0
-        assert stats.by_outcome == (
-            counts["healthy"],
-            counts["failing"] + counts["refusing"],
-            counts["black_hole"],
-            0,
-            0,
-            0,
-        )
-        assert fleet.healthy.requests == counts["healthy"]
-        assert fleet.failing.requests == counts["failing"]
-        for broken in ("failing", "refusing", "black_hole"):
-            assert 1 <= counts[broken] <= WORKERS, (broken, counts)
+        assert len(seen) == REQUESTS
+        fleet.check("requests.Session", adapter.balancer, seen, WORKERS)
 
 
 def test_a_request_is_rewritten_to_the_node() -> None:

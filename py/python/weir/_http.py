@@ -14,7 +14,15 @@ from typing import Callable, Dict, Generic, Iterable, Optional, Tuple, TypeVar, 
 from weir._types import LeaseError, Outcome
 from weir._weir import Balancer, Lease
 
-__all__ = ["Members", "Nodes", "release", "release_raised", "status_outcome", "wait_timeout"]
+__all__ = [
+    "Members",
+    "Nodes",
+    "not_a_base_url",
+    "release",
+    "release_raised",
+    "status_outcome",
+    "wait_timeout",
+]
 
 Nodes = Union[Iterable[str], Callable[[], Iterable[str]]]
 """Base URLs (``"http://10.0.0.7:8080"``, optionally with a path prefix), or a callable returning them."""
@@ -76,6 +84,14 @@ class Members(Generic[B, T]):
         # One assignment: a reader sees the old table or the new one.
         self._bases = bases
         self._last = current
+
+
+def not_a_base_url(node: str, why: object = None) -> ValueError:
+    """The error for a node that is not an http(s) base URL."""
+    return ValueError(
+        f"a node must be an http(s) base URL such as 'http://10.0.0.7:8080' (a path prefix is allowed, a "
+        f"query or fragment is not), got {node!r}" + (f": {why}" if why is not None else "")
+    )
 
 
 def wait_timeout(wait: Union[float, timedelta]) -> Optional[Union[float, timedelta]]:

@@ -38,7 +38,15 @@ from typing import AsyncIterator, Iterator, Optional, Union
 import httpx
 
 import weir
-from weir._http import Members, Nodes, release, release_raised, status_outcome, wait_timeout
+from weir._http import (
+    Members,
+    Nodes,
+    not_a_base_url,
+    release,
+    release_raised,
+    status_outcome,
+    wait_timeout,
+)
 from weir._types import Outcome
 from weir._weir import Lease
 
@@ -83,12 +91,9 @@ def _parse(node: str) -> httpx.URL:
     try:
         url = httpx.URL(node)
     except httpx.InvalidURL as e:
-        raise ValueError(f"node {node!r} is not a URL: {e}") from e
+        raise not_a_base_url(node, e) from e
     if url.scheme not in ("http", "https") or not url.host or url.query or url.fragment:
-        raise ValueError(
-            f"a node must be an http(s) base URL such as 'http://10.0.0.7:8080' (a path prefix is allowed, "
-            f"a query or fragment is not), got {node!r}"
-        )
+        raise not_a_base_url(node)
     return url
 
 
@@ -122,13 +127,7 @@ class Transport(_Balanced, httpx.BaseTransport):
         except BaseException as exc:
             release_raised(lease, exc)
             raise
-        outcome = status_outcome(response.status_code)
-        if response.is_closed or not isinstance(response.stream, httpx.SyncByteStream):
-            # The inner transport read the body already (a mock does): nothing left in flight.
-            release(lease, outcome)
-        else:
-            response.stream = _SyncStream(response.stream, lease, outcome)
-        return response
+        return _hold(lease, response, asynchronous=False)
 
     def close(self) -> None:
         self._transport.close()
@@ -162,15 +161,26 @@ class AsyncTransport(_Balanced, httpx.AsyncBaseTransport):
         except BaseException as exc:
             release_raised(lease, exc)
             raise
-        outcome = status_outcome(response.status_code)
-        if response.is_closed or not isinstance(response.stream, httpx.AsyncByteStream):
-            release(lease, outcome)
-        else:
-            response.stream = _AsyncStream(response.stream, lease, outcome)
-        return response
+        return _hold(lease, response, asynchronous=True)
 
     async def aclose(self) -> None:
         await self._transport.aclose()
+
+
+def _hold(lease: Lease, response: httpx.Response, asynchronous: bool) -> httpx.Response:
+    """Gives ``response`` a body (of the client's kind) that releases ``lease`` when it is closed, or
+    releases it now if the inner transport read the body already (a mock does)."""
+    outcome = status_outcome(response.status_code)
+    stream = response.stream
+    if not response.is_closed:
+        if asynchronous and isinstance(stream, httpx.AsyncByteStream):
+            response.stream = _AsyncStream(stream, lease, outcome)
+            return response
+        if not asynchronous and isinstance(stream, httpx.SyncByteStream):
+            response.stream = _SyncStream(stream, lease, outcome)
+            return response
+    release(lease, outcome)
+    return response
 
 
 class _SyncStream(httpx.SyncByteStream):

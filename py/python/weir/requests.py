@@ -35,7 +35,15 @@ import requests
 import requests.adapters
 
 import weir
-from weir._http import Members, Nodes, release, release_raised, status_outcome, wait_timeout
+from weir._http import (
+    Members,
+    Nodes,
+    not_a_base_url,
+    release,
+    release_raised,
+    status_outcome,
+    wait_timeout,
+)
 from weir._types import Outcome
 from weir._weir import Lease
 
@@ -125,12 +133,9 @@ def _parse(node: str) -> SplitResult:
         url = urlsplit(node)
         url.port  # noqa: B018 (raises ValueError for a port that is not a number)
     except ValueError as e:
-        raise ValueError(f"node {node!r} is not a URL: {e}") from e
+        raise not_a_base_url(node, e) from e
     if url.scheme not in ("http", "https") or not url.hostname or url.query or url.fragment:
-        raise ValueError(
-            f"a node must be an http(s) base URL such as 'http://10.0.0.7:8080' (a path prefix is allowed, "
-            f"a query or fragment is not), got {node!r}"
-        )
+        raise not_a_base_url(node)
     return url
 
 
@@ -153,37 +158,44 @@ def _hold(response: requests.Response, lease: Lease, outcome: Outcome) -> None:
         if reading == 0:
             release(lease, outcome)
 
+    def enter() -> None:
+        nonlocal reading
+        reading += 1
+
+    def leave(exc: Optional[BaseException]) -> None:
+        nonlocal reading
+        reading -= 1
+        if exc is not None:
+            release_raised(lease, exc)
+        elif ended and reading == 0:
+            release(lease, outcome)
+
     def read_with(method: Callable[..., Any]) -> Callable[..., Any]:
         def read(*args: Any, **kwargs: Any) -> Any:
-            nonlocal reading
-            reading += 1
+            enter()
             try:
-                return method(*args, **kwargs)
+                data = method(*args, **kwargs)
             except BaseException as exc:
-                release_raised(lease, exc)
+                leave(exc)
                 raise
-            finally:
-                reading -= 1
-                if ended and reading == 0:
-                    release(lease, outcome)
+            leave(None)
+            return data
 
         return read
 
     def chunks_with(method: Callable[..., Iterator[bytes]]) -> Callable[..., Iterator[bytes]]:
         def read_chunked(*args: Any, **kwargs: Any) -> Iterator[bytes]:
-            nonlocal reading
-            reading += 1
+            enter()
             try:
                 yield from method(*args, **kwargs)
             except GeneratorExit:
+                # The reader stopped early; closing the response releases the lease.
+                leave(None)
                 raise
             except BaseException as exc:
-                release_raised(lease, exc)
+                leave(exc)
                 raise
-            finally:
-                reading -= 1
-                if ended and reading == 0:
-                    release(lease, outcome)
+            leave(None)
 
         return read_chunked
 
