@@ -231,6 +231,7 @@ class Fleet(Server):
         assert self.healthy.requests == counts["healthy"]
         assert self.failing.requests == counts["failing"]
         # The broken servers get a few requests at the start (one each, or one per caller that chose
-        # them before the first answer came back), then none.
+        # them before the first answer came back), then none (today's default never probes them
+        # again; one that does, within seconds, stays well under the 5 % allowed here).
         for broken in ("failing", "refusing", "black_hole"):
-            assert 1 <= counts[broken] <= workers, (broken, counts)
+            assert 1 <= counts[broken] <= max(workers, len(seen) // 20), (broken, counts)

@@ -245,6 +245,53 @@ def test_members_follow_a_callable() -> None:
         assert transport.balancer.stats().released(O.SUCCESS) == 3
 
 
+def test_members_follow_a_list_that_changes_under_threads() -> None:
+    """Workers send while another thread keeps changing the list: every request is answered, every
+    lease is released (to a member, or stale to one removed meanwhile), and the members end as the list
+    does."""
+    with HttpServer() as a, HttpServer() as b:
+        lists = [[a.url], [b.url], [a.url, b.url]]
+        current = lists[0]
+        stop = threading.Event()
+
+        def change() -> None:
+            nonlocal current
+            i = 0
+            while not stop.is_set():
+                i += 1
+                current = lists[i % len(lists)]
+                stop.wait(0.001)
+
+        transport = weir.httpx.Transport(lambda: current, wait=5.0)
+        answered: List[int] = []
+        with httpx.Client(transport=transport, base_url="http://users", timeout=5) as client:
+
+            def worker() -> None:
+                for _ in range(50):
+                    answered.append(client.get("/").status_code)
+
+            changer = threading.Thread(target=change)
+            changer.start()
+            workers = [threading.Thread(target=worker) for _ in range(4)]
+            for t in workers:
+                t.start()
+            for t in workers:
+                t.join(timeout=60)
+            stop.set()
+            changer.join(timeout=5)
+            current = [b.url]
+            client.get("/")
+        assert answered == [200] * 200
+        stats = transport.balancer.stats()
+        # A grant whose node is removed before the acquire returns is handed back (stale) and tried
+        # again, so `acquired` may pass the 201 requests; every lease still comes back.
+        assert stats.in_flight == 0 and stats.acquired >= 201
+        assert stats.released(O.SUCCESS) + stats.released_stale == stats.acquired
+        assert stats.released_total == stats.released(O.SUCCESS)
+        assert list(transport.balancer) == [b.url]
+        assert a.requests + b.requests == 201
+
+
 def test_the_balancers_classify_and_an_inner_transport() -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/down":

@@ -59,10 +59,12 @@ class Members(Generic[B, T]):
         """Follows the callable's current list, if the nodes were given as one (a no-op otherwise)."""
         if self._source is None:
             return
-        current = tuple(self._source())
-        if current != self._last:
+        if tuple(self._source()) != self._last:
             with self._lock:
-                self._follow(current)
+                # Asked again under the lock: a list read before another thread's change must not undo it.
+                current = tuple(self._source())
+                if current != self._last:
+                    self._follow(current)
 
     def base(self, node: str) -> T:
         """The parsed base URL of a node (one removed a moment ago included)."""
