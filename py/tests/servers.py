@@ -12,7 +12,7 @@ import sys
 import threading
 from collections import Counter
 from types import TracebackType
-from typing import Any, List, Optional, Type, TypeVar
+from typing import Any, Callable, List, Optional, Type, TypeVar
 
 S = TypeVar("S", bound="Server")
 
@@ -207,6 +207,26 @@ class Fleet(Server):
     def close(self) -> None:
         for server in self.servers:
             server.close()
+
+    @staticmethod
+    def from_threads(send: Callable[[], str], requests: int, workers: int) -> List[str]:
+        """Calls ``send`` ``requests`` times from ``workers`` threads; what each call returned, in the
+        order they ended."""
+        seen: List[str] = []
+        lock = threading.Lock()
+
+        def worker() -> None:
+            for _ in range(requests // workers):
+                answer = send()
+                with lock:
+                    seen.append(answer)
+
+        threads = [threading.Thread(target=worker) for _ in range(workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        return seen
 
     def check(self, name: str, balancer: Any, seen: List[str], workers: int) -> None:
         """Checks a run over the fleet: ``seen`` says which server each request reached (``healthy``,

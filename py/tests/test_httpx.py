@@ -38,24 +38,15 @@ def kind(result: Union[httpx.Response, BaseException]) -> str:
 def test_a_fleet_through_a_sync_client() -> None:
     with Fleet() as fleet:
         transport = weir.httpx.Transport(fleet.urls, wait=5.0)
-        seen: List[str] = []
-        lock = threading.Lock()
         with httpx.Client(transport=transport, base_url="http://users", timeout=TIMEOUT) as client:
 
-            def worker() -> None:
-                for _ in range(REQUESTS // WORKERS):
-                    try:
-                        result: Union[httpx.Response, BaseException] = client.get("/api")
-                    except httpx.TransportError as e:
-                        result = e
-                    with lock:
-                        seen.append(kind(result))
+            def send() -> str:
+                try:
+                    return kind(client.get("/api"))
+                except httpx.TransportError as e:
+                    return kind(e)
 
-            threads = [threading.Thread(target=worker) for _ in range(WORKERS)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(timeout=60)
+            seen = fleet.from_threads(send, REQUESTS, WORKERS)
         assert len(seen) == REQUESTS
         fleet.check("httpx.Client", transport.balancer, seen, WORKERS)
 

@@ -5,8 +5,7 @@ server, with every lease accounted for."""
 
 from __future__ import annotations
 
-import threading
-from typing import Any, List, Union
+from typing import Any, Union
 
 import pytest
 import requests
@@ -41,25 +40,15 @@ def kind(result: Union[requests.Response, BaseException]) -> str:
 def test_a_fleet_through_a_session() -> None:
     with Fleet() as fleet:
         adapter = weir.requests.Adapter(fleet.urls, wait=5.0)
-        seen: List[str] = []
-        lock = threading.Lock()
         with session(adapter) as s:
 
-            def worker() -> None:
-                for _ in range(REQUESTS // WORKERS):
-                    result: Union[requests.Response, BaseException]
-                    try:
-                        result = s.get("http://users/api", timeout=TIMEOUT)
-                    except requests.RequestException as e:
-                        result = e
-                    with lock:
-                        seen.append(kind(result))
+            def send() -> str:
+                try:
+                    return kind(s.get("http://users/api", timeout=TIMEOUT))
+                except requests.RequestException as e:
+                    return kind(e)
 
-            threads = [threading.Thread(target=worker) for _ in range(WORKERS)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(timeout=60)
+            seen = fleet.from_threads(send, REQUESTS, WORKERS)
         assert len(seen) == REQUESTS
         fleet.check("requests.Session", adapter.balancer, seen, WORKERS)
 
