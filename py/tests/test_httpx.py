@@ -314,6 +314,7 @@ def test_the_balancers_classify_and_an_inner_transport() -> None:
         (["http://[::1"], 0.1, ValueError),
         ([7], 0.1, TypeError),
         (["http://10.0.0.7"], -1.0, ValueError),
+        ("http://10.0.0.7", 0.1, TypeError),
         (["http://10.0.0.7"], float("nan"), ValueError),
         (["http://10.0.0.7"], "1", TypeError),
     ],

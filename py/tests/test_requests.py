@@ -178,6 +178,7 @@ def test_the_balancers_classify_is_used() -> None:
         (["http://10.0.0.7/#x"], 0.1, ValueError),
         ([b"http://10.0.0.7"], 0.1, TypeError),
         (["http://10.0.0.7"], -0.5, ValueError),
+        ("http://10.0.0.7", 0.1, TypeError),
         (["http://10.0.0.7"], None, TypeError),
     ],
 )

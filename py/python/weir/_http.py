@@ -44,7 +44,7 @@ class Members(Generic[B, T]):
         self, nodes: Nodes, balancer: Optional[B], parse: Callable[[str], T], make: Callable[..., B]
     ) -> None:
         self._source: Optional[Callable[[], Iterable[str]]] = nodes if callable(nodes) else None
-        first = tuple(nodes() if callable(nodes) else nodes)
+        first = _listed(nodes() if callable(nodes) else nodes)
         # Room for the nodes and those still draining after their removal; more for a list that changes.
         capacity = max(2 * len(first), 64 if self._source is not None else 16)
         self.balancer: B = balancer if balancer is not None else make(capacity=capacity)
@@ -59,10 +59,10 @@ class Members(Generic[B, T]):
         """Follows the callable's current list, if the nodes were given as one (a no-op otherwise)."""
         if self._source is None:
             return
-        if tuple(self._source()) != self._last:
+        if _listed(self._source()) != self._last:
             with self._lock:
                 # Asked again under the lock: a list read before another thread's change must not undo it.
-                current = tuple(self._source())
+                current = _listed(self._source())
                 if current != self._last:
                     self._follow(current)
 
@@ -86,6 +86,14 @@ class Members(Generic[B, T]):
         # One assignment: a reader sees the old table or the new one.
         self._bases = bases
         self._last = current
+
+
+def _listed(nodes: Iterable[str]) -> Tuple[str, ...]:
+    if isinstance(nodes, (str, bytes)):
+        raise TypeError(
+            f"nodes must be a list of base URLs, not a {type(nodes).__name__} (did you mean [{nodes!r}]?)"
+        )
+    return tuple(nodes)
 
 
 def not_a_base_url(node: str, why: object = None) -> ValueError:
