@@ -63,6 +63,8 @@ struct Members {
 /// What a `Balancer` and its leases share.
 pub struct Inner {
     pub core: Arc<HeapBalancer>,
+    /// The user's exception classifier (`classify=`), or `None` for `weir.outcome_for_exception`.
+    pub classify: Option<Py<PyAny>>,
     cells: Box<[ArcSwapOption<Cell>]>,
     members: Mutex<Members>,
 }
@@ -113,12 +115,14 @@ impl Inner {
 /// An adaptive load balancer over nodes that are any hashable objects.
 ///
 /// `Balancer(nodes=(), *, policy=None, health=None, limit=None, weight_exponent=3.0, floor=1e-4,
-/// seed=None, capacity=None, max_waiters=1024)`. The defaults are weir's default algorithm: health
-/// `Decay()`, policy `Policy.LOWEST_SCORE`, limit `Ciad(fast_start=True)`. A weighted policy without a
-/// health model gets `Buckets()`; a `Buckets` or `Ewma` health without a policy gets `Policy.CASCADE`.
+/// seed=None, capacity=None, max_waiters=1024, classify=None)`. The defaults are weir's default
+/// algorithm: health `Decay()`, policy `Policy.LOWEST_SCORE`, limit `Ciad(fast_start=True)`. A weighted
+/// policy without a health model gets `Buckets()`; a `Buckets` or `Ewma` health without a policy gets
+/// `Policy.CASCADE`.
 /// `seed=None` draws a random seed; an int makes the decisions reproducible. `capacity` is the number of
 /// node slots (default: twice the nodes given, at least 16): removed nodes hold their slot until their
-/// leases finish.
+/// leases finish. `classify` turns the exception that ends a lease's `with` block (or `lease.raised`) into
+/// an outcome: a callable `(BaseException) -> weir.Outcome`, by default `weir.outcome_for_exception`.
 ///
 /// GIL: thread-safe without a Python-side lock (free-threading included). Each call holds the GIL only for
 /// the core call (nanoseconds); `acquire(timeout=...)` releases it while it waits.
@@ -277,7 +281,7 @@ impl Balancer {
 #[pymethods]
 impl Balancer {
     #[new]
-    #[pyo3(signature = (nodes=None, *, policy=None, health=None, limit=None, weight_exponent=None, floor=None, seed=None, capacity=None, max_waiters=None))]
+    #[pyo3(signature = (nodes=None, *, policy=None, health=None, limit=None, weight_exponent=None, floor=None, seed=None, capacity=None, max_waiters=None, classify=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -290,7 +294,17 @@ impl Balancer {
         seed: Option<&Bound<'_, PyAny>>,
         capacity: Option<&Bound<'_, PyAny>>,
         max_waiters: Option<&Bound<'_, PyAny>>,
+        classify: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let classify = match classify.filter(|c| !c.is_none()) {
+            Some(c) if !c.is_callable() => {
+                return Err(PyTypeError::new_err(format!(
+                    "classify must be a callable (BaseException) -> weir.Outcome, not {}",
+                    c.get_type().name()?
+                )))
+            }
+            c => c.map(|c| c.clone().unbind()),
+        };
         let mut config = Config::default();
         let policy = policy
             .filter(|p| !p.is_none())
@@ -367,6 +381,7 @@ impl Balancer {
         let b = Balancer {
             inner: Arc::new(Inner {
                 core: Arc::new(core),
+                classify,
                 cells,
                 members: Mutex::new(Members {
                     by_node: PyDict::new(py).unbind(),
@@ -628,6 +643,15 @@ impl Balancer {
     #[getter]
     fn max_waiters(&self) -> u32 {
         self.inner.core.config().max_waiters
+    }
+    /// The exception classifier of this balancer's leases: the `classify=` given, else
+    /// `weir.outcome_for_exception`.
+    #[getter]
+    fn classify(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match &self.inner.classify {
+            Some(c) => Ok(c.clone_ref(py)),
+            None => crate::lease::default_classifier(py),
+        }
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {

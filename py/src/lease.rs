@@ -1,10 +1,16 @@
 //! `Lease`: the right to make one call to one node, released exactly once with the call's outcome.
 //!
-//! A lease is a context manager (`with` and `async with`): a normal exit records SUCCESS, an exception
-//! FAILURE, a cancellation (`asyncio.CancelledError`, `GeneratorExit`, `KeyboardInterrupt`) IGNORED; an
-//! explicit `succeeded()`, `failed()`, `dropped()`, `ignore()`, `throttled()`, `client_error()`,
-//! `http_status(code)` or `release(outcome)` inside the block wins. A second release raises `LeaseError`
-//! and changes nothing. A lease garbage-collected unreleased is released as IGNORED (`Drop`).
+//! A lease is a context manager (`with` and `async with`): a normal exit records SUCCESS, an exception the
+//! outcome its balancer's classifier gives (`Balancer(classify=...)`, by default
+//! `weir.outcome_for_exception`: a timeout DROPPED, a cancellation IGNORED, an HTTP status error its
+//! status's outcome, anything else FAILURE); an explicit `succeeded()`, `failed()`, `dropped()`,
+//! `ignore()`, `throttled()`, `client_error()`, `http_status(code)`, `raised(exc)` or `release(outcome)`
+//! inside the block wins. A second release raises `LeaseError` and changes nothing. A lease
+//! garbage-collected unreleased is released as IGNORED (`Drop`).
+//!
+//! A classifier that raises, or returns something that is not an outcome, still releases the lease (with
+//! `weir.outcome_for_exception`'s answer), then its error propagates, chained to the block's exception:
+//! counters stay conserved and the bug is seen.
 //!
 //! Clocks never mix: a lease acquired with an explicit `now=` must be released with an explicit `now=`,
 //! and one acquired on the monotonic clock without one, or the release raises `ClockMismatch` (and
@@ -13,7 +19,7 @@
 
 use crate::balancer::Inner;
 use crate::convert::{int_in, now_ns, secs, weir_err};
-use pyo3::exceptions::{PyStopIteration, PyValueError};
+use pyo3::exceptions::{PyBaseException, PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
@@ -100,7 +106,12 @@ impl Lease {
         }
     }
 
-    fn exit(&self, py: Python<'_>, exc_type: &Bound<'_, PyAny>) -> PyResult<bool> {
+    fn exit(
+        &self,
+        py: Python<'_>,
+        exc_type: &Bound<'_, PyAny>,
+        exc_value: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
         if self.released.load(Ordering::Acquire) {
             return Ok(false);
         }
@@ -115,32 +126,68 @@ impl Lease {
                 "a lease acquired with an explicit now= cannot be released by its context exit (the exit has no time to give): call lease.succeeded(now=...) (or another outcome) inside the block; it was released as IGNORED",
             ));
         }
-        let outcome = if exc_type.is_none() {
-            Outcome::Success
-        } else if is_cancellation(py, exc_type)? {
-            Outcome::Ignored
+        let (outcome, error) = if exc_type.is_none() {
+            (Outcome::Success, None)
         } else {
-            Outcome::Failure
+            match exception_of(exc_type, exc_value) {
+                Some(exc) => self.classify(py, &exc),
+                None => (Outcome::Failure, None),
+            }
         };
-        if self.released.swap(true, Ordering::AcqRel) {
-            return Ok(false);
+        if !self.released.swap(true, Ordering::AcqRel) {
+            self.finish(py, outcome, weir::rt::monotonic_now())?;
         }
-        self.finish(py, outcome, weir::rt::monotonic_now())?;
-        // Never swallow the block's exception.
-        Ok(false)
+        match error {
+            Some(e) => Err(e),
+            // Never swallow the block's exception.
+            None => Ok(false),
+        }
+    }
+
+    /// The outcome of `exc` by the balancer's classifier, and the classifier's error if it raised or
+    /// answered something that is not an outcome (the outcome is then `weir.outcome_for_exception`'s).
+    fn classify(&self, py: Python<'_>, exc: &Bound<'_, PyAny>) -> (Outcome, Option<PyErr>) {
+        let by_default = || -> PyResult<Outcome> {
+            outcome_arg(&default_classifier(py)?.bind(py).call1((exc,))?)
+        };
+        let answer = match &self.inner.classify {
+            Some(classify) => classify
+                .bind(py)
+                .call1((exc,))
+                .and_then(|o| outcome_arg(&o)),
+            None => by_default(),
+        };
+        match answer {
+            Ok(outcome) => (outcome, None),
+            Err(e) => (by_default().unwrap_or(Outcome::Failure), Some(e)),
+        }
     }
 }
 
-/// Whether `exc_type` is a cancellation rather than a failure of the node.
-fn is_cancellation(py: Python<'_>, exc_type: &Bound<'_, PyAny>) -> PyResult<bool> {
-    static CANCELLED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    let Ok(t) = exc_type.cast::<PyType>() else {
-        return Ok(false);
-    };
-    let cancelled = CANCELLED.import(py, "asyncio", "CancelledError")?;
-    Ok(t.is_subclass(cancelled)?
-        || t.is_subclass_of::<pyo3::exceptions::PyGeneratorExit>()?
-        || t.is_subclass_of::<pyo3::exceptions::PyKeyboardInterrupt>()?)
+/// `weir.outcome_for_exception`, imported once.
+pub fn default_classifier(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    static DEFAULT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    DEFAULT
+        .import(py, "weir._outcomes", "outcome_for_exception")
+        .map(|f| f.clone().unbind())
+}
+
+/// The exception a context exit was given: the value, or, when a caller passed only a type (Python's own
+/// `with` always passes the value), an instance of it built without arguments; `None` if neither exists.
+fn exception_of<'py>(
+    exc_type: &Bound<'py, PyAny>,
+    exc_value: &Bound<'py, PyAny>,
+) -> Option<Bound<'py, PyAny>> {
+    if exc_value.is_instance_of::<PyBaseException>() {
+        return Some(exc_value.clone());
+    }
+    let t = exc_type.cast::<PyType>().ok()?;
+    if !t.is_subclass_of::<PyBaseException>().unwrap_or(false) {
+        return None;
+    }
+    t.call0()
+        .ok()
+        .filter(|e| e.is_instance_of::<PyBaseException>())
 }
 
 impl Drop for Lease {
@@ -272,6 +319,30 @@ impl Lease {
         let o = Outcome::from_code(code).ok_or_else(|| PyValueError::new_err("status"))?;
         self.release_with(py, o, now)
     }
+    /// Releases with the outcome of the exception `exc` by the balancer's classifier (`classify=`, by
+    /// default `weir.outcome_for_exception`: a timeout DROPPED, a cancellation IGNORED, ...): what a `with`
+    /// block's exit does, for a lease released by hand. TypeError if `exc` is not an exception (the lease
+    /// stays unreleased). A classifier that fails releases with the default's outcome, then raises.
+    #[pyo3(signature = (exc, *, now=None))]
+    fn raised(
+        &self,
+        py: Python<'_>,
+        exc: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        if !exc.is_instance_of::<PyBaseException>() {
+            return Err(PyTypeError::new_err(format!(
+                "exc must be an exception, not {}",
+                exc.get_type().name()?
+            )));
+        }
+        let (outcome, error) = self.classify(py, exc);
+        let recorded = self.release_with(py, outcome, now)?;
+        match error {
+            Some(e) => Err(e),
+            None => Ok(recorded),
+        }
+    }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
@@ -284,8 +355,8 @@ impl Lease {
         exc_value: &Bound<'_, PyAny>,
         traceback: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
-        let _ = (exc_value, traceback);
-        self.exit(py, exc_type)
+        let _ = traceback;
+        self.exit(py, exc_type, exc_value)
     }
     fn __aenter__(slf: Py<Self>, py: Python<'_>) -> Ready {
         Ready {
@@ -300,8 +371,8 @@ impl Lease {
         exc_value: &Bound<'_, PyAny>,
         traceback: &Bound<'_, PyAny>,
     ) -> PyResult<Ready> {
-        let _ = (exc_value, traceback);
-        let r = self.exit(py, exc_type)?;
+        let _ = traceback;
+        let r = self.exit(py, exc_type, exc_value)?;
         Ok(Ready {
             value: r.into_pyobject(py)?.to_owned().into_any().unbind(),
         })

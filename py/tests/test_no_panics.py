@@ -102,7 +102,7 @@ def test_balancer_and_lease_methods() -> None:
     for v in HOSTILE:
         call_safely(b.set_lame_duck, "a", v)
     lease = weir.Balancer(["n"], seed=1).acquire()
-    for name in ("release", "http_status"):
+    for name in ("release", "http_status", "raised"):
         for v in HOSTILE:
             call_safely(getattr(lease, name), v)
     for name in ("succeeded", "failed", "dropped", "ignore", "throttled", "client_error"):
@@ -110,6 +110,12 @@ def test_balancer_and_lease_methods() -> None:
             call_safely(getattr(lease, name), now=v)
     for v in HOSTILE:
         call_safely(lease.__exit__, v, None, None)
+    # A classifier answering anything: the lease still goes back, and what escapes is an Exception.
+    for v in HOSTILE:
+        answering = weir.Balancer(["n"], seed=1, classify=lambda e, v=v: v)
+        call_safely(answering.acquire().__exit__, RuntimeError, RuntimeError(), None)
+        call_safely(answering.acquire().raised, TimeoutError())
+        assert answering.stats().in_flight == 0
     st = b.stats()
     assert st.acquired == st.released_total + st.released_stale + st.in_flight
 

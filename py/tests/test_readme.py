@@ -1,58 +1,74 @@
-"""The README's Python examples run as written (as its Rust examples run as doc tests): the HTTP example
-against a local server, the by-hand form against a balancer."""
+"""The Python examples of the repository's README and of py/README.md run as written (as the Rust examples
+run as doc tests), against local servers: each block's placeholder backends (10.0.0.x) are replaced by
+servers on 127.0.0.1 before it runs, and nothing else is changed."""
 
 from __future__ import annotations
 
-import http.server
 import re
-import threading
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List
+
+import pytest
 
 import weir
+from servers import HttpServer
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def python_blocks() -> List[str]:
-    text = README.read_text()
-    section = text[text.index("## Use it from Python") :]
-    section = section[: section.index("\n## ", 1)]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+ROOT = Path(__file__).resolve().parents[2]
+PLACEHOLDER = re.compile(r'"http://10\.0\.0\.\d+:8080"')
 
 
-class Ok(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        self.send_response(200)
-        self.send_header("Content-Length", "5")
-        self.end_headers()
-        self.wfile.write(b"hello")
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
+def python_blocks(path: Path, section: str = "") -> List[str]:
+    text = path.read_text()
+    if section:
+        text = text[text.index(section) :]
+        text = text[: text.index("\n## ", 1)]
+    return re.findall(r"```python\n(.*?)```", text, re.S)
 
 
-def test_the_http_example_runs() -> None:
-    first = python_blocks()[0]
-    servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ok) for _ in range(3)]
-    for server in servers:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-    urls = iter(f"http://127.0.0.1:{s.server_address[1]}" for s in servers)
+def block(blocks: List[str], *needles: str) -> str:
+    """The one block that holds every needle."""
+    found = [b for b in blocks if all(n in b for n in needles)]
+    assert len(found) == 1, (needles, len(found))
+    return found[0]
+
+
+ROOT_BLOCKS = python_blocks(ROOT / "README.md", "## Use it from Python")
+PY_BLOCKS = python_blocks(ROOT / "py" / "README.md")
+
+
+@pytest.fixture
+def servers() -> Iterator[List[HttpServer]]:
+    started = [HttpServer() for _ in range(3)]
     try:
-        code = re.sub(r'"http://10\.0\.0\.\d+:8080"', lambda _: repr(next(urls)), first)
-        assert code != first
-        scope: Dict[str, Any] = {}
-        exec(compile(code, "README.md", "exec"), scope)
-        assert [scope["get"]("/") for _ in range(5)] == [b"hello"] * 5
-        assert scope["backends"].stats().released(weir.Outcome.SUCCESS) == 5
+        yield started
     finally:
-        for server in servers:
-            server.shutdown()
-            server.server_close()
+        for server in started:
+            server.close()
 
 
-def test_the_by_hand_example_runs() -> None:
-    second = python_blocks()[1]
+def run(code: str, servers: List[HttpServer], scope: Dict[str, Any]) -> Dict[str, Any]:
+    """Runs a README block with its placeholder backends replaced by `servers`."""
+    urls = iter(repr(s.url) for s in servers * 3)
+    local = PLACEHOLDER.sub(lambda _: next(urls), code)
+    assert "10.0.0." not in local
+    exec(compile(local, "README.md", "exec"), scope)
+    return scope
+
+
+def test_the_root_httpx_example_runs(servers: List[HttpServer]) -> None:
+    scope = run(block(ROOT_BLOCKS, "weir.httpx.Transport"), servers, {})
+    scope["users"].close()
+    assert scope["r"].json()["path"] == "/api/users?id=3"
+    assert sum(s.requests for s in servers) == 1
+
+
+def test_the_root_by_hand_http_example_runs(servers: List[HttpServer]) -> None:
+    scope = run(block(ROOT_BLOCKS, "urllib.request.urlopen"), servers, {})
+    assert all(scope["get"]("/x").startswith(b'{"method": "GET"') for _ in range(5))
+    assert scope["backends"].stats().released(weir.Outcome.SUCCESS) == 5
+
+
+def test_the_root_lease_by_hand_example_runs() -> None:
     calls: List[Any] = []
 
     def call(node: Any) -> bool:
@@ -60,6 +76,51 @@ def test_the_by_hand_example_runs() -> None:
         return False
 
     scope: Dict[str, Any] = {"backends": weir.Balancer(["a"], seed=1), "call": call}
-    exec(compile(second, "README.md", "exec"), scope)
+    exec(compile(block(ROOT_BLOCKS, "try_acquire"), "README.md", "exec"), scope)
     assert calls == ["a"]
     assert scope["backends"].stats().released(weir.Outcome.FAILURE) == 1
+
+
+def test_the_py_readme_httpx_examples_run(
+    servers: List[HttpServer], capsys: pytest.CaptureFixture[str]
+) -> None:
+    scope = run(block(PY_BLOCKS, "weir.httpx.Transport"), servers, {})
+    scope["users"].close()
+    assert scope["r"].json()["path"] == "/api/users?id=3"
+    run(block(PY_BLOCKS, "weir.httpx.AsyncTransport"), servers, {})
+    assert capsys.readouterr().out.startswith("200 Stats(acquired=1,")
+
+
+def test_the_py_readme_requests_example_runs(servers: List[HttpServer]) -> None:
+    scope = run(block(PY_BLOCKS, "weir.requests.Adapter"), servers, {})
+    scope["session"].close()
+    assert scope["r"].json()["path"] == "/api/users?id=3"
+    assert scope["r"].url == "http://users/api/users?id=3"
+
+
+def test_the_py_readme_balancer_examples_run() -> None:
+    def run_query(node: str, sql: str) -> List[str]:
+        if node == "db-2:5432":
+            raise TimeoutError
+        return [node, sql]
+
+    scope = run(block(PY_BLOCKS, "backends.acquire("), [], {"run_query": run_query})
+    answers = []
+    for _ in range(20):
+        try:
+            answers.append(scope["query"]("select 1"))
+        except TimeoutError:
+            pass
+    stats = scope["backends"].stats()
+    assert stats.released(weir.Outcome.SUCCESS) == len(answers) and stats.released_total == 20
+    assert stats.released(weir.Outcome.DROPPED) == 20 - len(answers) >= 1
+
+    scope = run(block(PY_BLOCKS, "classify=classify"), [], {})
+    backends = scope["backends"]
+    with pytest.raises(scope["QuotaExceeded"]):
+        with backends.acquire():
+            raise scope["QuotaExceeded"]
+    with pytest.raises(ConnectionResetError):
+        with backends.acquire():
+            raise ConnectionResetError
+    assert backends.stats().by_outcome == (0, 1, 0, 0, 1, 0)

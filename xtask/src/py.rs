@@ -8,16 +8,27 @@
 //!
 //! `cargo xtask py`, in order: the venv; `cargo fmt --check` and `clippy -D warnings` on `py/`;
 //! `pip install ./py` (the user's command: maturin as the PEP 517 backend, fetched by pip); pytest
-//! (`py/tests`, warnings as errors); `python -m mypy.stubtest weir._weir`; `mypy --strict` on the package,
-//! the examples and the benchmark script.
+//! (`py/tests`, warnings as errors; the HTTP integrations' tests run real local servers);
+//! `python -m mypy.stubtest weir._weir`; `mypy --strict` on the package, the examples and the benchmark
+//! script.
 
 use crate::{fail, run, target_dir};
 use std::env;
 use std::path::{Path, PathBuf};
 
 /// The pinned tools of the venv (pip's requirement syntax). Bump them here; the venv is rebuilt when
-/// this list changes (it is written to the venv as `weir-tools.txt`).
-const TOOLS: [&str; 3] = ["maturin==1.16.0", "pytest==8.3.5", "mypy==1.15.0"];
+/// this list changes (it is written to the venv as `weir-tools.txt`). httpx and requests are the
+/// libraries `weir.httpx` and `weir.requests` integrate with (the package's optional extras), for their
+/// tests against local servers and for mypy; types-requests types requests for mypy. Each pin installs
+/// on Python 3.9, the oldest the package supports.
+const TOOLS: [&str; 6] = [
+    "maturin==1.16.0",
+    "pytest==8.3.5",
+    "mypy==1.15.0",
+    "httpx==0.28.1",
+    "requests==2.32.5",
+    "types-requests==2.32.4.20250913",
+];
 
 /// The Python to build the venv with: `$PYTHON`, else `python3` (`python` on Windows).
 fn system_python() -> String {

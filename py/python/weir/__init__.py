@@ -9,7 +9,13 @@ node can take the call, and learns from every outcome::
     backends = weir.Balancer(["http://10.0.0.7:8080", "http://10.0.0.8:8080"])
     with backends.acquire() as lease:          # raises weir.NoCapacity when every node is busy
         with urllib.request.urlopen(lease.node + "/api", timeout=2) as r:
-            body = r.read()                    # a normal exit records SUCCESS, an exception FAILURE
+            body = r.read()                    # a normal exit records SUCCESS, an exception its outcome
+
+An exception's outcome is :func:`outcome_for_exception`'s (a timeout DROPPED, a cancellation IGNORED, an
+HTTP error its status's outcome, anything else FAILURE) unless the balancer has a ``classify=`` of its own.
+For HTTP clients, ``weir.httpx`` (transports for ``httpx.Client`` and ``httpx.AsyncClient``) and
+``weir.requests`` (an adapter for ``requests.Session``) do all of this per request; they import their
+library only when imported themselves.
 
 Everything is thread-safe without a Python-side lock. Durations are float seconds (``datetime.timedelta``
 is accepted too); every ``now=`` is optional and defaults to the monotonic clock (:func:`monotonic`).
@@ -37,6 +43,7 @@ from typing import (
 )
 
 from weir import _weir
+from weir._outcomes import outcome_for_exception
 from weir._types import (
     CapacityFull,
     ClockMismatch,
@@ -133,6 +140,7 @@ __all__ = [
     "Windowed",
     "deterministic_subset",
     "monotonic",
+    "outcome_for_exception",
     "random_subset",
     "rejection_probability",
     "retry",
@@ -147,7 +155,9 @@ class Balancer(_weir.Balancer):
     """An adaptive load balancer over nodes that are any hashable objects.
 
     ``Balancer(nodes=(), *, policy=None, health=None, limit=None, weight_exponent=3.0, floor=1e-4,
-    seed=None, capacity=None, max_waiters=1024)``: see ``weir._weir.Balancer`` for every parameter. This
+    seed=None, capacity=None, max_waiters=1024, classify=None)``: see ``weir._weir.Balancer`` for every
+    parameter. ``classify`` (a callable ``(BaseException) -> Outcome``, by default
+    :func:`outcome_for_exception`) decides the outcome of a lease whose ``with`` block raised. This
     subclass adds :meth:`seeds` and :meth:`acquire_async`.
 
     Thread-safe without a Python-side lock; the GIL is held only for each core call.
@@ -163,6 +173,7 @@ class Balancer(_weir.Balancer):
         seed: Optional[int] = None,
         capacity: Optional[int] = None,
         max_waiters: Optional[int] = None,
+        classify: Optional[Callable[[BaseException], Outcome]] = None,
     ) -> Balancer:
         """The seeds' algorithm exactly: ``Buckets()`` health, ``Policy.CASCADE``, ``Fixed(100)``."""
         return cls(
@@ -173,6 +184,7 @@ class Balancer(_weir.Balancer):
             seed=seed,
             capacity=capacity,
             max_waiters=max_waiters,
+            classify=classify,
         )
 
     async def acquire_async(self, *, timeout: Seconds) -> Lease:

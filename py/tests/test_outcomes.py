@@ -1,0 +1,318 @@
+"""Outcomes from exceptions: `weir.outcome_for_exception` class by class, the same through a lease's `with`
+and `async with` exits and `lease.raised`, and a balancer's own `classify=`."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import errno
+import socket
+import subprocess
+import sys
+import urllib.error
+from email.message import Message
+from typing import Any, Callable, List, Tuple, Type
+
+import httpx
+import pytest
+import requests
+import urllib3.exceptions
+
+import weir
+
+O = weir.Outcome
+
+
+def http_error(status: int) -> urllib.error.HTTPError:
+    return urllib.error.HTTPError("http://n/", status, "status", Message(), None)
+
+
+def httpx_status_error(status: int) -> httpx.HTTPStatusError:
+    request = httpx.Request("GET", "http://n/")
+    response = httpx.Response(status, request=request)
+    return httpx.HTTPStatusError("status", request=request, response=response)
+
+
+def requests_http_error(status: int) -> requests.HTTPError:
+    response = requests.Response()
+    response.status_code = status
+    return requests.HTTPError("status", response=response)
+
+
+def caused(exc: BaseException, cause: BaseException) -> BaseException:
+    exc.__cause__ = cause
+    return exc
+
+
+def refused_by_urllib3() -> requests.ConnectionError:
+    """What requests raises for a refused connection: its ConnectionError of urllib3's MaxRetryError of a
+    NewConnectionError (which urllib3 derives from its ConnectTimeoutError)."""
+    new = urllib3.exceptions.NewConnectionError(None, "refused")  # type: ignore[arg-type]
+    retries = urllib3.exceptions.MaxRetryError(None, "/", new)  # type: ignore[arg-type]
+    return requests.ConnectionError(retries)
+
+
+READ_TIMEOUT = urllib3.exceptions.ReadTimeoutError(None, "/", "t")  # type: ignore[arg-type]
+
+# (exception, outcome): one row per class of the table in py/README.md.
+TABLE: List[Tuple[BaseException, O]] = [
+    # Cancellation and the other exceptions that are not Exception: not the node's fault.
+    (asyncio.CancelledError(), O.IGNORED),
+    (KeyboardInterrupt(), O.IGNORED),
+    (SystemExit(1), O.IGNORED),
+    (GeneratorExit(), O.IGNORED),
+    (concurrent.futures.CancelledError(), O.IGNORED),
+    # Timeouts: DROPPED.
+    (TimeoutError(), O.DROPPED),
+    (socket.timeout("timed out"), O.DROPPED),
+    (asyncio.TimeoutError(), O.DROPPED),
+    (concurrent.futures.TimeoutError(), O.DROPPED),
+    (OSError(errno.ETIMEDOUT, "timed out"), O.DROPPED),
+    (httpx.ConnectTimeout("t"), O.DROPPED),
+    (httpx.ReadTimeout("t"), O.DROPPED),
+    (httpx.WriteTimeout("t"), O.DROPPED),
+    (requests.ConnectTimeout("t"), O.DROPPED),
+    (requests.ReadTimeout("t"), O.DROPPED),
+    (READ_TIMEOUT, O.DROPPED),
+    (requests.ConnectionError(READ_TIMEOUT), O.DROPPED),
+    (urllib.error.URLError(TimeoutError("timed out")), O.DROPPED),
+    # Refused, reset, aborted connections: FAILURE.
+    (ConnectionRefusedError(), O.FAILURE),
+    (ConnectionResetError(), O.FAILURE),
+    (ConnectionAbortedError(), O.FAILURE),
+    (BrokenPipeError(), O.FAILURE),
+    (OSError(errno.ECONNREFUSED, "refused"), O.FAILURE),
+    (OSError(errno.EHOSTUNREACH, "unreachable"), O.FAILURE),
+    (httpx.ConnectError("refused"), O.FAILURE),
+    (httpx.ReadError("reset"), O.FAILURE),
+    (httpx.RemoteProtocolError("closed"), O.FAILURE),
+    (requests.ConnectionError("refused"), O.FAILURE),
+    (refused_by_urllib3(), O.FAILURE),
+    (urllib.error.URLError(ConnectionRefusedError()), O.FAILURE),
+    # HTTP status errors: the status's outcome.
+    (http_error(500), O.FAILURE),
+    (http_error(503), O.DROPPED),
+    (http_error(429), O.THROTTLED),
+    (http_error(404), O.CLIENT_ERROR),
+    (httpx_status_error(502), O.FAILURE),
+    (httpx_status_error(504), O.DROPPED),
+    (httpx_status_error(429), O.THROTTLED),
+    (httpx_status_error(400), O.CLIENT_ERROR),
+    (requests_http_error(500), O.FAILURE),
+    (requests_http_error(503), O.DROPPED),
+    (requests_http_error(429), O.THROTTLED),
+    (requests_http_error(403), O.CLIENT_ERROR),
+    (requests_http_error(700), O.FAILURE),
+    (requests.HTTPError("no response"), O.FAILURE),
+    # The caller's own mistakes and its own full pool: IGNORED.
+    (httpx.PoolTimeout("pool"), O.IGNORED),
+    (httpx.InvalidURL("bad"), O.IGNORED),
+    (httpx.UnsupportedProtocol("ftp"), O.IGNORED),
+    (httpx.LocalProtocolError("bad header"), O.IGNORED),
+    (httpx.StreamConsumed(), O.IGNORED),
+    (requests.exceptions.MissingSchema("no scheme"), O.IGNORED),
+    (requests.exceptions.InvalidURL("bad"), O.IGNORED),
+    (urllib3.exceptions.EmptyPoolError(None, "full"), O.IGNORED),  # type: ignore[arg-type]
+    # Anything else: FAILURE, unless its cause says otherwise.
+    (RuntimeError("boom"), O.FAILURE),
+    (ValueError("bad json"), O.FAILURE),
+    (OSError(errno.ENOENT, "no such file"), O.FAILURE),
+    (caused(RuntimeError("wrapped"), TimeoutError()), O.DROPPED),
+    (caused(RuntimeError("wrapped"), caused(ValueError(), asyncio.CancelledError())), O.IGNORED),
+    (caused(ConnectionResetError(), TimeoutError()), O.FAILURE),
+]
+IDS = [f"{type(e).__module__}.{type(e).__qualname__}-{o.name}" for e, o in TABLE]
+
+
+@pytest.mark.parametrize("exc, outcome", TABLE, ids=IDS)
+def test_outcome_for_exception(exc: BaseException, outcome: O) -> None:
+    assert weir.outcome_for_exception(exc) is outcome
+
+
+def one_hot(outcome: O) -> Tuple[int, ...]:
+    counts = [0] * 6
+    counts[outcome] = 1
+    return tuple(counts)
+
+
+@pytest.mark.parametrize("exc, outcome", TABLE, ids=IDS)
+def test_a_with_block_records_the_table(exc: BaseException, outcome: O) -> None:
+    b = weir.Balancer(["n"], seed=1)
+    with pytest.raises(type(exc)):
+        with b.acquire():
+            raise exc
+    assert b.stats().by_outcome == one_hot(outcome)
+    assert b.stats().in_flight == 0
+
+
+@pytest.mark.parametrize("exc, outcome", TABLE, ids=IDS)
+def test_an_async_with_block_records_the_table(exc: BaseException, outcome: O) -> None:
+    b = weir.Balancer(["n"], seed=1)
+
+    async def call() -> None:
+        async with b.acquire():
+            await asyncio.sleep(0)
+            raise exc
+
+    with pytest.raises(type(exc)):
+        asyncio.run(call())
+    assert b.stats().by_outcome == one_hot(outcome)
+
+
+@pytest.mark.parametrize("exc, outcome", TABLE, ids=IDS)
+def test_lease_raised_records_the_table(exc: BaseException, outcome: O) -> None:
+    b = weir.Balancer(["n"], seed=1)
+    assert b.acquire().raised(exc) is True
+    assert b.stats().by_outcome == one_hot(outcome)
+
+
+def test_a_task_cancelled_inside_async_with_is_ignored() -> None:
+    b = weir.Balancer(["n"], seed=1)
+    entered = asyncio.Event()
+
+    async def call() -> None:
+        async with b.acquire():
+            entered.set()
+            await asyncio.sleep(10)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(call())
+        await asyncio.wait_for(entered.wait(), 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert b.stats().by_outcome == one_hot(O.IGNORED)
+    assert b.stats().in_flight == 0
+
+
+def test_an_asyncio_deadline_is_dropped_inside_the_block_and_ignored_outside() -> None:
+    """`asyncio.wait_for` (or `asyncio.timeout`) cancels the work it bounds and raises TimeoutError outside
+    it: around the lease's block, the block sees only the cancellation (IGNORED); inside, the exit sees
+    the TimeoutError (DROPPED). Deadlines belong inside the block."""
+    b = weir.Balancer(["n"], seed=1)
+
+    async def inside() -> None:
+        async with b.acquire():
+            await asyncio.wait_for(asyncio.sleep(10), 0.01)
+
+    async def outside() -> None:
+        async with b.acquire():
+            await asyncio.sleep(10)
+
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(inside())
+    assert b.stats().by_outcome == one_hot(O.DROPPED)
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(asyncio.wait_for(outside(), 0.01))
+    assert b.stats().by_outcome == (0, 0, 1, 1, 0, 0)
+
+
+class QuotaExceeded(Exception):
+    pass
+
+
+def classify(exc: BaseException) -> O:
+    if isinstance(exc, QuotaExceeded):
+        return O.THROTTLED
+    return weir.outcome_for_exception(exc)
+
+
+def test_a_balancers_classify_decides_sync_and_async() -> None:
+    b = weir.Balancer(["n"], seed=1, classify=classify)
+    assert b.classify is classify
+    with pytest.raises(QuotaExceeded):
+        with b.acquire():
+            raise QuotaExceeded
+
+    async def call() -> None:
+        async with b.acquire():
+            raise QuotaExceeded
+
+    with pytest.raises(QuotaExceeded):
+        asyncio.run(call())
+    assert b.acquire().raised(QuotaExceeded()) is True
+    with pytest.raises(TimeoutError):
+        with b.acquire():
+            raise TimeoutError
+    assert b.stats().by_outcome == (0, 0, 1, 0, 3, 0)
+    # A normal exit is a success whatever the classifier.
+    with b.acquire():
+        pass
+    assert b.stats().released(O.SUCCESS) == 1
+
+
+def test_the_default_classifier_and_seeds() -> None:
+    assert weir.Balancer().classify is weir.outcome_for_exception
+    b = weir.Balancer.seeds(["n"], seed=1, classify=lambda e: O.IGNORED)
+    with pytest.raises(RuntimeError):
+        with b.acquire():
+            raise RuntimeError
+    assert b.stats().by_outcome == one_hot(O.IGNORED)
+
+
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (lambda e: 9, ValueError),
+        (lambda e: None, TypeError),
+        (lambda e: 1 / 0, ZeroDivisionError),
+    ],
+)
+def test_a_failing_classifier_still_releases_then_raises(
+    bad: Callable[[BaseException], Any], error: Type[BaseException]
+) -> None:
+    b = weir.Balancer(["n"], seed=1, classify=bad)
+    with pytest.raises(error) as raised:
+        with b.acquire():
+            raise TimeoutError
+    # The block's exception is the context of the classifier's, and the lease went back with the
+    # default's outcome.
+    assert isinstance(raised.value.__context__, TimeoutError)
+    assert b.stats().by_outcome == one_hot(O.DROPPED)
+    lease = b.acquire()
+    with pytest.raises(error):
+        lease.raised(ConnectionResetError())
+    assert lease.released
+    assert b.stats().by_outcome == (0, 1, 1, 0, 0, 0)
+    assert b.stats().in_flight == 0
+
+
+def test_bad_classify_and_raised_arguments() -> None:
+    with pytest.raises(TypeError, match="classify must be a callable"):
+        weir.Balancer(["n"], classify=3)  # type: ignore[arg-type]
+    b = weir.Balancer(["n"], seed=1)
+    lease = b.acquire()
+    with pytest.raises(TypeError, match="exc must be an exception"):
+        lease.raised("timeout")  # type: ignore[arg-type]
+    assert not lease.released
+    assert lease.raised(TimeoutError()) is True
+    with pytest.raises(weir.LeaseError):
+        lease.raised(TimeoutError())
+    assert b.stats().by_outcome == one_hot(O.DROPPED)
+
+
+def test_an_exit_given_only_the_type_classifies_an_instance() -> None:
+    b = weir.Balancer(["n"], seed=1)
+    b.acquire().__exit__(TimeoutError, None, None)
+    b.acquire().__exit__(asyncio.CancelledError, None, None)
+    b.acquire().__exit__(int, None, None)
+    assert b.stats().by_outcome == (0, 1, 1, 1, 0, 0)
+
+
+def test_a_cause_cycle_ends_the_walk() -> None:
+    a, b = RuntimeError("a"), RuntimeError("b")
+    a.__cause__, b.__cause__ = b, a
+    assert weir.outcome_for_exception(a) is O.FAILURE
+
+
+def test_the_rule_imports_no_http_library() -> None:
+    code = (
+        "import sys, weir\n"
+        "assert weir.outcome_for_exception(TimeoutError()) is weir.Outcome.DROPPED\n"
+        "assert weir.outcome_for_exception(RuntimeError()) is weir.Outcome.FAILURE\n"
+        "loaded = {'httpx', 'requests', 'urllib3'} & set(sys.modules)\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
