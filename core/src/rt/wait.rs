@@ -362,6 +362,34 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         }
     }
 
+    /// How many callers wait for room now: joined the queue and not served yet (a lease handed to a
+    /// caller that has not picked it up does not count). For metrics and tests; at most
+    /// [`Config::max_waiters`](crate::Config::max_waiters).
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::pin::Pin;
+    /// use std::task::{Context, Waker};
+    /// use weir::limit::{FixedLimit, LimitAlgorithm};
+    /// use weir::{Config, HeapBalancer};
+    ///
+    /// let config = Config { limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }), ..Config::default() };
+    /// let b = HeapBalancer::with_capacity(1, config).unwrap();
+    /// b.add(1).unwrap();
+    /// let held = b.acquire_guard().unwrap();
+    /// let mut wait = b.acquire_async();
+    /// assert!(Pin::new(&mut wait).poll(&mut Context::from_waker(Waker::noop())).is_pending());
+    /// assert_eq!(b.waiting(), 1);
+    /// drop(wait); // leaves the queue
+    /// assert_eq!(b.waiting(), 0);
+    /// drop(held);
+    /// ```
+    pub fn waiting(&self) -> u32 {
+        // Relaxed: a reading; the count is changed under the queue's lock and is at most
+        // `MAX_WAITERS` (2^20), so it fits.
+        self.waiters.count.load(Relaxed) as u32
+    }
+
     /// Serves the waiting callers after a slot may have come free: called by every release and by a node
     /// entering rotation. One load when nobody waits.
     #[inline]
