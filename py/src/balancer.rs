@@ -24,12 +24,13 @@
 
 use crate::config::{health_from, health_to, limit_from, limit_to, policy_from, policy_name};
 use crate::convert::{duration_ns, int_in, now_ns, weir_err, weir_type};
-use crate::lease::Lease;
+use crate::lease::{Granted, Lease};
 use crate::rng::{draw, Rng};
+use crate::wait::wait_error;
 use arc_swap::ArcSwapOption;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
+use pyo3::sync::{MutexExt, PyOnceLock};
 use pyo3::types::{PyDict, PyInt, PyTuple};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -38,7 +39,6 @@ use weir::balance::{
     MembershipError, NodeSnapshot, NodeState, Policy, RawLease, Rejected, MAX_NODES,
 };
 use weir::limit::{CiadLimit, LimitAlgorithm};
-use weir::rt::WaitError;
 use weir::{Config, HeapBalancer, Outcome};
 
 /// The first id given to a node that is not its own id.
@@ -96,9 +96,15 @@ impl Inner {
 
     /// Wraps a granted lease, or hands it back if its node is gone (see the module docs).
     fn wrap(self: &Arc<Self>, py: Python<'_>, lease: weir::Lease, explicit: bool) -> Option<Lease> {
+        let g = self.grant(py, lease)?;
+        Some(Lease::new(Arc::clone(self), g.raw, g.node, explicit))
+    }
+
+    /// A granted lease with its node object, or `None` (the lease handed back) if its node is gone.
+    pub fn grant(&self, py: Python<'_>, lease: weir::Lease) -> Option<Granted> {
         let raw = lease.into_raw();
         match self.node_of(py, &raw) {
-            Some(node) => Some(Lease::new(Arc::clone(self), raw, node, explicit)),
+            Some(node) => Some(Granted { raw, node }),
             None => {
                 // Removed after the grant: the core counts it as a stale release.
                 let _ = self
@@ -122,7 +128,7 @@ impl Inner {
 ///
 /// GIL: thread-safe without a Python-side lock (free-threading included). Each call holds the GIL only for
 /// the core call (nanoseconds); `acquire(timeout=...)` releases it while it waits.
-#[pyclass(frozen, subclass, module = "weir._weir")]
+#[pyclass(frozen, subclass, generic, module = "weir._weir")]
 pub struct Balancer {
     inner: Arc<Inner>,
 }
@@ -148,6 +154,15 @@ fn membership_error(py: Python<'_>, e: MembershipError, node: &Bound<'_, PyAny>)
         ),
         other => weir_err(py, "WeirError", other.to_string()),
     }
+}
+
+/// Whether this thread runs an asyncio event loop (where a waiting acquire must not block).
+fn on_event_loop(py: Python<'_>) -> PyResult<bool> {
+    static RUNNING: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    Ok(!RUNNING
+        .import(py, "asyncio", "_get_running_loop")?
+        .call0()?
+        .is_none())
 }
 
 fn state_name(s: NodeState) -> &'static str {
@@ -438,8 +453,10 @@ impl Balancer {
     ///
     /// With `timeout` (seconds or a timedelta), waits up to that long for room, first come first served,
     /// with the GIL released; `timeout` waits on the monotonic clock, so it cannot be combined with `now`
-    /// or `rng`. `now` (seconds) dates the acquire for tests, and the lease must then be released with an
-    /// explicit time too; `rng` draws from an explicit `weir.Rng`.
+    /// or `rng`. Called on the thread of a running asyncio event loop, it never blocks: with no room at
+    /// once it returns a lease in waiting, which `async with` waits for on the loop (any other use waits
+    /// with the thread). `now` (seconds) dates the acquire for tests, and the lease must then be released
+    /// with an explicit time too; `rng` draws from an explicit `weir.Rng`.
     #[pyo3(signature = (*, timeout=None, now=None, rng=None))]
     fn acquire(
         &self,
@@ -459,6 +476,9 @@ impl Balancer {
                 "timeout= waits on the monotonic clock and the thread's generator: it cannot be combined with now= or rng=",
             ));
         }
+        if on_event_loop(py)? {
+            return Lease::waiting(py, &self.inner, Some(wait_ns));
+        }
         let deadline = Instant::now().checked_add(Duration::from_nanos(wait_ns));
         loop {
             let core = Arc::clone(&self.inner.core);
@@ -475,22 +495,20 @@ impl Balancer {
                         return Ok(l);
                     }
                 }
-                Err(WaitError::Timeout) => {
-                    return Err(weir_err(
-                        py,
-                        "NoCapacity",
-                        format!(
-                            "no node had room within the timeout ({} s)",
-                            wait_ns as f64 / 1e9
-                        ),
-                    ))
-                }
-                Err(WaitError::NoActiveNodes) => {
-                    return Err(Self::refused(py, Rejected::NoActiveNodes))
-                }
-                Err(e) => return Err(weir_err(py, "NoCapacity", e.to_string())),
+                Err(e) => return Err(wait_error(py, e, Some(wait_ns))),
             }
         }
+    }
+
+    /// (For `Balancer.acquire_async`.) A waiting acquire that never blocks: the lease if a node has room
+    /// and nobody waits, else a lease in waiting, in the queue; `timeout=None` waits for ever.
+    #[pyo3(signature = (timeout=None))]
+    fn _enqueue(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Lease> {
+        let wait_ns = timeout
+            .filter(|t| !t.is_none())
+            .map(|t| duration_ns(t, "timeout"))
+            .transpose()?;
+        Lease::waiting(py, &self.inner, wait_ns)
     }
 
     /// Grants a lease, or returns None when every node is busy; raises NoNodes when none is in rotation.
@@ -556,6 +574,7 @@ impl Balancer {
         kwargs.set_item("in_flight", s.in_flight)?;
         kwargs.set_item("active_nodes", s.active_nodes)?;
         kwargs.set_item("lame_duck_nodes", s.lame_duck_nodes)?;
+        kwargs.set_item("waiting", self.inner.core.waiting())?;
         Ok(weir_type(py, "Stats")?.call((), Some(&kwargs))?.unbind())
     }
 

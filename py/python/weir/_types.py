@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Hashable, Literal, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Generic, Hashable, Literal, Optional, Tuple, TypeVar
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as _TypeVarDefault
+
+    # A balancer's node type; Any when not given (``Balancer()`` with no nodes).
+    N = _TypeVarDefault("N", bound=Hashable, default=Any)
+else:
+    N = TypeVar("N", bound=Hashable)
 
 __all__ = [
     "WeirError",
@@ -160,10 +168,10 @@ class Policy(enum.Enum):
 
 
 @dataclass(frozen=True)
-class NodeInfo:
+class NodeInfo(Generic[N]):
     """A point-in-time view of one member node (``Balancer.nodes()``, ``Balancer.node()``)."""
 
-    node: Hashable
+    node: N
     """The node object."""
     id: int
     """The core's id of the node."""
@@ -201,6 +209,9 @@ class Stats:
     in_flight: int
     active_nodes: int
     lame_duck_nodes: int
+    waiting: int = 0
+    """Callers waiting for room now (threads in ``acquire(timeout=...)``, leases in waiting): at most
+    ``max_waiters``."""
 
     def released(self, outcome: Outcome) -> int:
         """Leases released with ``outcome`` to a live node."""
