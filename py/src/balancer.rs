@@ -279,7 +279,7 @@ impl Balancer {
 #[pymethods]
 impl Balancer {
     #[new]
-    #[pyo3(signature = (nodes=None, *, policy=None, health=None, limit=None, weight_exponent=None, floor=None, seed=None, capacity=None, max_waiters=None))]
+    #[pyo3(signature = (nodes=None, *, policy=None, health=None, limit=None, weight_exponent=None, floor=None, seed=None, capacity=None, max_waiters=None), text_signature = "(nodes=(), *, policy=None, health=None, limit=None, weight_exponent=3.0, floor=0.0001, seed=None, capacity=None, max_waiters=1024)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,

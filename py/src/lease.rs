@@ -37,7 +37,7 @@ pub struct Granted {
 ///
 /// GIL: thread-safe; a lease may be released from another thread than the one that acquired it (exactly
 /// once, whichever thread tries first).
-#[pyclass(frozen, generic, module = "weir._weir")]
+#[pyclass(frozen, generic, module = "weir")]
 pub struct Lease {
     inner: Arc<Inner>,
     /// Set at construction, or when a lease in waiting is served.

@@ -246,6 +246,12 @@ class Shedder(_weir.Shedder):
       exit and failure on an exception; entering raises :class:`Overloaded` when the server is overloaded;
     * as a decorator: ``@shedder`` on a function or an ``async def``.
 
+    A request is dropped when the CPU is over ``cpu_threshold`` millicpu (or was, less than ``cool_off``
+    seconds ago) and both the requests in flight and their average exceed what the server passed in the
+    last ``window`` seconds (``buckets`` buckets). ``cpu`` is where ``allow()`` reads CPU usage when it is
+    not given one: a :class:`CpuSampler`, a callable returning millicpu, or None (0: never CPU-overloaded
+    unless ``cpu_threshold=0``).
+
     Thread-safe and lock-free; ``with shedder:`` keeps each entry's promise in a context variable, so threads
     and asyncio tasks nest it independently.
     """
@@ -289,8 +295,14 @@ class Shedder(_weir.Shedder):
 
 
 class Backoff(_weir.Backoff):
-    """The seed's responsive exponential backoff (see ``weir._weir.Backoff`` for the parameters), plus
-    :meth:`sleep`, :meth:`asleep` and :meth:`retry`.
+    """The seed's responsive exponential backoff: ``on_failure()`` and ``on_success()`` return the seconds
+    to wait before the next call, and :meth:`sleep`, :meth:`asleep` and :meth:`retry` wait them.
+
+    The interval starts at ``initial`` on the first failure, grows by ``up_multiplier`` per failure up to
+    ``max``, shrinks by ``down_multiplier`` after ``down_threshold`` consecutive successes, and drops to 0
+    once below ``initial``. ``jitter`` is ``'proportional'`` (the seed's: ``jitter_factor`` of the
+    interval, at most ``jitter_max`` seconds either way), ``'full'``, ``'equal'``, ``'decorrelated'`` or
+    ``'none'``; ``seed=None`` draws a random seed.
 
     Thread-safe and lock-free; ``sleep`` releases the GIL while it sleeps and ``asleep`` never blocks the
     event loop.
