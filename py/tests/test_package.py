@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.resources
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,11 @@ def test_help_shows_the_real_defaults_under_the_module_weir(name: str) -> None:
 
     cls = getattr(weir, name)
     assert cls.__module__ == "weir"
+    if sys.version_info < (3, 10) and name != "Balancer":
+        # The abi3 module's classes get their text signature from CPython 3.10 on (pyo3's limit).
+        with pytest.raises(ValueError, match="no signature found"):
+            inspect.signature(cls)
+        return
     params = inspect.signature(cls).parameters
     required, some = CONSTRUCTORS[name]
     for key, value in some.items():
