@@ -101,6 +101,7 @@ impl Inner {
     }
 
     /// A granted lease with its node object, or `None` (the lease handed back) if its node is gone.
+    #[inline]
     pub fn grant(&self, py: Python<'_>, lease: weir::Lease) -> Option<Granted> {
         let raw = lease.into_raw();
         match self.node_of(py, &raw) {

@@ -23,7 +23,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use weir::balance::{RawLease, ReleaseError};
 use weir::Outcome;
 
@@ -34,16 +34,22 @@ pub struct Granted {
 }
 
 /// A granted lease on one node. Obtained from `Balancer.acquire()` or `Balancer.try_acquire()`.
+/// `acquire(timeout=...)` called on an asyncio loop's thread may return it *in waiting* (no node yet):
+/// `async with` waits for its node on the loop, any other use waits with the thread. A lease in waiting
+/// belongs to one caller: use it from one task or thread.
 ///
 /// GIL: thread-safe; a lease may be released from another thread than the one that acquired it (exactly
 /// once, whichever thread tries first).
 #[pyclass(frozen, generic, module = "weir")]
 pub struct Lease {
     inner: Arc<Inner>,
-    /// Set at construction, or when a lease in waiting is served.
-    granted: OnceLock<Granted>,
-    /// A lease in waiting's place in the queue (`wait.rs`); `None` for a lease granted at once.
-    pending: Option<Pending>,
+    /// The lease and its node, for a lease granted at once (`None` for a lease in waiting: its
+    /// `Pending` gets them).
+    granted: Option<Granted>,
+    /// A lease in waiting's place in the queue (`wait.rs`). Boxed, and the later grant kept there: the
+    /// lease moves on every acquire, and a larger struct (or a `OnceLock` set at construction) costs the
+    /// hot path a `memcpy` (or a `Once` call).
+    pending: Option<Box<Pending>>,
     explicit: bool,
     released: AtomicBool,
 }
@@ -53,7 +59,7 @@ impl Lease {
     pub fn new(inner: Arc<Inner>, raw: RawLease, node: Py<PyAny>, explicit: bool) -> Self {
         Lease {
             inner,
-            granted: OnceLock::from(Granted { raw, node }),
+            granted: Some(Granted { raw, node }),
             pending: None,
             explicit,
             released: AtomicBool::new(false),
@@ -65,23 +71,30 @@ impl Lease {
     /// at once what cannot wait: no node in rotation, a full queue, or no room with no time left.
     pub fn waiting(py: Python<'_>, inner: &Arc<Inner>, timeout_ns: Option<u64>) -> PyResult<Self> {
         let pending = Pending::new(inner, timeout_ns);
-        let granted = OnceLock::new();
-        let now = pending.poll(py, inner, &granted, None)?;
+        let now = pending.poll(py, inner, None)?;
         if !now && pending.passed() {
-            pending.expire(py, inner, &granted)?;
+            pending.expire(py, inner)?;
         }
         Ok(Lease {
             inner: Arc::clone(inner),
-            pending: granted.get().is_none().then_some(pending),
-            granted,
+            granted: None,
+            pending: Some(Box::new(pending)),
             explicit: false,
             released: AtomicBool::new(false),
         })
     }
 
+    /// The lease and its node if it has them (a lease in waiting gets them when served).
+    fn got(&self) -> Option<&Granted> {
+        match &self.granted {
+            Some(g) => Some(g),
+            None => self.pending.as_ref().and_then(|p| p.granted()),
+        }
+    }
+
     /// The lease and its node; a lease in waiting waits for them with this thread first.
     fn grant(&self, py: Python<'_>) -> PyResult<&Granted> {
-        match self.granted.get() {
+        match self.got() {
             Some(g) => Ok(g),
             None => self.block(py),
         }
@@ -90,12 +103,11 @@ impl Lease {
     #[cold]
     fn block(&self, py: Python<'_>) -> PyResult<&Granted> {
         let waited = match &self.pending {
-            Some(p) => p.block(py, &self.inner, &self.granted),
+            Some(p) => p.block(py, &self.inner),
             None => Ok(()),
         };
         self.settle(waited)?;
-        self.granted
-            .get()
+        self.got()
             .ok_or_else(|| weir_err(py, "LeaseError", "this lease has no node"))
     }
 
@@ -213,7 +225,7 @@ impl Drop for Lease {
         // lease is dated at its own acquire time, so no monotonic reading mixes into its clock.
         // A lease in waiting that never got its node leaves the queue as its `Pending` is dropped.
         if !self.released.swap(true, Ordering::AcqRel) {
-            if let Some(g) = self.granted.get() {
+            if let Some(g) = self.got() {
                 let now = if self.explicit {
                     g.raw.start
                 } else {
@@ -356,7 +368,7 @@ impl Lease {
     /// A lease in waiting is awaited on the event loop (`weir._wait.granted`), without blocking it.
     fn __aenter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
         let py = slf.py();
-        if slf.get().granted.get().is_some() {
+        if slf.get().got().is_some() {
             return Ok(Bound::new(
                 py,
                 Ready {
@@ -384,7 +396,7 @@ impl Lease {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let Some(g) = self.granted.get() else {
+        let Some(g) = self.got() else {
             return Ok(if self.released() {
                 "<weir.Lease that got no node>".into()
             } else {
@@ -409,23 +421,19 @@ impl Lease {
     /// the wait (NoCapacity, NoNodes).
     #[pyo3(signature = (wake=None))]
     fn _poll(&self, py: Python<'_>, wake: Option<Py<PyAny>>) -> PyResult<bool> {
-        if self.granted.get().is_some() {
+        if self.got().is_some() {
             return Ok(true);
         }
         let Some(p) = &self.pending else {
             return Ok(false);
         };
-        self.settle(p.poll(py, &self.inner, &self.granted, wake.map(LoopWake::waker)))
+        self.settle(p.poll(py, &self.inner, wake.map(LoopWake::waker)))
     }
     /// The deadline passed: True if the lease got its node by now, else it leaves the queue and raises
     /// NoCapacity.
     fn _expire(&self, py: Python<'_>) -> PyResult<bool> {
-        if let Some(p) = self
-            .pending
-            .as_ref()
-            .filter(|_| self.granted.get().is_none())
-        {
-            self.settle(p.expire(py, &self.inner, &self.granted))?;
+        if let Some(p) = self.pending.as_ref().filter(|_| self.got().is_none()) {
+            self.settle(p.expire(py, &self.inner))?;
         }
         Ok(true)
     }
@@ -437,7 +445,7 @@ impl Lease {
             self.released.store(true, Ordering::Release);
             return Ok(());
         }
-        if let Some(g) = self.granted.get() {
+        if let Some(g) = self.got() {
             // AcqRel: as in `take`; whoever wins releases.
             if !self.released.swap(true, Ordering::AcqRel) {
                 let now = if self.explicit {

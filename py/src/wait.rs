@@ -119,7 +119,7 @@ impl Wake for Unpark {
 enum Step {
     /// In the core's queue (or served there, not picked up yet).
     Waiting(CoreWait),
-    /// Picked up: the lease's `Granted` is set.
+    /// Picked up: `grant` is set.
     Granted,
     /// Ended without a lease.
     Ended(Ended),
@@ -144,6 +144,8 @@ pub struct Pending {
     deadline: Option<Instant>,
     /// The timeout as given, for messages.
     timeout_ns: Option<u64>,
+    /// The lease and its node, once served and picked up.
+    grant: OnceLock<Granted>,
     state: Mutex<State>,
 }
 
@@ -156,6 +158,7 @@ impl Pending {
         Pending {
             deadline,
             timeout_ns,
+            grant: OnceLock::new(),
             state: Mutex::new(State {
                 step: Step::Waiting(Arc::clone(&inner.core).acquire_async_owned()),
                 waker: Waker::noop().clone(),
@@ -168,6 +171,11 @@ impl Pending {
         self.state
             .lock_py_attached(py)
             .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The lease and its node, once picked up.
+    pub fn granted(&self) -> Option<&Granted> {
+        self.grant.get()
     }
 
     /// Seconds left until the deadline (0.0 once passed), or `None` without one.
@@ -192,31 +200,19 @@ impl Pending {
         }
     }
 
-    /// Polls the core's future with `waker` (if given, it replaces the last one). `Ok(true)`: granted,
-    /// and `grant` is set; `Ok(false)`: still waiting; `Err`: ended without a lease (for good).
-    pub fn poll(
-        &self,
-        py: Python<'_>,
-        inner: &Inner,
-        grant: &OnceLock<Granted>,
-        waker: Option<Waker>,
-    ) -> PyResult<bool> {
+    /// Polls the core's future with `waker` (if given, it replaces the last one). `Ok(true)`: granted
+    /// ([`granted`](Self::granted) has it); `Ok(false)`: still waiting; `Err`: ended without a lease (for good).
+    pub fn poll(&self, py: Python<'_>, inner: &Inner, waker: Option<Waker>) -> PyResult<bool> {
         let mut st = self.lock(py);
         if let Some(w) = waker {
             if !st.waker.will_wake(&w) {
                 st.waker = w;
             }
         }
-        self.poll_locked(py, inner, grant, &mut st)
+        self.poll_locked(py, inner, &mut st)
     }
 
-    fn poll_locked(
-        &self,
-        py: Python<'_>,
-        inner: &Inner,
-        grant: &OnceLock<Granted>,
-        st: &mut State,
-    ) -> PyResult<bool> {
+    fn poll_locked(&self, py: Python<'_>, inner: &Inner, st: &mut State) -> PyResult<bool> {
         let State { step, waker } = st;
         loop {
             let wait = match step {
@@ -229,7 +225,7 @@ impl Pending {
                 Poll::Ready(Ok(guard)) => match inner.grant(py, guard.into_lease()) {
                     Some(g) => {
                         // Set under the state's lock: whoever sees `Granted` sees the grant.
-                        let _ = grant.set(g);
+                        let _ = self.grant.set(g);
                         *step = Step::Granted;
                         return Ok(true);
                     }
@@ -247,10 +243,10 @@ impl Pending {
 
     /// The deadline has passed: the lease if one was handed over by now, else leaves the queue and
     /// raises `NoCapacity`.
-    pub fn expire(&self, py: Python<'_>, inner: &Inner, grant: &OnceLock<Granted>) -> PyResult<()> {
+    pub fn expire(&self, py: Python<'_>, inner: &Inner) -> PyResult<()> {
         let left = {
             let mut st = self.lock(py);
-            if self.poll_locked(py, inner, grant, &mut st)? {
+            if self.poll_locked(py, inner, &mut st)? {
                 return Ok(());
             }
             std::mem::replace(
@@ -280,10 +276,10 @@ impl Pending {
 
     /// Waits with this thread until the lease is granted (`Ok`) or the deadline passes (`NoCapacity`),
     /// parked and detached from the interpreter: what `acquire(timeout=...)` does without a loop.
-    pub fn block(&self, py: Python<'_>, inner: &Inner, grant: &OnceLock<Granted>) -> PyResult<()> {
+    pub fn block(&self, py: Python<'_>, inner: &Inner) -> PyResult<()> {
         let waker = Waker::from(Arc::new(Unpark(thread::current())));
         loop {
-            if self.poll(py, inner, grant, Some(waker.clone()))? {
+            if self.poll(py, inner, Some(waker.clone()))? {
                 return Ok(());
             }
             let left = match self.deadline {
@@ -291,7 +287,7 @@ impl Pending {
                 None => MAX_PARK,
             };
             if left.is_zero() {
-                return self.expire(py, inner, grant);
+                return self.expire(py, inner);
             }
             // Spurious and early wake-ups only go round again; a wake before the park makes it return.
             py.detach(|| thread::park_timeout(left.min(MAX_PARK)));
