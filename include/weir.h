@@ -715,7 +715,11 @@ typedef struct weir_node_info {
 } weir_node_info;
 
 /**
- * A balancer's counters since it was built (`weir_balancer_stats`).
+ * A balancer's counters since it was built (`weir_balancer_stats`). Refusals and waits are counted
+ * apart: a refusal is an acquire that returned an error to its caller; a wait is a
+ * `weir_balancer_acquire_wait` that found no room and queued. A wait that ends with a lease is not a
+ * refusal; one that times out is both. Conserved: `acquired == (sum of released) + released_stale +
+ * in_flight`, and `waits == waits_granted + waits_timed_out + waits_cancelled + waiting`.
  */
 typedef struct weir_balancer_statistics {
   /**
@@ -723,11 +727,13 @@ typedef struct weir_balancer_statistics {
    */
   uint64_t acquired;
   /**
-   * Acquires refused because every active node was at its limit.
+   * Acquires that returned no lease because every active node was at its limit:
+   * `WEIR_ERR_ALL_BUSY` from `weir_balancer_acquire`, `WEIR_ERR_QUEUE_FULL` or `WEIR_ERR_TIMEOUT` from
+   * `weir_balancer_acquire_wait`.
    */
   uint64_t rejected_all_busy;
   /**
-   * Acquires refused because no node was in rotation.
+   * Acquires that returned `WEIR_ERR_NO_ACTIVE_NODES` (no node was in rotation).
    */
   uint64_t rejected_no_active;
   /**
@@ -750,6 +756,27 @@ typedef struct weir_balancer_statistics {
    * Members in lame duck.
    */
   uint32_t lame_duck_nodes;
+  /**
+   * Waiting acquires that found no room and queued (one that finds no node in rotation is refused
+   * at once and does not count).
+   */
+  uint64_t waits;
+  /**
+   * Waits that ended with a lease.
+   */
+  uint64_t waits_granted;
+  /**
+   * Waits whose deadline passed first (each also counted in `rejected_all_busy`).
+   */
+  uint64_t waits_timed_out;
+  /**
+   * Waits abandoned by their caller (the Rust async forms only: 0 through this API).
+   */
+  uint64_t waits_cancelled;
+  /**
+   * Callers waiting for room now.
+   */
+  uint64_t waiting;
 } weir_balancer_statistics;
 
 /**

@@ -67,7 +67,7 @@ fn never() -> Instant {
     Instant::now() + Duration::from_secs(3600)
 }
 
-/// Every lease accounted for and none in flight.
+/// Every lease accounted for and none in flight; every wait ended, and counted once.
 fn assert_settled(st: &Stats, acquired: u64) {
     assert_eq!(st.in_flight, 0, "{st:?}");
     assert_eq!(st.acquired, acquired, "{st:?}");
@@ -76,6 +76,23 @@ fn assert_settled(st: &Stats, acquired: u64) {
         st.released_total() + st.released_stale,
         "{st:?}"
     );
+    assert_eq!(st.waiting, 0, "{st:?}");
+    assert_eq!(
+        st.waits,
+        st.waits_granted + st.waits_timed_out + st.waits_cancelled,
+        "{st:?}"
+    );
+}
+
+/// Every waiter got its lease, whether it waited or not: no refusal, and every wait granted.
+fn assert_all_served(st: &Stats, waiters: u64) {
+    assert_eq!(
+        (st.rejected_all_busy, st.rejected_no_active),
+        (0, 0),
+        "{st:?}"
+    );
+    assert!(st.waits <= waiters, "{st:?}");
+    assert_eq!(st.waits, st.waits_granted, "{st:?}");
 }
 
 /// The race of the module docs, blocking form: a waiter joins while the only slot is released. Either
@@ -99,6 +116,7 @@ fn release_races_a_blocking_join() {
         waiter.join().unwrap();
         let st = b.stats();
         assert_settled(&st, 2);
+        assert_all_served(&st, 1);
         assert_eq!(st.released(Outcome::Ignored), 1);
     });
 }
@@ -141,6 +159,7 @@ fn release_races_an_async_join() {
         b.release(held, Outcome::Success, 0).unwrap();
         waiter.join().unwrap();
         assert_settled(&b.stats(), 2);
+        assert_all_served(&b.stats(), 1);
     });
 }
 
@@ -160,6 +179,7 @@ fn add_races_a_join() {
         assert_eq!(waiter.join().unwrap(), Ok(2));
         b.release(held, Outcome::Success, 0).unwrap();
         assert_settled(&b.stats(), 2);
+        assert_all_served(&b.stats(), 1);
     });
 }
 
@@ -187,8 +207,14 @@ fn drop_races_a_release() {
         b.release(held, Outcome::Success, 0).unwrap();
         waiter.join().unwrap();
         let st = b.stats();
-        assert_eq!(st.in_flight, 0, "{st:?}");
-        assert_eq!(st.acquired, st.released_total(), "{st:?}");
+        assert_settled(&st, st.acquired);
+        // Dropped, never answered: a wait granted or cancelled, never a refusal.
+        assert_eq!(
+            (st.rejected_all_busy, st.rejected_no_active),
+            (0, 0),
+            "{st:?}"
+        );
+        assert!(st.waits <= 1, "{st:?}");
         // The queue is empty and the slot free: a waiting acquire is served at once.
         let again = b.acquire_wait(Instant::now()).expect("the slot is free");
         drop(again);
@@ -224,6 +250,7 @@ fn two_releases_race_two_joins() {
             w.join().unwrap();
         }
         assert_settled(&b.stats(), 4);
+        assert_all_served(&b.stats(), 2);
     });
 }
 

@@ -1,14 +1,16 @@
 //! Multi-thread stress of the waiting acquires (`weir::rt`, "Waiting for room"): eight threads contend for
 //! the four leases of two nodes with a fixed limit of 2. Most threads wait blocking with short or long
-//! deadlines, two wait through the async form and cancel by dropping the future at their deadline (a
-//! lease handed to a dropped future must go back), and now and then a thread tries the fail-fast acquire.
-//! Afterwards every lease must be accounted for exactly, nothing may be in flight or left in the queue,
-//! no thread may have hung, and no more than four leases may ever have been held at once.
+//! deadlines, two wait through the async form and end the wait at their deadline, one by dropping the
+//! future (a cancellation: a lease handed to a dropped future must go back), the other with
+//! `Wait::time_out`, and now and then a thread tries the fail-fast acquire. Afterwards every lease must
+//! be accounted for exactly, nothing may be in flight or left in the queue, no thread may have hung, no
+//! more than four leases may ever have been held at once, and the refusals and the waits' outcomes in
+//! `Stats` must match what the callers saw.
 
 mod common;
 use common::conservation::check_snapshot;
 use std::future::Future;
-use std::pin::pin;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::task::{Context, Poll, Wake, Waker};
@@ -21,6 +23,8 @@ use weir::{Config, HeapBalancer, NodeSlot, Outcome, Rng};
 const THREADS: usize = 8;
 /// Threads `ASYNC_FROM..` wait through `acquire_async`; the others through `acquire_wait`.
 const ASYNC_FROM: usize = 6;
+/// The async thread that ends its waits with `Wait::time_out` (the other drops the future).
+const TIME_OUT: usize = 7;
 const NODES: u64 = 2;
 const LIMIT: u32 = 2;
 const ROUNDS: u64 = 2_000;
@@ -41,8 +45,10 @@ struct Report {
     /// Released with `Success` (the others with `Failure`).
     successes: u64,
     failures: u64,
-    /// `WaitError::Timeout` answers (blocking) and futures dropped at their deadline (async).
+    /// `WaitError::Timeout` answers (blocking, and `time_out`) and futures dropped at their deadline.
     timeouts: u64,
+    /// Of those, the `WaitError::Timeout` answers: refusals.
+    timeout_answers: u64,
     /// Fail-fast refusals.
     refused: u64,
 }
@@ -57,21 +63,22 @@ impl Wake for Unpark {
 }
 
 /// Polls `acquire_async` until it is ready or `deadline` passes; then drops it (the cancellation the
-/// caller's timer would do). `None` on the deadline.
+/// caller's timer would do, `None`), or with `time_out` ends it as timed out.
 fn wait_async(
     b: &HeapBalancer,
     deadline: Instant,
+    time_out: bool,
 ) -> Option<Result<LeaseGuard<'_, Box<[NodeSlot]>>, WaitError>> {
     let waker = Waker::from(Arc::new(Unpark(thread::current())));
     let mut cx = Context::from_waker(&waker);
-    let mut wait = pin!(b.acquire_async());
+    let mut wait = b.acquire_async();
     loop {
-        if let Poll::Ready(r) = wait.as_mut().poll(&mut cx) {
+        if let Poll::Ready(r) = Pin::new(&mut wait).poll(&mut cx) {
             return Some(r);
         }
         let now = Instant::now();
         if now >= deadline {
-            return None;
+            return time_out.then(|| wait.time_out());
         }
         thread::park_timeout(deadline - now);
     }
@@ -95,7 +102,7 @@ fn worker(b: &HeapBalancer, t: usize, holding: &AtomicU64, peak: &AtomicU64) -> 
             }
         } else {
             let got = if t >= ASYNC_FROM {
-                wait_async(b, deadline)
+                wait_async(b, deadline, t == TIME_OUT)
             } else {
                 Some(b.acquire_wait(deadline))
             };
@@ -104,8 +111,13 @@ fn worker(b: &HeapBalancer, t: usize, holding: &AtomicU64, peak: &AtomicU64) -> 
                     r.waited += 1;
                     lease
                 }
-                Some(Err(WaitError::Timeout)) | None => {
+                Some(Err(WaitError::Timeout)) => {
                     assert!(Instant::now() >= deadline, "thread {t}: timed out early");
+                    r.timeouts += 1;
+                    r.timeout_answers += 1;
+                    continue;
+                }
+                None => {
                     r.timeouts += 1;
                     continue;
                 }
@@ -172,6 +184,7 @@ fn waiters_contend_for_four_leases() {
         total.successes += r.successes;
         total.failures += r.failures;
         total.timeouts += r.timeouts;
+        total.timeout_answers += r.timeout_answers;
         total.refused += r.refused;
     }
 
@@ -197,6 +210,38 @@ fn waiters_contend_for_four_leases() {
         total.waited + total.fast + st.released(Outcome::Ignored),
         "{st:?} {total:?}"
     );
+    // Refusals are the answers without a lease, exactly: the fail-fast refusals and the time-outs answered
+    // (a wait that got its lease in the end is none, and a dropped future answered nothing).
+    assert_eq!(
+        st.rejected_all_busy,
+        total.refused + total.timeout_answers,
+        "{st:?} {total:?}"
+    );
+    assert_eq!(st.rejected_no_active, 0, "{st:?}");
+    // Every wait ended once: granted, timed out or cancelled. A dropped future was cancelled unless a
+    // lease had been handed to it (granted, and given back as `Ignored`); a timed-out answer was a wait
+    // unless its deadline passed before it could queue.
+    assert_eq!(st.waiting, 0, "{st:?}");
+    assert_eq!(
+        st.waits,
+        st.waits_granted + st.waits_timed_out + st.waits_cancelled,
+        "{st:?}"
+    );
+    let dropped = total.timeouts - total.timeout_answers;
+    assert_eq!(
+        st.waits_cancelled + st.released(Outcome::Ignored),
+        dropped,
+        "{st:?} {total:?}"
+    );
+    assert!(
+        st.waits_timed_out <= total.timeout_answers,
+        "{st:?} {total:?}"
+    );
+    assert!(
+        st.waits_granted <= total.waited + st.released(Outcome::Ignored),
+        "{st:?} {total:?}"
+    );
+    assert!(st.waits_timed_out > 0 && st.waits_granted > 0, "{st:?}");
     // Contention was real: waits timed out, and the limit held.
     assert!(total.timeouts > 0, "no wait ever timed out: {total:?}");
     assert!(total.waited > 0, "no wait ever succeeded: {total:?}");

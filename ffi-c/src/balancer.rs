@@ -175,15 +175,21 @@ impl From<NodeSnapshot> for weir_node_info {
     }
 }
 
-/// A balancer's counters since it was built (`weir_balancer_stats`).
+/// A balancer's counters since it was built (`weir_balancer_stats`). Refusals and waits are counted
+/// apart: a refusal is an acquire that returned an error to its caller; a wait is a
+/// `weir_balancer_acquire_wait` that found no room and queued. A wait that ends with a lease is not a
+/// refusal; one that times out is both. Conserved: `acquired == (sum of released) + released_stale +
+/// in_flight`, and `waits == waits_granted + waits_timed_out + waits_cancelled + waiting`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct weir_balancer_statistics {
     /// Leases granted.
     pub acquired: u64,
-    /// Acquires refused because every active node was at its limit.
+    /// Acquires that returned no lease because every active node was at its limit:
+    /// `WEIR_ERR_ALL_BUSY` from `weir_balancer_acquire`, `WEIR_ERR_QUEUE_FULL` or `WEIR_ERR_TIMEOUT` from
+    /// `weir_balancer_acquire_wait`.
     pub rejected_all_busy: u64,
-    /// Acquires refused because no node was in rotation.
+    /// Acquires that returned `WEIR_ERR_NO_ACTIVE_NODES` (no node was in rotation).
     pub rejected_no_active: u64,
     /// Releases by outcome, indexed by `WEIR_OUTCOME_*`.
     pub released: [u64; WEIR_OUTCOME_COUNT],
@@ -195,6 +201,17 @@ pub struct weir_balancer_statistics {
     pub active_nodes: u32,
     /// Members in lame duck.
     pub lame_duck_nodes: u32,
+    /// Waiting acquires that found no room and queued (one that finds no node in rotation is refused
+    /// at once and does not count).
+    pub waits: u64,
+    /// Waits that ended with a lease.
+    pub waits_granted: u64,
+    /// Waits whose deadline passed first (each also counted in `rejected_all_busy`).
+    pub waits_timed_out: u64,
+    /// Waits abandoned by their caller (the Rust async forms only: 0 through this API).
+    pub waits_cancelled: u64,
+    /// Callers waiting for room now.
+    pub waiting: u64,
 }
 
 impl From<Stats> for weir_balancer_statistics {
@@ -212,6 +229,11 @@ impl From<Stats> for weir_balancer_statistics {
             in_flight: s.in_flight,
             active_nodes: s.active_nodes,
             lame_duck_nodes: s.lame_duck_nodes,
+            waits: s.waits,
+            waits_granted: s.waits_granted,
+            waits_timed_out: s.waits_timed_out,
+            waits_cancelled: s.waits_cancelled,
+            waiting: s.waiting,
         }
     }
 }
@@ -851,6 +873,72 @@ mod tests {
             );
             assert_eq!(weir_balancer_acquire_wait(b, 0, &mut lease), crate::WEIR_OK);
             assert_eq!(lease.node_id, 1);
+            // One wait, timed out; the answers without a lease are the refusals; nobody waits now.
+            let s = stats(b);
+            assert_eq!(
+                (
+                    s.rejected_all_busy,
+                    s.rejected_no_active,
+                    s.waits,
+                    s.waits_timed_out
+                ),
+                (1, 0, 1, 1)
+            );
+            assert_eq!((s.waits_granted, s.waits_cancelled, s.waiting), (0, 0, 0));
+            weir_balancer_free(b);
+        }
+    }
+
+    #[test]
+    fn a_wait_that_gets_its_lease_is_a_wait_granted_not_a_refusal() {
+        let mut config = weir_config_default();
+        config.limit = crate::weir_limit_fixed_default();
+        config.limit.fixed.limit = 1;
+        let mut b = null_mut();
+        let mut held = weir_lease::default();
+        unsafe {
+            assert_eq!(weir_balancer_new(&config, 1, &mut b), crate::WEIR_OK);
+            assert_eq!(weir_balancer_add(b, 1), crate::WEIR_OK);
+            assert_eq!(weir_balancer_acquire(b, 1, &mut held), crate::WEIR_OK);
+        }
+        // The handle is shared with the waiting thread as an address (the API is thread-safe).
+        let addr = b as usize;
+        let waiter = std::thread::spawn(move || {
+            let b = addr as *mut weir_balancer;
+            let mut lease = weir_lease::default();
+            let deadline = weir_now_ns() + 60_000_000_000;
+            let status = unsafe { weir_balancer_acquire_wait(b, deadline, &mut lease) };
+            (status, lease)
+        });
+        let start = std::time::Instant::now();
+        while stats(b).waiting != 1 {
+            assert!(start.elapsed().as_secs() < 30, "the waiter never queued");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        unsafe {
+            assert_eq!(
+                weir_balancer_release(b, &mut held, WEIR_OUTCOME_SUCCESS, 2),
+                crate::WEIR_OK
+            );
+            let (status, mut lease) = waiter.join().unwrap();
+            assert_eq!((status, lease.node_id), (crate::WEIR_OK, 1));
+            assert_eq!(
+                weir_balancer_release(b, &mut lease, WEIR_OUTCOME_SUCCESS, weir_now_ns()),
+                crate::WEIR_OK
+            );
+            let s = stats(b);
+            assert_eq!((s.acquired, s.in_flight), (2, 0));
+            assert_eq!((s.rejected_all_busy, s.rejected_no_active), (0, 0));
+            assert_eq!(
+                (
+                    s.waits,
+                    s.waits_granted,
+                    s.waits_timed_out,
+                    s.waits_cancelled,
+                    s.waiting
+                ),
+                (1, 1, 0, 0, 0)
+            );
             weir_balancer_free(b);
         }
     }

@@ -254,7 +254,10 @@ impl Balancer {
         }
     }
 
-    /// One fail-fast acquire: `Ok(None)` when every node is busy.
+    /// One fail-fast acquire: `Ok(None)` when every node is busy, an answer counted as a refusal in the
+    /// core's stats. A retry after a lease whose node was removed (see the module docs) is part of the
+    /// same acquire, so each call counts at most once. (The waiting acquires are counted by the core's
+    /// waiting forms, which `acquire(timeout=...)` and the leases in waiting go through.)
     fn try_once(
         &self,
         py: Python<'_>,
@@ -262,16 +265,23 @@ impl Balancer {
         rng: Option<&Bound<'_, Rng>>,
     ) -> PyResult<Option<Lease>> {
         let (t, explicit) = now_ns(now)?;
-        let seed = self.inner.core.config().rng_seed;
+        let core = &self.inner.core;
+        let seed = core.config().rng_seed;
         loop {
-            match draw(rng, seed, |r| self.inner.core.acquire(t, r)) {
+            match draw(rng, seed, |r| core.acquire_uncounted(t, r)) {
                 Ok(lease) => {
                     if let Some(l) = self.inner.wrap(py, lease, explicit) {
                         return Ok(Some(l));
                     }
                 }
-                Err(Rejected::AllBusy) => return Ok(None),
-                Err(r) => return Err(Self::refused(py, r)),
+                Err(Rejected::AllBusy) => {
+                    core.count_refusal(Rejected::AllBusy);
+                    return Ok(None);
+                }
+                Err(r) => {
+                    core.count_refusal(r);
+                    return Err(Self::refused(py, r));
+                }
             }
         }
     }
@@ -575,7 +585,11 @@ impl Balancer {
         kwargs.set_item("in_flight", s.in_flight)?;
         kwargs.set_item("active_nodes", s.active_nodes)?;
         kwargs.set_item("lame_duck_nodes", s.lame_duck_nodes)?;
-        kwargs.set_item("waiting", self.inner.core.waiting())?;
+        kwargs.set_item("waits", s.waits)?;
+        kwargs.set_item("waits_granted", s.waits_granted)?;
+        kwargs.set_item("waits_timed_out", s.waits_timed_out)?;
+        kwargs.set_item("waits_cancelled", s.waits_cancelled)?;
+        kwargs.set_item("waiting", s.waiting)?;
         Ok(weir_type(py, "Stats")?.call((), Some(&kwargs))?.unbind())
     }
 

@@ -241,23 +241,37 @@ impl Pending {
         }
     }
 
-    /// The deadline has passed: the lease if one was handed over by now, else leaves the queue and
-    /// raises `NoCapacity`.
+    /// The deadline has passed: `Ok` if a lease was handed over by now (it wins), else leaves the queue
+    /// and raises `NoCapacity`.
     pub fn expire(&self, py: Python<'_>, inner: &Inner) -> PyResult<()> {
-        let left = {
-            let mut st = self.lock(py);
-            if self.poll_locked(py, inner, &mut st)? {
-                return Ok(());
+        let mut st = self.lock(py);
+        let timed_out = Step::Ended(Ended::Refused(WaitError::Timeout));
+        let wait = match std::mem::replace(&mut st.step, timed_out) {
+            Step::Waiting(wait) => wait,
+            other => {
+                // Granted or ended already: nothing to time out.
+                st.step = other;
+                drop(st);
+                return self.poll(py, inner, None).map(|_| ());
             }
-            std::mem::replace(
-                &mut st.step,
-                Step::Ended(Ended::Refused(WaitError::Timeout)),
-            )
         };
-        // Dropped outside the lock: the core may release a lease handed over meanwhile (as IGNORED),
-        // which wakes the next waiter.
-        drop(left);
-        Err(self.error(py, Ended::Refused(WaitError::Timeout)))
+        // The core's `time_out` counts the wait as timed out (and the answer as a refusal) in `stats()`,
+        // where dropping it would count it as cancelled; it releases nothing, so it wakes nobody.
+        match wait.time_out() {
+            Ok(guard) => match inner.grant(py, guard.into_lease()) {
+                Some(g) => {
+                    let _ = self.grant.set(g);
+                    st.step = Step::Granted;
+                    Ok(())
+                }
+                // Handed over at the deadline, its node removed since: no time left to wait again.
+                None => Err(self.error(py, Ended::Refused(WaitError::Timeout))),
+            },
+            Err(e) => {
+                st.step = Step::Ended(Ended::Refused(e));
+                Err(self.error(py, Ended::Refused(e)))
+            }
+        }
     }
 
     /// Gives up: leaves the queue at once, and the core gives back a lease handed over meanwhile (as

@@ -37,6 +37,7 @@ def settled(b: weir.Balancer[Any]) -> weir.Stats:
     assert st.in_flight == 0, st
     assert st.waiting == 0, st
     assert st.acquired == st.released_total + st.released_stale, st
+    assert st.waits == st.waits_granted + st.waits_timed_out + st.waits_cancelled, st
     return st
 
 
@@ -139,6 +140,8 @@ def test_100_waiters_time_out_together_without_blocking_the_loop(form: str) -> N
     held.succeeded()
     st = settled(b)
     assert (st.acquired, st.released(weir.Outcome.SUCCESS)) == (1, 1)
+    # Each one waited, timed out, and was refused once (the NoCapacity it raised).
+    assert (st.waits, st.waits_timed_out, st.rejected_all_busy) == (100, 100, 100)
 
 
 def test_waiters_are_served_in_arrival_order_with_threads() -> None:
@@ -198,6 +201,8 @@ def test_cancellation_leaves_the_queue_at_once() -> None:
     asyncio.run(main())
     st = settled(b)
     assert (st.acquired, st.released(weir.Outcome.SUCCESS), ignored(b)) == (3, 3, 0)
+    # a, c, d waited (a cancelled, c and d granted); the fourth found the queue full: a refusal.
+    assert (st.waits, st.waits_granted, st.waits_cancelled, st.rejected_all_busy) == (3, 2, 1, 1)
 
 
 def test_a_lease_handed_over_to_a_cancelled_waiter_goes_to_the_next() -> None:

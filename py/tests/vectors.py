@@ -191,8 +191,8 @@ OUTCOMES = ["success", "failure", "dropped", "ignored", "throttled", "client_err
 def replay(path: Path) -> int:
     """Replays one file; returns the number of steps. Raises Mismatch naming the line and field."""
     lines = path.read_text().split("\n")
-    if lines[0] != "weir-trace 1":
-        raise Mismatch(f"{path.name}:1: not a weir-trace 1 file")
+    if lines[0] != "weir-trace 2":
+        raise Mismatch(f"{path.name}:1: not a weir-trace 2 file")
     pairs: Dict[str, str] = {}
     b: Optional[weir.Balancer] = None
     rng: Optional[weir.Rng] = None
@@ -256,6 +256,11 @@ def replay(path: Path) -> int:
                 st.in_flight,
                 st.active_nodes,
                 st.lame_duck_nodes,
+                st.waits,
+                st.waits_granted,
+                st.waits_timed_out,
+                st.waits_cancelled,
+                st.waiting,
             ]
             check(lineno, "stats", got, want)
             steps += 1

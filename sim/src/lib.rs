@@ -19,7 +19,7 @@
 //! | [`output::report`] | runs every scenario with every policy and writes `report.md`, the CSVs and the charts ([`Report`]) |
 //! | [`output::figures`] | what each scenario's charts show: per-server panels and the fleet's |
 //! | [`output::chart`] | the PNG line charts |
-//! | [`reference`] | dialogue's own published simulation figures, which its rows here reproduce |
+//! | [`reference`](mod@reference) | dialogue's own published simulation figures, which its rows here reproduce |
 //!
 //! The binary (`src/main.rs`) parses the command line and calls [`output::report`].
 

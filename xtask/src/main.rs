@@ -186,7 +186,16 @@ fn ci() {
     // The API docs, with broken intra-doc links as errors.
     run(
         "cargo",
-        &["doc", "-p", "weir", "-p", "weir-tower", "--no-deps"],
+        &[
+            "doc",
+            "-p",
+            "weir",
+            "-p",
+            "weir-tower",
+            "-p",
+            "weir-sim",
+            "--no-deps",
+        ],
         &[("RUSTDOCFLAGS", "-D warnings")],
     );
     sim(&[]);

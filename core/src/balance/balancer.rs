@@ -310,8 +310,36 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// let lease = b.acquire(0, &mut rng).unwrap();
     /// assert_eq!(lease.node_id(), 1);
     /// b.release(lease, Outcome::Success, 1_000).unwrap();
+    /// assert_eq!(b.stats().rejected_no_active, 1); // the refusal it returned
     /// ```
     pub fn acquire(&self, now: u64, rng: &mut Rng) -> Result<Lease, Rejected> {
+        let got = self.acquire_uncounted(now, rng);
+        if let Err(refused) = got {
+            self.count_refusal(refused);
+        }
+        got
+    }
+
+    /// [`acquire`](Self::acquire), the same decision from the same draws, without counting a refusal in
+    /// [`Stats`]: for a layer that does not hand a refusal to its caller but answers it itself, by waiting
+    /// for room (the waiting acquires of [`rt`](crate::rt), weir-tower's `poll_ready`, the Python
+    /// binding's `acquire_async`). Such a layer counts what it finally answers its caller: a refusal with
+    /// [`count_refusal`](Self::count_refusal) (a lease needs no counting), so that
+    /// [`Stats::rejected_all_busy`] and [`Stats::rejected_no_active`] stay the number of callers refused.
+    ///
+    /// ```
+    /// use weir::balance::Rejected;
+    /// use weir::{Balancer, Config, NodeSlot, Rng};
+    /// let b = Balancer::new([const { NodeSlot::new() }; 1], Config::default()).unwrap();
+    /// let mut rng = Rng::with_seed(3);
+    /// // A layer that would wait for members tries first, and its caller is refused only if it gives up.
+    /// assert_eq!(b.acquire_uncounted(0, &mut rng), Err(Rejected::NoActiveNodes));
+    /// assert_eq!(b.stats().rejected_no_active, 0);
+    /// b.count_refusal(Rejected::NoActiveNodes); // it gave up: its caller is refused
+    /// assert_eq!(b.stats().rejected_no_active, 1);
+    /// ```
+    #[inline]
+    pub fn acquire_uncounted(&self, now: u64, rng: &mut Rng) -> Result<Lease, Rejected> {
         let slots = self.used();
         // Relaxed: a rotation publishes through the caches it refreshes (see `rotate`); this load only
         // decides whether one is due.
@@ -331,15 +359,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             };
             let i = match choice {
                 Choice::Try(i) => i,
-                Choice::Reject(r) => {
-                    let counter = match r {
-                        Rejected::AllBusy => &self.rejected.busy,
-                        Rejected::NoActiveNodes => &self.rejected.empty,
-                    };
-                    // Relaxed: a statistic.
-                    counter.fetch_add(1, Relaxed);
-                    return Err(r);
-                }
+                Choice::Reject(r) => return Err(r),
             };
             let Some(s) = slots.get(i) else { continue };
             if let Some((c, inflight)) = admit(s) {
@@ -356,6 +376,28 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             }
             // The node filled up (or left) after the scan: the walk goes on.
         }
+    }
+
+    /// Counts a refusal handed to a caller: in [`Stats::rejected_all_busy`] for
+    /// [`Rejected::AllBusy`], in [`Stats::rejected_no_active`] for [`Rejected::NoActiveNodes`].
+    /// [`acquire`](Self::acquire) and the waiting acquires count their own; this is for a layer over
+    /// [`acquire_uncounted`](Self::acquire_uncounted) that refuses its caller (see there). One relaxed
+    /// increment.
+    ///
+    /// ```
+    /// use weir::balance::Rejected;
+    /// let b = weir::HeapBalancer::with_capacity(1, weir::Config::default()).unwrap();
+    /// b.count_refusal(Rejected::AllBusy);
+    /// assert_eq!((b.stats().rejected_all_busy, b.stats().rejected_no_active), (1, 0));
+    /// ```
+    #[inline]
+    pub fn count_refusal(&self, refused: Rejected) {
+        let counter = match refused {
+            Rejected::AllBusy => &self.rejected.busy,
+            Rejected::NoActiveNodes => &self.rejected.empty,
+        };
+        // Relaxed: a statistic; no other value is read against it.
+        counter.fetch_add(1, Relaxed);
     }
 
     /// Moves the weight caches to the epoch of `now`: a node's weighted rate changes only with a write
@@ -823,6 +865,8 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             }
         }
         st.acquired = st.released_total() + st.released_stale + st.in_flight;
+        #[cfg(feature = "std")]
+        self.waiters.tally(&mut st);
         st
     }
 }

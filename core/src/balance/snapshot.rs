@@ -46,19 +46,52 @@ pub struct NodeSnapshot {
     pub has_data: bool,
 }
 
-/// Balancer-wide counters since construction. Conserved: `acquired == released_total() + released_stale + in_flight`.
+/// Balancer-wide counters since construction. Two conservation laws hold:
+///
+/// - leases: `acquired == released_total() + released_stale + in_flight`;
+/// - waits (`std`'s waiting acquires, see [`rt`](crate::rt)): `waits == waits_granted + waits_timed_out +
+///   waits_cancelled + waiting`.
 ///
 /// `acquired` is that sum: every lease granted is either still in flight (counted in the nodes' control
 /// words) or was released (counted by outcome), so the acquire path needs no counter write of its own.
 /// Each term is counted exactly; the multi-thread stress tests check all of them against the callers' own
-/// counts.
+/// counts. The wait counters change together under the queue's lock, so their law is exact whenever no
+/// waiting acquire is joining or leaving the queue at the moment of the reading.
+///
+/// Refusals and waits are counted apart. A refusal is an acquire that answered its caller with no lease;
+/// a wait is a waiting acquire that found no room and queued. A waiting acquire that queues and then gets
+/// a lease is a wait (granted), never a refusal; one that gives up is both a wait (timed out) and a
+/// refusal. The attempts a waiting acquire makes on its callers' behalf (at once, and each time the queue
+/// is drained) are counted as neither.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use weir::limit::{FixedLimit, LimitAlgorithm};
+/// use weir::{Config, HeapBalancer};
+///
+/// let config = Config { limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }), ..Config::default() };
+/// let b = HeapBalancer::with_capacity(1, config).unwrap();
+/// b.add(1).unwrap();
+/// let held = b.acquire_guard().unwrap();
+/// assert!(b.acquire_guard().is_err()); // fail fast: a refusal
+/// let soon = Instant::now() + Duration::from_millis(5);
+/// assert!(b.acquire_wait(soon).is_err()); // queued, then timed out: a wait and a refusal
+/// let st = b.stats();
+/// assert_eq!((st.rejected_all_busy, st.waits, st.waits_timed_out, st.waiting), (2, 1, 1, 0));
+/// drop(held);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Leases granted (`released_total() + released_stale + in_flight`).
     pub acquired: u64,
-    /// Acquires refused because every active node was at its limit.
+    /// Acquires that answered their caller with no lease because every active node was at its limit: a
+    /// fail-fast acquire refused with [`Rejected::AllBusy`](crate::balance::Rejected::AllBusy), and a
+    /// waiting acquire that gave up for want of room (`WaitError::QueueFull` or `WaitError::Timeout`,
+    /// see [`rt`](crate::rt)). A waiting acquire that got a lease in the end is not counted here.
     pub rejected_all_busy: u64,
-    /// Acquires refused because no node was active.
+    /// Acquires that answered their caller with no lease because no node was in rotation: a fail-fast
+    /// acquire refused with [`Rejected::NoActiveNodes`](crate::balance::Rejected::NoActiveNodes), and a
+    /// waiting acquire that answered `WaitError::NoActiveNodes`.
     pub rejected_no_active: u64,
     /// Leases released, by [`Outcome`] code: read with [`Stats::released`].
     pub(crate) by_outcome: [u64; 6],
@@ -70,6 +103,21 @@ pub struct Stats {
     pub active_nodes: u32,
     /// Members in lame duck.
     pub lame_duck_nodes: u32,
+    /// Waiting acquires that found no room and took a place in the queue (`std`; 0 without it). One
+    /// that finds no node in rotation when it joins leaves at once (`WaitError::NoActiveNodes`) and is not
+    /// counted: a waiting acquire waits for room, not for membership.
+    pub waits: u64,
+    /// Waits that a lease was handed to: the caller got it, or, for a future dropped before it picked
+    /// it up, it went back as [`Outcome::Ignored`] (counted in `released(Ignored)`).
+    pub waits_granted: u64,
+    /// Waits whose deadline passed first: a blocking wait's, or the caller's timer ended an async one
+    /// with `Wait::time_out` (each also counted in `rejected_all_busy`).
+    pub waits_timed_out: u64,
+    /// Async waits dropped while they waited (a `select!`, `tokio::time::timeout`, an aborted task): the
+    /// caller stopped waiting, so this is not a refusal.
+    pub waits_cancelled: u64,
+    /// Callers in the queue now, waiting for room (not yet handed a lease).
+    pub waiting: u64,
 }
 
 impl Stats {

@@ -72,16 +72,31 @@
 //! acquires are dated at [`monotonic_now`], so a balancer that is waited on should take that clock
 //! everywhere. They draw from the queue's own generator, seeded [`thread_seed`]`(seed, u64::MAX)` (an
 //! ordinal no thread gets), so the drains' draws follow the balancer's seed whichever thread runs them.
-//! A refused drain attempt counts in [`Stats::rejected_all_busy`] like any refused acquire.
 //!
 //! **Cancellation.** Dropping a [`Wait`] or [`WaitOwned`] leaves the queue. If a lease had been handed
 //! to it already, that lease is released as [`Outcome::Ignored`] (no health or limit update), and that
 //! release drains the queue: the slot goes to the next waiter. A lease is never lost or leaked. (A
 //! future that is forgotten, `mem::forget`, rather than dropped keeps its place, and a lease handed to
-//! it, for good: as with any guard, forgetting it leaks what it holds.)
+//! it, for good: as with any guard, forgetting it leaks what it holds.) A caller whose own timer ends
+//! the wait can say so instead of dropping: [`Wait::time_out`] leaves the queue as a timeout (and
+//! returns a lease handed over meanwhile).
+//!
+//! **Counting.** [`Stats`] counts refusals and waits apart. A waiting acquire's answer is counted once:
+//! a lease as any lease; an error as a refusal ([`Stats::rejected_all_busy`] for
+//! [`WaitError::QueueFull`] and [`WaitError::Timeout`], [`Stats::rejected_no_active`] for
+//! [`WaitError::NoActiveNodes`]). The attempts it makes for its caller on the way (step 1, and each
+//! drain) are not refusals. One that queues at step 4 (and stays past that join's drain) counts in
+//! [`Stats::waits`], and then in exactly one of: [`Stats::waits_granted`] when a drain hands it a lease
+//! (its own join's drain included; a lease handed to a future dropped before it picked it up counts
+//! here too, and goes back as [`Outcome::Ignored`]), [`Stats::waits_timed_out`] when it leaves at its
+//! deadline (or [`Wait::time_out`]), [`Stats::waits_cancelled`] when its future is dropped while it
+//! waits; until then it is one of the [`Stats::waiting`]. So `waits == waits_granted + waits_timed_out +
+//! waits_cancelled + waiting`. A future ended by `tokio::time::timeout` is dropped: cancelled, not a
+//! refusal (it gave its caller no answer).
 //!
 //! **Costs.** When nobody waits, a release or a node entering rotation pays one load of the waiter count
-//! (a plain `mov` on x86), and the fail-fast calls pay nothing. The lock (a `std::sync::Mutex` around a
+//! (a plain `mov` on x86), and the fail-fast calls pay nothing (a refusal's one relaxed increment, as
+//! ever). The wait counters are written only on the waiting path, under the lock. The lock (a `std::sync::Mutex` around a
 //! `VecDeque` of waiters) and any allocation are on the waiting path only: joining, leaving, and the
 //! drains of the releases that find the count non-zero.
 //!
@@ -96,7 +111,14 @@
 //! [`set_lame_duck`]: crate::Balancer::set_lame_duck
 //! [`Rejected::NoActiveNodes`]: crate::balance::Rejected::NoActiveNodes
 //! [`Config::max_waiters`]: crate::Config::max_waiters
+//! [`Stats`]: crate::balance::Stats
 //! [`Stats::rejected_all_busy`]: crate::balance::Stats::rejected_all_busy
+//! [`Stats::rejected_no_active`]: crate::balance::Stats::rejected_no_active
+//! [`Stats::waits`]: crate::balance::Stats::waits
+//! [`Stats::waits_granted`]: crate::balance::Stats::waits_granted
+//! [`Stats::waits_timed_out`]: crate::balance::Stats::waits_timed_out
+//! [`Stats::waits_cancelled`]: crate::balance::Stats::waits_cancelled
+//! [`Stats::waiting`]: crate::balance::Stats::waiting
 //! [`Outcome::Ignored`]: crate::Outcome::Ignored
 
 mod clock;

@@ -48,7 +48,7 @@ use super::guard::{LeaseGuard, OwnedLeaseGuard};
 use super::rng::thread_seed;
 #[cfg(not(loom))]
 use super::rng::with_thread_rng;
-use crate::balance::{Balancer, Lease, NodeSlot, Outcome, Rejected};
+use crate::balance::{Balancer, Lease, NodeSlot, Outcome, Rejected, Stats};
 use crate::internal::sync::{fence, AtomicU64, Condvar, Mutex, MutexGuard, Ordering::*};
 use core::fmt;
 use core::future::Future;
@@ -127,6 +127,25 @@ impl fmt::Display for WaitError {
 
 impl std::error::Error for WaitError {}
 
+impl From<WaitError> for Rejected {
+    /// The refusal a waiting acquire's error is counted as in [`Stats`]: [`Rejected::NoActiveNodes`] for
+    /// [`WaitError::NoActiveNodes`], [`Rejected::AllBusy`] for the others (no room came in time, or
+    /// there was no room to wait in).
+    ///
+    /// ```
+    /// use weir::balance::Rejected;
+    /// use weir::rt::WaitError;
+    /// assert_eq!(Rejected::from(WaitError::Timeout), Rejected::AllBusy);
+    /// assert_eq!(Rejected::from(WaitError::NoActiveNodes), Rejected::NoActiveNodes);
+    /// ```
+    fn from(e: WaitError) -> Rejected {
+        match e {
+            WaitError::NoActiveNodes => Rejected::NoActiveNodes,
+            WaitError::QueueFull { .. } | WaitError::Timeout => Rejected::AllBusy,
+        }
+    }
+}
+
 /// The balancer's queue of waiting callers (a field of [`Balancer`] with the `std` feature).
 pub(crate) struct Waiters {
     /// How many callers are in `Queue::waiting`: the one word a release loads (see "Memory ordering").
@@ -134,7 +153,33 @@ pub(crate) struct Waiters {
     count: AtomicU64,
     /// `Config::max_waiters`.
     bound: u32,
+    /// What became of the callers that queued ([`Stats`]' wait counters).
+    tally: Tally,
     queue: Mutex<Queue>,
+}
+
+/// The wait counters of [`Stats`]. Each is changed under the queue's lock, in the same critical section
+/// as the `count` change it goes with, so `waits == granted + timed_out + cancelled + count` holds
+/// whenever the lock is free. `stats` reads them without the lock (`Relaxed`: statistics, which no other
+/// value is read against; a reading during a join or leave may be a moment apart from `count`).
+/// Only the waiting path writes them: a fail-fast acquire, and a release when nobody waits, never do.
+struct Tally {
+    /// Callers that took a place in the queue (step 4) and stayed past its drain.
+    waits: AtomicU64,
+    /// Callers a drain handed a lease to.
+    granted: AtomicU64,
+    /// Callers that left because their deadline passed.
+    timed_out: AtomicU64,
+    /// Futures dropped while they waited.
+    cancelled: AtomicU64,
+}
+
+impl Tally {
+    /// Counts one in `counter`: called under the queue's lock.
+    fn bump(counter: &AtomicU64) {
+        // Relaxed: a statistic (see the type's docs); the lock orders it with the queue changes.
+        counter.fetch_add(1, Relaxed);
+    }
 }
 
 /// What the lock guards.
@@ -196,6 +241,12 @@ impl Waiters {
         Waiters {
             count: AtomicU64::new(0),
             bound,
+            tally: Tally {
+                waits: AtomicU64::new(0),
+                granted: AtomicU64::new(0),
+                timed_out: AtomicU64::new(0),
+                cancelled: AtomicU64::new(0),
+            },
             queue: Mutex::new(Queue {
                 waiting: VecDeque::new(),
                 served: VecDeque::new(),
@@ -210,6 +261,17 @@ impl Waiters {
     /// poisoned lock still guards a consistent queue.
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Fills in the wait counters of `st`, without the lock.
+    pub(crate) fn tally(&self, st: &mut Stats) {
+        let t = &self.tally;
+        // Relaxed: statistics (see `Tally`).
+        st.waits = t.waits.load(Relaxed);
+        st.waits_granted = t.granted.load(Relaxed);
+        st.waits_timed_out = t.timed_out.load(Relaxed);
+        st.waits_cancelled = t.cancelled.load(Relaxed);
+        st.waiting = self.count.load(Relaxed);
     }
 
     /// Takes `ticket` out of the waiting callers; `false` if it is not there (it was served).
@@ -305,7 +367,8 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// (it is woken through the [`Waker`] of its latest poll; it needs no runtime). It joins the queue on
     /// its first poll. It has no timer: bound the wait with the executor's (`tokio::time::timeout(d,
     /// b.acquire_async())`); dropping the future leaves the queue, and a lease already handed to it goes
-    /// back (released as [`Outcome::Ignored`], which serves the next waiter). Otherwise as
+    /// back (released as [`Outcome::Ignored`], which serves the next waiter). A dropped future counts as a
+    /// cancelled wait; [`Wait::time_out`] ends it as a timed-out one. Otherwise as
     /// [`acquire_wait`](Self::acquire_wait): it fails only with [`WaitError::QueueFull`] or
     /// [`WaitError::NoActiveNodes`].
     ///
@@ -362,34 +425,6 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         }
     }
 
-    /// How many callers wait for room now: joined the queue and not served yet (a lease handed to a
-    /// caller that has not picked it up does not count). For metrics and tests; at most
-    /// [`Config::max_waiters`](crate::Config::max_waiters).
-    ///
-    /// ```
-    /// use std::future::Future;
-    /// use std::pin::Pin;
-    /// use std::task::{Context, Waker};
-    /// use weir::limit::{FixedLimit, LimitAlgorithm};
-    /// use weir::{Config, HeapBalancer};
-    ///
-    /// let config = Config { limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }), ..Config::default() };
-    /// let b = HeapBalancer::with_capacity(1, config).unwrap();
-    /// b.add(1).unwrap();
-    /// let held = b.acquire_guard().unwrap();
-    /// let mut wait = b.acquire_async();
-    /// assert!(Pin::new(&mut wait).poll(&mut Context::from_waker(Waker::noop())).is_pending());
-    /// assert_eq!(b.waiting(), 1);
-    /// drop(wait); // leaves the queue
-    /// assert_eq!(b.waiting(), 0);
-    /// drop(held);
-    /// ```
-    pub fn waiting(&self) -> u32 {
-        // Relaxed: a reading; the count is changed under the queue's lock and is at most
-        // `MAX_WAITERS` (2^20), so it fits.
-        self.waiters.count.load(Relaxed) as u32
-    }
-
     /// Serves the waiting callers after a slot may have come free: called by every release and by a node
     /// entering rotation. One load when nobody waits.
     #[inline]
@@ -428,10 +463,12 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         let rng = rng.get_or_insert_with(|| Rng::with_seed(thread_seed(seed, QUEUE_ORDINAL)));
         let now = clock();
         while let Some(w) = waiting.pop_front() {
-            match self.acquire(now, rng) {
+            // Uncounted: an attempt on the waiter's behalf, not an answer to it (see `Stats`).
+            match self.acquire_uncounted(now, rng) {
                 Ok(lease) => {
                     // Relaxed: under the lock, and only the value matters (see "Memory ordering").
                     self.waiters.count.fetch_sub(1, Relaxed);
+                    Tally::bump(&self.waiters.tally.granted);
                     served.push_back((w.ticket, lease));
                     woken.push((w.ticket, w.wake));
                 }
@@ -455,12 +492,13 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         }
         let now = clock();
         let seed = self.config().rng_seed;
+        // Uncounted: a refusal here is not the caller's answer yet; the answer is counted where it is given.
         #[cfg(not(loom))]
-        let first = with_thread_rng(seed, |rng| self.acquire(now, rng));
+        let first = with_thread_rng(seed, |rng| self.acquire_uncounted(now, rng));
         // loom runs its model threads on one OS thread, where they would share (and borrow twice) the
         // thread's generator: the models draw from a fresh one (the protocol does not depend on the draw).
         #[cfg(loom)]
-        let first = self.acquire(now, &mut Rng::with_seed(seed));
+        let first = self.acquire_uncounted(now, &mut Rng::with_seed(seed));
         match first {
             Ok(lease) => Some(Ok(lease)),
             Err(Rejected::NoActiveNodes) => Some(Err(WaitError::NoActiveNodes)),
@@ -490,12 +528,16 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             // missed our increment is seen by the drain (see "Memory ordering").
             fence(SeqCst);
             let refused = self.drain(&mut q, &mut woken);
+            // A caller the drain served (counted granted) or left waiting has waited; one that leaves for
+            // want of members has not (it is answered as at step 1).
             let entered = if let Some(lease) = q.take_served(ticket) {
+                Tally::bump(&self.waiters.tally.waits);
                 Ok(Entered::Served(lease))
             } else if refused == Some(Rejected::NoActiveNodes) {
                 self.waiters.leave(&mut q, ticket);
                 Err(WaitError::NoActiveNodes)
             } else {
+                Tally::bump(&self.waiters.tally.waits);
                 Ok(Entered::Queued(ticket))
             };
             (entered, ticket)
@@ -509,8 +551,17 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         entered
     }
 
-    /// The blocking wait: steps 1 to 5.
+    /// The blocking wait, its answer counted: a refusal in `Stats`' `rejected_*`.
     fn wait_lease(&self, deadline: Instant) -> Result<Lease, WaitError> {
+        let answer = self.wait_for_room(deadline);
+        if let Err(e) = answer {
+            self.count_refusal(e.into());
+        }
+        answer
+    }
+
+    /// The blocking wait: steps 1 to 5.
+    fn wait_for_room(&self, deadline: Instant) -> Result<Lease, WaitError> {
         if let Some(answer) = self.try_first() {
             return answer;
         }
@@ -530,7 +581,9 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                self.waiters.leave(&mut q, ticket);
+                if self.waiters.leave(&mut q, ticket) {
+                    Tally::bump(&self.waiters.tally.timed_out);
+                }
                 return Err(WaitError::Timeout);
             }
             // Spurious wake-ups and early time-outs only go round the loop again.
@@ -580,7 +633,35 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             State::Done => return Poll::Pending,
         };
         *state = State::Done;
+        if let Err(e) = answer {
+            self.count_refusal(e.into());
+        }
         Poll::Ready(answer)
+    }
+
+    /// A [`Wait`] or [`WaitOwned`] ended by its caller's deadline: leaves the queue, counted as timed out
+    /// (and its answer as a refusal), unless a lease was handed to it, which it returns.
+    fn time_out_wait(&self, state: &mut State) -> Result<Lease, WaitError> {
+        let answer = match core::mem::replace(state, State::Done) {
+            // Never polled: it never queued, and its deadline passed (as step 2 of the blocking form).
+            State::Start => Err(WaitError::Timeout),
+            State::Queued(ticket) => {
+                let mut q = self.waiters.lock();
+                if self.waiters.leave(&mut q, ticket) {
+                    Tally::bump(&self.waiters.tally.timed_out);
+                    Err(WaitError::Timeout)
+                } else {
+                    // A lease handed over wins over a deadline passed at the same time: never lost.
+                    q.take_served(ticket).ok_or(WaitError::Timeout)
+                }
+            }
+            // It gave its answer already, which was counted then.
+            State::Done => return Err(WaitError::Timeout),
+        };
+        if let Err(e) = answer {
+            self.count_refusal(e.into());
+        }
+        answer
     }
 
     /// A [`Wait`] or [`WaitOwned`] dropped: leaves the queue, and gives back a lease handed to it.
@@ -591,6 +672,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         let handed = {
             let mut q = self.waiters.lock();
             if self.waiters.leave(&mut q, ticket) {
+                Tally::bump(&self.waiters.tally.cancelled);
                 None
             } else {
                 q.take_served(ticket)
@@ -635,6 +717,76 @@ pub struct Wait<'a, S: AsRef<[NodeSlot]>> {
 pub struct WaitOwned<S: AsRef<[NodeSlot]>> {
     balancer: Arc<Balancer<S>>,
     state: State,
+}
+
+impl<'a, S: AsRef<[NodeSlot]>> Wait<'a, S> {
+    /// Ends the wait because the caller's deadline passed. The async forms have no timer of their own;
+    /// a caller that bounds a wait with its own (a `select!` on a sleep, a service's deadline) tells the
+    /// balancer here, and the wait counts as timed out in [`Stats`] (`waits_timed_out`, and the answer
+    /// as a refusal in `rejected_all_busy`), where dropping the future counts it as cancelled (the caller
+    /// stopped asking). It leaves the queue and answers [`WaitError::Timeout`], unless a lease was handed
+    /// to it already: a lease handed over wins over a deadline passed at the same time (as in
+    /// [`acquire_wait`](Balancer::acquire_wait)), and is returned. A future never polled never queued:
+    /// `Timeout`, counted as a refusal only; one that gave its answer already gets `Timeout` and counts
+    /// nothing more.
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::pin::Pin;
+    /// use std::task::{Context, Waker};
+    /// use weir::limit::{FixedLimit, LimitAlgorithm};
+    /// use weir::rt::WaitError;
+    /// use weir::{Config, HeapBalancer};
+    ///
+    /// let config = Config { limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }), ..Config::default() };
+    /// let b = HeapBalancer::with_capacity(1, config).unwrap();
+    /// b.add(1).unwrap();
+    /// let _held = b.acquire_guard().unwrap();
+    /// let mut wait = b.acquire_async();
+    /// assert!(Pin::new(&mut wait).poll(&mut Context::from_waker(Waker::noop())).is_pending());
+    /// // ... the caller's timer fires:
+    /// assert_eq!(wait.time_out().err(), Some(WaitError::Timeout));
+    /// let st = b.stats();
+    /// assert_eq!((st.waits, st.waits_timed_out, st.rejected_all_busy, st.waiting), (1, 1, 1, 0));
+    /// ```
+    pub fn time_out(mut self) -> Result<LeaseGuard<'a, S>, WaitError> {
+        let balancer = self.balancer;
+        balancer
+            .time_out_wait(&mut self.state)
+            .map(|lease| LeaseGuard::from_lease(balancer, lease))
+    }
+}
+
+impl<S: AsRef<[NodeSlot]>> WaitOwned<S> {
+    /// [`Wait::time_out`] for the owned form: ends the wait because the caller's deadline passed,
+    /// counted as timed out; returns a lease handed to it already.
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::pin::Pin;
+    /// use std::sync::Arc;
+    /// use std::task::{Context, Waker};
+    /// use weir::limit::{FixedLimit, LimitAlgorithm};
+    /// use weir::{Config, HeapBalancer, Outcome};
+    ///
+    /// let config = Config { limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }), ..Config::default() };
+    /// let b = Arc::new(HeapBalancer::with_capacity(1, config).unwrap());
+    /// b.add(1).unwrap();
+    /// let held = b.acquire_guard().unwrap();
+    /// let mut wait = Arc::clone(&b).acquire_async_owned();
+    /// assert!(Pin::new(&mut wait).poll(&mut Context::from_waker(Waker::noop())).is_pending());
+    /// held.complete(Outcome::Success).unwrap(); // hands the slot to the waiter
+    /// // The deadline passes before the task runs again: the lease handed over wins.
+    /// let lease = wait.time_out().unwrap();
+    /// assert_eq!(lease.node_id(), 1);
+    /// let st = b.stats();
+    /// assert_eq!((st.waits, st.waits_granted, st.waits_timed_out, st.rejected_all_busy), (1, 1, 0, 0));
+    /// ```
+    pub fn time_out(mut self) -> Result<OwnedLeaseGuard<S>, WaitError> {
+        self.balancer
+            .time_out_wait(&mut self.state)
+            .map(|lease| OwnedLeaseGuard::from_lease(Arc::clone(&self.balancer), lease))
+    }
 }
 
 impl<'a, S: AsRef<[NodeSlot]>> Future for Wait<'a, S> {
@@ -733,7 +885,7 @@ mod tests {
         }
     }
 
-    /// The exact conservation of every lease, and nothing queued or held for a waiter.
+    /// The exact conservation of every lease and every wait, and nothing queued or held for a waiter.
     fn assert_settled<S: AsRef<[NodeSlot]>>(b: &Balancer<S>) -> Stats {
         let st = b.stats();
         assert_eq!(st.in_flight, 0, "{st:?}");
@@ -742,10 +894,32 @@ mod tests {
             st.released_total() + st.released_stale,
             "{st:?}"
         );
-        assert_eq!(waiting(b), 0);
+        assert_eq!((waiting(b), st.waiting), (0, 0));
+        assert_waits_conserved(&st);
         let q = b.waiters.lock();
         assert!(q.waiting.is_empty() && q.served.is_empty());
         st
+    }
+
+    /// Every wait that queued is granted, timed out, cancelled, or waiting still.
+    fn assert_waits_conserved(st: &Stats) {
+        assert_eq!(
+            st.waits,
+            st.waits_granted + st.waits_timed_out + st.waits_cancelled + st.waiting,
+            "{st:?}"
+        );
+    }
+
+    /// The wait counters and the refusals: `(waits, granted, timed_out, cancelled, all_busy, no_active)`.
+    fn counts(st: &Stats) -> (u64, u64, u64, u64, u64, u64) {
+        (
+            st.waits,
+            st.waits_granted,
+            st.waits_timed_out,
+            st.waits_cancelled,
+            st.rejected_all_busy,
+            st.rejected_no_active,
+        )
     }
 
     /// A waker that counts its wakes and unparks the thread that made it.
@@ -822,6 +996,8 @@ mod tests {
         });
         let st = assert_settled(&b);
         assert_eq!((st.acquired, st.released(Outcome::Success)), (6, 6));
+        // Three waits, all granted: no refusal, although every drain before a release was refused.
+        assert_eq!(counts(&st), (3, 3, 0, 0, 0, 0));
     }
 
     #[test]
@@ -855,6 +1031,7 @@ mod tests {
         drop(waits);
         let st = assert_settled(&b);
         assert_eq!(st.released(Outcome::Ignored), 3);
+        assert_eq!(counts(&st), (3, 3, 0, 0, 0, 0));
     }
 
     #[test]
@@ -881,8 +1058,13 @@ mod tests {
         let mut fourth = b.acquire_async();
         assert!(poll_once(&mut fourth, waker).is_pending());
         assert_eq!(waiting(&b), 2);
+        // Three queued, one left; the two refused by the full queue are refusals, not waits.
+        let st = b.stats();
+        assert_eq!((counts(&st), st.waiting), ((3, 0, 0, 1, 2, 0), 2));
+        assert_waits_conserved(&st);
         drop((second, fourth, held));
-        assert_settled(&b);
+        let st = assert_settled(&b);
+        assert_eq!(counts(&st), (3, 0, 0, 3, 2, 0));
     }
 
     #[test]
@@ -903,6 +1085,7 @@ mod tests {
         drop(held);
         let st = assert_settled(&b);
         assert_eq!(st.acquired, 1);
+        assert_eq!(counts(&st), (0, 0, 0, 0, 2, 0));
     }
 
     #[test]
@@ -929,6 +1112,8 @@ mod tests {
             .unwrap();
         let st = assert_settled(&b);
         assert_eq!((st.acquired, st.released(Outcome::Success)), (2, 2));
+        // The first waited and timed out; the second's deadline had passed before it could queue.
+        assert_eq!(counts(&st), (1, 0, 1, 0, 2, 0));
     }
 
     #[test]
@@ -945,7 +1130,8 @@ mod tests {
         assert_eq!(b.acquire_wait(far()).err(), Some(WaitError::NoActiveNodes));
         assert!(start.elapsed() < Duration::from_secs(5));
         assert_eq!(WaitError::NoActiveNodes.to_string(), "no active nodes");
-        assert_settled(&b);
+        let st = assert_settled(&b);
+        assert_eq!(counts(&st), (0, 0, 0, 0, 0, 3));
     }
 
     #[test]
@@ -971,7 +1157,9 @@ mod tests {
             other => panic!("{other:?}"),
         }
         drop(held);
-        assert_settled(&b);
+        // The newcomer joined behind the waiter but left at once: a refusal, not a wait.
+        let st = assert_settled(&b);
+        assert_eq!(counts(&st), (1, 1, 0, 0, 0, 1));
     }
 
     #[test]
@@ -1086,6 +1274,8 @@ mod tests {
             ),
             (3, 2, 1)
         );
+        // The first was handed a lease (granted, given back as Ignored), the third left waiting.
+        assert_eq!(counts(&st), (3, 2, 0, 1, 0, 0));
     }
 
     #[test]
@@ -1101,7 +1291,41 @@ mod tests {
         assert_eq!((st.acquired, st.released(Outcome::Ignored)), (2, 1));
         // A future never polled never joined.
         drop(b.acquire_async());
-        assert_settled(&b);
+        let st = assert_settled(&b);
+        assert_eq!(counts(&st), (1, 1, 0, 0, 0, 0));
+    }
+
+    #[test]
+    fn time_out_counts_a_timeout_and_keeps_a_lease_handed_over() {
+        let b = balancer(1, 1, 8);
+        b.add(1).unwrap();
+        let held = b.acquire_guard().unwrap();
+        let waker = Waker::noop();
+        // Queued, then timed out by the caller's timer.
+        let mut timed = b.acquire_async();
+        assert!(poll_once(&mut timed, waker).is_pending());
+        assert_eq!(timed.time_out().err(), Some(WaitError::Timeout));
+        assert_eq!(waiting(&b), 0);
+        assert_eq!(counts(&b.stats()), (1, 0, 1, 0, 1, 0));
+        // Never polled: it never queued; its deadline passed all the same.
+        assert_eq!(b.acquire_async().time_out().err(), Some(WaitError::Timeout));
+        assert_eq!(counts(&b.stats()), (1, 0, 1, 0, 2, 0));
+        // Handed a lease before the timer fired: the lease wins, and the wait was granted.
+        let mut served = b.acquire_async();
+        assert!(poll_once(&mut served, waker).is_pending());
+        held.complete(Outcome::Success).unwrap();
+        let lease = served.time_out().unwrap();
+        assert_eq!(counts(&b.stats()), (2, 1, 1, 0, 2, 0));
+        drop(lease);
+        // Answered already (a lease at once, which is no wait): nothing more is counted.
+        let mut done = b.acquire_async();
+        let got = poll_once(&mut done, waker);
+        assert!(matches!(got, Poll::Ready(Ok(_))), "{got:?}");
+        drop(got);
+        assert_eq!(done.time_out().err(), Some(WaitError::Timeout));
+        let st = assert_settled(&b);
+        assert_eq!(counts(&st), (2, 1, 1, 0, 2, 0));
+        assert_eq!(st.released(Outcome::Ignored), 2);
     }
 
     #[test]
@@ -1131,6 +1355,11 @@ mod tests {
             .unwrap()
             .complete(Outcome::Success)
             .unwrap();
+        // A fail-fast refusal is counted as one and touches no wait counter.
+        let held = b.acquire_guard().unwrap();
+        assert_eq!(b.acquire_guard().err(), Some(Rejected::AllBusy));
+        drop(held);
+        assert_eq!(counts(&assert_settled(&b)), (0, 0, 0, 0, 1, 0));
         // No waiter ever joined: the queue never allocated, and its generator was never seeded.
         let q = b.waiters.lock();
         assert_eq!((q.waiting.capacity(), q.served.capacity()), (0, 0));

@@ -67,7 +67,7 @@ impl Fuzz<'_> {
         }
         match status {
             WEIR_OK => {}
-            WEIR_ERR_ALL_BUSY => s.busy += 1,
+            WEIR_ERR_ALL_BUSY | WEIR_ERR_TIMEOUT | WEIR_ERR_QUEUE_FULL => s.busy += 1,
             WEIR_ERR_NO_ACTIVE_NODES => s.empty += 1,
             _ => {}
         }
@@ -155,9 +155,6 @@ impl Fuzz<'_> {
             assert_eq!(status, WEIR_ERR_NULL);
             assert_eq!(out, POISON_LEASE);
             return;
-        }
-        if let Some(s) = self.sides[k].as_mut() {
-            s.waited = true;
         }
         let now = weir_now_ns();
         self.granted(k, "weir_balancer_acquire_wait", status, out, now);

@@ -81,7 +81,6 @@ impl Fuzz<'_> {
             stale: 0,
             busy: 0,
             empty: 0,
-            waited: false,
         });
     }
 

@@ -66,10 +66,12 @@ static uint64_t released_total(const weir_balancer_statistics *s) {
     return total;
 }
 
-/* acquired == released (all outcomes) + released_stale + in flight, exactly. */
+/* acquired == released (all outcomes) + released_stale + in flight, exactly; and every wait that
+ * queued was granted, timed out, cancelled, or waits still. */
 static void check_conserved(const weir_balancer *b) {
     weir_balancer_statistics s = stats(b);
     CHECK(s.acquired == released_total(&s) + s.released_stale + s.in_flight);
+    CHECK(s.waits == s.waits_granted + s.waits_timed_out + s.waits_cancelled + s.waiting);
 }
 
 static void test_version(void) {
@@ -568,9 +570,13 @@ static void sleep_ms(long ms) {
     }
 }
 
+/* Releases once the main thread waits in the queue (or after 30 s: the check on `waits` then fails). */
 static void *release_later(void *arg) {
     struct delayed_release *d = arg;
-    sleep_ms(30);
+    uint64_t give_up = weir_now_ns() + 30 * SEC;
+    while (stats(d->balancer).waiting == 0 && weir_now_ns() < give_up) {
+        sleep_ms(1);
+    }
     d->status = weir_balancer_release(d->balancer, &d->lease, WEIR_OUTCOME_SUCCESS, weir_now_ns());
     return NULL;
 }
@@ -613,6 +619,13 @@ static void test_acquire_wait(void) {
     CHECK(d.status == WEIR_OK);
     CHECK(l.node_id == 3 && l.inflight == 1);
     CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, weir_now_ns()));
+    /* Refusals are the calls answered without a lease: no active nodes once, timeouts twice. Two
+     * callers queued: the one that timed out, and the one the release served (a wait, not a
+     * refusal). The deadline already past refused before queueing. */
+    weir_balancer_statistics s = stats(b);
+    CHECK(s.rejected_no_active == 1 && s.rejected_all_busy == 2);
+    CHECK(s.waits == 2 && s.waits_granted == 1 && s.waits_timed_out == 1);
+    CHECK(s.waits_cancelled == 0 && s.waiting == 0);
     check_conserved(b);
     weir_balancer_free(b);
 
@@ -627,8 +640,10 @@ static void test_acquire_wait(void) {
     CHECK(weir_now_ns() - t0 < 5 * SEC);
     CHECK(memcmp(&l, &before, sizeof l) == 0);
     CHECK_OK(weir_balancer_release(b, &held, WEIR_OUTCOME_SUCCESS, weir_now_ns()));
-    weir_balancer_statistics s = stats(b);
+    s = stats(b);
     CHECK(s.acquired == 1 && s.in_flight == 0);
+    /* Turned away without queueing: a refusal, no wait. */
+    CHECK(s.rejected_all_busy == 1 && s.waits == 0);
     weir_balancer_free(b);
 }
 
@@ -828,6 +843,9 @@ static void test_stats(void) {
     CHECK(s.acquired == 6 && s.rejected_all_busy == 2 && s.rejected_no_active == 1);
     CHECK(s.released_stale == 3 && released_total(&s) == 3 && s.in_flight == 0);
     CHECK(s.active_nodes == 1 && s.lame_duck_nodes == 0);
+    /* Fail-fast calls only: no wait. */
+    CHECK(s.waits == 0 && s.waits_granted == 0 && s.waits_timed_out == 0);
+    CHECK(s.waits_cancelled == 0 && s.waiting == 0);
     check_conserved(b);
     weir_balancer_free(b);
 }

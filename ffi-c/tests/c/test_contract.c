@@ -177,7 +177,10 @@ static int same_stats(const weir_balancer_statistics *a, const weir_balancer_sta
     int same = a->acquired == b->acquired && a->rejected_all_busy == b->rejected_all_busy &&
                a->rejected_no_active == b->rejected_no_active &&
                a->released_stale == b->released_stale && a->in_flight == b->in_flight &&
-               a->active_nodes == b->active_nodes && a->lame_duck_nodes == b->lame_duck_nodes;
+               a->active_nodes == b->active_nodes && a->lame_duck_nodes == b->lame_duck_nodes &&
+               a->waits == b->waits && a->waits_granted == b->waits_granted &&
+               a->waits_timed_out == b->waits_timed_out &&
+               a->waits_cancelled == b->waits_cancelled && a->waiting == b->waiting;
     for (int i = 0; i < WEIR_OUTCOME_COUNT; i++) {
         same = same && a->released[i] == b->released[i];
     }

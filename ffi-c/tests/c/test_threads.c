@@ -143,19 +143,18 @@ static void sum_into(struct tally *total, const struct tally *t) {
     total->queue_full += t->queue_full;
 }
 
-/* The balancer's counters equal the threads' tallies exactly, and nothing is in flight. A waiting
- * acquire's refused attempts to take room count as busy too (the core's rule), so with `waited` the
- * busy count only shows that callers queued. */
-static void check_counters(const weir_balancer *b, const struct tally *total, int waited) {
+/* The balancer's counters equal the threads' tallies exactly, and nothing is in flight. The refusals
+ * are the calls that returned no lease (a wait that got its lease is none); every wait that queued
+ * ended once, and nobody waits any more. */
+static void check_counters(const weir_balancer *b, const struct tally *total) {
     weir_balancer_statistics s;
     CHECK_OK(weir_balancer_stats(b, &s));
     CHECK(s.acquired == total->acquired);
-    if (waited) {
-        CHECK(s.rejected_all_busy > 0 && total->all_busy == 0);
-    } else {
-        CHECK(s.rejected_all_busy == total->all_busy);
-    }
+    CHECK(s.rejected_all_busy == total->all_busy + total->timeouts + total->queue_full);
     CHECK(s.rejected_no_active == total->no_active);
+    CHECK(s.waiting == 0 && s.waits_cancelled == 0);
+    CHECK(s.waits == s.waits_granted + s.waits_timed_out);
+    CHECK(s.waits_granted <= total->acquired && s.waits_timed_out <= total->timeouts);
     uint64_t released = 0;
     for (int o = 0; o < WEIR_OUTCOME_COUNT; o++) {
         CHECK(s.released[o] == total->released[o]);
@@ -221,9 +220,13 @@ static void test_hammer(void) {
     REQUIRE(ok == 0);
     pthread_mutex_destroy(&churn.lock);
     CHECK(churn.unexpected == 0 && churn.changes > 0);
-    check_counters(b, &total, 0);
+    check_counters(b, &total);
     /* The run exercised what it is meant to: contention, and releases of every outcome. */
     CHECK(total.acquired > 0 && total.all_busy > 0);
+    /* Fail-fast calls only: nothing ever waited. */
+    weir_balancer_statistics s;
+    CHECK_OK(weir_balancer_stats(b, &s));
+    CHECK(s.waits == 0 && s.waits_granted == 0 && s.waits_timed_out == 0);
     for (int o = 0; o < WEIR_OUTCOME_COUNT; o++) {
         CHECK(total.released[o] > 0);
     }
@@ -289,7 +292,12 @@ static void test_waiting(void) {
     /* Every wait completed with a lease: none timed out, none was turned away, none lost. */
     CHECK(total.acquired == (uint64_t)THREADS * WAIT_ITERATIONS);
     CHECK(total.timeouts == 0 && total.queue_full == 0 && total.stale == 0);
-    check_counters(b, &total, 1);
+    check_counters(b, &total);
+    /* Callers did queue, and every wait ended with its lease: waits, not refusals. */
+    weir_balancer_statistics s;
+    CHECK_OK(weir_balancer_stats(b, &s));
+    CHECK(s.waits > 0 && s.waits == s.waits_granted && s.rejected_all_busy == 0);
+    printf("waiting: %llu of the leases waited for\n", (unsigned long long)s.waits);
     printf("waiting: %llu leases through a queue of %d waiters over 2 slots\n",
            (unsigned long long)total.acquired, THREADS);
     weir_balancer_free(b);

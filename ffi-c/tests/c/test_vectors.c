@@ -393,22 +393,26 @@ static void check_node(replay *r, const weir_node_info *n, char **tok, int count
     }
 }
 
+#define STATS_FIELDS 18
+
 static void check_stats(replay *r, const weir_balancer_statistics *s, char **tok, int count) {
-    if (count != 14) {
-        MISMATCH(r, "stats: %d fields, expected 13", count - 1);
+    if (count != 1 + STATS_FIELDS) {
+        MISMATCH(r, "stats: %d fields, expected %d", count - 1, STATS_FIELDS);
         return;
     }
-    const uint64_t got[13] = {s->acquired,    s->rejected_all_busy, s->rejected_no_active,
-                              s->released[0], s->released[1],       s->released[2],
-                              s->released[3], s->released[4],       s->released[5],
-                              s->released_stale, s->in_flight,      s->active_nodes,
-                              s->lame_duck_nodes};
-    static const char *const names[13] = {
+    const uint64_t got[STATS_FIELDS] = {s->acquired,    s->rejected_all_busy, s->rejected_no_active,
+                                        s->released[0], s->released[1],       s->released[2],
+                                        s->released[3], s->released[4],       s->released[5],
+                                        s->released_stale, s->in_flight,      s->active_nodes,
+                                        s->lame_duck_nodes, s->waits,         s->waits_granted,
+                                        s->waits_timed_out, s->waits_cancelled, s->waiting};
+    static const char *const names[STATS_FIELDS] = {
         "acquired",           "rejected_all_busy", "rejected_no_active", "released success",
         "released failure",   "released dropped",  "released ignored",   "released throttled",
         "released client_error", "released_stale", "in_flight",          "active_nodes",
-        "lame_duck_nodes"};
-    for (int i = 0; i < 13; i++) {
+        "lame_duck_nodes",    "waits",             "waits_granted",      "waits_timed_out",
+        "waits_cancelled",    "waiting"};
+    for (int i = 0; i < STATS_FIELDS; i++) {
         uint64_t u;
         if (!parse_u64(tok[1 + i], &u) || u != got[i]) {
             MISMATCH(r, "stats %s: expected %s, got %" PRIu64, names[i], tok[1 + i], got[i]);
@@ -458,8 +462,8 @@ static long replay_file(const char *path) {
             break;
         }
         if (r.line == 1) {
-            if (strcmp(line, "weir-trace 1\n") != 0) {
-                MISMATCH(&r, "not a version 1 trace");
+            if (strcmp(line, "weir-trace 2\n") != 0) {
+                MISMATCH(&r, "not a version 2 trace");
             }
             continue;
         }

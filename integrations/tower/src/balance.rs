@@ -36,6 +36,13 @@
 //! refused with `Refused::NoTimer`, not a panic); one that never waits (a lease at once, or a wait of zero)
 //! needs no runtime.
 //!
+//! The balancer's `stats()` count what `poll_ready` answers: a refusal (`rejected_all_busy`,
+//! `rejected_no_active`) only when it returns one, never for the attempts it makes on the way; a wait in
+//! the core's queue as a wait (`waits`), granted when a lease comes, timed out when the deadline ends it.
+//! Waiting for services to turn ready is no wait in the core's queue. (The one over-count: a wait the
+//! core refuses for want of active nodes at the instant it joins, because a node left rotation
+//! concurrently, is counted as a refusal even if `poll_ready` then goes on waiting for services.)
+//!
 //! # Membership
 //! Each poll drains the `Discover` stream first: `Insert(key, service)` adds a weir node (replacing the
 //! key's previous node, whose leases then release as stale), `Remove(key)` removes it at once (its calls
@@ -307,17 +314,26 @@ where
     }
 
     /// A lease: at once if weir grants one, else after waiting (bounded by the wait's deadline).
+    /// The first try is uncounted: a refusal is counted where one is answered (see "Waiting for room").
     fn poll_lease(&mut self, cx: &mut Context<'_>) -> Poll<Result<Lease, Refused>> {
         let services_pending = !self.nodes.unready.is_empty();
         if self.waiting.is_none() {
-            match self.balancer.acquire(monotonic_now(), &mut self.rng) {
+            match self
+                .balancer
+                .acquire_uncounted(monotonic_now(), &mut self.rng)
+            {
                 Ok(lease) => return Poll::Ready(Ok(lease)),
-                Err(Rejected::NoActiveNodes) if !services_pending => {
-                    return Poll::Ready(Err(Refused::NoActiveNodes))
+                Err(r @ Rejected::NoActiveNodes) if !services_pending => {
+                    self.balancer.count_refusal(r);
+                    return Poll::Ready(Err(Refused::NoActiveNodes));
                 }
-                Err(r) if self.wait.is_zero() => return Poll::Ready(Err(r.into())),
+                Err(r) if self.wait.is_zero() => {
+                    self.balancer.count_refusal(r);
+                    return Poll::Ready(Err(r.into()));
+                }
                 Err(r) => {
                     let Some(deadline) = deadline_timer(self.wait) else {
+                        self.balancer.count_refusal(r);
                         return Poll::Ready(Err(Refused::NoTimer));
                     };
                     self.waiting = Some(Waiting {
@@ -351,7 +367,8 @@ fn deadline_timer(wait: std::time::Duration) -> Option<Pin<Box<tokio::time::Slee
 impl Waiting {
     /// Polls the wait: the core's waiting acquire when nodes in rotation are all busy, or nothing but the
     /// deadline while no node is in rotation and `services_pending` (their services are not ready; the
-    /// caller has polled them, so their readiness wakes the task).
+    /// caller has polled them, so their readiness wakes the task). The core counts what its waiting
+    /// acquire answers; the refusals answered here without it are counted here.
     fn poll(
         &mut self,
         balancer: &Arc<HeapBalancer>,
@@ -362,11 +379,12 @@ impl Waiting {
         // Two rounds at most: a waiting acquire that ends for want of active nodes is replaced once.
         for _ in 0..2 {
             if self.lease.is_none() {
-                match balancer.acquire(monotonic_now(), rng) {
+                match balancer.acquire_uncounted(monotonic_now(), rng) {
                     Ok(lease) => return Poll::Ready(Ok(lease)),
                     Err(Rejected::NoActiveNodes) if services_pending => break,
-                    Err(Rejected::NoActiveNodes) => {
-                        return Poll::Ready(Err(Refused::NoActiveNodes))
+                    Err(r @ Rejected::NoActiveNodes) => {
+                        balancer.count_refusal(r);
+                        return Poll::Ready(Err(Refused::NoActiveNodes));
                     }
                     Err(_) => self.lease = Some(Arc::clone(balancer).acquire_async_owned()),
                 }
@@ -382,7 +400,19 @@ impl Waiting {
             }
         }
         match self.deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Refused::Timeout)),
+            // In the core's queue: it leaves as timed out, unless a lease was handed to it meanwhile,
+            // which wins over the deadline (as in the core's blocking wait) rather than going back.
+            Poll::Ready(()) => Poll::Ready(match self.lease.take() {
+                Some(wait) => wait
+                    .time_out()
+                    .map(|lease| lease.into_lease())
+                    .map_err(Refused::from),
+                // Waiting for services that never turned ready: no node was in rotation.
+                None => {
+                    balancer.count_refusal(Rejected::NoActiveNodes);
+                    Err(Refused::Timeout)
+                }
+            }),
             Poll::Pending => Poll::Pending,
         }
     }

@@ -72,7 +72,8 @@
 //! - Every lease comes back exactly once: with the classified outcome when the response future
 //!   completes, as `Ignored` when it is dropped first (cancellation, a timeout layer above), when the
 //!   `Balance` is dropped holding a lease `poll_ready` reserved, or when that lease's node turns out not
-//!   ready. The balancer's `stats()` stay conserved.
+//!   ready. The balancer's `stats()` stay conserved, and count a refusal only for a `poll_ready` that
+//!   returns one; its waits for room are counted as waits (see [`balance`], "Waiting for room").
 //! - The lease is released when the response *head* arrives (the inner future completes), as tower's
 //!   `CompleteOnResponse` does; a streamed body's later failure is not seen.
 //! - `call` without a successful `poll_ready` sends nothing and fails with [`Error::NotReady`].

@@ -1,7 +1,8 @@
 //! The service's contract without a network: the lease `poll_ready` reserves is the one `call` uses,
 //! refusals are typed, waiting is served by a release, the inner services' readiness moves nodes out of
 //! and back into rotation, a failed service is evicted, and every lease comes back (dropped futures,
-//! dropped balances) with the counters conserved.
+//! dropped balances) with the counters conserved: refusals counted once per refused `poll_ready`, waits
+//! in the core's queue once each.
 
 use std::future::Future;
 use std::io;
@@ -116,7 +117,7 @@ fn poll_ready_once<S: Service<Req>>(s: &mut S) -> Poll<Result<(), S::Error>> {
     s.poll_ready(&mut Context::from_waker(Waker::noop()))
 }
 
-/// Asserts the counters are conserved and nothing is in flight; returns them.
+/// Asserts the counters are conserved and nothing is in flight or waiting; returns them.
 fn settled(b: &Balance<Fixed<&'static str, Backend>, ByResult>) -> Stats {
     let st = b.balancer().stats();
     assert_eq!(st.in_flight, 0, "{st:?}");
@@ -125,7 +126,25 @@ fn settled(b: &Balance<Fixed<&'static str, Backend>, ByResult>) -> Stats {
         st.released_total() + st.released_stale,
         "{st:?}"
     );
+    assert_eq!(st.waiting, 0, "{st:?}");
+    assert_eq!(
+        st.waits,
+        st.waits_granted + st.waits_timed_out + st.waits_cancelled,
+        "{st:?}"
+    );
     st
+}
+
+/// `(rejected_all_busy, rejected_no_active, waits, waits_granted, waits_timed_out, waits_cancelled)`.
+fn counts(st: &Stats) -> (u64, u64, u64, u64, u64, u64) {
+    (
+        st.rejected_all_busy,
+        st.rejected_no_active,
+        st.waits,
+        st.waits_granted,
+        st.waits_timed_out,
+        st.waits_cancelled,
+    )
 }
 
 #[tokio::test]
@@ -161,15 +180,23 @@ async fn refusals_are_typed() {
     let mut empty = balance(limit(1), Duration::ZERO, &[]);
     let err = empty.ready().await.unwrap_err();
     assert_eq!(err.refused(), Some(Refused::NoActiveNodes));
+    assert_eq!(counts(&settled(&empty)), (0, 1, 0, 0, 0, 0));
 
-    // One node at its limit: no wait, then a 10 ms wait, then waiting turned off in the core.
-    for (wait, max_waiters, refused) in [
-        (Duration::ZERO, 8, Refused::AllBusy),
-        (Duration::from_millis(10), 8, Refused::Timeout),
+    // One node at its limit: no wait, then a 10 ms wait, then waiting turned off in the core. Each
+    // refusal is counted once (a wait that timed out is also a wait, timed out).
+    for (wait, max_waiters, refused, counted) in [
+        (Duration::ZERO, 8, Refused::AllBusy, (1, 0, 0, 0, 0, 0)),
+        (
+            Duration::from_millis(10),
+            8,
+            Refused::Timeout,
+            (1, 0, 1, 0, 1, 0),
+        ),
         (
             Duration::from_millis(10),
             0,
             Refused::QueueFull { max_waiters: 0 },
+            (1, 0, 0, 0, 0, 0),
         ),
     ] {
         let config = Config {
@@ -187,7 +214,69 @@ async fn refusals_are_typed() {
         svc.ready().await.unwrap().call(None).await.unwrap();
         let st = settled(&svc);
         assert_eq!(st.released(Outcome::Success), 2);
+        assert_eq!(counts(&st), counted, "{refused:?}");
     }
+}
+
+/// Many concurrent calls through a `Buffer` (how a `Balance` is shared) to one node with room for one:
+/// each `poll_ready` finds room at once or waits its turn in the core's queue, and every call gets
+/// through. The balancer counts those waits, all granted, and no refusal (it used to count a refusal
+/// for every attempt on the way).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_calls_that_all_get_through_are_waits_not_refusals() {
+    const CALLS: u64 = 64;
+    let a = Backend::new("a");
+    let svc = balance(limit(1), Duration::from_secs(30), &[&a]);
+    let balancer = Arc::clone(svc.balancer());
+    let buffered = tower::buffer::Buffer::new(svc, CALLS as usize + 1);
+    async fn until(what: &str, done: impl Fn() -> bool) {
+        let start = std::time::Instant::now();
+        while !done() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "never saw {what}"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    // A first call holds the only lease until the next poll_ready waits for it: at least one wait.
+    let (release_first, rx) = oneshot::channel();
+    let mut svc = buffered.clone();
+    let first = tokio::spawn(async move { svc.ready().await.unwrap().call(Some(rx)).await });
+    until("the first lease taken", || balancer.stats().in_flight == 1).await;
+    let calls: Vec<_> = (0..CALLS)
+        .map(|_| {
+            let mut svc = buffered.clone();
+            tokio::spawn(async move {
+                // Each call holds its lease a moment, so that the next poll_ready may find none free.
+                let (tx, rx) = oneshot::channel();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    let _ = tx.send(());
+                });
+                svc.ready().await.unwrap().call(Some(rx)).await.unwrap()
+            })
+        })
+        .collect();
+    until("a poll_ready waiting", || balancer.stats().waiting == 1).await;
+    release_first.send(()).unwrap();
+    assert_eq!(first.await.unwrap().unwrap(), "a");
+    for call in calls {
+        assert_eq!(call.await.unwrap(), "a");
+    }
+    let st = balancer.stats();
+    let all = CALLS + 1;
+    assert_eq!((st.acquired, st.released(Outcome::Success)), (all, all));
+    assert_eq!((st.in_flight, st.waiting), (0, 0), "{st:?}");
+    let (all_busy, no_active, waits, granted, timed_out, cancelled) = counts(&st);
+    assert_eq!(
+        (all_busy, no_active, timed_out, cancelled),
+        (0, 0, 0, 0),
+        "{st:?}"
+    );
+    // The first call found room; of the others, at least the one behind it waited.
+    assert!((1..all).contains(&waits), "{st:?}");
+    assert_eq!(granted, waits, "{st:?}");
 }
 
 /// Waiting needs tokio's timer: without a runtime, or in one built without its time driver, a full
@@ -283,7 +372,10 @@ async fn services_that_stay_unready_time_out() {
     let mut svc = balance(Config::default(), Duration::from_millis(10), &[&a]);
     let err = svc.ready().await.unwrap_err();
     assert_eq!(err.refused(), Some(Refused::Timeout));
-    assert_eq!(settled(&svc).released(Outcome::Ignored), 1);
+    let st = settled(&svc);
+    assert_eq!(st.released(Outcome::Ignored), 1);
+    // Waiting for services is no wait in the core's queue; the answer is a refusal for want of nodes.
+    assert_eq!(counts(&st), (0, 1, 0, 0, 0, 0));
 }
 
 #[tokio::test]

@@ -228,7 +228,8 @@ class Balancer(_weir.Balancer[N]):
         NoCapacity when the timeout passes (or at once when ``max_waiters`` callers wait already), NoNodes
         when no node is in rotation. Cancelling the awaiting task (``asyncio.timeout``, ``wait_for``,
         ``task.cancel()``) takes it out of the queue at once; a lease handed over at that moment goes back
-        as IGNORED, to the next waiter.
+        as IGNORED, to the next waiter. In ``stats()``, a call that gets its lease is no refusal, whether
+        or not it waited; a wait ends granted, timed out or cancelled.
         """
         return await _wait.granted(self._enqueue(timeout))
 

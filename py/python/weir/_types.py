@@ -197,21 +197,40 @@ class NodeInfo(Generic[N]):
 @dataclass(frozen=True)
 class Stats:
     """Balancer-wide counters since construction. Conserved:
-    ``acquired == released_total + released_stale + in_flight``."""
+    ``acquired == released_total + released_stale + in_flight`` and
+    ``waits == waits_granted + waits_timed_out + waits_cancelled + waiting``.
+
+    Refusals and waits are counted apart. A refusal is a call that gave no lease: ``NoCapacity`` or
+    ``NoNodes`` raised, or ``try_acquire()`` returning None. A wait is an ``acquire(timeout=...)`` or
+    ``acquire_async`` that found no room and queued; one that then gets its lease is no refusal, one that
+    times out is both."""
 
     acquired: int
+    """Leases granted."""
     rejected_all_busy: int
+    """Calls that gave no lease because every node was at its limit (``NoCapacity``, or None from
+    ``try_acquire``), including waits that timed out and a full queue."""
     rejected_no_active: int
+    """Calls that raised ``NoNodes``."""
     by_outcome: Tuple[int, int, int, int, int, int]
     """Leases released to a live node, indexed by ``Outcome``."""
     released_stale: int
     """Leases released after their node was removed."""
     in_flight: int
+    """Leases in flight now."""
     active_nodes: int
     lame_duck_nodes: int
-    waiting: int = 0
-    """Callers waiting for room now (threads in ``acquire(timeout=...)``, leases in waiting): at most
-    ``max_waiters``."""
+    waits: int
+    """Waiting acquires that found no room and queued."""
+    waits_granted: int
+    """Waits that a lease was handed to."""
+    waits_timed_out: int
+    """Waits whose timeout passed first (each also counted in ``rejected_all_busy``)."""
+    waits_cancelled: int
+    """Waits abandoned by their caller: an asyncio task cancelled while it waited (or a Rust future
+    dropped)."""
+    waiting: int
+    """Callers waiting for room now."""
 
     def released(self, outcome: Outcome) -> int:
         """Leases released with ``outcome`` to a live node."""

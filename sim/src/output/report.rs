@@ -703,7 +703,7 @@ impl Report {
         out
     }
 
-    /// dialogue's rows next to dialogue's own published figures ([`reference`]), on the scenario's seed;
+    /// dialogue's rows next to dialogue's own published figures ([`reference`](mod@crate::reference)), on the scenario's seed;
     /// empty when the report has none of them.
     pub fn dialogue_side_by_side(&self) -> String {
         let mut rows = String::new();

@@ -27,7 +27,7 @@ use weir::balance::{NodeSnapshot, NodeState, Stats};
 use weir::{Config, Outcome};
 
 /// The first line of every trace file.
-pub const MAGIC: &str = "weir-trace 1";
+pub const MAGIC: &str = "weir-trace 2";
 /// The longest line a trace may hold, in bytes, newline included (a C replay can read lines with
 /// `fgets` into a buffer of this size).
 pub const MAX_LINE: usize = 512;
@@ -48,6 +48,9 @@ pub struct Trace {
 }
 
 /// What follows the header.
+// A step is a few hundred bytes and a reseed eight; but a file holds hundreds of steps and a handful of
+// reseeds, so boxing the steps would cost an allocation per step to save a little on the reseeds.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Item {
     /// `rng <seed>`: the generator is replaced by `weir::Rng::with_seed(seed)`.
@@ -216,6 +219,16 @@ pub struct StatsLine {
     pub active_nodes: u32,
     /// `Stats::lame_duck_nodes`.
     pub lame_duck_nodes: u32,
+    /// `Stats::waits`.
+    pub waits: u64,
+    /// `Stats::waits_granted`.
+    pub waits_granted: u64,
+    /// `Stats::waits_timed_out`.
+    pub waits_timed_out: u64,
+    /// `Stats::waits_cancelled`.
+    pub waits_cancelled: u64,
+    /// `Stats::waiting`.
+    pub waiting: u64,
 }
 
 impl From<Stats> for StatsLine {
@@ -229,6 +242,11 @@ impl From<Stats> for StatsLine {
             in_flight: s.in_flight,
             active_nodes: s.active_nodes,
             lame_duck_nodes: s.lame_duck_nodes,
+            waits: s.waits,
+            waits_granted: s.waits_granted,
+            waits_timed_out: s.waits_timed_out,
+            waits_cancelled: s.waits_cancelled,
+            waiting: s.waiting,
         }
     }
 }
@@ -289,7 +307,7 @@ pub const NODE_FIELDS: [&str; 14] = [
 ];
 
 /// The fields of a `stats` line, in order.
-pub const STATS_FIELDS: [&str; 13] = [
+pub const STATS_FIELDS: [&str; 18] = [
     "acquired",
     "rejected_all_busy",
     "rejected_no_active",
@@ -303,6 +321,11 @@ pub const STATS_FIELDS: [&str; 13] = [
     "in_flight",
     "active_nodes",
     "lame_duck_nodes",
+    "waits",
+    "waits_granted",
+    "waits_timed_out",
+    "waits_cancelled",
+    "waiting",
 ];
 
 /// A snapshot's fields in [`NODE_FIELDS`] order.
@@ -326,7 +349,7 @@ pub fn node_fields(n: &NodeSnapshot) -> [Field; 14] {
 }
 
 /// Stats in [`STATS_FIELDS`] order.
-pub fn stats_fields(s: &StatsLine) -> [Field; 13] {
+pub fn stats_fields(s: &StatsLine) -> [Field; 18] {
     let r = s.released;
     [
         s.acquired,
@@ -342,6 +365,11 @@ pub fn stats_fields(s: &StatsLine) -> [Field; 13] {
         s.in_flight,
         s.active_nodes.into(),
         s.lame_duck_nodes.into(),
+        s.waits,
+        s.waits_granted,
+        s.waits_timed_out,
+        s.waits_cancelled,
+        s.waiting,
     ]
     .map(Field::U)
 }
@@ -733,7 +761,7 @@ fn parse_stats(n: usize, args: &[&str]) -> Result<StatsLine, ParseError> {
             ),
         ));
     }
-    let mut v = [0u64; 13];
+    let mut v = [0u64; STATS_FIELDS.len()];
     for (i, (a, name)) in args.iter().zip(STATS_FIELDS).enumerate() {
         v[i] = uint(n, name, a)?;
     }
@@ -747,6 +775,11 @@ fn parse_stats(n: usize, args: &[&str]) -> Result<StatsLine, ParseError> {
         in_flight: v[10],
         active_nodes: small(11)?,
         lame_duck_nodes: small(12)?,
+        waits: v[13],
+        waits_granted: v[14],
+        waits_timed_out: v[15],
+        waits_cancelled: v[16],
+        waiting: v[17],
     })
 }
 
@@ -945,7 +978,8 @@ mod tests {
             v.join("\n") + "\n"
         };
         let cases: Vec<(usize, String)> = vec![
-            (0, edit(0, Some("weir-trace 2"))),
+            // A file of the previous version (its stats lines are shorter): refused on its first line.
+            (0, edit(0, Some("weir-trace 1"))),
             (
                 at(&|l| l.starts_with("config health.half_life")),
                 edit(
