@@ -32,7 +32,7 @@ async def call(node: str) -> str:
 
 @weir.retry(attempts=3, on=BackendError, backoff=weir.Backoff(initial=0.001, max=0.05))
 async def query() -> str:
-    lease = await backends.acquire_async(timeout=1.0)  # waits (off the loop) when every replica is busy
+    lease = await backends.acquire_async(timeout=1.0)  # waits, never blocking the loop, when all are busy
     async with lease:  # success on a normal exit, failure on BackendError
         return await call(str(lease.node))
 

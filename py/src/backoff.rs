@@ -52,7 +52,7 @@ pub struct Backoff {
 #[pymethods]
 impl Backoff {
     #[new]
-    #[pyo3(signature = (*, initial=None, max=None, up_multiplier=None, down_multiplier=None, down_threshold=None, jitter=Some(None), jitter_factor=None, jitter_max=None, seed=None))]
+    #[pyo3(signature = (*, initial=None, max=None, up_multiplier=None, down_multiplier=None, down_threshold=None, jitter=Some(None), jitter_factor=None, jitter_max=None, seed=None), text_signature = "(*, initial=0.5, max=900.0, up_multiplier=1.5, down_multiplier=0.9, down_threshold=10, jitter='proportional', jitter_factor=0.3, jitter_max=120.0, seed=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         initial: Option<&Bound<'_, PyAny>>,

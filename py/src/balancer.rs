@@ -24,12 +24,13 @@
 
 use crate::config::{health_from, health_to, limit_from, limit_to, policy_from, policy_name};
 use crate::convert::{duration_ns, int_in, now_ns, weir_err, weir_type};
-use crate::lease::Lease;
+use crate::lease::{Granted, Lease};
 use crate::rng::{draw, Rng};
+use crate::wait::wait_error;
 use arc_swap::ArcSwapOption;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
+use pyo3::sync::{MutexExt, PyOnceLock};
 use pyo3::types::{PyDict, PyInt, PyTuple};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -38,7 +39,6 @@ use weir::balance::{
     MembershipError, NodeSnapshot, NodeState, Policy, RawLease, Rejected, MAX_NODES,
 };
 use weir::limit::{CiadLimit, LimitAlgorithm};
-use weir::rt::WaitError;
 use weir::{Config, HeapBalancer, Outcome};
 
 /// The first id given to a node that is not its own id.
@@ -98,9 +98,16 @@ impl Inner {
 
     /// Wraps a granted lease, or hands it back if its node is gone (see the module docs).
     fn wrap(self: &Arc<Self>, py: Python<'_>, lease: weir::Lease, explicit: bool) -> Option<Lease> {
+        let g = self.grant(py, lease)?;
+        Some(Lease::new(Arc::clone(self), g.raw, g.node, explicit))
+    }
+
+    /// A granted lease with its node object, or `None` (the lease handed back) if its node is gone.
+    #[inline]
+    pub fn grant(&self, py: Python<'_>, lease: weir::Lease) -> Option<Granted> {
         let raw = lease.into_raw();
         match self.node_of(py, &raw) {
-            Some(node) => Some(Lease::new(Arc::clone(self), raw, node, explicit)),
+            Some(node) => Some(Granted { raw, node }),
             None => {
                 // Removed after the grant: the core counts it as a stale release.
                 let _ = self
@@ -126,7 +133,7 @@ impl Inner {
 ///
 /// GIL: thread-safe without a Python-side lock (free-threading included). Each call holds the GIL only for
 /// the core call (nanoseconds); `acquire(timeout=...)` releases it while it waits.
-#[pyclass(frozen, subclass, module = "weir._weir")]
+#[pyclass(frozen, subclass, generic, module = "weir._weir")]
 pub struct Balancer {
     inner: Arc<Inner>,
 }
@@ -152,6 +159,15 @@ fn membership_error(py: Python<'_>, e: MembershipError, node: &Bound<'_, PyAny>)
         ),
         other => weir_err(py, "WeirError", other.to_string()),
     }
+}
+
+/// Whether this thread runs an asyncio event loop (where a waiting acquire must not block).
+fn on_event_loop(py: Python<'_>) -> PyResult<bool> {
+    static RUNNING: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    Ok(!RUNNING
+        .import(py, "asyncio", "_get_running_loop")?
+        .call0()?
+        .is_none())
 }
 
 fn state_name(s: NodeState) -> &'static str {
@@ -242,16 +258,15 @@ impl Balancer {
         }
     }
 
-    /// One fail-fast acquire: `Ok(None)` when every node is busy. That answer is counted as a refusal
-    /// in the core's stats when `busy_refuses` (the caller gets it), not otherwise (`acquire_async`'s
-    /// first try, which waits next and has its wait counted). A retry after a lease whose node was
-    /// removed (see the module docs) is part of the same acquire, so each call counts at most once.
+    /// One fail-fast acquire: `Ok(None)` when every node is busy, an answer counted as a refusal in the
+    /// core's stats. A retry after a lease whose node was removed (see the module docs) is part of the
+    /// same acquire, so each call counts at most once. (The waiting acquires are counted by the core's
+    /// waiting forms, which `acquire(timeout=...)` and the leases in waiting go through.)
     fn try_once(
         &self,
         py: Python<'_>,
         now: Option<&Bound<'_, PyAny>>,
         rng: Option<&Bound<'_, Rng>>,
-        busy_refuses: bool,
     ) -> PyResult<Option<Lease>> {
         let (t, explicit) = now_ns(now)?;
         let core = &self.inner.core;
@@ -264,9 +279,7 @@ impl Balancer {
                     }
                 }
                 Err(Rejected::AllBusy) => {
-                    if busy_refuses {
-                        core.count_refusal(Rejected::AllBusy);
-                    }
+                    core.count_refusal(Rejected::AllBusy);
                     return Ok(None);
                 }
                 Err(r) => {
@@ -281,7 +294,7 @@ impl Balancer {
 #[pymethods]
 impl Balancer {
     #[new]
-    #[pyo3(signature = (nodes=None, *, policy=None, health=None, limit=None, weight_exponent=None, floor=None, seed=None, capacity=None, max_waiters=None, classify=None))]
+    #[pyo3(signature = (nodes=None, *, policy=None, health=None, limit=None, weight_exponent=None, floor=None, seed=None, capacity=None, max_waiters=None, classify=None), text_signature = "(nodes=(), *, policy=None, health=None, limit=None, weight_exponent=3.0, floor=0.0001, seed=None, capacity=None, max_waiters=1024, classify=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -466,8 +479,10 @@ impl Balancer {
     ///
     /// With `timeout` (seconds or a timedelta), waits up to that long for room, first come first served,
     /// with the GIL released; `timeout` waits on the monotonic clock, so it cannot be combined with `now`
-    /// or `rng`. `now` (seconds) dates the acquire for tests, and the lease must then be released with an
-    /// explicit time too; `rng` draws from an explicit `weir.Rng`.
+    /// or `rng`. Called on the thread of a running asyncio event loop, it never blocks: with no room at
+    /// once it returns a lease in waiting, which `async with` waits for on the loop (any other use waits
+    /// with the thread). `now` (seconds) dates the acquire for tests, and the lease must then be released
+    /// with an explicit time too; `rng` draws from an explicit `weir.Rng`.
     #[pyo3(signature = (*, timeout=None, now=None, rng=None))]
     fn acquire(
         &self,
@@ -478,7 +493,7 @@ impl Balancer {
     ) -> PyResult<Lease> {
         let Some(timeout) = timeout.filter(|t| !t.is_none()) else {
             return self
-                .try_once(py, now, rng, true)?
+                .try_once(py, now, rng)?
                 .ok_or_else(|| Self::refused(py, Rejected::AllBusy));
         };
         let wait_ns = duration_ns(timeout, "timeout")?;
@@ -486,6 +501,9 @@ impl Balancer {
             return Err(PyTypeError::new_err(
                 "timeout= waits on the monotonic clock and the thread's generator: it cannot be combined with now= or rng=",
             ));
+        }
+        if on_event_loop(py)? {
+            return Lease::waiting(py, &self.inner, Some(wait_ns));
         }
         let deadline = Instant::now().checked_add(Duration::from_nanos(wait_ns));
         loop {
@@ -503,22 +521,20 @@ impl Balancer {
                         return Ok(l);
                     }
                 }
-                Err(WaitError::Timeout) => {
-                    return Err(weir_err(
-                        py,
-                        "NoCapacity",
-                        format!(
-                            "no node had room within the timeout ({} s)",
-                            wait_ns as f64 / 1e9
-                        ),
-                    ))
-                }
-                Err(WaitError::NoActiveNodes) => {
-                    return Err(Self::refused(py, Rejected::NoActiveNodes))
-                }
-                Err(e) => return Err(weir_err(py, "NoCapacity", e.to_string())),
+                Err(e) => return Err(wait_error(py, e, Some(wait_ns))),
             }
         }
+    }
+
+    /// (For `Balancer.acquire_async`.) A waiting acquire that never blocks: the lease if a node has room
+    /// and nobody waits, else a lease in waiting, in the queue; `timeout=None` waits for ever.
+    #[pyo3(signature = (timeout=None))]
+    fn _enqueue(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Lease> {
+        let wait_ns = timeout
+            .filter(|t| !t.is_none())
+            .map(|t| duration_ns(t, "timeout"))
+            .transpose()?;
+        Lease::waiting(py, &self.inner, wait_ns)
     }
 
     /// Grants a lease, or returns None when every node is busy; raises NoNodes when none is in rotation.
@@ -529,13 +545,7 @@ impl Balancer {
         now: Option<&Bound<'_, PyAny>>,
         rng: Option<&Bound<'_, Rng>>,
     ) -> PyResult<Option<Lease>> {
-        self.try_once(py, now, rng, true)
-    }
-
-    /// `acquire_async`'s first try: as `try_acquire()`, but None (every node busy) is not counted as a
-    /// refusal in `stats()`, because `acquire_async` then waits, and counts how the wait ends.
-    fn _try_acquire_before_wait(&self, py: Python<'_>) -> PyResult<Option<Lease>> {
-        self.try_once(py, None, None, false)
+        self.try_once(py, now, rng)
     }
 
     /// A snapshot of every member, in slot order, as `weir.NodeInfo` dataclasses.

@@ -16,9 +16,14 @@
 //! and one acquired on the monotonic clock without one, or the release raises `ClockMismatch` (and
 //! records nothing). A context exit cannot know the time of a test clock, so it hands such a lease back
 //! as IGNORED and raises `ClockMismatch`.
+//!
+//! A lease may be *in waiting* (`wait.rs`): its node is not known yet. `async with` (and `weir._wait`)
+//! wait for it on the event loop; any other use (`with`, an attribute, a release) waits for it with the
+//! thread, as a blocking `acquire(timeout=...)` would have.
 
 use crate::balancer::Inner;
 use crate::convert::{int_in, now_ns, secs, weir_err};
+use crate::wait::{LoopWake, Pending};
 use pyo3::exceptions::{PyBaseException, PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -28,15 +33,29 @@ use std::sync::Arc;
 use weir::balance::{RawLease, ReleaseError};
 use weir::Outcome;
 
+/// A lease the core granted, and its node object.
+pub struct Granted {
+    pub raw: RawLease,
+    pub node: Py<PyAny>,
+}
+
 /// A granted lease on one node. Obtained from `Balancer.acquire()` or `Balancer.try_acquire()`.
+/// `acquire(timeout=...)` called on an asyncio loop's thread may return it *in waiting* (no node yet):
+/// `async with` waits for its node on the loop, any other use waits with the thread. A lease in waiting
+/// belongs to one caller: use it from one task or thread.
 ///
 /// GIL: thread-safe; a lease may be released from another thread than the one that acquired it (exactly
 /// once, whichever thread tries first).
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, generic, module = "weir")]
 pub struct Lease {
     inner: Arc<Inner>,
-    raw: RawLease,
-    node: Py<PyAny>,
+    /// The lease and its node, for a lease granted at once (`None` for a lease in waiting: its
+    /// `Pending` gets them).
+    granted: Option<Granted>,
+    /// A lease in waiting's place in the queue (`wait.rs`). Boxed, and the later grant kept there: the
+    /// lease moves on every acquire, and a larger struct (or a `OnceLock` set at construction) costs the
+    /// hot path a `memcpy` (or a `Once` call).
+    pending: Option<Box<Pending>>,
     explicit: bool,
     released: AtomicBool,
 }
@@ -46,11 +65,65 @@ impl Lease {
     pub fn new(inner: Arc<Inner>, raw: RawLease, node: Py<PyAny>, explicit: bool) -> Self {
         Lease {
             inner,
-            raw,
-            node,
+            granted: Some(Granted { raw, node }),
+            pending: None,
             explicit,
             released: AtomicBool::new(false),
         }
+    }
+
+    /// A waiting acquire on the monotonic clock that never blocks: the lease if a node has room and
+    /// nobody waits, else a lease in waiting, in the queue (`timeout_ns`: `None` waits for ever). Raises
+    /// at once what cannot wait: no node in rotation, a full queue, or no room with no time left.
+    pub fn waiting(py: Python<'_>, inner: &Arc<Inner>, timeout_ns: Option<u64>) -> PyResult<Self> {
+        let pending = Pending::new(inner, timeout_ns);
+        let now = pending.poll(py, inner, None)?;
+        if !now && pending.passed() {
+            pending.expire(py, inner)?;
+        }
+        Ok(Lease {
+            inner: Arc::clone(inner),
+            granted: None,
+            pending: Some(Box::new(pending)),
+            explicit: false,
+            released: AtomicBool::new(false),
+        })
+    }
+
+    /// The lease and its node if it has them (a lease in waiting gets them when served).
+    fn got(&self) -> Option<&Granted> {
+        match &self.granted {
+            Some(g) => Some(g),
+            None => self.pending.as_ref().and_then(|p| p.granted()),
+        }
+    }
+
+    /// The lease and its node; a lease in waiting waits for them with this thread first.
+    fn grant(&self, py: Python<'_>) -> PyResult<&Granted> {
+        match self.got() {
+            Some(g) => Ok(g),
+            None => self.block(py),
+        }
+    }
+
+    #[cold]
+    fn block(&self, py: Python<'_>) -> PyResult<&Granted> {
+        let waited = match &self.pending {
+            Some(p) => p.block(py, &self.inner),
+            None => Ok(()),
+        };
+        self.settle(waited)?;
+        self.got()
+            .ok_or_else(|| weir_err(py, "LeaseError", "this lease has no node"))
+    }
+
+    /// A wait that ended without a lease leaves nothing to release: the lease counts as released.
+    fn settle<T>(&self, waited: PyResult<T>) -> PyResult<T> {
+        if waited.is_err() {
+            // Release: pairs with the loads of `released`; nothing else to publish.
+            self.released.store(true, Ordering::Release);
+        }
+        waited
     }
 
     /// Marks the lease released, or fails if it was already (the first caller wins).
@@ -64,10 +137,11 @@ impl Lease {
 
     /// Releases with `outcome` at `now_ns` (the flag already taken). Ok(false): the node was removed.
     fn finish(&self, py: Python<'_>, outcome: Outcome, now_ns: u64) -> PyResult<bool> {
+        let raw = self.grant(py)?.raw;
         match self
             .inner
             .core
-            .release(weir::Lease::from_raw(self.raw), outcome, now_ns)
+            .release(weir::Lease::from_raw(raw), outcome, now_ns)
         {
             Ok(()) => Ok(true),
             Err(ReleaseError::NodeRemoved { .. }) => Ok(false),
@@ -81,6 +155,8 @@ impl Lease {
         outcome: Outcome,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
+        // A lease in waiting gets its node first (so the release is dated after the grant).
+        self.grant(py)?;
         let given = now.filter(|n| !n.is_none());
         if given.is_some() != self.explicit {
             return Err(self.mismatch(py));
@@ -119,7 +195,7 @@ impl Lease {
             if self.released.swap(true, Ordering::AcqRel) {
                 return Ok(false);
             }
-            self.finish(py, Outcome::Ignored, self.raw.start)?;
+            self.finish(py, Outcome::Ignored, self.grant(py)?.raw.start)?;
             return Err(weir_err(
                 py,
                 "ClockMismatch",
@@ -194,16 +270,17 @@ impl Drop for Lease {
     fn drop(&mut self) {
         // Garbage-collected unreleased: hand the slot back as IGNORED (nothing recorded). A test-clock
         // lease is dated at its own acquire time, so no monotonic reading mixes into its clock.
+        // A lease in waiting that never got its node leaves the queue as its `Pending` is dropped.
         if !self.released.swap(true, Ordering::AcqRel) {
-            let now = if self.explicit {
-                self.raw.start
-            } else {
-                weir::rt::monotonic_now()
-            };
-            let _ = self
-                .inner
-                .core
-                .release(weir::Lease::from_raw(self.raw), Outcome::Ignored, now);
+            if let Some(g) = self.got() {
+                let now = if self.explicit {
+                    g.raw.start
+                } else {
+                    weir::rt::monotonic_now()
+                };
+                let lease = weir::Lease::from_raw(g.raw);
+                let _ = self.inner.core.release(lease, Outcome::Ignored, now);
+            }
         }
     }
 }
@@ -239,23 +316,23 @@ pub fn outcome_from_http_status(status: &Bound<'_, PyAny>) -> PyResult<u8> {
 impl Lease {
     /// The node object this lease is for (the object given to the balancer).
     #[getter]
-    fn node(&self, py: Python<'_>) -> Py<PyAny> {
-        self.node.clone_ref(py)
+    fn node(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(self.grant(py)?.node.clone_ref(py))
     }
     /// The core's id of the node.
     #[getter]
-    fn id(&self) -> u64 {
-        self.raw.id
+    fn id(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.grant(py)?.raw.id)
     }
     /// When the lease was granted, in seconds on the clock it was acquired with.
     #[getter]
-    fn acquired_at(&self) -> f64 {
-        secs(self.raw.start)
+    fn acquired_at(&self, py: Python<'_>) -> PyResult<f64> {
+        Ok(secs(self.grant(py)?.raw.start))
     }
     /// Calls in flight on the node when this one was admitted, including itself.
     #[getter]
-    fn in_flight(&self) -> u32 {
-        self.raw.inflight
+    fn in_flight(&self, py: Python<'_>) -> PyResult<u32> {
+        Ok(self.grant(py)?.raw.inflight)
     }
     /// Whether the lease has been released.
     #[getter]
@@ -344,8 +421,9 @@ impl Lease {
         }
     }
 
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
+    fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        slf.get().grant(slf.py())?;
+        Ok(slf)
     }
     #[pyo3(signature = (exc_type, exc_value, traceback))]
     fn __exit__(
@@ -358,10 +436,20 @@ impl Lease {
         let _ = traceback;
         self.exit(py, exc_type, exc_value)
     }
-    fn __aenter__(slf: Py<Self>, py: Python<'_>) -> Ready {
-        Ready {
-            value: slf.into_any().clone_ref(py),
+    /// A lease in waiting is awaited on the event loop (`weir._wait.granted`), without blocking it.
+    fn __aenter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        let py = slf.py();
+        if slf.get().got().is_some() {
+            return Ok(Bound::new(
+                py,
+                Ready {
+                    value: slf.into_any().unbind(),
+                },
+            )?
+            .into_any());
         }
+        static GRANTED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        GRANTED.import(py, "weir._wait", "granted")?.call1((slf,))
     }
     #[pyo3(signature = (exc_type, exc_value, traceback))]
     fn __aexit__(
@@ -379,15 +467,72 @@ impl Lease {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let Some(g) = self.got() else {
+            return Ok(if self.released() {
+                "<weir.Lease that got no node>".into()
+            } else {
+                "<weir.Lease waiting for room>".into()
+            });
+        };
         Ok(format!(
             "<weir.Lease node={} {}>",
-            self.node.bind(py).repr()?,
+            g.node.bind(py).repr()?,
             if self.released() {
                 "released"
             } else {
                 "in flight"
             }
         ))
+    }
+
+    // The event loop's side of a lease in waiting, for `weir._wait` (see `wait.rs`).
+
+    /// Whether the lease has its node, after one poll of its wait with `wake` (a callable the core calls,
+    /// from any thread, when the lease is handed over) replacing the last one if given. Raises what ended
+    /// the wait (NoCapacity, NoNodes).
+    #[pyo3(signature = (wake=None))]
+    fn _poll(&self, py: Python<'_>, wake: Option<Py<PyAny>>) -> PyResult<bool> {
+        if self.got().is_some() {
+            return Ok(true);
+        }
+        let Some(p) = &self.pending else {
+            return Ok(false);
+        };
+        self.settle(p.poll(py, &self.inner, wake.map(LoopWake::waker)))
+    }
+    /// The deadline passed: True if the lease got its node by now, else it leaves the queue and raises
+    /// NoCapacity.
+    fn _expire(&self, py: Python<'_>) -> PyResult<bool> {
+        if let Some(p) = self.pending.as_ref().filter(|_| self.got().is_none()) {
+            self.settle(p.expire(py, &self.inner))?;
+        }
+        Ok(true)
+    }
+    /// Gives up at once: leaves the queue; a lease handed over meanwhile, or granted and not released yet,
+    /// goes back as IGNORED (which serves the next waiter).
+    fn _cancel(&self, py: Python<'_>) -> PyResult<()> {
+        if self.pending.as_ref().is_some_and(|p| p.cancel(py)) {
+            // Release: pairs with the loads of `released`; nothing else to publish.
+            self.released.store(true, Ordering::Release);
+            return Ok(());
+        }
+        if let Some(g) = self.got() {
+            // AcqRel: as in `take`; whoever wins releases.
+            if !self.released.swap(true, Ordering::AcqRel) {
+                let now = if self.explicit {
+                    g.raw.start
+                } else {
+                    weir::rt::monotonic_now()
+                };
+                self.finish(py, Outcome::Ignored, now)?;
+            }
+        }
+        Ok(())
+    }
+    /// Seconds left until the wait's deadline (0.0 once passed), or None when it waits for ever (or never
+    /// waited).
+    fn _remaining(&self) -> Option<f64> {
+        self.pending.as_ref().and_then(|p| p.remaining())
     }
 }
 

@@ -13,6 +13,7 @@
 //! | `config/` | health models, policies and limit algorithms as small frozen classes |
 //! | `balancer.rs` | `Balancer`: membership, acquire, snapshots; the node-object table |
 //! | `lease.rs` | `Lease`: context manager, explicit outcomes, release on garbage collection |
+//! | `wait.rs` | the lease in waiting: waiting for room on an asyncio loop (or a parked thread), no thread each |
 //! | `rng.rs` | `Rng`: an explicit generator, for reproducing another binding's decisions |
 //! | `overload.rs` | `Shedder`, `Promise`, `CpuSampler`, `Throttle` |
 //! | `backoff.rs` | `Backoff` |
@@ -28,6 +29,7 @@ mod lease;
 mod overload;
 mod rng;
 mod subset;
+mod wait;
 
 /// The module: every class and function, registered once.
 #[pymodule(gil_used = false)]

@@ -38,7 +38,7 @@ const REFRESH_NS: u64 = 250_000_000;
 ///
 /// GIL: thread-safe; a sampling call holds a per-sampler lock for the file reads (microseconds); callers
 /// that find it taken use the last average instead of waiting.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct CpuSampler {
     inner: Mutex<weir::overload::CpuSampler>,
     last: AtomicU64,
@@ -167,7 +167,7 @@ impl Shedder {
 #[pymethods]
 impl Shedder {
     #[new]
-    #[pyo3(signature = (*, window=None, buckets=None, cpu_threshold=None, cool_off=None, cpu=None))]
+    #[pyo3(signature = (*, window=None, buckets=None, cpu_threshold=None, cool_off=None, cpu=None), text_signature = "(*, window=5.0, buckets=50, cpu_threshold=900, cool_off=1.0, cpu=None)")]
     fn new(
         window: Option<&Bound<'_, PyAny>>,
         buckets: Option<&Bound<'_, PyAny>>,
@@ -294,7 +294,7 @@ impl Shedder {
 /// `LeaseError` and changes nothing; a promise garbage-collected uncompleted counts as a failure.
 ///
 /// GIL: thread-safe; completed exactly once, whichever thread is first.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Promise {
     core: Arc<weir::Shedder>,
     raw: RawPromise,
@@ -434,7 +434,7 @@ fn throttle_config_error(e: ThrottleConfigError) -> PyErr {
 /// keeps retries under `retry_ratio` of requests (raising `weir.RetryBudgetExhausted`).
 ///
 /// GIL: thread-safe, lock-free; draws from the calling thread's generator (seeded from `seed`) or `rng=`.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Throttle {
     core: weir::Throttle,
     seed: u64,
@@ -462,7 +462,7 @@ fn weir_criticality(py: Python<'_>, c: Criticality) -> PyResult<Py<PyAny>> {
 #[pymethods]
 impl Throttle {
     #[new]
-    #[pyo3(signature = (*, window=None, buckets=None, k=None, max_rejection=None, retry_ratio=None, seed=None))]
+    #[pyo3(signature = (*, window=None, buckets=None, k=None, max_rejection=None, retry_ratio=None, seed=None), text_signature = "(*, window=120.0, buckets=120, k=2.0, max_rejection=1.0, retry_ratio=0.1, seed=None)")]
     fn new(
         window: Option<&Bound<'_, PyAny>>,
         buckets: Option<&Bound<'_, PyAny>>,

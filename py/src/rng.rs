@@ -13,7 +13,7 @@ use std::sync::Mutex;
 ///
 /// GIL: held while drawing; a per-generator lock makes sharing one between threads safe (but a shared
 /// generator's sequence then depends on the threads' interleaving: give each thread its own).
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Rng {
     inner: Mutex<fastrand::Rng>,
 }

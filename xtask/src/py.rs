@@ -9,12 +9,16 @@
 //! `cargo xtask py`, in order: the venv; `cargo fmt --check` and `clippy -D warnings` on `py/`;
 //! `pip install ./py` (the user's command: maturin as the PEP 517 backend, fetched by pip); pytest
 //! (`py/tests`, warnings as errors; the HTTP integrations' tests run real local servers);
-//! `python -m mypy.stubtest weir._weir`; `mypy --strict` on the package, the examples and the benchmark
-//! script.
+//! `python -m mypy.stubtest weir._weir`; `mypy --strict` on the package, the examples, the benchmark
+//! script and the typing tests that must pass (`py/tests/typing/pass_*.py`); then each typing test that
+//! must fail (`py/tests/typing/fail_*.py`) must fail with exactly the errors its `# E: ...` comments name
+//! ([`typing_failures`]).
 
 use crate::{fail, run, target_dir};
+use std::collections::BTreeSet;
 use std::env;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// The pinned tools of the venv (pip's requirement syntax). Bump them here; the venv is rebuilt when
 /// this list changes (it is written to the venv as `weir-tools.txt`). httpx and requests are the
@@ -140,19 +144,95 @@ pub fn py() {
     // package, not the source tree.
     run_in("py", &python, &["-m", "pytest", "-q", "tests"], &envs);
     run_in("py", &python, &["-m", "mypy.stubtest", "weir._weir"], &envs);
-    run_in(
-        "py",
-        &python,
-        &[
-            "-m",
-            "mypy",
-            "--strict",
-            "python/weir",
-            "examples",
-            "bench/bench.py",
-        ],
-        &envs,
+    let (passing, failing) = typing_tests();
+    let mut args = vec![
+        "-m",
+        "mypy",
+        "--strict",
+        "python/weir",
+        "examples",
+        "bench/bench.py",
+    ];
+    args.extend(passing.iter().map(String::as_str));
+    run_in("py", &python, &args, &envs);
+    for file in &failing {
+        typing_failures(&python, file);
+    }
+}
+
+/// The typing tests under `py/tests/typing`, relative to `py/`: those that must pass and those that must
+/// fail, each sorted.
+fn typing_tests() -> (Vec<String>, Vec<String>) {
+    let dir = Path::new("py/tests/typing");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| fail(&format!("cannot list {}: {e}", dir.display())))
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".py"))
+        .collect();
+    names.sort();
+    let under = |prefix: &str| -> Vec<String> {
+        names
+            .iter()
+            .filter(|n| n.starts_with(prefix))
+            .map(|n| format!("tests/typing/{n}"))
+            .collect()
+    };
+    let (passing, failing) = (under("pass_"), under("fail_"));
+    if passing.is_empty() || failing.is_empty() {
+        fail(&format!(
+            "{} must hold pass_*.py and fail_*.py typing tests",
+            dir.display()
+        ));
+    }
+    (passing, failing)
+}
+
+/// `mypy --strict` on one typing test that must fail (`file`, relative to `py/`): it must exit with 1 and
+/// report exactly the errors that the file's `# E: <message>` comments name, each on its own line, and
+/// no other.
+fn typing_failures(python: &str, file: &str) {
+    let source = std::fs::read_to_string(Path::new("py").join(file))
+        .unwrap_or_else(|e| fail(&format!("cannot read py/{file}: {e}")));
+    let expected: BTreeSet<(usize, String)> = source
+        .lines()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let (_, message) = line.split_once("# E: ")?;
+            Some((i + 1, message.trim().to_string()))
+        })
+        .collect();
+    if expected.is_empty() {
+        fail(&format!("py/{file} names no expected error (# E: ...)"));
+    }
+    eprintln!(
+        "\n==> (in py) {python} -m mypy --strict {file}: must fail with exactly its # E: errors"
     );
+    let out = Command::new(python)
+        .args(["-m", "mypy", "--strict", "--no-error-summary", file])
+        .current_dir("py")
+        .output()
+        .unwrap_or_else(|e| fail(&format!("cannot start mypy: {e}")));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let prefix = format!("{file}:");
+    let reported: BTreeSet<(usize, String)> = stdout
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(&prefix)?;
+            let (n, rest) = rest.split_once(':')?;
+            let message = rest.trim().strip_prefix("error: ")?;
+            Some((n.parse().ok()?, message.trim().to_string()))
+        })
+        .collect();
+    if out.status.code() != Some(1) || reported != expected {
+        fail(&format!(
+            "py/{file}: mypy must exit with 1 and report exactly {expected:?}; it exited with {} and \
+             reported {reported:?}\n{stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    eprintln!("    ok: {} expected error(s)", expected.len());
 }
 
 /// `cargo xtask wheel`: the abi3 wheel (CPython >= 3.9) in `target/wheels`.

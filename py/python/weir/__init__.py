@@ -30,6 +30,7 @@ import inspect
 import time
 from datetime import timedelta
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Iterable,
@@ -42,9 +43,10 @@ from typing import (
     cast,
 )
 
-from weir import _weir
+from weir import _wait, _weir
 from weir._outcomes import outcome_for_exception
 from weir._types import (
+    N,
     CapacityFull,
     ClockMismatch,
     CpuUnavailable,
@@ -136,6 +138,7 @@ __all__ = [
     "Throttled",
     "UnknownNode",
     "Vegas",
+    "WAIT_TIMEOUT",
     "WeirError",
     "Windowed",
     "deterministic_subset",
@@ -149,32 +152,73 @@ __all__ = [
 
 Seconds = Union[float, int, timedelta]
 F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+WAIT_TIMEOUT: float = 1.0
+"""The default ``timeout`` of :meth:`Balancer.acquire_async`: seconds to wait for room."""
 
 
-class Balancer(_weir.Balancer):
-    """An adaptive load balancer over nodes that are any hashable objects.
+class Balancer(_weir.Balancer[N]):
+    """An adaptive load balancer over nodes that are any hashable objects (``Balancer[N]`` for nodes of
+    type ``N``: ``lease.node`` is an ``N``).
 
-    ``Balancer(nodes=(), *, policy=None, health=None, limit=None, weight_exponent=3.0, floor=1e-4,
-    seed=None, capacity=None, max_waiters=1024, classify=None)``: see ``weir._weir.Balancer`` for every
-    parameter. ``classify`` (a callable ``(BaseException) -> Outcome``, by default
-    :func:`outcome_for_exception`) decides the outcome of a lease whose ``with`` block raised. This
-    subclass adds :meth:`seeds` and :meth:`acquire_async`.
+    ``nodes`` are the first members. The defaults are weir's default algorithm: health ``Decay()``, policy
+    ``Policy.LOWEST_SCORE``, limit ``Ciad(fast_start=True)``; a weighted ``policy`` without a ``health``
+    gets ``Buckets()``, and a ``Buckets`` or ``Ewma`` health without a ``policy`` gets ``Policy.CASCADE``.
+    ``weight_exponent`` and ``floor`` shape the weighted policies' weights (``success_rate **
+    weight_exponent``, at least ``floor``). ``seed=None`` draws a random seed; an int makes the decisions
+    reproducible. ``capacity`` is the number of node slots (``None``: twice the nodes given, at least 16):
+    removed nodes hold their slot until their leases finish. ``max_waiters`` bounds the callers that wait
+    for room at once (0: nobody waits). ``classify`` (a callable ``(BaseException) -> Outcome``, by
+    default :func:`outcome_for_exception`) decides the outcome of a lease whose ``with`` block raised.
 
-    Thread-safe without a Python-side lock; the GIL is held only for each core call.
+    Thread-safe without a Python-side lock (free-threading included); each call holds the GIL only for
+    the core call, and ``acquire(timeout=...)`` releases it while it waits. In asyncio code,
+    :meth:`acquire_async` and ``async with balancer.acquire(...)`` wait on the event loop, never blocking
+    it.
     """
 
     __slots__ = ()
 
+    def __new__(
+        cls,
+        nodes: Optional[Iterable[N]] = (),
+        *,
+        policy: Union[Policy, str, None] = None,
+        health: Union[Decay, Buckets, Ewma, None] = None,
+        limit: Union[Fixed, Aimd, Vegas, Gradient, Gradient2, Ciad, Windowed, None] = None,
+        weight_exponent: float = 3.0,
+        floor: float = 1e-4,
+        seed: Optional[int] = None,
+        capacity: Optional[int] = None,
+        max_waiters: int = 1024,
+        classify: Optional[Callable[[BaseException], Outcome]] = None,
+    ) -> Self:
+        return super().__new__(
+            cls,
+            nodes,
+            policy=policy,
+            health=health,
+            limit=limit,
+            weight_exponent=weight_exponent,
+            floor=floor,
+            seed=seed,
+            capacity=capacity,
+            max_waiters=max_waiters,
+            classify=classify,
+        )
+
     @classmethod
     def seeds(
         cls,
-        nodes: Optional[Iterable[Any]] = None,
+        nodes: Optional[Iterable[N]] = (),
         *,
         seed: Optional[int] = None,
         capacity: Optional[int] = None,
-        max_waiters: Optional[int] = None,
+        max_waiters: int = 1024,
         classify: Optional[Callable[[BaseException], Outcome]] = None,
-    ) -> Balancer:
+    ) -> Self:
         """The seeds' algorithm exactly: ``Buckets()`` health, ``Policy.CASCADE``, ``Fixed(100)``."""
         return cls(
             nodes,
@@ -187,20 +231,20 @@ class Balancer(_weir.Balancer):
             classify=classify,
         )
 
-    async def acquire_async(self, *, timeout: Seconds) -> Lease:
-        """Grants a lease, waiting up to ``timeout`` for room without blocking the event loop.
+    async def acquire_async(self, *, timeout: Optional[Seconds] = WAIT_TIMEOUT) -> Lease[N]:
+        """Grants a lease, waiting up to ``timeout`` seconds (default :data:`WAIT_TIMEOUT`, 1 s; ``None``
+        waits for ever) for room, without blocking the event loop and without a thread.
 
-        A node with room is taken at once; otherwise the wait (the core's bounded FIFO queue) runs on a
-        worker thread of the loop's default executor, with the GIL released. Raises NoCapacity when the
-        timeout passes or the queue is full, NoNodes when no node is in rotation. If the awaiting task is
-        cancelled, a lease that arrives afterwards is released as IGNORED when it is garbage-collected.
-        In ``stats()``, a call that gets its lease is no refusal, whether or not it waited.
+        A node with room is taken at once when nobody waits. Otherwise the call joins the balancer's FIFO
+        queue of waiters (shared with threads in ``acquire(timeout=...)``, at most ``max_waiters``) and
+        the release that frees a slot hands it over and wakes this task through the loop. Raises
+        NoCapacity when the timeout passes (or at once when ``max_waiters`` callers wait already), NoNodes
+        when no node is in rotation. Cancelling the awaiting task (``asyncio.timeout``, ``wait_for``,
+        ``task.cancel()``) takes it out of the queue at once; a lease handed over at that moment goes back
+        as IGNORED, to the next waiter. In ``stats()``, a call that gets its lease is no refusal, whether
+        or not it waited; a wait ends granted, timed out or cancelled.
         """
-        lease = self._try_acquire_before_wait()
-        if lease is not None:
-            return lease
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, functools.partial(self.acquire, timeout=timeout))
+        return await _wait.granted(self._enqueue(timeout))
 
 
 _held: contextvars.ContextVar[Tuple[Tuple[int, Promise], ...]] = contextvars.ContextVar(
@@ -215,6 +259,12 @@ class Shedder(_weir.Shedder):
     * as a context manager: ``with shedder:`` (or ``with shedder.allow():``) records success on a normal
       exit and failure on an exception; entering raises :class:`Overloaded` when the server is overloaded;
     * as a decorator: ``@shedder`` on a function or an ``async def``.
+
+    A request is dropped when the CPU is over ``cpu_threshold`` millicpu (or was, less than ``cool_off``
+    seconds ago) and both the requests in flight and their average exceed what the server passed in the
+    last ``window`` seconds (``buckets`` buckets). ``cpu`` is where ``allow()`` reads CPU usage when it is
+    not given one: a :class:`CpuSampler`, a callable returning millicpu, or None (0: never CPU-overloaded
+    unless ``cpu_threshold=0``).
 
     Thread-safe and lock-free; ``with shedder:`` keeps each entry's promise in a context variable, so threads
     and asyncio tasks nest it independently.
@@ -259,8 +309,14 @@ class Shedder(_weir.Shedder):
 
 
 class Backoff(_weir.Backoff):
-    """The seed's responsive exponential backoff (see ``weir._weir.Backoff`` for the parameters), plus
-    :meth:`sleep`, :meth:`asleep` and :meth:`retry`.
+    """The seed's responsive exponential backoff: ``on_failure()`` and ``on_success()`` return the seconds
+    to wait before the next call, and :meth:`sleep`, :meth:`asleep` and :meth:`retry` wait them.
+
+    The interval starts at ``initial`` on the first failure, grows by ``up_multiplier`` per failure up to
+    ``max``, shrinks by ``down_multiplier`` after ``down_threshold`` consecutive successes, and drops to 0
+    once below ``initial``. ``jitter`` is ``'proportional'`` (the seed's: ``jitter_factor`` of the
+    interval, at most ``jitter_max`` seconds either way), ``'full'``, ``'equal'``, ``'decorrelated'`` or
+    ``'none'``; ``seed=None`` draws a random seed.
 
     Thread-safe and lock-free; ``sleep`` releases the GIL while it sleeps and ``asleep`` never blocks the
     event loop.

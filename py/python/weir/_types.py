@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Hashable, Literal, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Generic, Hashable, Literal, Optional, Tuple, TypeVar
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as _TypeVarDefault
+
+    # A balancer's node type; Any when not given (``Balancer()`` with no nodes).
+    N = _TypeVarDefault("N", bound=Hashable, default=Any)
+else:
+    N = TypeVar("N", bound=Hashable)
 
 __all__ = [
     "WeirError",
@@ -160,10 +168,10 @@ class Policy(enum.Enum):
 
 
 @dataclass(frozen=True)
-class NodeInfo:
+class NodeInfo(Generic[N]):
     """A point-in-time view of one member node (``Balancer.nodes()``, ``Balancer.node()``)."""
 
-    node: Hashable
+    node: N
     """The node object."""
     id: int
     """The core's id of the node."""
@@ -219,7 +227,8 @@ class Stats:
     waits_timed_out: int
     """Waits whose timeout passed first (each also counted in ``rejected_all_busy``)."""
     waits_cancelled: int
-    """Waits abandoned by their caller (only Rust's async forms can: 0 from Python)."""
+    """Waits abandoned by their caller: an asyncio task cancelled while it waited (or a Rust future
+    dropped)."""
     waiting: int
     """Callers waiting for room now."""
 

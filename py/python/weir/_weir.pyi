@@ -3,13 +3,16 @@
 
 from datetime import timedelta
 from os import PathLike
-from typing_extensions import Self
-from typing import Any, Callable, Generator, Hashable, Iterable, Iterator, Literal, Sequence, TypeVar, final
+from types import GenericAlias
+from typing_extensions import Self, TypeVar as _TypeVarDefault
+from typing import Any, Awaitable, Callable, Generator, Generic, Hashable, Iterable, Iterator, Literal, Sequence, TypeVar, final
 
 from weir._types import NodeInfo, Outcome, Policy, Stats
 
 _Seconds = float | timedelta
 _T = TypeVar("_T")
+# A balancer's node type (`lease.node`); Any when not given (`Balancer()` with no nodes).
+_N = _TypeVarDefault("_N", bound=Hashable, default=Any)
 _Threshold = int | Log10
 _Step = Literal["log10"] | float
 _Queue = int | Sqrt
@@ -75,12 +78,12 @@ class Rng:
 class Decay:
     def __new__(cls,
         *,
-        success_half_life: _Seconds | None = None,
-        failure_half_life: _Seconds | None = None,
-        throttled_cost: float | None = None,
-        client_error_cost: float | None = None,
-        penalty: float | None = None,
-        ratio_penalty: float | None = None,
+        success_half_life: _Seconds | None = 1.0,
+        failure_half_life: _Seconds | None = 30.0,
+        throttled_cost: float | None = 0.1,
+        client_error_cost: float | None = 0.01,
+        penalty: float | None = 10.0,
+        ratio_penalty: float | None = 16.0,
     ) -> Self: ...
     @property
     def success_half_life(self) -> float: ...
@@ -99,7 +102,7 @@ class Decay:
 
 @final
 class Buckets:
-    def __new__(cls, *, count: int | None = None, width: _Seconds | None = None, decay: float | None = None) -> Self: ...
+    def __new__(cls, *, count: int | None = 6, width: _Seconds | None = 5.0, decay: float | None = 3.0) -> Self: ...
     @property
     def count(self) -> int: ...
     @property
@@ -111,7 +114,7 @@ class Buckets:
 
 @final
 class Ewma:
-    def __new__(cls, *, half_life: int | None = None) -> Self: ...
+    def __new__(cls, *, half_life: int | None = 32) -> Self: ...
     @property
     def half_life(self) -> int: ...
     def __eq__(self, value: object, /) -> bool: ...
@@ -121,7 +124,7 @@ class Ewma:
 
 @final
 class Log10:
-    def __new__(cls, k: int | None = None) -> Self: ...
+    def __new__(cls, k: int | None = 1) -> Self: ...
     @property
     def k(self) -> int: ...
     def __eq__(self, value: object, /) -> bool: ...
@@ -129,7 +132,7 @@ class Log10:
 
 @final
 class Sqrt:
-    def __new__(cls, min: int | None = None) -> Self: ...
+    def __new__(cls, min: int | None = 4) -> Self: ...
     @property
     def min(self) -> int: ...
     def __eq__(self, value: object, /) -> bool: ...
@@ -137,7 +140,7 @@ class Sqrt:
 
 @final
 class Percentile:
-    def __new__(cls, percentile: float, capacity: int | None = None) -> Self: ...
+    def __new__(cls, percentile: float, capacity: int | None = 10) -> Self: ...
     @property
     def percentile(self) -> float: ...
     @property
@@ -147,7 +150,7 @@ class Percentile:
 
 @final
 class Fixed:
-    def __new__(cls, limit: int | None = None) -> Self: ...
+    def __new__(cls, limit: int | None = 100) -> Self: ...
     @property
     def limit(self) -> int: ...
     def __eq__(self, value: object, /) -> bool: ...
@@ -157,11 +160,11 @@ class Fixed:
 class Aimd:
     def __new__(cls,
         *,
-        initial_limit: int | None = None,
-        min_limit: int | None = None,
-        max_limit: int | None = None,
-        backoff_ratio: float | None = None,
-        timeout: _Seconds | None = None,
+        initial_limit: int | None = 20,
+        min_limit: int | None = 20,
+        max_limit: int | None = 200,
+        backoff_ratio: float | None = 0.9,
+        timeout: _Seconds | None = 5.0,
     ) -> Self: ...
     @property
     def initial_limit(self) -> int: ...
@@ -180,16 +183,16 @@ class Aimd:
 class Vegas:
     def __new__(cls,
         *,
-        initial_limit: int | None = None,
-        max_limit: int | None = None,
-        smoothing: float | None = None,
-        probe_multiplier: int | None = None,
+        initial_limit: int | None = 20,
+        max_limit: int | None = 1000,
+        smoothing: float | None = 1.0,
+        probe_multiplier: int | None = 30,
         alpha: _Threshold | None = None,
         beta: _Threshold | None = None,
         threshold: _Threshold | None = None,
-        increase: _Step | None = None,
-        decrease: _Step | None = None,
-        baseline_from_drops: bool | None = None,
+        increase: _Step | None = "log10",
+        decrease: _Step | None = "log10",
+        baseline_from_drops: bool | None = True,
     ) -> Self: ...
     @property
     def initial_limit(self) -> int: ...
@@ -218,14 +221,14 @@ class Vegas:
 class Gradient:
     def __new__(cls,
         *,
-        initial_limit: int | None = None,
-        min_limit: int | None = None,
-        max_limit: int | None = None,
-        smoothing: float | None = None,
+        initial_limit: int | None = 50,
+        min_limit: int | None = 1,
+        max_limit: int | None = 1000,
+        smoothing: float | None = 0.2,
         queue_size: _Queue | None = None,
-        rtt_tolerance: float | None = None,
-        probe_interval: int | None = ...,
-        backoff_ratio: float | None = None,
+        rtt_tolerance: float | None = 2.0,
+        probe_interval: int | None = 1000,
+        backoff_ratio: float | None = 0.9,
     ) -> Self: ...
     @property
     def initial_limit(self) -> int: ...
@@ -250,13 +253,13 @@ class Gradient:
 class Gradient2:
     def __new__(cls,
         *,
-        initial_limit: int | None = None,
-        min_limit: int | None = None,
-        max_limit: int | None = None,
-        smoothing: float | None = None,
-        queue_size: _Queue | None = None,
-        long_window: int | None = None,
-        rtt_tolerance: float | None = None,
+        initial_limit: int | None = 20,
+        min_limit: int | None = 20,
+        max_limit: int | None = 200,
+        smoothing: float | None = 0.2,
+        queue_size: _Queue | None = 4,
+        long_window: int | None = 600,
+        rtt_tolerance: float | None = 1.5,
         drop_backoff: float | None = None,
     ) -> Self: ...
     @property
@@ -282,11 +285,11 @@ class Gradient2:
 class Ciad:
     def __new__(cls,
         *,
-        initial_limit: int | None = None,
-        min_limit: int | None = None,
-        max_limit: int | None = None,
-        backoff_ratio: float | None = None,
-        fast_start: bool | None = None,
+        initial_limit: int | None = 20,
+        min_limit: int | None = 1,
+        max_limit: int | None = 1000000,
+        backoff_ratio: float | None = 0.9,
+        fast_start: bool | None = False,
     ) -> Self: ...
     @property
     def initial_limit(self) -> int: ...
@@ -306,10 +309,10 @@ class Windowed:
     def __new__(cls,
         inner: _InnerLimit | None = None,
         *,
-        min_window: _Seconds | None = None,
-        max_window: _Seconds | None = None,
-        min_samples: int | None = None,
-        min_rtt_threshold: _Seconds | None = None,
+        min_window: _Seconds | None = 1.0,
+        max_window: _Seconds | None = 1.0,
+        min_samples: int | None = 10,
+        min_rtt_threshold: _Seconds | None = 0.0001,
         window: Percentile | None = None,
     ) -> Self: ...
     @property
@@ -329,31 +332,33 @@ class Windowed:
 
 # The balancer
 
-class Balancer:
+class Balancer(Generic[_N]):
     def __new__(cls,
-        nodes: Iterable[Hashable] | None = None,
+        nodes: Iterable[_N] | None = (),
         *,
         policy: Policy | str | None = None,
         health: _Health | None = None,
         limit: _Limit | None = None,
-        weight_exponent: float | None = None,
-        floor: float | None = None,
+        weight_exponent: float | None = 3.0,
+        floor: float | None = 0.0001,
         seed: int | None = None,
         capacity: int | None = None,
-        max_waiters: int | None = None,
+        max_waiters: int | None = 1024,
         classify: _Classify | None = None,
     ) -> Self: ...
-    def add(self, node: Hashable) -> None: ...
-    def remove(self, node: Hashable) -> None: ...
-    def set_lame_duck(self, node: Hashable, lame_duck: bool | None = None) -> None: ...
+    def add(self, node: _N) -> None: ...
+    def remove(self, node: _N) -> None: ...
+    def set_lame_duck(self, node: _N, lame_duck: bool | None = None) -> None: ...
     def __contains__(self, key: object, /) -> bool: ...
     def __len__(self) -> int: ...
-    def __iter__(self) -> Iterator[Any]: ...
-    def acquire(self, *, timeout: _Seconds | None = None, now: _Seconds | None = None, rng: Rng | None = None) -> Lease: ...
-    def try_acquire(self, *, now: _Seconds | None = None, rng: Rng | None = None) -> Lease | None: ...
-    def _try_acquire_before_wait(self) -> Lease | None: ...
-    def nodes(self, *, now: _Seconds | None = None) -> list[NodeInfo]: ...
-    def node(self, node: Hashable, *, now: _Seconds | None = None) -> NodeInfo: ...
+    def __iter__(self) -> Iterator[_N]: ...
+    def acquire(self, *, timeout: _Seconds | None = None, now: _Seconds | None = None, rng: Rng | None = None) -> Lease[_N]: ...
+    def _enqueue(self, timeout: _Seconds | None = None) -> Lease[_N]: ...
+    def try_acquire(self, *, now: _Seconds | None = None, rng: Rng | None = None) -> Lease[_N] | None: ...
+    def nodes(self, *, now: _Seconds | None = None) -> list[NodeInfo[_N]]: ...
+    def node(self, node: _N, *, now: _Seconds | None = None) -> NodeInfo[_N]: ...
+    @classmethod
+    def __class_getitem__(cls, key: Any) -> GenericAlias: ...
     def stats(self) -> Stats: ...
     @property
     def capacity(self) -> int: ...
@@ -384,9 +389,11 @@ class Ready:
     def send(self, value: Any) -> Any: ...
 
 @final
-class Lease:
+class Lease(Generic[_N]):
+    @classmethod
+    def __class_getitem__(cls, key: Any) -> GenericAlias: ...
     @property
-    def node(self) -> Any: ...
+    def node(self) -> _N: ...
     @property
     def id(self) -> int: ...
     @property
@@ -404,10 +411,15 @@ class Lease:
     def client_error(self, *, now: _Seconds | None = None) -> bool: ...
     def http_status(self, status: int, *, now: _Seconds | None = None) -> bool: ...
     def raised(self, exc: BaseException, *, now: _Seconds | None = None) -> bool: ...
-    def __enter__(self) -> Lease: ...
+    def __enter__(self) -> Self: ...
     def __exit__(self, exc_type: object, exc_value: object, traceback: object) -> Literal[False]: ...
-    def __aenter__(self) -> Ready: ...
+    def __aenter__(self) -> Awaitable[Self]: ...
     def __aexit__(self, exc_type: object, exc_value: object, traceback: object) -> Ready: ...
+    # For weir._wait: the event loop's side of a lease in waiting.
+    def _poll(self, wake: Callable[[], object] | None = None) -> bool: ...
+    def _expire(self) -> bool: ...
+    def _cancel(self) -> None: ...
+    def _remaining(self) -> float | None: ...
 
 # Overload protection
 
@@ -423,10 +435,10 @@ class CpuSampler:
 class Shedder:
     def __new__(cls,
         *,
-        window: _Seconds | None = None,
-        buckets: int | None = None,
-        cpu_threshold: int | None = None,
-        cool_off: _Seconds | None = None,
+        window: _Seconds | None = 5.0,
+        buckets: int | None = 50,
+        cpu_threshold: int | None = 900,
+        cool_off: _Seconds | None = 1.0,
         cpu: CpuSampler | Callable[[], int] | None = None,
     ) -> Self: ...
     def allow(self, cpu: int | None = None, *, now: _Seconds | None = None) -> Promise: ...
@@ -456,11 +468,11 @@ class Promise:
 class Throttle:
     def __new__(cls,
         *,
-        window: _Seconds | None = None,
-        buckets: int | None = None,
-        k: float | None = None,
-        max_rejection: float | None = None,
-        retry_ratio: float | None = None,
+        window: _Seconds | None = 120.0,
+        buckets: int | None = 120,
+        k: float | None = 2.0,
+        max_rejection: float | None = 1.0,
+        retry_ratio: float | None = 0.1,
         seed: int | None = None,
     ) -> Self: ...
     def allow(self, criticality: int | None = None, *, now: _Seconds | None = None, rng: Rng | None = None) -> None: ...
@@ -484,14 +496,14 @@ class Throttle:
 class Backoff:
     def __new__(cls,
         *,
-        initial: _Seconds | None = None,
-        max: _Seconds | None = None,
-        up_multiplier: float | None = None,
-        down_multiplier: float | None = None,
-        down_threshold: int | None = None,
-        jitter: Literal["proportional", "full", "equal", "decorrelated", "none"] | None = ...,
-        jitter_factor: float | None = None,
-        jitter_max: _Seconds | None = None,
+        initial: _Seconds | None = 0.5,
+        max: _Seconds | None = 900.0,
+        up_multiplier: float | None = 1.5,
+        down_multiplier: float | None = 0.9,
+        down_threshold: int | None = 10,
+        jitter: Literal["proportional", "full", "equal", "decorrelated", "none"] | None = "proportional",
+        jitter_factor: float | None = 0.3,
+        jitter_max: _Seconds | None = 120.0,
         seed: int | None = None,
     ) -> Self: ...
     def on_failure(self, *, rng: Rng | None = None) -> float: ...

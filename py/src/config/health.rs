@@ -10,7 +10,7 @@ use weir::balance::{BucketHealth, DecayHealth, EwmaHealth, HealthModel, Policy};
 /// in-flight requests that the LOWEST_SCORE policy adds to each node's score.
 ///
 /// GIL: immutable; safe to share between threads.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Decay {
     health: DecayHealth,
 }
@@ -18,7 +18,7 @@ pub struct Decay {
 #[pymethods]
 impl Decay {
     #[new]
-    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None))]
+    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None), text_signature = "(*, success_half_life=1.0, failure_half_life=30.0, throttled_cost=0.1, client_error_cost=0.01, penalty=10.0, ratio_penalty=16.0)")]
     fn new(
         success_half_life: Option<&Bound<'_, PyAny>>,
         failure_half_life: Option<&Bound<'_, PyAny>>,
@@ -120,7 +120,7 @@ impl Decay {
 /// the next older one, plus a sticky bucket. Goes with the weighted policies.
 ///
 /// GIL: immutable; safe to share between threads.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Buckets {
     health: BucketHealth,
 }
@@ -128,7 +128,7 @@ pub struct Buckets {
 #[pymethods]
 impl Buckets {
     #[new]
-    #[pyo3(signature = (*, count=None, width=None, decay=None))]
+    #[pyo3(signature = (*, count=None, width=None, decay=None), text_signature = "(*, count=6, width=5.0, decay=3.0)")]
     fn new(
         count: Option<&Bound<'_, PyAny>>,
         width: Option<&Bound<'_, PyAny>>,
@@ -184,7 +184,7 @@ impl Buckets {
 /// halves every `half_life` outcomes. Goes with the weighted policies.
 ///
 /// GIL: immutable; safe to share between threads.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Ewma {
     /// Outcomes after which an outcome's influence has halved (default 32).
     #[pyo3(get)]
@@ -194,7 +194,7 @@ pub struct Ewma {
 #[pymethods]
 impl Ewma {
     #[new]
-    #[pyo3(signature = (*, half_life=None))]
+    #[pyo3(signature = (*, half_life=None), text_signature = "(*, half_life=32)")]
     fn new(half_life: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let h = match half_life {
             Some(v) => int_in(v, "half_life", 1, u64::from(u32::MAX))? as u32,

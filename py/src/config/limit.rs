@@ -30,7 +30,7 @@ fn checked<L: Limit>(l: L, what: &str) -> PyResult<L> {
 /// A constant concurrency limit per node (the SRE book's flow control): `Fixed(100)`.
 ///
 /// GIL: immutable.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Fixed {
     l: FixedLimit,
 }
@@ -38,7 +38,7 @@ pub struct Fixed {
 #[pymethods]
 impl Fixed {
     #[new]
-    #[pyo3(signature = (limit=None))]
+    #[pyo3(signature = (limit=None), text_signature = "(limit=100)")]
     fn new(limit: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let mut l = FixedLimit::default();
         set!(limit, l.limit, limit_arg);
@@ -65,7 +65,7 @@ impl Fixed {
 /// Additive increase, multiplicative decrease on drops and timeouts (Netflix's AIMD).
 ///
 /// GIL: immutable.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Aimd {
     l: AimdLimit,
 }
@@ -73,7 +73,7 @@ pub struct Aimd {
 #[pymethods]
 impl Aimd {
     #[new]
-    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, backoff_ratio=None, timeout=None))]
+    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, backoff_ratio=None, timeout=None), text_signature = "(*, initial_limit=20, min_limit=20, max_limit=200, backoff_ratio=0.9, timeout=5.0)")]
     fn new(
         initial_limit: Option<&Bound<'_, PyAny>>,
         min_limit: Option<&Bound<'_, PyAny>>,
@@ -138,7 +138,7 @@ impl Aimd {
 /// int (a constant) or `Log10(k)`; steps are `'log10'` or a float factor.
 ///
 /// GIL: immutable.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Vegas {
     l: VegasLimit,
 }
@@ -146,7 +146,7 @@ pub struct Vegas {
 #[pymethods]
 impl Vegas {
     #[new]
-    #[pyo3(signature = (*, initial_limit=None, max_limit=None, smoothing=None, probe_multiplier=None, alpha=None, beta=None, threshold=None, increase=None, decrease=None, baseline_from_drops=None))]
+    #[pyo3(signature = (*, initial_limit=None, max_limit=None, smoothing=None, probe_multiplier=None, alpha=None, beta=None, threshold=None, increase=None, decrease=None, baseline_from_drops=None), text_signature = "(*, initial_limit=20, max_limit=1000, smoothing=1.0, probe_multiplier=30, alpha=None, beta=None, threshold=None, increase='log10', decrease='log10', baseline_from_drops=True)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         initial_limit: Option<&Bound<'_, PyAny>>,
@@ -252,7 +252,7 @@ impl Vegas {
 /// Netflix's first gradient algorithm: RTT against the minimum RTT.
 ///
 /// GIL: immutable.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Gradient {
     l: GradientLimit,
 }
@@ -260,7 +260,7 @@ pub struct Gradient {
 #[pymethods]
 impl Gradient {
     #[new]
-    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, smoothing=None, queue_size=None, rtt_tolerance=None, probe_interval=Some(None), backoff_ratio=None))]
+    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, smoothing=None, queue_size=None, rtt_tolerance=None, probe_interval=Some(None), backoff_ratio=None), text_signature = "(*, initial_limit=50, min_limit=1, max_limit=1000, smoothing=0.2, queue_size=None, rtt_tolerance=2.0, probe_interval=1000, backoff_ratio=0.9)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         initial_limit: Option<&Bound<'_, PyAny>>,
@@ -359,7 +359,7 @@ impl Gradient {
 /// Netflix's recommended gradient algorithm: RTT against a long-term average RTT.
 ///
 /// GIL: immutable.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Gradient2 {
     l: Gradient2Limit,
 }
@@ -367,7 +367,7 @@ pub struct Gradient2 {
 #[pymethods]
 impl Gradient2 {
     #[new]
-    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, smoothing=None, queue_size=None, long_window=None, rtt_tolerance=None, drop_backoff=None))]
+    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, smoothing=None, queue_size=None, long_window=None, rtt_tolerance=None, drop_backoff=None), text_signature = "(*, initial_limit=20, min_limit=20, max_limit=200, smoothing=0.2, queue_size=4, long_window=600, rtt_tolerance=1.5, drop_backoff=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         initial_limit: Option<&Bound<'_, PyAny>>,
@@ -462,7 +462,7 @@ impl Gradient2 {
 /// The balancer's default limit is `Ciad(fast_start=True)`.
 ///
 /// GIL: immutable.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Ciad {
     l: CiadLimit,
 }
@@ -470,7 +470,7 @@ pub struct Ciad {
 #[pymethods]
 impl Ciad {
     #[new]
-    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, backoff_ratio=None, fast_start=None))]
+    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, backoff_ratio=None, fast_start=None), text_signature = "(*, initial_limit=20, min_limit=1, max_limit=1000000, backoff_ratio=0.9, fast_start=False)")]
     fn new(
         initial_limit: Option<&Bound<'_, PyAny>>,
         min_limit: Option<&Bound<'_, PyAny>>,
@@ -535,7 +535,7 @@ impl Ciad {
 /// Any other algorithm fed one aggregate sample per time window (Netflix's WindowedLimit).
 ///
 /// GIL: immutable.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Windowed {
     l: WindowedLimit,
 }
@@ -543,7 +543,7 @@ pub struct Windowed {
 #[pymethods]
 impl Windowed {
     #[new]
-    #[pyo3(signature = (inner=None, *, min_window=None, max_window=None, min_samples=None, min_rtt_threshold=None, window=None))]
+    #[pyo3(signature = (inner=None, *, min_window=None, max_window=None, min_samples=None, min_rtt_threshold=None, window=None), text_signature = "(inner=None, *, min_window=1.0, max_window=1.0, min_samples=10, min_rtt_threshold=0.0001, window=None)")]
     fn new(
         inner: Option<&Bound<'_, PyAny>>,
         min_window: Option<&Bound<'_, PyAny>>,

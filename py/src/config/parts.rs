@@ -11,7 +11,7 @@ use weir::limit::{QueueSize, VegasStep, VegasThreshold};
 /// A Vegas threshold that grows with the limit: `k * LOG10(limit)`, Netflix's `max(1, floor(log10 L))`.
 ///
 /// GIL: immutable.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Log10 {
     /// The multiplier.
     #[pyo3(get)]
@@ -21,7 +21,7 @@ pub struct Log10 {
 #[pymethods]
 impl Log10 {
     #[new]
-    #[pyo3(signature = (k=None))]
+    #[pyo3(signature = (k=None), text_signature = "(k=1)")]
     fn new(k: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         Ok(Log10 {
             k: match k {
@@ -44,7 +44,7 @@ impl Log10 {
 /// A queue size that grows with the limit: `max(min, SQRT(limit))`.
 ///
 /// GIL: immutable.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Sqrt {
     /// The smallest queue allowed.
     #[pyo3(get)]
@@ -54,7 +54,7 @@ pub struct Sqrt {
 #[pymethods]
 impl Sqrt {
     #[new]
-    #[pyo3(signature = (min=None))]
+    #[pyo3(signature = (min=None), text_signature = "(min=4)")]
     fn new(min: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         Ok(Sqrt {
             min: match min {
@@ -77,7 +77,7 @@ impl Sqrt {
 /// A windowed limit's percentile RTT: the `percentile` RTT of the window's first `capacity` samples.
 ///
 /// GIL: immutable.
-#[pyclass(frozen, module = "weir._weir")]
+#[pyclass(frozen, module = "weir")]
 pub struct Percentile {
     /// In (0, 1).
     #[pyo3(get)]
@@ -90,7 +90,7 @@ pub struct Percentile {
 #[pymethods]
 impl Percentile {
     #[new]
-    #[pyo3(signature = (percentile, capacity=None))]
+    #[pyo3(signature = (percentile, capacity=None), text_signature = "(percentile, capacity=10)")]
     fn new(percentile: &Bound<'_, PyAny>, capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let p = float(percentile, "percentile")?;
         if !(p > 0.0 && p < 1.0) {
