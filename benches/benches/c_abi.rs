@@ -1,5 +1,5 @@
 //! The C ABI's pair next to the Rust pair, in one run: `cargo xtask bench` builds `libweir.so` as shipped
-//! (`cargo build --profile release-c -p weir-ffi`) and runs this with `WEIR_LIBWEIR` naming it.
+//! (`cargo build --profile release-c -p weir-lb-ffi`) and runs this with `WEIR_LIBWEIR` naming it.
 //!
 //! The library is loaded with `dlopen` (libloading) and called through its exported symbols, as a C
 //! program linked against `libweir.so` calls it: nothing of it is inlined into this benchmark. Every
@@ -202,7 +202,7 @@ impl Workload for CLoad<'_> {
 fn c_abi(c: &mut Criterion) {
     let Some(abi) = Abi::load() else {
         eprintln!(
-            "c_abi: SKIPPED: no libweir.so (set WEIR_LIBWEIR, or `cargo build --profile release-c -p weir-ffi`)"
+            "c_abi: SKIPPED: no libweir.so (set WEIR_LIBWEIR, or `cargo build --profile release-c -p weir-lb-ffi`)"
         );
         return;
     };

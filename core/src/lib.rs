@@ -1,5 +1,8 @@
 //! # weir
 //!
+//! The package is `weir-lb` on crates.io (`weir` was taken); the library is `weir`. `cargo add weir-lb` gives
+//! the `std` conveniences (the default feature); `cargo add weir-lb --no-default-features` the `no_std` core.
+//!
 //! Adaptive load balancing as one exact, lock-free, allocation-free core. A client asks a [`Balancer`] which
 //! backend node to call; the balancer answers from each node's recent failures and concurrency limit,
 //! fails fast when no node can take the call (or, with `std`, waits for room in a bounded FIFO queue), and

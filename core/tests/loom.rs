@@ -1,6 +1,6 @@
 //! Loom models of the core's lock-free protocols, through the public API only.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir --release --test loom`.
+//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir-lb --release --test loom`.
 //!
 //! Every model builds a tiny balancer (one or two slots) inside its `loom::model` closure, races a few
 //! operations, and after the join asserts the exact state that some sequential order of those operations

@@ -1,7 +1,7 @@
 //! Loom models of the default health model (`HealthModel::DECAY`, `Policy::LowestScore`, the CIAD limit:
 //! `Config::default()`), through the public API only.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir --release --test
+//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir-lb --release --test
 //! loom_decay`.
 //!
 //! Each model races releases of leases on node 1 (and, in one, an acquire that rotates the balancer's

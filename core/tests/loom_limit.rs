@@ -1,6 +1,6 @@
 //! Loom models of the limit algorithms' lock-free updates: two samples racing on one node's state.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir --release --test
+//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir-lb --release --test
 //! loom_limit`.
 //!
 //! Single-word algorithms (AIMD, CIAD) must apply each sample exactly once, as some serial order would.

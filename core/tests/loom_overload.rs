@@ -1,6 +1,6 @@
 //! Loom models of the overload protocols, through the public API only.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir --release --test
+//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir-lb --release --test
 //! loom_overload`.
 //!
 //! - The shared [`Backoff`]: its interval and success streak live in one word updated by compare-and-swap

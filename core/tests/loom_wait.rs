@@ -1,6 +1,6 @@
 //! Loom models of the waiting acquires (`rt::wait`): no lost wake-up, no lost or leaked lease.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir --release --test
+//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir-lb --release --test
 //! loom_wait`.
 //!
 //! The models run the real code paths: `acquire_wait`, `acquire_async` (polled by a `block_on` over

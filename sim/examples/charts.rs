@@ -1,5 +1,5 @@
 //! Writes the report and charts of a few scenarios, every policy, to look at the charts without running the
-//! whole report: `cargo run --release -p weir-sim --example charts -- DIR black_hole capacity_blip`.
+//! whole report: `cargo run --release -p weir-lb-sim --example charts -- DIR black_hole capacity_blip`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

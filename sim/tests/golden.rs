@@ -1,6 +1,6 @@
 //! The report of a small scenario is byte-identical from run to run (whatever the thread count) and matches
 //! the committed golden file. After an intended change, regenerate it with
-//! `WEIR_SIM_BLESS=1 cargo test -p weir-sim --test golden` and review the diff.
+//! `WEIR_SIM_BLESS=1 cargo test -p weir-lb-sim --test golden` and review the diff.
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! parsed and replayed on the real core, and must match it exactly, answer for answer and bit for bit.
 //! The C and Python suites replay the same files.
 //!
-//! `WEIR_BLESS=1 cargo test -p weir-tests --test vectors` regenerates the files from the generator
+//! `WEIR_BLESS=1 cargo test -p weir-lb-tests --test vectors` regenerates the files from the generator
 //! (`weir_tests::vectors::generate`) instead of failing on a difference, and says so on stderr. A normal
 //! run fails on the first mismatch, naming the file, line and field, and also when a committed file is
 //! not what the generator produces now (run the bless command and review the diff).
@@ -105,7 +105,7 @@ fn every_file_replays_exactly() {
                 ));
             panic!(
                 "{}:{}: the file differs from what the generator makes now\n  file:      {a}\n  generator: {b}\n\
-                 run `WEIR_BLESS=1 cargo test -p weir-tests --test vectors` and review the diff",
+                 run `WEIR_BLESS=1 cargo test -p weir-lb-tests --test vectors` and review the diff",
                 path.display(),
                 n + 1
             );

@@ -46,7 +46,7 @@ usage: cargo xtask bench [CRITERION ARGS..]   the criterion benches, allocations
        cargo xtask bench --report             nothing run: RESULTS.md from the saved facts
 Each saves its facts under <target>/weir-bench/, then rewrites benches/RESULTS.md. CRITERION ARGS go to
 each criterion bench (a filter, --warm-up-time 0.5 --measurement-time 1, ...); criterion's own options:
-cargo bench -p weir-benches --bench hot_path -- --help";
+cargo bench -p weir-lb-benches --bench hot_path -- --help";
 
 pub(crate) fn bench(args: &[String]) {
     if args.iter().any(|a| a == "--help" || a == "-h") {

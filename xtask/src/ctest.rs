@@ -7,7 +7,7 @@
 //! 3. Checks the header alone: a translation unit that includes `include/weir.h` twice, as C99, C11 and
 //!    C++17 with warnings as errors, and a C++ program that calls into the library and links (the
 //!    `extern "C"` guard).
-//! 4. `cargo test -p weir-ffi`: the crate's unit tests and the header drift test.
+//! 4. `cargo test -p weir-lb-ffi`: the crate's unit tests and the header drift test.
 //!
 //! `cargo xtask header` writes the header cbindgen generates over `include/weir.h`.
 //!
@@ -44,7 +44,7 @@ pub fn header() {
         &[
             "test",
             "-p",
-            "weir-ffi",
+            "weir-lb-ffi",
             "--lib",
             "header::committed_header_is_current",
         ],
@@ -54,7 +54,7 @@ pub fn header() {
 
 /// `cargo xtask ctest`: see the module's documentation.
 pub fn ctest() {
-    cargo(&["build", "-p", "weir-ffi"]);
+    cargo(&["build", "-p", "weir-lb-ffi"]);
     let start = Instant::now();
     let out = Path::new(OUT);
     fs::create_dir_all(out)
@@ -98,7 +98,7 @@ pub fn ctest() {
         "\n    C and C++ programs and header checks ok in {:.1} s",
         start.elapsed().as_secs_f64()
     );
-    cargo(&["test", "-p", "weir-ffi"]);
+    cargo(&["test", "-p", "weir-lb-ffi"]);
 }
 
 /// One test program: its source, the compiler and standard it is built with, and the executable.

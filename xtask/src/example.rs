@@ -48,7 +48,7 @@ const SERVER_LIFETIME_S: &str = "300";
 
 pub(crate) fn c_example() {
     let start = Instant::now();
-    cargo(&["build", "-p", "weir-ffi"]);
+    cargo(&["build", "-p", "weir-lb-ffi"]);
     let (target, _) = metadata();
     let out = target.join("c-example");
     fs::create_dir_all(&out)

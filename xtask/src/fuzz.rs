@@ -68,7 +68,7 @@ fn stable_driver(seconds: u64, why: &str) {
             "test",
             "--release",
             "-p",
-            "weir-ffi",
+            "weir-lb-ffi",
             "--lib",
             "fuzz::tests::for_a_while",
             "--",

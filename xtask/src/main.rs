@@ -4,7 +4,7 @@
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the firmware
 //!   example under QEMU (`embedded`), the loom models, the README's examples (as doc tests), the failover
 //!   example, the C example (`c-example`), the installed C library (`dist-c --check`), the Python
-//!   package (`py`), weir-tower (its tonic feature and hyper example) and the API docs (warnings denied).
+//!   package (`py`), weir-lb-tower (its tonic feature and hyper example) and the API docs (warnings denied).
 //! - `cargo xtask doc-paths`: every `.rs` file that a comment names exists (see `doc_paths.rs`); `ci`
 //!   runs it first.
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
@@ -14,7 +14,7 @@
 //!   then `benches/RESULTS.md`; `cargo xtask bench --instructions`: the valgrind instruction counts,
 //!   then `benches/RESULTS.md` (see `bench.rs`).
 //! - `cargo xtask ctest`: the C ABI's C and C++ test programs under ASan/UBSan, the header alone as C99,
-//!   C11 and C++17, and `weir-ffi`'s tests (see `ctest.rs`); `cargo xtask header` regenerates
+//!   C11 and C++17, and `weir-lb-ffi`'s tests (see `ctest.rs`); `cargo xtask header` regenerates
 //!   `include/weir.h`.
 //! - `cargo xtask c-example`: the C example client over three local servers, checked (see `example.rs`).
 //! - `cargo xtask dist-c --prefix DIR`: installs the C header, libraries and `weir.pc` into DIR;
@@ -153,7 +153,7 @@ fn ci() {
     cargo(&[
         "clippy",
         "-p",
-        "weir",
+        "weir-lb",
         "--no-default-features",
         "--",
         "-D",
@@ -161,16 +161,16 @@ fn ci() {
     ]);
     cargo(&["test", "--workspace"]);
     ctest::ctest();
-    cargo(&["test", "-p", "weir", "--no-default-features", "--lib"]);
+    cargo(&["test", "-p", "weir-lb", "--no-default-features", "--lib"]);
     nostd();
     embedded::embedded(&[]);
     loom();
-    cargo(&["run", "--quiet", "-p", "weir", "--example", "failover"]);
-    // weir-tower's optional tonic feature (the workspace runs build it without), and its hyper example.
+    cargo(&["run", "--quiet", "-p", "weir-lb", "--example", "failover"]);
+    // weir-lb-tower's optional tonic feature (the workspace runs build it without), and its hyper example.
     cargo(&[
         "clippy",
         "-p",
-        "weir-tower",
+        "weir-lb-tower",
         "--all-targets",
         "--features",
         "tonic",
@@ -178,8 +178,22 @@ fn ci() {
         "-D",
         "warnings",
     ]);
-    cargo(&["test", "-p", "weir-tower", "--features", "tonic", "--lib"]);
-    cargo(&["run", "--quiet", "-p", "weir-tower", "--example", "hyper"]);
+    cargo(&[
+        "test",
+        "-p",
+        "weir-lb-tower",
+        "--features",
+        "tonic",
+        "--lib",
+    ]);
+    cargo(&[
+        "run",
+        "--quiet",
+        "-p",
+        "weir-lb-tower",
+        "--example",
+        "hyper",
+    ]);
     example::c_example();
     dist::check();
     py::py();
@@ -189,11 +203,11 @@ fn ci() {
         &[
             "doc",
             "-p",
-            "weir",
+            "weir-lb",
             "-p",
-            "weir-tower",
+            "weir-lb-tower",
             "-p",
-            "weir-sim",
+            "weir-lb-sim",
             "--no-deps",
         ],
         &[("RUSTDOCFLAGS", "-D warnings")],
@@ -209,7 +223,7 @@ fn ci() {
 /// DIR` becomes a `--scenario-file` for every `*.toml` in DIR.
 fn sim(extra: &[String]) {
     let extra = scenario_files(extra).unwrap_or_else(|e| fail(&e));
-    let mut args = vec!["run", "--release", "--quiet", "-p", "weir-sim", "--"];
+    let mut args = vec!["run", "--release", "--quiet", "-p", "weir-lb-sim", "--"];
     if !extra.iter().any(|a| a == "--out") {
         args.extend(["--out", "target/sim"]);
     }
@@ -284,7 +298,7 @@ fn nostd() {
             cargo(&[
                 "build",
                 "-p",
-                "weir",
+                "weir-lb",
                 "--no-default-features",
                 "--target",
                 target,
@@ -296,7 +310,7 @@ fn nostd() {
             cargo(&[
                 "build",
                 "-p",
-                "weir",
+                "weir-lb",
                 "--no-default-features",
                 "--features",
                 "critical-section",
@@ -314,7 +328,7 @@ fn loom() {
         &[
             "test",
             "-p",
-            "weir",
+            "weir-lb",
             "--release",
             "--test",
             "loom",

@@ -3,7 +3,7 @@
 //! succeeded.
 //!
 //! ```sh
-//! cargo run -p weir-tower --example hyper
+//! cargo run -p weir-lb-tower --example hyper
 //! ```
 //!
 //! The servers and the per-server client service (hyper-util's pooled client, sending to one address)

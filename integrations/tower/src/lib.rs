@@ -1,4 +1,6 @@
-//! # weir-tower
+//! # weir-lb-tower
+//!
+//! `cargo add weir-lb-tower weir-lb`: the library is `weir_tower`, the core it builds on `weir`.
 //!
 //! weir as a tower [`Service`](tower::Service): [`Balance`] sends each request to the inner service that
 //! weir picks (its node with room whose recent failures and calls in flight score lowest, under an

@@ -27,7 +27,7 @@ weir-tower; 0 fails at once) for room, then raises :class:`weir.NoCapacity`; wit
 :class:`weir.NoNodes`. ``transport.balancer`` is the :class:`weir.Balancer`, for ``stats()`` and
 ``nodes()``.
 
-Importing this module imports httpx (``pip install "weir[httpx]"``); ``import weir`` does not.
+Importing this module imports httpx (``pip install "weir-lb[httpx]"``); ``import weir`` does not.
 """
 
 from __future__ import annotations

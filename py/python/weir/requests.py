@@ -22,7 +22,7 @@ When every node is at its concurrency limit a request waits up to ``wait`` secon
 fails at once) for room, then raises :class:`weir.NoCapacity`; with no node at all, :class:`weir.NoNodes`.
 ``adapter.balancer`` is the :class:`weir.Balancer`, for ``stats()`` and ``nodes()``.
 
-Importing this module imports requests (``pip install "weir[requests]"``); ``import weir`` does not.
+Importing this module imports requests (``pip install "weir-lb[requests]"``); ``import weir`` does not.
 """
 
 from __future__ import annotations

@@ -122,12 +122,12 @@ fn pairs_executable_in(messages: &str) -> Option<String> {
 
 /// The `pairs` bench executable, built.
 fn pairs_executable() -> String {
-    eprintln!("\n==> cargo bench -p weir-benches --bench pairs --no-run --message-format=json");
+    eprintln!("\n==> cargo bench -p weir-lb-benches --bench pairs --no-run --message-format=json");
     let out = Command::new("cargo")
         .args([
             "bench",
             "-p",
-            "weir-benches",
+            "weir-lb-benches",
             "--bench",
             "pairs",
             "--no-run",
@@ -292,7 +292,7 @@ mod tests {
     fn pairs_executable_is_the_bench_artifacts() {
         let messages = [
             "not json",
-            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/benches#weir-benches@0.1.0","target":{"kind":["lib"],"name":"weir_benches"},"executable":null,"fresh":true}"#,
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/benches#weir-lb-benches@0.1.0","target":{"kind":["lib"],"name":"weir_benches"},"executable":null,"fresh":true}"#,
             r#"{"reason":"compiler-message","target":{"kind":["bench"],"name":"pairs"},"message":{"rendered":"warning: \"executable\":\"/nope\""}}"#,
             r#"{"reason":"compiler-artifact","target":{"kind":["bench"],"name":"pairs"},"executable":null,"fresh":false}"#,
             r#"{"reason":"compiler-artifact","target":{"kind":["bench"],"name":"hot_path"},"executable":"/w/target/release/deps/hot_path-1","fresh":false}"#,

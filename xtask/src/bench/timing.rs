@@ -30,7 +30,7 @@ pub(super) fn time(target: &Path, out: &Path, criterion_args: &[&str]) {
             &[
                 "bench",
                 "-p",
-                "weir-benches",
+                "weir-lb-benches",
                 "--bench",
                 "pairs",
                 "--",
@@ -57,9 +57,9 @@ pub(super) fn time(target: &Path, out: &Path, criterion_args: &[&str]) {
     eprintln!("xtask: {found} benchmark medians from this run");
 }
 
-/// `cargo bench`'s arguments for one criterion bench of `weir-benches`.
+/// `cargo bench`'s arguments for one criterion bench of `weir-lb-benches`.
 fn bench_args<'a>(bench: &'a str, criterion_args: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["bench", "-p", "weir-benches", "--bench", bench];
+    let mut args = vec!["bench", "-p", "weir-lb-benches", "--bench", bench];
     if !criterion_args.is_empty() {
         args.push("--");
         args.extend_from_slice(criterion_args);
@@ -73,7 +73,7 @@ fn bench_args<'a>(bench: &'a str, criterion_args: &[&'a str]) -> Vec<&'a str> {
 fn c_abi(target: &Path, criterion_args: &[&str]) -> Facts {
     run(
         "cargo",
-        &["build", "--profile", "release-c", "-p", "weir-ffi"],
+        &["build", "--profile", "release-c", "-p", "weir-lb-ffi"],
         &[],
     );
     let lib = target.join("release-c").join(format!(
