@@ -31,8 +31,12 @@ fn main() {
     let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
         .expect("ffi-c/cbindgen.toml is readable and valid");
     config.after_includes = Some(version);
+    // From the sources alone (the crate root and the modules it declares), not `with_crate`: that runs
+    // `cargo metadata`, which needs the registry (offline builds fail) and, for the packaged crate before its
+    // core is published, cannot resolve the core at all. The header needs nothing from the dependencies
+    // (`parse_deps = false` in cbindgen.toml).
     cbindgen::Builder::new()
-        .with_crate(&crate_dir)
+        .with_src(crate_dir.join("src").join("lib.rs"))
         .with_config(config)
         .generate()
         .expect("cbindgen generates the header from the crate")
