@@ -46,8 +46,13 @@ pub(crate) use cache_padded;
 
 cache_padded! {
     /// An empty struct that only carries the alignment.
+    #[allow(dead_code, reason = "read only by a const assertion, which rustc 1.85 (the MSRV) misses")]
     struct Probe {}
 }
 
 /// The alignment [`cache_padded`] gives on this target, in bytes.
+#[allow(
+    dead_code,
+    reason = "read only by a const assertion, which rustc 1.85 (the MSRV) misses"
+)]
 pub(crate) const LINE: usize = core::mem::align_of::<Probe>();
