@@ -74,7 +74,7 @@ A scenario file describes servers, clients, load and failures in TOML: see sim/R
 fn main() -> ExitCode {
     let args = match parse() {
         Ok(a) => a,
-        // Asked for: the usage on stdout, and success (so `cargo xtask sim --help` does not fail).
+        // Asked for: the usage on stdout, and success.
         Err(e) if e.is_empty() => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

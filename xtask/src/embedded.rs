@@ -69,12 +69,8 @@ const QEMU_LIMIT: Duration = Duration::from_secs(120);
 const BEGIN: &str = "<!-- embedded-table: begin (cargo xtask embedded --bless) -->";
 const END: &str = "<!-- embedded-table: end -->";
 
-pub(crate) fn embedded(args: &[String]) {
-    let bless = match args {
-        [] => false,
-        [flag] if flag == "--bless" => true,
-        _ => fail("usage: cargo xtask embedded [--bless]"),
-    };
+/// `cargo xtask embedded`; `bless`: `--bless`.
+pub(crate) fn embedded(bless: bool) {
     let start = Instant::now();
     let qemu = ensure_qemu();
     let out_dir = target_dir().join("embedded");

@@ -14,24 +14,40 @@ use std::process::{Command, Stdio};
 const FUZZ_DIR: &str = "ffi-c/fuzz";
 const TARGET: &str = "c_abi";
 
-pub(crate) fn fuzz(args: &[String]) {
-    let mut seconds: u64 = 60;
-    let mut stable = false;
+pub(crate) const USAGE: &str = "\
+usage: cargo xtask fuzz [--seconds N] [--stable]
+The fuzz target over the C ABI for about N seconds (60): libFuzzer through cargo-fuzz where nightly and
+cargo-fuzz are installed, the stable driver otherwise or with --stable; then the executions and findings.";
+
+/// `cargo xtask fuzz`'s arguments.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Args {
+    pub(crate) seconds: u64,
+    pub(crate) stable: bool,
+}
+
+pub(crate) fn parse(args: &[String]) -> Result<Args, String> {
+    let mut parsed = Args {
+        seconds: 60,
+        stable: false,
+    };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--seconds" => {
-                seconds = it
+                parsed.seconds = it
                     .next()
                     .and_then(|s| s.parse().ok())
-                    .unwrap_or_else(|| fail("--seconds takes a whole number of seconds"));
+                    .ok_or("--seconds takes a whole number of seconds")?;
             }
-            "--stable" => stable = true,
-            other => fail(&format!(
-                "unknown argument {other:?}; usage: cargo xtask fuzz [--seconds N] [--stable]"
-            )),
+            "--stable" => parsed.stable = true,
+            other => return Err(format!("unknown argument {other:?}")),
         }
     }
+    Ok(parsed)
+}
+
+pub(crate) fn fuzz(Args { seconds, stable }: Args) {
     match (stable, cargo_fuzz()) {
         (false, Ok(version)) => {
             eprintln!("xtask: fuzzing with cargo-fuzz (libFuzzer) for {seconds} s: {version}");
@@ -129,5 +145,36 @@ fn libfuzzer(seconds: u64) {
     }
     if !status.success() {
         fail(&format!("cargo fuzz exited with {status}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_and_stable_only() {
+        let parse_str = |v: &[&str]| parse(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            parse_str(&[]),
+            Ok(Args {
+                seconds: 60,
+                stable: false
+            })
+        );
+        assert_eq!(
+            parse_str(&["--stable", "--seconds", "5"]),
+            Ok(Args {
+                seconds: 5,
+                stable: true
+            })
+        );
+        let whole = Err("--seconds takes a whole number of seconds".to_string());
+        assert_eq!(parse_str(&["--seconds", "1.5"]), whole);
+        assert_eq!(parse_str(&["--seconds"]), whole);
+        assert_eq!(
+            parse_str(&["--secs", "5"]),
+            Err("unknown argument \"--secs\"".to_string())
+        );
     }
 }

@@ -28,8 +28,12 @@
 //! - `cargo xtask embedded`: the firmware example on QEMU's Cortex-M4F and Cortex-M0 boards, checked, and
 //!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the README (see
 //!   `embedded.rs`).
+//!
+//! `cargo xtask --help` lists the commands, `cargo xtask CMD --help` prints one's usage; an argument a
+//! command does not take fails before anything runs (see `cli.rs`).
 
 mod bench;
+mod cli;
 mod ctest;
 mod dist;
 mod doc_paths;
@@ -38,6 +42,7 @@ mod example;
 mod fuzz;
 mod py;
 
+use cli::{Job, Parsed};
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
@@ -50,31 +55,40 @@ const CRITICAL_SECTION_TARGETS: [&str; 2] = ["thumbv7em-none-eabihf", "thumbv6m-
 
 fn main() {
     let args: Vec<String> = env::args().skip(1).collect();
-    let root = workspace_root();
-    env::set_current_dir(&root)
-        .unwrap_or_else(|e| fail(&format!("cannot enter {}: {e}", root.display())));
-    match args.first().map(String::as_str) {
-        Some("ci") => ci(),
-        Some("doc-paths") => doc_paths::doc_paths(),
-        Some("bench") => bench::bench(&args[1..]),
-        Some("fuzz") => fuzz::fuzz(&args[1..]),
-        Some("sim") => sim(&args[1..]),
-        Some("nostd") => nostd(),
-        Some("loom") => loom(),
-        Some("ctest") => ctest::ctest(),
-        Some("header") => ctest::header(),
-        Some("c-example") => example::c_example(),
-        Some("dist-c") => dist::dist(&args[1..]),
-        Some("py") => py::py(),
-        Some("wheel") => py::wheel(),
-        Some("bench-py") => py::bench_py(),
-        Some("embedded") => embedded::embedded(&args[1..]),
-        _ => {
+    // Checked before anything else: help and usage errors build and run nothing.
+    let job = match cli::parse(&args) {
+        Ok(Parsed::List) => return println!("{}", cli::list()),
+        Ok(Parsed::Help(usage)) => return println!("{usage}"),
+        Ok(Parsed::Run(job)) => job,
+        Err(wrong) => {
             eprintln!(
-                "usage: cargo xtask <ci | doc-paths | sim [--scenarios DIR] | bench | ctest | header | c-example | dist-c | fuzz | py | wheel | bench-py | embedded [--bless] | nostd | loom>"
+                "xtask: {}
+
+{}",
+                wrong.error, wrong.usage
             );
             exit(2);
         }
+    };
+    let root = workspace_root();
+    env::set_current_dir(&root)
+        .unwrap_or_else(|e| fail(&format!("cannot enter {}: {e}", root.display())));
+    match job {
+        Job::Ci => ci(),
+        Job::DocPaths => doc_paths::doc_paths(),
+        Job::Bench(mode) => bench::bench(mode),
+        Job::Fuzz(args) => fuzz::fuzz(args),
+        Job::Sim(args) => sim(&args),
+        Job::Nostd => nostd(),
+        Job::Loom => loom(),
+        Job::Ctest => ctest::ctest(),
+        Job::Header => ctest::header(),
+        Job::CExample => example::c_example(),
+        Job::DistC(args) => dist::dist(&args),
+        Job::Py => py::py(),
+        Job::Wheel => py::wheel(),
+        Job::BenchPy => py::bench_py(),
+        Job::Embedded { bless } => embedded::embedded(bless),
     }
 }
 
@@ -163,7 +177,7 @@ fn ci() {
     ctest::ctest();
     cargo(&["test", "-p", "weir-lb", "--no-default-features", "--lib"]);
     nostd();
-    embedded::embedded(&[]);
+    embedded::embedded(false);
     loom();
     cargo(&["run", "--quiet", "-p", "weir-lb", "--example", "failover"]);
     // weir-lb-tower's optional tonic feature (the workspace runs build it without), and its hyper example.
@@ -219,7 +233,8 @@ fn ci() {
     );
 }
 
-/// The simulator's full report (release build), with `extra` arguments passed to `weir-sim`; `--scenarios
+/// The simulator's full report (release build), with `extra` arguments passed to `weir-sim` (checked by
+/// `cli`); `--scenarios
 /// DIR` becomes a `--scenario-file` for every `*.toml` in DIR.
 fn sim(extra: &[String]) {
     let extra = scenario_files(extra).unwrap_or_else(|e| fail(&e));
