@@ -16,14 +16,14 @@ pub(crate) struct Command {
 }
 
 /// Every subcommand, in the order of the list.
-pub(crate) const COMMANDS: [Command; 15] = [
+pub(crate) const COMMANDS: [Command; 17] = [
     Command {
         name: "ci",
         about: "every check CI runs, failing on the first error",
         usage: "usage: cargo xtask ci
 Every check CI runs, in order, stopping at the first failure: doc-paths, fmt, clippy with warnings denied,
-the tests, ctest, nostd, embedded, loom, the examples, c-example, dist-c --check, py, the API docs
-and sim. It installs what it needs (rustup targets and toolchains, QEMU,
+the tests, ctest, nostd, msrv, embedded, loom, the examples, c-example, dist-c --check, py,
+publish-check, the API docs and sim. It installs what it needs (rustup targets and toolchains, QEMU,
 the Python venv).",
     },
     Command {
@@ -123,6 +123,22 @@ critical-section for thumbv7em-none-eabihf and thumbv6m-none-eabi (installing th
         usage: "usage: cargo xtask loom
 The loom models of the core (release, --cfg loom, target/loom).",
     },
+    Command {
+        name: "publish-check",
+        about: "the published crates packaged and built together, as crates.io gets them",
+        usage: "usage: cargo xtask publish-check
+Checks the licence copies against the root's, then packages every publishable crate of the workspace
+together (`cargo package -p weir-lb -p weir-lb-ffi -p weir-lb-tower`: each is built from its .crate,
+the others resolved from their .crate files) and checks what each package holds (see
+xtask/src/publish.rs).",
+    },
+    Command {
+        name: "msrv",
+        about: "the published crates built with the declared rust-version",
+        usage: "usage: cargo xtask msrv
+Builds weir-lb (with and without default features), weir-lb-ffi and weir-lb-tower with the toolchain the
+workspace's rust-version names, installing it with rustup (see xtask/src/msrv.rs).",
+    },
 ];
 
 /// What `cargo xtask ...` asks for, checked.
@@ -158,6 +174,8 @@ pub(crate) enum Job {
     },
     Nostd,
     Loom,
+    PublishCheck,
+    Msrv,
 }
 
 /// A command line that cannot run: what is wrong, and the usage to show with it.
@@ -252,6 +270,8 @@ fn job(name: &str, args: &[String]) -> Result<Job, String> {
         },
         "nostd" => none(Job::Nostd),
         "loom" => none(Job::Loom),
+        "publish-check" => none(Job::PublishCheck),
+        "msrv" => none(Job::Msrv),
         // Every name of COMMANDS has its arm above (a test checks it).
         other => Err(format!("no job for {other:?}")),
     }
@@ -383,7 +403,11 @@ mod tests {
             }
         }
         assert_eq!(parse_str(&["ci"]), Ok(Parsed::Run(Job::Ci)));
-        assert_eq!(parse_str(&["loom"]), Ok(Parsed::Run(Job::Loom)));
+        assert_eq!(parse_str(&["msrv"]), Ok(Parsed::Run(Job::Msrv)));
+        assert_eq!(
+            parse_str(&["publish-check"]),
+            Ok(Parsed::Run(Job::PublishCheck))
+        );
         assert!(parse_str(&["ci", "fast"]).is_err());
         assert!(parse_str(&["wheel", "--release"]).is_err());
     }

@@ -1,10 +1,12 @@
 //! The one entry point for everything beyond `cargo build`:
 //!
 //! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
-//!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the firmware
-//!   example under QEMU (`embedded`), the loom models, the README's examples (as doc tests), the failover
-//!   example, the C example (`c-example`), the installed C library (`dist-c --check`), the Python
-//!   package (`py`), weir-lb-tower (its tonic feature and hyper example) and the API docs (warnings denied).
+//!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the published
+//!   crates with the declared MSRV (`msrv`), the firmware example under QEMU (`embedded`), the loom
+//!   models, the README's examples (as doc tests), the failover example, the C example (`c-example`),
+//!   the installed C library (`dist-c --check`), the Python package (`py`), weir-lb-tower (its tonic
+//!   feature and hyper example), the packages as crates.io gets them (`publish-check`) and the API docs
+//!   (warnings denied).
 //! - `cargo xtask doc-paths`: every `.rs` file that a comment names exists (see `doc_paths.rs`); `ci`
 //!   runs it first.
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
@@ -28,6 +30,10 @@
 //! - `cargo xtask embedded`: the firmware example on QEMU's Cortex-M4F and Cortex-M0 boards, checked, and
 //!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the README (see
 //!   `embedded.rs`).
+//! - `cargo xtask publish-check`: the published crates (`weir-lb`, `weir-lb-ffi`, `weir-lb-tower`)
+//!   packaged and built together as crates.io gets them, with their licences (see `publish.rs`).
+//! - `cargo xtask msrv`: the published crates built with the toolchain `rust-version` names (see
+//!   `msrv.rs`).
 //!
 //! `cargo xtask --help` lists the commands, `cargo xtask CMD --help` prints one's usage; an argument a
 //! command does not take fails before anything runs (see `cli.rs`).
@@ -40,6 +46,8 @@ mod doc_paths;
 mod embedded;
 mod example;
 mod fuzz;
+mod msrv;
+mod publish;
 mod py;
 
 use cli::{Job, Parsed};
@@ -89,6 +97,8 @@ fn main() {
         Job::Wheel => py::wheel(),
         Job::BenchPy => py::bench_py(),
         Job::Embedded { bless } => embedded::embedded(bless),
+        Job::PublishCheck => publish::publish_check(),
+        Job::Msrv => msrv::msrv(),
     }
 }
 
@@ -177,6 +187,7 @@ fn ci() {
     ctest::ctest();
     cargo(&["test", "-p", "weir-lb", "--no-default-features", "--lib"]);
     nostd();
+    msrv::msrv();
     embedded::embedded(false);
     loom();
     cargo(&["run", "--quiet", "-p", "weir-lb", "--example", "failover"]);
@@ -211,6 +222,7 @@ fn ci() {
     example::c_example();
     dist::check();
     py::py();
+    publish::publish_check();
     // The API docs, with broken intra-doc links as errors.
     run(
         "cargo",
