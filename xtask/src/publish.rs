@@ -4,8 +4,9 @@
 //!    and into `py/` (the sdist and the wheel take them from there). Copies, not links: a link does not
 //!    survive a checkout everywhere, and a package would then ship a file holding a path. A copy that
 //!    differs from the root's fails.
-//! 2. What each package holds (`cargo package --list`): its licences, `README.md`, its library root, and
-//!    none of its tests (they need the repository: the vectors, the allocation counter, the README).
+//! 2. What each package holds (`cargo package --list`): its licences, the README its manifest names
+//!    (cargo copies it in by its file name), its library root, and none of its tests (they need the
+//!    repository: the allocation counter, loom's settings, the README).
 //! 3. `cargo package --locked -p weir-lb -p weir-lb-ffi -p weir-lb-tower`: cargo packs the three and
 //!    builds each from its `.crate`, resolving the others from their `.crate` files (a local registry
 //!    overlay), so that a crate that depends on an unpublished sibling still verifies. The packages are
@@ -29,7 +30,7 @@ pub(crate) fn publish_check() {
     let start = Instant::now();
     let packages =
         publishable(&cargo_metadata()).unwrap_or_else(|| fail("cargo metadata gave no packages"));
-    let names: Vec<&str> = packages.iter().map(|(n, _)| n.as_str()).collect();
+    let names: Vec<&str> = packages.iter().map(|p| p.name.as_str()).collect();
     if names != PUBLISHED {
         fail(&format!(
             "the publishable packages are {names:?}, xtask's PUBLISHED says {PUBLISHED:?}: make one \
@@ -38,7 +39,7 @@ pub(crate) fn publish_check() {
     }
     let root =
         std::env::current_dir().unwrap_or_else(|e| fail(&format!("no current directory: {e}")));
-    let mut dirs: Vec<PathBuf> = packages.iter().map(|(_, d)| d.clone()).collect();
+    let mut dirs: Vec<PathBuf> = packages.iter().map(|p| p.dir.clone()).collect();
     dirs.push(root.join(PYTHON));
     let drift = licence_drift(&root, &dirs);
     if !drift.is_empty() {
@@ -51,7 +52,7 @@ pub(crate) fn publish_check() {
         "\n==> the licences of {} packages and py/ equal the root's",
         packages.len()
     );
-    for name in &names {
+    for Package { name, readme, .. } in &packages {
         let out = std::process::Command::new("cargo")
             .args(["package", "--list", "--allow-dirty", "-p", name])
             .output()
@@ -63,12 +64,15 @@ pub(crate) fn publish_check() {
             ));
         }
         let list = String::from_utf8_lossy(&out.stdout);
-        let wrong = contents_problems(&list);
+        let Some(readme) = readme else {
+            fail(&format!("{name} declares no readme"));
+        };
+        let wrong = contents_problems(&list, readme);
         if !wrong.is_empty() {
             fail(&format!("the package {name}: {}", wrong.join("; ")));
         }
         eprintln!(
-            "    {name}: {} files, licences, README.md, no tests",
+            "    {name}: {} files, licences, {readme}, no tests",
             list.lines().count()
         );
     }
@@ -85,21 +89,37 @@ pub(crate) fn publish_check() {
     );
 }
 
+/// A publishable package of the workspace.
+#[derive(Debug, PartialEq)]
+struct Package {
+    name: String,
+    /// Its folder.
+    dir: PathBuf,
+    /// The file name of its `readme`: cargo copies the file into the package under this name.
+    readme: Option<String>,
+}
+
 /// The workspace's publishable packages (no `publish = false`) from `cargo metadata --no-deps` output,
-/// each with its folder, sorted by name; `None` when the output is not metadata.
-fn publishable(json: &str) -> Option<Vec<(String, PathBuf)>> {
+/// sorted by name; `None` when the output is not metadata.
+fn publishable(json: &str) -> Option<Vec<Package>> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    let mut found: Vec<(String, PathBuf)> = v["packages"]
+    let mut found: Vec<Package> = v["packages"]
         .as_array()?
         .iter()
         // `publish = false` is `[]`; no `publish` key is `null` (any registry).
         .filter(|p| p["publish"].as_array().is_none_or(|r| !r.is_empty()))
         .filter_map(|p| {
-            let dir = Path::new(p["manifest_path"].as_str()?).parent()?;
-            Some((p["name"].as_str()?.to_string(), dir.to_path_buf()))
+            let readme = p["readme"].as_str().and_then(|r| Path::new(r).file_name());
+            Some(Package {
+                name: p["name"].as_str()?.to_string(),
+                dir: Path::new(p["manifest_path"].as_str()?)
+                    .parent()?
+                    .to_path_buf(),
+                readme: readme.map(|r| r.to_string_lossy().into_owned()),
+            })
         })
         .collect();
-    found.sort();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
     Some(found)
 }
 
@@ -123,11 +143,11 @@ fn licence_drift(root: &Path, dirs: &[PathBuf]) -> Vec<String> {
     problems
 }
 
-/// What is wrong with a package's file list (`cargo package --list`): the files it must hold and lacks,
-/// and the test files it must not ship.
-fn contents_problems(list: &str) -> Vec<String> {
+/// What is wrong with a package's file list (`cargo package --list`): the files it must hold and lacks
+/// (`readme` is its README's file name), and the test files it must not ship.
+fn contents_problems(list: &str, readme: &str) -> Vec<String> {
     let files: Vec<&str> = list.lines().map(str::trim).collect();
-    let mut problems: Vec<String> = ["Cargo.toml", "README.md", "src/lib.rs"]
+    let mut problems: Vec<String> = ["Cargo.toml", readme, "src/lib.rs"]
         .iter()
         .chain(LICENCES.iter())
         .filter(|f| !files.contains(f))
@@ -149,20 +169,21 @@ mod tests {
     #[test]
     fn publishable_packages_come_from_the_metadata() {
         let json = r#"{"packages":[
-            {"name":"weir-lb-tower","publish":null,"manifest_path":"/w/integrations/tower/Cargo.toml"},
-            {"name":"weir-lb-sim","publish":[],"manifest_path":"/w/sim/Cargo.toml"},
-            {"name":"weir-lb","publish":null,"manifest_path":"/w/core/Cargo.toml"},
-            {"name":"weir-lb-ffi","publish":["crates-io"],"manifest_path":"/w/ffi-c/Cargo.toml"}]}"#;
-        let found = publishable(json).unwrap();
+            {"name":"weir-lb-tower","publish":null,"manifest_path":"/w/integrations/tower/Cargo.toml","readme":"../../docs/tower.md"},
+            {"name":"weir-lb-sim","publish":[],"manifest_path":"/w/sim/Cargo.toml","readme":"README.md"},
+            {"name":"weir-lb","publish":null,"manifest_path":"/w/core/Cargo.toml","readme":"../README.md"},
+            {"name":"weir-lb-ffi","publish":["crates-io"],"manifest_path":"/w/ffi-c/Cargo.toml","readme":null}]}"#;
+        let package = |name: &str, dir: &str, readme: Option<&str>| Package {
+            name: name.into(),
+            dir: dir.into(),
+            readme: readme.map(String::from),
+        };
         assert_eq!(
-            found,
+            publishable(json).unwrap(),
             vec![
-                ("weir-lb".to_string(), PathBuf::from("/w/core")),
-                ("weir-lb-ffi".to_string(), PathBuf::from("/w/ffi-c")),
-                (
-                    "weir-lb-tower".to_string(),
-                    PathBuf::from("/w/integrations/tower")
-                ),
+                package("weir-lb", "/w/core", Some("README.md")),
+                package("weir-lb-ffi", "/w/ffi-c", None),
+                package("weir-lb-tower", "/w/integrations/tower", Some("tower.md")),
             ]
         );
         assert_eq!(publishable("error: no Cargo.toml"), None);
@@ -208,10 +229,10 @@ mod tests {
     fn a_package_holds_its_licences_and_readme_and_no_tests() {
         let good =
             "Cargo.toml\nCargo.toml.orig\nLICENSE-APACHE\nLICENSE-MIT\nREADME.md\nsrc/lib.rs\n";
-        assert_eq!(contents_problems(good), Vec::<String>::new());
+        assert_eq!(contents_problems(good, "README.md"), Vec::<String>::new());
         let bad = "Cargo.toml\nLICENSE-MIT\nsrc/lib.rs\ntests/http.rs\n";
         assert_eq!(
-            contents_problems(bad),
+            contents_problems(bad, "README.md"),
             vec![
                 "README.md is missing",
                 "LICENSE-APACHE is missing",
