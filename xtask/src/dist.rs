@@ -1,45 +1,52 @@
-//! `cargo xtask dist-c --prefix DIR`: installs the C library for C programs that find it with
-//! pkg-config:
+//! `cargo xtask dist-c --prefix DIR`: installs the C library, for C and C++ programs that find it with
+//! pkg-config or CMake (the C guide, `ffi-c/README.md`, says how to use each):
 //!
 //! ```text
 //! DIR/include/weir.h
-//! DIR/lib/libweir.a
 //! DIR/lib/libweir.so.X.Y.Z, with the links libweir.so.SONAME-VERSION and libweir.so (Linux)
-//! DIR/lib/pkgconfig/weir.pc
+//! DIR/lib/weir-static/libweir.a
+//! DIR/lib/pkgconfig/weir.pc, weir-static.pc
+//! DIR/lib/cmake/weir/weirConfig.cmake, weirConfigVersion.cmake
 //! ```
 //!
-//! The libraries are built with the `release-c` profile (release with whole-program LTO: see the root
-//! Cargo.toml), the build `cargo xtask bench --c-abi` measures. On Linux the shared library gets a soname, which it has only
-//! here (a plain `cargo build` leaves it out, so programs linked against `target/*/libweir.so` still
-//! find it by that name): `libweir.so.0.MINOR` while the version is 0.x (a minor release may break the
-//! ABI then), `libweir.so.MAJOR` from 1.0 on. `weir.pc`'s `Libs.private` is what rustc says a program
-//! linking the static library also needs (`--print native-static-libs`).
+//! - The libraries are built with the `release-c` profile (release with whole-program LTO: see the root
+//!   Cargo.toml), the build `cargo xtask bench --c-abi` measures, and installed without their debug
+//!   information (`strip -S`; the unstripped ones stay in `<target>/release-c/`).
+//! - On Linux the shared library gets a soname, which it has only here (a plain `cargo build` leaves it
+//!   out, so programs linked against `target/*/libweir.so` still find it by that name):
+//!   `libweir.so.0.MINOR` while the version is 0.x (a minor release may break the ABI then),
+//!   `libweir.so.MAJOR` from 1.0 on.
+//! - The static library lies alone in `lib/weir-static/`: next to `libweir.so`, a plain `-lweir` would
+//!   always mean the shared one. `weir.pc` links the shared library, `weir-static.pc` the static one with
+//!   what rustc says a program linking it also needs (`--print native-static-libs`).
+//! - The CMake package defines `weir::weir` (shared) and `weir::weir_static`; its paths are relative to
+//!   the config file, so the installed tree may be moved. The pkg-config files name the prefix itself,
+//!   as pkg-config expects.
 //!
-//! `cargo xtask dist-c --check` (run by `cargo xtask ci`) installs into `<target>/dist-c/prefix` and
-//! builds `ffi-c/examples/client.c` against it twice, with the flags pkg-config gives: once against the
-//! shared library (run with `LD_LIBRARY_PATH`), once against the static one (`pkg-config --static`, the
-//! archive chosen with `-l:libweir.a`); each build checks header and library versions (`client -V`) and
-//! balances a short run over the example's servers without losing a call. Without pkg-config the flags
-//! are read from `weir.pc` directly (and it says so).
+//! `cargo xtask dist-c --check` (run by `cargo xtask ci`) runs the C guide's examples: see `check.rs`.
 
-use crate::example::{build_server, check_no_loss, run_client, Summary};
+#[cfg(unix)]
+mod check;
+
+#[cfg(unix)]
+pub(crate) use check::check;
+
+/// The check reads ELF files and runs what it builds: Linux only (it says so there too).
+#[cfg(not(unix))]
+pub(crate) fn check() {
+    fail("dist-c --check checks the Linux layout (sonames, ELF sections): run it on Linux");
+}
+
 use crate::{fail, run};
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-/// What the example's client is compiled with in the check (no sanitizers: the installed library is a
-/// release build, and the point is the link).
-const C_FLAGS: [&str; 6] = [
-    "-std=c11",
-    "-Wall",
-    "-Wextra",
-    "-Wpedantic",
-    "-Werror",
-    "-O2",
-];
+/// The static library's folder under `lib/`.
+const STATIC_DIR: &str = "weir-static";
+/// The CMake package's folder under `lib/`.
+const CMAKE_DIR: &str = "cmake/weir";
 
 pub(crate) fn dist(args: &[String]) {
     match args {
@@ -77,16 +84,36 @@ pub(crate) fn metadata() -> (PathBuf, String) {
     (target, version)
 }
 
-/// What `install` put where.
-struct Installed {
-    prefix: PathBuf,
-    lib: PathBuf,
+/// The installed shared library: its file name, and its soname where it has one (Linux).
+struct Shared {
+    file: String,
+    soname: Option<String>,
 }
 
-fn install(prefix: &Path) -> Installed {
+impl Shared {
+    fn for_version(version: &str) -> Shared {
+        if cfg!(target_os = "linux") {
+            Shared {
+                file: format!("libweir.so.{version}"),
+                soname: Some(soname(version)),
+            }
+        } else {
+            Shared {
+                file: format!(
+                    "{}weir{}",
+                    std::env::consts::DLL_PREFIX,
+                    std::env::consts::DLL_SUFFIX
+                ),
+                soname: None,
+            }
+        }
+    }
+}
+
+fn install(prefix: &Path) {
     let start = Instant::now();
     let (target, version) = metadata();
-    let soname = soname(&version);
+    let shared = Shared::for_version(&version);
     // `cargo rustc` rather than `cargo build`: only the final crate gets the extra flags (the soname
     // affects only the cdylib's link), and rustc's note on the native libraries is replayed by cargo
     // when the build is already fresh.
@@ -101,9 +128,12 @@ fn install(prefix: &Path) -> Installed {
         "--print",
         "native-static-libs",
     ];
-    let link_arg = format!("link-arg=-Wl,-soname,{soname}");
-    if cfg!(target_os = "linux") {
-        args.extend(["-C", &link_arg]);
+    let link_arg = shared
+        .soname
+        .as_ref()
+        .map(|soname| format!("link-arg=-Wl,-soname,{soname}"));
+    if let Some(link_arg) = &link_arg {
+        args.extend(["-C", link_arg]);
     }
     eprintln!("\n==> cargo {}", args.join(" "));
     let out = Command::new("cargo")
@@ -118,7 +148,7 @@ fn install(prefix: &Path) -> Installed {
             out.status
         ));
     }
-    let private_libs = native_static_libs(&stderr)
+    let system_libs = native_static_libs(&stderr)
         .unwrap_or_else(|| fail("rustc printed no `native-static-libs` note"));
 
     if prefix.to_string_lossy().chars().any(char::is_whitespace) {
@@ -126,52 +156,73 @@ fn install(prefix: &Path) -> Installed {
     }
     let include = prefix.join("include");
     let lib = prefix.join("lib");
+    let static_dir = lib.join(STATIC_DIR);
     let pkgconfig = lib.join("pkgconfig");
-    for dir in [&include, &pkgconfig] {
+    let cmake = lib.join(CMAKE_DIR);
+    for dir in [&include, &static_dir, &pkgconfig, &cmake] {
         fs::create_dir_all(dir)
             .unwrap_or_else(|e| fail(&format!("cannot create {}: {e}", dir.display())));
     }
-    // Absolute, for weir.pc's prefix.
+    // Absolute, for the .pc files' prefix.
     let prefix = fs::canonicalize(prefix)
         .unwrap_or_else(|e| fail(&format!("cannot resolve {}: {e}", prefix.display())));
     let built = target.join("release-c");
     copy(Path::new("include/weir.h"), &include.join("weir.h"));
-    copy(&built.join("libweir.a"), &lib.join("libweir.a"));
-    if cfg!(target_os = "linux") {
+    let archive = static_dir.join("libweir.a");
+    copy(&built.join("libweir.a"), &archive);
+    strip(&archive);
+    let built_shared = format!(
+        "{}weir{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    copy(&built.join(built_shared), &lib.join(&shared.file));
+    strip(&lib.join(&shared.file));
+    if let Some(soname) = &shared.soname {
         // libweir.so -> libweir.so.0.1 (the soname) -> libweir.so.0.1.0 (the file).
-        let file = format!("libweir.so.{version}");
-        copy(&built.join("libweir.so"), &lib.join(&file));
-        link(&file, &lib.join(&soname));
-        link(&soname, &lib.join("libweir.so"));
-    } else {
-        let name = format!(
-            "{}weir{}",
-            std::env::consts::DLL_PREFIX,
-            std::env::consts::DLL_SUFFIX
-        );
-        copy(&built.join(&name), &lib.join(&name));
+        link(&shared.file, &lib.join(soname));
+        link(soname, &lib.join("libweir.so"));
     }
-    let pc = pkg_config_file(&prefix, &version, &private_libs);
-    let pc_path = pkgconfig.join("weir.pc");
-    fs::write(&pc_path, pc)
-        .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", pc_path.display())));
+    let system_libs: Vec<&str> = system_libs.split_whitespace().collect();
+    for (path, text) in [
+        (
+            pkgconfig.join("weir.pc"),
+            pkg_config_shared(&prefix, &version),
+        ),
+        (
+            pkgconfig.join("weir-static.pc"),
+            pkg_config_static(&prefix, &version, &system_libs),
+        ),
+        (
+            cmake.join("weirConfig.cmake"),
+            cmake_config(&shared, &system_libs),
+        ),
+        (
+            cmake.join("weirConfigVersion.cmake"),
+            cmake_config_version(&version),
+        ),
+    ] {
+        fs::write(&path, text)
+            .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", path.display())));
+    }
     eprintln!(
         "    installed weir {version} into {} in {:.1} s",
         prefix.display(),
         start.elapsed().as_secs_f64()
     );
-    Installed {
-        lib: prefix.join("lib"),
-        prefix,
-    }
 }
 
 /// The shared library's soname for `version`: the part of the version that an ABI break must change.
 fn soname(version: &str) -> String {
+    format!("libweir.so.{}", abi_line(version))
+}
+
+/// The part of `version` that an ABI break changes: `0.MINOR` while 0.x, `MAJOR` from 1.0 on.
+fn abi_line(version: &str) -> String {
     let mut parts = version.split('.');
     match (parts.next(), parts.next()) {
-        (Some("0"), Some(minor)) => format!("libweir.so.0.{minor}"),
-        (Some(major), _) => format!("libweir.so.{major}"),
+        (Some("0"), Some(minor)) => format!("0.{minor}"),
+        (Some(major), _) if !major.is_empty() => major.to_string(),
         _ => fail(&format!("not a version: {version}")),
     }
 }
@@ -184,12 +235,27 @@ fn native_static_libs(rustc_output: &str) -> Option<String> {
         .map(|(_, libs)| libs.trim().to_string())
 }
 
-fn pkg_config_file(prefix: &Path, version: &str, private_libs: &str) -> String {
+/// Removes the debug information from an installed library (and prints its size before and after).
+/// `-S` (debug sections only) rather than `--strip-unneeded`: the symbol table stays, so profilers and
+/// backtraces still name weir's functions, for about 90 KB; GNU and Apple strip both spell it `-S`.
+fn strip(path: &Path) {
+    let size = |p: &Path| fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let before = size(path);
+    run("strip", &["-S", &path.to_string_lossy()], &[]);
+    eprintln!(
+        "    {}: {} -> {} bytes without debug information",
+        path.display(),
+        before,
+        size(path)
+    );
+}
+
+fn pkg_config_shared(prefix: &Path, version: &str) -> String {
     format!(
-        "# Installed by `cargo xtask dist-c`.\n\
+        "# Installed by `cargo xtask dist-c`: libweir.so, the shared library (weir-static.pc: the\n\
+         # static one).\n\
          prefix={}\n\
-         exec_prefix=${{prefix}}\n\
-         libdir=${{exec_prefix}}/lib\n\
+         libdir=${{prefix}}/lib\n\
          includedir=${{prefix}}/include\n\
          \n\
          Name: weir\n\
@@ -197,9 +263,121 @@ fn pkg_config_file(prefix: &Path, version: &str, private_libs: &str) -> String {
          URL: https://github.com/weir-lb/weir\n\
          Version: {version}\n\
          Cflags: -I${{includedir}}\n\
-         Libs: -L${{libdir}} -lweir\n\
-         Libs.private: {private_libs}\n",
+         Libs: -L${{libdir}} -lweir\n",
         prefix.display()
+    )
+}
+
+/// The system libraries are in `Libs`, not `Libs.private`: this library is only ever linked statically,
+/// so every link needs them, with or without `--static`.
+fn pkg_config_static(prefix: &Path, version: &str, system_libs: &[&str]) -> String {
+    format!(
+        "# Installed by `cargo xtask dist-c`: libweir.a, the static library, alone in its folder so that\n\
+         # -lweir finds it (weir.pc: the shared one).\n\
+         prefix={}\n\
+         libdir=${{prefix}}/lib/{STATIC_DIR}\n\
+         includedir=${{prefix}}/include\n\
+         \n\
+         Name: weir-static\n\
+         Description: Adaptive load balancing and overload protection (the C API of weir), linked statically\n\
+         URL: https://github.com/weir-lb/weir\n\
+         Version: {version}\n\
+         Cflags: -I${{includedir}}\n\
+         Libs: -L${{libdir}} -lweir {}\n",
+        prefix.display(),
+        system_libs.join(" ")
+    )
+}
+
+/// `weirConfig.cmake`: the imported targets, with paths relative to the file's own folder.
+fn cmake_config(shared: &Shared, system_libs: &[&str]) -> String {
+    let soname = shared
+        .soname
+        .as_ref()
+        .map(|s| format!("\n    IMPORTED_SONAME \"{s}\""))
+        .unwrap_or_default();
+    // `-lm` becomes `m`: a plain name is a library to CMake, on every generator.
+    let system_libs: Vec<&str> = system_libs
+        .iter()
+        .map(|l| l.strip_prefix("-l").unwrap_or(l))
+        .collect();
+    format!(
+        r#"# Installed by `cargo xtask dist-c`; `find_package(weir CONFIG)` reads it. Imported targets:
+#   weir::weir         libweir, the shared library
+#   weir::weir_static  libweir.a, with the system libraries it needs
+# Paths are relative to this file (PREFIX/{CMAKE_DIR}/), so the installed tree may be moved.
+get_filename_component(_weir_prefix "${{CMAKE_CURRENT_LIST_DIR}}/../../.." ABSOLUTE)
+
+if(NOT TARGET weir::weir)
+  add_library(weir::weir SHARED IMPORTED)
+  set_target_properties(weir::weir PROPERTIES
+    IMPORTED_LOCATION "${{_weir_prefix}}/lib/{file}"{soname}
+    INTERFACE_INCLUDE_DIRECTORIES "${{_weir_prefix}}/include")
+endif()
+
+if(NOT TARGET weir::weir_static)
+  add_library(weir::weir_static STATIC IMPORTED)
+  set_target_properties(weir::weir_static PROPERTIES
+    IMPORTED_LOCATION "${{_weir_prefix}}/lib/{STATIC_DIR}/libweir.a"
+    IMPORTED_LINK_INTERFACE_LANGUAGES "C"
+    INTERFACE_INCLUDE_DIRECTORIES "${{_weir_prefix}}/include"
+    INTERFACE_LINK_LIBRARIES "{libs}")
+endif()
+
+unset(_weir_prefix)
+"#,
+        file = shared.file,
+        libs = system_libs.join(";"),
+    )
+}
+
+/// `weirConfigVersion.cmake`: compatible with a request on the same ABI line (the soname's: `0.MINOR`
+/// while 0.x, `MAJOR` from 1.0 on) for this version or an older one; a range must start on that line
+/// and contain this version. As CMake's own version files, unsuitable for a program of another pointer
+/// width.
+fn cmake_config_version(version: &str) -> String {
+    let line = abi_line(version);
+    let bits = usize::BITS;
+    let pointer_bytes = bits / 8;
+    format!(
+        r#"# Installed by `cargo xtask dist-c`: weir {version} serves a request for {line}.x up to {version},
+# as its soname says (0.MINOR while weir is 0.x: a minor release may break the ABI; MAJOR from 1.0 on).
+set(PACKAGE_VERSION "{version}")
+set(PACKAGE_VERSION_COMPATIBLE FALSE)
+if(PACKAGE_FIND_VERSION_RANGE)
+  set(_weir_wanted "${{PACKAGE_FIND_VERSION_MIN}}")
+  if(PACKAGE_FIND_VERSION_RANGE_MAX STREQUAL "INCLUDE")
+    if(PACKAGE_VERSION VERSION_LESS_EQUAL PACKAGE_FIND_VERSION_MAX)
+      set(_weir_below_max TRUE)
+    else()
+      set(_weir_below_max FALSE)
+    endif()
+  elseif(PACKAGE_VERSION VERSION_LESS PACKAGE_FIND_VERSION_MAX)
+    set(_weir_below_max TRUE)
+  else()
+    set(_weir_below_max FALSE)
+  endif()
+else()
+  set(_weir_wanted "${{PACKAGE_FIND_VERSION}}")
+  set(_weir_below_max TRUE)
+endif()
+string(REGEX MATCH "^(0\\.[0-9]+|[1-9][0-9]*)" _weir_wanted_line "${{_weir_wanted}}")
+if(_weir_wanted_line STREQUAL "{line}" AND NOT PACKAGE_VERSION VERSION_LESS _weir_wanted
+   AND _weir_below_max)
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+endif()
+if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+  set(PACKAGE_VERSION_EXACT TRUE)
+endif()
+unset(_weir_wanted)
+unset(_weir_wanted_line)
+unset(_weir_below_max)
+
+if(CMAKE_SIZEOF_VOID_P AND NOT CMAKE_SIZEOF_VOID_P STREQUAL "{pointer_bytes}")
+  set(PACKAGE_VERSION "${{PACKAGE_VERSION}} ({bits}bit)")
+  set(PACKAGE_VERSION_UNSUITABLE TRUE)
+endif()
+"#
     )
 }
 
@@ -230,186 +408,6 @@ fn link(target: &str, at: &Path) {
     ));
 }
 
-pub(crate) fn check() {
-    let start = Instant::now();
-    let (target, _) = metadata();
-    let out = target.join("dist-c");
-    let _ = fs::remove_dir_all(&out);
-    let installed = install(&out.join("prefix"));
-    let pc_dir = installed.lib.join("pkgconfig");
-    let pkg_config = PkgConfig::find(&pc_dir);
-
-    let server = build_server(&out, &C_FLAGS);
-    let lib_path = installed.lib.to_string_lossy().into_owned();
-    let cflags = pkg_config.flags(&["--cflags"]);
-    // Dynamic: `cc app.c $(pkg-config --cflags --libs weir)`.
-    let dynamic = compile(
-        &out,
-        "client-shared",
-        &cflags,
-        &pkg_config.flags(&["--libs"]),
-    );
-    // Static: the same with `--static`, the archive chosen by name (with both libraries in one folder,
-    // `-lweir` means the shared one).
-    let static_libs: Vec<String> = pkg_config
-        .flags(&["--static", "--libs"])
-        .into_iter()
-        .map(|f| {
-            if f == "-lweir" {
-                "-l:libweir.a".into()
-            } else {
-                f
-            }
-        })
-        .collect();
-    let fixed = compile(&out, "client-static", &cflags, &static_libs);
-
-    for (client, envs) in [
-        (&dynamic, vec![("LD_LIBRARY_PATH", lib_path.as_str())]),
-        // No LD_LIBRARY_PATH: it must not need the shared library at all.
-        (&fixed, vec![]),
-    ] {
-        let client_s = client.to_string_lossy();
-        run(&client_s, &["-V"], &envs);
-        let checked = run_client(&server, client, &envs, &["-n", "300", "-c", "4"])
-            .and_then(|text| check_no_loss(&Summary::parse(&text)?));
-        if let Err(e) = checked {
-            fail(&format!("dist-c --check: {}: {e}", client.display()));
-        }
-    }
-    eprintln!(
-        "    dist-c --check passed ({} in {}) in {:.1} s",
-        pkg_config.describe(),
-        installed.prefix.display(),
-        start.elapsed().as_secs_f64()
-    );
-}
-
-/// Compiles the example's client as a user would: `cc FLAGS client.c CFLAGS LIBS -lpthread`.
-fn compile(out: &Path, name: &str, cflags: &[String], libs: &[String]) -> PathBuf {
-    let exe = out.join(name);
-    let mut args: Vec<String> = C_FLAGS.iter().map(|s| s.to_string()).collect();
-    args.extend(cflags.iter().cloned());
-    args.push("ffi-c/examples/client.c".into());
-    args.extend(libs.iter().cloned());
-    args.extend([
-        "-lpthread".into(),
-        "-o".into(),
-        exe.to_string_lossy().into(),
-    ]);
-    run(
-        "cc",
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-        &[],
-    );
-    exe
-}
-
-/// pkg-config itself, or, where it is missing, `weir.pc` read directly.
-enum PkgConfig {
-    Tool(PathBuf),
-    File(PathBuf),
-}
-
-impl PkgConfig {
-    fn find(pc_dir: &Path) -> PkgConfig {
-        let works = Command::new("pkg-config")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if works {
-            PkgConfig::Tool(pc_dir.to_path_buf())
-        } else {
-            eprintln!(
-                "\n!!!!! pkg-config not found: the check reads weir.pc directly instead !!!!!"
-            );
-            PkgConfig::File(pc_dir.join("weir.pc"))
-        }
-    }
-
-    fn describe(&self) -> &'static str {
-        match self {
-            PkgConfig::Tool(_) => "flags from pkg-config",
-            PkgConfig::File(_) => "flags read from weir.pc without pkg-config",
-        }
-    }
-
-    /// `pkg-config ARGS weir`, split into flags.
-    fn flags(&self, args: &[&str]) -> Vec<String> {
-        let text = match self {
-            PkgConfig::Tool(dir) => {
-                let out = Command::new("pkg-config")
-                    .args(args)
-                    .arg("weir")
-                    .env("PKG_CONFIG_PATH", dir)
-                    .output()
-                    .unwrap_or_else(|e| fail(&format!("cannot run pkg-config: {e}")));
-                if !out.status.success() {
-                    fail(&format!(
-                        "pkg-config {} weir: {}",
-                        args.join(" "),
-                        String::from_utf8_lossy(&out.stderr)
-                    ));
-                }
-                String::from_utf8_lossy(&out.stdout).into_owned()
-            }
-            PkgConfig::File(path) => {
-                let text = fs::read_to_string(path)
-                    .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", path.display())));
-                pc_flags(&text, args)
-            }
-        };
-        eprintln!("    pkg-config {} weir: {}", args.join(" "), text.trim());
-        text.split_whitespace().map(String::from).collect()
-    }
-}
-
-/// What pkg-config prints for `args` (`--cflags`, `--libs`, `--static`), from a `.pc` file as simple as
-/// ours: `name=value` variables, `Field: value` lines, `${name}` references.
-fn pc_flags(pc: &str, args: &[&str]) -> String {
-    let mut vars: BTreeMap<String, String> = BTreeMap::new();
-    let mut fields: BTreeMap<String, String> = BTreeMap::new();
-    let expand = |text: &str, vars: &BTreeMap<String, String>| {
-        let mut text = text.to_string();
-        // Each pass resolves one level; variables refer only to earlier ones.
-        for _ in 0..8 {
-            for (k, v) in vars {
-                text = text.replace(&format!("${{{k}}}"), v);
-            }
-        }
-        text
-    };
-    for line in pc.lines().map(str::trim) {
-        if line.starts_with('#') || line.is_empty() {
-            continue;
-        }
-        let var = line.split_once('=');
-        let field = line.split_once(':');
-        match (var, field) {
-            (Some((k, v)), f) if f.is_none_or(|(fk, _)| fk.len() > k.len()) => {
-                let v = expand(v.trim(), &vars);
-                vars.insert(k.trim().to_string(), v);
-            }
-            (_, Some((k, v))) => {
-                fields.insert(k.trim().to_string(), expand(v.trim(), &vars));
-            }
-            _ => {}
-        }
-    }
-    let get = |k: &str| fields.get(k).cloned().unwrap_or_default();
-    let mut out = Vec::new();
-    if args.contains(&"--cflags") {
-        out.push(get("Cflags"));
-    }
-    if args.contains(&"--libs") {
-        out.push(get("Libs"));
-        if args.contains(&"--static") {
-            out.push(get("Libs.private"));
-        }
-    }
-    out.join(" ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -432,14 +430,59 @@ mod tests {
     }
 
     #[test]
-    fn the_pc_file_reads_as_pkg_config_would() {
-        let pc = pkg_config_file(Path::new("/opt/w"), "0.1.0", "-lpthread -ldl -lm");
-        assert!(pc.contains("\nVersion: 0.1.0\n"), "{pc}");
-        assert_eq!(pc_flags(&pc, &["--cflags"]), "-I/opt/w/include");
-        assert_eq!(pc_flags(&pc, &["--libs"]), "-L/opt/w/lib -lweir");
-        assert_eq!(
-            pc_flags(&pc, &["--static", "--cflags", "--libs"]),
-            "-I/opt/w/include -L/opt/w/lib -lweir -lpthread -ldl -lm"
+    fn the_pc_files_link_one_library_each() {
+        let shared = pkg_config_shared(Path::new("/opt/w"), "0.1.0");
+        assert!(shared.contains("\nprefix=/opt/w\n"), "{shared}");
+        assert!(shared.contains("\nVersion: 0.1.0\n"), "{shared}");
+        assert!(shared.contains("\nLibs: -L${libdir} -lweir\n"), "{shared}");
+        assert!(!shared.contains("Libs.private"), "{shared}");
+        let fixed = pkg_config_static(Path::new("/opt/w"), "0.1.0", &["-lpthread", "-ldl"]);
+        assert!(fixed.contains("\nName: weir-static\n"), "{fixed}");
+        assert!(
+            fixed.contains("\nlibdir=${prefix}/lib/weir-static\n"),
+            "{fixed}"
         );
+        assert!(
+            fixed.contains("\nLibs: -L${libdir} -lweir -lpthread -ldl\n"),
+            "{fixed}"
+        );
+    }
+
+    #[test]
+    fn the_cmake_config_names_no_absolute_path() {
+        let shared = Shared {
+            file: "libweir.so.0.1.0".into(),
+            soname: Some("libweir.so.0.1".into()),
+        };
+        let config = cmake_config(&shared, &["-lpthread", "-lm"]);
+        assert!(
+            config.contains(r#"IMPORTED_LOCATION "${_weir_prefix}/lib/libweir.so.0.1.0""#),
+            "{config}"
+        );
+        assert!(
+            config.contains(r#"IMPORTED_SONAME "libweir.so.0.1""#),
+            "{config}"
+        );
+        assert!(
+            config.contains(r#"INTERFACE_LINK_LIBRARIES "pthread;m")"#),
+            "{config}"
+        );
+        // Every path starts from the file's own folder.
+        for line in config.lines().filter(|l| l.contains('/')) {
+            assert!(
+                line.starts_with('#')
+                    || line.contains("${_weir_prefix}/")
+                    || line.contains("${CMAKE_CURRENT_LIST_DIR}/"),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_cmake_version_file_serves_its_abi_line() {
+        let v = cmake_config_version("0.1.3");
+        assert!(v.contains("set(PACKAGE_VERSION \"0.1.3\")"), "{v}");
+        assert!(v.contains("STREQUAL \"0.1\""), "{v}");
+        assert!(cmake_config_version("2.4.1").contains("STREQUAL \"2\""));
     }
 }

@@ -208,24 +208,36 @@ pub(crate) fn embedded(bless: bool) {
     );
 }
 
-/// `qemu-system-arm`, installed with apt-get (as root, or through `sudo -n`) when it is missing.
+/// `qemu-system-arm`, installed with apt-get when it is missing.
 fn ensure_qemu() -> String {
     const QEMU: &str = "qemu-system-arm";
+    ensure_tool(
+        QEMU,
+        QEMU,
+        "`apt-get install qemu-system-arm` on Debian and Ubuntu, `dnf install qemu-system-arm` on \
+         Fedora, `brew install qemu` on macOS",
+    );
+    QEMU.into()
+}
+
+/// Makes sure `program --version` runs: when it does not, installs Debian's `package` with apt-get (as
+/// root, or through `sudo -n`), and fails loudly, with `how` (the ways to install it by hand), when that
+/// is not possible. Never a silent skip.
+pub(crate) fn ensure_tool(program: &str, package: &str, how: &str) {
     let works = || {
-        Command::new(QEMU)
+        Command::new(program)
             .arg("--version")
             .stdout(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
     };
     if works() {
-        return QEMU.into();
+        return;
     }
-    let how = "install it and run again: `apt-get install qemu-system-arm` on Debian and Ubuntu, \
-               `dnf install qemu-system-arm` on Fedora, `brew install qemu` on macOS";
+    let how = format!("install it and run again: {how}");
     if Command::new("apt-get").arg("--version").output().is_err() {
         fail(&format!(
-            "{QEMU} is missing and there is no apt-get here: {how}"
+            "{program} is missing and there is no apt-get here: {how}"
         ));
     }
     let root = Command::new("id")
@@ -240,34 +252,33 @@ fn ensure_qemu() -> String {
             .is_ok_and(|s| s.success());
     if !root && !sudo {
         fail(&format!(
-            "{QEMU} is missing, and installing it needs root (this is not root, and `sudo -n` asks for a \
-             password): {how}"
+            "{program} is missing, and installing it needs root (this is not root, and `sudo -n` asks \
+             for a password): {how}"
         ));
     }
     let apt = |args: &[&str]| {
-        let (program, mut all) = if sudo {
+        let (apt_program, mut all) = if sudo {
             ("sudo", vec!["-n", "apt-get"])
         } else {
             ("apt-get", vec![])
         };
         all.extend_from_slice(args);
-        eprintln!("\n==> {program} {}", all.join(" "));
-        Command::new(program)
+        eprintln!("\n==> {apt_program} {}", all.join(" "));
+        Command::new(apt_program)
             .args(&all)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
             .is_ok_and(|s| s.success())
     };
-    let install = ["install", "-y", "-q", "--no-install-recommends", QEMU];
+    let install = ["install", "-y", "-q", "--no-install-recommends", package];
     // The package lists may be missing or stale (a fresh container): update them once and retry.
     let installed = apt(&install) || (apt(&["update", "-q"]) && apt(&install));
     if !installed {
-        fail(&format!("apt-get could not install {QEMU}: {how}"));
+        fail(&format!("apt-get could not install {package}: {how}"));
     }
     if !works() {
-        fail(&format!("{QEMU} was installed but does not run: {how}"));
+        fail(&format!("{program} was installed but does not run: {how}"));
     }
-    QEMU.into()
 }
 
 /// What the firmware reported about itself.

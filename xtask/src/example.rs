@@ -101,7 +101,8 @@ pub(crate) fn build_server(out: &Path, flags: &[&str]) -> PathBuf {
     server
 }
 
-/// Starts one server per [`MODES`], runs `client ARGS HOST:PORT...` (with `envs`) and returns its
+/// Starts one server per [`MODES`], runs `client ARGS HOST:PORT...` (with `envs` and no
+/// `LD_LIBRARY_PATH` but theirs) and returns its
 /// stdout, echoed; an error if it failed or ran too long. The servers are gone when this returns.
 pub(crate) fn run_client(
     server: &Path,
@@ -119,6 +120,8 @@ pub(crate) fn run_client(
     let start = Instant::now();
     let mut child = Command::new(client)
         .args(&all)
+        // Only what the caller gives: a shared build must find libweir the way it was built to.
+        .env_remove("LD_LIBRARY_PATH")
         .envs(envs.iter().copied())
         // Sanitizer reports (ASan's leak check included) end the run with an error.
         .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
