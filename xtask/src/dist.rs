@@ -68,7 +68,7 @@ pub(crate) fn dist(args: &[String]) {
     }
 }
 
-/// The cargo target directory (`CARGO_TARGET_DIR` or a config file may move it) and weir-ffi's version.
+/// The cargo target directory (`CARGO_TARGET_DIR` or a config file may move it) and weir-lb-ffi's version.
 pub(crate) fn metadata() -> (PathBuf, String) {
     let json = crate::cargo_metadata();
     let target = crate::metadata_target_dir(&json)
@@ -77,10 +77,10 @@ pub(crate) fn metadata() -> (PathBuf, String) {
         .unwrap_or_else(|e| fail(&format!("cargo metadata gave no JSON: {e}")));
     let version = v["packages"]
         .as_array()
-        .and_then(|ps| ps.iter().find(|p| p["name"] == "weir-ffi"))
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "weir-lb-ffi"))
         .and_then(|p| p["version"].as_str())
         .map(String::from)
-        .unwrap_or_else(|| fail("cargo metadata has no weir-ffi version"));
+        .unwrap_or_else(|| fail("cargo metadata has no weir-lb-ffi version"));
     (target, version)
 }
 
@@ -120,7 +120,7 @@ fn install(prefix: &Path) {
     let mut args = vec![
         "rustc",
         "-p",
-        "weir-ffi",
+        "weir-lb-ffi",
         "--profile",
         "release-c",
         "--lib",
@@ -144,7 +144,7 @@ fn install(prefix: &Path) {
     eprint!("{stderr}");
     if !out.status.success() {
         fail(&format!(
-            "the release-c build of weir-ffi exited with {}",
+            "the release-c build of weir-lb-ffi exited with {}",
             out.status
         ));
     }
@@ -421,7 +421,7 @@ mod tests {
 
     #[test]
     fn the_native_libraries_come_from_rustcs_note() {
-        let out = "   Compiling weir-ffi\nnote: Link against the following native artifacts when linking against this static library. The order and any duplication can be significant on some platforms.\n\nnote: native-static-libs: -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc\n\n    Finished";
+        let out = "   Compiling weir-lb-ffi\nnote: Link against the following native artifacts when linking against this static library. The order and any duplication can be significant on some platforms.\n\nnote: native-static-libs: -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc\n\n    Finished";
         assert_eq!(
             native_static_libs(out).as_deref(),
             Some("-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc")

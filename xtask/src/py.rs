@@ -2,7 +2,7 @@
 //! `cargo xtask bench-py` times it against the same algorithm in pure Python.
 //!
 //! Everything runs in a virtual environment of its own, `target/py-venv` (`python3 -m venv`), with pinned
-//! tools ([`TOOLS`]). The crate `weir-py` is not a workspace member (an extension module links against the
+//! tools ([`TOOLS`]). The crate `weir-lb-py` is not a workspace member (an extension module links against the
 //! interpreter that loads it; see `py/Cargo.toml`), so `cargo xtask py` also formats and lints it here.
 //! Its builds go to `target/py`, beside the workspace's.
 //!
