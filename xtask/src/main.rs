@@ -23,8 +23,8 @@
 //!   60): cargo-fuzz where nightly and cargo-fuzz are installed, the stable driver otherwise (see
 //!   `fuzz.rs`).
 //! - `cargo xtask py`: the Python package in its own venv: lint, `pip install ./py`, pytest, stubtest,
-//!   `mypy --strict`; `cargo xtask wheel`: the abi3 wheel; `cargo xtask bench-py`: the Python timings,
-//!   then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
+//!   `mypy --strict`; `cargo xtask wheel`: the abi3 wheel and the sdist, checked; `cargo xtask bench-py`:
+//!   the Python timings, then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
 //! - `cargo xtask embedded`: the firmware example on QEMU's Cortex-M4F and Cortex-M0 boards, checked, and
 //!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the README (see
 //!   `embedded.rs`).
