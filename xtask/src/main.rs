@@ -4,7 +4,8 @@
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the firmware
 //!   example under QEMU (`embedded`), the loom models, the README's examples (as doc tests), the failover
 //!   example, the C example (`c-example`), the installed C library (`dist-c --check`), the Python
-//!   package (`py`), weir-tower (its tonic feature and hyper example) and the API docs (warnings denied).
+//!   package (`py`, and its wheel and sdist: `wheel --test`), weir-tower (its tonic feature and hyper
+//!   example) and the API docs (warnings denied).
 //! - `cargo xtask doc-paths`: every `.rs` file that a comment names exists (see `doc_paths.rs`); `ci`
 //!   runs it first.
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
@@ -23,8 +24,9 @@
 //!   60): cargo-fuzz where nightly and cargo-fuzz are installed, the stable driver otherwise (see
 //!   `fuzz.rs`).
 //! - `cargo xtask py`: the Python package in its own venv: lint, `pip install ./py`, pytest, stubtest,
-//!   `mypy --strict`; `cargo xtask wheel`: the abi3 wheel and the sdist, checked; `cargo xtask bench-py`:
-//!   the Python timings, then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
+//!   `mypy --strict`; `cargo xtask wheel`: the abi3 wheel and the sdist, checked (`--test`, which `ci`
+//!   runs: the wheel tested in a fresh venv with no Rust, the sdist built by pip); `cargo xtask
+//!   bench-py`: the Python timings, then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
 //! - `cargo xtask embedded`: the firmware example on QEMU's Cortex-M4F and Cortex-M0 boards, checked, and
 //!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the README (see
 //!   `embedded.rs`).
@@ -66,12 +68,12 @@ fn main() {
         Some("c-example") => example::c_example(),
         Some("dist-c") => dist::dist(&args[1..]),
         Some("py") => py::py(),
-        Some("wheel") => py::wheel(),
+        Some("wheel") => py::wheel(&args[1..]),
         Some("bench-py") => py::bench_py(),
         Some("embedded") => embedded::embedded(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | doc-paths | sim [--scenarios DIR] | bench | ctest | header | c-example | dist-c | fuzz | py | wheel | bench-py | embedded [--bless] | nostd | loom>"
+                "usage: cargo xtask <ci | doc-paths | sim [--scenarios DIR] | bench | ctest | header | c-example | dist-c | fuzz | py | wheel [--test] | bench-py | embedded [--bless] | nostd | loom>"
             );
             exit(2);
         }
@@ -183,6 +185,7 @@ fn ci() {
     example::c_example();
     dist::check();
     py::py();
+    py::wheel(&["--test".into()]);
     // The API docs, with broken intra-doc links as errors.
     run(
         "cargo",

@@ -1,6 +1,6 @@
 //! The Python package (`py/`): `cargo xtask py` checks it, `cargo xtask wheel` builds and checks its abi3
-//! wheel and its sdist (see `py/wheel.rs`), `cargo xtask bench-py` times it against the same algorithm in
-//! pure Python.
+//! wheel and its sdist (`--test`: installs the wheel where no Rust is in reach and tests it, and builds the
+//! sdist; see `py/wheel.rs`), `cargo xtask bench-py` times it against the same algorithm in pure Python.
 //!
 //! Everything runs in a virtual environment of its own, `target/py-venv` (`python3 -m venv`), with pinned
 //! tools ([`TOOLS`]). The crate `weir-py` is not a workspace member (an extension module links against the

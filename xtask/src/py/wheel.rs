@@ -1,4 +1,4 @@
-//! `cargo xtask wheel`: the artifacts of the Python package, `weir-lb` on PyPI, and their checks.
+//! `cargo xtask wheel [--test]`: the artifacts of the Python package, `weir-lb` on PyPI, and their checks.
 //!
 //! `cargo xtask wheel` builds the abi3 wheel (`maturin build --release`: one wheel for every CPython >=
 //! 3.9) and the sdist (`maturin sdist`, which copies the path dependency `core/` in beside `py/` and
@@ -6,10 +6,16 @@
 //! [`check_sdist`]): the metadata of `py/pyproject.toml`, the extras, the licences, the README as the
 //! description, every file of the Python package (`py.typed` and the stub included), and for the sdist
 //! every Rust source of `py/` and `core/`.
+//!
+//! `--test` (which `ci` runs) then proves that the artifacts install without a Rust toolchain and build
+//! with one: the wheel goes into a fresh venv, with no Rust in reach, and the test suite runs against it
+//! ([`test_without_rust`]); the sdist is built into a wheel by `pip wheel` from an empty directory, and
+//! that wheel is checked as the other ([`build_sdist`]).
 
-use super::{path, run_in, venv, venv_bin, venv_env};
-use crate::{fail, target_dir};
+use super::{path, run_in, system_python, venv, venv_bin, venv_env, TOOLS};
+use crate::{fail, run, target_dir};
 use std::collections::BTreeSet;
+use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,15 +26,29 @@ const EXTRAS: [&str; 2] = ["httpx", "requests"];
 /// `.dist-info/licenses/` (maturin takes them from `py/`, the directory of `pyproject.toml`).
 const LICENCES: [&str; 2] = ["LICENSE-APACHE", "LICENSE-MIT"];
 
+/// A Rust toolchain's programs: none may be on the `PATH` that the wheel is installed and tested with.
+const RUST_PROGRAMS: [&str; 3] = ["cargo", "rustc", "rustup"];
+
+/// The system's program directories on that `PATH`, after the fresh venv's own (Unix).
+const SYSTEM_PATH: [&str; 2] = ["/usr/bin", "/bin"];
+
 /// The oldest glibc that `py/README.md` promises the Linux wheel runs on: 2.34, the wheel's tag being
 /// `manylinux_2_34`. maturin tags the wheel by the newest glibc symbol version it links, and that follows
 /// the glibc of the machine that builds it: built against 2.36, the wheel links `pthread_key_create` as
 /// of 2.34 (where libpthread moved into libc).
 const README_GLIBC_MINOR: u32 = 34;
 
-/// `cargo xtask wheel`: the abi3 wheel (CPython >= 3.9) and the sdist in `target/wheels`, each checked
-/// for its metadata and files ([`check_wheel`], [`check_sdist`]).
-pub fn wheel() {
+/// `cargo xtask wheel [--test]`: the abi3 wheel (CPython >= 3.9) and the sdist in `target/wheels`, each
+/// checked for its metadata and files ([`check_wheel`], [`check_sdist`]). With `--test` (which `ci`
+/// runs): the wheel installed into a fresh venv with no Rust in reach and the test suite run against it
+/// ([`test_without_rust`]), and the sdist built into a wheel by pip from a clean directory
+/// ([`build_sdist`]).
+pub fn wheel(args: &[String]) {
+    let test = match args {
+        [] => false,
+        [flag] if flag == "--test" => true,
+        _ => fail("usage: cargo xtask wheel [--test]"),
+    };
     let venv = venv();
     let envs = venv_env(&venv);
     let python = path(&venv_bin(&venv, "python"));
@@ -60,6 +80,12 @@ pub fn wheel() {
         check_manylinux(&wheel);
     }
     check_sdist(&python, &sdist, &project);
+    if test {
+        let dir = target_dir().join("py-wheel-test");
+        fresh_dir(&dir);
+        test_without_rust(&wheel, &dir);
+        build_sdist(&python, &sdist, &dir, &project);
+    }
     for artifact in [&wheel, &sdist] {
         let size = std::fs::metadata(artifact).map(|m| m.len()).unwrap_or(0);
         eprintln!(
@@ -399,6 +425,194 @@ fn metadata_problems(metadata: Option<&str>, project: &Project, readme: &str) ->
     problems
 }
 
+/// Installs `wheel` into a fresh venv (`dir/venv`, not the build venv) and runs the test suite against
+/// it, with no Rust in reach: [`without_rust`]'s environment, for pip too (`--only-binary :all:`, so it
+/// can build nothing), from `dir`, where `import weir` cannot find the source tree's package. The wheel
+/// is installed with its extras, which bring the pinned httpx and requests of [`TOOLS`]; the suite's own
+/// `test_package.py` checks that it imports the installed package, as this function does before.
+fn test_without_rust(wheel: &Path, dir: &Path) {
+    let venv = dir.join("venv");
+    run(&system_python(), &["-m", "venv", &path(&venv)], &[]);
+    let python = path(&venv_bin(&venv, "python"));
+    let requirement = format!("{}[{}]", path(wheel), EXTRAS.join(","));
+    let mut install = vec![
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--only-binary",
+        ":all:",
+        &requirement,
+    ];
+    install.extend(["pytest", "httpx", "requests"].map(pinned));
+    let cmd = without_rust(&python, &install, &venv, dir);
+    let (mut set, mut unset) = (Vec::new(), Vec::new());
+    for (key, value) in cmd.get_envs() {
+        let key = key.to_string_lossy();
+        match value {
+            Some(v) => set.push(format!("{key}={}", v.to_string_lossy())),
+            None => unset.push(key),
+        }
+    }
+    eprintln!(
+        "\nxtask: with no Rust from here on: {}; unset: {}",
+        set.join(" "),
+        unset.join(" ")
+    );
+    run_checked(cmd);
+
+    let out = without_rust(
+        &python,
+        &[
+            "-c",
+            "import weir, weir._weir; print(weir.__file__); print(weir._weir.__file__)",
+        ],
+        &venv,
+        dir,
+    )
+    .output()
+    .unwrap_or_else(|e| fail(&format!("cannot start {python}: {e}")));
+    let imported = String::from_utf8_lossy(&out.stdout);
+    let venv_root = canonical(&venv);
+    if !out.status.success()
+        || imported.lines().count() != 2
+        || !imported
+            .lines()
+            .all(|f| canonical(Path::new(f)).starts_with(&venv_root))
+    {
+        fail(&format!(
+            "weir must be imported from {}, not from {imported}{}",
+            venv_root.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    eprintln!("    ok: weir imported from {}", venv_root.display());
+
+    let root = canonical(Path::new("."));
+    let config = path(&root.join("py/pyproject.toml"));
+    let tests = path(&root.join("py/tests"));
+    // The configuration names the suite's settings (warnings are errors); no cache is written into py/.
+    run_checked(without_rust(
+        &python,
+        &[
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            &config,
+            &tests,
+        ],
+        &venv,
+        dir,
+    ));
+}
+
+/// One of the [`TOOLS`] pins, by its package's name.
+fn pinned(name: &str) -> &'static str {
+    TOOLS
+        .iter()
+        .find(|t| t.split("==").next() == Some(name))
+        .unwrap_or_else(|| fail(&format!("{name} is not pinned in TOOLS")))
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize()
+        .unwrap_or_else(|e| fail(&format!("cannot resolve {}: {e}", p.display())))
+}
+
+/// `python args` run in `dir` with no Rust in reach: this process's environment less every variable of
+/// cargo, rustup, rustc, pyo3 and maturin and every one that points Python elsewhere (`PYTHONPATH`,
+/// `PYTHONHOME`, `VIRTUAL_ENV`) or at libraries (`LD_LIBRARY_PATH`, where `cargo run` adds the
+/// toolchain's); `PATH` is the venv's programs and [`SYSTEM_PATH`], checked to hold none of the
+/// [`RUST_PROGRAMS`]; `CARGO_HOME` and `RUSTUP_HOME` name a directory that does not exist (so a rustup
+/// proxy, if one were found, would find no toolchain); the user's site-packages are off.
+fn without_rust(python: &str, args: &[&str], venv: &Path, dir: &Path) -> Command {
+    let bin = venv_bin(venv, "python")
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| fail("the venv has no bin directory"));
+    let path_dirs: Vec<PathBuf> = std::iter::once(bin)
+        .chain(SYSTEM_PATH.iter().map(PathBuf::from))
+        .collect();
+    let found = rust_programs_in(&path_dirs);
+    if !found.is_empty() {
+        fail(&format!(
+            "{found:?} on the PATH meant to have no Rust: the wheel cannot be tested without Rust here"
+        ));
+    }
+    let nowhere = dir.join("no-rust-here");
+    if nowhere.exists() {
+        fail(&format!("{} must not exist", nowhere.display()));
+    }
+    let mut cmd = Command::new(python);
+    cmd.args(args).current_dir(dir);
+    for (key, _) in env::vars_os() {
+        let name = key.to_string_lossy().to_ascii_uppercase();
+        if ["CARGO", "RUST", "PYO3", "MATURIN"]
+            .iter()
+            .any(|p| name.starts_with(p))
+            || ["PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LD_LIBRARY_PATH"]
+                .contains(&name.as_str())
+        {
+            cmd.env_remove(key);
+        }
+    }
+    let joined =
+        env::join_paths(&path_dirs).unwrap_or_else(|e| fail(&format!("cannot build a PATH: {e}")));
+    cmd.env("PATH", joined)
+        .env("CARGO_HOME", &nowhere)
+        .env("RUSTUP_HOME", &nowhere)
+        .env("PYTHONNOUSERSITE", "1");
+    cmd
+}
+
+/// The [`RUST_PROGRAMS`] in `dirs`.
+fn rust_programs_in(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    dirs.iter()
+        .flat_map(|d| RUST_PROGRAMS.map(|p| d.join(p)))
+        .filter(|p| p.exists())
+        .collect()
+}
+
+/// Runs a prepared command, echoing it, and stops everything on failure (as `run` does).
+fn run_checked(mut cmd: Command) {
+    let dir = cmd.get_current_dir().map(|d| d.display().to_string());
+    let args: Vec<_> = cmd.get_args().map(|a| a.to_string_lossy()).collect();
+    let shown = format!(
+        "(in {}) {} {}",
+        dir.unwrap_or_else(|| ".".into()),
+        cmd.get_program().to_string_lossy(),
+        args.join(" ")
+    );
+    eprintln!("\n==> {shown}");
+    let start = std::time::Instant::now();
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| fail(&format!("cannot start `{shown}`: {e}")));
+    if !status.success() {
+        fail(&format!("`{shown}` exited with {status}"));
+    }
+    eprintln!("    ok in {:.1} s", start.elapsed().as_secs_f64());
+}
+
+/// Builds the sdist into a wheel as pip does for a platform with no wheel (`pip wheel <sdist>`, maturin
+/// fetched by pip, cargo's target directory inside pip's unpacked copy, so nothing is reused) from an
+/// empty directory, then checks that wheel as the released one.
+fn build_sdist(python: &str, sdist: &Path, dir: &Path, project: &Project) {
+    let built = dir.join("from-sdist");
+    std::fs::create_dir_all(&built)
+        .unwrap_or_else(|e| fail(&format!("cannot create {}: {e}", built.display())));
+    let mut cmd = Command::new(python);
+    cmd.args(["-m", "pip", "wheel", "--no-deps", "--wheel-dir", "."])
+        .arg(sdist)
+        .current_dir(&built)
+        .env_remove("CARGO_TARGET_DIR");
+    run_checked(cmd);
+    check_wheel(python, &abi3_wheel(&built, project), project);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -535,6 +749,24 @@ Text.
         );
         assert_eq!(glibc("weir_lb-0.1.0-cp39-abi3-linux_x86_64.whl"), None);
         assert_eq!(glibc("weir_lb-0.1.0-cp39-abi3-macosx_11_0_arm64.whl"), None);
+    }
+
+    #[test]
+    fn rust_programs_are_found_on_a_path() {
+        let dir = env::temp_dir().join(format!("xtask-no-rust-{}", std::process::id()));
+        let (empty, with_cargo) = (dir.join("empty"), dir.join("bin"));
+        for d in [&empty, &with_cargo] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(with_cargo.join("cargo"), "").unwrap();
+        std::fs::write(with_cargo.join("cargo-fmt"), "").unwrap();
+        let none: Vec<PathBuf> = Vec::new();
+        assert_eq!(rust_programs_in(std::slice::from_ref(&empty)), none);
+        assert_eq!(
+            rust_programs_in(&[empty, with_cargo.clone()]),
+            [with_cargo.join("cargo")]
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
