@@ -36,6 +36,18 @@ def test_version_matches_the_crate() -> None:
     assert version is not None and weir.__version__ == version.group(1)
 
 
+def test_the_package_under_test_is_installed() -> None:
+    # The suite tests an installed package (`pip install ./py` in `cargo xtask py`, the wheel in a fresh
+    # venv in `cargo xtask wheel --test`), never the source tree: the package and its native module both
+    # come from this interpreter's environment.
+    prefix = Path(sys.prefix).resolve()
+    source = Path(__file__).resolve().parents[1] / "python"
+    for module in (weir, weir._weir):
+        assert module.__file__ is not None
+        where = Path(module.__file__).resolve()
+        assert where.is_relative_to(prefix) and not where.is_relative_to(source), where
+
+
 def test_exception_tree() -> None:
     for exc in (
         weir.NoCapacity,

@@ -91,9 +91,11 @@ In the venv target/py-venv: fmt and clippy on py/, `pip install ./py`, pytest, s
     },
     Command {
         name: "wheel",
-        about: "the abi3 wheel, in target/wheels",
-        usage: "usage: cargo xtask wheel
-Builds the abi3 wheel (CPython >= 3.9) into target/wheels with maturin, in the venv target/py-venv.",
+        about: "the abi3 wheel and the sdist, in target/wheels; --test installs the wheel without Rust",
+        usage: "usage: cargo xtask wheel [--test]
+Builds the abi3 wheel (CPython >= 3.9) and the sdist into target/wheels with maturin, in the venv
+target/py-venv, and checks their contents and metadata. With --test, installs the wheel into a fresh venv
+with no Rust in reach and runs the test suite against it, then builds the sdist in an empty directory.",
     },
     Command {
         name: "bench-py",
@@ -167,7 +169,10 @@ pub(crate) enum Job {
     DistC(Vec<String>),
     Fuzz(fuzz::Args),
     Py,
-    Wheel,
+    Wheel {
+        /// Also test the wheel in a fresh venv without Rust, and build the sdist.
+        test: bool,
+    },
     BenchPy,
     Embedded {
         bless: bool,
@@ -261,7 +266,11 @@ fn job(name: &str, args: &[String]) -> Result<Job, String> {
         },
         "fuzz" => fuzz::parse(args).map(Job::Fuzz),
         "py" => none(Job::Py),
-        "wheel" => none(Job::Wheel),
+        "wheel" => match args {
+            [] => Ok(Job::Wheel { test: false }),
+            [flag] if flag == "--test" => Ok(Job::Wheel { test: true }),
+            _ => Err(format!("takes --test at most, got {args:?}")),
+        },
         "bench-py" => none(Job::BenchPy),
         "embedded" => match args {
             [] => Ok(Job::Embedded { bless: false }),

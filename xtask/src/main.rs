@@ -4,7 +4,7 @@
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the published
 //!   crates with the declared MSRV (`msrv`), the firmware example under QEMU (`embedded`), the loom
 //!   models, the README's examples (as doc tests), the failover example, the C example (`c-example`),
-//!   the installed C library (`dist-c --check`), the Python package (`py`), weir-lb-tower (its tonic
+//!   the installed C library (`dist-c --check`), the Python package (`py`, and its wheel and sdist: `wheel --test`), weir-lb-tower (its tonic
 //!   feature and hyper example), the packages as crates.io gets them (`publish-check`) and the API docs
 //!   (warnings denied).
 //! - `cargo xtask doc-paths`: every `.rs` file that a comment names exists (see `doc_paths.rs`); `ci`
@@ -25,8 +25,9 @@
 //!   60): cargo-fuzz where nightly and cargo-fuzz are installed, the stable driver otherwise (see
 //!   `fuzz.rs`).
 //! - `cargo xtask py`: the Python package in its own venv: lint, `pip install ./py`, pytest, stubtest,
-//!   `mypy --strict`; `cargo xtask wheel`: the abi3 wheel; `cargo xtask bench-py`: the Python timings,
-//!   then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
+//!   `mypy --strict`; `cargo xtask wheel`: the abi3 wheel and the sdist, checked (`--test`, which `ci`
+//!   runs: the wheel tested in a fresh venv with no Rust, the sdist built by pip); `cargo xtask
+//!   bench-py`: the Python timings, then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
 //! - `cargo xtask embedded`: the firmware example on QEMU's Cortex-M4F and Cortex-M0 boards, checked, and
 //!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the README (see
 //!   `embedded.rs`).
@@ -94,7 +95,11 @@ fn main() {
         Job::CExample => example::c_example(),
         Job::DistC(args) => dist::dist(&args),
         Job::Py => py::py(),
-        Job::Wheel => py::wheel(),
+        Job::Wheel { test } => py::wheel(&if test {
+            vec!["--test".into()]
+        } else {
+            Vec::new()
+        }),
         Job::BenchPy => py::bench_py(),
         Job::Embedded { bless } => embedded::embedded(bless),
         Job::PublishCheck => publish::publish_check(),
@@ -222,6 +227,7 @@ fn ci() {
     example::c_example();
     dist::check();
     py::py();
+    py::wheel(&["--test".into()]);
     publish::publish_check();
     // The API docs, with broken intra-doc links as errors.
     run(

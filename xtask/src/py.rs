@@ -1,5 +1,6 @@
-//! The Python package (`py/`): `cargo xtask py` checks it, `cargo xtask wheel` builds its abi3 wheel,
-//! `cargo xtask bench-py` times it against the same algorithm in pure Python.
+//! The Python package (`py/`): `cargo xtask py` checks it, `cargo xtask wheel` builds and checks its abi3
+//! wheel and its sdist (`--test`: installs the wheel where no Rust is in reach and tests it, and builds the
+//! sdist; see `py/wheel.rs`), `cargo xtask bench-py` times it against the same algorithm in pure Python.
 //!
 //! Everything runs in a virtual environment of its own, `target/py-venv` (`python3 -m venv`), with pinned
 //! tools ([`TOOLS`]). The crate `weir-lb-py` is not a workspace member (an extension module links against the
@@ -13,6 +14,10 @@
 //! script and the typing tests that must pass (`py/tests/typing/pass_*.py`); then each typing test that
 //! must fail (`py/tests/typing/fail_*.py`) must fail with exactly the errors its `# E: ...` comments name
 //! ([`typing_failures`]).
+
+mod wheel;
+
+pub use wheel::wheel;
 
 use crate::{fail, run, target_dir};
 use std::collections::BTreeSet;
@@ -233,42 +238,6 @@ fn typing_failures(python: &str, file: &str) {
         ));
     }
     eprintln!("    ok: {} expected error(s)", expected.len());
-}
-
-/// `cargo xtask wheel`: the abi3 wheel (CPython >= 3.9) in `target/wheels`.
-pub fn wheel() {
-    let venv = venv();
-    let envs = venv_env(&venv);
-    let out = target_dir().join("wheels");
-    let maturin = path(&venv_bin(&venv, "maturin"));
-    run_in(
-        ".",
-        &maturin,
-        &[
-            "build",
-            "--release",
-            "-m",
-            "py/Cargo.toml",
-            "--out",
-            &path(&out),
-        ],
-        &envs,
-    );
-    let wheels: Vec<String> = std::fs::read_dir(&out)
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.ends_with(".whl"))
-                .collect()
-        })
-        .unwrap_or_default();
-    match wheels.iter().find(|n| n.contains("-cp39-abi3-")) {
-        Some(w) => eprintln!("\nxtask: wheel {}", out.join(w).display()),
-        None => fail(&format!(
-            "no cp39-abi3 wheel in {}: {wheels:?}",
-            out.display()
-        )),
-    }
 }
 
 /// `cargo xtask bench-py`: installs the package (release build) and runs `py/bench/bench.py`, which
