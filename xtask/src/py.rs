@@ -100,9 +100,17 @@ fn run_in(dir: &str, program: &str, args: &[&str], envs: &[(String, String)]) {
     env::set_current_dir(here).unwrap_or_else(|e| fail(&format!("cannot go back: {e}")));
 }
 
-/// Installs the package into the venv as a user would: `pip install ./py`.
+/// Installs the package into the venv as a user would: `pip install ./py`. A venv made before the
+/// distribution was renamed `weir-lb` may still hold the old `weir` distribution, whose record names the
+/// same files: it is removed first, so that neither ever deletes the other's files.
 fn install(venv: &Path, envs: &[(String, String)]) {
     let python = path(&venv_bin(venv, "python"));
+    run_in(
+        ".",
+        &python,
+        &["-m", "pip", "uninstall", "--quiet", "--yes", "weir"],
+        envs,
+    );
     run_in(
         ".",
         &python,
