@@ -2,7 +2,7 @@
 //!
 //! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the firmware
-//!   example under QEMU (`embedded`), the loom models, the README's examples (as doc tests), the failover
+//!   example under QEMU (`embedded`), the loom models, the READMEs' examples (as doc tests), the failover
 //!   example, the C example (`c-example`), the installed C library (`dist-c --check`), the Python
 //!   package (`py`), weir-tower (its tonic feature and hyper example) and the API docs (warnings denied).
 //! - `cargo xtask doc-paths`: every `.rs` file that a comment names exists (see `doc_paths.rs`); `ci`
@@ -26,8 +26,8 @@
 //!   `mypy --strict`; `cargo xtask wheel`: the abi3 wheel; `cargo xtask bench-py`: the Python timings,
 //!   then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
 //! - `cargo xtask embedded`: the firmware example on QEMU's Cortex-M4F and Cortex-M0 boards, checked, and
-//!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the README (see
-//!   `embedded.rs`).
+//!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the firmware
+//!   guide, `examples/embedded/README.md` (see `embedded.rs`).
 
 mod bench;
 mod ctest;
