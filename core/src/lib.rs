@@ -93,7 +93,19 @@ pub use overload::{Shedder, Throttle};
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use rt::HeapBalancer;
 
-/// The README's Rust examples, compiled and run as doc tests so that the front page stays true.
+/// The repository README's Rust examples (its quick starts), compiled and run as doc tests so that the
+/// front page stays true.
 #[cfg(all(doctest, feature = "std"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
+
+/// This crate's README, the Rust guide (what crates.io shows): every Rust example runs as a doc test.
+#[cfg(all(doctest, feature = "std"))]
+#[doc = include_str!("../README.md")]
+pub struct CoreReadmeDoctests;
+
+/// The firmware guide's Rust example (`examples/embedded/README.md`), run on the host as a doc test; the
+/// firmware itself runs it under QEMU (`cargo xtask embedded`).
+#[cfg(all(doctest, feature = "std"))]
+#[doc = include_str!("../../examples/embedded/README.md")]
+pub struct EmbeddedReadmeDoctests;

@@ -1,6 +1,6 @@
-"""The Python examples of the repository's README and of py/README.md run as written (as the Rust examples
-run as doc tests), against local servers: each block's placeholder backends (10.0.0.x) are replaced by
-servers on 127.0.0.1 before it runs, and nothing else is changed."""
+"""The Python examples of the repository's README (its quick start), of py/README.md and of py/CONTRACT.md
+run as written (as the Rust examples run as doc tests), against local servers: each block's placeholder
+backends (10.0.0.x) are replaced by servers on 127.0.0.1 before it runs, and nothing else is changed."""
 
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ def block(blocks: List[str], *needles: str) -> str:
     return found[0]
 
 
-ROOT_BLOCKS = python_blocks(ROOT / "README.md", "## Use it from Python")
+ROOT_BLOCKS = python_blocks(ROOT / "README.md", "### Python")
 PY_BLOCKS = python_blocks(ROOT / "py" / "README.md")
+CONTRACT_BLOCKS = python_blocks(ROOT / "py" / "CONTRACT.md")
 
 
 @pytest.fixture
@@ -62,13 +63,13 @@ def test_the_root_httpx_example_runs(servers: List[HttpServer]) -> None:
     assert sum(s.requests for s in servers) == 1
 
 
-def test_the_root_by_hand_http_example_runs(servers: List[HttpServer]) -> None:
-    scope = run(block(ROOT_BLOCKS, "urllib.request.urlopen"), servers, {})
+def test_the_contract_by_hand_http_example_runs(servers: List[HttpServer]) -> None:
+    scope = run(block(CONTRACT_BLOCKS, "urllib.request.urlopen"), servers, {})
     assert all(scope["get"]("/x").startswith(b'{"method": "GET"') for _ in range(5))
     assert scope["backends"].stats().released(weir.Outcome.SUCCESS) == 5
 
 
-def test_the_root_lease_by_hand_example_runs() -> None:
+def test_the_contract_lease_by_hand_example_runs() -> None:
     calls: List[Any] = []
 
     def call(node: Any) -> bool:
@@ -76,7 +77,7 @@ def test_the_root_lease_by_hand_example_runs() -> None:
         return False
 
     scope: Dict[str, Any] = {"backends": weir.Balancer(["a"], seed=1), "call": call}
-    exec(compile(block(ROOT_BLOCKS, "try_acquire"), "README.md", "exec"), scope)
+    exec(compile(block(CONTRACT_BLOCKS, "try_acquire"), "CONTRACT.md", "exec"), scope)
     assert calls == ["a"]
     assert scope["backends"].stats().released(weir.Outcome.FAILURE) == 1
 
@@ -124,3 +125,18 @@ def test_the_py_readme_balancer_examples_run() -> None:
         with backends.acquire():
             raise ConnectionResetError
     assert backends.stats().by_outcome == (0, 1, 0, 0, 1, 0)
+
+
+def test_every_python_block_of_these_pages_is_run() -> None:
+    """Each block is one that a test above runs, so a new block needs a test."""
+    run_by_tests = {
+        block(ROOT_BLOCKS, "weir.httpx.Transport"),
+        block(CONTRACT_BLOCKS, "urllib.request.urlopen"),
+        block(CONTRACT_BLOCKS, "try_acquire"),
+        block(PY_BLOCKS, "weir.httpx.Transport"),
+        block(PY_BLOCKS, "weir.httpx.AsyncTransport"),
+        block(PY_BLOCKS, "weir.requests.Adapter"),
+        block(PY_BLOCKS, "backends.acquire("),
+        block(PY_BLOCKS, "classify=classify"),
+    }
+    assert set(ROOT_BLOCKS + CONTRACT_BLOCKS + PY_BLOCKS) == run_by_tests

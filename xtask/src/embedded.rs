@@ -13,12 +13,12 @@
 //! and runs each footprint binary once (each checks that every call was granted and reports its peak
 //! stack).
 //!
-//! Then it prints the README's table of flash, static RAM, peak stack and instructions per
+//! Then it prints the firmware guide's table of flash, static RAM, peak stack and instructions per
 //! acquire+release.
-//! `cargo xtask embedded --bless` also writes that table into the README, between its two marker
-//! comments. Exact byte counts change with the compiler, so CI does not fail when the README's table
-//! differs from a fresh one: it prints the fresh table, says that it differs, and the README names the
-//! toolchain that produced its figures.
+//! `cargo xtask embedded --bless` also writes that table into the guide (`examples/embedded/README.md`),
+//! between its two marker comments. Exact byte counts change with the compiler, so CI does not fail when
+//! the guide's table differs from a fresh one: it prints the fresh table, says that it differs, and the
+//! guide names the toolchain that produced its figures.
 
 use crate::{ensure_target, fail, run, target_dir};
 use std::fmt::Write as _;
@@ -34,7 +34,7 @@ struct Board {
     target: &'static str,
     /// `qemu-system-arm -machine` name.
     machine: &'static str,
-    /// What the README calls it.
+    /// What the firmware guide calls it.
     name: &'static str,
     /// The frequency of the clock SysTick counts with `CLKSOURCE = core` in QEMU's model of the board:
     /// with `-icount shift=0` each instruction advances virtual time by 1 ns, so a tick is
@@ -65,7 +65,9 @@ const FIRMWARE: &str = "weir-embedded";
 const FOOTPRINTS: [&str; 3] = ["footprint-none", "footprint-default", "footprint-seeds"];
 /// A run takes a few seconds; past this it is hung (semihosting exit never reached).
 const QEMU_LIMIT: Duration = Duration::from_secs(120);
-/// The README's table lies between these two lines.
+/// The firmware guide, which holds the table.
+const README: &str = "examples/embedded/README.md";
+/// The guide's table lies between these two lines.
 const BEGIN: &str = "<!-- embedded-table: begin (cargo xtask embedded --bless) -->";
 const END: &str = "<!-- embedded-table: end -->";
 
@@ -185,20 +187,18 @@ pub(crate) fn embedded(bless: bool) {
     }
     let table = table(&rows, &toolchain(&qemu));
     println!("\n{table}");
-    let readme = fs::read_to_string("README.md")
-        .unwrap_or_else(|e| fail(&format!("cannot read README.md: {e}")));
+    let readme =
+        fs::read_to_string(README).unwrap_or_else(|e| fail(&format!("cannot read {README}: {e}")));
     match replace_between(&readme, &table) {
-        None => fail(&format!(
-            "README.md has no `{BEGIN}` ... `{END}` section"
-        )),
-        Some(fresh) if fresh == readme => eprintln!("xtask: README.md's embedded table is up to date"),
+        None => fail(&format!("{README} has no `{BEGIN}` ... `{END}` section")),
+        Some(fresh) if fresh == readme => eprintln!("xtask: {README}'s table is up to date"),
         Some(fresh) if bless => {
-            fs::write("README.md", fresh)
-                .unwrap_or_else(|e| fail(&format!("cannot write README.md: {e}")));
-            eprintln!("xtask: wrote the table above into README.md");
+            fs::write(README, fresh)
+                .unwrap_or_else(|e| fail(&format!("cannot write {README}: {e}")));
+            eprintln!("xtask: wrote the table above into {README}");
         }
         Some(_) => eprintln!(
-            "xtask: note: README.md's embedded table differs from this run's (above); byte counts follow \
+            "xtask: note: {README}'s table differs from this run's (above); byte counts follow \
              the compiler, so this is not an error: `cargo xtask embedded --bless` rewrites it"
         ),
     }
@@ -570,7 +570,7 @@ fn instructions(calibration: (u64, u64), pairs: u64, ticks: u64) -> String {
     format!("{}.{}", thousands(tenths / 10), tenths % 10)
 }
 
-/// The README's table (Markdown), from the measured rows.
+/// The firmware guide's table (Markdown), from the measured rows.
 fn table(rows: &[Row], toolchain: &str) -> String {
     let mut t = String::new();
     let mut line = |label: &str, cell: &dyn Fn(&Row) -> String| {

@@ -3,7 +3,7 @@
 //! - `cargo xtask ci`: every check CI runs, failing on the first error: formatting, clippy with warnings
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the published
 //!   crates with the declared MSRV (`msrv`), the firmware example under QEMU (`embedded`), the loom
-//!   models, the README's examples (as doc tests), the failover example, the C example (`c-example`),
+//!   models, the READMEs' examples (as doc tests), the failover example, the C example (`c-example`),
 //!   the installed C library (`dist-c --check`), the Python package (`py`, and its wheel and sdist: `wheel --test`), weir-lb-tower (its tonic
 //!   feature and hyper example), the packages as crates.io gets them (`publish-check`) and the API docs
 //!   (warnings denied).
@@ -29,8 +29,8 @@
 //!   runs: the wheel tested in a fresh venv with no Rust, the sdist built by pip); `cargo xtask
 //!   bench-py`: the Python timings, then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
 //! - `cargo xtask embedded`: the firmware example on QEMU's Cortex-M4F and Cortex-M0 boards, checked, and
-//!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the README (see
-//!   `embedded.rs`).
+//!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the firmware
+//!   guide, `examples/embedded/README.md` (see `embedded.rs`).
 //! - `cargo xtask publish-check`: the published crates (`weir-lb`, `weir-lb-ffi`, `weir-lb-tower`)
 //!   packaged and built together as crates.io gets them, with their licences (see `publish.rs`).
 //! - `cargo xtask msrv`: the published crates built with the toolchain `rust-version` names (see

@@ -33,8 +33,8 @@ async fn main() -> Result<(), Error> {
         ),
     ];
 
-    // The balance: weir's default algorithm, HTTP statuses classified by the README's table, and up to
-    // 100 ms of waiting for room when every server is at its concurrency limit.
+    // The balance: weir's default algorithm, HTTP statuses classified by the outcome table of
+    // core/README.md, and up to 100 ms of waiting for room when every server is at its concurrency limit.
     let mut balance = Builder::new(weir::Config::default())
         .wait(Duration::from_millis(100))
         .build_list(servers.iter().map(|(name, s)| (*name, Node::new(s.addr))))?;

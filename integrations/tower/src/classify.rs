@@ -3,7 +3,7 @@
 //!
 //! | classifier | responses | errors |
 //! |---|---|---|
-//! | [`HttpStatus`] (the default) | `http::Response`: the status through [`Outcome::from_http_status`] (the README's table) | [`error_outcome`] |
+//! | [`HttpStatus`] (the default) | `http::Response`: the status through [`Outcome::from_http_status`] (the outcome table of `core/README.md`) | [`error_outcome`] |
 //! | [`GrpcStatus`] | `http::Response`: its `grpc-status` header through [`grpc_outcome`], else as [`HttpStatus`] | [`error_outcome`] (with the `tonic` feature, a `tonic::Status` in the chain by its code) |
 //! | [`ByResult`] | any response: `Success` | [`error_outcome`] |
 //! | a closure `Fn(&Res) -> Outcome` | what it returns | [`error_outcome`] |
@@ -95,9 +95,9 @@ fn known_error(e: &(dyn StdError + 'static)) -> Option<Outcome> {
     None
 }
 
-/// HTTP responses by status: [`Outcome::from_http_status`], the README's table (100–399 `Success`, 429
-/// `Throttled`, 503 and 504 `Dropped`, other 4xx `ClientError`, other 5xx `Failure`); a status of 600 or
-/// more, which `http` accepts and no server should send, is a `Failure`.
+/// HTTP responses by status: [`Outcome::from_http_status`], the outcome table of `core/README.md`
+/// (100–399 `Success`, 429 `Throttled`, 503 and 504 `Dropped`, other 4xx `ClientError`, other 5xx
+/// `Failure`); a status of 600 or more, which `http` accepts and no server should send, is a `Failure`.
 ///
 /// ```
 /// use weir::Outcome;

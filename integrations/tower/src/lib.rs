@@ -23,7 +23,7 @@
 //!     })
 //! };
 //! let mut balance = Builder::new(weir::Config::default())
-//!     .classify(HttpStatus) // the default: the README's status table
+//!     .classify(HttpStatus) // the default: the outcome table of the core's README
 //!     .build_list([("good", backend(200)), ("bad", backend(500))])?;
 //! let mut ok = 0;
 //! for _ in 0..100 {
@@ -37,8 +37,7 @@
 //! # }
 //! ```
 //!
-//! In a stack, with a timeout beneath the balance (so that a timeout teaches weir, as `Dropped`): the
-//! README's example, checked here line for line.
+//! In a stack, with a timeout beneath the balance (so that a timeout teaches weir, as `Dropped`):
 //!
 //! ```
 //! # use std::convert::Infallible;
@@ -99,3 +98,9 @@ pub use builder::{BalanceLayer, Builder, Fixed, DEFAULT_CAPACITY, DEFAULT_WAIT};
 pub use classify::{ByResult, Classify, GrpcStatus, HttpStatus};
 pub use error::{Error, Refused};
 pub use future::ResponseFuture;
+
+/// The crate's README (`integrations/tower/README.md`, the tower guide): every Rust example runs as a doc
+/// test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
