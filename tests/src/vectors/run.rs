@@ -33,6 +33,11 @@ impl Runner {
         }
     }
 
+    /// The balancer the trace drives.
+    pub fn balancer(&self) -> &HeapBalancer {
+        &self.balancer
+    }
+
     /// Replaces the generator (`rng <seed>`).
     pub fn reseed(&mut self, seed: u64) {
         self.rng = Rng::with_seed(seed);
