@@ -9,7 +9,8 @@
  *   is read by its bare name (weir_version, weir_now_ns).
  * - 0 (WEIR_OK) means success; every other status is a stable WEIR_ERR_* code, named by
  *   weir_status_str(); weir_last_error_message() says what failed and why (per thread).
- * - Outputs go through out-pointers and are written only on success.
+ * - Outputs go through out-pointers and are written only on success (one exception: a
+ *   weir_*_write_metrics text that does not fit still reports its length).
  * - A NULL pointer argument is WEIR_ERR_NULL, never a crash; *_free(NULL) is a no-op.
  * - Integers that stand for enums (outcomes, policies, models, algorithms, criticalities) are checked:
  *   an unknown value is WEIR_ERR_INVALID_ARGUMENT.
@@ -778,6 +779,68 @@ typedef struct weir_balancer_statistics {
    */
   uint64_t waiting;
 } weir_balancer_statistics;
+
+/**
+ * One constant label: a name and a value, NUL-terminated UTF-8.
+ */
+typedef struct weir_metrics_label {
+  /**
+   * The label's name: `[a-zA-Z_][a-zA-Z0-9_]*`, not `__`-prefixed, not one the metrics use
+   * (`node`, `cause`, `outcome`, `state`, `result`, `criticality`, `direction`).
+   */
+  const char *name;
+  /**
+   * The label's value: any text (the writer escapes it).
+   */
+  const char *value;
+} weir_metrics_label;
+
+/**
+ * The `node` label's value for one node id.
+ */
+typedef struct weir_metrics_node_name {
+  /**
+   * The node's id.
+   */
+  uint64_t id;
+  /**
+   * Its name: NUL-terminated UTF-8, any text (the writer escapes it).
+   */
+  const char *name;
+} weir_metrics_node_name;
+
+/**
+ * How the `weir_*_write_metrics` functions write (docs/metrics.md has the metrics). A NULL format
+ * pointer means the defaults: prefix `weir`, no constant labels, node ids in decimal. Zero-initialise
+ * it and set what you need; the writer only reads it, during the call.
+ *
+ * Thread safety: a plain value the caller owns; the writer reads it and the strings it points to only
+ * during the call.
+ */
+typedef struct weir_metrics_format {
+  /**
+   * The metric name prefix (joined with `_`): NULL means `weir`, `""` none; otherwise
+   * `[a-zA-Z_:][a-zA-Z0-9_:]*`.
+   */
+  const char *prefix;
+  /**
+   * `labels_len` constant labels put on every sample (NULL only with `labels_len` 0).
+   */
+  const struct weir_metrics_label *labels;
+  /**
+   * How many constant labels `labels` holds.
+   */
+  size_t labels_len;
+  /**
+   * `node_names_len` names for node ids (NULL only with `node_names_len` 0); a node not listed is
+   * named by its id in decimal. If an id is listed twice, the first entry names it.
+   */
+  const struct weir_metrics_node_name *node_names;
+  /**
+   * How many entries `node_names` holds.
+   */
+  size_t node_names_len;
+} weir_metrics_format;
 
 /**
  * A shedder's configuration (go-zero's defaults from `weir_shedder_config_default()`: 5 s of 50
@@ -1657,6 +1720,33 @@ weir_status weir_balancer_stats(const struct weir_balancer *balancer,
                                 struct weir_balancer_statistics *out);
 
 /**
+ * Writes the balancer's and its members' metrics at `now_ns` as Prometheus text (docs/metrics.md has
+ * the table), NUL-terminated, into `buf` (room for `cap` bytes), and the text's length without the NUL
+ * into `*len`, as `strlen` would give it. `format` NULL means the defaults (prefix `weir`, no constant
+ * labels, node ids in decimal). With `buf` NULL and `cap` 0, writes only the length. A buffer that
+ * cannot hold the text and its NUL gets `WEIR_ERR_BUFFER_TOO_SMALL` with nothing written to `buf` but
+ * the length written to `*len` all the same: retry with `cap` at least `*len + 1` (the text can grow
+ * meanwhile under traffic, so leave room). A refused prefix or label name is
+ * `WEIR_ERR_INVALID_ARGUMENT`, a string that is not UTF-8 too.
+ *
+ * Reads what `weir_balancer_stats` and `weir_balancer_nodes` read: no lock, nothing the hot path
+ * waits for.
+ *
+ * # Safety
+ * `balancer` is NULL or a live handle; `format` is NULL or a valid `weir_metrics_format` (its
+ * documentation says what each pointer must be); `buf` is NULL or points to `cap` writable bytes;
+ * `len` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, concurrently with traffic.
+ */
+weir_status weir_balancer_write_metrics(const struct weir_balancer *balancer,
+                                        const struct weir_metrics_format *format,
+                                        char *buf,
+                                        size_t cap,
+                                        size_t *len,
+                                        uint64_t now_ns);
+
+/**
  * Monotonic nanoseconds since the first call in this process (the core's clock, the one
  * `weir_balancer_acquire_wait` uses).
  *
@@ -1882,6 +1972,26 @@ weir_status weir_shedder_failure(const struct weir_shedder *shedder,
 weir_status weir_shedder_stats(const struct weir_shedder *shedder,
                                uint64_t now_ns,
                                struct weir_shedder_statistics *out);
+
+/**
+ * Writes the shedder's metrics at `now_ns` as Prometheus text (the `shedder_*` families of
+ * docs/metrics.md), exactly as `weir_balancer_write_metrics` writes its own: `format` NULL means the
+ * defaults, `buf`, `cap` and `*len` work the same (a size query with `buf` NULL and `cap` 0;
+ * `WEIR_ERR_BUFFER_TOO_SMALL` with the length in `*len`). `cpu` is the CPU usage in millicpu (0 to
+ * 1000) the caller passes to `weir_shedder_allow`: the shedder keeps none. Lock-free.
+ *
+ * # Safety
+ * `shedder` is NULL or a live handle; `format`, `buf` and `len` as for `weir_balancer_write_metrics`.
+ *
+ * Thread safety: safe from any thread, concurrently with the shedder's other calls.
+ */
+weir_status weir_shedder_write_metrics(const struct weir_shedder *shedder,
+                                       const struct weir_metrics_format *format,
+                                       char *buf,
+                                       size_t cap,
+                                       size_t *len,
+                                       uint32_t cpu,
+                                       uint64_t now_ns);
 
 /**
  * Writes the CPU headroom factor the shedder scales its in-flight limit by at `cpu` millicpu,
@@ -2136,6 +2246,24 @@ weir_status weir_throttle_stats(const struct weir_throttle *throttle,
                                 struct weir_throttle_statistics *out);
 
 /**
+ * Writes the throttle's metrics at `now_ns` as Prometheus text (the `throttle_*` families of
+ * docs/metrics.md), exactly as `weir_balancer_write_metrics` writes its own: `format` NULL means the
+ * defaults, `buf`, `cap` and `*len` work the same (a size query with `buf` NULL and `cap` 0;
+ * `WEIR_ERR_BUFFER_TOO_SMALL` with the length in `*len`). Lock-free.
+ *
+ * # Safety
+ * `throttle` is NULL or a live handle; `format`, `buf` and `len` as for `weir_balancer_write_metrics`.
+ *
+ * Thread safety: safe from any thread, concurrently with the throttle's other calls.
+ */
+weir_status weir_throttle_write_metrics(const struct weir_throttle *throttle,
+                                        const struct weir_metrics_format *format,
+                                        char *buf,
+                                        size_t cap,
+                                        size_t *len,
+                                        uint64_t now_ns);
+
+/**
  * The book's client-side rejection probability, `max(0, (requests - k * accepts) / (requests + 1))`
  * (0 for a NaN `k`): the equation a throttle applies to its window (`weir_throttle_probability`), here
  * for counts the caller keeps.
@@ -2275,6 +2403,25 @@ weir_status weir_backoff_reset(const struct weir_backoff *backoff);
  */
 weir_status weir_backoff_stats(const struct weir_backoff *backoff,
                                struct weir_backoff_statistics *out);
+
+/**
+ * Writes the backoff's metrics as Prometheus text (the `backoff_*` families of docs/metrics.md),
+ * exactly as `weir_balancer_write_metrics` writes its own: `format` NULL means the defaults, `buf`,
+ * `cap` and `*len` work the same (a size query with `buf` NULL and `cap` 0;
+ * `WEIR_ERR_BUFFER_TOO_SMALL` with the length in `*len`). `now_ns` is unused (a backoff keeps no
+ * clock); it is there so that every writer has the same shape. Lock-free.
+ *
+ * # Safety
+ * `backoff` is NULL or a live handle; `format`, `buf` and `len` as for `weir_balancer_write_metrics`.
+ *
+ * Thread safety: safe from any thread, concurrently with the backoff's other calls.
+ */
+weir_status weir_backoff_write_metrics(const struct weir_backoff *backoff,
+                                       const struct weir_metrics_format *format,
+                                       char *buf,
+                                       size_t cap,
+                                       size_t *len,
+                                       uint64_t now_ns);
 
 /**
  * Shuffles `items` (`len` ids) in place with the documented SplitMix64 Fisher-Yates shuffle seeded with

@@ -6,7 +6,9 @@ use crate::boundary::{
     arg, arg_mut, free_handle, guard, into_handle, weir_status, Error, Out,
     WEIR_ERR_INVALID_ARGUMENT, WEIR_ERR_INVALID_CONFIG,
 };
+use crate::metrics::{weir_metrics_format, write_text};
 use crate::overload::with_caller_rng;
+use std::ffi::c_char;
 use weir_core::backoff::{
     BackoffConfig, BackoffConfigError, BackoffStats, Delay, Jitter, Step, MAX_BACKOFF_NS,
 };
@@ -443,6 +445,36 @@ pub unsafe extern "C" fn weir_backoff_stats(
         let b = unsafe { self::backoff(backoff) }?;
         unsafe { Out::new(out, "out") }?.write(b.inner.stats().into());
         Ok(())
+    })
+}
+
+/// Writes the backoff's metrics as Prometheus text (the `backoff_*` families of docs/metrics.md),
+/// exactly as `weir_balancer_write_metrics` writes its own: `format` NULL means the defaults, `buf`,
+/// `cap` and `*len` work the same (a size query with `buf` NULL and `cap` 0;
+/// `WEIR_ERR_BUFFER_TOO_SMALL` with the length in `*len`). `now_ns` is unused (a backoff keeps no
+/// clock); it is there so that every writer has the same shape. Lock-free.
+///
+/// # Safety
+/// `backoff` is NULL or a live handle; `format`, `buf` and `len` as for `weir_balancer_write_metrics`.
+///
+/// Thread safety: safe from any thread, concurrently with the backoff's other calls.
+#[no_mangle]
+pub unsafe extern "C" fn weir_backoff_write_metrics(
+    backoff: *const weir_backoff,
+    format: *const weir_metrics_format,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+    now_ns: u64,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let x = unsafe { self::backoff(backoff) }?;
+        unsafe {
+            write_text(format, buf, cap, len, |out, f| {
+                x.inner.write_metrics(out, &f.core(), now_ns)
+            })
+        }
     })
 }
 

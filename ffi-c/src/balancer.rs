@@ -8,6 +8,8 @@ use crate::boundary::{
     WEIR_ERR_UNKNOWN_ID,
 };
 use crate::config::{config_from_c, config_to_c, weir_config};
+use crate::metrics::{weir_metrics_format, write_text};
+use std::ffi::c_char;
 use std::time::{Duration, Instant};
 use weir_core::balance::{
     MembershipError, NodeSnapshot, NodeState, RawLease, Rejected, ReleaseError, Stats,
@@ -680,6 +682,44 @@ pub unsafe extern "C" fn weir_balancer_stats(
         let b = unsafe { self::balancer(balancer) }?;
         unsafe { Out::new(out, "out") }?.write(b.stats().into());
         Ok(())
+    })
+}
+
+/// Writes the balancer's and its members' metrics at `now_ns` as Prometheus text (docs/metrics.md has
+/// the table), NUL-terminated, into `buf` (room for `cap` bytes), and the text's length without the NUL
+/// into `*len`, as `strlen` would give it. `format` NULL means the defaults (prefix `weir`, no constant
+/// labels, node ids in decimal). With `buf` NULL and `cap` 0, writes only the length. A buffer that
+/// cannot hold the text and its NUL gets `WEIR_ERR_BUFFER_TOO_SMALL` with nothing written to `buf` but
+/// the length written to `*len` all the same: retry with `cap` at least `*len + 1` (the text can grow
+/// meanwhile under traffic, so leave room). A refused prefix or label name is
+/// `WEIR_ERR_INVALID_ARGUMENT`, a string that is not UTF-8 too.
+///
+/// Reads what `weir_balancer_stats` and `weir_balancer_nodes` read: no lock, nothing the hot path
+/// waits for.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle; `format` is NULL or a valid `weir_metrics_format` (its
+/// documentation says what each pointer must be); `buf` is NULL or points to `cap` writable bytes;
+/// `len` is NULL or writable.
+///
+/// Thread safety: safe from any thread, concurrently with traffic.
+#[no_mangle]
+pub unsafe extern "C" fn weir_balancer_write_metrics(
+    balancer: *const weir_balancer,
+    format: *const weir_metrics_format,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+    now_ns: u64,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::balancer(balancer) }?;
+        unsafe {
+            write_text(format, buf, cap, len, |out, f| {
+                b.write_metrics(out, &f.core(), &|id, o| f.name(id, o), now_ns)
+            })
+        }
     })
 }
 

@@ -33,6 +33,7 @@ mod config;
 /// The fuzz target's sequence interpreter (tests and `cargo fuzz` only; see `ffi-c/fuzz/`).
 #[cfg(any(test, fuzzing))]
 pub mod fuzz;
+mod metrics;
 
 // The overload tools follow the balancer in the header, which lists items in module order.
 mod overload;
@@ -44,6 +45,7 @@ pub use backoff::*;
 pub use balancer::*;
 pub use boundary::*;
 pub use config::*;
+pub use metrics::*;
 pub use overload::*;
 pub use subset::*;
 

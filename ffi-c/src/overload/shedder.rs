@@ -6,6 +6,8 @@ use crate::boundary::{
     arg, arg_mut, free_handle, guard, into_handle, weir_status, Error, Out,
     WEIR_ERR_INVALID_PROMISE, WEIR_ERR_OVERLOADED,
 };
+use crate::metrics::{weir_metrics_format, write_text};
+use std::ffi::c_char;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use weir_core::overload::{
     NotInFlight, Overloaded, Promise, RawPromise, ShedderConfig, ShedderConfigError, ShedderStats,
@@ -345,6 +347,37 @@ pub unsafe extern "C" fn weir_shedder_stats(
         let s = unsafe { self::shedder(shedder) }?;
         unsafe { Out::new(out, "out") }?.write(s.inner.stats(now_ns).into());
         Ok(())
+    })
+}
+
+/// Writes the shedder's metrics at `now_ns` as Prometheus text (the `shedder_*` families of
+/// docs/metrics.md), exactly as `weir_balancer_write_metrics` writes its own: `format` NULL means the
+/// defaults, `buf`, `cap` and `*len` work the same (a size query with `buf` NULL and `cap` 0;
+/// `WEIR_ERR_BUFFER_TOO_SMALL` with the length in `*len`). `cpu` is the CPU usage in millicpu (0 to
+/// 1000) the caller passes to `weir_shedder_allow`: the shedder keeps none. Lock-free.
+///
+/// # Safety
+/// `shedder` is NULL or a live handle; `format`, `buf` and `len` as for `weir_balancer_write_metrics`.
+///
+/// Thread safety: safe from any thread, concurrently with the shedder's other calls.
+#[no_mangle]
+pub unsafe extern "C" fn weir_shedder_write_metrics(
+    shedder: *const weir_shedder,
+    format: *const weir_metrics_format,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+    cpu: u32,
+    now_ns: u64,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let x = unsafe { self::shedder(shedder) }?;
+        unsafe {
+            write_text(format, buf, cap, len, |out, f| {
+                x.inner.write_metrics(out, &f.core(), cpu, now_ns)
+            })
+        }
     })
 }
 

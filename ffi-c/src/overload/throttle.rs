@@ -8,6 +8,8 @@ use crate::boundary::{
     arg, arg_mut, free_handle, guard, guard_value, into_handle, weir_status, Error, Out,
     WEIR_ERR_INVALID_ARGUMENT,
 };
+use crate::metrics::{weir_metrics_format, write_text};
+use std::ffi::c_char;
 use weir_core::overload::{
     Criticality, RetryDenied, ThrottleConfig, ThrottleConfigError, ThrottleStats,
 };
@@ -419,6 +421,35 @@ pub unsafe extern "C" fn weir_throttle_stats(
         let t = unsafe { self::throttle(throttle) }?;
         unsafe { Out::new(out, "out") }?.write(t.inner.stats(now_ns).into());
         Ok(())
+    })
+}
+
+/// Writes the throttle's metrics at `now_ns` as Prometheus text (the `throttle_*` families of
+/// docs/metrics.md), exactly as `weir_balancer_write_metrics` writes its own: `format` NULL means the
+/// defaults, `buf`, `cap` and `*len` work the same (a size query with `buf` NULL and `cap` 0;
+/// `WEIR_ERR_BUFFER_TOO_SMALL` with the length in `*len`). Lock-free.
+///
+/// # Safety
+/// `throttle` is NULL or a live handle; `format`, `buf` and `len` as for `weir_balancer_write_metrics`.
+///
+/// Thread safety: safe from any thread, concurrently with the throttle's other calls.
+#[no_mangle]
+pub unsafe extern "C" fn weir_throttle_write_metrics(
+    throttle: *const weir_throttle,
+    format: *const weir_metrics_format,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+    now_ns: u64,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let x = unsafe { self::throttle(throttle) }?;
+        unsafe {
+            write_text(format, buf, cap, len, |out, f| {
+                x.inner.write_metrics(out, &f.core(), now_ns)
+            })
+        }
     })
 }
 

@@ -17,6 +17,9 @@
 #define MAX_LINE 512
 #define MAX_NODES 64
 
+/* How many traces had their metrics text compared (tests/vectors/metrics/). */
+static int metrics_compared = 0;
+
 typedef struct replay {
     const char *file;
     long line;
@@ -432,6 +435,48 @@ static int split(char *line, char **tok, int max) {
 }
 
 /* Replays one file; returns its number of steps, or -1 on the first difference. */
+/* If tests/vectors/metrics/<name>.prom exists for the trace at `path`, the metrics the balancer writes
+ * now, with the fixed format of tests/vectors/metrics/README.md, must be that file byte for byte (the
+ * Rust and Python suites compare their own surface's text with the same file). Returns 1 if compared. */
+static int compare_metrics(replay *r, const char *path, const weir_balancer *b, uint64_t now) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash != NULL ? slash + 1 : path;
+    size_t dir_len = (size_t)(base - path);
+    size_t stem_len = strlen(base) - strlen(".trace");
+    char prom[1024];
+    if (dir_len + stem_len + 32 > sizeof prom) {
+        MISMATCH(r, "path too long for the metrics file");
+        return 0;
+    }
+    snprintf(prom, sizeof prom, "%.*smetrics/%.*s.prom", (int)dir_len, path, (int)stem_len, base);
+    FILE *f = fopen(prom, "rb");
+    if (f == NULL) {
+        return 0;
+    }
+    static char want[1 << 16];
+    size_t want_len = fread(want, 1, sizeof want - 1, f);
+    fclose(f);
+    want[want_len] = '\0';
+    weir_metrics_label label = {"service", "or\"d\\ers\nEU"};
+    weir_metrics_format format = {"weir", &label, 1, NULL, 0};
+    static char got[1 << 16];
+    size_t got_len = 0;
+    weir_status st = weir_balancer_write_metrics(b, &format, got, sizeof got, &got_len, now);
+    if (st != WEIR_OK) {
+        MISMATCH(r, "weir_balancer_write_metrics: %s (%s)", weir_status_str(st), weir_last_error_message());
+        return 0;
+    }
+    if (got_len != want_len || memcmp(got, want, got_len) != 0) {
+        size_t i = 0;
+        while (i < got_len && i < want_len && got[i] == want[i]) {
+            i++;
+        }
+        MISMATCH(r, "%s: the metrics text differs from byte %zu: got \"%.60s\"", prom, i, got + i);
+        return 0;
+    }
+    return 1;
+}
+
 static long replay_file(const char *path) {
     FILE *in = fopen(path, "r");
     if (in == NULL) {
@@ -641,6 +686,10 @@ static long replay_file(const char *path) {
     }
     fclose(in);
     free(leases);
+    if (!r.failed && b != NULL && compare_metrics(&r, path, b, step_t)) {
+        printf("  %s: the metrics text matches\n", path);
+        metrics_compared++;
+    }
     weir_balancer_free(b);
     CHECK(!r.failed);
     return r.failed ? -1 : steps;
@@ -689,5 +738,6 @@ int main(void) {
         free(names[i]);
     }
     printf("%zu trace files, %ld steps replayed\n", count, total);
+    CHECK(metrics_compared == 2); /* the .prom files of tests/vectors/metrics */
     return check_summary("test_vectors");
 }
