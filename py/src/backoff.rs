@@ -4,6 +4,7 @@
 //! decorator.
 
 use crate::convert::{float, int_in, opt_duration_ns, secs};
+use crate::metrics::Format;
 use crate::rng::{draw, Rng};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -137,6 +138,16 @@ impl Backoff {
         };
         let core = weir::Backoff::new(config).map_err(config_error)?;
         Ok(Backoff { core, seed })
+    }
+
+    /// The backoff's metrics as Prometheus text (the `backoff_*` families of docs/metrics.md), with the
+    /// `prefix` and constant `labels` of `Balancer.metrics_text`.
+    ///
+    /// GIL: held for the call; lock-free.
+    #[pyo3(signature = (prefix="weir", labels=None))]
+    fn metrics_text(&self, prefix: &str, labels: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
+        // A backoff keeps no clock: the writer's `now` is unused.
+        Format::read(prefix, labels)?.text(|out, f| self.core.write_metrics(out, f, 0))
     }
 
     /// Records a failure; returns the seconds to wait before the next attempt.

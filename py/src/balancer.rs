@@ -25,6 +25,7 @@
 use crate::config::{health_from, health_to, limit_from, limit_to, policy_from, policy_name};
 use crate::convert::{duration_ns, int_in, now_ns, weir_err, weir_type};
 use crate::lease::{Granted, Lease};
+use crate::metrics::{node_name, Format};
 use crate::rng::{draw, Rng};
 use crate::wait::wait_error;
 use arc_swap::ArcSwapOption;
@@ -606,6 +607,44 @@ impl Balancer {
         kwargs.set_item("waits_cancelled", s.waits_cancelled)?;
         kwargs.set_item("waiting", s.waiting)?;
         Ok(weir_type(py, "Stats")?.call((), Some(&kwargs))?.unbind())
+    }
+
+    /// The balancer's and its members' metrics as Prometheus text (docs/metrics.md has the table):
+    /// every name starts with `prefix` and `_`, every sample carries the constant `labels` (a mapping or
+    /// (name, value) pairs of str). A member's `node` label is `names[node]` (a mapping; a node it lacks
+    /// gets `str(node)`), `names(node)` (a callable), or by default `str(node)`. `ValueError` for a refused
+    /// prefix or label name. Reads what `stats()` and `nodes()` read, without a lock on the hot path.
+    ///
+    /// GIL: held throughout (names may call Python code).
+    #[pyo3(signature = (prefix="weir", labels=None, names=None, *, now=None))]
+    fn metrics_text(
+        &self,
+        py: Python<'_>,
+        prefix: &str,
+        labels: Option<&Bound<'_, PyAny>>,
+        names: Option<&Bound<'_, PyAny>>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let (t, _) = now_ns(now)?;
+        let format = Format::read(prefix, labels)?;
+        // Copied out of the lock first: `names` and `str` may run Python code.
+        let members: Vec<(u64, Py<PyAny>)> = {
+            let m = self.inner.members(py);
+            m.by_id
+                .iter()
+                .map(|(id, o)| (*id, o.clone_ref(py)))
+                .collect()
+        };
+        let mut by_id = HashMap::with_capacity(members.len());
+        for (id, node) in members {
+            by_id.insert(id, node_name(py, node.bind(py), names)?);
+        }
+        let name = |id: u64, o: &mut dyn std::fmt::Write| match by_id.get(&id) {
+            Some(n) => o.write_str(n),
+            // A node added since the names were read.
+            None => weir::metrics::node_id_name(id, o),
+        };
+        format.text(|out, f| self.inner.core.write_metrics(out, f, &name, t))
     }
 
     /// The number of node slots.

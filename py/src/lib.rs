@@ -17,6 +17,7 @@
 //! | `rng.rs` | `Rng`: an explicit generator, for reproducing another binding's decisions |
 //! | `overload.rs` | `Shedder`, `Promise`, `CpuSampler`, `Throttle` |
 //! | `backoff.rs` | `Backoff` |
+//! | `metrics.rs` | the prefix and constant labels of every `metrics_text`, and node names |
 //! | `subset.rs` | `deterministic_subset`, `random_subset`, `shuffle` |
 
 use pyo3::prelude::*;
@@ -26,6 +27,7 @@ mod balancer;
 mod config;
 mod convert;
 mod lease;
+mod metrics;
 mod overload;
 mod rng;
 mod subset;

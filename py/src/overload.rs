@@ -5,6 +5,7 @@
 //! decorator; everything that touches the core is here.
 
 use crate::convert::{float, int_in, now_ns, opt_duration_ns, secs, weir_err};
+use crate::metrics::Format;
 use crate::rng::{draw, Rng};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -236,6 +237,25 @@ impl Shedder {
                 Err(err)
             }
         }
+    }
+
+    /// The shedder's metrics as Prometheus text (the `shedder_*` families of docs/metrics.md), with the
+    /// `prefix` and constant `labels` of `Balancer.metrics_text`. `cpu` (millicpu) is the CPU usage to
+    /// report, by default the shedder's CPU source's reading (0 without one).
+    ///
+    /// GIL: held for the call; lock-free.
+    #[pyo3(signature = (prefix="weir", labels=None, *, cpu=None, now=None))]
+    fn metrics_text(
+        &self,
+        py: Python<'_>,
+        prefix: &str,
+        labels: Option<&Bound<'_, PyAny>>,
+        cpu: Option<&Bound<'_, PyAny>>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let (t, _) = now_ns(now)?;
+        let c = self.cpu_now(py, cpu, t)?;
+        Format::read(prefix, labels)?.text(|out, f| self.core.write_metrics(out, f, c, t))
     }
 
     /// The shedder's counters as a dict.
@@ -570,6 +590,21 @@ impl Throttle {
         let c = self::criticality(criticality)?;
         let (t, _) = now_ns(now)?;
         Ok(self.core.probability(c, t))
+    }
+
+    /// The throttle's metrics as Prometheus text (the `throttle_*` families of docs/metrics.md), with the
+    /// `prefix` and constant `labels` of `Balancer.metrics_text`.
+    ///
+    /// GIL: held for the call; lock-free.
+    #[pyo3(signature = (prefix="weir", labels=None, *, now=None))]
+    fn metrics_text(
+        &self,
+        prefix: &str,
+        labels: Option<&Bound<'_, PyAny>>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let (t, _) = now_ns(now)?;
+        Format::read(prefix, labels)?.text(|out, f| self.core.write_metrics(out, f, t))
     }
 
     /// The throttle's counters as a dict (per-criticality counts as 4-tuples indexed by criticality).

@@ -127,6 +127,11 @@ def test_the_py_readme_balancer_examples_run() -> None:
     assert backends.stats().by_outcome == (0, 1, 0, 0, 1, 0)
 
 
+def test_the_py_readme_metrics_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    run(block(PY_BLOCKS, "weir.prometheus.Collector"), [], {})
+    assert 'weir_node_in_flight{service="orders",node="db-2"} 0\n' in capsys.readouterr().out
+
+
 def test_every_python_block_of_these_pages_is_run() -> None:
     """Each block is one that a test above runs, so a new block needs a test."""
     run_by_tests = {
@@ -138,5 +143,6 @@ def test_every_python_block_of_these_pages_is_run() -> None:
         block(PY_BLOCKS, "weir.requests.Adapter"),
         block(PY_BLOCKS, "backends.acquire("),
         block(PY_BLOCKS, "classify=classify"),
+        block(PY_BLOCKS, "weir.prometheus.Collector"),
     }
     assert set(ROOT_BLOCKS + CONTRACT_BLOCKS + PY_BLOCKS) == run_by_tests

@@ -188,8 +188,10 @@ class Config:
 OUTCOMES = ["success", "failure", "dropped", "ignored", "throttled", "client_error"]
 
 
-def replay(path: Path) -> int:
-    """Replays one file; returns the number of steps. Raises Mismatch naming the line and field."""
+def replay(path: Path, at_end: Optional[Callable[[weir.Balancer, int], None]] = None) -> int:
+    """Replays one file; returns the number of steps. Raises Mismatch naming the line and field.
+
+    ``at_end`` is called with the balancer and the last step's time (ns) once the file is replayed."""
     lines = path.read_text().split("\n")
     if lines[0] != "weir-trace 2":
         raise Mismatch(f"{path.name}:1: not a weir-trace 2 file")
@@ -317,4 +319,7 @@ def replay(path: Path) -> int:
             check(lineno, kind, got_answer, answer)
     if not ended:
         raise Mismatch(f"{path.name}: no end line")
+    if at_end is not None:
+        assert b is not None
+        at_end(b, t)
     return steps

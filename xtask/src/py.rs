@@ -28,15 +28,17 @@ use std::process::Command;
 /// The pinned tools of the venv (pip's requirement syntax). Bump them here; the venv is rebuilt when
 /// this list changes (it is written to the venv as `weir-tools.txt`). httpx and requests are the
 /// libraries `weir.httpx` and `weir.requests` integrate with (the package's optional extras), for their
-/// tests against local servers and for mypy; types-requests types requests for mypy. Each pin installs
+/// tests against local servers and for mypy; types-requests types requests for mypy; prometheus-client is
+/// what `weir.prometheus` plugs into (its tests parse the metrics text with its parser). Each pin installs
 /// on Python 3.9, the oldest the package supports.
-const TOOLS: [&str; 6] = [
+const TOOLS: [&str; 7] = [
     "maturin==1.16.0",
     "pytest==8.3.5",
     "mypy==1.15.0",
     "httpx==0.28.1",
     "requests==2.32.5",
     "types-requests==2.32.4.20250913",
+    "prometheus-client==0.26.0",
 ];
 
 /// The Python to build the venv with: `$PYTHON`, else `python3` (`python` on Windows).

@@ -14,8 +14,9 @@ node can take the call, and learns from every outcome::
 An exception's outcome is :func:`outcome_for_exception`'s (a timeout DROPPED, a cancellation IGNORED, an
 HTTP error its status's outcome, anything else FAILURE) unless the balancer has a ``classify=`` of its own.
 For HTTP clients, ``weir.httpx`` (transports for ``httpx.Client`` and ``httpx.AsyncClient``) and
-``weir.requests`` (an adapter for ``requests.Session``) do all of this per request; they import their
-library only when imported themselves.
+``weir.requests`` (an adapter for ``requests.Session``) do all of this per request, and
+``weir.prometheus`` serves every object's ``metrics_text()`` to a ``prometheus_client`` registry; each
+imports its library only when imported itself.
 
 Everything is thread-safe without a Python-side lock. Durations are float seconds (``datetime.timedelta``
 is accepted too); every ``now=`` is optional and defaults to the monotonic clock (:func:`monotonic`).

@@ -19,8 +19,12 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The package's optional extras (`pip install "weir-lb[httpx]"`), each pulling in the library it names.
-const EXTRAS: [&str; 2] = ["httpx", "requests"];
+/// The package's optional extras (`pip install "weir-lb[httpx]"`), each with the distribution it pulls in.
+const EXTRAS: [(&str, &str); 3] = [
+    ("httpx", "httpx"),
+    ("requests", "requests"),
+    ("prometheus", "prometheus-client"),
+];
 
 /// The licence files every artifact carries: at the sdist's root, and in the wheel under
 /// `.dist-info/licenses/` (maturin takes them from `py/`, the directory of `pyproject.toml`).
@@ -398,17 +402,18 @@ fn metadata_problems(metadata: Option<&str>, project: &Project, readme: &str) ->
         }
     }
     let extras: BTreeSet<&str> = values("Provides-Extra").into_iter().collect();
-    if extras != BTreeSet::from(EXTRAS) {
-        problems.push(format!("Provides-Extra: {extras:?}, expected {EXTRAS:?}"));
+    let names = EXTRAS.map(|(extra, _)| extra);
+    if extras != BTreeSet::from(names) {
+        problems.push(format!("Provides-Extra: {extras:?}, expected {names:?}"));
     }
-    for extra in EXTRAS {
+    for (extra, dist) in EXTRAS {
         let marker = format!("extra == '{extra}'");
         let requires = |r: &&str| {
             let mut name = r.split(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c)));
-            name.next() == Some(extra) && r.contains(&marker)
+            name.next() == Some(dist) && r.contains(&marker)
         };
         if !values("Requires-Dist").iter().any(requires) {
-            problems.push(format!("no Requires-Dist: {extra}... ; {marker}"));
+            problems.push(format!("no Requires-Dist: {dist}... ; {marker}"));
         }
     }
     let licences: BTreeSet<&str> = values("License-File").into_iter().collect();
@@ -428,13 +433,17 @@ fn metadata_problems(metadata: Option<&str>, project: &Project, readme: &str) ->
 /// Installs `wheel` into a fresh venv (`dir/venv`, not the build venv) and runs the test suite against
 /// it, with no Rust in reach: [`without_rust`]'s environment, for pip too (`--only-binary :all:`, so it
 /// can build nothing), from `dir`, where `import weir` cannot find the source tree's package. The wheel
-/// is installed with its extras, which bring the pinned httpx and requests of [`TOOLS`]; the suite's own
+/// is installed with its extras, which bring the pinned httpx, requests and prometheus-client of [`TOOLS`]; the suite's own
 /// `test_package.py` checks that it imports the installed package, as this function does before.
 fn test_without_rust(wheel: &Path, dir: &Path) {
     let venv = dir.join("venv");
     run(&system_python(), &["-m", "venv", &path(&venv)], &[]);
     let python = path(&venv_bin(&venv, "python"));
-    let requirement = format!("{}[{}]", path(wheel), EXTRAS.join(","));
+    let requirement = format!(
+        "{}[{}]",
+        path(wheel),
+        EXTRAS.map(|(extra, _)| extra).join(",")
+    );
     let mut install = vec![
         "-m",
         "pip",
@@ -444,7 +453,7 @@ fn test_without_rust(wheel: &Path, dir: &Path) {
         ":all:",
         &requirement,
     ];
-    install.extend(["pytest", "httpx", "requests"].map(pinned));
+    install.extend(["pytest", "httpx", "requests", "prometheus-client"].map(pinned));
     let cmd = without_rust(&python, &install, &venv, dir);
     let (mut set, mut unset) = (Vec::new(), Vec::new());
     for (key, value) in cmd.get_envs() {
