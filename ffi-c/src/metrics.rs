@@ -192,3 +192,113 @@ pub(crate) unsafe fn write_text(
     len.write(s.len());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::boundary::testing::fails;
+    use crate::boundary::{guard, WEIR_ERR_NULL, WEIR_OK};
+    use std::ptr::{null, null_mut};
+
+    /// `write_text` over a fixed text, through the boundary as an export would call it.
+    fn call(
+        format: *const weir_metrics_format,
+        buf: *mut c_char,
+        cap: usize,
+        len: *mut usize,
+    ) -> i32 {
+        guard(|| unsafe {
+            write_text(format, buf, cap, len, |out, f| {
+                out.write_str(f.prefix)?;
+                for (k, v) in &f.labels {
+                    write!(out, " {k}={v}")?;
+                }
+                out.write_char(' ')?;
+                f.name(7, out)?;
+                out.write_char(' ')?;
+                f.name(8, out)
+            })
+        })
+    }
+
+    #[test]
+    fn the_text_its_length_and_a_buffer_too_small() {
+        let mut len = 0;
+        assert_eq!(call(null(), null_mut(), 0, &mut len), WEIR_OK);
+        assert_eq!(len, "weir 7 8".len());
+        let mut buf = [b'x' as c_char; 16];
+        len = 0;
+        fails(
+            call(null(), buf.as_mut_ptr(), 8, &mut len),
+            WEIR_ERR_BUFFER_TOO_SMALL,
+            "needs 9",
+        );
+        assert_eq!((len, buf[0]), (8, b'x' as c_char));
+        assert_eq!(call(null(), buf.as_mut_ptr(), 9, &mut len), WEIR_OK);
+        let text = unsafe { CStr::from_ptr(buf.as_ptr()) };
+        assert_eq!((text.to_str().unwrap(), len), ("weir 7 8", 8));
+        fails(
+            call(null(), null_mut(), 4, &mut len),
+            WEIR_ERR_NULL,
+            "`buf`",
+        );
+        fails(
+            call(null(), buf.as_mut_ptr(), 16, null_mut()),
+            WEIR_ERR_NULL,
+            "`len`",
+        );
+    }
+
+    #[test]
+    fn the_format_is_read_and_checked() {
+        let labels = [weir_metrics_label {
+            name: c"zone".as_ptr(),
+            value: c"eu".as_ptr(),
+        }];
+        let names = [
+            weir_metrics_node_name {
+                id: 8,
+                name: c"db-8".as_ptr(),
+            },
+            weir_metrics_node_name {
+                id: 8,
+                name: c"second".as_ptr(),
+            },
+        ];
+        let mut f = weir_metrics_format {
+            prefix: c"".as_ptr(),
+            labels: labels.as_ptr(),
+            labels_len: 1,
+            node_names: names.as_ptr(),
+            node_names_len: 2,
+        };
+        let mut buf = [0 as c_char; 64];
+        let mut len = 0;
+        assert_eq!(call(&f, buf.as_mut_ptr(), 64, &mut len), WEIR_OK);
+        let text = unsafe { CStr::from_ptr(buf.as_ptr()) };
+        assert_eq!(text.to_str().unwrap(), " zone=eu 7 db-8");
+        f.prefix = c"1x".as_ptr();
+        fails(
+            call(&f, buf.as_mut_ptr(), 64, &mut len),
+            WEIR_ERR_INVALID_ARGUMENT,
+            "prefix",
+        );
+        f.prefix = c"\xff".as_ptr();
+        fails(
+            call(&f, buf.as_mut_ptr(), 64, &mut len),
+            WEIR_ERR_INVALID_ARGUMENT,
+            "UTF-8",
+        );
+        f.prefix = null();
+        f.node_names = null();
+        fails(
+            call(&f, buf.as_mut_ptr(), 64, &mut len),
+            WEIR_ERR_NULL,
+            "format->node_names",
+        );
+        f.node_names_len = 0;
+        assert_eq!(call(&f, buf.as_mut_ptr(), 64, &mut len), WEIR_OK);
+        let text = unsafe { CStr::from_ptr(buf.as_ptr()) };
+        assert_eq!(text.to_str().unwrap(), "weir zone=eu 7 8");
+    }
+}
