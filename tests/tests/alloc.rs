@@ -281,3 +281,53 @@ fn lease_guard_case(config: Config) {
     assert_eq!(st.in_flight, 0);
     assert_eq!(st.released(Outcome::Ignored), PAIRS / 3);
 }
+
+/// A `fmt::Write` into a fixed buffer: what a `no_std` caller writes metrics into.
+struct Fixed {
+    buf: [u8; 16_384],
+    len: usize,
+}
+
+impl core::fmt::Write for Fixed {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len + s.len();
+        let room = self.buf.get_mut(self.len..end).ok_or(core::fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+#[test]
+fn writing_metrics_allocates_nothing() {
+    use weir::metrics::{node_id_name, MetricsFormat};
+    let b = HeapBalancer::with_capacity(4, Config::default()).unwrap();
+    let shedder = weir::Shedder::new(Default::default()).unwrap();
+    let throttle = weir::Throttle::new(Default::default()).unwrap();
+    let backoff = weir::Backoff::new(Default::default()).unwrap();
+    for id in 1..=3 {
+        b.add(id).unwrap();
+    }
+    let lease = b.acquire(0, &mut Rng::with_seed(1)).unwrap();
+    b.release(lease, Outcome::Failure, 10).unwrap();
+    let mut out = Box::new(Fixed {
+        buf: [0; 16_384],
+        len: 0,
+    });
+    let format = MetricsFormat {
+        prefix: "weir",
+        labels: &[("service", "a \"b\"\n")],
+    };
+    let (r, n) = count(|| {
+        b.write_metrics(&mut *out, &format, &node_id_name, 20)?;
+        shedder.write_metrics(&mut *out, &format, 500, 20)?;
+        throttle.write_metrics(&mut *out, &format, 20)?;
+        backoff.write_metrics(&mut *out, &format, 20)
+    });
+    assert_eq!((r, n), (Ok(()), 0));
+    let text = core::str::from_utf8(&out.buf[..out.len]).unwrap();
+    assert!(
+        text.contains("weir_released_total{service=\"a \\\"b\\\"\\n\",outcome=\"failure\"} 1\n")
+    );
+    assert!(text.ends_with("weir_backoff_sleep_seconds_total{service=\"a \\\"b\\\"\\n\"} 0.0\n"));
+}
