@@ -306,3 +306,29 @@ fn throttle_probability_is_the_throttles() {
         std::format!("weir_throttle_rejected_total{{criticality=\"SHEDDABLE\"}} {rejected}\n");
     assert!(s.contains(&want), "{s}");
 }
+
+#[test]
+fn the_families_are_well_formed() {
+    for (i, f) in FAMILIES.iter().enumerate() {
+        // HELP would need escapes for these; the writer writes the help as it is.
+        assert!(!f.help.contains(['\\', '\n']), "{}", f.name);
+        assert!(is_name(f.name, true), "{}", f.name);
+        assert_eq!(
+            f.kind == MetricKind::Counter,
+            f.name.ends_with("_total"),
+            "{}",
+            f.name
+        );
+        // Every label a family uses is one a constant label may not take.
+        assert!(
+            f.labels.iter().all(|l| RESERVED_LABELS.contains(l)),
+            "{}",
+            f.name
+        );
+        assert!(FAMILIES[..i].iter().all(|g| g.name != f.name), "{}", f.name);
+    }
+    // And every reserved name is used by some family.
+    for l in RESERVED_LABELS {
+        assert!(FAMILIES.iter().any(|f| f.labels.contains(&l)), "{l}");
+    }
+}
