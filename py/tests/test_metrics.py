@@ -3,7 +3,7 @@ nodes(), the same bytes as Rust and C after the same trace, and the weir.prometh
 
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -161,3 +161,48 @@ def test_metrics_text_is_one_line_per_sample() -> None:
     text = make().metrics_text("weir", {"service": SERVICE}, {"a": "x\ny"}, now=2.0)
     assert "\n\n" not in text and text.endswith("\n")
     assert all(line.startswith(("# HELP ", "# TYPE ", "weir_")) for line in text.splitlines())
+
+
+def test_metrics_read_while_threads_hammer_end_with_their_counts() -> None:
+    import threading
+
+    b = weir.Balancer([f"n{i}" for i in range(4)], limit=weir.Fixed(2), seed=5)
+    released = [0] * 4
+    busy = [0] * 4
+    done = threading.Event()
+    start = threading.Barrier(5)
+
+    def worker(k: int) -> None:
+        start.wait()
+        for _ in range(5_000):
+            lease = b.try_acquire()
+            if lease is None:
+                busy[k] += 1
+                continue
+            lease.release(weir.Outcome.SUCCESS)
+            released[k] += 1
+
+    readings: List[int] = []
+
+    def reader() -> None:
+        start.wait()
+        while True:
+            # Every reading parses, whole, while the counters move.
+            readings.append(len(list(text_string_to_metric_families(b.metrics_text()))))
+            if done.is_set():
+                break
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    watcher = threading.Thread(target=reader)
+    for t in threads + [watcher]:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    watcher.join()
+    assert readings and set(readings) == {17}  # the balancer's and the nodes' families, every time
+    got = samples(b.metrics_text())
+    assert got[("weir_acquired_total", ())] == sum(released)
+    assert got[("weir_released_total", (("outcome", "success"),))] == sum(released)
+    assert got[("weir_rejected_total", (("cause", "all_busy"),))] == sum(busy)
+    assert got[("weir_in_flight", ())] == 0
