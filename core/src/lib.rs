@@ -76,7 +76,6 @@ pub mod balance;
 mod error;
 mod internal;
 pub mod limit;
-pub mod metrics;
 pub mod overload;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]

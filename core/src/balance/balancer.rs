@@ -751,7 +751,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         }
     }
 
-    pub(crate) fn find(&self, id: u64) -> Option<(usize, &NodeSlot)> {
+    fn find(&self, id: u64) -> Option<(usize, &NodeSlot)> {
         self.used().iter().enumerate().find(|(_, s)| {
             // Acquire: the id of a published slot is read after its state.
             word::is_member(s.ctl.load(Acquire)) && s.id.load(Relaxed) == id
