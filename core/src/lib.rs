@@ -59,6 +59,7 @@
 //! | [`limit`] | the per-node concurrency limit algorithms (Fixed, AIMD, Vegas, Gradient, Gradient2, CIAD, windowed) |
 //! | [`overload`] | server-side [`Shedder`] (go-zero's), client-side [`Throttle`] (the SRE book's), their rolling window and (`std`) the CPU sampler |
 //! | [`backoff`] | the seeds' responsive exponential [`Backoff`] |
+//! | [`metrics`] | one metric set for all of them, written in the Prometheus text format without allocating |
 //! | [`subset`] | the SRE book's deterministic subsetting, specified so that any language reproduces it |
 //! | `rt` (`std`) | a monotonic clock, per-thread generators, the lease and promise guards, [`HeapBalancer`] |
 //!
@@ -76,6 +77,7 @@ pub mod balance;
 mod error;
 mod internal;
 pub mod limit;
+pub mod metrics;
 pub mod overload;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
