@@ -9,10 +9,14 @@
 //! second, listening on loopback only, its storage in `<target>/prometheus/`. Once the run is over, the
 //! check asks Prometheus' query API for:
 //!
-//! - the failing node's `weir_node_released_total{outcome="failure"}`: above 0 (weir saw its failures);
-//! - each node's share of the calls released in an early window (before the failures) and in the last
-//!   [`WINDOW_S`] seconds of the run: the failing node's late share is below its early share and under
-//!   [`MAX_LATE_SHARE`], the healthy nodes carrying the rest.
+//! - the outcome counters: the balancer's `weir_released_total{outcome="failure"}` above 0, and over
+//!   the run the failing node's `weir_node_failures` (the decay model's failure counter) above 0 while
+//!   the other nodes' stay 0;
+//! - each node's share of the recent calls (`weir_node_successes + weir_node_failures`, the decay model's
+//!   time-decayed counters: outcomes are counted per balancer, not per node) and its success rate,
+//!   averaged over an early window (before the failures) and over the last [`WINDOW_S`] seconds of the
+//!   run: the failing node's share falls, ending under [`MAX_LATE_SHARE`] with the healthy nodes carrying
+//!   the rest, and its success rate falls.
 //!
 //! The numbers are printed. Both processes are killed when the check ends, whether it passed or not; the
 //! whole check takes about [`RUN`] plus a few seconds beyond the build.
@@ -230,78 +234,119 @@ fn check(example: &Path, dir: &Path) -> Result<String, String> {
     hyper.alive()?;
     prometheus.alive().map_err(with_log)?;
 
-    let failures = query(
-        api,
-        &format!("weir_node_released_total{{node=\"{FAILING}\",outcome=\"failure\"}}"),
-        None,
-    )?;
-    let failures = failures.values().copied().sum::<f64>();
     let w = WINDOW_S;
     let early_end = t0 + FAIL_AFTER.as_secs_f64() - 1.0;
     let late_end = t0 + RUN.as_secs_f64();
+    // (a) The outcome counters: the balancer's failures, and the node that failed.
+    let failed = query(
+        api,
+        "weir_released_total{outcome=\"failure\"}",
+        Some(late_end),
+    )?
+    .values()
+    .sum::<f64>();
+    let run = RUN.as_secs() + 5;
+    let node_failures = query(
+        api,
+        &format!("max_over_time(weir_node_failures[{run}s])"),
+        None,
+    )?;
+    // (b) Each node's share of the recent calls, as the decay model counts them (successes with a 1 s
+    // half-life, failures with 30 s: this leans the failing node's share up, never down), averaged over
+    // each window; and its success rate.
+    let over = |expr: String, end: f64| query(api, &expr, Some(end));
+    let recent = |end: f64| {
+        over(
+            format!("avg_over_time(weir_node_successes[{w}s]) + avg_over_time(weir_node_failures[{w}s])"),
+            end,
+        )
+    };
     let shares = |end: f64| -> Result<BTreeMap<String, f64>, String> {
-        let by_node = query(
-            api,
-            &format!("sum by (node) (increase(weir_node_released_total[{w}s]))"),
-            Some(end),
-        )?;
+        let by_node = recent(end)?;
         let total: f64 = by_node.values().sum();
         if total <= 0.0 {
             return Err(format!(
-                "no call released in the {w} s before {:.1} s: {by_node:?}",
+                "no calls counted in the {w} s before {:.1} s: {by_node:?}",
                 end - t0
             ));
         }
         Ok(by_node.into_iter().map(|(n, v)| (n, v / total)).collect())
     };
-    let early = shares(early_end)?;
-    let late = shares(late_end)?;
+    let (early, late) = (shares(early_end)?, shares(late_end)?);
+    let rate = |end: f64| over(format!("avg_over_time(weir_node_success_rate[{w}s])"), end);
+    let (early_rate, late_rate) = (rate(early_end)?, rate(late_end)?);
 
+    let at = |m: &BTreeMap<String, f64>, node: &str| m.get(node).copied();
     let mut report = format!(
-        "\n    {FAILING}'s weir_node_released_total{{outcome=\"failure\"}}: {failures}\n    share of the \
-         calls released ({}, by increase(weir_node_released_total[{w}s])):\n    {:<10} {:>10} {:>10}\n",
-        format_args!("failing from {} s on", FAIL_AFTER.as_secs()),
+        "\n    weir_released_total{{outcome=\"failure\"}}: {failed}\n    \
+         max_over_time(weir_node_failures[{run}s]) by node: {node_failures:?}\n    \
+         share of the recent calls (weir_node_successes + weir_node_failures) and success rate, averaged \
+         over {w} s, \"{FAILING}\" failing from {} s on:\n    {:<10} {:>16} {:>16}\n",
+        FAIL_AFTER.as_secs(),
         "node",
         format!("{:.0}-{:.0} s", early_end - t0 - w as f64, early_end - t0),
         format!("{:.0}-{:.0} s", late_end - t0 - w as f64, late_end - t0),
     );
     for node in NODES {
-        let pct = |m: &BTreeMap<String, f64>| m.get(node).map_or(0.0, |v| 100.0 * v);
+        let cell = |share: &BTreeMap<String, f64>, rate: &BTreeMap<String, f64>| {
+            format!(
+                "{:5.1}% / {:.3}",
+                100.0 * at(share, node).unwrap_or(0.0),
+                at(rate, node).unwrap_or(f64::NAN)
+            )
+        };
         report += &format!(
-            "    {node:<10} {:>9.1}% {:>9.1}%\n",
-            pct(&early),
-            pct(&late)
+            "    {node:<10} {:>16} {:>16}\n",
+            cell(&early, &early_rate),
+            cell(&late, &late_rate)
         );
     }
-    let share = |m: &BTreeMap<String, f64>| m.get(FAILING).copied().unwrap_or(0.0);
+
     let mut wrong = Vec::new();
-    if failures <= 0.0 {
+    if failed <= 0.0 {
         wrong.push(format!(
-            "Prometheus holds no failure of {FAILING} (weir_node_released_total{{outcome=\"failure\"}} = {failures})"
+            "weir_released_total{{outcome=\"failure\"}} is {failed}, not above 0"
         ));
     }
     for node in NODES {
+        let f = at(&node_failures, node);
+        let ok = if node == FAILING {
+            f.is_some_and(|f| f > 0.0)
+        } else {
+            f == Some(0.0)
+        };
+        if !ok {
+            wrong.push(format!("{node}'s weir_node_failures peaked at {f:?}"));
+        }
         if !early.contains_key(node) {
             wrong.push(format!("no calls of {node} in the early window"));
         }
     }
-    if share(&late) >= share(&early) {
+    let failing = |m: &BTreeMap<String, f64>| at(m, FAILING).unwrap_or(0.0);
+    if failing(&late) >= failing(&early) {
         wrong.push(format!(
             "{FAILING}'s share did not fall: {:.3} early, {:.3} late",
-            share(&early),
-            share(&late)
+            failing(&early),
+            failing(&late)
         ));
     }
-    if share(&late) >= MAX_LATE_SHARE {
+    if failing(&late) >= MAX_LATE_SHARE {
         wrong.push(format!(
             "{FAILING}'s late share {:.3} is not under {MAX_LATE_SHARE}",
-            share(&late)
+            failing(&late)
+        ));
+    }
+    if failing(&late_rate) >= failing(&early_rate) {
+        wrong.push(format!(
+            "{FAILING}'s success rate did not fall: {:.3} early, {:.3} late",
+            failing(&early_rate),
+            failing(&late_rate)
         ));
     }
     if wrong.is_empty() {
         Ok(report)
     } else {
-        Err(wrong.join("; "))
+        Err(format!("{report}\n{}", wrong.join("; ")))
     }
 }
 

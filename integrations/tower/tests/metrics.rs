@@ -1,6 +1,6 @@
 //! The balance's metrics as Prometheus reads them: nodes named by their keys, the released calls counted
-//! by node and outcome exactly as the callers saw them, the handle's names following membership, and a
-//! handle read from another thread while the balance is in use.
+//! by outcome exactly as the callers saw them and the failing node told apart, the handle's names
+//! following membership, and a handle read from another thread while the balance is in use.
 
 #[allow(dead_code)]
 mod support;
@@ -64,16 +64,18 @@ fn classify(key: &Key) -> Outcome {
 fn sample(text: &str, family: &str, labels: &[(&str, &str)]) -> Option<f64> {
     let found: Vec<f64> = text
         .lines()
-        .filter(|l| l.starts_with(&format!("{family}{{")))
-        .filter(|l| {
-            let set = l.split_once('{').and_then(|(_, r)| r.rsplit_once('}'));
-            set.is_some_and(|(set, _)| {
-                labels
-                    .iter()
-                    .all(|(k, v)| set.contains(&format!("{k}=\"{v}\"")))
-            })
+        .filter_map(|l| {
+            let (series, value) = l.strip_prefix(family)?.rsplit_once(' ')?;
+            let set = match series.strip_prefix('{') {
+                Some(set) => set.strip_suffix('}')?,
+                None if series.is_empty() => "",
+                None => return None, // another family that starts with this one's name
+            };
+            labels
+                .iter()
+                .all(|(k, v)| set.contains(&format!("{k}=\"{v}\"")))
+                .then(|| value.parse().ok())?
         })
-        .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse().ok()))
         .collect();
     assert!(found.len() <= 1, "{family} {labels:?}: {found:?}\n{text}");
     found.first().copied()
@@ -86,7 +88,7 @@ fn text(metrics: &Metrics) -> String {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn released_calls_are_counted_by_key_and_outcome() {
+async fn outcomes_are_counted_and_nodes_named_by_key() {
     const CALLS: usize = 60;
     let keys = [Key(1), Key(2), Key(3)];
     let mut balance = Builder::new(Config::default())
@@ -107,35 +109,35 @@ async fn released_calls_are_counted_by_key_and_outcome() {
         .write_metrics(&mut direct, &MetricsFormat::default())
         .unwrap();
     for text in [direct, text(&metrics), metrics.to_string()] {
-        for (key, n) in keys.iter().zip(answered) {
+        // Outcomes are counted per balancer; per node, the decay model's counters say which node failed
+        // (exactly: a node that only ever failed has a success rate of 0, one that never did of 1).
+        let released =
+            |outcome: &str| sample(&text, "weir_released_total", &[("outcome", outcome)]);
+        let failed = answered[1];
+        assert_eq!(released("failure"), Some(f64::from(failed)), "{text}");
+        assert_eq!(
+            released("success"),
+            Some((CALLS - failed as usize) as f64),
+            "{text}"
+        );
+        assert_eq!(
+            sample(&text, "weir_acquired_total", &[]),
+            Some(CALLS as f64),
+            "{text}"
+        );
+        for key in keys {
             let name = key.to_string();
-            let released = |outcome: &str| {
-                sample(
-                    &text,
-                    "weir_node_released_total",
-                    &[("node", &name), ("outcome", outcome)],
-                )
-            };
-            let (success, failure) = if key.0 == 2 { (0, n) } else { (n, 0) };
-            assert_eq!(
-                released("success"),
-                Some(f64::from(success)),
-                "{name}\n{text}"
-            );
-            assert_eq!(
-                released("failure"),
-                Some(f64::from(failure)),
-                "{name}\n{text}"
-            );
-            assert_eq!(
-                sample(&text, "weir_node_in_flight", &[("node", &name)]),
-                Some(0.0),
-                "{text}"
-            );
-            assert!(
-                sample(&text, "weir_node_limit", &[("node", &name)]).is_some_and(|l| l >= 1.0),
-                "{text}"
-            );
+            let node = |family: &str| sample(&text, family, &[("node", &name)]);
+            let (rate, failures) = (node("weir_node_success_rate"), node("weir_node_failures"));
+            if key.0 == 2 {
+                assert_eq!(rate, Some(0.0), "{name}\n{text}");
+                assert!(failures.is_some_and(|f| f > 0.0), "{name}\n{text}");
+            } else {
+                assert_eq!(rate, Some(1.0), "{name}\n{text}");
+                assert_eq!(failures, Some(0.0), "{name}\n{text}");
+            }
+            assert_eq!(node("weir_node_in_flight"), Some(0.0), "{text}");
+            assert!(node("weir_node_limit").is_some_and(|l| l >= 1.0), "{text}");
             assert_eq!(
                 sample(
                     &text,
@@ -146,11 +148,6 @@ async fn released_calls_are_counted_by_key_and_outcome() {
                 "{text}"
             );
         }
-        assert_eq!(
-            sample(&text, "weir_acquired_total", &[]),
-            Some(CALLS as f64),
-            "{text}"
-        );
         assert!(
             !text.contains("node=\"1\""),
             "named by id, not key:\n{text}"
@@ -232,4 +229,18 @@ fn the_format_sets_the_prefix_and_constant_labels() {
         "{out}"
     );
     assert!(!out.contains("weir_"), "{out}");
+}
+
+#[test]
+fn a_key_is_escaped_as_a_label_value() {
+    let svc = tower::service_fn(|()| async { Ok::<_, Infallible>(()) });
+    let mut balance = Builder::new(Config::default())
+        .classify(weir_tower::ByResult)
+        .build_list([("say \"hi\"\\\n", svc)])
+        .unwrap();
+    let text = balance.metrics().to_string();
+    assert!(
+        text.contains("weir_node_in_flight{node=\"say \\\"hi\\\"\\\\\\n\"} 0\n"),
+        "{text}"
+    );
 }
