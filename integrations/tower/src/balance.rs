@@ -207,8 +207,9 @@ where
     /// Writes the balance's metrics to `out` in Prometheus' text format (0.0.4), each node named by its
     /// key's `Display`, with `format`'s prefix and constant labels: the core's
     /// [`Balancer::write_metrics`](weir::Balancer::write_metrics), which reads the same atomics a
-    /// snapshot reads. An error only when `out` fails. To scrape from another task while the balance is
-    /// busy serving, take a [`Balance::metrics`] handle instead.
+    /// snapshot reads. An error when `out` fails, or when the core refuses `format` (a prefix or label
+    /// name Prometheus cannot take: [`MetricsFormat::check`] says why; nothing is written then). To scrape
+    /// from another task while the balance is busy serving, take a [`Balance::metrics`] handle instead.
     ///
     /// ```
     /// # use weir_tower::{Builder, ByResult};

@@ -38,9 +38,11 @@ impl Metrics {
     }
 
     /// Writes the balance's metrics to `out` in Prometheus' text format (0.0.4), with `format`'s prefix
-    /// and constant labels: per node (named by its key), its calls in flight, limit, state and released
-    /// calls by outcome; for the balancer, its leases granted, refusals and waiting acquires. An error
-    /// only when `out` fails.
+    /// and constant labels: per node (named by its key), its state, calls in flight, limit, success rate
+    /// and health counters; for the balancer, its leases granted and released by outcome, refusals and
+    /// waits (`docs/metrics.md` lists the families). An error
+    /// when `out` fails, or when the core refuses `format` (a prefix or label name Prometheus cannot
+    /// take: [`MetricsFormat::check`] says why; nothing is written then).
     ///
     /// ```
     /// # use weir_tower::{Builder, ByResult};

@@ -208,7 +208,7 @@ async fn the_handle_follows_membership_and_reads_from_another_thread() {
 }
 
 #[test]
-fn the_format_sets_the_prefix_and_constant_labels() {
+fn the_format_sets_the_prefix_and_constant_labels_or_is_refused() {
     let mut balance = Builder::new(Config::default())
         .classify(classify as fn(&Key) -> Outcome)
         .build_list([(Key(1), backend(Key(1)))])
@@ -229,6 +229,16 @@ fn the_format_sets_the_prefix_and_constant_labels() {
         "{out}"
     );
     assert!(!out.contains("weir_"), "{out}");
+
+    // A prefix Prometheus cannot take: an error, and nothing written.
+    let bad = MetricsFormat {
+        prefix: "edge-1",
+        labels: &[],
+    };
+    let mut out = String::new();
+    assert!(balance.metrics().write(&mut out, &bad).is_err());
+    assert!(balance.write_metrics(&mut out, &bad).is_err());
+    assert_eq!(out, "");
 }
 
 #[test]
