@@ -1,7 +1,8 @@
 //! `cargo xtask bench`: the benchmark suite of `benches/` and its report, `benches/RESULTS.md`.
 //!
 //! - `cargo xtask bench [CRITERION ARGS..]`: the criterion run (`hot_path`: weir, its baselines and
-//!   floors, limiters, threads; then `tower_service`: weir-tower against tower's `Balance`, see `tower.rs`),
+//!   floors, limiters, threads; then `tower_service`: weir-tower against tower's `Balance`, see `tower.rs`;
+//!   then `metrics`: the pair with a scrape every 10 ms against none, see `metrics.rs`),
 //!   then the allocation count (`pairs allocations`) and the interleaved cross-check of the ratios
 //!   (`pairs interleave`). The medians of every benchmark that this run
 //!   measured, the bench's facts (memory, the helpers' times, the round trip's batch quantiles) and the
@@ -21,10 +22,12 @@
 //!
 //! By job: `timing.rs` runs the criterion benches, `instructions.rs` counts instructions under valgrind,
 //! `facts.rs` is what both save (and the machine they ran on), `report.rs` writes RESULTS.md from it
-//! (its prose is the template `report/template.md`), and `tower.rs` is weir-tower's bench and section.
+//! (its prose is the template `report/template.md`), `tower.rs` is weir-tower's bench and section, and
+//! `metrics.rs` the scrape's.
 
 mod facts;
 mod instructions;
+mod metrics;
 mod report;
 mod timing;
 mod tower;

@@ -16,15 +16,15 @@ pub(crate) struct Command {
 }
 
 /// Every subcommand, in the order of the list.
-pub(crate) const COMMANDS: [Command; 17] = [
+pub(crate) const COMMANDS: [Command; 18] = [
     Command {
         name: "ci",
         about: "every check CI runs, failing on the first error",
         usage: "usage: cargo xtask ci
 Every check CI runs, in order, stopping at the first failure: doc-paths, fmt, clippy with warnings denied,
-the tests, ctest, nostd, msrv, embedded, loom, the examples, c-example, dist-c --check, py,
+the tests, ctest, nostd, msrv, embedded, loom, the examples, prometheus, c-example, dist-c --check, py,
 publish-check, the API docs and sim. It installs what it needs (rustup targets and toolchains, QEMU,
-the Python venv).",
+Prometheus, the Python venv).",
     },
     Command {
         name: "doc-paths",
@@ -67,6 +67,16 @@ Writes the header cbindgen generates from ffi-c/ over include/weir.h.",
         usage: "usage: cargo xtask c-example
 Builds ffi-c/examples/ and runs the client over three local servers, checking its summary (see
 xtask/src/example.rs).",
+    },
+    Command {
+        name: "prometheus",
+        about: "a real Prometheus scrapes the hyper example's /metrics, checked through its API",
+        usage: "usage: cargo xtask prometheus
+Runs weir-lb-tower's hyper example with --serve (three local servers, one failing after 8 s, 20 s of
+steady load, /metrics on loopback) and a Prometheus server scraping it every second (loopback only;
+Debian's package, installed when missing, or SKIPPED loudly), then checks through Prometheus' query API
+that the failing node's failures were counted and its share of the calls fell (see
+xtask/src/prometheus.rs).",
     },
     Command {
         name: "dist-c",
@@ -165,6 +175,7 @@ pub(crate) enum Job {
     Ctest,
     Header,
     CExample,
+    Prometheus,
     /// `--prefix DIR` or `--check`, as `dist::dist` takes them.
     DistC(Vec<String>),
     Fuzz(fuzz::Args),
@@ -257,6 +268,7 @@ fn job(name: &str, args: &[String]) -> Result<Job, String> {
         "ctest" => none(Job::Ctest),
         "header" => none(Job::Header),
         "c-example" => none(Job::CExample),
+        "prometheus" => none(Job::Prometheus),
         "dist-c" => match args {
             [flag, _] if flag == "--prefix" => Ok(Job::DistC(args.to_vec())),
             [flag] if flag == "--check" => Ok(Job::DistC(args.to_vec())),

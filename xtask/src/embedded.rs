@@ -20,6 +20,7 @@
 //! the guide's table differs from a fresh one: it prints the fresh table, says that it differs, and the
 //! guide names the toolchain that produced its figures.
 
+use crate::tools::ensure_tool;
 use crate::{ensure_target, fail, run, target_dir};
 use std::fmt::Write as _;
 use std::fs;
@@ -218,67 +219,6 @@ fn ensure_qemu() -> String {
          Fedora, `brew install qemu` on macOS",
     );
     QEMU.into()
-}
-
-/// Makes sure `program --version` runs: when it does not, installs Debian's `package` with apt-get (as
-/// root, or through `sudo -n`), and fails loudly, with `how` (the ways to install it by hand), when that
-/// is not possible. Never a silent skip.
-pub(crate) fn ensure_tool(program: &str, package: &str, how: &str) {
-    let works = || {
-        Command::new(program)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if works() {
-        return;
-    }
-    let how = format!("install it and run again: {how}");
-    if Command::new("apt-get").arg("--version").output().is_err() {
-        fail(&format!(
-            "{program} is missing and there is no apt-get here: {how}"
-        ));
-    }
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    let sudo = !root
-        && Command::new("sudo")
-            .args(["-n", "true"])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    if !root && !sudo {
-        fail(&format!(
-            "{program} is missing, and installing it needs root (this is not root, and `sudo -n` asks \
-             for a password): {how}"
-        ));
-    }
-    let apt = |args: &[&str]| {
-        let (apt_program, mut all) = if sudo {
-            ("sudo", vec!["-n", "apt-get"])
-        } else {
-            ("apt-get", vec![])
-        };
-        all.extend_from_slice(args);
-        eprintln!("\n==> {apt_program} {}", all.join(" "));
-        Command::new(apt_program)
-            .args(&all)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    let install = ["install", "-y", "-q", "--no-install-recommends", package];
-    // The package lists may be missing or stale (a fresh container): update them once and retry.
-    let installed = apt(&install) || (apt(&["update", "-q"]) && apt(&install));
-    if !installed {
-        fail(&format!("apt-get could not install {package}: {how}"));
-    }
-    if !works() {
-        fail(&format!("{program} was installed but does not run: {how}"));
-    }
 }
 
 /// What the firmware reported about itself.

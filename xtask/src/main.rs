@@ -5,7 +5,7 @@
 //!   crates with the declared MSRV (`msrv`), the firmware example under QEMU (`embedded`), the loom
 //!   models, the READMEs' examples (as doc tests), the failover example, the C example (`c-example`),
 //!   the installed C library (`dist-c --check`), the Python package (`py`, and its wheel and sdist: `wheel --test`), weir-lb-tower (its tonic
-//!   feature and hyper example), the packages as crates.io gets them (`publish-check`) and the API docs
+//!   feature, its hyper example, and that example's `/metrics` scraped by a real Prometheus: `prometheus`), the packages as crates.io gets them (`publish-check`) and the API docs
 //!   (warnings denied).
 //! - `cargo xtask doc-paths`: every `.rs` file that a comment names exists (see `doc_paths.rs`); `ci`
 //!   runs it first.
@@ -19,6 +19,9 @@
 //!   C11 and C++17, and `weir-lb-ffi`'s tests (see `ctest.rs`); `cargo xtask header` regenerates
 //!   `include/weir.h`.
 //! - `cargo xtask c-example`: the C example client over three local servers, checked (see `example.rs`).
+//! - `cargo xtask prometheus`: the hyper example's `/metrics` scraped by a real Prometheus server and read
+//!   back through its query API: the failing node's failures counted, its share falling (see
+//!   `prometheus.rs`).
 //! - `cargo xtask dist-c --prefix DIR`: installs the C header, libraries and `weir.pc` into DIR;
 //!   `--check` installs into a temporary prefix and builds the example against it (see `dist.rs`).
 //! - `cargo xtask fuzz [--seconds N] [--stable]`: the fuzz target over the C ABI for N seconds (default
@@ -48,8 +51,10 @@ mod embedded;
 mod example;
 mod fuzz;
 mod msrv;
+mod prometheus;
 mod publish;
 mod py;
+mod tools;
 
 use cli::{Job, Parsed};
 use std::env;
@@ -93,6 +98,7 @@ fn main() {
         Job::Ctest => ctest::ctest(),
         Job::Header => ctest::header(),
         Job::CExample => example::c_example(),
+        Job::Prometheus => prometheus::prometheus(),
         Job::DistC(args) => dist::dist(&args),
         Job::Py => py::py(),
         Job::Wheel { test } => py::wheel(&if test {
@@ -224,6 +230,7 @@ fn ci() {
         "--example",
         "hyper",
     ]);
+    prometheus::prometheus();
     example::c_example();
     dist::check();
     py::py();

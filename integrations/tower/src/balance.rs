@@ -52,6 +52,7 @@
 use crate::classify::Classify;
 use crate::error::{Error, Refused};
 use crate::future::{Held, ResponseFuture};
+use crate::metrics::{Metrics, Names, Naming};
 use crate::nodes::Nodes;
 use std::fmt;
 use std::future::Future;
@@ -63,6 +64,7 @@ use std::time::Duration;
 use tower::discover::{Change, Discover};
 use tower::{BoxError, Service};
 use weir::balance::{NodeSnapshot, Rejected};
+use weir::metrics::{node_id_name, MetricsFormat};
 use weir::rt::{monotonic_now, thread_seed, WaitError, WaitOwned};
 use weir::{HeapBalancer, Lease, NodeSlot, Outcome, Rng};
 
@@ -87,6 +89,9 @@ pub struct Balance<D: Discover, C> {
     rng: Rng,
     /// The wait `poll_ready` is in, if no node had room.
     waiting: Option<Waiting>,
+    /// The members' names for [`Balance::metrics`]' handles, and how a key becomes one: none until the
+    /// first handle is asked for.
+    names: Option<Naming<D::Key>>,
 }
 
 /// A `poll_ready` waiting for room.
@@ -119,6 +124,7 @@ where
             wait,
             reserved: None,
             waiting: None,
+            names: None,
         }
     }
 
@@ -198,13 +204,80 @@ where
         true
     }
 
+    /// Writes the balance's metrics to `out` in Prometheus' text format (0.0.4), each node named by its
+    /// key's `Display`, with `format`'s prefix and constant labels: the core's
+    /// [`Balancer::write_metrics`](weir::Balancer::write_metrics), which reads the same atomics a
+    /// snapshot reads. An error when `out` fails, or when the core refuses `format` (a prefix or label
+    /// name Prometheus cannot take: [`MetricsFormat::check`] says why; nothing is written then). To scrape
+    /// from another task while the balance is busy serving, take a [`Balance::metrics`] handle instead.
+    ///
+    /// ```
+    /// # use weir_tower::{Builder, ByResult};
+    /// use weir::metrics::MetricsFormat;
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// let balance = Builder::new(weir::Config::default()).classify(ByResult).build_list([("a", svc)]).unwrap();
+    /// let mut text = String::new();
+    /// balance.write_metrics(&mut text, &MetricsFormat::default()).unwrap();
+    /// assert!(text.contains("weir_node_in_flight{node=\"a\"} 0\n"), "{text}");
+    /// ```
+    pub fn write_metrics<W: fmt::Write + ?Sized>(
+        &self,
+        out: &mut W,
+        format: &MetricsFormat<'_>,
+    ) -> fmt::Result
+    where
+        D::Key: fmt::Display,
+    {
+        let names = |id: u64, w: &mut dyn fmt::Write| match self.nodes.get(id) {
+            Some(node) => write!(w, "{}", node.key),
+            None => node_id_name(id, w),
+        };
+        self.balancer
+            .write_metrics(out, format, &names, monotonic_now())
+    }
+
+    /// A handle that writes this balance's metrics from anywhere (see [`Metrics`]): cloneable, `Send`,
+    /// `Sync` and `'static`, for an HTTP handler that serves `/metrics` while the balance is owned by the
+    /// client. Nodes are named by their keys' `Display`, rendered once when each joins (the balance keeps
+    /// the handles' table of names from the first call on); every call returns a handle on the same
+    /// table.
+    ///
+    /// ```
+    /// # use weir_tower::{Builder, ByResult};
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// let mut balance = Builder::new(weir::Config::default()).classify(ByResult).build_list([("a", svc)]).unwrap();
+    /// let metrics = balance.metrics();
+    /// let scraper = std::thread::spawn(move || metrics.to_string());
+    /// assert!(scraper.join().unwrap().contains("weir_node_limit{node=\"a\"}"));
+    /// ```
+    pub fn metrics(&mut self) -> Metrics
+    where
+        D::Key: fmt::Display,
+    {
+        let naming = self.names.get_or_insert_with(|| {
+            let names = Arc::new(Names::default());
+            for node in self.nodes.iter() {
+                names.insert(node.id, node.key.to_string());
+            }
+            Naming {
+                names,
+                name: |key: &D::Key| key.to_string(),
+            }
+        });
+        Metrics::new(Arc::clone(&self.balancer), Arc::clone(&naming.names))
+    }
+
     /// Adds `service` under `key`, replacing the key's node if it has one.
     pub(crate) fn insert(&mut self, key: D::Key, service: D::Service) -> Result<(), Error> {
         self.remove(&key);
+        let name = self.names.as_ref().map(|n| (n.name)(&key));
         let id = self.nodes.insert(key, service);
         if let Err(e) = self.balancer.add(id) {
             self.nodes.remove(id);
             return Err(Error::Membership(e));
+        }
+        if let (Some(naming), Some(name)) = (&self.names, name) {
+            naming.names.insert(id, name);
         }
         Ok(())
     }
@@ -225,6 +298,9 @@ where
         if self.nodes.remove(id).is_some() {
             // Its node is a member: the core cannot refuse.
             let _ = self.balancer.remove(id);
+            if let Some(naming) = &self.names {
+                naming.names.remove(id);
+            }
         }
     }
 

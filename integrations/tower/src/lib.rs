@@ -68,6 +68,7 @@
 //! | [`Classify`], [`HttpStatus`], [`GrpcStatus`], [`ByResult`], [`classify::error_outcome`] | responses and errors into weir [`Outcome`](weir::Outcome)s |
 //! | [`Error`], [`Refused`] | why a call was refused or failed |
 //! | [`ResponseFuture`] | the call in flight, holding its lease |
+//! | [`Metrics`] | the balance's metrics in Prometheus' text format, nodes named by key: [`Balance::write_metrics`], or a handle from [`Balance::metrics`] for a `/metrics` handler on another task |
 //!
 //! # Contract
 //! - Every lease comes back exactly once: with the classified outcome when the response future
@@ -91,6 +92,7 @@ mod builder;
 pub mod classify;
 mod error;
 mod future;
+mod metrics;
 mod nodes;
 
 pub use balance::Balance;
@@ -98,6 +100,7 @@ pub use builder::{BalanceLayer, Builder, Fixed, DEFAULT_CAPACITY, DEFAULT_WAIT};
 pub use classify::{ByResult, Classify, GrpcStatus, HttpStatus};
 pub use error::{Error, Refused};
 pub use future::ResponseFuture;
+pub use metrics::Metrics;
 
 /// The crate's README (`integrations/tower/README.md`, the tower guide): every Rust example runs as a doc
 /// test.

@@ -64,6 +64,14 @@ impl<K: Hash + Eq + Clone, S> Nodes<K, S> {
             .filter(|n| n.id == id)
     }
 
+    /// The node of `id`, if it is still here.
+    pub(crate) fn get(&self, id: u64) -> Option<&Node<K, S>> {
+        self.entries
+            .get(index(id))
+            .and_then(Option::as_ref)
+            .filter(|n| n.id == id)
+    }
+
     /// The id of a key.
     pub(crate) fn id_of(&self, key: &K) -> Option<u64> {
         self.by_key.get(key).copied()

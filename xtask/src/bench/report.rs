@@ -1,6 +1,6 @@
 //! `benches/RESULTS.md`, written from the saved facts: the Markdown template `report/template.md` (the
 //! document as it reads, its prose included), with its slots (`{{name}}`) filled by one function per
-//! section: the runs and the machine here, the rest in `report/*.rs` and `tower.rs`.
+//! section: the runs and the machine here, the rest in `report/*.rs`, `tower.rs` and `metrics.rs`.
 
 mod counts;
 mod data;
@@ -9,7 +9,7 @@ mod targets;
 mod threads;
 
 use super::facts::{Facts, C_ABI_META};
-use super::tower;
+use super::{metrics, tower};
 use data::Data;
 
 /// The document, with a slot wherever a value goes.
@@ -76,6 +76,7 @@ fn render(t: &Facts, i: &Facts) -> String {
         counts::instructions(&d),
         counts::memory(&d),
         tower::slots(t),
+        metrics::slots(t),
     ]
     .concat();
     fill(TEMPLATE, &slots)

@@ -1,11 +1,11 @@
-//! The timing runs: `cargo xtask bench` (criterion's `hot_path`, `c_abi` and `tower_service`, then the
-//! `pairs` bench's allocation count and interleaved rounds) and `cargo xtask bench --c-abi` (the C ABI's
+//! The timing runs: `cargo xtask bench` (criterion's `hot_path`, `c_abi`, `tower_service` and
+//! `metrics`, then the `pairs` bench's allocation count and interleaved rounds) and `cargo xtask bench --c-abi` (the C ABI's
 //! bench alone), their facts saved in [`TIMING`].
 
 use super::facts::{
     load, load_average, machine, run_facts, save, Facts, C_ABI_META, RUN_FACTS, TIMING,
 };
-use super::tower;
+use super::{metrics, tower};
 use crate::{fail, run};
 use std::fs;
 use std::path::Path;
@@ -23,6 +23,10 @@ pub(super) fn time(target: &Path, out: &Path, criterion_args: &[&str]) {
     facts.extend(run_facts(
         "cargo",
         &bench_args(tower::BENCH, criterion_args),
+    ));
+    facts.extend(run_facts(
+        "cargo",
+        &bench_args(metrics::BENCH, criterion_args),
     ));
     for mode in ["allocations", "interleave"] {
         facts.extend(run_facts(

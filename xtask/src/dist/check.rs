@@ -26,8 +26,8 @@
 //!    run over the example's servers without losing a call.
 
 use super::{soname, STATIC_DIR};
-use crate::embedded::ensure_tool;
 use crate::example::{check_no_loss, run_client, Summary};
+use crate::tools::ensure_tool;
 use crate::{fail, run};
 use std::env;
 use std::ffi::OsString;

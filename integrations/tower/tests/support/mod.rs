@@ -33,6 +33,12 @@ pub enum Behaviour {
     Fails,
     /// 200 after this long.
     Slow(Duration),
+    /// 200 until this instant, 500 from then on.
+    #[allow(
+        dead_code,
+        reason = "the hyper example's --serve uses it, the tests do not"
+    )]
+    FailsFrom(std::time::Instant),
 }
 
 /// A running server.
@@ -69,6 +75,8 @@ pub async fn serve(name: &'static str, behaviour: Behaviour) -> Server {
                             tokio::time::sleep(d).await;
                             200
                         }
+                        Behaviour::FailsFrom(t) if std::time::Instant::now() >= t => 500,
+                        Behaviour::FailsFrom(_) => 200,
                     };
                     let response = Response::builder()
                         .status(status)

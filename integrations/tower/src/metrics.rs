@@ -1,0 +1,127 @@
+//! [`Metrics`]: a balance's metrics in Prometheus' text format, readable from any task or thread while
+//! the [`Balance`](crate::Balance) itself is owned by the client.
+//!
+//! The numbers are the core's ([`weir::metrics`]): the same atomics a snapshot reads, so a scrape never
+//! blocks or slows a call. Nodes are named by their keys' `Display` (`node="backend-a"`); the handle keeps
+//! its own table of those names, written when membership changes (off the hot path: `call` and the
+//! response future never touch it) and read one name at a time while a scrape writes its lines.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use weir::metrics::{node_id_name, MetricsFormat};
+use weir::rt::monotonic_now;
+use weir::HeapBalancer;
+
+/// A cheap, cloneable reader of a balance's metrics, from
+/// [`Balance::metrics`](crate::Balance::metrics): `Send`, `Sync` and `'static`, so an HTTP handler task
+/// can hold one and scrape while the balance serves requests elsewhere. Writing costs the calls nothing
+/// (it reads the balancer's atomics); clones share everything.
+///
+/// ```
+/// # use weir_tower::{Builder, ByResult};
+/// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+/// let mut balance = Builder::new(weir::Config::default()).classify(ByResult).build_list([("a", svc)]).unwrap();
+/// let metrics = balance.metrics();
+/// let text = metrics.to_string(); // or metrics.write(&mut out, &format)
+/// assert!(text.contains("weir_node_in_flight{node=\"a\"} 0\n"), "{text}");
+/// ```
+#[derive(Clone)]
+pub struct Metrics {
+    balancer: Arc<HeapBalancer>,
+    names: Arc<Names>,
+}
+
+impl Metrics {
+    pub(crate) fn new(balancer: Arc<HeapBalancer>, names: Arc<Names>) -> Self {
+        Metrics { balancer, names }
+    }
+
+    /// Writes the balance's metrics to `out` in Prometheus' text format (0.0.4), with `format`'s prefix
+    /// and constant labels: per node (named by its key), its state, calls in flight, limit, success rate
+    /// and health counters; for the balancer, its leases granted and released by outcome, refusals and
+    /// waits (`docs/metrics.md` lists the families). An error
+    /// when `out` fails, or when the core refuses `format` (a prefix or label name Prometheus cannot
+    /// take: [`MetricsFormat::check`] says why; nothing is written then).
+    ///
+    /// ```
+    /// # use weir_tower::{Builder, ByResult};
+    /// use weir::metrics::MetricsFormat;
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// let mut balance = Builder::new(weir::Config::default()).classify(ByResult).build_list([("a", svc)]).unwrap();
+    /// let metrics = balance.metrics();
+    /// let format = MetricsFormat { prefix: "api", labels: &[("zone", "eu")] };
+    /// let mut text = String::new();
+    /// metrics.write(&mut text, &format).unwrap();
+    /// assert!(text.contains("api_node_limit{"), "{text}");
+    /// assert!(text.contains("node=\"a\""), "{text}");
+    /// ```
+    pub fn write<W: fmt::Write + ?Sized>(
+        &self,
+        out: &mut W,
+        format: &MetricsFormat<'_>,
+    ) -> fmt::Result {
+        let names = |id: u64, w: &mut dyn fmt::Write| self.names.write(id, w);
+        self.balancer
+            .write_metrics(out, format, &names, monotonic_now())
+    }
+}
+
+impl fmt::Display for Metrics {
+    /// The metrics with the default format (prefix `weir`, no constant labels).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, &MetricsFormat::default())
+    }
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics")
+            .field("nodes", &self.names.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a balance keeps for its metrics handles once one is asked for: the shared table of names, and how
+/// a key becomes one (its `Display`, captured where the key type is known to have one).
+pub(crate) struct Naming<K> {
+    pub(crate) names: Arc<Names>,
+    pub(crate) name: fn(&K) -> String,
+}
+
+/// The members' names by node id, shared by a balance and its metrics handles.
+#[derive(Default)]
+pub(crate) struct Names {
+    /// A `Mutex`, not on the hot path: the balance takes it on membership changes, a scrape once per node
+    /// name it writes.
+    by_id: Mutex<HashMap<u64, String>>,
+}
+
+impl Names {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, String>> {
+        // Nothing can panic while the lock is held (map operations and writing a name), so a poisoned
+        // lock still holds a consistent map.
+        self.by_id.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn insert(&self, id: u64, name: String) {
+        self.lock().insert(id, name);
+    }
+
+    pub(crate) fn remove(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// The name of node `id`: its key's, or the decimal id for a node the balance does not know (one
+    /// added on the balancer directly).
+    fn write(&self, id: u64, out: &mut dyn fmt::Write) -> fmt::Result {
+        match self.lock().get(&id) {
+            Some(name) => out.write_str(name),
+            None => node_id_name(id, out),
+        }
+    }
+}
