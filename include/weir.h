@@ -713,6 +713,12 @@ typedef struct weir_node_info {
    * Whether any outcome has been recorded for the node.
    */
   bool has_data;
+  /**
+   * Leases released to the node while it was a member, indexed by `weir_outcome`, counted from its
+   * add: a node added into a slot that another node left starts at 0 (releases after a removal count
+   * in `weir_balancer_statistics.released_stale`).
+   */
+  uint64_t released[WEIR_OUTCOME_COUNT];
 } weir_node_info;
 
 /**

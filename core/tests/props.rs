@@ -100,6 +100,8 @@ fn check_nodes(
         if let LimitAlgorithm::Fixed(_) = model.config.limit {
             prop_assert!(n.in_flight <= n.limit, "{:?}", n);
         }
+        // Exactly the releases to this incarnation: none of a node that held the slot before.
+        prop_assert_eq!(n.by_outcome, m.released, "released by outcome: {:?}", n);
         let (rate, window, sticky, has_data) = model.health_at(m, now);
         prop_assert_eq!(
             (
@@ -367,12 +369,14 @@ fn run_checked(
                     _ => outcome.as_seeds() == Outcome::Ignored,
                 };
                 if !live || inert {
-                    // (e) nothing changes but the lease's own in-flight count.
+                    // (e) nothing changes but the lease's own in-flight count and, live, its node's
+                    // count of the outcome.
                     let mut expect = before.clone();
                     if live {
                         for n in &mut expect {
                             if n.id == id {
                                 n.in_flight -= 1;
+                                n.by_outcome[*outcome as usize] += 1;
                             }
                         }
                     }

@@ -151,6 +151,10 @@ pub struct weir_node_info {
     pub sticky_succeeded: u64,
     /// Whether any outcome has been recorded for the node.
     pub has_data: bool,
+    /// Leases released to the node while it was a member, indexed by `weir_outcome`, counted from its
+    /// add: a node added into a slot that another node left starts at 0 (releases after a removal count
+    /// in `weir_balancer_statistics.released_stale`).
+    pub released: [u64; WEIR_OUTCOME_COUNT],
 }
 
 impl From<NodeSnapshot> for weir_node_info {
@@ -173,6 +177,7 @@ impl From<NodeSnapshot> for weir_node_info {
             sticky_finished: s.sticky_finished,
             sticky_succeeded: s.sticky_succeeded,
             has_data: s.has_data,
+            released: s.by_outcome,
         }
     }
 }

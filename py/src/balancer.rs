@@ -241,6 +241,8 @@ impl Balancer {
         kwargs.set_item("sticky_finished", s.sticky_finished)?;
         kwargs.set_item("sticky_succeeded", s.sticky_succeeded)?;
         kwargs.set_item("has_data", s.has_data)?;
+        let by_outcome = PyTuple::new(py, Outcome::ALL.iter().map(|o| s.released(*o)))?;
+        kwargs.set_item("by_outcome", by_outcome)?;
         Ok(weir_type(py, "NodeInfo")?.call((), Some(&kwargs))?.unbind())
     }
 

@@ -175,6 +175,28 @@ def test_slots_in_use_counts_draining_slots() -> None:
     assert b.slots_in_use == 0
 
 
+def test_node_outcome_counts_start_at_zero_in_a_reused_slot() -> None:
+    b = fixed(10, nodes=["a"], capacity=1)
+    for outcome in (weir.Outcome.FAILURE, weir.Outcome.SUCCESS, weir.Outcome.FAILURE, weir.Outcome.THROTTLED):
+        b.acquire(now=1.0).release(outcome, now=2.0)
+    a = b.node("a", now=2.0)
+    assert a.by_outcome == (1, 2, 0, 0, 1, 0)
+    assert a.released(weir.Outcome.FAILURE) == 2 and a.released(weir.Outcome.DROPPED) == 0
+    assert a.by_outcome == b.stats().by_outcome  # one node since the start: the balancer's counts
+    # "a" leaves with a lease in flight; "b" takes the one slot once it is back (stale).
+    late = b.acquire(now=3.0)
+    b.remove("a")
+    with pytest.raises(weir.CapacityFull):
+        b.add("b")
+    assert late.failed(now=4.0) is False
+    b.add("b")
+    assert b.node("b", now=4.0).by_outcome == (0, 0, 0, 0, 0, 0)
+    assert b.stats().by_outcome == (1, 2, 0, 0, 1, 0) and b.stats().released_stale == 1
+    b.acquire(now=5.0).failed(now=6.0)
+    assert b.node("b", now=6.0).released(weir.Outcome.FAILURE) == 1
+    assert b.stats().released(weir.Outcome.FAILURE) == 3
+
+
 def test_acquire_try_acquire_no_capacity_no_nodes() -> None:
     b = fixed(1, nodes=["a"])
     assert weir.Balancer().try_acquire.__doc__

@@ -193,8 +193,8 @@ def replay(path: Path, at_end: Optional[Callable[[weir.Balancer, int], None]] = 
 
     ``at_end`` is called with the balancer and the last step's time (ns) once the file is replayed."""
     lines = path.read_text().split("\n")
-    if lines[0] != "weir-trace 2":
-        raise Mismatch(f"{path.name}:1: not a weir-trace 2 file")
+    if lines[0] != "weir-trace 3":
+        raise Mismatch(f"{path.name}:1: not a weir-trace 3 file")
     pairs: Dict[str, str] = {}
     b: Optional[weir.Balancer] = None
     rng: Optional[weir.Rng] = None
@@ -225,6 +225,10 @@ def replay(path: Path, at_end: Optional[Callable[[weir.Balancer, int], None]] = 
             ):
                 check(ln, name, getattr(s, name), int(text))
             check(ln, "has_data", s.has_data, f[14] == "true")
+            check(ln, "field count", len(f), 21)
+            for o in weir.Outcome:
+                check(ln, f"released {o.name.lower()}", s.released(o), int(f[15 + o]))
+            check(ln, "by_outcome", s.by_outcome, tuple(int(x) for x in f[15:21]))
 
     for lineno, line in enumerate(lines[1:], start=2):
         if not line or line.startswith("#"):

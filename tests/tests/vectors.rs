@@ -179,8 +179,17 @@ fn an_altered_expectation_is_detected() {
     cases.push((i, lines[i].replace(" ok", " node_removed"), "result"));
 
     // A has_data flag flipped.
-    let i = find(&|l: &str| l.starts_with("node ") && l.ends_with(" true"));
-    cases.push((i, lines[i].replace(" true", " false"), ".has_data"));
+    let i = find(&|l: &str| l.starts_with("node ") && l.split(' ').nth(14) == Some("true"));
+    let mut t: Vec<&str> = lines[i].split(' ').collect();
+    t[14] = "false";
+    cases.push((i, t.join(" "), ".has_data"));
+
+    // A node's failure count off by one.
+    let i = find(&|l: &str| l.starts_with("node ") && l.split(' ').nth(16) != Some("0"));
+    let mut t: Vec<String> = lines[i].split(' ').map(str::to_string).collect();
+    let failures: u64 = t[16].parse().unwrap();
+    t[16] = (failures + 1).to_string();
+    cases.push((i, t.join(" "), ".released.failure"));
 
     let tmp = std::env::temp_dir();
     for (k, (i, altered, field)) in cases.into_iter().enumerate() {

@@ -638,7 +638,7 @@ mod tests {
 
     #[test]
     fn the_firmware_output_is_read_and_checked() {
-        let text = "weir-embedded: a balancer of 8 nodes; Balancer 448 bytes, NodeSlot 320 bytes, Lease 24 bytes; lock-free 64-bit atomics: false\n\
+        let text = "weir-embedded: a balancer of 8 nodes; Balancer 448 bytes, NodeSlot 352 bytes, Lease 24 bytes; lock-free 64-bit atomics: false\n\
                     default: shares\n\
                     calibration: 2000000 instructions in 50000 SysTick ticks\n\
                     bench default: 2000 acquire+release pairs in 150000 SysTick ticks\n\

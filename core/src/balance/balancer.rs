@@ -119,7 +119,11 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             // Relaxed: the balancer is not shared yet; publishing it to other threads synchronises.
             s.ctl.store(0, Relaxed);
             s.health.reset(&prepared.health.model);
-            for c in [&s.id, &s.stale].into_iter().chain(s.released.iter()) {
+            for c in [&s.id, &s.stale]
+                .into_iter()
+                .chain(&s.released)
+                .chain(&s.released_base)
+            {
                 c.store(0, Relaxed);
             }
         }
@@ -510,6 +514,10 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         if live {
             s.health
                 .record(&self.prepared.health, now, outcome, self.scope(s));
+            // Counted before the decrement below, like the health: the decrement that drains a removed
+            // node's slot is then the last write of its node, so an add that claims the slot reads every
+            // count of the node it replaces (see `add`). Relaxed: statistics, ordered by that decrement.
+            s.released[outcome as usize].fetch_add(1, Relaxed);
         }
         // The algorithm's state lives in `s.limit`. Its probe jitter draws from bits derived from the
         // balancer's seed and the lease, so the same calls give the same limits (no shared generator).
@@ -555,16 +563,21 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             })
         });
         let Ok(before) = done else {
+            if live {
+                // The count above was for a lease released before (the same raw lease twice, at once):
+                // taken back. Only such misuse comes here, and only when it also races the slot's re-add
+                // can the new node's counts be one off.
+                s.released[outcome as usize].fetch_sub(1, Relaxed);
+            }
             return Err(ReleaseError::InvalidLease);
         };
         // A slot came free: hand it to the callers waiting for room, if any (one load when none wait).
         #[cfg(feature = "std")]
         self.wake_waiters();
-        // Relaxed: statistics.
         if live {
-            s.released[outcome as usize].fetch_add(1, Relaxed);
             Ok(())
         } else {
+            // Relaxed: statistics.
             s.stale.fetch_add(1, Relaxed);
             if is_free(before - 1) {
                 // The last lease of a removed node: its slot is free.
@@ -618,6 +631,13 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         // Relaxed: published by the Release write of REGISTERING below.
         s.id.store(id, Relaxed);
         s.health.reset(&self.prepared.health.model);
+        // The new node counts its outcomes from here. Relaxed: the slot is drained, and its old node's
+        // releases count before their decrement (see `release`), which our Acquire claim read after: every
+        // count is visible and no other comes (a lease still out is the old generation's and counts as
+        // stale). Published with the id by the Release write of REGISTERING below.
+        for (base, r) in s.released_base.iter().zip(&s.released) {
+            base.store(r.load(Relaxed), Relaxed);
+        }
         self.prepared.config.limit.reset(&s.limit);
         let registering = word::with_state(claimed, REGISTERING);
         s.ctl.store(registering, Release);
@@ -810,6 +830,13 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         let floor = self.prepared.config.floor
             / f64::from(((self.active.load(Relaxed) >> 32) as u32).max(1));
         let rate = if v.floored { v.rate.max(floor) } else { v.rate };
+        let mut by_outcome = [0; 6];
+        for ((n, r), base) in by_outcome.iter_mut().zip(&s.released).zip(&s.released_base) {
+            // Relaxed: statistics; the base was published with the node, which the Acquire load of the
+            // control word above ordered, and the add read the same count before storing it, so the count
+            // read here is no older. Saturating for a slot re-added between our loads.
+            *n = r.load(Relaxed).saturating_sub(base.load(Relaxed));
+        }
         Some(NodeSnapshot {
             id: s.id.load(Relaxed),
             state,
@@ -825,6 +852,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             sticky_finished: v.sticky.0,
             sticky_succeeded: v.sticky.1,
             has_data: v.has_data,
+            by_outcome,
         })
     }
 

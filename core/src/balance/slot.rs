@@ -11,7 +11,7 @@ cache_padded! {
     /// hand it to the balancer; its contents are private.
     ///
     /// A slot is padded to the target's cache line so that nodes never share one (see the README for the
-    /// size per target: 384 bytes on x86_64 and aarch64, 320 on riscv64 and 32-bit ARM).
+    /// size per target: 384 bytes on x86_64, aarch64 and riscv64, 352 on 32-bit ARM).
     ///
     /// ```
     /// use weir::{Balancer, Config, NodeSlot};
@@ -28,8 +28,11 @@ cache_padded! {
         pub(crate) ctl: AtomicU64,
         pub(crate) health: Health,
         pub(crate) id: AtomicU64,
-        /// Leases released with each [`Outcome`](crate::balance::Outcome), by its code.
+        /// Leases released with each [`Outcome`](crate::balance::Outcome), by its code, since the balancer
+        /// was built: the slot's every occupant together.
         pub(crate) released: [AtomicU64; 6],
+        /// `released` when the slot's occupant was added: its own counts are the difference.
+        pub(crate) released_base: [AtomicU64; 6],
         /// Leases released after their node was removed.
         pub(crate) stale: AtomicU64,
         /// The limit algorithm's state, reset on add and updated by `Success`/`Dropped` releases.
@@ -40,13 +43,13 @@ cache_padded! {
 }
 
 /// The bytes a slot holds before padding: the sizes the README states per target follow from it
-/// (384 with 128-byte lines, 320 with 64 and with 32), and every target the build runs for checks them.
+/// (384 with 128-byte lines and with 64, 352 with 32), and every target the build runs for checks them.
 #[cfg(not(loom))]
 #[allow(
     dead_code,
     reason = "read only by a const assertion, which rustc 1.85 (the MSRV) misses"
 )]
-const SLOT_CONTENT: usize = 296;
+const SLOT_CONTENT: usize = 344;
 #[cfg(not(loom))]
 const _: () = assert!(
     core::mem::size_of::<NodeSlot>()
@@ -64,6 +67,7 @@ impl NodeSlot {
             health: Health::new(),
             id: ZERO,
             released: [ZERO; 6],
+            released_base: [ZERO; 6],
             stale: ZERO,
             limit: LimitState::new(),
             owner: ZERO,
@@ -78,6 +82,7 @@ impl NodeSlot {
             health: Health::new(),
             id: AtomicU64::new(0),
             released: core::array::from_fn(|_| AtomicU64::new(0)),
+            released_base: core::array::from_fn(|_| AtomicU64::new(0)),
             stale: AtomicU64::new(0),
             limit: LimitState::new(),
             owner: AtomicU64::new(0),

@@ -44,6 +44,32 @@ pub struct NodeSnapshot {
     pub sticky_succeeded: u64,
     /// Whether the node has any recorded outcome (a node without is fully trusted).
     pub has_data: bool,
+    /// Leases released to this node while it was a member, by [`Outcome`] code, counted from its add (a
+    /// node added into a slot that served another starts at 0): read with [`NodeSnapshot::released`].
+    /// Releases after its removal count in [`Stats::released_stale`] instead.
+    pub by_outcome: [u64; 6],
+}
+
+impl NodeSnapshot {
+    /// Leases released with `outcome` to this node while it was a member, since its add.
+    ///
+    /// ```
+    /// use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
+    /// let b = Balancer::new([const { NodeSlot::new() }; 1], Config::default()).unwrap();
+    /// b.add(1).unwrap();
+    /// let lease = b.acquire(0, &mut Rng::with_seed(1)).unwrap();
+    /// b.release(lease, Outcome::Failure, 10).unwrap();
+    /// assert_eq!(b.node(1, 10).unwrap().released(Outcome::Failure), 1);
+    ///
+    /// // Node 2 takes node 1's slot and counts from its own add.
+    /// b.remove(1).unwrap();
+    /// b.add(2).unwrap();
+    /// assert_eq!(b.node(2, 10).unwrap().released(Outcome::Failure), 0);
+    /// assert_eq!(b.stats().released(Outcome::Failure), 1);
+    /// ```
+    pub fn released(&self, outcome: Outcome) -> u64 {
+        self.by_outcome[outcome as usize]
+    }
 }
 
 /// Balancer-wide counters since construction. Two conservation laws hold:

@@ -152,6 +152,8 @@ pub struct Member {
     pub lame: bool,
     pub in_flight: u32,
     pub limit: u32,
+    /// Leases released to this incarnation, by outcome code.
+    pub released: [u64; 6],
     /// The limit algorithm's state (shared only by clones of this member; the model never clones one).
     limit_state: Arc<LimitState>,
     health: HealthState,
@@ -291,6 +293,7 @@ impl Model {
                 lame: false,
                 in_flight: 0,
                 limit: self.config.limit.initial_limit(),
+                released: [0; 6],
                 limit_state,
                 health,
             },
@@ -397,6 +400,7 @@ impl Model {
         match self.members.get_mut(&id).filter(|m| m.inc == inc) {
             Some(m) => {
                 m.in_flight -= 1;
+                m.released[outcome as usize] += 1;
                 let mut refresh = false;
                 if let (
                     Some(k),

@@ -34,7 +34,7 @@ use weir::balance::Stats;
 use weir::{Balancer, Config, Lease, NodeSlot, Outcome, Rng};
 use weir_embedded::{exit, MS, NODES};
 
-/// The node slots: 8 × 320 bytes of `.bss` on a 32-bit Cortex-M, shared by the balancers below one at a
+/// The node slots: 8 × 352 bytes of `.bss` on a 32-bit Cortex-M, shared by the balancers below one at a
 /// time (a storage serves one balancer while it lives).
 static SLOTS: [NodeSlot; NODES] = [const { NodeSlot::new() }; NODES];
 

@@ -850,6 +850,48 @@ static void test_stats(void) {
     weir_balancer_free(b);
 }
 
+/* Per-node counts: a node counts its own releases from its add, so a node added into the slot another
+ * left starts at 0, while the balancer's counters keep the old node's. */
+static void test_node_released(void) {
+    weir_balancer *b = make(fixed(10), 1);
+    CHECK_OK(weir_balancer_add(b, 1));
+    const weir_outcome outcomes[4] = {WEIR_OUTCOME_FAILURE, WEIR_OUTCOME_SUCCESS,
+                                      WEIR_OUTCOME_FAILURE, WEIR_OUTCOME_THROTTLED};
+    weir_lease l;
+    for (int i = 0; i < 4; i++) {
+        CHECK_OK(weir_balancer_acquire(b, 100, &l));
+        CHECK_OK(weir_balancer_release(b, &l, outcomes[i], 200));
+    }
+    weir_node_info info;
+    CHECK_OK(weir_balancer_node_snapshot(b, 1, 200, &info));
+    const uint64_t want[WEIR_OUTCOME_COUNT] = {1, 2, 0, 0, 1, 0};
+    for (int o = 0; o < WEIR_OUTCOME_COUNT; o++) {
+        CHECK(info.released[o] == want[o]);
+    }
+    /* Node 1 leaves with a lease in flight: the only slot is reused once it is back (stale). */
+    CHECK_OK(weir_balancer_acquire(b, 300, &l));
+    CHECK_OK(weir_balancer_remove(b, 1));
+    CHECK_STATUS(weir_balancer_add(b, 2), WEIR_ERR_CAPACITY_FULL);
+    CHECK_STATUS(weir_balancer_release(b, &l, WEIR_OUTCOME_FAILURE, 400), WEIR_ERR_NODE_REMOVED);
+    CHECK_OK(weir_balancer_add(b, 2));
+    CHECK_OK(weir_balancer_node_snapshot(b, 2, 400, &info));
+    for (int o = 0; o < WEIR_OUTCOME_COUNT; o++) {
+        CHECK(info.released[o] == 0);
+    }
+    weir_balancer_statistics s = stats(b);
+    for (int o = 0; o < WEIR_OUTCOME_COUNT; o++) {
+        CHECK(s.released[o] == want[o]);
+    }
+    CHECK(s.released_stale == 1);
+    CHECK_OK(weir_balancer_acquire(b, 500, &l));
+    CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_FAILURE, 600));
+    CHECK_OK(weir_balancer_node_snapshot(b, 2, 600, &info));
+    CHECK(info.released[WEIR_OUTCOME_FAILURE] == 1 && info.released[WEIR_OUTCOME_SUCCESS] == 0);
+    CHECK(stats(b).released[WEIR_OUTCOME_FAILURE] == 3);
+    check_conserved(b);
+    weir_balancer_free(b);
+}
+
 int main(void) {
     /* Before any error, the message is empty (and never NULL). */
     REQUIRE(weir_last_error_message() != NULL);
@@ -867,5 +909,6 @@ int main(void) {
     test_http_status();
     test_snapshots();
     test_stats();
+    test_node_released();
     return check_summary("test_balancer");
 }

@@ -354,8 +354,8 @@ static void check_answer(replay *r, const char *op, weir_status got, const char 
 /* ---- node and stats lines --------------------------------------------------------------------- */
 
 static void check_node(replay *r, const weir_node_info *n, char **tok, int count) {
-    if (count != 15) {
-        MISMATCH(r, "node: %d fields, expected 14", count - 1);
+    if (count != 21) {
+        MISMATCH(r, "node: %d fields, expected 20", count - 1);
         return;
     }
     uint64_t u;
@@ -393,6 +393,16 @@ static void check_node(replay *r, const weir_node_info *n, char **tok, int count
     }
     if (!parse_bool(tok[14], &b) || b != n->has_data) {
         MISMATCH(r, "node %" PRIu64 " has_data: expected %s", n->id, tok[14]);
+        return;
+    }
+    static const char *const outcome_names[WEIR_OUTCOME_COUNT] = {
+        "success", "failure", "dropped", "ignored", "throttled", "client_error"};
+    for (int i = 0; i < WEIR_OUTCOME_COUNT; i++) {
+        if (!parse_u64(tok[15 + i], &u) || u != n->released[i]) {
+            MISMATCH(r, "node %" PRIu64 " released %s: expected %s, got %" PRIu64, n->id,
+                     outcome_names[i], tok[15 + i], n->released[i]);
+            return;
+        }
     }
 }
 
@@ -507,7 +517,7 @@ static long replay_file(const char *path) {
             break;
         }
         if (r.line == 1) {
-            if (strcmp(line, "weir-trace 2\n") != 0) {
+            if (strcmp(line, "weir-trace 3\n") != 0) {
                 MISMATCH(&r, "not a version 2 trace");
             }
             continue;

@@ -192,6 +192,13 @@ class NodeInfo(Generic[N]):
     sticky_finished: int
     sticky_succeeded: int
     has_data: bool
+    by_outcome: Tuple[int, int, int, int, int, int]
+    """Leases released to this node while it was a member, indexed by ``Outcome``, counted from its
+    ``add`` (a node added into the place another node left starts at 0)."""
+
+    def released(self, outcome: Outcome) -> int:
+        """Leases released with ``outcome`` to this node while it was a member, since its ``add``."""
+        return self.by_outcome[Outcome(outcome)]
 
 
 @dataclass(frozen=True)

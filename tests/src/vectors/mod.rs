@@ -27,7 +27,7 @@ use weir::balance::{NodeSnapshot, NodeState, Stats};
 use weir::{Config, Outcome};
 
 /// The first line of every trace file.
-pub const MAGIC: &str = "weir-trace 2";
+pub const MAGIC: &str = "weir-trace 3";
 /// The longest line a trace may hold, in bytes, newline included (a C replay can read lines with
 /// `fgets` into a buffer of this size).
 pub const MAX_LINE: usize = 512;
@@ -289,7 +289,7 @@ impl fmt::Display for Field {
 }
 
 /// The fields of a `node` line, in order.
-pub const NODE_FIELDS: [&str; 14] = [
+pub const NODE_FIELDS: [&str; 20] = [
     "id",
     "state",
     "success_rate",
@@ -304,6 +304,12 @@ pub const NODE_FIELDS: [&str; 14] = [
     "sticky_finished",
     "sticky_succeeded",
     "has_data",
+    "released.success",
+    "released.failure",
+    "released.dropped",
+    "released.ignored",
+    "released.throttled",
+    "released.client_error",
 ];
 
 /// The fields of a `stats` line, in order.
@@ -329,7 +335,8 @@ pub const STATS_FIELDS: [&str; 18] = [
 ];
 
 /// A snapshot's fields in [`NODE_FIELDS`] order.
-pub fn node_fields(n: &NodeSnapshot) -> [Field; 14] {
+pub fn node_fields(n: &NodeSnapshot) -> [Field; 20] {
+    let r = n.by_outcome;
     [
         Field::U(n.id),
         Field::State(n.state),
@@ -345,6 +352,12 @@ pub fn node_fields(n: &NodeSnapshot) -> [Field; 14] {
         Field::U(n.sticky_finished),
         Field::U(n.sticky_succeeded),
         Field::B(n.has_data),
+        Field::U(r[0]),
+        Field::U(r[1]),
+        Field::U(r[2]),
+        Field::U(r[3]),
+        Field::U(r[4]),
+        Field::U(r[5]),
     ]
 }
 
@@ -710,7 +723,9 @@ fn boolean(line: usize, what: &str, s: &str) -> Result<bool, ParseError> {
 }
 
 fn parse_node(n: usize, args: &[&str]) -> Result<NodeSnapshot, ParseError> {
-    let [id, state, rate, weight, s, f, pen, limit, inflight, wf, ws, sf, ss, data] = args else {
+    let [id, state, rate, weight, s, f, pen, limit, inflight, wf, ws, sf, ss, data, r0, r1, r2, r3, r4, r5] =
+        args
+    else {
         return Err(bad(
             n,
             format!(
@@ -731,6 +746,14 @@ fn parse_node(n: usize, args: &[&str]) -> Result<NodeSnapshot, ParseError> {
             ))
         }
     };
+    let mut by_outcome = [0; 6];
+    for (k, (count, text)) in by_outcome
+        .iter_mut()
+        .zip([r0, r1, r2, r3, r4, r5])
+        .enumerate()
+    {
+        *count = uint(n, NODE_FIELDS[14 + k], text)?;
+    }
     Ok(NodeSnapshot {
         id: uint(n, "id", id)?,
         state,
@@ -746,6 +769,7 @@ fn parse_node(n: usize, args: &[&str]) -> Result<NodeSnapshot, ParseError> {
         sticky_finished: uint(n, "sticky_finished", sf)?,
         sticky_succeeded: uint(n, "sticky_succeeded", ss)?,
         has_data: boolean(n, "has_data", data)?,
+        by_outcome,
     })
 }
 
@@ -978,8 +1002,9 @@ mod tests {
             v.join("\n") + "\n"
         };
         let cases: Vec<(usize, String)> = vec![
-            // A file of the previous version (its stats lines are shorter): refused on its first line.
-            (0, edit(0, Some("weir-trace 1"))),
+            // A file of a previous version (its node or stats lines are shorter): refused on its first
+            // line.
+            (0, edit(0, Some("weir-trace 2"))),
             (
                 at(&|l| l.starts_with("config health.half_life")),
                 edit(
