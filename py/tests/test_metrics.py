@@ -64,6 +64,9 @@ def test_the_text_parses_and_holds_the_stats_and_snapshot_values() -> None:
         active = 1.0 if n.state == "active" else 0.0
         assert got[("weir_node_state", node + (("state", "active"),))] == active
         assert got[("weir_node_state", node + (("state", "lame_duck"),))] == 1.0 - active
+        for o in weir.Outcome:
+            assert got[("weir_node_released_total", node + (("outcome", o.name.lower()),))] == n.released(o)
+    assert sum(v for k, v in got.items() if k[0] == "weir_node_released_total") == st.released_total
     assert sum(1 for k in got if k[0] == "weir_node_limit") == 3
 
 
@@ -200,9 +203,13 @@ def test_metrics_read_while_threads_hammer_end_with_their_counts() -> None:
         t.join()
     done.set()
     watcher.join()
-    assert readings and set(readings) == {17}  # the balancer's and the nodes' families, every time
+    assert readings and set(readings) == {18}  # the balancer's and the nodes' families, every time
     got = samples(b.metrics_text())
     assert got[("weir_acquired_total", ())] == sum(released)
     assert got[("weir_released_total", (("outcome", "success"),))] == sum(released)
+    per_node = [
+        v for (name, labels), v in got.items() if name == "weir_node_released_total" and ("outcome", "success") in labels
+    ]
+    assert len(per_node) == 4 and sum(per_node) == sum(released)
     assert got[("weir_rejected_total", (("cause", "all_busy"),))] == sum(busy)
     assert got[("weir_in_flight", ())] == 0

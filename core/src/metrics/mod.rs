@@ -332,6 +332,13 @@ pub(crate) const NODE_FAILURES: Family = family(
     "The decay model's time-decayed failure counter (0 under the other models).",
     "requests",
 );
+pub(crate) const NODE_RELEASED: Family = family(
+    "node_released_total",
+    Counter,
+    &["node", "outcome"],
+    "Leases released to the node while it was a member, by outcome (as released_total), counted from the node's add: a node added again starts at 0.",
+    "leases",
+);
 pub(crate) const SHEDDER_ALLOWED: Family = family(
     "shedder_allowed_total",
     Counter,
@@ -466,7 +473,7 @@ pub(crate) const BACKOFF_SLEEP_SECONDS: Family = family(
 /// use weir::metrics::{MetricKind, FAMILIES};
 /// assert!(FAMILIES.iter().all(|f| (f.kind == MetricKind::Counter) == f.name.ends_with("_total")));
 /// ```
-pub const FAMILIES: [Family; 35] = [
+pub const FAMILIES: [Family; 36] = [
     ACQUIRED,
     REJECTED,
     RELEASED,
@@ -484,6 +491,7 @@ pub const FAMILIES: [Family; 35] = [
     NODE_WEIGHT,
     NODE_SUCCESSES,
     NODE_FAILURES,
+    NODE_RELEASED,
     SHEDDER_ALLOWED,
     SHEDDER_DROPPED,
     SHEDDER_COMPLETED,

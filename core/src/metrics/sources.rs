@@ -112,6 +112,13 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 t.sample(f, Some((n.id, names)), None, value(&n))?;
             }
         }
+        t.header(&NODE_RELEASED)?;
+        for n in self.nodes(now) {
+            for (o, label) in Outcome::ALL.iter().zip(OUTCOME_LABELS) {
+                let count = Value::Int(n.released(*o));
+                t.sample(&NODE_RELEASED, Some((n.id, names)), Some(label), count)?;
+            }
+        }
         Ok(())
     }
 }

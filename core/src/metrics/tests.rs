@@ -111,6 +111,20 @@ fn values_are_the_snapshot_and_stats_values() {
         failed.penalty
     );
     assert!(s.contains(&want), "{want} in\n{s}");
+    // Its outcome counters hold the one failure; the other nodes' hold none.
+    for n in b.nodes(20) {
+        let failures = u64::from(n.id == failed.id);
+        let want = std::format!(
+            "weir_node_released_total{{node=\"{}\",outcome=\"failure\"}} {failures}\n",
+            n.id
+        );
+        assert!(s.contains(&want), "{want} in\n{s}");
+        let want = std::format!(
+            "weir_node_released_total{{node=\"{}\",outcome=\"success\"}} 0\n",
+            n.id
+        );
+        assert!(s.contains(&want), "{want} in\n{s}");
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The balance's metrics as Prometheus reads them: nodes named by their keys, the released calls counted
-//! by outcome exactly as the callers saw them and the failing node told apart, the handle's names
-//! following membership, and a handle read from another thread while the balance is in use.
+//! by outcome, per balancer and per node, exactly as the callers saw them and the failing node told
+//! apart, the handle's names following membership, and a handle read from another thread while the
+//! balance is in use.
 
 #[allow(dead_code)]
 mod support;
@@ -109,8 +110,9 @@ async fn outcomes_are_counted_and_nodes_named_by_key() {
         .write_metrics(&mut direct, &MetricsFormat::default())
         .unwrap();
     for text in [direct, text(&metrics), metrics.to_string()] {
-        // Outcomes are counted per balancer; per node, the decay model's counters say which node failed
-        // (exactly: a node that only ever failed has a success rate of 0, one that never did of 1).
+        // Outcomes are counted per balancer and per node, exactly as the callers saw them; the decay
+        // model's counters say which node failed too (a node that only ever failed has a success rate
+        // of 0, one that never did of 1).
         let released =
             |outcome: &str| sample(&text, "weir_released_total", &[("outcome", outcome)]);
         let failed = answered[1];
@@ -136,6 +138,22 @@ async fn outcomes_are_counted_and_nodes_named_by_key() {
                 assert_eq!(rate, Some(1.0), "{name}\n{text}");
                 assert_eq!(failures, Some(0.0), "{name}\n{text}");
             }
+            let counted = |outcome: &str| {
+                sample(
+                    &text,
+                    "weir_node_released_total",
+                    &[("node", &name), ("outcome", outcome)],
+                )
+            };
+            let calls = f64::from(answered[usize::from(key.0 - 1)]);
+            let (failures, successes) = if key.0 == 2 {
+                (calls, 0.0)
+            } else {
+                (0.0, calls)
+            };
+            assert_eq!(counted("failure"), Some(failures), "{name}\n{text}");
+            assert_eq!(counted("success"), Some(successes), "{name}\n{text}");
+            assert_eq!(counted("dropped"), Some(0.0), "{name}\n{text}");
             assert_eq!(node("weir_node_in_flight"), Some(0.0), "{text}");
             assert!(node("weir_node_limit").is_some_and(|l| l >= 1.0), "{text}");
             assert_eq!(
