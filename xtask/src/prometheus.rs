@@ -9,14 +9,13 @@
 //! second, listening on loopback only, its storage in `<target>/prometheus/`. Once the run is over, the
 //! check asks Prometheus' query API for:
 //!
-//! - the outcome counters: the balancer's `weir_released_total{outcome="failure"}` above 0, and over
-//!   the run the failing node's `weir_node_failures` (the decay model's failure counter) above 0 while
-//!   the other nodes' stay 0;
-//! - each node's share of the recent calls (`weir_node_successes + weir_node_failures`, the decay model's
-//!   time-decayed counters: outcomes are counted per balancer, not per node) and its success rate,
-//!   averaged over an early window (before the failures) and over the last [`WINDOW_S`] seconds of the
-//!   run: the failing node's share falls, ending under [`MAX_LATE_SHARE`] with the healthy nodes carrying
-//!   the rest, and its success rate falls.
+//! - the outcome counters at the run's end: the balancer's `weir_released_total{outcome="failure"}`
+//!   above 0, and per node `weir_node_released_total{outcome="failure"}` above 0 for the failing node
+//!   and exactly 0 for the others;
+//! - each node's share of the calls released in an early window (before the failures) and in the last
+//!   [`WINDOW_S`] seconds of the run (`sum by (node) (increase(weir_node_released_total[5s]))`, every
+//!   outcome), and its success rate averaged over each: the failing node's share falls, ending under
+//!   [`MAX_LATE_SHARE`] with the healthy nodes carrying the rest, and its success rate falls.
 //!
 //! The numbers are printed. Both processes are killed when the check ends, whether it passed or not; the
 //! whole check takes about [`RUN`] plus a few seconds beyond the build.
@@ -237,7 +236,7 @@ fn check(example: &Path, dir: &Path) -> Result<String, String> {
     let w = WINDOW_S;
     let early_end = t0 + FAIL_AFTER.as_secs_f64() - 1.0;
     let late_end = t0 + RUN.as_secs_f64();
-    // (a) The outcome counters: the balancer's failures, and the node that failed.
+    // (a) The outcome counters at the run's end: the balancer's failures, and each node's.
     let failed = query(
         api,
         "weir_released_total{outcome=\"failure\"}",
@@ -245,19 +244,17 @@ fn check(example: &Path, dir: &Path) -> Result<String, String> {
     )?
     .values()
     .sum::<f64>();
-    let run = RUN.as_secs() + 5;
     let node_failures = query(
         api,
-        &format!("max_over_time(weir_node_failures[{run}s])"),
-        None,
+        "weir_node_released_total{outcome=\"failure\"}",
+        Some(late_end),
     )?;
-    // (b) Each node's share of the recent calls, as the decay model counts them (successes with a 1 s
-    // half-life, failures with 30 s: this leans the failing node's share up, never down), averaged over
-    // each window; and its success rate.
+    // (b) Each node's share of the calls released in each window, every outcome, from its own counters
+    // (exact, counted from the node's add); and its success rate averaged over the window.
     let over = |expr: String, end: f64| query(api, &expr, Some(end));
     let recent = |end: f64| {
         over(
-            format!("avg_over_time(weir_node_successes[{w}s]) + avg_over_time(weir_node_failures[{w}s])"),
+            format!("sum by (node) (increase(weir_node_released_total[{w}s]))"),
             end,
         )
     };
@@ -279,9 +276,9 @@ fn check(example: &Path, dir: &Path) -> Result<String, String> {
     let at = |m: &BTreeMap<String, f64>, node: &str| m.get(node).copied();
     let mut report = format!(
         "\n    weir_released_total{{outcome=\"failure\"}}: {failed}\n    \
-         max_over_time(weir_node_failures[{run}s]) by node: {node_failures:?}\n    \
-         share of the recent calls (weir_node_successes + weir_node_failures) and success rate, averaged \
-         over {w} s, \"{FAILING}\" failing from {} s on:\n    {:<10} {:>16} {:>16}\n",
+         weir_node_released_total{{outcome=\"failure\"}} by node: {node_failures:?}\n    \
+         share of the calls released (increase of weir_node_released_total) and success rate, over \
+         {w} s, \"{FAILING}\" failing from {} s on:\n    {:<10} {:>16} {:>16}\n",
         FAIL_AFTER.as_secs(),
         "node",
         format!("{:.0}-{:.0} s", early_end - t0 - w as f64, early_end - t0),
@@ -316,7 +313,9 @@ fn check(example: &Path, dir: &Path) -> Result<String, String> {
             f == Some(0.0)
         };
         if !ok {
-            wrong.push(format!("{node}'s weir_node_failures peaked at {f:?}"));
+            wrong.push(format!(
+                "{node}'s weir_node_released_total{{outcome=\"failure\"}} is {f:?}"
+            ));
         }
         if !early.contains_key(node) {
             wrong.push(format!("no calls of {node} in the early window"));
