@@ -71,6 +71,24 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(not(any(feature = "decay", feature = "buckets", feature = "ewma")))]
+compile_error!(
+    "weir needs a health model: enable `decay` (the default's), `buckets` (the seeds'), `ewma`, or \
+     `algorithms` for every one (see README.md, \"Feature flags\")"
+);
+#[cfg(not(any(
+    feature = "fixed",
+    feature = "aimd",
+    feature = "vegas",
+    feature = "gradient",
+    feature = "gradient2",
+    feature = "ciad"
+)))]
+compile_error!(
+    "weir needs a limit algorithm: enable `ciad` (the default's), `fixed` (the seeds'), `aimd`, `vegas`, \
+     `gradient`, `gradient2`, or `algorithms` for every one (see README.md, \"Feature flags\")"
+);
+
 pub mod backoff;
 pub mod balance;
 mod error;

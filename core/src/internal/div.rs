@@ -14,7 +14,12 @@ pub(crate) struct Divisor {
 }
 
 impl Divisor {
-    /// Prepares division by `d`; `None` for 0.
+    /// Division by 1: what a value waiting to be prepared holds.
+    pub(crate) const ONE: Divisor = Divisor { c: 0 };
+
+    /// Prepares division by `d`; `None` for 0. Never inlined: the 128-bit division takes a large frame
+    /// on a 32-bit core, which then lives only while it runs (see `Balancer::new`).
+    #[inline(never)]
     pub(crate) const fn new(d: u64) -> Option<Self> {
         match d {
             0 => None,

@@ -200,6 +200,7 @@ fn choose_full(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
         entry: &entry,
     };
     let picked = match policy {
+        #[cfg(feature = "decay")]
         Policy::LowestScore => return super::lowest::lowest(slots, rng),
         Policy::Cascade => {
             if t.room > 0.0 {
