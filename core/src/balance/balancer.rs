@@ -944,7 +944,7 @@ fn claim(slots: &[NodeSlot], tag: u32) -> Result<(), ConfigError> {
             .compare_exchange(0, u64::from(tag), Acquire, Relaxed)
             .is_err()
         {
-            for taken in &slots[..i] {
+            for taken in slots.iter().take(i) {
                 // Relaxed: we wrote nothing to these slots.
                 taken.owner.store(0, Relaxed);
             }
