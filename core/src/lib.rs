@@ -1,7 +1,9 @@
 //! # weir
 //!
 //! The package is `weir-lb` on crates.io (`weir` was taken); the library is `weir`. `cargo add weir-lb` gives
-//! the `std` conveniences (the default feature); `cargo add weir-lb --no-default-features` the `no_std` core.
+//! the `std` conveniences and every algorithm (the default features); `cargo add weir-lb
+//! --no-default-features --features decay,ciad` the `no_std` core with only [`Config::default()`]'s
+//! algorithms (README.md, "Feature flags and targets").
 //!
 //! Adaptive load balancing as one exact, lock-free, allocation-free core. A client asks a [`Balancer`] which
 //! backend node to call; the balancer answers from each node's recent failures and concurrency limit,

@@ -188,20 +188,10 @@ fn ci() {
         "-D",
         "warnings",
     ]);
-    cargo(&[
-        "clippy",
-        "-p",
-        "weir-lb",
-        "--no-default-features",
-        "--features",
-        "algorithms",
-        "--",
-        "-D",
-        "warnings",
-    ]);
-    // A firmware names only the algorithms it configures (core/README.md, "Feature flags"): each
-    // documented selection builds on its own, lint-free (the `#[cfg]`'d matches included).
-    for features in FEATURE_SETS {
+    // The no_std core with every algorithm, then each selection a firmware may name instead
+    // (core/README.md, "Feature flags and targets"): each builds on its own, lint-free (the `#[cfg]`'d
+    // matches included).
+    for features in ["algorithms"].iter().chain(&FEATURE_SETS) {
         cargo(&[
             "clippy",
             "-p",
