@@ -7,8 +7,13 @@ use crate::balance::slot::NodeSlot;
 use crate::balance::word::{self, P_FRACTION, SCAN_ABSENT as KEY_ABSENT};
 use fastrand::Rng;
 
-/// Stack buffer of keys: as the weighted policies' (see `weighted.rs`).
-const SCAN: usize = 64;
+/// Stack buffer of keys: as the weighted policies' (see `weighted.rs`) on 64-bit targets. On 32-bit
+/// ones (microcontrollers, whose balancers are small) 16, the small balancers' size: one copy of the scan
+/// instead of two, and 128 bytes of stack instead of 512; keys beyond the buffer are read again, as
+/// they are beyond 64 on the others.
+const SCAN: usize = if usize::BITS >= 64 { 64 } else { SMALL };
+/// The buffer of balancers of at most this many nodes.
+const SMALL: usize = 16;
 
 /// A node's key for [`Policy::LowestScore`](super::Policy::LowestScore): its score in fixed point (`in_flight * 2^16 + penalty`,
 /// below 2^49) if it is active with room; with [`FULL`] set (and [`HEAVY`] if more than
@@ -213,14 +218,15 @@ pub(super) fn lowest(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     // and clearing 16 keys instead of 8 costs a small balancer little on this path (the fast scan takes
     // most acquires).
     match slots.len() {
-        0..=16 => lowest_in::<16>(slots, rng),
+        0..=SMALL => lowest_in::<SMALL>(slots, rng),
         _ => lowest_in::<SCAN>(slots, rng),
     }
 }
 
 /// The lowest key among `K` buffered keys and the slots beyond them (read again where needed: a
 /// concurrent change can shift the choice slightly, never out of the active set).
-#[inline(always)]
+// Never inlined: each buffer size takes a frame of its own, not one frame of both.
+#[inline(never)]
 fn lowest_in<const K: usize>(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     let mut keys = [KEY_ABSENT; K];
     let (mut best, mut best_at) = (KEY_ABSENT, 0);

@@ -94,23 +94,25 @@ pub(crate) fn choose_fast(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> 
         #[cfg(any(feature = "buckets", feature = "ewma"))]
         Policy::Cascade | Policy::CascadeApprox | Policy::WeightedPick => {
             weighted_fast(policy, slots, rng)
+                .unwrap_or_else(|| weighted::choose_full(policy, slots, rng))
         }
     }
 }
 
-/// The weighted policies' scans keep their buffers in a frame of their own, which the lowest-score
-/// path (the default's) never holds: inlined into the acquire beside `LowestScore`'s, the two would share
-/// one frame of both sizes (over 1 KiB on a Cortex-M0, see `cargo xtask embedded`).
+/// The weighted policies' draws keep their buffers in a frame of their own, which the lowest-score
+/// path (the default's) never holds, and which is off the stack before the full scan runs (`None`):
+/// inlined into the acquire beside `LowestScore`'s, or holding its buffer under the full scan's, the
+/// frames would add up past 1 KiB on a Cortex-M0 (see `cargo xtask embedded`).
 #[cfg(any(feature = "buckets", feature = "ewma"))]
 #[inline(never)]
-fn weighted_fast(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+fn weighted_fast(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Option<Choice> {
     weighted::draw_by(policy, slots, rng, |s| s.health.units())
 }
 
 /// As [`weighted_fast`], for [`choose`].
 #[cfg(any(feature = "buckets", feature = "ewma"))]
 #[inline(never)]
-fn weighted_room(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+fn weighted_room(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Option<Choice> {
     weighted::draw_by(policy, slots, rng, weighted::room_units)
 }
 
@@ -127,6 +129,7 @@ pub(crate) fn choose(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choic
         #[cfg(any(feature = "buckets", feature = "ewma"))]
         Policy::Cascade | Policy::CascadeApprox | Policy::WeightedPick => {
             weighted_room(policy, slots, rng)
+                .unwrap_or_else(|| weighted::choose_full(policy, slots, rng))
         }
     }
 }
