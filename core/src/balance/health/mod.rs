@@ -463,16 +463,30 @@ impl Health {
                 (pen, word::fixed(pen))
             }
             #[cfg(feature = "buckets")]
-            Model::Buckets(ref b) => {
-                let (rate, floored) = self.rate_buckets(b, at);
-                Self::weighed(p, rate, floored, scope)
-            }
+            Model::Buckets(ref b) => self.bucket_reading(b, p, at, scope),
             #[cfg(feature = "ewma")]
             Model::Ewma(_) => {
                 let v = self.view_ewma();
                 Self::weighed(p, v.rate, v.floored, scope)
             }
         }
+    }
+
+    /// [`reading`](Self::reading) under the buckets model. Never inlined: its frame (the window's
+    /// sums) is then not part of every refresh's, the default model's included (see `cargo xtask
+    /// embedded`: with every algorithm linked, a Cortex-M0's acquire that rotates the clock went past
+    /// 1 KiB of stack).
+    #[cfg(feature = "buckets")]
+    #[inline(never)]
+    fn bucket_reading(
+        &self,
+        b: &buckets::Prepared,
+        p: &Prepared,
+        at: u64,
+        scope: Scope<'_>,
+    ) -> (f32, u64) {
+        let (rate, floored) = self.rate_buckets(b, at);
+        Self::weighed(p, rate, floored, scope)
     }
 
     /// The weight of a success rate and its units, the recovery floor applied when `floored`.

@@ -20,7 +20,11 @@ use fastrand::Rng;
 
 /// Weights of the first `SCAN` nodes are kept on the stack between the scan and the draw; nodes beyond it
 /// are read again (a concurrent change can then shift the draw slightly, never out of the active set).
-const SCAN: usize = 64;
+/// 64 on 64-bit targets; 16 on 32-bit ones (microcontrollers, whose balancers are small): a quarter of
+/// the stack, and one copy of each scan instead of three.
+const SCAN: usize = if usize::BITS >= 64 { 64 } else { 16 };
+/// The smallest buffer of the draw: 8 where the others are 16 and 64, `SCAN` where there is one size.
+const SMALLEST: usize = if SCAN > 16 { 8 } else { SCAN };
 
 /// Not a candidate (vacant, lame duck, being added).
 const ABSENT: f64 = f64::NEG_INFINITY;
@@ -107,7 +111,7 @@ pub(super) fn draw_by(
     }
     // The stack buffer fits the balancer, so that small balancers do not clear a large one.
     match slots.len() {
-        0..=8 => choose_room::<8>(slots, rng, units),
+        0..=8 => choose_room::<SMALLEST>(slots, rng, units),
         9..=16 => choose_room::<16>(slots, rng, units),
         _ => choose_room::<SCAN>(slots, rng, units),
     }
