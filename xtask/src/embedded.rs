@@ -225,8 +225,9 @@ pub(crate) fn embedded(bless: bool) {
     // The bound on each call's stack, on the Cortex-M0.
     let mut over = Vec::new();
     for row in rows.iter().filter(|r| r.board.target == BUDGET_TARGET) {
-        // What a firmware that names its algorithms links. With every algorithm linked the frames of
-        // the models and limiters left unused add up beyond the bound; the table shows by how much.
+        // What a firmware that names its algorithms links. With every algorithm linked the `Balancer`
+        // is larger (its configuration holds every limiter's parameters) and `Balancer::new` goes a
+        // few bytes past the bound; the table shows it.
         for (preset, binary) in [("default()", &row.default), ("seeds()", &row.seeds)] {
             for (call, bytes) in binary.report.calls() {
                 if bytes > CALL_STACK_BOUND {

@@ -132,7 +132,8 @@ pub const FOOTPRINT_PAIRS: u64 = 1_000;
 
 /// The footprint binaries' workload: a balancer of [`NODES`] nodes over `static` slots with `config`, the
 /// nodes added, [`FOOTPRINT_PAIRS`] acquire/release pairs (every tenth a failure), and the count of
-/// leases granted from the balancer's stats, with the deepest stack each call used ([`stack_of`]).
+/// leases granted from the balancer's stats, with the deepest stack each call used ([`stack_of`]); one
+/// acquire before the adds is refused, after the full scan.
 /// What it links is what a firmware that balances calls links: construction, membership, acquire,
 /// release and the counters.
 ///
@@ -147,6 +148,14 @@ pub fn footprint(config: Config) -> (u64, CallStacks) {
     let Ok(balancer) = &built else {
         return (0, stacks);
     };
+    let mut rng = Rng::with_seed(black_box(1));
+    // Before any node is added, an acquire is refused after the full scan, which a crowded balancer
+    // runs too (the pairs below never leave the fast scan).
+    let (refused, used) = stack_of(|| balancer.acquire(0, &mut rng));
+    stacks.acquire = used;
+    if refused.is_ok() {
+        return (0, stacks);
+    }
     for id in 1..=NODES as u64 {
         let (added, used) = stack_of(|| balancer.add(black_box(id)));
         stacks.add = stacks.add.max(used);
@@ -154,7 +163,6 @@ pub fn footprint(config: Config) -> (u64, CallStacks) {
             return (0, stacks);
         }
     }
-    let mut rng = Rng::with_seed(black_box(1));
     let mut now = 0;
     for i in 0..black_box(FOOTPRINT_PAIRS) {
         now += MS;
