@@ -1,7 +1,9 @@
 //! # weir
 //!
 //! The package is `weir-lb` on crates.io (`weir` was taken); the library is `weir`. `cargo add weir-lb` gives
-//! the `std` conveniences (the default feature); `cargo add weir-lb --no-default-features` the `no_std` core.
+//! the `std` conveniences and every algorithm (the default features); `cargo add weir-lb
+//! --no-default-features --features decay,ciad` the `no_std` core with only [`Config::default()`]'s
+//! algorithms (README.md, "Feature flags and targets").
 //!
 //! Adaptive load balancing as one exact, lock-free, allocation-free core. A client asks a [`Balancer`] which
 //! backend node to call; the balancer answers from each node's recent failures and concurrency limit,
@@ -71,6 +73,24 @@
 
 #[cfg(feature = "std")]
 extern crate std;
+
+#[cfg(not(any(feature = "decay", feature = "buckets", feature = "ewma")))]
+compile_error!(
+    "weir needs a health model: enable `decay` (the default's), `buckets` (the seeds'), `ewma`, or \
+     `algorithms` for every one (see README.md, \"Feature flags\")"
+);
+#[cfg(not(any(
+    feature = "fixed",
+    feature = "aimd",
+    feature = "vegas",
+    feature = "gradient",
+    feature = "gradient2",
+    feature = "ciad"
+)))]
+compile_error!(
+    "weir needs a limit algorithm: enable `ciad` (the default's), `fixed` (the seeds'), `aimd`, `vegas`, \
+     `gradient`, `gradient2`, or `algorithms` for every one (see README.md, \"Feature flags\")"
+);
 
 pub mod backoff;
 pub mod balance;

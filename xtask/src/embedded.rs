@@ -10,11 +10,14 @@
 //! under `Config::default()` and `Config::seeds()` (the checks themselves are in the firmware,
 //! `examples/embedded/src/main.rs`). It runs the firmware twice and requires the two runs to report the
 //! same (instruction counts and peak stack included), requires both boards to print the same decisions,
-//! and runs each footprint binary once (each checks that every call was granted and reports its peak
-//! stack).
+//! and runs each footprint binary (each checks that every call was granted and reports its peak stack
+//! and the deepest stack of each of weir's calls) twice: built with every algorithm, and built alone with
+//! only its preset's algorithms (`--no-default-features --features default-config` or `seeds-config`).
+//! On the Cortex-M0, with only the preset's algorithms, a call that uses more than [`CALL_STACK_BOUND`]
+//! bytes of stack fails the run.
 //!
-//! Then it prints the firmware guide's table of flash, static RAM, peak stack and instructions per
-//! acquire+release.
+//! Then it prints the firmware guide's table of flash, static RAM, peak stack, each call's stack and
+//! instructions per acquire+release, and the budgets on the Cortex-M0, met or missed.
 //! `cargo xtask embedded --bless` also writes that table into the guide (`examples/embedded/README.md`),
 //! between its two marker comments. Exact byte counts change with the compiler, so CI does not fail when
 //! the guide's table differs from a fresh one: it prints the fresh table, says that it differs, and the
@@ -61,6 +64,21 @@ const BOARDS: [Board; 2] = [
 ];
 
 const MANIFEST: &str = "examples/embedded/Cargo.toml";
+/// The bound on the stack each of weir's calls (`Balancer::new`, `add`, `acquire`, `release`) may use
+/// on the Cortex-M0 (`thumbv6m-none-eabi`) with only a preset's algorithms linked, in bytes: `cargo
+/// xtask embedded` fails above it.
+const CALL_STACK_BOUND: u64 = 1024;
+/// The target whose figures the bound and the budgets apply to.
+const BUDGET_TARGET: &str = "thumbv6m-none-eabi";
+/// Budgets on the Cortex-M0 with only a preset's algorithms, in bytes: weir's flash with `default()`,
+/// its peak stack with `default()`, its flash with `seeds()`. Printed, met or missed, with the table;
+/// exact byte counts follow the compiler, so a miss is reported, not failed (the guide says what each
+/// missed figure costs and why).
+const BUDGETS: [(&str, u64); 3] = [
+    ("weir's flash, `default()`", 24 * 1024),
+    ("weir's peak stack, `default()`", 1536),
+    ("weir's flash, `seeds()`", 16 * 1024),
+];
 /// The example's binaries: the firmware, then the footprint baseline and the two configurations.
 const FIRMWARE: &str = "weir-embedded";
 const FOOTPRINTS: [&str; 3] = ["footprint-none", "footprint-default", "footprint-seeds"];
@@ -68,6 +86,10 @@ const FOOTPRINTS: [&str; 3] = ["footprint-none", "footprint-default", "footprint
 const QEMU_LIMIT: Duration = Duration::from_secs(120);
 /// The firmware guide, which holds the table.
 const README: &str = "examples/embedded/README.md";
+/// The firmware's decisions (its shares, stats and checks, the same on every board) from before the
+/// flash and stack work of issue 32, which must not change them: a run that decides differently fails,
+/// and only `--bless` rewrites the file (an intended change of the algorithms).
+const DECISIONS: &str = "examples/embedded/decisions.txt";
 /// The guide's table lies between these two lines.
 const BEGIN: &str = "<!-- embedded-table: begin (cargo xtask embedded --bless) -->";
 const END: &str = "<!-- embedded-table: end -->";
@@ -114,9 +136,9 @@ pub(crate) fn embedded(bless: bool) {
     );
     let mut rows = Vec::new();
     for board in &BOARDS {
-        run(
-            "cargo",
-            &[
+        // `features`: the example's (both presets, every algorithm of weir's) or one preset's alone.
+        let build = |features: &[&str]| {
+            let mut args = vec![
                 "build",
                 "--release",
                 "--locked",
@@ -126,10 +148,13 @@ pub(crate) fn embedded(bless: bool) {
                 board.target,
                 "--target-dir",
                 &out,
-                "--bins",
-            ],
-            &[],
-        );
+            ];
+            args.extend_from_slice(features);
+            run("cargo", &args, &[]);
+        };
+        // The firmware and the footprint binaries with every algorithm linked, as a firmware that
+        // leaves weir's default features on (the algorithms; not `std`) links them.
+        build(&["--bins", "--features", "weir/algorithms"]);
         let bin = |name: &str| out_dir.join(board.target).join("release").join(name);
         let first = run_firmware(&qemu, board, &bin(FIRMWARE));
         let second = run_firmware(&qemu, board, &bin(FIRMWARE));
@@ -151,29 +176,77 @@ pub(crate) fn embedded(bless: bool) {
             let text = qemu_run(&qemu, board, &bin(name))
                 .unwrap_or_else(|e| fail(&format!("{name} on {}: {e}", board.machine)));
             eprint!("{text}");
-            let stack = footprint_stack(&text).unwrap_or_else(|| {
+            let report = FootprintReport::parse(&text).unwrap_or_else(|| {
                 fail(&format!(
-                    "{name} on {}: no `stack N bytes at most`",
+                    "{name} on {}: no `stack N bytes at most; calls: ...; Balancer N bytes`",
                     board.machine
                 ))
             });
             Binary {
                 size: size(name),
-                stack,
+                report,
             }
         };
+        let none = footprint(FOOTPRINTS[0]);
+        let every = (footprint(FOOTPRINTS[1]), footprint(FOOTPRINTS[2]));
+        // Each preset's footprint binary again, with only that preset's algorithms (`--bin` builds it
+        // alone, over the same file name).
+        build(&[
+            "--bin",
+            FOOTPRINTS[1],
+            "--no-default-features",
+            "--features",
+            "default-config",
+        ]);
+        let default = footprint(FOOTPRINTS[1]);
+        build(&[
+            "--bin",
+            FOOTPRINTS[2],
+            "--no-default-features",
+            "--features",
+            "seeds-config",
+        ]);
+        let seeds = footprint(FOOTPRINTS[2]);
         rows.push(Row {
             board,
             firmware: Binary {
                 size: size(FIRMWARE),
-                stack: first.stack,
+                report: FootprintReport {
+                    stack: first.stack,
+                    ..FootprintReport::default()
+                },
             },
-            none: footprint(FOOTPRINTS[0]),
-            default: footprint(FOOTPRINTS[1]),
-            seeds: footprint(FOOTPRINTS[2]),
+            none,
+            every,
+            default,
+            seeds,
             run: first,
         });
     }
+    // The bound on each call's stack, on the Cortex-M0.
+    let mut over = Vec::new();
+    for row in rows.iter().filter(|r| r.board.target == BUDGET_TARGET) {
+        // What a firmware that names its algorithms links. With every algorithm linked the `Balancer`
+        // is larger (its configuration holds every limiter's parameters) and `Balancer::new` goes a
+        // few bytes past the bound; the table shows it.
+        for (preset, binary) in [("default()", &row.default), ("seeds()", &row.seeds)] {
+            for (call, bytes) in binary.report.calls() {
+                if bytes > CALL_STACK_BOUND {
+                    over.push(format!("{call} with {preset}: {bytes} bytes"));
+                }
+            }
+        }
+    }
+    if !over.is_empty() {
+        fail(&format!(
+            "on {BUDGET_TARGET}, weir's calls may use at most {CALL_STACK_BOUND} bytes of stack each: {}",
+            over.join(", ")
+        ));
+    }
+    eprintln!(
+        "\n    ok: Balancer::new, add, acquire and release each use at most {CALL_STACK_BOUND} bytes of \
+         stack on {BUDGET_TARGET}"
+    );
     // Same seed, same calls: the same decisions on the Cortex-M4F and the Cortex-M0.
     if let [first, rest @ ..] = &rows[..] {
         for other in rest {
@@ -185,6 +258,23 @@ pub(crate) fn embedded(bless: bool) {
             }
         }
         eprintln!("\n    ok: the same decisions, shares and counters on every board");
+        let kept = fs::read_to_string(DECISIONS)
+            .unwrap_or_else(|e| fail(&format!("cannot read {DECISIONS}: {e}")));
+        if kept == first.run.decisions {
+            eprintln!("    ok: the same decisions as {DECISIONS}");
+        } else if bless {
+            fs::write(DECISIONS, &first.run.decisions)
+                .unwrap_or_else(|e| fail(&format!("cannot write {DECISIONS}: {e}")));
+            eprintln!(
+                "xtask: the firmware decided differently: wrote its decisions into {DECISIONS}"
+            );
+        } else {
+            fail(&format!(
+                "the firmware decided differently from {DECISIONS} (its output is above): the \
+                 decisions change only with the algorithms; `cargo xtask embedded --bless` rewrites the \
+                 file when that is intended"
+            ));
+        }
     }
     let table = table(&rows, &toolchain(&qemu));
     println!("\n{table}");
@@ -325,10 +415,50 @@ fn parse_firmware(text: &str) -> Result<FirmwareRun, String> {
     })
 }
 
-/// The peak stack a footprint binary reports: "footprint-x: ...; stack N bytes at most".
-fn footprint_stack(text: &str) -> Option<u64> {
-    let rest = text.split("; stack ").nth(1)?;
-    rest.split(" bytes at most").next()?.parse().ok()
+/// What a footprint binary reports: "footprint-x: ...; stack N bytes at most; calls: new A add B
+/// acquire C release D bytes at most; Balancer E bytes".
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct FootprintReport {
+    /// The binary's peak stack.
+    stack: u64,
+    /// The deepest stack of `Balancer::new`, `add`, `acquire` and `release`, each measured alone.
+    new: u64,
+    add: u64,
+    acquire: u64,
+    release: u64,
+    /// `size_of::<Balancer<&[NodeSlot]>>()` in that build.
+    balancer: u64,
+}
+
+impl FootprintReport {
+    fn parse(text: &str) -> Option<FootprintReport> {
+        let line = text.lines().find(|l| l.contains("; stack "))?;
+        let after = |key: &str| -> Option<u64> {
+            line.split(key)
+                .nth(1)?
+                .split([' ', ';'])
+                .next()?
+                .parse()
+                .ok()
+        };
+        Some(FootprintReport {
+            stack: after("; stack ")?,
+            new: after("calls: new ")?,
+            add: after(" add ")?,
+            acquire: after(" acquire ")?,
+            release: after(" release ")?,
+            balancer: after("; Balancer ")?,
+        })
+    }
+
+    fn calls(&self) -> [(&'static str, u64); 4] {
+        [
+            ("Balancer::new", self.new),
+            ("add", self.add),
+            ("acquire", self.acquire),
+            ("release", self.release),
+        ]
+    }
 }
 
 /// Runs one ELF under QEMU with semihosting and the instruction-counting clock; its output if it exits
@@ -455,15 +585,28 @@ struct Row<'a> {
     board: &'a Board,
     firmware: Binary,
     none: Binary,
+    /// The `default()` and `seeds()` footprint binaries with every algorithm linked.
+    every: (Binary, Binary),
+    /// Each with only its preset's algorithms.
     default: Binary,
     seeds: Binary,
     run: FirmwareRun,
 }
 
-/// A linked binary's flash and static RAM, and the peak stack it reported.
+impl Row<'_> {
+    /// weir's flash, static RAM and peak stack in `binary`: the difference from `footprint-none`.
+    fn weir(&self, binary: &Binary) -> (Footprint, u64) {
+        (
+            binary.size.minus(self.none.size),
+            binary.report.stack.saturating_sub(self.none.report.stack),
+        )
+    }
+}
+
+/// A linked binary's flash and static RAM, and what it reported (its peak stack at least).
 struct Binary {
     size: Footprint,
-    stack: u64,
+    report: FootprintReport,
 }
 
 /// The compiler and emulator that produced the figures.
@@ -510,7 +653,7 @@ fn instructions(calibration: (u64, u64), pairs: u64, ticks: u64) -> String {
     format!("{}.{}", thousands(tenths / 10), tenths % 10)
 }
 
-/// The firmware guide's table (Markdown), from the measured rows.
+/// The firmware guide's table (Markdown), from the measured rows, and the budgets on the Cortex-M0.
 fn table(rows: &[Row], toolchain: &str) -> String {
     let mut t = String::new();
     let mut line = |label: &str, cell: &dyn Fn(&Row) -> String| {
@@ -526,29 +669,58 @@ fn table(rows: &[Row], toolchain: &str) -> String {
             format!("{} / {} B", thousands(a), thousands(b))
         }
     };
-    line("weir's flash, `default()` / `seeds()`", &|r| {
-        let (d, s) = (
-            r.default.size.minus(r.none.size),
-            r.seeds.size.minus(r.none.size),
-        );
-        pair(d.flash, s.flash)
-    });
+    line(
+        "weir's flash, only the preset's algorithms, `default()` / `seeds()`",
+        &|r| pair(r.weir(&r.default).0.flash, r.weir(&r.seeds).0.flash),
+    );
+    line(
+        "weir's flash, every algorithm linked, `default()` / `seeds()`",
+        &|r| pair(r.weir(&r.every.0).0.flash, r.weir(&r.every.1).0.flash),
+    );
     line("weir's static RAM (8 slots and its statics)", &|r| {
-        let (d, s) = (
-            r.default.size.minus(r.none.size),
-            r.seeds.size.minus(r.none.size),
+        pair(r.weir(&r.default).0.ram, r.weir(&r.seeds).0.ram)
+    });
+    line(
+        "weir's peak stack, only the preset's algorithms, `default()` / `seeds()`",
+        &|r| pair(r.weir(&r.default).1, r.weir(&r.seeds).1),
+    );
+    line(
+        "the `Balancer` value (in the stack above), `default()` / `seeds()` (the example: both)",
+        &|r| {
+            format!(
+                "{} ({} B)",
+                pair(r.default.report.balancer, r.seeds.report.balancer),
+                thousands(r.run.balancer_bytes)
+            )
+        },
+    );
+    for (preset, pick) in [
+        (
+            "`default()`",
+            (|r: &Row| r.default.report) as fn(&Row) -> FootprintReport,
+        ),
+        ("`seeds()`", |r: &Row| r.seeds.report),
+        ("`default()`, every algorithm linked", |r: &Row| {
+            r.every.0.report
+        }),
+        ("`seeds()`, every algorithm linked", |r: &Row| {
+            r.every.1.report
+        }),
+    ] {
+        line(
+            &format!("deepest stack of `new` / `add` / `acquire` / `release`, {preset}"),
+            &|r| {
+                let c = pick(r);
+                format!(
+                    "{} / {} / {} / {} B",
+                    thousands(c.new),
+                    thousands(c.add),
+                    thousands(c.acquire),
+                    thousands(c.release)
+                )
+            },
         );
-        pair(d.ram, s.ram)
-    });
-    line("weir's peak stack, `default()` / `seeds()`", &|r| {
-        pair(
-            r.default.stack.saturating_sub(r.none.stack),
-            r.seeds.stack.saturating_sub(r.none.stack),
-        )
-    });
-    line("the `Balancer` value (in the stack above)", &|r| {
-        format!("{} B", thousands(r.run.balancer_bytes))
-    });
+    }
     line(
         "instructions per acquire+release, `default()` / `seeds()`",
         &|r| {
@@ -568,10 +740,33 @@ fn table(rows: &[Row], toolchain: &str) -> String {
                 "{} / {} / {} B",
                 thousands(r.firmware.size.flash),
                 thousands(r.firmware.size.ram),
-                thousands(r.firmware.stack)
+                thousands(r.firmware.report.stack)
             )
         },
     );
+    if let Some(r) = rows.iter().find(|r| r.board.target == BUDGET_TARGET) {
+        let measured = [
+            r.weir(&r.default).0.flash,
+            r.weir(&r.default).1,
+            r.weir(&r.seeds).0.flash,
+        ];
+        let _ = write!(
+            t,
+            "\nBudgets on `{BUDGET_TARGET}`, only the preset's algorithms linked (each call's stack is \
+             also bounded: at most {} B, which `cargo xtask embedded` enforces):\n\n\
+             | budget | at most | measured | |\n| --- | ---: | ---: | --- |\n",
+            thousands(CALL_STACK_BOUND)
+        );
+        for ((name, budget), got) in BUDGETS.iter().zip(measured) {
+            let verdict = if got <= *budget { "met" } else { "**missed**" };
+            let _ = writeln!(
+                t,
+                "| {name} | {} B | {} B | {verdict} |",
+                thousands(*budget),
+                thousands(got)
+            );
+        }
+    }
     let _ = write!(t, "\nProduced by `cargo xtask embedded` with {toolchain}.");
     t
 }
@@ -658,13 +853,25 @@ mod tests {
         assert_eq!(run.stack, 9728);
         assert!(parse_firmware(&text.replace("stack: 9728", "stack: x")).is_err());
         assert_eq!(
-            footprint_stack(
-                "footprint-seeds: 1000 of 1000 calls granted; stack 7780 bytes at most\n"
+            FootprintReport::parse(
+                "footprint-seeds: 1000 of 1000 calls granted; stack 1780 bytes at most; calls: new 852 \
+                 add 392 acquire 836 release 476 bytes at most; Balancer 352 bytes\n"
             ),
-            Some(7780)
+            Some(FootprintReport {
+                stack: 1780,
+                new: 852,
+                add: 392,
+                acquire: 836,
+                release: 476,
+                balancer: 352
+            })
         );
         assert_eq!(
-            footprint_stack("footprint-seeds: 1000 of 1000 calls granted\n"),
+            FootprintReport::parse("footprint-seeds: 1000 of 1000 calls granted\n"),
+            None
+        );
+        assert_eq!(
+            FootprintReport::parse("footprint-seeds: ...; stack 1780 bytes at most\n"),
             None
         );
         assert_eq!(run.decisions, "default: shares\nweir-embedded: PASS\n");

@@ -66,6 +66,15 @@ use std::time::Instant;
 const LOCK_FREE_TARGETS: [&str; 2] = ["aarch64-unknown-none", "riscv64gc-unknown-none-elf"];
 /// 32-bit microcontrollers: 64-bit atomics through the `critical-section` feature.
 const CRITICAL_SECTION_TARGETS: [&str; 2] = ["thumbv7em-none-eabihf", "thumbv6m-none-eabi"];
+/// The algorithm selections that core/README.md documents, beside `algorithms` (all of them): the
+/// default's (`Config::default()`), the seeds' (`Config::seeds()`), and one of each other health model
+/// and limiter family. `cargo xtask ci` lints each on its own.
+const FEATURE_SETS: [&str; 4] = [
+    "decay,ciad",
+    "buckets,fixed",
+    "ewma,aimd",
+    "decay,vegas,gradient,gradient2,windowed",
+];
 
 fn main() {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -185,18 +194,33 @@ fn ci() {
         "-D",
         "warnings",
     ]);
+    // The no_std core with every algorithm, then each selection a firmware may name instead
+    // (core/README.md, "Feature flags and targets"): each builds on its own, lint-free (the `#[cfg]`'d
+    // matches included).
+    for features in ["algorithms"].iter().chain(&FEATURE_SETS) {
+        cargo(&[
+            "clippy",
+            "-p",
+            "weir-lb",
+            "--no-default-features",
+            "--features",
+            features,
+            "--",
+            "-D",
+            "warnings",
+        ]);
+    }
+    cargo(&["test", "--workspace"]);
+    ctest::ctest();
     cargo(&[
-        "clippy",
+        "test",
         "-p",
         "weir-lb",
         "--no-default-features",
-        "--",
-        "-D",
-        "warnings",
+        "--features",
+        "algorithms",
+        "--lib",
     ]);
-    cargo(&["test", "--workspace"]);
-    ctest::ctest();
-    cargo(&["test", "-p", "weir-lb", "--no-default-features", "--lib"]);
     nostd();
     msrv::msrv();
     embedded::embedded(false);
@@ -340,6 +364,8 @@ fn nostd() {
                 "-p",
                 "weir-lb",
                 "--no-default-features",
+                "--features",
+                "algorithms",
                 "--target",
                 target,
             ]);
@@ -353,7 +379,7 @@ fn nostd() {
                 "weir-lb",
                 "--no-default-features",
                 "--features",
-                "critical-section",
+                "critical-section,algorithms",
                 "--target",
                 target,
             ]);

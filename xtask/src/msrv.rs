@@ -1,7 +1,7 @@
 //! `cargo xtask msrv`: the crates a user depends on, built with the oldest toolchain they declare
 //! (`rust-version` in the root Cargo.toml, 1.85 today): `weir-lb` with its default features and without
-//! (the `no_std` core), then `weir-lb-ffi` and `weir-lb-tower`. Not weir-lb-tower's optional `tonic`
-//! feature: its MSRV is tonic's (1.88 for the lock file's tonic 0.14.9; see integrations/tower/Cargo.toml).
+//! `std` (the `no_std` core, every algorithm), then `weir-lb-ffi` and `weir-lb-tower`. Not
+//! weir-lb-tower's optional `tonic` feature: its MSRV is tonic's (1.88 for the lock file's tonic 0.14.9; see integrations/tower/Cargo.toml).
 //!
 //! The toolchain comes from rustup (`rustup toolchain install V --profile minimal`, once); where rustup
 //! cannot get it the step says SKIPPED, loudly, as the `no_std` builds do for a missing target. The builds
@@ -27,7 +27,13 @@ pub(crate) fn msrv() {
         run("rustup", &all, &envs);
     };
     build(&["-p", "weir-lb"]);
-    build(&["-p", "weir-lb", "--no-default-features"]);
+    build(&[
+        "-p",
+        "weir-lb",
+        "--no-default-features",
+        "--features",
+        "algorithms",
+    ]);
     build(&["-p", "weir-lb-ffi", "-p", "weir-lb-tower"]);
 }
 

@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 use crate::internal::pad::cache_padded;
 use crate::internal::splitmix::SplitMix64;
 use crate::internal::sync::{fence, AtomicU64, Ordering::*};
-use crate::limit::{Limit, LimitAlgorithm, Sample};
+use crate::limit::{Limit, Sample};
 use fastrand::Rng;
 
 /// A health-weighted, concurrency-limited load balancer over a fixed set of node slots.
@@ -108,40 +108,25 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// assert_eq!(second.capacity(), 4);
     /// ```
     pub fn new(slots: S, config: Config) -> Result<Self, ConfigError> {
-        let prepared = config.prepare()?;
-        let n = slots.as_ref().len();
-        if n == 0 || n > MAX_NODES {
-            return Err(ConfigError::Capacity);
-        }
-        let tag = next_tag();
-        claim(slots.as_ref(), tag)?;
-        for s in slots.as_ref() {
-            // Relaxed: the balancer is not shared yet; publishing it to other threads synchronises.
-            s.ctl.store(0, Relaxed);
-            s.health.reset(&prepared.health.model);
-            for c in [&s.id, &s.stale]
-                .into_iter()
-                .chain(&s.released)
-                .chain(&s.released_base)
-            {
-                c.store(0, Relaxed);
-            }
-        }
-        let b = Balancer {
+        // Built where it is returned, then prepared in place: the runtime form of the configuration (the
+        // decay tables) is never moved, so never copied on the stack (see `DecayHealth::prepare_into`).
+        let mut b = Balancer {
             slots,
-            prepared,
+            prepared: Prepared::unprepared(config),
             active: AtomicU64::new(0),
             rotation: AtomicU64::new(0),
             span: AtomicU64::new(0),
             peak: AtomicU64::new(0),
-            tag,
+            tag: 0,
             rejected: Rejections {
                 busy: AtomicU64::new(0),
                 empty: AtomicU64::new(0),
             },
             #[cfg(feature = "std")]
-            waiters: crate::rt::wait::Waiters::new(prepared.config.max_waiters),
+            waiters: crate::rt::wait::Waiters::new(config.max_waiters),
         };
+        b.prepared.prepare()?;
+        b.tag = take_slots(b.slots.as_ref(), &b.prepared.health.model)?;
         b.active.store(b.active_word(0), Relaxed);
         Ok(b)
     }
@@ -248,8 +233,15 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     }
 
     fn active_word(&self, count: u32) -> u64 {
-        let rate = self.prepared.config.floor / f64::from(count.max(1));
-        let w = self.prepared.health.weight.of(rate) as f32;
+        // Only the weighted models read the floor's weight: without them it is 0, and its `pow` is not
+        // linked.
+        #[cfg(any(feature = "buckets", feature = "ewma"))]
+        let w = {
+            let rate = self.prepared.config.floor / f64::from(count.max(1));
+            self.prepared.health.weight.of(rate) as f32
+        };
+        #[cfg(not(any(feature = "buckets", feature = "ewma")))]
+        let w = 0.0f32;
         (u64::from(count) << 32) | u64::from(w.to_bits())
     }
 
@@ -433,7 +425,9 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             return;
         }
         match self.prepared.health.model {
+            #[cfg(feature = "buckets")]
             health::Model::Buckets(_) => self.refresh_all(now),
+            #[cfg(feature = "decay")]
             health::Model::Decay(_) => {
                 // Releases are dated no later than the horizon of the rotation they read, so after a
                 // silence of 2^31 ticks every counter is older than its tick can tell (see `decay.rs`).
@@ -444,6 +438,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                     s.health.refresh(&self.prepared.health, now, self.scope(s));
                 }
             }
+            #[cfg(feature = "ewma")]
             health::Model::Ewma(_) => {}
         }
     }
@@ -525,7 +520,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         // before one of the two is refused below; the limit stays within the algorithm's bounds.
         let algo = &self.prepared.config.limit;
         // A fixed limit has no state and never changes: nothing to feed or publish.
-        let sample = sample.filter(|_| !matches!(algo, LimitAlgorithm::Fixed(_)));
+        let sample = sample.filter(|_| !algo.is_fixed());
         if let Some(sm) = &sample {
             let random = SplitMix64::new(
                 self.prepared.config.rng_seed
@@ -917,11 +912,18 @@ fn admit(s: &NodeSlot) -> Option<(u64, u64)> {
 }
 
 impl<S: AsRef<[NodeSlot]>> Drop for Balancer<S> {
-    /// Gives the slots back, so that a new balancer can be built over them.
+    /// Gives the slots back, so that a new balancer can be built over them. Only the slots it owns: a
+    /// construction that failed (bad configuration, slots of another balancer) owns none, and its tag
+    /// is then 0 or another's.
     fn drop(&mut self) {
+        if self.tag == 0 {
+            return;
+        }
+        let tag = u64::from(self.tag);
         for s in self.slots.as_ref() {
             // Release: everything this balancer wrote to the slot happens-before the next owner's claim.
-            s.owner.store(0, Release);
+            // Relaxed on failure: not ours, nothing to publish.
+            let _ = s.owner.compare_exchange(tag, 0, Release, Relaxed);
         }
     }
 }
@@ -937,6 +939,31 @@ fn next_tag() -> u32 {
     }
 }
 
+/// Claims `slots` for a new balancer and clears them; its tag. Not generic, never inlined: one copy
+/// whatever the slots' storage, and its locals take stack only while it runs.
+#[inline(never)]
+fn take_slots(slots: &[NodeSlot], model: &health::Model) -> Result<u32, ConfigError> {
+    let n = slots.len();
+    if n == 0 || n > MAX_NODES {
+        return Err(ConfigError::Capacity);
+    }
+    let tag = next_tag();
+    claim(slots, tag)?;
+    for s in slots {
+        // Relaxed: the balancer is not shared yet; publishing it to other threads synchronises.
+        s.ctl.store(0, Relaxed);
+        s.health.reset(model);
+        for c in [&s.id, &s.stale]
+            .into_iter()
+            .chain(&s.released)
+            .chain(&s.released_base)
+        {
+            c.store(0, Relaxed);
+        }
+    }
+    Ok(tag)
+}
+
 /// Marks every slot as owned by the balancer `tag`, or none of them if another balancer owns any.
 fn claim(slots: &[NodeSlot], tag: u32) -> Result<(), ConfigError> {
     for (i, s) in slots.iter().enumerate() {
@@ -945,7 +972,7 @@ fn claim(slots: &[NodeSlot], tag: u32) -> Result<(), ConfigError> {
             .compare_exchange(0, u64::from(tag), Acquire, Relaxed)
             .is_err()
         {
-            for taken in &slots[..i] {
+            for taken in slots.iter().take(i) {
                 // Relaxed: we wrote nothing to these slots.
                 taken.owner.store(0, Relaxed);
             }

@@ -8,7 +8,7 @@ use crate::balance::policy::Policy;
 use crate::balance::word::UNIT_SHIFT;
 use crate::error::ConfigError;
 use crate::internal::div::Divisor;
-use crate::limit::{CiadLimit, Limit, LimitAlgorithm};
+use crate::limit::{Limit, LimitAlgorithm};
 
 /// The most node slots a balancer can have.
 pub const MAX_NODES: usize = 1 << 16;
@@ -56,6 +56,8 @@ pub struct Config {
 /// The most waiters a [`Config::max_waiters`] may allow.
 pub const MAX_WAITERS: u32 = 1 << 20;
 
+#[cfg(all(feature = "decay", feature = "ciad"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "decay", feature = "ciad"))))]
 impl Default for Config {
     /// The default algorithm: [`HealthModel::DECAY`] (successes halve every second, failures every 30 s),
     /// [`Policy::LowestScore`] (the node with room whose in-flight count plus failure penalty is lowest,
@@ -73,9 +75,9 @@ impl Default for Config {
             weight_exponent: 3.0,
             floor: 0.0001,
             policy: Policy::LowestScore,
-            limit: LimitAlgorithm::Ciad(CiadLimit {
+            limit: LimitAlgorithm::Ciad(crate::limit::CiadLimit {
                 fast_start: true,
-                ..CiadLimit::default()
+                ..crate::limit::CiadLimit::default()
             }),
             rng_seed: 0,
             max_waiters: 1024,
@@ -83,6 +85,7 @@ impl Default for Config {
     }
 }
 
+#[cfg(all(feature = "buckets", feature = "fixed"))]
 impl Config {
     /// [The seeds'](crate#vocabulary) algorithm, exactly as the seeds describe it: 6 buckets of 5 s with
     /// decay 3 and a sticky bucket, weights `success_rate³`, the weighted random cascade, a fixed limit of
@@ -97,6 +100,7 @@ impl Config {
     /// assert_eq!(c.limit, LimitAlgorithm::Fixed(FixedLimit { limit: 100 }));
     /// assert_eq!((c.weight_exponent, c.floor), (3.0, 0.0001));
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "buckets", feature = "fixed"))))]
     pub const fn seeds() -> Config {
         Config {
             health: HealthModel::SEED_BUCKETS,
@@ -134,35 +138,55 @@ impl Config {
     }
 
     pub(crate) fn prepare(&self) -> Result<Prepared, ConfigError> {
-        // The checks run in this order, so that the first problem found is the same in every surface.
-        let model = self.health.prepare()?;
-        let decay = matches!(self.health, HealthModel::Decay(_));
-        if decay != (self.policy == Policy::LowestScore) {
-            return Err(ConfigError::ModelPolicy);
-        }
-        let weight = Weight::new(self.weight_exponent)?;
-        if !(self.floor.is_finite() && self.floor > 0.0 && self.floor <= 1.0) {
-            return Err(ConfigError::Floor);
-        }
-        self.limit.validate()?;
-        if self.max_waiters > MAX_WAITERS {
-            return Err(ConfigError::MaxWaiters);
-        }
-        let clock_ns = self.health.clock_ns();
-        let reach = clock_ns.saturating_mul(2) - 1;
-        // `width_ns >= 1` was checked with the model.
-        let clock = Divisor::new(clock_ns).ok_or(ConfigError::BucketWidth)?;
-        Ok(Prepared {
-            config: *self,
-            health: health::Prepared { model, weight },
-            clock,
-            clock_ns,
-            reach,
-        })
+        let mut prepared = Prepared::unprepared(*self);
+        prepared.prepare()?;
+        Ok(prepared)
     }
 }
 
 impl Prepared {
+    /// `config` as given, its runtime form still to compute: [`prepare`](Self::prepare) computes it in
+    /// place, where the balancer keeps it (see `DecayHealth::prepare_into` for why in place).
+    pub(crate) fn unprepared(config: Config) -> Prepared {
+        Prepared {
+            config,
+            health: health::Prepared {
+                model: config.health.unprepared(),
+                weight: Weight::UNPREPARED,
+            },
+            clock: Divisor::ONE,
+            clock_ns: 1,
+            reach: 1,
+        }
+    }
+
+    /// Checks the configuration and computes its runtime form, in place. Never inlined: its locals (the
+    /// checks of every mechanism) then take stack only while it runs, not for the whole of
+    /// `Balancer::new`.
+    #[inline(never)]
+    pub(crate) fn prepare(&mut self) -> Result<(), ConfigError> {
+        // By reference: the configuration is not copied.
+        let c = &self.config;
+        // The checks run in this order, so that the first problem found is the same in every surface.
+        c.health.prepare_into(&mut self.health.model)?;
+        if c.health.is_decay() != c.policy.is_lowest_score() {
+            return Err(ConfigError::ModelPolicy);
+        }
+        self.health.weight = Weight::new(c.weight_exponent)?;
+        if !(c.floor.is_finite() && c.floor > 0.0 && c.floor <= 1.0) {
+            return Err(ConfigError::Floor);
+        }
+        c.limit.validate()?;
+        if c.max_waiters > MAX_WAITERS {
+            return Err(ConfigError::MaxWaiters);
+        }
+        self.clock_ns = c.health.clock_ns();
+        self.reach = self.clock_ns.saturating_mul(2) - 1;
+        // `width_ns >= 1` was checked with the model.
+        self.clock = Divisor::new(self.clock_ns).ok_or(ConfigError::BucketWidth)?;
+        Ok(())
+    }
+
     /// Whether an acquire at `now` moves the clock (the rotation word, which holds the start of the epoch
     /// the caches were last rotated to): `now` outside `[start - width, start + width)`. The caches are
     /// kept for one epoch, `[start, start + width)`; an acquire up to one epoch earlier trusts them too, so
@@ -194,19 +218,32 @@ impl Prepared {
     /// [`Outcome`](crate::Outcome).
     #[inline]
     pub(crate) fn limit_reading(&self, outcome: Outcome) -> Option<bool> {
-        use Outcome::*;
         match self.health.model {
-            health::Model::Decay(_) => match outcome {
-                Success | ClientError => Some(false),
-                Failure | Dropped => Some(true),
-                Throttled | Ignored => None,
-            },
-            health::Model::Buckets(_) | health::Model::Ewma(_) => match outcome.as_seeds() {
-                Success => Some(false),
-                Dropped => Some(true),
-                _ => None,
-            },
+            #[cfg(feature = "decay")]
+            health::Model::Decay(_) => {
+                use Outcome::*;
+                match outcome {
+                    Success | ClientError => Some(false),
+                    Failure | Dropped => Some(true),
+                    Throttled | Ignored => None,
+                }
+            }
+            #[cfg(feature = "buckets")]
+            health::Model::Buckets(_) => seeds_limit_reading(outcome),
+            #[cfg(feature = "ewma")]
+            health::Model::Ewma(_) => seeds_limit_reading(outcome),
         }
+    }
+}
+
+/// What a limiter reads from an outcome under the seeds' models: only successes and drops.
+#[cfg(any(feature = "buckets", feature = "ewma"))]
+#[inline]
+fn seeds_limit_reading(outcome: Outcome) -> Option<bool> {
+    match outcome.as_seeds() {
+        Outcome::Success => Some(false),
+        Outcome::Dropped => Some(true),
+        _ => None,
     }
 }
 

@@ -75,6 +75,7 @@ pub(crate) const fn with_limit(c: u64, l: u64) -> u64 {
 pub(crate) const UNIT_SHIFT: u32 = 46;
 
 /// A weight in scan units (`weight * 2^UNIT_SHIFT`, rounded down; weights lie in [0, 1]).
+#[cfg_attr(not(any(feature = "buckets", feature = "ewma")), allow(dead_code))]
 #[inline]
 pub(crate) fn units_of(weight: f32) -> u64 {
     // Exact: an `f32` times a power of two is exact in `f64`, and at most `2^46` converts exactly.
@@ -82,12 +83,14 @@ pub(crate) fn units_of(weight: f32) -> u64 {
 }
 
 /// Fractional bits of a penalty in the scan word.
+#[cfg_attr(not(feature = "decay"), allow(dead_code))]
 pub(crate) const P_FRACTION: u32 = 16;
 /// The largest penalty the scan word holds (`2^32` in-flight requests' worth): a larger one is kept at it.
 pub(crate) const P_MAX: f64 = 4_294_967_296.0;
 
 /// A penalty in the scan word's fixed point, rounded down (a penalty below `2^-16` is 0, so nodes whose
 /// failures have nearly faded tie with clean ones again).
+#[cfg_attr(not(feature = "decay"), allow(dead_code))]
 #[inline]
 pub(crate) fn fixed(p: f32) -> u64 {
     // Exact: `p <= 2^32`, so `p * 2^16 <= 2^48` converts exactly.
@@ -97,6 +100,7 @@ pub(crate) fn fixed(p: f32) -> u64 {
 /// The scan word of a slot without an active node under the decay model: above every score the
 /// lowest-score policy forms (`in_flight * 2^P_FRACTION + penalty`, below `2^49`) and above its flags
 /// (see `policy/lowest.rs`), so that its fast scan passes the slot over without reading its state.
+#[cfg_attr(not(feature = "decay"), allow(dead_code))]
 pub(crate) const SCAN_ABSENT: u64 = 1 << 62;
 
 #[cfg(all(test, not(loom)))]

@@ -14,16 +14,19 @@ pub(crate) struct Divisor {
 }
 
 impl Divisor {
-    /// Prepares division by `d`; `None` for 0.
+    /// Division by 1: what a value waiting to be prepared holds.
+    pub(crate) const ONE: Divisor = Divisor { c: 0 };
+
+    /// Prepares division by `d`; `None` for 0. Never inlined: it runs once per configuration, and
+    /// its frame then lives only while it runs (see `Balancer::new`).
+    #[inline(never)]
     pub(crate) const fn new(d: u64) -> Option<Self> {
         match d {
             0 => None,
             1 => Some(Divisor { c: 0 }),
             // ⌈2^128 / d⌉ = ⌊(2^128 − 1) / d⌋ + 1 for d ≥ 2 (2^128 is not a multiple of d unless d is a
             // power of two, where both sides are 2^128 / d as well).
-            _ => Some(Divisor {
-                c: u128::MAX / d as u128 + 1,
-            }),
+            _ => Some(Divisor { c: max_over(d) + 1 }),
         }
     }
 
@@ -39,11 +42,37 @@ impl Divisor {
     }
 }
 
+/// `⌊(2^128 − 1) / d⌋` for `d ≥ 2`, from 64-bit operations: the high half is `⌊(2^64 − 1) / d⌋`, the
+/// low half a shift-and-subtract division of the remainder and 64 one bits. The same quotient as
+/// `u128::MAX / d`, whose generic 128-bit division costs about 600 bytes of code on a 32-bit core.
+const fn max_over(d: u64) -> u128 {
+    let hi = u64::MAX / d;
+    // `rem < d` throughout; `2 * rem + 1 < 2^65`, so the bit shifted out is the 65th.
+    let mut rem = u64::MAX % d;
+    let mut lo = 0u64;
+    let mut bit = 0;
+    while bit < 64 {
+        let carry = rem >> 63;
+        rem = (rem << 1) | 1;
+        lo <<= 1;
+        if carry == 1 || rem >= d {
+            // Exact modulo 2^64: the true difference is below `d`.
+            rem = rem.wrapping_sub(d);
+            lo |= 1;
+        }
+        bit += 1;
+    }
+    ((hi as u128) << 64) | lo as u128
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
     fn check(d: u64, n: u64) {
+        if d >= 2 {
+            assert_eq!(max_over(d), u128::MAX / u128::from(d), "2^128 - 1 over {d}");
+        }
         assert_eq!(Divisor::new(d).unwrap().div(n), n / d, "{n} / {d}");
     }
 

@@ -66,6 +66,7 @@ mod gradient2;
 mod measure;
 mod state;
 mod vegas;
+#[cfg(feature = "windowed")]
 mod windowed;
 
 pub use aimd::AimdLimit;
@@ -76,6 +77,7 @@ pub use gradient2::Gradient2Limit;
 pub use measure::QueueSize;
 pub use state::{LimitState, LIMIT_WORDS, PERCENTILE_CAPACITY};
 pub use vegas::{VegasLimit, VegasStep, VegasThreshold};
+#[cfg(feature = "windowed")]
 pub use windowed::{SampleWindow, WindowedLimit};
 
 use crate::error::ConfigError;
@@ -152,16 +154,22 @@ pub trait Limit {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum InnerAlgorithm {
+    #[cfg(feature = "fixed")]
     /// [`FixedLimit`].
     Fixed(FixedLimit),
+    #[cfg(feature = "aimd")]
     /// [`AimdLimit`].
     Aimd(AimdLimit),
+    #[cfg(feature = "vegas")]
     /// [`VegasLimit`].
     Vegas(VegasLimit),
+    #[cfg(feature = "gradient")]
     /// [`GradientLimit`].
     Gradient(GradientLimit),
+    #[cfg(feature = "gradient2")]
     /// [`Gradient2Limit`].
     Gradient2(Gradient2Limit),
+    #[cfg(feature = "ciad")]
     /// [`CiadLimit`].
     Ciad(CiadLimit),
 }
@@ -182,18 +190,25 @@ pub enum InnerAlgorithm {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LimitAlgorithm {
+    #[cfg(feature = "fixed")]
     /// A constant cap ([`FixedLimit`]); the default, with a cap of 100.
     Fixed(FixedLimit),
+    #[cfg(feature = "aimd")]
     /// Additive increase, multiplicative decrease on drops and timeouts ([`AimdLimit`]).
     Aimd(AimdLimit),
+    #[cfg(feature = "vegas")]
     /// TCP Vegas-style queue estimation ([`VegasLimit`]).
     Vegas(VegasLimit),
+    #[cfg(feature = "gradient")]
     /// Netflix's first gradient algorithm ([`GradientLimit`]).
     Gradient(GradientLimit),
+    #[cfg(feature = "gradient2")]
     /// Netflix's recommended gradient algorithm ([`Gradient2Limit`]).
     Gradient2(Gradient2Limit),
+    #[cfg(feature = "ciad")]
     /// Cautious increase, aggressive decrease ([`CiadLimit`]).
     Ciad(CiadLimit),
+    #[cfg(feature = "windowed")]
     /// Any of the above fed one aggregate sample per time window ([`WindowedLimit`]).
     Windowed(WindowedLimit),
 }
@@ -201,16 +216,37 @@ pub enum LimitAlgorithm {
 impl From<InnerAlgorithm> for LimitAlgorithm {
     fn from(a: InnerAlgorithm) -> Self {
         match a {
+            #[cfg(feature = "fixed")]
             InnerAlgorithm::Fixed(l) => LimitAlgorithm::Fixed(l),
+            #[cfg(feature = "aimd")]
             InnerAlgorithm::Aimd(l) => LimitAlgorithm::Aimd(l),
+            #[cfg(feature = "vegas")]
             InnerAlgorithm::Vegas(l) => LimitAlgorithm::Vegas(l),
+            #[cfg(feature = "gradient")]
             InnerAlgorithm::Gradient(l) => LimitAlgorithm::Gradient(l),
+            #[cfg(feature = "gradient2")]
             InnerAlgorithm::Gradient2(l) => LimitAlgorithm::Gradient2(l),
+            #[cfg(feature = "ciad")]
             InnerAlgorithm::Ciad(l) => LimitAlgorithm::Ciad(l),
         }
     }
 }
 
+impl LimitAlgorithm {
+    /// A [`FixedLimit`]: no state, never changes, so a release has nothing to feed it.
+    #[inline]
+    // With `fixed` alone, the pattern is the only variant.
+    #[allow(irrefutable_let_patterns)]
+    pub(crate) fn is_fixed(&self) -> bool {
+        #[cfg(feature = "fixed")]
+        if let LimitAlgorithm::Fixed(_) = self {
+            return true;
+        }
+        false
+    }
+}
+
+#[cfg(feature = "fixed")]
 impl Default for LimitAlgorithm {
     fn default() -> Self {
         LimitAlgorithm::Fixed(FixedLimit::default())
@@ -219,45 +255,45 @@ impl Default for LimitAlgorithm {
 
 /// Forwards every [`Limit`] method to the variant's algorithm.
 macro_rules! dispatch {
-    ($ty:ident { $($variant:ident),* }) => {
+    ($ty:ident { $($feature:literal $variant:ident),* }) => {
         impl Limit for $ty {
             fn initial_limit(&self) -> u32 {
-                match self { $($ty::$variant(l) => l.initial_limit(),)* }
+                match self { $(#[cfg(feature = $feature)] $ty::$variant(l) => l.initial_limit(),)* }
             }
             fn validate(&self) -> Result<(), ConfigError> {
-                match self { $($ty::$variant(l) => l.validate(),)* }
+                match self { $(#[cfg(feature = $feature)] $ty::$variant(l) => l.validate(),)* }
             }
             fn reset(&self, state: &LimitState) {
-                match self { $($ty::$variant(l) => l.reset(state),)* }
+                match self { $(#[cfg(feature = $feature)] $ty::$variant(l) => l.reset(state),)* }
             }
             #[inline]
             fn update(&self, state: &LimitState, sample: &Sample, random: u64) -> u32 {
-                match self { $($ty::$variant(l) => l.update(state, sample, random),)* }
+                match self { $(#[cfg(feature = $feature)] $ty::$variant(l) => l.update(state, sample, random),)* }
             }
             #[inline]
             fn limit(&self, state: &LimitState) -> u32 {
-                match self { $($ty::$variant(l) => l.limit(state),)* }
+                match self { $(#[cfg(feature = $feature)] $ty::$variant(l) => l.limit(state),)* }
             }
         }
     };
 }
 
 dispatch!(InnerAlgorithm {
-    Fixed,
-    Aimd,
-    Vegas,
-    Gradient,
-    Gradient2,
-    Ciad
+    "fixed" Fixed,
+    "aimd" Aimd,
+    "vegas" Vegas,
+    "gradient" Gradient,
+    "gradient2" Gradient2,
+    "ciad" Ciad
 });
 dispatch!(LimitAlgorithm {
-    Fixed,
-    Aimd,
-    Vegas,
-    Gradient,
-    Gradient2,
-    Ciad,
-    Windowed
+    "fixed" Fixed,
+    "aimd" Aimd,
+    "vegas" Vegas,
+    "gradient" Gradient,
+    "gradient2" Gradient2,
+    "ciad" Ciad,
+    "windowed" Windowed
 });
 
 /// Java's `(int) estimate`: truncation toward zero, saturating, NaN as 0; then capped at [`MAX_LIMIT`].

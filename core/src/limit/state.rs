@@ -58,10 +58,13 @@ pub const PERCENTILE_CAPACITY: usize = 10;
 /// Words owned by the limit algorithm (the windowed wrapper's inner algorithm).
 pub(crate) const ALGO_WORDS: usize = 3;
 /// Windowed wrapper: count and RTT sum (average) or generation and count (percentile).
+#[cfg_attr(not(feature = "algorithms"), allow(dead_code))]
 pub(crate) const W_AGG: usize = ALGO_WORDS;
 /// Windowed wrapper: drop flag, max in-flight, min RTT.
+#[cfg_attr(not(feature = "algorithms"), allow(dead_code))]
 pub(crate) const W_EXT: usize = ALGO_WORDS + 1;
 /// Windowed wrapper: the timestamp after which the next sample closes the window.
+#[cfg_attr(not(feature = "algorithms"), allow(dead_code))]
 pub(crate) const W_NEXT: usize = ALGO_WORDS + 2;
 /// Windowed wrapper: first percentile sample word.
 pub(crate) const W_SAMPLES: usize = ALGO_WORDS + 3;
@@ -124,12 +127,14 @@ impl LimitState {
         }
     }
 
+    #[cfg_attr(not(feature = "algorithms"), allow(dead_code))]
     #[inline]
     pub(crate) fn swap(&self, i: usize, v: u64) -> u64 {
         // Relaxed: see "Memory ordering" above.
         self.words.get(i).map_or(0, |w| w.swap(v, Relaxed))
     }
 
+    #[cfg_attr(not(feature = "algorithms"), allow(dead_code))]
     #[inline]
     pub(crate) fn compare_exchange(&self, i: usize, current: u64, new: u64) -> bool {
         self.words.get(i).is_some_and(|w| {

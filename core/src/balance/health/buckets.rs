@@ -81,8 +81,9 @@ impl BucketHealth {
         }
     }
 
-    /// Checks every field and computes the weight table.
-    pub(crate) fn prepare(&self) -> Result<Prepared, ConfigError> {
+    /// Checks every field and computes the weight table into `out`, in place (see
+    /// `DecayHealth::prepare_into`).
+    pub(crate) fn prepare_into(&self, out: &mut Prepared) -> Result<(), ConfigError> {
         if self.count == 0 || self.count > MAX_BUCKETS {
             return Err(ConfigError::BucketCount);
         }
@@ -92,18 +93,23 @@ impl BucketHealth {
         if !(self.decay.is_finite() && self.decay >= 1.0) {
             return Err(ConfigError::Decay);
         }
-        let mut weights = [0.0; MAX_BUCKETS];
-        for (age, slot) in weights.iter_mut().enumerate().take(self.count) {
+        // `count >= 1` was checked above.
+        out.ring = Divisor::new(self.count as u64).ok_or(ConfigError::BucketCount)?;
+        out.count = self.count as u64;
+        out.width = width;
+        out.weights = [0.0; MAX_BUCKETS];
+        for (age, slot) in out.weights.iter_mut().enumerate().take(self.count) {
             // decay^age is exact for whole decays and these ages; one rounding in the division.
             *slot = 1.0 / libm::pow(self.decay, age as f64);
         }
-        Ok(Prepared {
-            count: self.count as u64,
-            width,
-            // `count >= 1` was checked above.
-            ring: Divisor::new(self.count as u64).ok_or(ConfigError::BucketCount)?,
-            weights,
-        })
+        Ok(())
+    }
+
+    #[cfg(test)]
+    pub(crate) fn prepare(&self) -> Result<Prepared, ConfigError> {
+        let mut p = Prepared::UNPREPARED;
+        self.prepare_into(&mut p)?;
+        Ok(p)
     }
 }
 
@@ -117,6 +123,16 @@ pub(crate) struct Prepared {
     pub(crate) ring: Divisor,
     /// `decay^-age` for age 0..count.
     pub(crate) weights: [f64; MAX_BUCKETS],
+}
+
+impl Prepared {
+    /// What [`BucketHealth::prepare`] replaces.
+    pub(crate) const UNPREPARED: Prepared = Prepared {
+        count: 1,
+        width: Divisor::ONE,
+        ring: Divisor::ONE,
+        weights: [0.0; MAX_BUCKETS],
+    };
 }
 
 pub(super) const COUNT_BITS: u32 = 24;

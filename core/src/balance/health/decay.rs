@@ -36,8 +36,14 @@ pub(crate) const TICK_SHIFT: u32 = 20;
 /// A counter whose decayed value is below this reads as 0 (and is written back as 0 by a rotation).
 pub(crate) const SETTLED: f64 = 1.0 / (1u64 << 20) as f64;
 /// Ages below this many ticks take their decay factor from a table computed once (the same `exp2`, so
-/// the same bits).
+/// the same bits). On 64-bit targets the table spans 64 ticks (about 67 ms, two tables of 512 bytes in
+/// the balancer), so a node called every few milliseconds never calls `exp2`; on smaller targets it spans
+/// 4, so the balancer stays small (a Cortex-M0's `Balancer::new` within 1 KiB of stack).
+#[cfg(target_pointer_width = "64")]
 pub(crate) const TABLE: usize = 64;
+/// See above: 4 ticks on targets below 64 bits.
+#[cfg(not(target_pointer_width = "64"))]
+pub(crate) const TABLE: usize = 4;
 
 /// The default health model: time-decayed success and failure counters and the failure penalty they give
 /// (see [`HealthModel::Decay`](super::HealthModel::Decay) and the module docs of `decay.rs`).
@@ -106,8 +112,10 @@ impl DecayHealth {
         }
     }
 
-    /// Checks every field and computes the decay tables.
-    pub(crate) fn prepare(&self) -> Result<Prepared, ConfigError> {
+    /// Checks every field and computes the runtime form into `out`, in place: the decay tables are the
+    /// balancer's largest part, and every move of a returned value is one more copy of them on the
+    /// stack (on a Cortex-M0 those copies added up to kilobytes in `Balancer::new`).
+    pub(crate) fn prepare_into(&self, out: &mut Prepared) -> Result<(), ConfigError> {
         if !HALF_LIFE_NS.contains(&self.success_half_life_ns)
             || !HALF_LIFE_NS.contains(&self.failure_half_life_ns)
         {
@@ -122,16 +130,15 @@ impl DecayHealth {
         if !(coefficient(self.penalty) && coefficient(self.ratio_penalty)) {
             return Err(ConfigError::Penalty);
         }
-        Ok(Prepared {
-            success: Halving::new(self.success_half_life_ns),
-            failure: Halving::new(self.failure_half_life_ns),
-            throttled: f64::from(self.throttled_cost),
-            client_error: f64::from(self.client_error_cost),
-            penalty: Penalty {
-                per_failure: f64::from(self.penalty),
-                per_doubling: f64::from(self.ratio_penalty),
-            },
-        })
+        out.success.fill(self.success_half_life_ns);
+        out.failure.fill(self.failure_half_life_ns);
+        out.throttled = f64::from(self.throttled_cost);
+        out.client_error = f64::from(self.client_error_cost);
+        out.penalty = Penalty {
+            per_failure: f64::from(self.penalty),
+            per_doubling: f64::from(self.ratio_penalty),
+        };
+        Ok(())
     }
 
     /// The balancer's clock epoch under this model: a quarter of the shorter half-life. The rotation
@@ -162,6 +169,20 @@ pub(crate) struct Prepared {
     pub(crate) penalty: Penalty,
 }
 
+impl Prepared {
+    /// What [`DecayHealth::prepare_into`] overwrites: every field.
+    pub(crate) const UNPREPARED: Prepared = Prepared {
+        success: Halving::UNPREPARED,
+        failure: Halving::UNPREPARED,
+        throttled: 0.0,
+        client_error: 0.0,
+        penalty: Penalty {
+            per_failure: 0.0,
+            per_doubling: 0.0,
+        },
+    };
+}
+
 /// One counter's decay: a factor per age in ticks.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Halving {
@@ -172,13 +193,25 @@ pub(crate) struct Halving {
 }
 
 impl Halving {
+    const UNPREPARED: Halving = Halving {
+        per_tick: 0.0,
+        table: [1.0; TABLE],
+    };
+
+    #[cfg(test)]
     pub(crate) fn new(half_life_ns: u64) -> Halving {
+        let mut h = Halving::UNPREPARED;
+        h.fill(half_life_ns);
+        h
+    }
+
+    /// Prepares the decay with `half_life_ns`, in place.
+    fn fill(&mut self, half_life_ns: u64) {
         let per_tick = TICK_NS as f64 / half_life_ns as f64;
-        let mut table = [1.0; TABLE];
-        for (age, f) in table.iter_mut().enumerate() {
+        self.per_tick = per_tick;
+        for (age, f) in self.table.iter_mut().enumerate() {
             *f = Self::compute(per_tick, age as u32);
         }
-        Halving { per_tick, table }
     }
 
     #[inline]

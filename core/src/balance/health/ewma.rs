@@ -37,13 +37,19 @@ impl EwmaHealth {
     pub const DEFAULT: EwmaHealth = EwmaHealth { half_life: 32 };
 
     /// Checks the half-life and computes the step.
-    pub(crate) fn prepare(&self) -> Result<Prepared, ConfigError> {
+    pub(crate) fn prepare_into(&self, out: &mut Prepared) -> Result<(), ConfigError> {
         if self.half_life == 0 {
             return Err(ConfigError::HalfLife);
         }
-        Ok(Prepared {
-            alpha: 1.0 - libm::exp2(-1.0 / f64::from(self.half_life)),
-        })
+        out.alpha = 1.0 - libm::exp2(-1.0 / f64::from(self.half_life));
+        Ok(())
+    }
+
+    #[cfg(test)]
+    pub(crate) fn prepare(&self) -> Result<Prepared, ConfigError> {
+        let mut p = Prepared { alpha: 0.0 };
+        self.prepare_into(&mut p)?;
+        Ok(p)
     }
 }
 

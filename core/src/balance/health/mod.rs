@@ -32,18 +32,25 @@
 //! whenever that fails, so the last `scan` store belongs to the last successful compare-and-swap: once the
 //! node's writes have finished, the two words hold the same weight (see `try_refresh`).
 
+// A model left out by its feature is not part of `HealthModel` and `Model`: its code is then never
+// called, but the module stays, for the parameters' types and the helpers the others share (the bucket
+// clock, `MAX_BUCKETS`).
+#[cfg_attr(not(feature = "buckets"), allow(dead_code))]
 mod buckets;
+#[cfg_attr(not(feature = "decay"), allow(dead_code))]
 mod decay;
+#[cfg_attr(not(feature = "ewma"), allow(dead_code))]
 mod ewma;
 
 pub(crate) use buckets::epoch_at;
 pub use buckets::{BucketHealth, MAX_BUCKETS};
 pub use decay::DecayHealth;
+#[cfg(feature = "decay")]
 pub(crate) use decay::TICK_SHIFT;
 pub use ewma::{EwmaHealth, CLOCK_EPOCH_NS};
 
 use crate::balance::outcome::Outcome;
-use crate::balance::word::{self, SCAN_ABSENT};
+use crate::balance::word;
 use crate::error::ConfigError;
 use crate::internal::sync::{AtomicU64, Ordering::*};
 
@@ -75,17 +82,21 @@ pub enum HealthModel {
     /// whose `in_flight + penalty` is lowest.
     ///
     /// [`LowestScore`]: crate::balance::Policy::LowestScore
+    #[cfg(feature = "decay")]
     Decay(DecayHealth),
     /// [The seeds'](crate#vocabulary) model: a window of buckets plus a sticky bucket (see
     /// [`BucketHealth`]).
+    #[cfg(feature = "buckets")]
     Buckets(BucketHealth),
     /// [The seeds' author's later variant](crate#vocabulary): one exponentially weighted success average
     /// per node (see [`EwmaHealth`]).
+    #[cfg(feature = "ewma")]
     Ewma(EwmaHealth),
 }
 
 impl HealthModel {
     /// The default model with its defaults ([`DecayHealth::DEFAULT`]).
+    #[cfg(feature = "decay")]
     pub const DECAY: HealthModel = HealthModel::Decay(DecayHealth::DEFAULT);
 
     /// [`HealthModel::DECAY`] with other half-lives, given as [`Duration`]s (saturating at `u64::MAX` ns;
@@ -102,6 +113,7 @@ impl HealthModel {
     /// assert!(weir::Config { health: slow, ..weir::Config::default() }.validate().is_ok());
     /// ```
     #[must_use]
+    #[cfg(feature = "decay")]
     pub const fn decay(
         success: core::time::Duration,
         failure: core::time::Duration,
@@ -110,10 +122,12 @@ impl HealthModel {
     }
 
     /// [The seeds'](crate#vocabulary) bucket window: 6 buckets of 5 s, decay 3 ([`BucketHealth::SEEDS`]).
+    #[cfg(feature = "buckets")]
     pub const SEED_BUCKETS: HealthModel = HealthModel::Buckets(BucketHealth::SEEDS);
 
     /// [The seeds' later variant](crate#vocabulary): one exponentially weighted success rate per node,
     /// with a half-life of 32 outcomes ([`EwmaHealth::DEFAULT`]).
+    #[cfg(feature = "ewma")]
     pub const EWMA: HealthModel = HealthModel::Ewma(EwmaHealth::DEFAULT);
 
     /// The bucket window with the bucket width given as a [`Duration`] (see [`BucketHealth::new`]).
@@ -127,30 +141,80 @@ impl HealthModel {
     /// assert_eq!(SEEDS, HealthModel::SEED_BUCKETS);
     /// ```
     #[must_use]
+    #[cfg(feature = "buckets")]
     pub const fn buckets(count: usize, width: core::time::Duration, decay: f64) -> HealthModel {
         HealthModel::Buckets(BucketHealth::new(count, width, decay))
     }
 
+    /// The runtime form that [`prepare_into`](Self::prepare_into) overwrites.
+    pub(crate) fn unprepared(&self) -> Model {
+        match self {
+            #[cfg(feature = "decay")]
+            HealthModel::Decay(_) => Model::Decay(decay::Prepared::UNPREPARED),
+            #[cfg(feature = "buckets")]
+            HealthModel::Buckets(_) => Model::Buckets(buckets::Prepared::UNPREPARED),
+            #[cfg(feature = "ewma")]
+            HealthModel::Ewma(_) => Model::Ewma(ewma::Prepared { alpha: 0.0 }),
+        }
+    }
+
+    /// Checks the model's parameters and writes its runtime form into `model`, in place (see
+    /// `DecayHealth::prepare_into`).
+    pub(crate) fn prepare_into(&self, model: &mut Model) -> Result<(), ConfigError> {
+        match (self, model) {
+            #[cfg(feature = "decay")]
+            (HealthModel::Decay(d), Model::Decay(p)) => d.prepare_into(p),
+            #[cfg(feature = "buckets")]
+            (HealthModel::Buckets(b), Model::Buckets(p)) => b.prepare_into(p),
+            #[cfg(feature = "ewma")]
+            (HealthModel::Ewma(e), Model::Ewma(p)) => e.prepare_into(p),
+            // Another model's form (never from `unprepared`): replaced by this model's, then prepared.
+            #[cfg(any(
+                all(feature = "decay", feature = "buckets"),
+                all(feature = "decay", feature = "ewma"),
+                all(feature = "buckets", feature = "ewma")
+            ))]
+            (this, model) => {
+                *model = this.unprepared();
+                this.prepare_into(model)
+            }
+        }
+    }
+
     /// Checks the model's fields and computes its runtime form.
+    #[cfg(test)]
     pub(crate) fn prepare(&self) -> Result<Model, ConfigError> {
-        Ok(match self {
-            HealthModel::Decay(d) => Model::Decay(d.prepare()?),
-            HealthModel::Buckets(b) => Model::Buckets(b.prepare()?),
-            HealthModel::Ewma(e) => Model::Ewma(e.prepare()?),
-        })
+        let mut model = self.unprepared();
+        self.prepare_into(&mut model)?;
+        Ok(model)
     }
 
     /// The width of the balancer's clock epoch under this model (see `Balancer::rotate`): the bucket
     /// width, [`CLOCK_EPOCH_NS`] for the average, a quarter of the shorter half-life for the decay model.
+    /// The decay model, which only [`Policy::LowestScore`](crate::balance::Policy::LowestScore) reads.
+    // With `decay` alone, the pattern is the only variant.
+    #[allow(irrefutable_let_patterns)]
+    pub(crate) fn is_decay(&self) -> bool {
+        #[cfg(feature = "decay")]
+        if let HealthModel::Decay(_) = self {
+            return true;
+        }
+        false
+    }
+
     pub(crate) fn clock_ns(&self) -> u64 {
         match self {
+            #[cfg(feature = "decay")]
             HealthModel::Decay(d) => d.clock_ns(),
+            #[cfg(feature = "buckets")]
             HealthModel::Buckets(b) => b.width_ns,
+            #[cfg(feature = "ewma")]
             HealthModel::Ewma(_) => CLOCK_EPOCH_NS,
         }
     }
 }
 
+#[cfg(feature = "decay")]
 impl Default for HealthModel {
     /// [`HealthModel::DECAY`], the default configuration's model.
     fn default() -> Self {
@@ -164,8 +228,11 @@ impl Default for HealthModel {
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Model {
+    #[cfg(feature = "buckets")]
     Buckets(buckets::Prepared),
+    #[cfg(feature = "ewma")]
     Ewma(ewma::Prepared),
+    #[cfg(feature = "decay")]
     Decay(decay::Prepared),
 }
 
@@ -178,6 +245,12 @@ pub(crate) struct Weight {
 }
 
 impl Weight {
+    /// What [`Weight::new`] replaces.
+    pub(crate) const UNPREPARED: Weight = Weight {
+        exponent: 1.0,
+        int_exponent: Some(1),
+    };
+
     /// Checks the exponent: finite, in (0, 64].
     pub(crate) fn new(exponent: f64) -> Result<Weight, ConfigError> {
         if !(exponent.is_finite() && exponent > 0.0 && exponent <= 64.0) {
@@ -230,6 +303,7 @@ pub(crate) struct Scope<'a> {
     /// The balancer's rotation word (see `Balancer::rotate`).
     pub(crate) rotation: &'a AtomicU64,
     /// The balancer's active word: active node count (high 32 bits) | floor weight (`f32` bits).
+    #[cfg_attr(not(any(feature = "buckets", feature = "ewma")), allow(dead_code))]
     pub(crate) active: &'a AtomicU64,
     /// The node's control word: only an active node has a cached value.
     pub(crate) ctl: &'a AtomicU64,
@@ -309,7 +383,11 @@ impl Health {
     pub(crate) fn reset(&self, model: &Model) {
         // Relaxed: the slot is published afterwards by a Release/SeqCst write to its control word.
         let first = match model {
-            Model::Buckets(_) | Model::Decay(_) => 0,
+            #[cfg(feature = "buckets")]
+            Model::Buckets(_) => 0,
+            #[cfg(feature = "decay")]
+            Model::Decay(_) => 0,
+            #[cfg(feature = "ewma")]
             Model::Ewma(_) => 1.0f64.to_bits(),
         };
         self.ring[0].store(first, Relaxed);
@@ -332,8 +410,11 @@ impl Health {
     /// value. An outcome the model does not count changes nothing.
     pub(crate) fn record(&self, p: &Prepared, now: u64, outcome: Outcome, scope: Scope<'_>) {
         let changed = match p.model {
+            #[cfg(feature = "buckets")]
             Model::Buckets(ref b) => self.record_buckets(b, now, outcome),
+            #[cfg(feature = "ewma")]
             Model::Ewma(ref e) => self.record_ewma(e, outcome),
+            #[cfg(feature = "decay")]
             Model::Decay(ref d) => self.record_decay(d, now, outcome),
         };
         if changed {
@@ -342,46 +423,76 @@ impl Health {
     }
 
     /// Settles the decayed counters (see `decay.rs`); nothing for the other models.
+    #[cfg(feature = "decay")]
     pub(crate) fn settle(&self, p: &Prepared, now: u64, forget: bool) {
-        if let Model::Decay(ref d) = p.model {
-            self.settle_counters(now, d, forget);
+        match p.model {
+            #[cfg(feature = "decay")]
+            Model::Decay(ref d) => self.settle_counters(now, d, forget),
+            #[cfg(feature = "buckets")]
+            Model::Buckets(_) => {}
+            #[cfg(feature = "ewma")]
+            Model::Ewma(_) => {}
         }
     }
 
     /// A consistent reading of the node at `now`.
+    #[cfg_attr(not(feature = "algorithms"), allow(unused_variables))]
     pub(crate) fn view(&self, p: &Prepared, now: u64) -> View {
         match p.model {
+            #[cfg(feature = "ewma")]
             Model::Ewma(_) => self.view_ewma(),
+            #[cfg(feature = "decay")]
             Model::Decay(ref d) => self.view_decay(d, now),
             // By reference: the weight table is not copied.
+            #[cfg(feature = "buckets")]
             Model::Buckets(ref b) => self.view_buckets(b, now),
         }
     }
 
-    /// The success rate at `at` and whether the recovery floor applies to it: what a refresh needs of
-    /// [`view`](Self::view), with the same arithmetic, so the same bits.
+    /// The cached value and its scan word for an active node read at `at`: the weight and its units, or
+    /// under the decay model the penalty and its fixed point. The success rate a weight is computed from,
+    /// and whether the recovery floor applies to it, are what [`view`](Self::view) reads, with the same
+    /// arithmetic, so the same bits.
     #[inline]
-    fn rate(&self, p: &Prepared, at: u64) -> (f64, bool) {
+    #[cfg_attr(not(feature = "algorithms"), allow(unused_variables))]
+    fn reading(&self, p: &Prepared, at: u64, scope: Scope<'_>) -> (f32, u64) {
         match p.model {
+            #[cfg(feature = "decay")]
+            Model::Decay(ref d) => {
+                let pen = self.decayed(at, d).2 as f32;
+                (pen, word::fixed(pen))
+            }
+            #[cfg(feature = "buckets")]
+            Model::Buckets(ref b) => self.bucket_reading(b, p, at, scope),
+            #[cfg(feature = "ewma")]
             Model::Ewma(_) => {
                 let v = self.view_ewma();
-                (v.rate, v.floored)
+                Self::weighed(p, v.rate, v.floored, scope)
             }
-            Model::Buckets(ref b) => self.rate_buckets(b, at),
-            // The decay model's reading is its penalty (see `reading`).
-            Model::Decay(_) => (1.0, false),
         }
     }
 
-    /// The cached value and its scan word for an active node read at `at`: the weight and its units, or
-    /// under the decay model the penalty and its fixed point.
+    /// [`reading`](Self::reading) under the buckets model. Never inlined: its frame (the window's
+    /// sums) is then not part of every refresh's, the default model's included (see `cargo xtask
+    /// embedded`: with every algorithm linked, a Cortex-M0's acquire that rotates the clock went past
+    /// 1 KiB of stack).
+    #[cfg(feature = "buckets")]
+    #[inline(never)]
+    fn bucket_reading(
+        &self,
+        b: &buckets::Prepared,
+        p: &Prepared,
+        at: u64,
+        scope: Scope<'_>,
+    ) -> (f32, u64) {
+        let (rate, floored) = self.rate_buckets(b, at);
+        Self::weighed(p, rate, floored, scope)
+    }
+
+    /// The weight of a success rate and its units, the recovery floor applied when `floored`.
     #[inline]
-    fn reading(&self, p: &Prepared, at: u64, scope: Scope<'_>) -> (f32, u64) {
-        if let Model::Decay(ref d) = p.model {
-            let pen = self.decayed(at, d).2 as f32;
-            return (pen, word::fixed(pen));
-        }
-        let (rate, floored) = self.rate(p, at);
+    #[cfg(any(feature = "buckets", feature = "ewma"))]
+    fn weighed(p: &Prepared, rate: f64, floored: bool, scope: Scope<'_>) -> (f32, u64) {
         let w = p.weight.of(rate) as f32;
         let w = if floored {
             // Read only when it applies; still after the cache, as `refresh` needs.
@@ -467,6 +578,7 @@ impl Health {
     }
 
     /// The node's cached value (the weight, or the decay model's penalty): one load.
+    #[cfg_attr(not(any(feature = "buckets", feature = "ewma")), allow(dead_code))]
     #[inline(always)]
     pub(crate) fn cached(&self) -> f64 {
         // Relaxed: the cache is a standalone statistic; a stale value at worst makes the decision of a
@@ -476,12 +588,16 @@ impl Health {
 }
 
 /// The scan word of a slot that holds no active node: 0 (no weight) under the seeds' models; under the
-/// decay model [`SCAN_ABSENT`], so that the lowest-score fast scan, which reads no state, passes it over.
+/// decay model [`SCAN_ABSENT`](word::SCAN_ABSENT), so that the lowest-score fast scan, which reads no state, passes it over.
 #[inline]
 fn absent_units(model: &Model) -> u64 {
     match model {
-        Model::Decay(_) => SCAN_ABSENT,
-        Model::Buckets(_) | Model::Ewma(_) => 0,
+        #[cfg(feature = "decay")]
+        Model::Decay(_) => word::SCAN_ABSENT,
+        #[cfg(feature = "buckets")]
+        Model::Buckets(_) => 0,
+        #[cfg(feature = "ewma")]
+        Model::Ewma(_) => 0,
     }
 }
 

@@ -7,8 +7,13 @@ use crate::balance::slot::NodeSlot;
 use crate::balance::word::{self, P_FRACTION, SCAN_ABSENT as KEY_ABSENT};
 use fastrand::Rng;
 
-/// Stack buffer of keys: as the weighted policies' (see `weighted.rs`).
-const SCAN: usize = 64;
+/// Stack buffer of keys: as the weighted policies' (see `weighted.rs`) on 64-bit targets. On 32-bit
+/// ones (microcontrollers, whose balancers are small) 16, the small balancers' size: one copy of the scan
+/// instead of two, and 128 bytes of stack instead of 512; keys beyond the buffer are read again, as
+/// they are beyond 64 on the others.
+const SCAN: usize = if usize::BITS >= 64 { 64 } else { SMALL };
+/// The buffer of balancers of at most this many nodes.
+const SMALL: usize = 16;
 
 /// A node's key for [`Policy::LowestScore`](super::Policy::LowestScore): its score in fixed point (`in_flight * 2^16 + penalty`,
 /// below 2^49) if it is active with room; with [`FULL`] set (and [`HEAVY`] if more than
@@ -209,16 +214,19 @@ fn fast_key(s: &NodeSlot) -> u64 {
 
 /// [`Policy::LowestScore`](super::Policy::LowestScore) over the nodes' keys, with a stack buffer sized to the balancer.
 pub(super) fn lowest(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    // Two buffer sizes, not three: each is a copy of the scan (about 1.4 KB of code on a Cortex-M0),
+    // and clearing 16 keys instead of 8 costs a small balancer little on this path (the fast scan takes
+    // most acquires).
     match slots.len() {
-        0..=8 => lowest_in::<8>(slots, rng),
-        9..=16 => lowest_in::<16>(slots, rng),
+        0..=SMALL => lowest_in::<SMALL>(slots, rng),
         _ => lowest_in::<SCAN>(slots, rng),
     }
 }
 
 /// The lowest key among `K` buffered keys and the slots beyond them (read again where needed: a
 /// concurrent change can shift the choice slightly, never out of the active set).
-#[inline(always)]
+// Never inlined: each buffer size takes a frame of its own, not one frame of both.
+#[inline(never)]
 fn lowest_in<const K: usize>(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     let mut keys = [KEY_ABSENT; K];
     let (mut best, mut best_at) = (KEY_ABSENT, 0);
@@ -238,7 +246,12 @@ fn lowest_in<const K: usize>(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
         heavy |= k;
     }
     let keys = &keys[..slots.len().min(K)];
-    let key_at = |i: usize| keys.get(i).copied().unwrap_or_else(|| key(&slots[i]));
+    // Callers pass `i < slots.len()`; a checked read all the same, so that no panic path is linked.
+    let key_at = |i: usize| {
+        keys.get(i)
+            .copied()
+            .unwrap_or_else(|| slots.get(i).map_or(KEY_ABSENT, key))
+    };
     if best >= FULL {
         return Choice::Reject(if best == KEY_ABSENT {
             Rejected::NoActiveNodes

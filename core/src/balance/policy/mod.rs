@@ -13,7 +13,11 @@
 //! A policy reads the node slots and the caller's generator, nothing else: the balancer passes the
 //! configured [`Policy`].
 
+// Each policy is compiled with the health models it reads (see `Config::validate`): `LowestScore` with
+// `decay`, the weighted ones with `buckets` or `ewma`.
+#[cfg(feature = "decay")]
 mod lowest;
+#[cfg(any(feature = "buckets", feature = "ewma"))]
 mod weighted;
 
 use crate::balance::slot::NodeSlot;
@@ -37,18 +41,36 @@ pub enum Policy {
     ///
     /// [`HealthModel::Decay`]: crate::balance::HealthModel::Decay
     /// [`Rejected::AllBusy`]: crate::balance::Rejected::AllBusy
+    #[cfg(feature = "decay")]
     #[default]
     LowestScore,
     /// [The seeds'](crate#vocabulary) algorithm: a weighted random shuffle of the active nodes (iterated weighted sampling
     /// without replacement, drawn lazily), zero-weight nodes last in uniform random order; the first node
     /// whose limiter grants a lease wins; if none does, fail fast.
+    #[cfg(any(feature = "buckets", feature = "ewma"))]
+    #[cfg_attr(not(feature = "decay"), default)]
     Cascade,
     /// [The gist's](crate#vocabulary) approximation: uniform shuffle, stable sort by descending success rate, one weighted
     /// random pick promoted to the front, then the same walk.
+    #[cfg(any(feature = "buckets", feature = "ewma"))]
     CascadeApprox,
     /// The later variant: one weighted random pick among the nodes whose limiter has room; zero-weight nodes
     /// are never picked.
+    #[cfg(any(feature = "buckets", feature = "ewma"))]
     WeightedPick,
+}
+
+impl Policy {
+    /// [`Policy::LowestScore`], the one policy that reads [`HealthModel::Decay`].
+    // Without `buckets` and `ewma`, the pattern is the only variant.
+    #[allow(irrefutable_let_patterns)]
+    pub(crate) fn is_lowest_score(self) -> bool {
+        #[cfg(feature = "decay")]
+        if let Policy::LowestScore = self {
+            return true;
+        }
+        false
+    }
 }
 
 /// What a scan found to try next.
@@ -66,10 +88,32 @@ pub(crate) enum Choice {
 /// node was drawn (probability `F / (R + F)`) with probability `w_j / R`; the sum is `w_j / R`, the
 /// cascade's probability. `CascadeApprox` and the zero-weight cases take the full scan at once.
 pub(crate) fn choose_fast(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
-    if policy == Policy::LowestScore {
-        return lowest::lowest_fast(slots, rng);
+    match policy {
+        #[cfg(feature = "decay")]
+        Policy::LowestScore => lowest::lowest_fast(slots, rng),
+        #[cfg(any(feature = "buckets", feature = "ewma"))]
+        Policy::Cascade | Policy::CascadeApprox | Policy::WeightedPick => {
+            weighted_fast(policy, slots, rng)
+                .unwrap_or_else(|| weighted::choose_full(policy, slots, rng))
+        }
     }
+}
+
+/// The weighted policies' draws keep their buffers in a frame of their own, which the lowest-score
+/// path (the default's) never holds, and which is off the stack before the full scan runs (`None`):
+/// inlined into the acquire beside `LowestScore`'s, or holding its buffer under the full scan's, the
+/// frames would add up past 1 KiB on a Cortex-M0 (see `cargo xtask embedded`).
+#[cfg(any(feature = "buckets", feature = "ewma"))]
+#[inline(never)]
+fn weighted_fast(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Option<Choice> {
     weighted::draw_by(policy, slots, rng, |s| s.health.units())
+}
+
+/// As [`weighted_fast`], for [`choose`].
+#[cfg(any(feature = "buckets", feature = "ewma"))]
+#[inline(never)]
+fn weighted_room(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Option<Choice> {
+    weighted::draw_by(policy, slots, rng, weighted::room_units)
 }
 
 /// Picks the node to try among the nodes with room, or the reason to fail fast.
@@ -79,8 +123,13 @@ pub(crate) fn choose_fast(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> 
 /// them. Only when no node with room has a positive weight does the full scan run, which tells apart
 /// zero-weight, full and absent nodes for the fallbacks and the rejection reason.
 pub(crate) fn choose(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
-    if policy == Policy::LowestScore {
-        return lowest::lowest(slots, rng);
+    match policy {
+        #[cfg(feature = "decay")]
+        Policy::LowestScore => lowest::lowest(slots, rng),
+        #[cfg(any(feature = "buckets", feature = "ewma"))]
+        Policy::Cascade | Policy::CascadeApprox | Policy::WeightedPick => {
+            weighted_room(policy, slots, rng)
+                .unwrap_or_else(|| weighted::choose_full(policy, slots, rng))
+        }
     }
-    weighted::draw_by(policy, slots, rng, weighted::room_units)
 }

@@ -20,7 +20,11 @@ use fastrand::Rng;
 
 /// Weights of the first `SCAN` nodes are kept on the stack between the scan and the draw; nodes beyond it
 /// are read again (a concurrent change can then shift the draw slightly, never out of the active set).
-const SCAN: usize = 64;
+/// 64 on 64-bit targets; 16 on 32-bit ones (microcontrollers, whose balancers are small): a quarter of
+/// the stack, and one copy of each scan instead of three.
+const SCAN: usize = if usize::BITS >= 64 { 64 } else { 16 };
+/// The smallest buffer of the draw: 8 where the others are 16 and 64, `SCAN` where there is one size.
+const SMALLEST: usize = if SCAN > 16 { 8 } else { SCAN };
 
 /// Not a candidate (vacant, lame duck, being added).
 const ABSENT: f64 = f64::NEG_INFINITY;
@@ -92,28 +96,29 @@ pub(super) fn room_units(s: &NodeSlot) -> u64 {
 /// nearly dead, or only floored ones) the draw runs over the exact `f32` weights instead.
 const UNITS_MIN: u64 = 1 << (UNIT_SHIFT - 16);
 
-/// A weighted draw over `weight(slot)` for `Cascade` and `WeightedPick`; the full scan for
-/// `CascadeApprox`.
+/// A weighted draw over `weight(slot)` for `Cascade` and `WeightedPick`; `None` when the full scan
+/// ([`choose_full`]) decides instead, always for `CascadeApprox`. The caller runs that scan, once this
+/// draw's buffer is off the stack.
 #[inline(always)]
 pub(super) fn draw_by(
     policy: Policy,
     slots: &[NodeSlot],
     rng: &mut Rng,
     units: impl Fn(&NodeSlot) -> u64,
-) -> Choice {
+) -> Option<Choice> {
     if policy == Policy::CascadeApprox {
-        return choose_full(policy, slots, rng);
+        return None;
     }
     // The stack buffer fits the balancer, so that small balancers do not clear a large one.
     match slots.len() {
-        0..=8 => choose_room::<8>(policy, slots, rng, units),
-        9..=16 => choose_room::<16>(policy, slots, rng, units),
-        _ => choose_room::<SCAN>(policy, slots, rng, units),
+        0..=8 => choose_room::<SMALLEST>(slots, rng, units),
+        9..=16 => choose_room::<16>(slots, rng, units),
+        _ => choose_room::<SCAN>(slots, rng, units),
     }
 }
 
-/// A weighted draw over `units(slot)`, with a buffer of `K` running totals; the full scan when the
-/// total is below [`UNITS_MIN`].
+/// A weighted draw over `units(slot)`, with a buffer of `K` running totals; `None` (the full scan) when
+/// the total is below [`UNITS_MIN`].
 ///
 /// The scan stores the running total of the units after each buffered node; the draw then finds the
 /// first total above a uniform integer below the total, by binary search. That node has positive units
@@ -124,11 +129,10 @@ pub(super) fn draw_by(
 /// one instruction, and a draw below the total is exactly uniform.
 #[inline(always)]
 fn choose_room<const K: usize>(
-    policy: Policy,
     slots: &[NodeSlot],
     rng: &mut Rng,
     units: impl Fn(&NodeSlot) -> u64,
-) -> Choice {
+) -> Option<Choice> {
     let mut prefix = [0u64; K];
     let mut total = 0u64;
     let buffered = slots.len().min(K);
@@ -144,7 +148,9 @@ fn choose_room<const K: usize>(
         let target = rng.u64(..total);
         if target < head_total {
             // `partition_point` is a binary search: the first index whose total exceeds the target.
-            return Choice::Try(prefix[..buffered].partition_point(|&t| t <= target));
+            return Some(Choice::Try(
+                prefix[..buffered].partition_point(|&t| t <= target),
+            ));
         }
         // Beyond the buffer the nodes are read again: a concurrent change can shift the draw slightly,
         // never out of the active set.
@@ -156,26 +162,28 @@ fn choose_room<const K: usize>(
                 acc += w;
                 last = Some(i);
                 if acc > target {
-                    return Choice::Try(i);
+                    return Some(Choice::Try(i));
                 }
             }
         }
         // A node beyond the buffer that changed meanwhile left the target unreached: the last positive
         // weight takes it.
         if let Some(i) = last {
-            return Choice::Try(i);
+            return Some(Choice::Try(i));
         }
         if head_total > 0 {
             // The first running total that reaches the buffer's total is the last positive weight.
-            return Choice::Try(prefix[..buffered].partition_point(|&t| t < head_total));
+            return Some(Choice::Try(
+                prefix[..buffered].partition_point(|&t| t < head_total),
+            ));
         }
     }
-    choose_full(policy, slots, rng)
+    None
 }
 
 /// The full scan: every policy's complete rules, including the fallbacks and the rejection reasons.
 #[inline(never)]
-fn choose_full(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+pub(super) fn choose_full(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     let mut head = [ABSENT; SCAN];
     let mut t = Totals {
         room: 0.0,
@@ -200,6 +208,7 @@ fn choose_full(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
         entry: &entry,
     };
     let picked = match policy {
+        #[cfg(feature = "decay")]
         Policy::LowestScore => return super::lowest::lowest(slots, rng),
         Policy::Cascade => {
             if t.room > 0.0 {

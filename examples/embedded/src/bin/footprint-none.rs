@@ -4,15 +4,13 @@
 #![no_main]
 
 use cortex_m_rt::entry;
-use cortex_m_semihosting::hprintln;
 
 #[entry]
 fn main() -> ! {
     let granted = weir_embedded::no_balancer();
-    let (stack, _) = weir_embedded::stack_use();
-    hprintln!(
-        "footprint-none: {granted} of {} calls granted; stack {stack} bytes at most",
-        weir_embedded::FOOTPRINT_PAIRS
-    );
-    weir_embedded::exit(granted == weir_embedded::FOOTPRINT_PAIRS)
+    weir_embedded::report(
+        "footprint-none",
+        granted,
+        weir_embedded::CallStacks::default(),
+    )
 }

@@ -4,15 +4,9 @@
 #![no_main]
 
 use cortex_m_rt::entry;
-use cortex_m_semihosting::hprintln;
 
 #[entry]
 fn main() -> ! {
-    let granted = weir_embedded::footprint(weir::Config::seeds());
-    let (stack, _) = weir_embedded::stack_use();
-    hprintln!(
-        "footprint-seeds: {granted} of {} calls granted; stack {stack} bytes at most",
-        weir_embedded::FOOTPRINT_PAIRS
-    );
-    weir_embedded::exit(granted == weir_embedded::FOOTPRINT_PAIRS)
+    let (granted, stacks) = weir_embedded::footprint(weir::Config::seeds());
+    weir_embedded::report("footprint-seeds", granted, stacks)
 }
