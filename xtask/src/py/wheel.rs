@@ -652,8 +652,10 @@ Version: 0.1.0
 Classifier: Typing :: Typed
 Requires-Dist: httpx>=0.27,<1 ; extra == 'httpx'
 Requires-Dist: requests>=2.28,<3 ; extra == 'requests'
+Requires-Dist: prometheus-client>=0.17,<1 ; extra == 'prometheus'
 Provides-Extra: httpx
 Provides-Extra: requests
+Provides-Extra: prometheus
 License-File: LICENSE-APACHE
 License-File: LICENSE-MIT
 Summary: Adaptive load balancing
@@ -717,7 +719,7 @@ Text.
         );
         assert_eq!(
             problems("Provides-Extra: requests\n", ""),
-            ["Provides-Extra: {\"httpx\"}, expected [\"httpx\", \"requests\"]"]
+            ["Provides-Extra: {\"httpx\", \"prometheus\"}, expected [\"httpx\", \"requests\", \"prometheus\"]"]
         );
         // The extra's requirement must name its library, under its marker.
         assert_eq!(

@@ -214,10 +214,15 @@ fn fast_key(s: &NodeSlot) -> u64 {
 
 /// [`Policy::LowestScore`](super::Policy::LowestScore) over the nodes' keys, with a stack buffer sized to the balancer.
 pub(super) fn lowest(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
-    // Two buffer sizes, not three: each is a copy of the scan (about 1.4 KB of code on a Cortex-M0),
-    // and clearing 16 keys instead of 8 costs a small balancer little on this path (the fast scan takes
-    // most acquires).
+    // Below 64 bits, two buffer sizes, not three: each is a copy of the scan (about 1.4 KB of code on a
+    // Cortex-M0), and clearing 16 keys instead of 8 costs a small balancer little on this path (the fast
+    // scan takes most acquires). On the hosts, three: a balancer of 3 clears 8 keys, not 16.
     match slots.len() {
+        #[cfg(target_pointer_width = "64")]
+        0..=8 => lowest_in::<8>(slots, rng),
+        #[cfg(target_pointer_width = "64")]
+        9..=SMALL => lowest_in::<SMALL>(slots, rng),
+        #[cfg(not(target_pointer_width = "64"))]
         0..=SMALL => lowest_in::<SMALL>(slots, rng),
         _ => lowest_in::<SCAN>(slots, rng),
     }
@@ -225,8 +230,10 @@ pub(super) fn lowest(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
 
 /// The lowest key among `K` buffered keys and the slots beyond them (read again where needed: a
 /// concurrent change can shift the choice slightly, never out of the active set).
-// Never inlined: each buffer size takes a frame of its own, not one frame of both.
-#[inline(never)]
+// Below 64 bits never inlined: each buffer size takes a frame of its own, not one frame of both. On the
+// hosts inlined, as the call would cost every small balancer's acquire.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 fn lowest_in<const K: usize>(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     let mut keys = [KEY_ABSENT; K];
     let (mut best, mut best_at) = (KEY_ABSENT, 0);

@@ -102,16 +102,17 @@ pub(crate) fn choose_fast(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> 
 /// The weighted policies' draws keep their buffers in a frame of their own, which the lowest-score
 /// path (the default's) never holds, and which is off the stack before the full scan runs (`None`):
 /// inlined into the acquire beside `LowestScore`'s, or holding its buffer under the full scan's, the
-/// frames would add up past 1 KiB on a Cortex-M0 (see `cargo xtask embedded`).
+/// frames would add up past 1 KiB on a Cortex-M0 (see `cargo xtask embedded`). Only below 64 bits: on
+/// the hosts, where stacks are large, the call would cost the seeds' pair instructions for no gain.
 #[cfg(any(feature = "buckets", feature = "ewma"))]
-#[inline(never)]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 fn weighted_fast(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Option<Choice> {
     weighted::draw_by(policy, slots, rng, |s| s.health.units())
 }
 
 /// As [`weighted_fast`], for [`choose`].
 #[cfg(any(feature = "buckets", feature = "ewma"))]
-#[inline(never)]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 fn weighted_room(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Option<Choice> {
     weighted::draw_by(policy, slots, rng, weighted::room_units)
 }
