@@ -475,9 +475,9 @@ impl Health {
     /// [`reading`](Self::reading) under the buckets model. Never inlined: its frame (the window's
     /// sums) is then not part of every refresh's, the default model's included (see `cargo xtask
     /// embedded`: with every algorithm linked, a Cortex-M0's acquire that rotates the clock went past
-    /// 1 KiB of stack). Only below 64 bits, as the weighted draws' frames (`policy/mod.rs`).
+    /// 1 KiB of stack), and on the hosts the default's refresh keeps a smaller frame.
     #[cfg(feature = "buckets")]
-    #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+    #[inline(never)]
     fn bucket_reading(
         &self,
         b: &buckets::Prepared,
