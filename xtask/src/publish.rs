@@ -76,6 +76,7 @@ pub(crate) fn publish_check() {
             list.lines().count()
         );
     }
+    forget_unpacked_overlays(&names);
     // --allow-dirty: a check, not a release, so it runs on a working tree with changes too.
     let mut args = vec!["package", "--locked", "--allow-dirty"];
     for name in &names {
@@ -87,6 +88,54 @@ pub(crate) fn publish_check() {
         names.join(", "),
         start.elapsed().as_secs_f64()
     );
+}
+
+/// Removes the copies of our packages that cargo unpacked from earlier runs' local overlays.
+///
+/// Cargo unpacks a registry's crates under `$CARGO_HOME/registry/src/<registry>/<name>-<version>` and
+/// trusts an unpacked copy on the next run. A local overlay's registry is named after the checkout's
+/// path (its folders start with `-`, crates.io's with `index.`), so a checkout at the same path one
+/// commit later would verify against the earlier commit's `weir-lb`, not the one just packed.
+fn forget_unpacked_overlays(names: &[&str]) {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+    let Some(src) = home.map(|h| h.join("registry").join("src")) else {
+        return;
+    };
+    let Ok(registries) = fs::read_dir(&src) else {
+        return;
+    };
+    for registry in registries.flatten() {
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        let Ok(crates) = fs::read_dir(registry.path()) else {
+            continue;
+        };
+        for unpacked in crates.flatten() {
+            let file = unpacked.file_name();
+            let file = file.to_string_lossy();
+            if is_unpacked_copy(&file, names) {
+                if let Err(e) = fs::remove_dir_all(unpacked.path()) {
+                    fail(&format!(
+                        "cannot remove the stale {}: {e}",
+                        unpacked.path().display()
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Whether `dir` is `<name>-<version>` for one of `names` (`weir-lb-0.1.0` is weir-lb's, not
+/// weir-lb-ffi's).
+fn is_unpacked_copy(dir: &str, names: &[&str]) -> bool {
+    names.iter().any(|name| {
+        dir.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()))
+    })
 }
 
 /// A publishable package of the workspace.
@@ -165,6 +214,16 @@ fn contents_problems(list: &str, readme: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unpacked_copies_are_named_by_package_and_version() {
+        let names = ["weir-lb", "weir-lb-ffi"];
+        assert!(is_unpacked_copy("weir-lb-0.1.0", &names));
+        assert!(is_unpacked_copy("weir-lb-ffi-0.1.0", &names));
+        assert!(!is_unpacked_copy("weir-lb-tower-0.1.0", &names));
+        assert!(!is_unpacked_copy("weir-lbx-0.1.0", &names));
+        assert!(!is_unpacked_copy("libm-0.2.16", &names));
+    }
 
     #[test]
     fn publishable_packages_come_from_the_metadata() {
