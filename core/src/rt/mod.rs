@@ -7,7 +7,9 @@
 //! | `clock.rs` | [`monotonic_now`], the `now` every core call takes |
 //! | `rng.rs` | [`with_thread_rng`] and [`thread_seed`]: one generator per thread and balancer seed |
 //! | `guard.rs` | [`LeaseGuard`], [`OwnedLeaseGuard`] and [`PromiseGuard`]: release on completion or drop |
-//! | `heap.rs` | [`HeapBalancer`]: a balancer over a boxed slice of slots |
+//! | `heap.rs` | [`HeapBalancer`]: a balancer over a boxed slice of slots; its guards' and waits' names ([`HeapOwnedLeaseGuard`], ...) |
+//! | `call.rs` | [`LeaseGuard::within`] and [`Wait::within`]: a call or a wait bounded by the caller's timer |
+//! | `outcome.rs` | [`Outcome::from_io_error`](crate::Outcome::from_io_error): the outcome of a failed I/O call |
 //! | `wait.rs` | [`acquire_wait`], [`acquire_async`] ([`Wait`]), their owned forms, [`WaitError`]: waiting for room |
 //!
 //! # Waiting for room
@@ -121,14 +123,17 @@
 //! [`Stats::waiting`]: crate::balance::Stats::waiting
 //! [`Outcome::Ignored`]: crate::Outcome::Ignored
 
+mod call;
 mod clock;
 mod guard;
 mod heap;
+mod outcome;
 mod rng;
 pub(crate) mod wait;
 
+pub use call::DeadlinePassed;
 pub use clock::monotonic_now;
 pub use guard::{LeaseGuard, OwnedLeaseGuard, PromiseGuard};
-pub use heap::HeapBalancer;
+pub use heap::{HeapBalancer, HeapLeaseGuard, HeapOwnedLeaseGuard, HeapWait, HeapWaitOwned};
 pub use rng::{thread_seed, with_thread_rng};
 pub use wait::{Wait, WaitError, WaitOwned};
