@@ -8,6 +8,7 @@
 //! | `rng.rs` | [`with_thread_rng`] and [`thread_seed`]: one generator per thread and balancer seed |
 //! | `guard.rs` | [`LeaseGuard`], [`OwnedLeaseGuard`] and [`PromiseGuard`]: release on completion or drop |
 //! | `heap.rs` | [`HeapBalancer`]: a balancer over a boxed slice of slots; its guards' and waits' names ([`HeapOwnedLeaseGuard`], ...) |
+//! | `keyed.rs` | [`Keyed`]: a balancer over the caller's keys (addresses, names), its guards say the key to call |
 //! | `call.rs` | [`LeaseGuard::within`] and [`Wait::within`]: a call or a wait bounded by the caller's timer |
 //! | `outcome.rs` | [`Outcome::from_io_error`](crate::Outcome::from_io_error): the outcome of a failed I/O call |
 //! | `wait.rs` | [`acquire_wait`], [`acquire_async`] ([`Wait`]), their owned forms, [`WaitError`]: waiting for room |
@@ -127,6 +128,7 @@ mod call;
 mod clock;
 mod guard;
 mod heap;
+mod keyed;
 mod outcome;
 mod rng;
 pub(crate) mod wait;
@@ -135,5 +137,6 @@ pub use call::DeadlinePassed;
 pub use clock::monotonic_now;
 pub use guard::{LeaseGuard, OwnedLeaseGuard, PromiseGuard};
 pub use heap::{HeapBalancer, HeapLeaseGuard, HeapOwnedLeaseGuard, HeapWait, HeapWaitOwned};
+pub use keyed::{Keyed, KeyedGuard};
 pub use rng::{thread_seed, with_thread_rng};
 pub use wait::{Wait, WaitError, WaitOwned};
