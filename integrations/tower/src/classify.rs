@@ -49,10 +49,19 @@ pub trait Classify<Res> {
     }
 }
 
-/// The rule for errors: [`Outcome::Dropped`] if the error or any of its sources is a timeout (tower's
-/// `timeout::error::Elapsed`, tokio's `time::error::Elapsed`, an `io::Error` of kind `TimedOut`, and,
-/// with the `tonic` feature, a `tonic::Status` by its code), [`Outcome::Failure`] otherwise (a refused or
-/// reset connection, a protocol error: the node's fault as far as a client can tell).
+/// The rule for errors: the first error of the chain that says what it is decides, [`Outcome::Failure`]
+/// if none does (a protocol error: the node's fault as far as a client can tell).
+///
+/// | error in the chain | outcome |
+/// |---|---|
+/// | tower's `timeout::error::Elapsed`, tokio's `time::error::Elapsed` | `Dropped` (a timeout) |
+/// | an `io::Error` of a kind other than `Other`: [`Outcome::from_io_kind`] | refused, reset, aborted, broken pipe: `Failure`; `TimedOut`, `WouldBlock`: `Dropped`; `Interrupted`, `InvalidInput`, `Unsupported`, `OutOfMemory`: `Ignored` |
+/// | a `tonic::Status` (with the `tonic` feature) | by its code, [`grpc_outcome`] |
+///
+/// An `io::Error` of kind `Other` is read by what it wraps. hyper-util's client errors carry their cause
+/// in the chain: a refused connection (`is_connect()`) ends in an `io::Error` of kind
+/// `ConnectionRefused`, `Failure`; a connect timeout (`HttpConnector::set_connect_timeout`) in one of
+/// kind `TimedOut`, `Dropped`.
 ///
 /// ```
 /// use weir::Outcome;
@@ -84,8 +93,9 @@ fn known_error(e: &(dyn StdError + 'static)) -> Option<Outcome> {
         return Some(Outcome::Dropped);
     }
     if let Some(io) = e.downcast_ref::<io::Error>() {
-        if io.kind() == io::ErrorKind::TimedOut {
-            return Some(Outcome::Dropped);
+        // `Other` is the kind of a wrapper (`io::Error::other(inner)`): the wrapped error says more.
+        if io.kind() != io::ErrorKind::Other {
+            return Some(Outcome::from_io_kind(io.kind()));
         }
     }
     #[cfg(feature = "tonic")]
@@ -313,5 +323,28 @@ mod tests {
         let boxed: tower::BoxError = Box::new(reset);
         let classify: &dyn Classify<http::Response<()>> = &HttpStatus;
         assert_eq!(classify.error(&*boxed), Outcome::Failure);
+    }
+
+    #[test]
+    fn io_errors_in_the_chain_map_as_the_core_maps_them() {
+        for (kind, outcome) in [
+            (io::ErrorKind::ConnectionRefused, Outcome::Failure),
+            (io::ErrorKind::BrokenPipe, Outcome::Failure),
+            (io::ErrorKind::TimedOut, Outcome::Dropped),
+            (io::ErrorKind::WouldBlock, Outcome::Dropped),
+            (io::ErrorKind::Interrupted, Outcome::Ignored),
+            (io::ErrorKind::InvalidInput, Outcome::Ignored),
+        ] {
+            let chain = Wrap(Box::new(io::Error::other(io::Error::from(kind))));
+            assert_eq!(error_outcome(&chain), outcome, "{kind:?}");
+        }
+        // A kind that says something wins over what the error wraps.
+        let timed_out = io::Error::new(
+            io::ErrorKind::TimedOut,
+            Wrap(Box::new(io::Error::from(io::ErrorKind::ConnectionRefused))),
+        );
+        assert_eq!(error_outcome(&timed_out), Outcome::Dropped);
+        // `Other` with nothing inside: a failure.
+        assert_eq!(error_outcome(&io::Error::other("?")), Outcome::Failure);
     }
 }
