@@ -57,6 +57,7 @@ pub trait Classify<Res> {
 /// | tower's `timeout::error::Elapsed`, tokio's `time::error::Elapsed` | `Dropped` (a timeout) |
 /// | an `io::Error` of a kind other than `Other`: [`Outcome::from_io_kind`] | refused, reset, aborted, broken pipe: `Failure`; `TimedOut`, `WouldBlock`: `Dropped`; `Interrupted`, `InvalidInput`, `Unsupported`, `OutOfMemory`: `Ignored` |
 /// | a `tonic::Status` (with the `tonic` feature) | by its code, [`grpc_outcome`] |
+/// | a `hyper::Error` (with the `hyper` feature) | `is_timeout()`: `Dropped`; `is_user()` (the caller's own fault: its request body failed, a header it set is invalid): `Ignored`; else read down the chain |
 ///
 /// An `io::Error` of kind `Other` is read by what it wraps. hyper-util's client errors carry their cause
 /// in the chain: a refused connection (`is_connect()`) ends in an `io::Error` of kind
@@ -96,6 +97,15 @@ fn known_error(e: &(dyn StdError + 'static)) -> Option<Outcome> {
         // `Other` is the kind of a wrapper (`io::Error::other(inner)`): the wrapped error says more.
         if io.kind() != io::ErrorKind::Other {
             return Some(Outcome::from_io_kind(io.kind()));
+        }
+    }
+    #[cfg(feature = "hyper")]
+    if let Some(error) = e.downcast_ref::<hyper::Error>() {
+        if error.is_timeout() {
+            return Some(Outcome::Dropped);
+        }
+        if error.is_user() {
+            return Some(Outcome::Ignored);
         }
     }
     #[cfg(feature = "tonic")]
@@ -323,6 +333,55 @@ mod tests {
         let boxed: tower::BoxError = Box::new(reset);
         let classify: &dyn Classify<http::Response<()>> = &HttpStatus;
         assert_eq!(classify.error(&*boxed), Outcome::Failure);
+    }
+
+    /// A request body whose source fails: hyper's user error.
+    #[cfg(feature = "hyper")]
+    struct FailingBody;
+
+    #[cfg(feature = "hyper")]
+    impl hyper::body::Body for FailingBody {
+        type Data = hyper::body::Bytes;
+        type Error = io::Error;
+        fn poll_frame(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, io::Error>>> {
+            std::task::Poll::Ready(Some(Err(io::Error::other("the body's source failed"))))
+        }
+    }
+
+    #[cfg(feature = "hyper")]
+    #[tokio::test]
+    async fn a_hyper_user_error_is_ignored() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // A peer that accepts and reads nothing: the failure is the client's own.
+        let peer = tokio::spawn(async move {
+            let accepted = listener.accept().await;
+            std::future::pending::<()>().await;
+            drop(accepted);
+        });
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let io = hyper_util::rt::TokioIo::new(stream);
+        let (mut send, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+        let conn = tokio::spawn(conn);
+        let request = http::Request::post("/")
+            .header("host", "test")
+            .body(FailingBody)
+            .unwrap();
+        let error = send.send_request(request).await.unwrap_err();
+        assert!(error.is_user(), "{error:?}");
+        assert_eq!(error_outcome(&error), Outcome::Ignored);
+        // Without the feature its chain (an `Other` io::Error around a message) reads as the node's failure.
+        assert_eq!(
+            error_outcome(&Wrap(Box::new(io::Error::other("x")))),
+            Outcome::Failure
+        );
+        let boxed: tower::BoxError = Box::new(error);
+        assert_eq!(error_outcome(&Wrap(boxed)), Outcome::Ignored);
+        peer.abort();
+        let _ = conn.await;
     }
 
     #[test]
