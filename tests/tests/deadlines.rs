@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::{sleep_until, timeout_at, Instant};
 use weir::limit::{FixedLimit, LimitAlgorithm};
-use weir::rt::{DeadlinePassed, HeapOwnedLeaseGuard, WaitError};
+use weir::rt::{DeadlinePassed, HeapOwnedLeaseGuard, Keyed, WaitError};
 use weir::{Config, HeapBalancer, Outcome};
 
 fn one_node(limit: u32) -> Arc<HeapBalancer> {
@@ -183,4 +183,57 @@ fn the_heap_guards_have_names() {
     assert_eq!(b.stats().in_flight, 2);
     drop((pending, borrowed));
     assert_eq!(b.stats().released(Outcome::Ignored), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_keyed_call_and_wait_keep_their_deadlines() {
+    let config = Config {
+        limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
+        max_waiters: 8,
+        ..Config::default()
+    };
+    let keyed = Arc::new(Keyed::with_capacity(2, config).unwrap());
+    keyed.add("10.0.0.1:80").unwrap();
+    let held = keyed.acquire().unwrap();
+    assert_eq!(*held.key(), "10.0.0.1:80");
+    // The only node is at its limit: the wait ends at its deadline.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let waited = keyed.acquire_within(sleep_until(deadline)).await;
+    assert_eq!(waited.err(), Some(WaitError::Timeout));
+    // The held call never answers: its deadline records Dropped.
+    let call = held.within(
+        sleep_until(Instant::now() + Duration::from_secs(1)),
+        pending::<u16>(),
+        |_| Outcome::Success,
+    );
+    assert_eq!(call.await, Err(DeadlinePassed));
+    let st = keyed.balancer().stats();
+    assert_eq!(
+        (
+            st.released(Outcome::Dropped),
+            st.waits_timed_out,
+            st.in_flight
+        ),
+        (1, 1, 0)
+    );
+}
+
+/// Keyed balancers and their guards cross threads: shared by reference or `Arc`, guards into tasks.
+#[test]
+fn keyed_is_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send + 'static>() {}
+    send_sync::<Keyed<String>>();
+    send::<weir::rt::KeyedGuard<String>>();
+    send::<HeapOwnedLeaseGuard>();
+    let keyed = Keyed::with_capacity(1, Config::default()).unwrap();
+    keyed.add(String::from("a")).unwrap();
+    let guard = keyed.acquire().unwrap();
+    let key = std::thread::spawn(move || {
+        let key = guard.key().clone();
+        guard.complete(Outcome::Success).map(|()| key)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(key.as_deref(), Ok("a"));
 }

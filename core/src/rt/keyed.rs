@@ -52,6 +52,9 @@ struct Members<K> {
 /// A balancer over keys: any `Hash + Eq` type (a `SocketAddr`, a `String`, an `http::Uri`'s authority).
 /// Leases come as [`KeyedGuard`]s, which say the key to call and release like the other guards.
 ///
+/// Thread safety: `Keyed<K>` is `Send + Sync` when `K` is (share it by reference or in an `Arc`; every
+/// method takes `&self`), and its guards are `Send + 'static`, so a call can move into a spawned task.
+///
 /// ```
 /// use std::net::SocketAddr;
 /// use weir::rt::Keyed;
