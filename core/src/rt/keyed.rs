@@ -145,7 +145,8 @@ impl<K: Hash + Eq> Keyed<K> {
             Some(entry) => entry,
             None => return Err(full), // never: the free list holds indexes of `entries` only
         };
-        members.generation = members.generation.wrapping_add(1);
+        // Never 0, even after wrapping: no id is 0 (`set_lame_duck`'s unknown key says 0).
+        members.generation = members.generation.wrapping_add(1).max(1);
         let id = u64::from(members.generation) << 32 | u64::from(i);
         let key = Arc::new(key);
         // The entry first: a lease of the node, granted as soon as `add` returns, finds its key.
@@ -265,6 +266,50 @@ impl<K: Hash + Eq> Keyed<K> {
             // Its node was removed while the lease was on its way: that node is gone, not a timeout.
             None => Err(WaitError::NoActiveNodes),
         }
+    }
+
+    /// Acquires a lease, blocking until `deadline` for room
+    /// ([`Balancer::acquire_wait_owned`](crate::Balancer::acquire_wait_owned)): the blocking acquire with
+    /// a deadline.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use weir::rt::WaitError;
+    /// let keyed = weir::rt::Keyed::with_capacity(2, weir::Config::default()).unwrap();
+    /// let soon = Instant::now() + Duration::from_millis(5);
+    /// assert_eq!(keyed.acquire_wait(soon).err(), Some(WaitError::NoActiveNodes));
+    /// keyed.add("a").unwrap();
+    /// assert_eq!(*keyed.acquire_wait(soon).unwrap().key(), "a");
+    /// ```
+    pub fn acquire_wait(&self, deadline: Instant) -> Result<KeyedGuard<K>, WaitError> {
+        let guard = Arc::clone(&self.balancer).acquire_wait_owned(deadline)?;
+        // As in `acquire_within`: a node removed while its lease was on its way is gone.
+        self.keyed(guard).ok_or(WaitError::NoActiveNodes)
+    }
+
+    /// Takes `key` out of rotation (`true`) or puts it back (`false`): its leases in flight finish
+    /// ([`Balancer::set_lame_duck`](crate::Balancer::set_lame_duck)). A key that is not here is
+    /// [`MembershipError::UnknownId`] with id 0 (no node has id 0: every id has a generation of 1 or
+    /// more).
+    ///
+    /// ```
+    /// let keyed = weir::rt::Keyed::with_capacity(2, weir::Config::default()).unwrap();
+    /// keyed.add("a").unwrap();
+    /// keyed.set_lame_duck(&"a", true).unwrap();
+    /// assert!(keyed.acquire().is_err());
+    /// keyed.set_lame_duck(&"a", false).unwrap();
+    /// assert!(keyed.acquire().is_ok());
+    /// assert!(keyed.set_lame_duck(&"b", true).is_err());
+    /// ```
+    pub fn set_lame_duck(&self, key: &K, lame_duck: bool) -> Result<(), MembershipError> {
+        let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        let id = members
+            .by_key
+            .get(key)
+            .copied()
+            .ok_or(MembershipError::UnknownId(0))?;
+        // Under the lock, so that a concurrent `remove` and `add` of the key cannot slip between.
+        self.balancer.set_lame_duck(id, lame_duck)
     }
 
     /// The guard with its key, or `None` (the lease released as `Ignored`) if the node was removed.
