@@ -1,6 +1,7 @@
 //! `std` conveniences: a monotonic clock, per-thread random generators, guards that release what they
-//! hold, heap-allocated slot storage, and acquires that wait for room. Nothing here is needed to use the
-//! core; it saves `std` users the plumbing.
+//! hold, calls under a deadline, heap-allocated slot storage, a balancer over the caller's keys, the
+//! outcomes of I/O errors, and acquires that wait for room. Nothing here is needed to use the core; it
+//! saves `std` users the plumbing.
 //!
 //! | file | what |
 //! |---|---|
