@@ -260,7 +260,8 @@ macro_rules! lease_guard_methods {
             /// call(guard.with_deadline(d)))` drops the guard when `d` passes, and the drop sees the
             /// deadline passed. Give the timer the same instant (a timer fires at its deadline or
             /// after, never before). The drop reads [`Instant::now`] only for a guard that has a
-            /// deadline.
+            /// deadline, and that is the real clock: under a simulated or paused one (tokio's
+            /// `start_paused`), bound the call with [`within`](Self::within) and the runtime's timer.
             ///
             /// ```
             /// use std::time::{Duration, Instant};
