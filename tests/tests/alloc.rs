@@ -282,6 +282,32 @@ fn lease_guard_case(config: Config) {
     assert_eq!(st.released(Outcome::Ignored), PAIRS / 3);
 }
 
+#[test]
+fn keyed_acquires_and_releases_allocate_nothing() {
+    let keyed = weir::rt::Keyed::with_capacity(4, Config::default()).unwrap();
+    for port in 80..84u16 {
+        keyed.add(format!("10.0.0.1:{port}")).unwrap();
+    }
+    // The first call may create this thread's generator.
+    keyed.acquire().unwrap().complete(Outcome::Success).unwrap();
+    let (bytes, n) = count(|| {
+        let mut bytes = 0;
+        for i in 0..PAIRS {
+            let g = keyed.acquire().unwrap();
+            bytes += g.key().len();
+            match i % 3 {
+                0 => g.complete(Outcome::Success).unwrap(),
+                1 => g.complete(Outcome::Failure).unwrap(),
+                _ => drop(g),
+            }
+        }
+        bytes
+    });
+    assert_eq!(n, 0, "{n} allocations in {PAIRS} keyed calls");
+    assert_eq!(bytes, PAIRS as usize * "10.0.0.1:80".len());
+    assert_eq!(keyed.balancer().stats().in_flight, 0);
+}
+
 /// A `fmt::Write` into a fixed buffer: what a `no_std` caller writes metrics into.
 struct Fixed {
     buf: [u8; 16_384],

@@ -226,14 +226,15 @@ fn ci() {
     embedded::embedded(false);
     loom();
     cargo(&["run", "--quiet", "-p", "weir-lb", "--example", "failover"]);
-    // weir-lb-tower's optional tonic feature (the workspace runs build it without), and its hyper example.
+    // weir-lb-tower's optional tonic and hyper features (the workspace runs build it without), and its
+    // hyper example.
     cargo(&[
         "clippy",
         "-p",
         "weir-lb-tower",
         "--all-targets",
         "--features",
-        "tonic",
+        "tonic,hyper",
         "--",
         "-D",
         "warnings",
@@ -243,7 +244,7 @@ fn ci() {
         "-p",
         "weir-lb-tower",
         "--features",
-        "tonic",
+        "tonic,hyper",
         "--lib",
     ]);
     cargo(&[

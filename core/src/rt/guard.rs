@@ -5,6 +5,11 @@
 //! core would give for a manual release or completion); dropping the guard without one gives the neutral
 //! outcome (`Ignored` for a lease, failure for a promise), so a panic or an early return never leaks a
 //! concurrency slot. Time is [`monotonic_now`] and randomness the thread's generator ([`with_thread_rng`]).
+//!
+//! A lease guard given a deadline ([`LeaseGuard::with_deadline`]) drops as [`Outcome::Dropped`] once the
+//! deadline has passed: a call abandoned by an outside timer (`tokio::time::timeout`, a `select!` on a
+//! sleep) is the node's timeout, not a cancellation, and has to count against it. Dropped before its
+//! deadline, it is a cancellation: [`Outcome::Ignored`].
 
 use super::clock::monotonic_now;
 use super::rng::with_thread_rng;
@@ -12,6 +17,7 @@ use crate::balance::{Balancer, Lease, NodeSlot, Outcome, Rejected, ReleaseError}
 use crate::overload::{NotInFlight, Overloaded, Promise, Shedder};
 use core::ops::Deref;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// What a lease guard needs of its balancer, whatever holds it (a reference or an `Arc`).
 trait TakesLeases {
@@ -32,6 +38,8 @@ where
 {
     balancer: B,
     lease: Option<Lease>,
+    /// Past this instant a drop without an outcome is a timeout (`Dropped`), before it a cancellation.
+    deadline: Option<Instant>,
 }
 
 impl<B: Deref> Held<B>
@@ -66,8 +74,13 @@ where
 {
     fn drop(&mut self) {
         if let Some(lease) = self.lease.take() {
+            let outcome = match self.deadline {
+                // Read the clock only for a guard that has a deadline: a plain guard's drop stays free.
+                Some(deadline) if Instant::now() >= deadline => Outcome::Dropped,
+                _ => Outcome::Ignored,
+            };
             // The only possible error is that the node was removed meanwhile: nothing left to do.
-            let _ = self.balancer.release_now(lease, Outcome::Ignored);
+            let _ = self.balancer.release_now(lease, outcome);
         }
     }
 }
@@ -96,6 +109,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         Ok(LeaseGuard(Held {
             balancer: self,
             lease: Some(lease),
+            deadline: None,
         }))
     }
 
@@ -121,6 +135,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         Ok(OwnedLeaseGuard(Held {
             balancer: self,
             lease: Some(lease),
+            deadline: None,
         }))
     }
 }
@@ -161,6 +176,7 @@ impl<'a, S: AsRef<[NodeSlot]>> LeaseGuard<'a, S> {
         LeaseGuard(Held {
             balancer,
             lease: Some(lease),
+            deadline: None,
         })
     }
 }
@@ -171,6 +187,7 @@ impl<S: AsRef<[NodeSlot]>> OwnedLeaseGuard<S> {
         OwnedLeaseGuard(Held {
             balancer,
             lease: Some(lease),
+            deadline: None,
         })
     }
 }
@@ -232,6 +249,47 @@ macro_rules! lease_guard_methods {
             /// ```
             pub fn complete(self, outcome: Outcome) -> Result<(), ReleaseError> {
                 self.0.complete(outcome)
+            }
+
+            /// Gives the call a deadline: dropped without an outcome at or after `deadline`, the guard
+            /// releases as [`Outcome::Dropped`] (the call timed out: it counts against the node and
+            /// the limiter backs off); dropped before it, as [`Outcome::Ignored`] (the caller
+            /// cancelled). [`complete`](Self::complete) is unchanged.
+            ///
+            /// This is what makes an outside timer record timeouts: `tokio::time::timeout_at(d,
+            /// call(guard.with_deadline(d)))` drops the guard when `d` passes, and the drop sees the
+            /// deadline passed. Give the timer the same instant (a timer fires at its deadline or
+            /// after, never before). The drop reads [`Instant::now`] only for a guard that has a
+            /// deadline, and that is the real clock: under a simulated or paused one (tokio's
+            /// `start_paused`), bound the call with [`within`](Self::within) and the runtime's timer.
+            ///
+            /// ```
+            /// use std::time::{Duration, Instant};
+            /// use weir::{Config, HeapBalancer, Outcome};
+            /// let b = HeapBalancer::with_capacity(1, Config::default()).unwrap();
+            /// b.add(1).unwrap();
+            /// // Abandoned after its deadline: a timeout.
+            /// drop(b.acquire_guard().unwrap().with_deadline(Instant::now()));
+            /// // Abandoned long before it: a cancellation.
+            /// let later = Instant::now() + Duration::from_secs(3600);
+            /// drop(b.acquire_guard().unwrap().with_deadline(later));
+            /// let st = b.stats();
+            /// assert_eq!((st.released(Outcome::Dropped), st.released(Outcome::Ignored)), (1, 1));
+            /// ```
+            pub fn with_deadline(mut self, deadline: Instant) -> Self {
+                self.0.deadline = Some(deadline);
+                self
+            }
+
+            /// The deadline given by [`with_deadline`](Self::with_deadline), if any.
+            ///
+            /// ```
+            /// let b = weir::HeapBalancer::with_capacity(1, weir::Config::default()).unwrap();
+            /// b.add(3).unwrap();
+            /// assert_eq!(b.acquire_guard().unwrap().deadline(), None);
+            /// ```
+            pub fn deadline(&self) -> Option<Instant> {
+                self.0.deadline
             }
         }
     };

@@ -1,14 +1,49 @@
 //! `std` conveniences: a monotonic clock, per-thread random generators, guards that release what they
-//! hold, heap-allocated slot storage, and acquires that wait for room. Nothing here is needed to use the
-//! core; it saves `std` users the plumbing.
+//! hold, calls under a deadline, heap-allocated slot storage, a balancer over the caller's keys, the
+//! outcomes of I/O errors, and acquires that wait for room. Nothing here is needed to use the core; it
+//! saves `std` users the plumbing.
 //!
 //! | file | what |
 //! |---|---|
 //! | `clock.rs` | [`monotonic_now`], the `now` every core call takes |
 //! | `rng.rs` | [`with_thread_rng`] and [`thread_seed`]: one generator per thread and balancer seed |
 //! | `guard.rs` | [`LeaseGuard`], [`OwnedLeaseGuard`] and [`PromiseGuard`]: release on completion or drop |
-//! | `heap.rs` | [`HeapBalancer`]: a balancer over a boxed slice of slots |
+//! | `heap.rs` | [`HeapBalancer`]: a balancer over a boxed slice of slots; its guards' and waits' names ([`HeapOwnedLeaseGuard`], ...) |
+//! | `keyed.rs` | [`Keyed`]: a balancer over the caller's keys (addresses, names), its guards say the key to call |
+//! | `call.rs` | [`LeaseGuard::within`] and [`Wait::within`]: a call or a wait bounded by the caller's timer |
+//! | `outcome.rs` | [`Outcome::from_io_error`](crate::Outcome::from_io_error): the outcome of a failed I/O call |
 //! | `wait.rs` | [`acquire_wait`], [`acquire_async`] ([`Wait`]), their owned forms, [`WaitError`]: waiting for room |
+//!
+//! # Calling a backend
+//! The way to call a backend is under a lease, until a deadline: [`LeaseGuard::within`] (and
+//! [`OwnedLeaseGuard::within`], [`KeyedGuard::within`]) races the call against the caller's timer, a
+//! future that completes at the deadline (with tokio, `tokio::time::sleep_until(deadline)`). The answer
+//! is released with the caller's classification of it; the timer winning releases
+//! [`Outcome::Dropped`] (a timeout counts against the node); dropping the call (a cancellation) releases
+//! [`Outcome::Ignored`]. The timer is the caller's because the core depends on no runtime: one adapter
+//! serves every executor, and simulated or paused time works as the runtime's does. Where an outside
+//! timer ends the call instead (`tokio::time::timeout_at(deadline, ...)` around code holding the
+//! lease), [`LeaseGuard::with_deadline`] gives the lease the same deadline, and its drop records
+//! `Dropped` once the deadline has passed. [`Keyed`] balances over the caller's own keys.
+//!
+//! ```
+//! use std::future::{pending, ready, Future};
+//! use std::pin::pin;
+//! use std::task::{Context, Poll, Waker};
+//! use weir::rt::{DeadlinePassed, Keyed};
+//! use weir::{Config, Outcome};
+//!
+//! let backends = Keyed::with_capacity(8, Config::default()).unwrap();
+//! backends.add("10.0.0.1:80").unwrap();
+//! let classify = |status: &u16| Outcome::from_http_status(*status).unwrap_or(Outcome::Failure);
+//! let mut cx = Context::from_waker(Waker::noop()); // an executor would pass its own
+//!
+//! // A backend that never answers, and a deadline that has passed (tokio: sleep_until(deadline)):
+//! let lease = backends.acquire().unwrap();
+//! let call = lease.within(ready(()), pending::<u16>(), classify);
+//! assert_eq!(pin!(call).poll(&mut cx), Poll::Ready(Err(DeadlinePassed)));
+//! assert_eq!(backends.balancer().stats().released(Outcome::Dropped), 1);
+//! ```
 //!
 //! # Waiting for room
 //! [`acquire`] fails fast. The waiting acquires wait, bounded and first come first served: blocking until
@@ -56,8 +91,10 @@
 //!    [`WaitError::NoActiveNodes`] (as in step 1).
 //! 5. It waits until a drain hands it a lease, or (blocking forms) its deadline passes: it then leaves
 //!    the queue with [`WaitError::Timeout`], unless a lease was handed to it at that same instant, which
-//!    it keeps. The async forms have no timer: the deadline is the caller's (`tokio::time::timeout`, a
-//!    `select!`); they join on their first poll, and dropping the future leaves the queue.
+//!    it keeps. The async forms have no timer of their own: the deadline is the caller's timer, given to
+//!    [`Wait::within`] (which then ends the wait as a timeout) or raced outside (`tokio::time::timeout`,
+//!    a `select!`: dropping the future is a cancellation); they join on their first poll, and dropping
+//!    the future leaves the queue.
 //!
 //! **Draining.** Whenever a slot may have come free (every [`release`], a node entering rotation through
 //! [`add`] or [`set_lame_duck`], and each join), the queue is drained: while a caller waits at its
@@ -120,15 +157,21 @@
 //! [`Stats::waits_cancelled`]: crate::balance::Stats::waits_cancelled
 //! [`Stats::waiting`]: crate::balance::Stats::waiting
 //! [`Outcome::Ignored`]: crate::Outcome::Ignored
+//! [`Outcome::Dropped`]: crate::Outcome::Dropped
 
+mod call;
 mod clock;
 mod guard;
 mod heap;
+mod keyed;
+mod outcome;
 mod rng;
 pub(crate) mod wait;
 
+pub use call::DeadlinePassed;
 pub use clock::monotonic_now;
 pub use guard::{LeaseGuard, OwnedLeaseGuard, PromiseGuard};
-pub use heap::HeapBalancer;
+pub use heap::{HeapBalancer, HeapLeaseGuard, HeapOwnedLeaseGuard, HeapWait, HeapWaitOwned};
+pub use keyed::{Keyed, KeyedGuard};
 pub use rng::{thread_seed, with_thread_rng};
 pub use wait::{Wait, WaitError, WaitOwned};

@@ -49,10 +49,20 @@ pub trait Classify<Res> {
     }
 }
 
-/// The rule for errors: [`Outcome::Dropped`] if the error or any of its sources is a timeout (tower's
-/// `timeout::error::Elapsed`, tokio's `time::error::Elapsed`, an `io::Error` of kind `TimedOut`, and,
-/// with the `tonic` feature, a `tonic::Status` by its code), [`Outcome::Failure`] otherwise (a refused or
-/// reset connection, a protocol error: the node's fault as far as a client can tell).
+/// The rule for errors: the first error of the chain that says what it is decides, [`Outcome::Failure`]
+/// if none does (a protocol error: the node's fault as far as a client can tell).
+///
+/// | error in the chain | outcome |
+/// |---|---|
+/// | tower's `timeout::error::Elapsed`, tokio's `time::error::Elapsed` | `Dropped` (a timeout) |
+/// | an `io::Error` of a kind other than `Other`: [`Outcome::from_io_kind`] | refused, reset, aborted, broken pipe: `Failure`; `TimedOut`, `WouldBlock`: `Dropped`; `Interrupted`, `InvalidInput`, `Unsupported`, `OutOfMemory`: `Ignored` |
+/// | a `tonic::Status` (with the `tonic` feature) | by its code, [`grpc_outcome`] |
+/// | a `hyper::Error` (with the `hyper` feature) | `is_timeout()`: `Dropped`; `is_user()` (the caller's own fault: its request body failed, a header it set is invalid): `Ignored`; else read down the chain |
+///
+/// An `io::Error` of kind `Other` is read by what it wraps. hyper-util's client errors carry their cause
+/// in the chain: a refused connection (`is_connect()`) ends in an `io::Error` of kind
+/// `ConnectionRefused`, `Failure`; a connect timeout (`HttpConnector::set_connect_timeout`) in one of
+/// kind `TimedOut`, `Dropped`.
 ///
 /// ```
 /// use weir::Outcome;
@@ -84,8 +94,18 @@ fn known_error(e: &(dyn StdError + 'static)) -> Option<Outcome> {
         return Some(Outcome::Dropped);
     }
     if let Some(io) = e.downcast_ref::<io::Error>() {
-        if io.kind() == io::ErrorKind::TimedOut {
+        // `Other` is the kind of a wrapper (`io::Error::other(inner)`): the wrapped error says more.
+        if io.kind() != io::ErrorKind::Other {
+            return Some(Outcome::from_io_kind(io.kind()));
+        }
+    }
+    #[cfg(feature = "hyper")]
+    if let Some(error) = e.downcast_ref::<hyper::Error>() {
+        if error.is_timeout() {
             return Some(Outcome::Dropped);
+        }
+        if error.is_user() {
+            return Some(Outcome::Ignored);
         }
     }
     #[cfg(feature = "tonic")]
@@ -313,5 +333,77 @@ mod tests {
         let boxed: tower::BoxError = Box::new(reset);
         let classify: &dyn Classify<http::Response<()>> = &HttpStatus;
         assert_eq!(classify.error(&*boxed), Outcome::Failure);
+    }
+
+    /// A request body whose source fails: hyper's user error.
+    #[cfg(feature = "hyper")]
+    struct FailingBody;
+
+    #[cfg(feature = "hyper")]
+    impl hyper::body::Body for FailingBody {
+        type Data = hyper::body::Bytes;
+        type Error = io::Error;
+        fn poll_frame(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, io::Error>>> {
+            std::task::Poll::Ready(Some(Err(io::Error::other("the body's source failed"))))
+        }
+    }
+
+    #[cfg(feature = "hyper")]
+    #[tokio::test]
+    async fn a_hyper_user_error_is_ignored() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // A peer that accepts and reads nothing: the failure is the client's own.
+        let peer = tokio::spawn(async move {
+            let accepted = listener.accept().await;
+            std::future::pending::<()>().await;
+            drop(accepted);
+        });
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let io = hyper_util::rt::TokioIo::new(stream);
+        let (mut send, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+        let conn = tokio::spawn(conn);
+        let request = http::Request::post("/")
+            .header("host", "test")
+            .body(FailingBody)
+            .unwrap();
+        let error = send.send_request(request).await.unwrap_err();
+        assert!(error.is_user(), "{error:?}");
+        assert_eq!(error_outcome(&error), Outcome::Ignored);
+        // Without the feature its chain (an `Other` io::Error around a message) reads as the node's failure.
+        assert_eq!(
+            error_outcome(&Wrap(Box::new(io::Error::other("x")))),
+            Outcome::Failure
+        );
+        let boxed: tower::BoxError = Box::new(error);
+        assert_eq!(error_outcome(&Wrap(boxed)), Outcome::Ignored);
+        peer.abort();
+        let _ = conn.await;
+    }
+
+    #[test]
+    fn io_errors_in_the_chain_map_as_the_core_maps_them() {
+        for (kind, outcome) in [
+            (io::ErrorKind::ConnectionRefused, Outcome::Failure),
+            (io::ErrorKind::BrokenPipe, Outcome::Failure),
+            (io::ErrorKind::TimedOut, Outcome::Dropped),
+            (io::ErrorKind::WouldBlock, Outcome::Dropped),
+            (io::ErrorKind::Interrupted, Outcome::Ignored),
+            (io::ErrorKind::InvalidInput, Outcome::Ignored),
+        ] {
+            let chain = Wrap(Box::new(io::Error::other(io::Error::from(kind))));
+            assert_eq!(error_outcome(&chain), outcome, "{kind:?}");
+        }
+        // A kind that says something wins over what the error wraps.
+        let timed_out = io::Error::new(
+            io::ErrorKind::TimedOut,
+            Wrap(Box::new(io::Error::from(io::ErrorKind::ConnectionRefused))),
+        );
+        assert_eq!(error_outcome(&timed_out), Outcome::Dropped);
+        // `Other` with nothing inside: a failure.
+        assert_eq!(error_outcome(&io::Error::other("?")), Outcome::Failure);
     }
 }

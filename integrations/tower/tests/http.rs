@@ -251,3 +251,28 @@ async fn membership_follows_a_discover_stream_while_requests_run_body() {
     );
     assert_eq!((st.active_nodes, balance.nodes().count()), (2, 2));
 }
+
+/// hyper-util's client errors, as `error_outcome` reads them: a refused connection is the node's
+/// failure (its chain ends in an `io::Error` of kind `ConnectionRefused`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hyper_client_errors_are_classified_by_their_cause() {
+    bounded(async {
+        let mut node = Node::new(support::refusing().await);
+        let error = node.ready().await.unwrap().call(get()).await.unwrap_err();
+        assert!(error.is_connect(), "{error:?}");
+        assert_eq!(
+            weir_tower::classify::error_outcome(&error),
+            Outcome::Failure
+        );
+        let boxed: tower::BoxError = Box::new(error);
+        let io = std::iter::successors(Some(&*boxed as &(dyn std::error::Error + 'static)), |e| {
+            e.source()
+        })
+        .find_map(|e| e.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            io.map(std::io::Error::kind),
+            Some(std::io::ErrorKind::ConnectionRefused)
+        );
+    })
+    .await;
+}
