@@ -2448,6 +2448,24 @@ weir_status weir_retry_budget_stats(const struct weir_retry_budget *budget,
                                     struct weir_retry_budget_statistics *out);
 
 /**
+ * Writes the budget's metrics at `now_ns` as Prometheus text (the `retry_budget_*` families of
+ * docs/metrics.md), exactly as `weir_balancer_write_metrics` writes its own: `format` NULL means the
+ * defaults, `buf`, `cap` and `*len` work the same (a size query with `buf` NULL and `cap` 0;
+ * `WEIR_ERR_BUFFER_TOO_SMALL` with the length in `*len`). Lock-free.
+ *
+ * # Safety
+ * `budget` is NULL or a live handle; `format`, `buf` and `len` as for `weir_balancer_write_metrics`.
+ *
+ * Thread safety: safe from any thread, concurrently with the budget's other calls.
+ */
+weir_status weir_retry_budget_write_metrics(const struct weir_retry_budget *budget,
+                                            const struct weir_metrics_format *format,
+                                            char *buf,
+                                            size_t cap,
+                                            size_t *len,
+                                            uint64_t now_ns);
+
+/**
  * The seed's defaults: 500 ms initial, 15 minutes max, up 1.5x, down 0.9x after 10 consecutive
  * successes, proportional jitter (factor 0.3, at most 2 minutes); seed 0.
  *

@@ -5,6 +5,8 @@ use super::invalid_config;
 use crate::boundary::{
     arg, free_handle, guard, into_handle, weir_status, Error, Out, WEIR_ERR_RETRY_BUDGET_EXHAUSTED,
 };
+use crate::metrics::{weir_metrics_format, write_text};
+use std::ffi::c_char;
 use weir_core::overload::{
     RetryBudget, RetryBudgetConfig, RetryBudgetConfigError, RetryBudgetStats,
 };
@@ -207,6 +209,35 @@ pub unsafe extern "C" fn weir_retry_budget_stats(
         let b = unsafe { self::budget(budget) }?;
         unsafe { Out::new(out, "out") }?.write(b.stats(now_ns).into());
         Ok(())
+    })
+}
+
+/// Writes the budget's metrics at `now_ns` as Prometheus text (the `retry_budget_*` families of
+/// docs/metrics.md), exactly as `weir_balancer_write_metrics` writes its own: `format` NULL means the
+/// defaults, `buf`, `cap` and `*len` work the same (a size query with `buf` NULL and `cap` 0;
+/// `WEIR_ERR_BUFFER_TOO_SMALL` with the length in `*len`). Lock-free.
+///
+/// # Safety
+/// `budget` is NULL or a live handle; `format`, `buf` and `len` as for `weir_balancer_write_metrics`.
+///
+/// Thread safety: safe from any thread, concurrently with the budget's other calls.
+#[no_mangle]
+pub unsafe extern "C" fn weir_retry_budget_write_metrics(
+    budget: *const weir_retry_budget,
+    format: *const weir_metrics_format,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+    now_ns: u64,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::budget(budget) }?;
+        unsafe {
+            write_text(format, buf, cap, len, |out, f| {
+                b.write_metrics(out, &f.core(), now_ns)
+            })
+        }
     })
 }
 

@@ -484,6 +484,15 @@ static void test_retry_budget(void) {
     /* A whole window later, the window is empty again. */
     CHECK_OK(weir_retry_budget_stats(budget, 30 * SEC, &st));
     CHECK(st.window_requests == 0 && st.requests == 10);
+    size_t len = 0;
+    CHECK_OK(weir_retry_budget_write_metrics(budget, NULL, NULL, 0, &len, SEC));
+    char text[2048];
+    REQUIRE(len < sizeof text);
+    CHECK_OK(weir_retry_budget_write_metrics(budget, NULL, text, sizeof text, &len, SEC));
+    CHECK(strlen(text) == len);
+    CHECK(contains(text, "\nweir_retry_budget_requests_total 10\n"));
+    CHECK(contains(text, "\nweir_retry_budget_denied_total 1\n"));
+    CHECK_STATUS(weir_retry_budget_write_metrics(NULL, NULL, text, sizeof text, &len, SEC), WEIR_ERR_NULL);
     CHECK_STATUS(weir_retry_budget_stats(budget, SEC, NULL), WEIR_ERR_NULL);
     CHECK_STATUS(weir_retry_budget_request(NULL, SEC), WEIR_ERR_NULL);
     CHECK_STATUS(weir_retry_budget_try_retry(NULL, SEC), WEIR_ERR_NULL);
