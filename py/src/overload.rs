@@ -737,6 +737,21 @@ impl RetryBudget {
         })
     }
 
+    /// The budget's metrics as Prometheus text (the `retry_budget_*` families of docs/metrics.md), with
+    /// the `prefix` and constant `labels` of `Balancer.metrics_text`.
+    ///
+    /// GIL: held for the call; lock-free.
+    #[pyo3(signature = (prefix="weir", labels=None, *, now=None))]
+    fn metrics_text(
+        &self,
+        prefix: &str,
+        labels: Option<&Bound<'_, PyAny>>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let (t, _) = now_ns(now)?;
+        Format::read(prefix, labels)?.text(|out, f| self.core.write_metrics(out, f, t))
+    }
+
     /// The budget's counters as a dict: `requests`, `retries`, `denied` since it was built,
     /// `window_requests`, `window_retries` and `available` (retries admitted now) in the window.
     #[pyo3(signature = (*, now=None))]

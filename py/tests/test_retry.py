@@ -91,3 +91,15 @@ def test_retry_budget_admits_the_ratio_plus_the_floor() -> None:
 def test_retry_budget_validation(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         weir.RetryBudget(**kwargs)
+
+
+def test_retry_budget_metrics_text() -> None:
+    budget = weir.RetryBudget(per_second=0.0)
+    for _ in range(10):
+        budget.request(now=1.0)
+    budget.try_retry(now=1.0)
+    text = budget.metrics_text(labels={"service": "api"}, now=1.0)
+    assert 'weir_retry_budget_requests_total{service="api"} 10\n' in text
+    assert 'weir_retry_budget_retries_total{service="api"} 1\n' in text
+    assert 'weir_retry_budget_available{service="api"} 1\n' in text
+    assert "# TYPE weir_retry_budget_denied_total counter\n" in text
