@@ -88,6 +88,17 @@ typedef struct weir_balancer weir_balancer;
 typedef struct weir_cpu_sampler weir_cpu_sampler;
 
 /**
+ * A retry budget: an opaque handle from `weir_retry_budget_new`, freed with `weir_retry_budget_free`.
+ * Count each request once with `weir_retry_budget_request`; ask `weir_retry_budget_try_retry` before
+ * each retry. Whether a request may be sent twice (is idempotent) is the caller's decision.
+ *
+ * Thread safety: every function that takes a `weir_retry_budget*` may be called from any number of
+ * threads at once on the same budget (lock-free, as the Rust core), except `weir_retry_budget_free`,
+ * which must be the last call on it.
+ */
+typedef struct weir_retry_budget weir_retry_budget;
+
+/**
  * An adaptive load shedder (go-zero's): an opaque handle from `weir_shedder_new`, freed with
  * `weir_shedder_free`. Ask `weir_shedder_allow` before starting a request; complete its promise once
  * with `weir_shedder_success` or `weir_shedder_failure`.
@@ -1031,6 +1042,64 @@ typedef struct weir_throttle_statistics {
 } weir_throttle_statistics;
 
 /**
+ * A retry budget's configuration (Finagle's defaults from `weir_retry_budget_config_default()`: 10 s
+ * in 10 buckets, 20 % of requests, 10 retries a second). Validated by `weir_retry_budget_new`.
+ *
+ * Thread safety: a plain value.
+ */
+typedef struct weir_retry_budget_config {
+  /**
+   * The rolling window's length, ns; at least 1 ns per bucket.
+   */
+  uint64_t window_ns;
+  /**
+   * Buckets in the window, 1 ..= `WEIR_MAX_WINDOW_BUCKETS`.
+   */
+  uint32_t buckets;
+  /**
+   * Retries allowed per request in the window; in [0, 1000].
+   */
+  double ratio;
+  /**
+   * Retries allowed per second of the window whatever the requests; in [0, 1e9].
+   */
+  double per_second;
+} weir_retry_budget_config;
+
+/**
+ * A retry budget's counters (since it was built) and window sums (at one time), from
+ * `weir_retry_budget_stats`.
+ *
+ * Thread safety: a plain value.
+ */
+typedef struct weir_retry_budget_statistics {
+  /**
+   * Requests counted.
+   */
+  uint64_t requests;
+  /**
+   * Retries admitted.
+   */
+  uint64_t retries;
+  /**
+   * Retries refused.
+   */
+  uint64_t denied;
+  /**
+   * Requests in the window.
+   */
+  uint64_t window_requests;
+  /**
+   * Retries in the window.
+   */
+  uint64_t window_retries;
+  /**
+   * Retries the window admits now, before the next request.
+   */
+  uint64_t available;
+} weir_retry_budget_statistics;
+
+/**
  * How a backoff randomizes its delays (`weir_jitter.kind`): one of the `WEIR_JITTER_*` values.
  */
 typedef uint32_t weir_jitter_kind;
@@ -1279,6 +1348,11 @@ typedef struct weir_backoff_statistics {
  * Reading a system source failed (the message carries the system's error).
  */
 #define WEIR_ERR_IO 18
+
+/**
+ * The retry budget is spent: answer the request with the failure it had.
+ */
+#define WEIR_ERR_RETRY_BUDGET_EXHAUSTED 19
 
 /**
  * The default: the node with room whose in-flight count plus failure penalty is lowest (needs
@@ -1629,6 +1703,31 @@ weir_status weir_balancer_acquire_with_rng(const struct weir_balancer *balancer,
                                            uint64_t now_ns,
                                            struct weir_rng *rng,
                                            struct weir_lease *out);
+
+/**
+ * A retry's acquire: as `weir_balancer_acquire_with_rng`, over the members whose ids are not among
+ * the `exclude_len` ids at `exclude` (the nodes the request tried), so that a retry goes to another
+ * node while one has room; if none of them has room (or all are excluded), the ordinary acquire over
+ * all the members decides. `exclude` may be NULL when `exclude_len` is 0; ids that are not members
+ * are ignored. `rng` NULL draws from this thread's generator for the balancer's seed, as
+ * `weir_balancer_acquire` does; otherwise from `*rng`, advanced in place (the same seed and calls give
+ * the same leases in Rust, C and Python). Whether a request may be sent twice is the caller's
+ * decision; bound the retries with a `weir_retry_budget`. Errors as `weir_balancer_acquire`'s, and
+ * `WEIR_ERR_INVALID_ARGUMENT` for a length no array can have.
+ *
+ * # Safety
+ * `balancer` is NULL or a live handle; `exclude` is NULL or points to `exclude_len` readable ids that
+ * nothing changes during the call; `rng` is NULL or points to a `weir_rng` no other thread uses during
+ * the call; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_balancer_acquire_excluding(const struct weir_balancer *balancer,
+                                            uint64_t now_ns,
+                                            const uint64_t *exclude,
+                                            size_t exclude_len,
+                                            struct weir_rng *rng,
+                                            struct weir_lease *out);
 
 /**
  * Waits for room: a lease as `weir_balancer_acquire` gives when a node has room now; otherwise the
@@ -2279,6 +2378,92 @@ weir_status weir_throttle_write_metrics(const struct weir_throttle *throttle,
 double weir_throttle_rejection_probability(uint64_t requests,
                                            uint64_t accepts,
                                            double k);
+
+/**
+ * Finagle's defaults: a window of 10 s in 10 buckets, ratio 0.2, 10 retries a second.
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+struct weir_retry_budget_config weir_retry_budget_config_default(void);
+
+/**
+ * Builds a retry budget from `config`, validated by the core, and stores its handle in `*out`.
+ * Errors: `WEIR_ERR_NULL`, `WEIR_ERR_INVALID_CONFIG` (the message names the field).
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `weir_retry_budget_config`; `out` is NULL or points to a
+ * writable `weir_retry_budget*`.
+ *
+ * Thread safety: safe from any thread.
+ */
+weir_status weir_retry_budget_new(const struct weir_retry_budget_config *config,
+                                  struct weir_retry_budget **out);
+
+/**
+ * Frees a retry budget. NULL is a no-op.
+ *
+ * # Safety
+ * `budget` is NULL or a handle from `weir_retry_budget_new` not yet freed, and no other call on it is
+ * in progress or follows.
+ *
+ * Thread safety: must be the last call on the budget, from one thread.
+ */
+void weir_retry_budget_free(struct weir_retry_budget *budget);
+
+/**
+ * Counts one request at `now_ns` (its first try; retries are counted by `weir_retry_budget_try_retry`).
+ * Errors: `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `budget` is NULL or a live handle.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_retry_budget_request(const struct weir_retry_budget *budget,
+                                      uint64_t now_ns);
+
+/**
+ * Admits a retry at `now_ns` and counts it (`WEIR_OK`) while the window's retries are below
+ * `ratio × requests + per_second × window`; otherwise `WEIR_ERR_RETRY_BUDGET_EXHAUSTED` (the message
+ * gives the window's counts), the retry not counted. Errors: `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `budget` is NULL or a live handle.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_retry_budget_try_retry(const struct weir_retry_budget *budget,
+                                        uint64_t now_ns);
+
+/**
+ * Writes the budget's counters and its window's sums at `now_ns` to `*out`. Errors: `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `budget` is NULL or a live handle; `out` is NULL or writable.
+ *
+ * Thread safety: safe from any thread, concurrently with traffic.
+ */
+weir_status weir_retry_budget_stats(const struct weir_retry_budget *budget,
+                                    uint64_t now_ns,
+                                    struct weir_retry_budget_statistics *out);
+
+/**
+ * Writes the budget's metrics at `now_ns` as Prometheus text (the `retry_budget_*` families of
+ * docs/metrics.md), exactly as `weir_balancer_write_metrics` writes its own: `format` NULL means the
+ * defaults, `buf`, `cap` and `*len` work the same (a size query with `buf` NULL and `cap` 0;
+ * `WEIR_ERR_BUFFER_TOO_SMALL` with the length in `*len`). Lock-free.
+ *
+ * # Safety
+ * `budget` is NULL or a live handle; `format`, `buf` and `len` as for `weir_balancer_write_metrics`.
+ *
+ * Thread safety: safe from any thread, concurrently with the budget's other calls.
+ */
+weir_status weir_retry_budget_write_metrics(const struct weir_retry_budget *budget,
+                                            const struct weir_metrics_format *format,
+                                            char *buf,
+                                            size_t cap,
+                                            size_t *len,
+                                            uint64_t now_ns);
 
 /**
  * The seed's defaults: 500 ms initial, 15 minutes max, up 1.5x, down 0.9x after 10 consecutive

@@ -59,7 +59,7 @@
 //! |---|---|
 //! | [`balance`] | the [`Balancer`], its [`Lease`]s, [`Outcome`]s, configuration, health models, policies, errors and snapshots |
 //! | [`limit`] | the per-node concurrency limit algorithms (Fixed, AIMD, Vegas, Gradient, Gradient2, CIAD, windowed) |
-//! | [`overload`] | server-side [`Shedder`] (go-zero's), client-side [`Throttle`] (the SRE book's), their rolling window and (`std`) the CPU sampler |
+//! | [`overload`] | server-side [`Shedder`] (go-zero's), client-side [`Throttle`] (the SRE book's) and [`RetryBudget`] (Finagle's), their rolling window and (`std`) the CPU sampler |
 //! | [`backoff`] | the seeds' responsive exponential [`Backoff`] |
 //! | [`metrics`] | one metric set for all of them, written in the Prometheus text format without allocating |
 //! | [`subset`] | the SRE book's deterministic subsetting, specified so that any language reproduces it |
@@ -110,7 +110,7 @@ pub use error::ConfigError;
 /// The random generator the core draws from (re-exported so callers need not depend on `fastrand`).
 pub use fastrand::Rng;
 pub use internal::sync::LOCK_FREE;
-pub use overload::{Shedder, Throttle};
+pub use overload::{RetryBudget, Shedder, Throttle};
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use rt::HeapBalancer;

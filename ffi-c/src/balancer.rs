@@ -506,6 +506,54 @@ pub unsafe extern "C" fn weir_balancer_acquire_with_rng(
     })
 }
 
+/// A retry's acquire: as `weir_balancer_acquire_with_rng`, over the members whose ids are not among
+/// the `exclude_len` ids at `exclude` (the nodes the request tried), so that a retry goes to another
+/// node while one has room; if none of them has room (or all are excluded), the ordinary acquire over
+/// all the members decides. `exclude` may be NULL when `exclude_len` is 0; ids that are not members
+/// are ignored. `rng` NULL draws from this thread's generator for the balancer's seed, as
+/// `weir_balancer_acquire` does; otherwise from `*rng`, advanced in place (the same seed and calls give
+/// the same leases in Rust, C and Python). Whether a request may be sent twice is the caller's
+/// decision; bound the retries with a `weir_retry_budget`. Errors as `weir_balancer_acquire`'s, and
+/// `WEIR_ERR_INVALID_ARGUMENT` for a length no array can have.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle; `exclude` is NULL or points to `exclude_len` readable ids that
+/// nothing changes during the call; `rng` is NULL or points to a `weir_rng` no other thread uses during
+/// the call; `out` is NULL or writable.
+///
+/// Thread safety: safe from any thread, lock-free.
+#[no_mangle]
+pub unsafe extern "C" fn weir_balancer_acquire_excluding(
+    balancer: *const weir_balancer,
+    now_ns: u64,
+    exclude: *const u64,
+    exclude_len: usize,
+    rng: *mut weir_rng,
+    out: *mut weir_lease,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::balancer(balancer) }?;
+        let exclude = unsafe { crate::subset::ids(exclude, exclude_len, "exclude") }?;
+        let out = unsafe { Out::new(out, "out") }?;
+        let lease = if rng.is_null() {
+            with_thread_rng(b.config().rng_seed, |draw| {
+                b.acquire_excluding(now_ns, draw, exclude)
+            })
+        } else {
+            // SAFETY: non-NULL; the caller's contract above.
+            let rng = unsafe { arg_mut(rng, "rng") }?;
+            let mut draw = Rng::with_seed(rng.state);
+            let lease = b.acquire_excluding(now_ns, &mut draw, exclude);
+            // The generator advances whether or not a lease was granted, as the Rust caller's would.
+            rng.state = draw.get_seed();
+            lease
+        };
+        out.write(lease.map_err(rejected)?.into_raw().into());
+        Ok(())
+    })
+}
+
 /// Waits for room: a lease as `weir_balancer_acquire` gives when a node has room now; otherwise the
 /// caller blocks, in a bounded FIFO queue (`weir_config.max_waiters`), until a release makes room or
 /// `deadline_ns` (on the `weir_now_ns()` clock) passes. The lease is acquired at `weir_now_ns()`:

@@ -57,10 +57,12 @@ pub const WEIR_ERR_INVALID_PROMISE: weir_status = 16;
 pub const WEIR_ERR_UNSUPPORTED: weir_status = 17;
 /// Reading a system source failed (the message carries the system's error).
 pub const WEIR_ERR_IO: weir_status = 18;
+/// The retry budget is spent: answer the request with the failure it had.
+pub const WEIR_ERR_RETRY_BUDGET_EXHAUSTED: weir_status = 19;
 
 /// Every status code with its name and meaning, in code order (the one table `weir_status_str` and the
 /// tests read).
-pub(crate) const STATUS_TEXT: [&CStr; 19] = [
+pub(crate) const STATUS_TEXT: [&CStr; 20] = [
     c"WEIR_OK: success",
     c"WEIR_ERR_NULL: a required pointer argument was NULL",
     c"WEIR_ERR_PANIC: a panic was caught at the C boundary (a bug in weir)",
@@ -80,6 +82,7 @@ pub(crate) const STATUS_TEXT: [&CStr; 19] = [
     c"WEIR_ERR_INVALID_PROMISE: the promise was already completed, forged, or belongs to another shedder",
     c"WEIR_ERR_UNSUPPORTED: not supported on this system",
     c"WEIR_ERR_IO: reading a system source failed",
+    c"WEIR_ERR_RETRY_BUDGET_EXHAUSTED: the retry budget is spent",
 ];
 
 /// What an export's body returns on failure: a status code and the message for

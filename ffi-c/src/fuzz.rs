@@ -118,7 +118,8 @@ struct Fuzz<'a> {
     stats: Stats,
 }
 
-const ALL_STATUSES: std::ops::RangeInclusive<weir_status> = WEIR_OK..=WEIR_ERR_IO;
+const ALL_STATUSES: std::ops::RangeInclusive<weir_status> =
+    WEIR_OK..=WEIR_ERR_RETRY_BUDGET_EXHAUSTED;
 
 fn message() -> String {
     let p = weir_last_error_message();

@@ -13,7 +13,7 @@ use weir_core::Rng;
 ///
 /// # Safety
 /// `ptr` is NULL or points to `len` readable, aligned `u64`s that nothing mutates during `'a`.
-unsafe fn ids<'a>(ptr: *const u64, len: usize, name: &str) -> Result<&'a [u64], Error> {
+pub(crate) unsafe fn ids<'a>(ptr: *const u64, len: usize, name: &str) -> Result<&'a [u64], Error> {
     if len == 0 {
         return Ok(&[]);
     }

@@ -540,6 +540,49 @@ impl Balancer {
         Lease::waiting(py, &self.inner, wait_ns)
     }
 
+    /// A retry's lease: the policy over the members not in `tried` (the nodes the request already
+    /// tried), so that a retry goes to another node while one has room; if none of them has room (or
+    /// all are tried), the ordinary acquire over all decides. Raises NoCapacity or NoNodes as
+    /// `acquire` does; objects in `tried` that are not members are ignored. Whether a request may be
+    /// sent twice is the caller's decision; bound the retries with a `weir.RetryBudget`. `now` and
+    /// `rng` as for `acquire`.
+    ///
+    /// GIL: held for the call; lock-free, never blocks.
+    #[pyo3(signature = (tried, *, now=None, rng=None))]
+    fn acquire_excluding(
+        &self,
+        py: Python<'_>,
+        tried: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+        rng: Option<&Bound<'_, Rng>>,
+    ) -> PyResult<Lease> {
+        let exclude: Vec<u64> = {
+            let members = self.inner.members(py);
+            let by_node = members.by_node.bind(py);
+            let mut ids = Vec::new();
+            for node in tried.try_iter()? {
+                // An unhashable object is no member, so nothing to exclude.
+                if let Ok(Some(id)) = by_node.get_item(node?) {
+                    ids.push(id.extract::<u64>()?);
+                }
+            }
+            ids
+        };
+        let (t, explicit) = now_ns(now)?;
+        let core = &self.inner.core;
+        let seed = core.config().rng_seed;
+        loop {
+            match draw(rng, seed, |r| core.acquire_excluding(t, r, &exclude)) {
+                Ok(lease) => {
+                    if let Some(l) = self.inner.wrap(py, lease, explicit) {
+                        return Ok(l);
+                    }
+                }
+                Err(r) => return Err(Self::refused(py, r)),
+            }
+        }
+    }
+
     /// Grants a lease, or returns None when every node is busy; raises NoNodes when none is in rotation.
     #[pyo3(signature = (*, now=None, rng=None))]
     fn try_acquire(

@@ -15,7 +15,7 @@
 //! | `lease.rs` | `Lease`: context manager, explicit outcomes, release on garbage collection |
 //! | `wait.rs` | the lease in waiting: waiting for room on an asyncio loop (or a parked thread), no thread each |
 //! | `rng.rs` | `Rng`: an explicit generator, for reproducing another binding's decisions |
-//! | `overload.rs` | `Shedder`, `Promise`, `CpuSampler`, `Throttle` |
+//! | `overload.rs` | `Shedder`, `Promise`, `CpuSampler`, `Throttle`, `RetryBudget` |
 //! | `backoff.rs` | `Backoff` |
 //! | `metrics.rs` | the prefix and constant labels of every `metrics_text`, and node names |
 //! | `subset.rs` | `deterministic_subset`, `random_subset`, `shuffle` |

@@ -1,5 +1,6 @@
 //! Overload protection: go-zero's adaptive `Shedder` (server side) with its `Promise`s and the
-//! `CpuSampler` that feeds it, and the SRE book's adaptive `Throttle` (client side).
+//! `CpuSampler` that feeds it, the SRE book's adaptive `Throttle` (client side), and Finagle's
+//! `RetryBudget`.
 //!
 //! The Python package (`weir/__init__.py`) subclasses `Shedder` to add `with shedder:` and the `@shedder`
 //! decorator; everything that touches the core is here.
@@ -13,8 +14,9 @@ use pyo3::types::{PyDict, PyTuple};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use weir::overload::{
-    CpuSource, Criticality, RawPromise, RetryDenied, ShedderConfig, ShedderConfigError,
-    ThrottleConfig, ThrottleConfigError, MAX_WINDOW_BUCKETS,
+    CpuSource, Criticality, RawPromise, RetryBudgetConfig, RetryBudgetConfigError,
+    RetryBudgetExhausted, RetryDenied, ShedderConfig, ShedderConfigError, ThrottleConfig,
+    ThrottleConfigError, MAX_WINDOW_BUCKETS,
 };
 
 /// Registers the classes.
@@ -23,6 +25,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Shedder>()?;
     m.add_class::<Promise>()?;
     m.add_class::<Throttle>()?;
+    m.add_class::<RetryBudget>()?;
     m.add_function(wrap_pyfunction!(rejection_probability, m)?)?;
     Ok(())
 }
@@ -552,16 +555,8 @@ impl Throttle {
         match draw(rng, self.seed, |r| self.core.allow_retry(c, t, r)) {
             Ok(()) => Ok(()),
             Err(RetryDenied::Throttled(e)) => Err(throttled_err(py, &e, true)?),
-            Err(RetryDenied::Budget { retries, requests }) => {
-                let err = weir_err(
-                    py,
-                    "RetryBudgetExhausted",
-                    RetryDenied::Budget { retries, requests }.to_string(),
-                );
-                let v = err.value(py);
-                v.setattr("retries", retries)?;
-                v.setattr("requests", requests)?;
-                Err(err)
+            Err(e @ RetryDenied::Budget { retries, requests }) => {
+                Err(exhausted(py, e.to_string(), retries, requests)?)
             }
             Err(other) => Err(weir_err(py, "WeirError", other.to_string())),
         }
@@ -657,6 +652,145 @@ impl Throttle {
     #[getter]
     fn seed(&self) -> u64 {
         self.seed
+    }
+}
+
+/// `weir.RetryBudgetExhausted` with its window's counts.
+fn exhausted(py: Python<'_>, msg: String, retries: u64, requests: u64) -> PyResult<PyErr> {
+    let err = weir_err(py, "RetryBudgetExhausted", msg);
+    let v = err.value(py);
+    v.setattr("retries", retries)?;
+    v.setattr("requests", requests)?;
+    Ok(err)
+}
+
+fn retry_budget_config_error(e: RetryBudgetConfigError) -> PyErr {
+    PyValueError::new_err(match e {
+        RetryBudgetConfigError::Buckets => {
+            format!("RetryBudget: buckets must be between 1 and {MAX_WINDOW_BUCKETS}")
+        }
+        RetryBudgetConfigError::Window => {
+            "RetryBudget: window / buckets must be at least 1 ns".into()
+        }
+        RetryBudgetConfigError::Ratio => "RetryBudget: ratio must be in [0, 1000]".into(),
+        RetryBudgetConfigError::PerSecond => "RetryBudget: per_second must be in [0, 1e9]".into(),
+        other => format!("RetryBudget: {other}"),
+    })
+}
+
+/// Finagle's retry budget, shared by a balancer's callers: `request()` once per request,
+/// `try_retry()` before each retry, which raises `weir.RetryBudgetExhausted` once the window's retries
+/// reach `ratio` of its requests plus `per_second` for each second of the window (defaults 20 % and
+/// 10 a second over 10 s). Whether a request may be sent twice is the caller's decision; send the
+/// retry elsewhere with `Balancer.acquire_excluding`.
+///
+/// GIL: thread-safe, lock-free.
+#[pyclass(frozen, module = "weir")]
+pub struct RetryBudget {
+    core: weir::overload::RetryBudget,
+}
+
+#[pymethods]
+impl RetryBudget {
+    #[new]
+    #[pyo3(signature = (*, window=None, buckets=None, ratio=None, per_second=None), text_signature = "(*, window=10.0, buckets=10, ratio=0.2, per_second=10.0)")]
+    fn new(
+        window: Option<&Bound<'_, PyAny>>,
+        buckets: Option<&Bound<'_, PyAny>>,
+        ratio: Option<&Bound<'_, PyAny>>,
+        per_second: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let d = RetryBudgetConfig::default();
+        let config = RetryBudgetConfig {
+            window_ns: opt_duration_ns(window, "window", d.window_ns)?,
+            buckets: match buckets {
+                Some(b) => int_in(b, "buckets", 1, MAX_WINDOW_BUCKETS as u64)? as u32,
+                None => d.buckets,
+            },
+            ratio: match ratio {
+                Some(v) => float(v, "ratio")?,
+                None => d.ratio,
+            },
+            per_second: match per_second {
+                Some(v) => float(v, "per_second")?,
+                None => d.per_second,
+            },
+        };
+        let core = weir::overload::RetryBudget::new(config).map_err(retry_budget_config_error)?;
+        Ok(RetryBudget { core })
+    }
+
+    /// Counts one request (its first try).
+    #[pyo3(signature = (*, now=None))]
+    fn request(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let (t, _) = now_ns(now)?;
+        self.core.request(t);
+        Ok(())
+    }
+
+    /// Admits a retry and counts it, or raises `weir.RetryBudgetExhausted` (not counted).
+    #[pyo3(signature = (*, now=None))]
+    fn try_retry(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let (t, _) = now_ns(now)?;
+        self.core.try_retry(t).map_err(|e: RetryBudgetExhausted| {
+            exhausted(py, e.to_string(), e.retries, e.requests).unwrap_or_else(|err| err)
+        })
+    }
+
+    /// The budget's metrics as Prometheus text (the `retry_budget_*` families of docs/metrics.md), with
+    /// the `prefix` and constant `labels` of `Balancer.metrics_text`.
+    ///
+    /// GIL: held for the call; lock-free.
+    #[pyo3(signature = (prefix="weir", labels=None, *, now=None))]
+    fn metrics_text(
+        &self,
+        prefix: &str,
+        labels: Option<&Bound<'_, PyAny>>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let (t, _) = now_ns(now)?;
+        Format::read(prefix, labels)?.text(|out, f| self.core.write_metrics(out, f, t))
+    }
+
+    /// The budget's counters as a dict: `requests`, `retries`, `denied` since it was built,
+    /// `window_requests`, `window_retries` and `available` (retries admitted now) in the window.
+    #[pyo3(signature = (*, now=None))]
+    fn stats<'py>(
+        &self,
+        py: Python<'py>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (t, _) = now_ns(now)?;
+        let s = self.core.stats(t);
+        let d = PyDict::new(py);
+        d.set_item("requests", s.requests)?;
+        d.set_item("retries", s.retries)?;
+        d.set_item("denied", s.denied)?;
+        d.set_item("window_requests", s.window_requests)?;
+        d.set_item("window_retries", s.window_retries)?;
+        d.set_item("available", s.available)?;
+        Ok(d)
+    }
+
+    /// The rolling window in seconds.
+    #[getter]
+    fn window(&self) -> f64 {
+        secs(self.core.config().window_ns)
+    }
+    /// Buckets in the window.
+    #[getter]
+    fn buckets(&self) -> u32 {
+        self.core.config().buckets
+    }
+    /// Retries allowed per request in the window.
+    #[getter]
+    fn ratio(&self) -> f64 {
+        self.core.config().ratio
+    }
+    /// Retries allowed per second of the window, whatever the requests.
+    #[getter]
+    fn per_second(&self) -> f64 {
+        self.core.config().per_second
     }
 }
 

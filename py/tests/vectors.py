@@ -193,8 +193,8 @@ def replay(path: Path, at_end: Optional[Callable[[weir.Balancer, int], None]] = 
 
     ``at_end`` is called with the balancer and the last step's time (ns) once the file is replayed."""
     lines = path.read_text().split("\n")
-    if lines[0] != "weir-trace 3":
-        raise Mismatch(f"{path.name}:1: not a weir-trace 3 file")
+    if lines[0] != "weir-trace 4":
+        raise Mismatch(f"{path.name}:1: not a weir-trace 4 file")
     pairs: Dict[str, str] = {}
     b: Optional[weir.Balancer] = None
     rng: Optional[weir.Rng] = None
@@ -289,6 +289,18 @@ def replay(path: Path, at_end: Optional[Callable[[weir.Balancer, int], None]] = 
                         check(lineno, "lease node", lease.node, lease.id)
                         leases[f[2]] = lease
                         answers[f[2]] = lease.id
+                except weir.NoNodes:
+                    got_answer = "no_active_nodes"
+            elif kind == "acquire_excluding":
+                tried = [] if f[3] == "-" else [int(i) for i in f[3].split(",")]
+                try:
+                    lease = b.acquire_excluding(tried, now=now, rng=rng)
+                    got_answer = str(lease.id)
+                    check(lineno, "lease node", lease.node, lease.id)
+                    leases[f[2]] = lease
+                    answers[f[2]] = lease.id
+                except weir.NoCapacity:
+                    got_answer = "all_busy"
                 except weir.NoNodes:
                     got_answer = "no_active_nodes"
             elif kind == "release":

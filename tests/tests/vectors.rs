@@ -271,6 +271,7 @@ fn files_cover_every_case() {
     let mut errors = std::collections::HashSet::new();
     let mut outcomes = std::collections::HashSet::new();
     let (mut reseeds, mut lame_on, mut lame_off, mut readds) = (0, 0, 0, 0);
+    let (mut excluded_elsewhere, mut excluded_fallbacks) = (0, 0);
     for (f, t) in &traces {
         let mut removed = Vec::new();
         let mut steps = 0;
@@ -294,6 +295,13 @@ fn files_cover_every_case() {
                 (Op::LameDuck { on: false, .. }, Answer::Ok) => lame_off += 1,
                 (Op::Remove { id }, Answer::Ok) => removed.push(id),
                 (Op::Add { id }, Answer::Ok) if removed.contains(&id) => readds += 1,
+                (Op::AcquireExcluding { exclude, .. }, Answer::Node(id)) => {
+                    if exclude.ids().contains(&id) {
+                        excluded_fallbacks += 1;
+                    } else {
+                        excluded_elsewhere += 1;
+                    }
+                }
                 _ => {}
             }
             assert!(
@@ -303,15 +311,19 @@ fn files_cover_every_case() {
                 s.nodes.len()
             );
         }
-        let edges = f
-            .file_stem()
-            .is_some_and(|s| s.to_string_lossy().starts_with("edges"));
+        // The hand-written scripts: the edge cases, and the retries elsewhere.
+        let edges = f.file_stem().is_some_and(|s| {
+            let s = s.to_string_lossy();
+            s.starts_with("edges") || s == "retry-elsewhere"
+        });
         assert!(
             edges || (300..=2_000).contains(&steps),
             "{}: {steps} steps",
             f.display()
         );
     }
+    // Retries elsewhere: sent to a node not excluded, and back to an excluded one when no other can.
+    assert!(excluded_elsewhere > 10 && excluded_fallbacks > 1);
     for k in ErrorKind::ALL {
         assert!(errors.contains(&k), "no {} answer in any file", k.name());
     }

@@ -359,18 +359,109 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             };
             let Some(s) = slots.get(i) else { continue };
             if let Some((c, inflight)) = admit(s) {
-                return Ok(Lease {
-                    // Relaxed is enough: the Acquire of the admitting CAS already synchronised with the
-                    // Release that published this occupant, and the id cannot change while we hold a lease.
-                    id: s.id.load(Relaxed),
-                    start: now,
-                    slot: i as u32,
-                    inflight: inflight as u32,
-                    generation: word::generation(c) as u16,
-                    balancer: self.tag,
-                });
+                return Ok(self.lease(s, i, c, inflight, now));
             }
             // The node filled up (or left) after the scan: the walk goes on.
+        }
+    }
+
+    /// A retry's acquire: the configured policy over the members whose ids are not in `exclude` (the
+    /// nodes this request already tried), so that a retry goes to another node while one has room; if
+    /// none of them has room (all full, all excluded, or the policy's give-up rule refuses them), the
+    /// ordinary [`acquire`](Self::acquire) over all the members decides, so a retry goes back to a node
+    /// it tried only when no other can take it. Refusals are counted as `acquire` counts them.
+    ///
+    /// The same draws from `rng` for the same state, so a trace can record the decision. Ids in
+    /// `exclude` that are not members are ignored; an empty `exclude` is [`acquire`](Self::acquire)
+    /// itself. The exclusion costs a scan of `exclude` per node read, on this path only: `acquire`
+    /// reads none. Whether a request may be sent twice (is idempotent) is the caller's decision, and so
+    /// is whether to retry at all: [`RetryBudget`](crate::overload::RetryBudget) bounds the retries of
+    /// all the callers together.
+    ///
+    /// ```
+    /// use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
+    /// let b = Balancer::new([const { NodeSlot::new() }; 3], Config::default()).unwrap();
+    /// for id in [1, 2, 3] {
+    ///     b.add(id).unwrap();
+    /// }
+    /// let mut rng = Rng::with_seed(5);
+    /// let first = b.acquire(0, &mut rng).unwrap();
+    /// let tried = first.node_id();
+    /// b.release(first, Outcome::Failure, 1_000).unwrap();
+    /// // The retry goes elsewhere.
+    /// let retry = b.acquire_excluding(2_000, &mut rng, &[tried]).unwrap();
+    /// assert_ne!(retry.node_id(), tried);
+    /// b.release(retry, Outcome::Success, 3_000).unwrap();
+    /// // With every node tried, the ordinary acquire decides.
+    /// assert!(b.acquire_excluding(4_000, &mut rng, &[1, 2, 3]).is_ok());
+    /// ```
+    pub fn acquire_excluding(
+        &self,
+        now: u64,
+        rng: &mut Rng,
+        exclude: &[u64],
+    ) -> Result<Lease, Rejected> {
+        let got = self.acquire_excluding_uncounted(now, rng, exclude);
+        if let Err(refused) = got {
+            self.count_refusal(refused);
+        }
+        got
+    }
+
+    /// [`acquire_excluding`](Self::acquire_excluding) without counting a refusal, as
+    /// [`acquire_uncounted`](Self::acquire_uncounted) is to [`acquire`](Self::acquire).
+    ///
+    /// ```
+    /// use weir::balance::Rejected;
+    /// let b = weir::HeapBalancer::with_capacity(1, weir::Config::default()).unwrap();
+    /// let mut rng = weir::Rng::with_seed(3);
+    /// assert_eq!(b.acquire_excluding_uncounted(0, &mut rng, &[7]), Err(Rejected::NoActiveNodes));
+    /// assert_eq!(b.stats().rejected_no_active, 0);
+    /// ```
+    pub fn acquire_excluding_uncounted(
+        &self,
+        now: u64,
+        rng: &mut Rng,
+        exclude: &[u64],
+    ) -> Result<Lease, Rejected> {
+        if exclude.is_empty() {
+            return self.acquire_uncounted(now, rng);
+        }
+        let slots = self.used();
+        // Relaxed: as in `acquire_uncounted`.
+        let rotation = self.rotation.load(Relaxed);
+        if self.prepared.rotation_due(rotation, now) {
+            self.rotate(now, rotation);
+        }
+        // Relaxed: a vacant slot's id may be stale, but such a slot is no candidate whatever it holds;
+        // an admitted one is re-read below after the admitting compare-and-swap.
+        let skip = |s: &NodeSlot| exclude.contains(&s.id.load(Relaxed));
+        loop {
+            let i = match policy::choose_excluding(self.prepared.config.policy, slots, rng, skip) {
+                Choice::Try(i) => i,
+                // None of the others can take it: the ordinary acquire over all.
+                Choice::Reject(_) => return self.acquire_uncounted(now, rng),
+            };
+            let Some(s) = slots.get(i) else { continue };
+            if let Some((c, inflight)) = admit(s) {
+                return Ok(self.lease(s, i, c, inflight, now));
+            }
+            // The node filled up (or left) after the scan: the walk goes on.
+        }
+    }
+
+    /// The lease on slot `i` (`s`) that `admit` granted: `c` the control word it admitted from.
+    #[inline(always)]
+    fn lease(&self, s: &NodeSlot, i: usize, c: u64, inflight: u64, now: u64) -> Lease {
+        Lease {
+            // Relaxed is enough: the Acquire of the admitting CAS already synchronised with the Release
+            // that published this occupant, and the id cannot change while we hold a lease.
+            id: s.id.load(Relaxed),
+            start: now,
+            slot: i as u32,
+            inflight: inflight as u32,
+            generation: word::generation(c) as u16,
+            balancer: self.tag,
         }
     }
 

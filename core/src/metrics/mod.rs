@@ -12,6 +12,7 @@
 //! | [`Balancer::write_metrics`](crate::Balancer::write_metrics) | the balancer's (`acquired_total` … `waiting`) and the nodes' (`node_*`) |
 //! | [`Shedder::write_metrics`](crate::Shedder::write_metrics) | `shedder_*` |
 //! | [`Throttle::write_metrics`](crate::Throttle::write_metrics) | `throttle_*` |
+//! | [`RetryBudget::write_metrics`](crate::RetryBudget::write_metrics) | `retry_budget_*` |
 //! | [`Backoff::write_metrics`](crate::Backoff::write_metrics) | `backoff_*` |
 //!
 //! Reading metrics is reading the same atomics [`Balancer::stats`](crate::Balancer::stats) and
@@ -430,6 +431,34 @@ pub(crate) const THROTTLE_PROBABILITY: Family = family(
     "The current local rejection probability, by criticality.",
     "ratio",
 );
+pub(crate) const RETRY_BUDGET_REQUESTS: Family = family(
+    "retry_budget_requests_total",
+    Counter,
+    &[],
+    "Requests the retry budget counted (first tries).",
+    "requests",
+);
+pub(crate) const RETRY_BUDGET_RETRIES: Family = family(
+    "retry_budget_retries_total",
+    Counter,
+    &[],
+    "Retries the retry budget admitted.",
+    "requests",
+);
+pub(crate) const RETRY_BUDGET_DENIED: Family = family(
+    "retry_budget_denied_total",
+    Counter,
+    &[],
+    "Retries the retry budget refused.",
+    "requests",
+);
+pub(crate) const RETRY_BUDGET_AVAILABLE: Family = family(
+    "retry_budget_available",
+    Gauge,
+    &[],
+    "Retries the budget's window admits now, before the next request.",
+    "requests",
+);
 pub(crate) const BACKOFF_DELAY: Family = family(
     "backoff_delay_seconds",
     Gauge,
@@ -467,13 +496,13 @@ pub(crate) const BACKOFF_SLEEP_SECONDS: Family = family(
 );
 
 /// Every metric family, in the order the writers write them: the balancer's, the nodes', the shedder's,
-/// the throttle's, the backoff's.
+/// the throttle's, the retry budget's, the backoff's.
 ///
 /// ```
 /// use weir::metrics::{MetricKind, FAMILIES};
 /// assert!(FAMILIES.iter().all(|f| (f.kind == MetricKind::Counter) == f.name.ends_with("_total")));
 /// ```
-pub const FAMILIES: [Family; 36] = [
+pub const FAMILIES: [Family; 40] = [
     ACQUIRED,
     REJECTED,
     RELEASED,
@@ -505,6 +534,10 @@ pub const FAMILIES: [Family; 36] = [
     THROTTLE_RETRIES,
     THROTTLE_RETRIES_DENIED,
     THROTTLE_PROBABILITY,
+    RETRY_BUDGET_REQUESTS,
+    RETRY_BUDGET_RETRIES,
+    RETRY_BUDGET_DENIED,
+    RETRY_BUDGET_AVAILABLE,
     BACKOFF_DELAY,
     BACKOFF_INVOCATIONS,
     BACKOFF_STEPS,

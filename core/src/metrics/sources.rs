@@ -4,7 +4,7 @@
 use super::*;
 use crate::backoff::Backoff;
 use crate::balance::{Balancer, NodeSlot, NodeSnapshot, NodeState, Outcome};
-use crate::overload::{Criticality, Shedder, Throttle};
+use crate::overload::{Criticality, RetryBudget, Shedder, Throttle};
 
 /// The label value of each outcome, by its code.
 const OUTCOME_LABELS: [&str; 6] = [
@@ -213,6 +213,37 @@ impl Throttle {
             t.sample(&THROTTLE_PROBABILITY, None, Some(c.name()), Value::Float(p))?;
         }
         Ok(())
+    }
+}
+
+impl RetryBudget {
+    /// Writes the retry budget's metrics at `now` (the `retry_budget_*` families; see
+    /// `docs/metrics.md`) in the Prometheus text format. Lock-free, allocation-free; a refused format
+    /// writes nothing and returns `fmt::Error`.
+    ///
+    /// ```
+    /// use weir::metrics::MetricsFormat;
+    /// let b = weir::RetryBudget::new(Default::default()).unwrap();
+    /// b.request(0);
+    /// b.try_retry(0).unwrap();
+    /// let mut text = String::new();
+    /// b.write_metrics(&mut text, &MetricsFormat::default(), 0).unwrap();
+    /// assert!(text.contains("\nweir_retry_budget_requests_total 1\n"));
+    /// assert!(text.contains("\nweir_retry_budget_retries_total 1\n"));
+    /// assert!(text.contains("\nweir_retry_budget_available 100\n")); // 0.2 x 1 + 100, less 1, up
+    /// ```
+    pub fn write_metrics<W: Write + ?Sized>(
+        &self,
+        out: &mut W,
+        format: &MetricsFormat<'_>,
+        now: u64,
+    ) -> fmt::Result {
+        let mut t = Text::new(out, format)?;
+        let st = self.stats(now);
+        t.single(&RETRY_BUDGET_REQUESTS, Value::Int(st.requests))?;
+        t.single(&RETRY_BUDGET_RETRIES, Value::Int(st.retries))?;
+        t.single(&RETRY_BUDGET_DENIED, Value::Int(st.denied))?;
+        t.single(&RETRY_BUDGET_AVAILABLE, Value::Int(st.available))
     }
 }
 

@@ -29,6 +29,9 @@ fn all_text(format: &MetricsFormat<'_>) -> Result<String, fmt::Error> {
     Throttle::new(ThrottleConfig::default())
         .unwrap()
         .write_metrics(&mut s, format, 20)?;
+    crate::RetryBudget::new(Default::default())
+        .unwrap()
+        .write_metrics(&mut s, format, 20)?;
     Backoff::new(BackoffConfig::default())
         .unwrap()
         .write_metrics(&mut s, format, 20)?;

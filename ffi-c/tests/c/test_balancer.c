@@ -107,6 +107,7 @@ static void test_status_names(void) {
         "WEIR_ERR_INVALID_PROMISE:",
         "WEIR_ERR_UNSUPPORTED:",
         "WEIR_ERR_IO:",
+        "WEIR_ERR_RETRY_BUDGET_EXHAUSTED:",
     };
     const weir_status codes[] = {
         WEIR_OK,
@@ -128,16 +129,17 @@ static void test_status_names(void) {
         WEIR_ERR_INVALID_PROMISE,
         WEIR_ERR_UNSUPPORTED,
         WEIR_ERR_IO,
+        WEIR_ERR_RETRY_BUDGET_EXHAUSTED,
     };
     const int n = (int)(sizeof codes / sizeof codes[0]);
     for (int i = 0; i < n; i++) {
-        CHECK(codes[i] == i); /* stable codes, 0 ..= 18 in order */
+        CHECK(codes[i] == i); /* stable codes, 0 ..= 19 in order */
         const char *s = weir_status_str(codes[i]);
         REQUIRE(s != NULL);
         CHECK(strncmp(s, names[i], strlen(names[i])) == 0);
         CHECK(strlen(s) > strlen(names[i]) + 1); /* a meaning follows the name */
     }
-    const weir_status unknown[] = {-1, 19, 20, 1000, INT32_MAX, INT32_MIN};
+    const weir_status unknown[] = {-1, 20, 21, 1000, INT32_MAX, INT32_MIN};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = weir_status_str(unknown[i]);
         REQUIRE(s != NULL);
@@ -557,6 +559,67 @@ static void test_acquire_with_rng(void) {
     weir_balancer_free(empty);
 }
 
+static void test_acquire_excluding(void) {
+    weir_config c = weir_config_default();
+    weir_balancer *a = make(c, 8);
+    weir_balancer *b = make(c, 8);
+    for (uint64_t id = 1; id <= 4; id++) {
+        CHECK_OK(weir_balancer_add(a, id));
+        CHECK_OK(weir_balancer_add(b, id));
+    }
+    /* While another node has room, the excluded ones are never chosen. */
+    const uint64_t tried[] = {1, 3, 77};
+    weir_rng rng = weir_rng_seed(3);
+    int per_node[5] = {0};
+    for (int i = 0; i < 200; i++) {
+        weir_lease l;
+        CHECK_OK(weir_balancer_acquire_excluding(a, (uint64_t)i * MS, tried, 3, &rng, &l));
+        per_node[l.node_id]++;
+        CHECK_OK(weir_balancer_release(a, &l, WEIR_OUTCOME_SUCCESS, (uint64_t)i * MS + 1));
+    }
+    CHECK(per_node[1] == 0 && per_node[3] == 0 && per_node[2] > 0 && per_node[4] > 0);
+    /* Thread generator (rng NULL): the same rule. */
+    for (int i = 0; i < 50; i++) {
+        weir_lease l;
+        CHECK_OK(weir_balancer_acquire_excluding(a, SEC, tried, 3, NULL, &l));
+        CHECK(l.node_id == 2 || l.node_id == 4);
+        CHECK_OK(weir_balancer_release(a, &l, WEIR_OUTCOME_SUCCESS, SEC + 1));
+    }
+    /* Nothing excluded (NULL, 0), or every node: the ordinary acquire's leases from the same draws. */
+    const uint64_t all[] = {4, 3, 2, 1};
+    weir_rng ra = weir_rng_seed(8), rb = weir_rng_seed(8);
+    for (int i = 0; i < 100; i++) {
+        weir_lease la, lb;
+        uint64_t now = 2 * SEC + (uint64_t)i * MS;
+        CHECK_OK(weir_balancer_acquire_with_rng(b, now, &ra, &la));
+        if (i % 2 == 0) {
+            CHECK_OK(weir_balancer_acquire_excluding(a, now, NULL, 0, &rb, &lb));
+        } else {
+            CHECK_OK(weir_balancer_acquire_excluding(a, now, all, 4, &rb, &lb));
+        }
+        CHECK(la.node_id == lb.node_id);
+        CHECK_OK(weir_balancer_release(b, &la, WEIR_OUTCOME_SUCCESS, now + 1));
+        CHECK_OK(weir_balancer_release(a, &lb, WEIR_OUTCOME_SUCCESS, now + 1));
+    }
+    CHECK(ra.state == rb.state);
+    /* NULL with a length, a length no array has, NULL handles and outputs. */
+    weir_lease l;
+    CHECK_STATUS(weir_balancer_acquire_excluding(a, 0, NULL, 2, NULL, &l), WEIR_ERR_NULL);
+    CHECK(strstr(weir_last_error_message(), "exclude") != NULL);
+    CHECK_STATUS(weir_balancer_acquire_excluding(a, 0, tried, SIZE_MAX, NULL, &l),
+                 WEIR_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(weir_balancer_acquire_excluding(NULL, 0, tried, 3, NULL, &l), WEIR_ERR_NULL);
+    CHECK_STATUS(weir_balancer_acquire_excluding(a, 0, tried, 3, NULL, NULL), WEIR_ERR_NULL);
+    weir_balancer *empty = make(c, 1);
+    CHECK_STATUS(weir_balancer_acquire_excluding(empty, 0, tried, 3, NULL, &l),
+                 WEIR_ERR_NO_ACTIVE_NODES);
+    check_conserved(a);
+    check_conserved(b);
+    weir_balancer_free(a);
+    weir_balancer_free(b);
+    weir_balancer_free(empty);
+}
+
 struct delayed_release {
     weir_balancer *balancer;
     weir_lease lease;
@@ -904,6 +967,7 @@ int main(void) {
     test_membership();
     test_acquire();
     test_acquire_with_rng();
+    test_acquire_excluding();
     test_acquire_wait();
     test_release_outcomes();
     test_http_status();

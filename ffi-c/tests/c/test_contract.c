@@ -60,6 +60,7 @@ static const char *const covered[] = {
     "weir_rng_seed",
     "weir_balancer_acquire",
     "weir_balancer_acquire_with_rng",
+    "weir_balancer_acquire_excluding",
     "weir_balancer_acquire_wait",
     "weir_balancer_release",
     "weir_outcome_from_http_status",
@@ -264,6 +265,15 @@ static void test_null_arguments(void) {
     CHECK_NULL_ARG(weir_balancer_acquire_with_rng(b, 0, NULL, &lease), "rng");
     CHECK_UNTOUCHED(lease);
     CHECK_NULL_ARG(weir_balancer_acquire_with_rng(b, 0, &rng, NULL), "out");
+    CHECK_UNTOUCHED(rng); /* not advanced: nothing was drawn */
+
+    const uint64_t tried[] = {1};
+    CHECK_NULL_ARG(weir_balancer_acquire_excluding(NULL, 0, tried, 1, &rng, &lease), "balancer");
+    CHECK_UNTOUCHED(rng);
+    CHECK_UNTOUCHED(lease);
+    CHECK_NULL_ARG(weir_balancer_acquire_excluding(b, 0, NULL, 1, &rng, &lease), "exclude");
+    CHECK_UNTOUCHED(lease);
+    CHECK_NULL_ARG(weir_balancer_acquire_excluding(b, 0, tried, 1, &rng, NULL), "out");
     CHECK_UNTOUCHED(rng); /* not advanced: nothing was drawn */
 
     CHECK_NULL_ARG(weir_balancer_acquire_wait(NULL, weir_now_ns() + 1000000000u, &lease), "balancer");

@@ -455,11 +455,57 @@ static void test_subsets(void) {
     CHECK_STATUS(weir_subset_random(NULL, 12, 5, &a, first, 5, &len), WEIR_ERR_NULL);
 }
 
+static void test_retry_budget(void) {
+    weir_retry_budget_config config = weir_retry_budget_config_default();
+    CHECK(config.window_ns == 10 * SEC && config.buckets == 10);
+    CHECK(config.ratio == 0.2 && config.per_second == 10.0);
+    weir_retry_budget *budget = NULL;
+    weir_retry_budget_config bad = config;
+    bad.per_second = -1.0;
+    CHECK_STATUS(weir_retry_budget_new(&bad, &budget), WEIR_ERR_INVALID_CONFIG);
+    CHECK(contains(weir_last_error_message(), "per_second"));
+    CHECK(budget == NULL);
+    CHECK_STATUS(weir_retry_budget_new(NULL, &budget), WEIR_ERR_NULL);
+    /* 20 % of 10 requests and no floor: two retries, then refused with its own status. */
+    config.per_second = 0.0;
+    CHECK_OK(weir_retry_budget_new(&config, &budget));
+    REQUIRE(budget != NULL);
+    for (int i = 0; i < 10; i++) {
+        CHECK_OK(weir_retry_budget_request(budget, SEC));
+    }
+    CHECK_OK(weir_retry_budget_try_retry(budget, SEC));
+    CHECK_OK(weir_retry_budget_try_retry(budget, SEC));
+    CHECK_STATUS(weir_retry_budget_try_retry(budget, SEC), WEIR_ERR_RETRY_BUDGET_EXHAUSTED);
+    CHECK(contains(weir_last_error_message(), "2 retries for 10 requests"));
+    weir_retry_budget_statistics st;
+    CHECK_OK(weir_retry_budget_stats(budget, SEC, &st));
+    CHECK(st.requests == 10 && st.retries == 2 && st.denied == 1);
+    CHECK(st.window_requests == 10 && st.window_retries == 2 && st.available == 0);
+    /* A whole window later, the window is empty again. */
+    CHECK_OK(weir_retry_budget_stats(budget, 30 * SEC, &st));
+    CHECK(st.window_requests == 0 && st.requests == 10);
+    size_t len = 0;
+    CHECK_OK(weir_retry_budget_write_metrics(budget, NULL, NULL, 0, &len, SEC));
+    char text[2048];
+    REQUIRE(len < sizeof text);
+    CHECK_OK(weir_retry_budget_write_metrics(budget, NULL, text, sizeof text, &len, SEC));
+    CHECK(strlen(text) == len);
+    CHECK(contains(text, "\nweir_retry_budget_requests_total 10\n"));
+    CHECK(contains(text, "\nweir_retry_budget_denied_total 1\n"));
+    CHECK_STATUS(weir_retry_budget_write_metrics(NULL, NULL, text, sizeof text, &len, SEC), WEIR_ERR_NULL);
+    CHECK_STATUS(weir_retry_budget_stats(budget, SEC, NULL), WEIR_ERR_NULL);
+    CHECK_STATUS(weir_retry_budget_request(NULL, SEC), WEIR_ERR_NULL);
+    CHECK_STATUS(weir_retry_budget_try_retry(NULL, SEC), WEIR_ERR_NULL);
+    weir_retry_budget_free(budget);
+    weir_retry_budget_free(NULL);
+}
+
 int main(void) {
     test_shedder();
     test_shedder_threads();
     test_cpu_sampler();
     test_throttle();
+    test_retry_budget();
     test_backoff();
     test_subsets();
     return check_summary("test_overload");

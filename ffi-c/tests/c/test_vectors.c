@@ -517,7 +517,7 @@ static long replay_file(const char *path) {
             break;
         }
         if (r.line == 1) {
-            if (strcmp(line, "weir-trace 3\n") != 0) {
+            if (strcmp(line, "weir-trace 4\n") != 0) {
                 MISMATCH(&r, "not a version 2 trace");
             }
             continue;
@@ -619,9 +619,11 @@ static long replay_file(const char *path) {
             break;
         }
         step_t = t;
-        if (strcmp(kind, "acquire") == 0 || strcmp(kind, "release") == 0) {
+        int excluding = strcmp(kind, "acquire_excluding") == 0;
+        if (strcmp(kind, "acquire") == 0 || excluding || strcmp(kind, "release") == 0) {
             uint64_t k;
-            if (tok[2][0] != 'L' || !parse_u64(tok[2] + 1, &k) || k == 0 || (n != 4 && n != 6)) {
+            if (tok[2][0] != 'L' || !parse_u64(tok[2] + 1, &k) || k == 0 ||
+                (excluding ? n != 5 : n != 4 && n != 6)) {
                 MISMATCH(&r, "bad lease name or field count");
                 break;
             }
@@ -637,19 +639,55 @@ static long replay_file(const char *path) {
                 leases_len = grown;
             }
             weir_lease *lease = &leases[k - 1];
-            if (strcmp(kind, "acquire") == 0) {
-                weir_status st = weir_balancer_acquire_with_rng(b, t, &rng, lease);
+            if (strcmp(kind, "acquire") == 0 || excluding) {
+                weir_status st;
+                const char *answer = tok[3];
+                if (excluding) {
+                    /* `-`, or up to 8 ids separated by commas. */
+                    uint64_t ids[8];
+                    size_t count = 0;
+                    int ok = 1;
+                    if (strcmp(tok[3], "-") != 0) {
+                        const char *p = tok[3];
+                        for (;;) {
+                            char id[24];
+                            size_t len = strcspn(p, ",");
+                            if (len == 0 || len >= sizeof id || count == 8) {
+                                ok = 0;
+                                break;
+                            }
+                            memcpy(id, p, len);
+                            id[len] = '\0';
+                            if (!parse_u64(id, &ids[count++])) {
+                                ok = 0;
+                                break;
+                            }
+                            if (p[len] == '\0') {
+                                break;
+                            }
+                            p += len + 1;
+                        }
+                    }
+                    if (!ok) {
+                        MISMATCH(&r, "bad excluded ids %s", tok[3]);
+                        break;
+                    }
+                    st = weir_balancer_acquire_excluding(b, t, count ? ids : NULL, count, &rng, lease);
+                    answer = tok[4];
+                } else {
+                    st = weir_balancer_acquire_with_rng(b, t, &rng, lease);
+                }
                 uint64_t node;
-                if (tok[3][0] >= '0' && tok[3][0] <= '9') {
-                    if (!parse_u64(tok[3], &node)) {
+                if (answer[0] >= '0' && answer[0] <= '9') {
+                    if (!parse_u64(answer, &node)) {
                         MISMATCH(&r, "bad node id");
                     } else if (st != WEIR_OK) {
-                        MISMATCH(&r, "acquire: expected node %s, got %s", tok[3], weir_status_str(st));
+                        MISMATCH(&r, "%s: expected node %s, got %s", kind, answer, weir_status_str(st));
                     } else if (lease->node_id != node) {
-                        MISMATCH(&r, "acquire: expected node %s, got %" PRIu64, tok[3], lease->node_id);
+                        MISMATCH(&r, "%s: expected node %s, got %" PRIu64, kind, answer, lease->node_id);
                     }
                 } else {
-                    check_answer(&r, "acquire", st, tok[3]);
+                    check_answer(&r, kind, st, answer);
                 }
             } else {
                 uint32_t code;

@@ -56,6 +56,7 @@ impl Engine<'_> {
             queued_at: 0,
             ended: false,
             attempt: None,
+            tried: Vec::new(),
         });
         if let Some(d) = spec.deadline {
             self.at(self.now + d, Ev::Deadline(r));
@@ -186,10 +187,13 @@ impl Engine<'_> {
         let Stack::Balancer { policy, queue } = &mut client.stack else {
             return;
         };
-        let pick = if queue.is_empty() {
+        let tried = &self.requests[r].tried;
+        let pick = if !queue.is_empty() {
+            None
+        } else if tried.is_empty() {
             policy.pick(self.now, &mut client.rng)
         } else {
-            None
+            policy.pick_retry(self.now, &mut client.rng, tried)
         };
         match pick {
             Some(pick) => self.send(r, pick),
@@ -231,7 +235,13 @@ impl Engine<'_> {
                 return;
             };
             let Some(&q) = queue.front() else { return };
-            let Some(pick) = policy.pick(self.now, &mut client.rng) else {
+            let tried = &self.requests[q].tried;
+            let pick = if tried.is_empty() {
+                policy.pick(self.now, &mut client.rng)
+            } else {
+                policy.pick_retry(self.now, &mut client.rng, tried)
+            };
+            let Some(pick) = pick else {
                 return;
             };
             queue.pop_front();

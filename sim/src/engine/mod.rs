@@ -166,6 +166,8 @@ struct Request {
     ended: bool,
     /// Its latest attempt.
     attempt: Option<usize>,
+    /// The servers its attempts went to, in order.
+    tried: Vec<ServerId>,
 }
 
 struct Attempt {
@@ -306,11 +308,18 @@ impl<'s> Engine<'s> {
                         })
                     }
                 };
+                let plan = match &stack {
+                    Stack::Balancer { policy, .. } => policy.retry_plan(s.clients.retries),
+                    Stack::Dialogue(_) => crate::policy::RetryPlan {
+                        rule: s.clients.retries,
+                        budget: None,
+                    },
+                };
                 Client {
                     stack,
                     rng: Rng::with_seed(derive(s.seed, 4, c as u64)),
                     servers: known,
-                    retrier: Retrier::new(s.clients.retries),
+                    retrier: Retrier::new(plan),
                 }
             })
             .collect();

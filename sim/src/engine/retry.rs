@@ -1,12 +1,13 @@
 //! The scenario's retry rule as the engine's clients and dialogue's apply it: the delay before each retry
 //! (exponential with full jitter, or weir's responsive backoff), the retry budget, and retries coming due.
 
-use weir::{overload::Criticality, overload::ThrottleConfig, Backoff, Rng, Throttle};
+use weir::overload::{Criticality, RetryBudget, ThrottleConfig};
+use weir::{Backoff, Rng, Throttle};
 
 use super::{Engine, Ev, Stack};
 use crate::model::{Retries, RetryBackoff};
 use crate::policy::baseline::dialogue::{self, JavaRandom};
-use crate::policy::Reply;
+use crate::policy::{Reply, RetryPlan};
 
 /// A client's retry state: the scenario's rule, its responsive backoff (if the rule uses one) and its
 /// retry budget.
@@ -14,11 +15,15 @@ pub(super) struct Retrier {
     rule: Option<Retries>,
     backoff: Option<Backoff>,
     budget: Option<Throttle>,
+    /// weir's retry budget, when the policy brings one.
+    shared: Option<RetryBudget>,
 }
 
 impl Retrier {
-    pub(super) fn new(rule: Option<Retries>) -> Self {
+    pub(super) fn new(plan: RetryPlan) -> Self {
+        let rule = plan.rule;
         Retrier {
+            shared: plan.budget.and_then(|c| RetryBudget::new(c).ok()),
             rule,
             backoff: rule.and_then(|r| match r.backoff {
                 RetryBackoff::Responsive(c) => Backoff::new(c).ok(),
@@ -39,6 +44,9 @@ impl Retrier {
     pub(super) fn request(&mut self, now: u64, rng: &mut Rng) {
         if let Some(t) = &self.budget {
             let _ = t.allow(Criticality::Critical, now, rng);
+        }
+        if let Some(b) = &self.shared {
+            b.request(now);
         }
     }
 
@@ -70,7 +78,11 @@ impl Retrier {
             && self
                 .budget
                 .as_ref()
-                .is_none_or(|t| t.allow_retry(Criticality::Critical, now, rng).is_ok());
+                .is_none_or(|t| t.allow_retry(Criticality::Critical, now, rng).is_ok())
+            && self
+                .shared
+                .as_ref()
+                .is_none_or(|b| b.try_retry(now).is_ok());
         if !go {
             return None;
         }

@@ -29,6 +29,7 @@ impl Engine<'_> {
         let sid = pick.server.min(self.servers.len() - 1);
         self.requests[r].tries += 1;
         self.requests[r].attempt = Some(a);
+        self.requests[r].tried.push(sid);
         self.out.server_attempts += 1;
         self.out.per_server_attempts[sid] += 1;
         let bucket = (self.now / self.out.bucket_ns) as usize;

@@ -128,4 +128,29 @@ pub trait Balance {
     fn no_nodes(&self) -> bool {
         false
     }
+    /// A retry of a request whose earlier attempts went to `tried` (in order, repeats possible): by
+    /// default [`pick`](Balance::pick), as if it were new.
+    fn pick_retry(&mut self, now: u64, rng: &mut Rng, tried: &[ServerId]) -> Option<Pick> {
+        let _ = tried;
+        self.pick(now, rng)
+    }
+    /// The retries this policy's client makes, given the scenario's rule: by default the scenario's
+    /// rule, with its budget.
+    fn retry_plan(&self, scenario: Option<crate::model::Retries>) -> RetryPlan {
+        RetryPlan {
+            rule: scenario,
+            budget: None,
+        }
+    }
+}
+
+/// The retries a policy's client makes: a rule (which replies, how many, the delay, the scenario's
+/// throttle budget) and weir's [`RetryBudget`](::weir::overload::RetryBudget), shared by the client's
+/// requests, asked before every retry the rule allows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetryPlan {
+    /// The rule; `None`: no retries.
+    pub rule: Option<crate::model::Retries>,
+    /// weir's retry budget, if any.
+    pub budget: Option<::weir::overload::RetryBudgetConfig>,
 }

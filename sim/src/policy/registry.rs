@@ -76,6 +76,25 @@ pub fn all() -> Vec<PolicyDef> {
             },
         },
         PolicyDef {
+            name: "weir-retry-elsewhere",
+            about: "weir default, its retries sent elsewhere (acquire_excluding) within weir's RetryBudget \
+                    (20 % of requests + 10/s over 10 s); the scenario's retry rule, or 3 retries of every \
+                    5xx, 429, reset and timeout after weir's Backoff (25 ms to 1 s) where it has none",
+            default: false,
+            kind: Kind::Balancer(|n, seed| {
+                Box::new(WeirPolicy::retrying_elsewhere(
+                    Config {
+                        rng_seed: seed,
+                        ..Config::default()
+                    },
+                    n,
+                ))
+            }),
+            refused: Refusal::Wait {
+                max_waiters: Config::default().max_waiters as usize,
+            },
+        },
+        PolicyDef {
             name: "weir-lowest-score-failfast",
             about: "weir default configuration, failing fast instead of waiting (acquire)",
             default: false,

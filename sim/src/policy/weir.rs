@@ -3,7 +3,11 @@
 use weir::balance::Rejected;
 use weir::{Balancer, Config, HeapBalancer, Lease, Rng};
 
-use crate::policy::{Balance, Completion, Pick, Refusal, ServerId};
+use weir::backoff::BackoffConfig;
+use weir::overload::RetryBudgetConfig;
+
+use crate::model::{Retries, RetryBackoff, RetryOn, MS, SEC};
+use crate::policy::{Balance, Completion, Pick, Refusal, RetryPlan, ServerId};
 
 /// A client's weir balancer. Node ids are server indices; the lease travels inside the [`Pick`].
 pub struct WeirPolicy {
@@ -15,6 +19,25 @@ pub struct WeirPolicy {
     refusal: Refusal,
     /// The last acquire's refusal.
     refused: Option<Rejected>,
+    /// Retries go elsewhere (`acquire_excluding`), within weir's retry budget.
+    elsewhere: bool,
+    /// The tried nodes' ids, for `acquire_excluding` (kept to save an allocation per retry).
+    exclude: Vec<u64>,
+}
+
+/// The rule of [`WeirPolicy::retrying_elsewhere`] where the scenario has none: every 5xx, 429, reset and
+/// timeout retried up to 3 times, after weir's responsive backoff (from 25 ms, at most 1 s).
+pub fn elsewhere_retries() -> Retries {
+    Retries {
+        max: 3,
+        backoff: RetryBackoff::Responsive(BackoffConfig {
+            initial_ns: 25 * MS,
+            max_ns: SEC,
+            ..BackoffConfig::default()
+        }),
+        budget: None,
+        on: RetryOn::Retryable,
+    }
 }
 
 impl WeirPolicy {
@@ -30,6 +53,20 @@ impl WeirPolicy {
             stale_releases: 0,
             refusal: Refusal::FailFast,
             refused: None,
+            elsewhere: false,
+            exclude: Vec::new(),
+        }
+    }
+
+    /// [`waiting`](Self::waiting) (weir's default client), whose retries go to another node than those
+    /// the request tried (`Balancer::acquire_excluding`) within weir's `RetryBudget` (its defaults: 20 %
+    /// of requests plus 10 a second over 10 s), which replaces the scenario's budget. The scenario's
+    /// rule decides which replies are retried, how often and after what delay; where it has none,
+    /// [`elsewhere_retries`].
+    pub fn retrying_elsewhere(config: Config, servers: usize) -> WeirPolicy {
+        WeirPolicy {
+            elsewhere: true,
+            ..WeirPolicy::waiting(config, servers)
         }
     }
 
@@ -53,6 +90,16 @@ impl WeirPolicy {
         }
     }
 
+    /// The pick for an acquire's answer; a refusal is kept for [`Balance::no_nodes`].
+    fn answer(&mut self, got: Result<Lease, Rejected>) -> Option<Pick> {
+        let lease = got.map_err(|r| self.refused = Some(r)).ok()?;
+        Some(Pick {
+            server: lease.node_id() as ServerId,
+            lease: Some(lease.into_raw()),
+            tag: 0,
+        })
+    }
+
     /// Releases the core reported as stale (the node left while the attempt was in flight).
     pub fn stale_releases(&self) -> u64 {
         self.stale_releases
@@ -61,16 +108,8 @@ impl WeirPolicy {
 
 impl Balance for WeirPolicy {
     fn pick(&mut self, now: u64, rng: &mut Rng) -> Option<Pick> {
-        let lease = self
-            .balancer
-            .acquire(now, rng)
-            .map_err(|r| self.refused = Some(r))
-            .ok()?;
-        Some(Pick {
-            server: lease.node_id() as ServerId,
-            lease: Some(lease.into_raw()),
-            tag: 0,
-        })
+        let got = self.balancer.acquire(now, rng);
+        self.answer(got)
     }
 
     fn complete(&mut self, pick: Pick, done: &Completion, now: u64) {
@@ -108,6 +147,32 @@ impl Balance for WeirPolicy {
     fn no_nodes(&self) -> bool {
         self.refused == Some(Rejected::NoActiveNodes)
     }
+
+    fn pick_retry(&mut self, now: u64, rng: &mut Rng, tried: &[ServerId]) -> Option<Pick> {
+        if !self.elsewhere {
+            return self.pick(now, rng);
+        }
+        self.exclude.clear();
+        self.exclude.extend(tried.iter().map(|&s| s as u64));
+        let got = self.balancer.acquire_excluding(now, rng, &self.exclude);
+        self.answer(got)
+    }
+
+    fn retry_plan(&self, scenario: Option<Retries>) -> RetryPlan {
+        if !self.elsewhere {
+            return RetryPlan {
+                rule: scenario,
+                budget: None,
+            };
+        }
+        RetryPlan {
+            rule: Some(Retries {
+                budget: None,
+                ..scenario.unwrap_or_else(elsewhere_retries)
+            }),
+            budget: Some(RetryBudgetConfig::default()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -143,5 +208,36 @@ mod tests {
         assert_eq!(p.stale_releases(), seen[0] as u64);
         p.set_draining(2, true, 4);
         assert!((0..50).all(|_| p.pick(5, &mut rng).unwrap().server == 3));
+    }
+
+    #[test]
+    fn retrying_elsewhere_excludes_the_tried_servers_within_a_budget() {
+        let mut p = WeirPolicy::retrying_elsewhere(Config::default(), 3);
+        let mut rng = Rng::with_seed(3);
+        p.set_servers(&[0, 1, 2], 0);
+        for _ in 0..100 {
+            let pick = p.pick_retry(1, &mut rng, &[1, 2, 1]).unwrap();
+            assert_eq!(pick.server, 0);
+            let ok = Completion {
+                reply: Reply::Status(200),
+                rtt_ns: 1,
+                report: None,
+            };
+            p.complete(pick, &ok, 2);
+        }
+        // Every server tried: the ordinary acquire, which may pick any.
+        assert!(p.pick_retry(3, &mut rng, &[0, 1, 2]).is_some());
+        let plan = p.retry_plan(None);
+        assert_eq!(plan.rule, Some(elsewhere_retries()));
+        assert_eq!(plan.budget, Some(RetryBudgetConfig::default()));
+        // The plain policies keep the scenario's rule and ignore what was tried.
+        let plain = WeirPolicy::new(Config::default(), 3);
+        assert_eq!(
+            plain.retry_plan(None),
+            RetryPlan {
+                rule: None,
+                budget: None
+            }
+        );
     }
 }

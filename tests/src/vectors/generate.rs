@@ -7,7 +7,7 @@
 //! of its operations must get, and generation panics if the core answers otherwise, so a file never
 //! silently stops covering the case it is named for.
 
-use super::{Answer, ErrorKind, Item, Lines, Op, Runner, Step, Trace};
+use super::{Answer, ErrorKind, Exclude, Item, Lines, Op, Runner, Step, Trace};
 use weir::balance::{BucketHealth, DecayHealth, EwmaHealth};
 use weir::balance::{HealthModel, NodeState, Policy};
 use weir::limit::{
@@ -44,6 +44,11 @@ pub enum Script {
     Random(Random),
     /// The hand-written edge cases (errors, membership changes), with this generator seed.
     Edges {
+        /// The seed of the trace's generator.
+        seed: u64,
+    },
+    /// The hand-written retries elsewhere (`acquire_excluding`), with this generator seed.
+    RetryElsewhere {
         /// The seed of the trace's generator.
         seed: u64,
     },
@@ -292,6 +297,18 @@ pub fn specs() -> Vec<Spec> {
             capacity: 4,
             script: Script::Edges { seed: 3 },
         },
+        Spec {
+            name: "retry-elsewhere",
+            about: "Retries elsewhere (acquire_excluding) under Config::default() with Fixed(2): a failing \
+                    node's requests retried on the others, the fallback to a tried node when no other has \
+                    room, every node tried, unknown ids, nothing excluded.",
+            config: Config {
+                limit: fixed2,
+                ..Config::default()
+            },
+            capacity: 4,
+            script: Script::RetryElsewhere { seed: 4 },
+        },
     ]
 }
 
@@ -302,7 +319,7 @@ pub fn specs() -> Vec<Spec> {
 pub fn generate(spec: &Spec) -> Trace {
     let seed = match spec.script {
         Script::Random(r) => r.seed,
-        Script::Edges { seed } => seed,
+        Script::Edges { seed } | Script::RetryElsewhere { seed } => seed,
     };
     let trace = Trace {
         about: spec.about.split('\n').map(str::to_string).collect(),
@@ -320,6 +337,7 @@ pub fn generate(spec: &Spec) -> Trace {
     match spec.script {
         Script::Random(r) => random(&mut g, &r),
         Script::Edges { .. } => edges(&mut g),
+        Script::RetryElsewhere { .. } => retry_elsewhere(&mut g),
     }
     g.trace
 }
@@ -539,19 +557,92 @@ impl Gen {
     fn take(&mut self, want: Want) -> (u32, u64) {
         self.t += MS;
         let (k, got) = self.acquire();
-        match want {
-            Is(a) => assert_eq!(got, a, "edge script, acquire L{k}"),
-            AnyNode => assert!(
-                matches!(got, Answer::Node(_)),
-                "edge script, acquire L{k}: {got:?}"
-            ),
-        }
-        (k, if let Answer::Node(id) = got { id } else { 0 })
+        expect(k, got, want)
     }
 
     fn release(&mut self, k: u32, outcome: Outcome, want: Want) {
         self.check(Op::Release { lease: k, outcome }, want);
     }
+
+    /// `take`, excluding `ids`.
+    fn retry(&mut self, ids: &[u64], want: Want) -> (u32, u64) {
+        self.t += MS;
+        self.acquires += 1;
+        let k = self.acquires;
+        let exclude = Exclude::new(ids);
+        let got = self.step(Op::AcquireExcluding { lease: k, exclude });
+        expect(k, got, want)
+    }
+}
+
+/// Acquire `L<k>`'s answer `got`, checked against `want`; the lease and its node (0 if refused).
+fn expect(k: u32, got: Answer, want: Want) -> (u32, u64) {
+    match want {
+        Is(a) => assert_eq!(got, a, "script, acquire L{k}"),
+        AnyNode => assert!(
+            matches!(got, Answer::Node(_)),
+            "script, acquire L{k}: {got:?}"
+        ),
+    }
+    (k, if let Answer::Node(id) = got { id } else { 0 })
+}
+
+/// Retries elsewhere under `Fixed(2)` with capacity 4: node 1 fails every call, and each of its
+/// requests is retried excluding it.
+fn retry_elsewhere(g: &mut Gen) {
+    let max = u64::MAX;
+    g.retry(&[1], err(NoActiveNodes));
+    for id in [1, 2, 3] {
+        g.check(Op::Add { id }, OK);
+    }
+    let mut retried = 0;
+    for _ in 0..24 {
+        let (k, id) = g.take(AnyNode);
+        if id == 1 {
+            g.release(k, Outcome::Failure, OK);
+            let (r, other) = g.retry(&[1], AnyNode);
+            assert_ne!(
+                other, 1,
+                "retry script: a retry went back to the failing node"
+            );
+            g.release(r, Outcome::Success, OK);
+            retried += 1;
+        } else {
+            g.release(k, Outcome::Success, OK);
+        }
+    }
+    assert!(retried > 0, "retry script: node 1 was never chosen");
+    // Nodes 2 and 3 full: the retry goes back to node 1, the only one with room; then none has room.
+    let held: Vec<(u32, u64)> = (0..4).map(|_| g.retry(&[1], AnyNode)).collect();
+    assert!(held.iter().all(|&(_, id)| id != 1));
+    let (back, _) = g.retry(&[1, 2], Is(Answer::Node(1)));
+    let (again, _) = g.retry(&[1], Is(Answer::Node(1)));
+    g.retry(&[1], err(AllBusy));
+    for (k, _) in held {
+        g.release(k, Outcome::Success, OK);
+    }
+    g.release(back, Outcome::Failure, OK);
+    g.release(again, Outcome::Failure, OK);
+    // Every node tried, only unknown ids, or nothing excluded: the ordinary acquire.
+    for ids in [
+        &[3, 2, 1][..],
+        &[42, max][..],
+        &[][..],
+        &[2, 2, 2, 2, 2, 2, 2, 2][..],
+    ] {
+        for _ in 0..4 {
+            let (k, _) = g.retry(ids, AnyNode);
+            g.release(k, Outcome::Success, OK);
+        }
+    }
+    // A lame duck is no candidate, excluded or not.
+    g.check(Op::LameDuck { id: 2, on: true }, OK);
+    let (k, id) = g.retry(&[3], Is(Answer::Node(1)));
+    assert_eq!(id, 1);
+    g.release(k, Outcome::Success, OK);
+    g.check(Op::Remove { id: 1 }, OK);
+    g.check(Op::Remove { id: 3 }, OK);
+    g.retry(&[3], err(NoActiveNodes));
 }
 
 /// Every error, and the membership changes around leases in flight. Under `Fixed(2)` with capacity 4.

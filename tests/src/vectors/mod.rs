@@ -27,7 +27,7 @@ use weir::balance::{NodeSnapshot, NodeState, Stats};
 use weir::{Config, Outcome};
 
 /// The first line of every trace file.
-pub const MAGIC: &str = "weir-trace 3";
+pub const MAGIC: &str = "weir-trace 4";
 /// The longest line a trace may hold, in bytes, newline included (a C replay can read lines with
 /// `fgets` into a buffer of this size).
 pub const MAX_LINE: usize = 512;
@@ -94,6 +94,33 @@ impl PartialEq for Lines {
     }
 }
 
+/// The most ids an `acquire_excluding` line names.
+pub const MAX_EXCLUDE: usize = 8;
+
+/// The ids an `acquire_excluding` excludes: at most [`MAX_EXCLUDE`], in the file's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Exclude {
+    ids: [u64; MAX_EXCLUDE],
+    len: usize,
+}
+
+impl Exclude {
+    /// The first [`MAX_EXCLUDE`] of `ids`.
+    pub fn new(ids: &[u64]) -> Exclude {
+        let mut e = Exclude::default();
+        for (slot, &id) in e.ids.iter_mut().zip(ids) {
+            *slot = id;
+            e.len += 1;
+        }
+        e
+    }
+
+    /// The ids.
+    pub fn ids(&self) -> &[u64] {
+        &self.ids[..self.len]
+    }
+}
+
 /// An operation on the balancer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -101,6 +128,13 @@ pub enum Op {
     Acquire {
         /// The lease's number: the acquire's ordinal in the file (the k-th acquire names `L<k>`).
         lease: u32,
+    },
+    /// `Balancer::acquire_excluding(t, &mut rng, ids)`, numbered with the acquires.
+    AcquireExcluding {
+        /// The lease's number, as an acquire's.
+        lease: u32,
+        /// The ids excluded.
+        exclude: Exclude,
     },
     /// `Balancer::release(Lease::from_raw(raw of L<lease>), outcome, t)`.
     Release {
@@ -486,6 +520,15 @@ fn op_line(s: &Step) -> String {
     let a = answer_token(s.answer);
     match s.op {
         Op::Acquire { lease } => format!("acquire {t} L{lease} {a}"),
+        Op::AcquireExcluding { lease, exclude } => {
+            let ids: Vec<String> = exclude.ids().iter().map(u64::to_string).collect();
+            let ids = if ids.is_empty() {
+                "-".to_string()
+            } else {
+                ids.join(",")
+            };
+            format!("acquire_excluding {t} L{lease} {ids} {a}")
+        }
         Op::Release { lease, outcome } => format!(
             "release {t} L{lease} {} {} {a}",
             outcome as u8,
@@ -624,7 +667,9 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
                 }
                 end = Some(n);
             }
-            "acquire" | "release" | "add" | "remove" | "lame_duck" if header_done => {
+            "acquire" | "acquire_excluding" | "release" | "add" | "remove" | "lame_duck"
+                if header_done =>
+            {
                 current = Some(parse_op(n, kind, args, &mut leases)?);
             }
             _ => {
@@ -807,6 +852,30 @@ fn parse_stats(n: usize, args: &[&str]) -> Result<StatsLine, ParseError> {
     })
 }
 
+/// An acquire's lease name, which must be the next number (`L<k>` for the k-th acquire).
+fn next_lease(n: usize, s: &str, leases: &[Option<u64>]) -> Result<u32, ParseError> {
+    let lease = lease_name(n, s)?;
+    let next = leases.len() + 1;
+    if lease as usize != next {
+        return Err(bad(
+            n,
+            format!("the acquire number {next} must name L{next}, not L{lease}"),
+        ));
+    }
+    Ok(lease)
+}
+
+/// An acquire's answer, its lease (if granted) kept for the releases that name it.
+fn acquired(n: usize, a: &str, leases: &mut Vec<Option<u64>>) -> Result<Answer, ParseError> {
+    use ErrorKind::*;
+    let answer = parse_answer(n, a, &[NoActiveNodes, AllBusy], true)?;
+    leases.push(match answer {
+        Answer::Node(id) => Some(id),
+        _ => None,
+    });
+    Ok(answer)
+}
+
 fn lease_name(n: usize, s: &str) -> Result<u32, ParseError> {
     let Some(num) = s.strip_prefix('L') else {
         return Err(bad(n, format!("`{s}` is not a lease name (L<number>)")));
@@ -858,23 +927,25 @@ fn parse_op(
     use ErrorKind::*;
     let time = |s: &str| uint(n, "t", s);
     let (t, op, answer) = match (kind, args) {
-        ("acquire", [t, lease, a]) => {
-            let lease = lease_name(n, lease)?;
-            if lease as usize != leases.len() + 1 {
-                return Err(bad(
-                    n,
-                    format!(
-                        "the acquire number {} must name L{}, not L{lease}",
-                        leases.len() + 1,
-                        leases.len() + 1
-                    ),
-                ));
+        ("acquire_excluding", [t, lease, ids, a]) => {
+            let lease = next_lease(n, lease, leases)?;
+            let list: Vec<u64> = if *ids == "-" {
+                Vec::new()
+            } else {
+                ids.split(',')
+                    .map(|id| uint(n, "excluded id", id))
+                    .collect::<Result<_, _>>()?
+            };
+            if list.is_empty() && *ids != "-" || list.len() > MAX_EXCLUDE {
+                return Err(bad(n, format!("{ids}: 1 to {MAX_EXCLUDE} ids, or -")));
             }
-            let answer = parse_answer(n, a, &[NoActiveNodes, AllBusy], true)?;
-            leases.push(match answer {
-                Answer::Node(id) => Some(id),
-                _ => None,
-            });
+            let answer = acquired(n, a, leases)?;
+            let exclude = Exclude::new(&list);
+            (time(t)?, Op::AcquireExcluding { lease, exclude }, answer)
+        }
+        ("acquire", [t, lease, a]) => {
+            let lease = next_lease(n, lease, leases)?;
+            let answer = acquired(n, a, leases)?;
             (time(t)?, Op::Acquire { lease }, answer)
         }
         ("release", [t, lease, code, name, a]) => {

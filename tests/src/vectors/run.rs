@@ -58,14 +58,20 @@ impl Runner {
     pub fn apply(&mut self, t: u64, op: Op) -> Result<Answer, String> {
         let b = &self.balancer;
         Ok(match op {
-            Op::Acquire { lease } => {
+            Op::Acquire { lease } | Op::AcquireExcluding { lease, .. } => {
                 if lease as usize != self.leases.len() + 1 {
                     return Err(format!(
                         "acquire names L{lease}, not L{}",
                         self.leases.len() + 1
                     ));
                 }
-                match b.acquire(t, &mut self.rng) {
+                let got = match op {
+                    Op::AcquireExcluding { exclude, .. } => {
+                        b.acquire_excluding(t, &mut self.rng, exclude.ids())
+                    }
+                    _ => b.acquire(t, &mut self.rng),
+                };
+                match got {
                     Ok(l) => {
                         let raw = l.into_raw();
                         self.leases.push(Some(raw));

@@ -214,17 +214,34 @@ fn fast_key(s: &NodeSlot) -> u64 {
 
 /// [`Policy::LowestScore`](super::Policy::LowestScore) over the nodes' keys, with a stack buffer sized to the balancer.
 pub(super) fn lowest(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    lowest_by(slots, rng, key)
+}
+
+/// [`lowest`] over the nodes that `skip` does not name, which it treats as absent: an acquire that
+/// retries elsewhere (see `Balancer::acquire_excluding`). The full rules over the other nodes, give-up
+/// rule included; one call of `skip` per node and key read.
+pub(super) fn lowest_excluding(
+    slots: &[NodeSlot],
+    rng: &mut Rng,
+    skip: impl Fn(&NodeSlot) -> bool,
+) -> Choice {
+    lowest_by(slots, rng, |s| if skip(s) { KEY_ABSENT } else { key(s) })
+}
+
+/// [`lowest`] over the keys `key` gives.
+#[inline(always)]
+fn lowest_by(slots: &[NodeSlot], rng: &mut Rng, key: impl Fn(&NodeSlot) -> u64 + Copy) -> Choice {
     // Below 64 bits, two buffer sizes, not three: each is a copy of the scan (about 1.4 KB of code on a
     // Cortex-M0), and clearing 16 keys instead of 8 costs a small balancer little on this path (the fast
     // scan takes most acquires). On the hosts, three: a balancer of 3 clears 8 keys, not 16.
     match slots.len() {
         #[cfg(target_pointer_width = "64")]
-        0..=8 => lowest_in::<8>(slots, rng),
+        0..=8 => lowest_in::<8>(slots, rng, key),
         #[cfg(target_pointer_width = "64")]
-        9..=SMALL => lowest_in::<SMALL>(slots, rng),
+        9..=SMALL => lowest_in::<SMALL>(slots, rng, key),
         #[cfg(not(target_pointer_width = "64"))]
-        0..=SMALL => lowest_in::<SMALL>(slots, rng),
-        _ => lowest_in::<SCAN>(slots, rng),
+        0..=SMALL => lowest_in::<SMALL>(slots, rng, key),
+        _ => lowest_in::<SCAN>(slots, rng, key),
     }
 }
 
@@ -234,7 +251,11 @@ pub(super) fn lowest(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
 // hosts inlined, as the call would cost every small balancer's acquire.
 #[cfg_attr(target_pointer_width = "64", inline(always))]
 #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
-fn lowest_in<const K: usize>(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+fn lowest_in<const K: usize>(
+    slots: &[NodeSlot],
+    rng: &mut Rng,
+    key: impl Fn(&NodeSlot) -> u64 + Copy,
+) -> Choice {
     let mut keys = [KEY_ABSENT; K];
     let (mut best, mut best_at) = (KEY_ABSENT, 0);
     let mut heavy = 0;
@@ -257,7 +278,7 @@ fn lowest_in<const K: usize>(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     let key_at = |i: usize| {
         keys.get(i)
             .copied()
-            .unwrap_or_else(|| slots.get(i).map_or(KEY_ABSENT, key))
+            .unwrap_or_else(|| slots.get(i).map_or(KEY_ABSENT, &key))
     };
     if best >= FULL {
         return Choice::Reject(if best == KEY_ABSENT {
@@ -285,7 +306,7 @@ fn lowest_in<const K: usize>(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     }
     // Ties: the `nth` of the nodes with the best key, `nth` uniform (the first is `best_at`).
     let ties = keys.iter().filter(|&&k| k == best).count()
-        + slots.iter().skip(K).filter(|s| key(s) == best).count();
+        + slots.iter().skip(K).filter(|&s| key(s) == best).count();
     if ties <= 1 {
         return Choice::Try(best_at);
     }

@@ -134,3 +134,22 @@ pub(crate) fn choose(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choic
         }
     }
 }
+
+/// [`choose`] over the nodes that `skip` does not name, which count as absent: the full scan of each
+/// policy (no first draw over the scan weights), for an acquire that retries elsewhere. A separate path,
+/// so the plain acquire's scans read no exclusion at all.
+pub(crate) fn choose_excluding(
+    policy: Policy,
+    slots: &[NodeSlot],
+    rng: &mut Rng,
+    skip: impl Fn(&NodeSlot) -> bool,
+) -> Choice {
+    match policy {
+        #[cfg(feature = "decay")]
+        Policy::LowestScore => lowest::lowest_excluding(slots, rng, skip),
+        #[cfg(any(feature = "buckets", feature = "ewma"))]
+        Policy::Cascade | Policy::CascadeApprox | Policy::WeightedPick => {
+            weighted::choose_excluding(policy, slots, rng, skip)
+        }
+    }
+}

@@ -184,6 +184,34 @@ fn choose_room<const K: usize>(
 /// The full scan: every policy's complete rules, including the fallbacks and the rejection reasons.
 #[inline(never)]
 pub(super) fn choose_full(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    choose_full_by(policy, slots, rng, entry)
+}
+
+/// [`choose_full`] over the nodes that `skip` does not name, which it treats as absent: an acquire that
+/// retries elsewhere (see `Balancer::acquire_excluding`). The full rules over the other nodes; one call
+/// of `skip` per entry read.
+pub(super) fn choose_excluding(
+    policy: Policy,
+    slots: &[NodeSlot],
+    rng: &mut Rng,
+    skip: impl Fn(&NodeSlot) -> bool,
+) -> Choice {
+    choose_full_by(
+        policy,
+        slots,
+        rng,
+        |s| if skip(s) { ABSENT } else { entry(s) },
+    )
+}
+
+/// [`choose_full`] over the entries `entry` gives.
+#[inline(always)]
+fn choose_full_by(
+    policy: Policy,
+    slots: &[NodeSlot],
+    rng: &mut Rng,
+    entry: impl Fn(&NodeSlot) -> f64,
+) -> Choice {
     let mut head = [ABSENT; SCAN];
     let mut t = Totals {
         room: 0.0,
