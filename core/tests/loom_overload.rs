@@ -16,6 +16,10 @@
 //!   reads at a sane time. Both records are conserved, whole, in whichever bucket they land, and no reading
 //!   at a sane time (nor, afterwards, at the wild one) ever includes the wild record.
 //!
+//! - The shared [`RetryBudget`]: callers racing for its last retry while others count requests. Every
+//!   call is counted exactly once (admitted or denied, in the totals and in the window), and the budget
+//!   is exceeded by at most the callers that raced past its check together, as documented.
+//!
 //! Each model also checks that its executions reached every outcome it names.
 #![cfg(loom)]
 
@@ -23,13 +27,13 @@ use loom::sync::Arc;
 use loom::thread;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use weir::{
-    backoff::BackoffConfig, backoff::Delay, backoff::Jitter, backoff::Step,
-    overload::ShedderConfig, Backoff, Rng, Shedder,
+    backoff::BackoffConfig, backoff::Delay, backoff::Jitter, backoff::Step, overload::RetryBudget,
+    overload::RetryBudgetConfig, overload::ShedderConfig, Backoff, Rng, Shedder,
 };
 
 /// Which outcomes the models reached, over all their executions: each must be reached, or the model did
 /// not explore the race it claims to.
-static SEEN: [AtomicUsize; 6] = [const { AtomicUsize::new(0) }; 6];
+static SEEN: [AtomicUsize; 8] = [const { AtomicUsize::new(0) }; 8];
 
 fn seen(i: usize) {
     SEEN[i].fetch_add(1, SeqCst);
@@ -245,6 +249,57 @@ fn window_rewind_keeps_records_whole() {
     });
     assert!(
         SEEN[4].load(SeqCst) > 0 && SEEN[5].load(SeqCst) > 0,
+        "{SEEN:?}"
+    );
+}
+
+/// A budget of 20 % and no floor over two buckets, with 5 requests counted: exactly one retry available.
+fn one_retry_left() -> RetryBudget {
+    let b = RetryBudget::new(RetryBudgetConfig {
+        ratio: 0.2,
+        per_second: 0.0,
+        buckets: 2,
+        ..RetryBudgetConfig::default()
+    })
+    .unwrap();
+    (0..5).for_each(|_| b.request(MS));
+    b
+}
+
+#[test]
+fn retry_budget_counts_every_racing_call_once() {
+    model(3, || {
+        let b = Arc::new(one_retry_left());
+        let racer = {
+            let b = b.clone();
+            thread::spawn(move || b.try_retry(MS).is_ok())
+        };
+        let counter = {
+            let b = b.clone();
+            thread::spawn(move || b.request(MS))
+        };
+        let mine = b.try_retry(MS).is_ok();
+        let theirs = racer.join().unwrap();
+        counter.join().unwrap();
+        let admitted = u64::from(mine) + u64::from(theirs);
+        let st = b.stats(MS);
+        // Every call counted once, in the totals and in the window, whatever the interleaving.
+        assert_eq!((st.retries, st.denied), (admitted, 2 - admitted), "{st:?}");
+        assert_eq!((st.requests, st.window_requests), (6, 6), "{st:?}");
+        assert_eq!(st.window_retries, admitted, "{st:?}");
+        // At least the one retry the budget held. Two when the 6th request landed first (a budget of
+        // 1.2), or when a caller checked the budget before the other's retry landed: the documented
+        // overshoot, at most one per concurrent caller.
+        match admitted {
+            1 => seen(6),
+            2 => seen(7),
+            _ => panic!("the retry that was available was refused to both: {st:?}"),
+        }
+        // The 6th request raised the budget to 1.2: one more retry only if one was not used yet.
+        assert_eq!(st.available, 2 - admitted, "{st:?}");
+    });
+    assert!(
+        SEEN[6].load(SeqCst) > 0 && SEEN[7].load(SeqCst) > 0,
         "{SEEN:?}"
     );
 }

@@ -2,13 +2,15 @@
 //! [`Throttle`]; afterwards every counter must equal what the callers counted, exactly. Also: none of
 //! their hot paths, nor subsetting, allocates (a counting global allocator counts each thread's calls).
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Barrier;
 use std::thread;
 use weir::{
     backoff::BackoffConfig, backoff::BackoffStats, backoff::Jitter, backoff::Step,
-    backoff::MAX_BACKOFF_NS, overload::Criticality, overload::Promise, overload::RetryDenied,
-    overload::ShedderConfig, overload::ThrottleConfig, subset::deterministic_subset,
-    subset::random_subset, Backoff, Rng, Shedder, Throttle,
+    backoff::MAX_BACKOFF_NS, overload::Criticality, overload::Promise, overload::RetryBudget,
+    overload::RetryBudgetConfig, overload::RetryDenied, overload::ShedderConfig,
+    overload::ThrottleConfig, subset::deterministic_subset, subset::random_subset, Backoff, Rng,
+    Shedder, Throttle,
 };
 use weir_alloc_counter::{count, CountingAlloc};
 
@@ -347,6 +349,72 @@ fn shared_windows_recover_from_wild_nows() {
             assert_eq!(t.probability(c, at), t_twin.probability(c, at));
         }
     }
+}
+
+#[test]
+fn shared_retry_budget_counts_exactly_and_holds_its_bound() {
+    // 20 % of the requests and 10 a second over a 1 s window of 10 buckets. The workers share one clock
+    // (as callers of one process do), which each call moves on by 0..40 us, so it covers about 3 s and
+    // buckets rotate while they race. Each worker counts a request, and for one request in three (a
+    // failed first try) asks for a retry, twice at most.
+    let config = RetryBudgetConfig {
+        ratio: 0.2,
+        per_second: 10.0,
+        ..RetryBudgetConfig::default()
+    }
+    .window(std::time::Duration::from_secs(1));
+    let b = RetryBudget::new(config).unwrap();
+    let clock = AtomicU64::new(0);
+    let step = 2 * 3 * SEC / (CALLS * workers() as u64);
+    let tallies = hammer(|_, rng| {
+        let (mut requests, mut admitted, mut denied) = (0u64, 0u64, 0u64);
+        for _ in 0..CALLS {
+            // Relaxed: a clock reading; only its value matters.
+            let now = clock.fetch_add(rng.u64(0..step), Relaxed);
+            b.request(now);
+            requests += 1;
+            if rng.u32(0..3) != 0 {
+                continue;
+            }
+            for _ in 0..2 {
+                match b.try_retry(now) {
+                    Ok(()) => admitted += 1,
+                    Err(e) => {
+                        denied += 1;
+                        // The refusal says what it saw: at or over the budget for what it counted.
+                        assert!(e.retries as f64 >= 0.2 * e.requests as f64 + 10.0, "{e:?}");
+                        break;
+                    }
+                }
+            }
+        }
+        (requests, admitted, denied)
+    });
+    let sum = |f: fn(&(u64, u64, u64)) -> u64| tallies.iter().map(f).sum::<u64>();
+    let st = b.stats(u64::MAX);
+    assert_eq!(st.requests, sum(|t| t.0), "{st:?}");
+    assert_eq!(st.retries, sum(|t| t.1), "{st:?}");
+    assert_eq!(st.denied, sum(|t| t.2), "{st:?}");
+    assert_eq!(st.requests, CALLS * workers() as u64);
+    // One request in three fails and wants up to two retries: about 67 % of the requests, far over the
+    // budget, so the budget refused many, and what it admitted stays near 20 % + 10 a second: over the
+    // 3 s the clock covers, at most 20 % of all requests and the floor of each of about 4 windows, plus
+    // the overshoot of checks that raced another's admission (at most one per worker per race; a
+    // generous 1 % of the calls here).
+    assert!(
+        st.denied > st.retries / 4,
+        "the budget never refused: {st:?}"
+    );
+    let bound = 0.2 * st.requests as f64 + 10.0 * 4.0 + (workers() as u64 * CALLS / 100) as f64;
+    assert!(
+        (st.retries as f64) <= bound,
+        "{} retries over {bound}: {st:?}",
+        st.retries
+    );
+    assert!(
+        st.retries as f64 >= 0.15 * st.requests as f64,
+        "the budget admitted far less than it allows: {st:?}"
+    );
 }
 
 #[test]
