@@ -5,8 +5,9 @@
 //! The rule (see `core/src/balance/policy/lowest.rs`): a node's key is `in_flight * 2^16 + ⌊P * 2^16⌋`,
 //! with `P` the decay model's penalty `a F + b log2(1 + F / (S + 1))` as cached (an `f32`) at the node's
 //! last release or the last rotation; the lowest key among the active nodes with room wins, ties uniformly
-//! at random; the acquire is refused with `AllBusy` if a full node with more than 5 in flight scores no
-//! more than that best key and the best key is more than twice the highest such full node's score.
+//! at random; the acquire is refused with `AllBusy` if a full node scores no more than that best key and
+//! the best key is more than twice the highest such full node's score, each counted at least 6.0 (one
+//! more than dialogue's 5 in flight).
 //!
 //! Times: the decay counters are dated in ticks of 2^20 ns, the balancer's clock in epochs of a quarter of
 //! the shorter half-life (250 ms by default). Everything that must not decay happens at `now = 0`, where
@@ -113,8 +114,8 @@ fn expected(keys: &[(u64, u64, bool, u32)]) -> Result<Vec<u64>, Rejected> {
     };
     let threshold = keys
         .iter()
-        .filter(|k| !k.2 && k.3 > 5 && k.1 <= best)
-        .map(|k| k.1)
+        .filter(|k| !k.2 && k.1 <= best)
+        .map(|k| k.1.max(6 * UNIT))
         .max();
     if let Some(t) = threshold {
         if best > 2 * t {
@@ -501,11 +502,16 @@ fn release_all(b: &HeapBalancer, held: Vec<Lease>) {
 }
 
 fn answer(b: &HeapBalancer) -> Result<u64, Rejected> {
+    answer_at(b, 0)
+}
+
+/// [`answer`] at `now`.
+fn answer_at(b: &HeapBalancer, now: u64) -> Result<u64, Rejected> {
     let mut answers = (0..16).map(|seed| {
-        let r = b.acquire(0, &mut Rng::with_seed(seed));
+        let r = b.acquire(now, &mut Rng::with_seed(seed));
         r.map(|l| {
             let id = l.node_id();
-            b.release(l, Outcome::Ignored, 0).unwrap();
+            b.release(l, Outcome::Ignored, now).unwrap();
             id
         })
     });
@@ -578,9 +584,22 @@ fn give_up_rule_refuses_above_twice_the_heavy_score_not_at_equality() {
     let (b, held) = give_up_case(6, &[], 0, &f);
     assert_eq!(answer(&b), Err(Rejected::AllBusy));
     release_all(&b, held);
-    // Limit 5: a full node with 5 in flight is not heavy (more than 5 are needed): no give-up.
-    let (b, held) = give_up_case(5, &[], 0, &f);
-    assert_eq!(answer(&b), Ok(1));
+    // Limit 5, and limit 1: a full node with 5 or 1 in flight counts as 6.0 (the floor), so 26.0 > 12.0
+    // is refused as at limit 6. (dialogue counts only nodes with more than 5 in flight: below that, a
+    // node that failed drew every call that waited; see `sinkhole.rs`.)
+    for limit in [5, 1] {
+        let (b, held) = give_up_case(limit, &[], 0, &f);
+        assert_eq!(answer(&b), Err(Rejected::AllBusy), "limit {limit}");
+        release_all(&b, held);
+    }
+    // The floor lets one old failure pass: a node with room whose penalty is 12.0 or less (here a
+    // failure's 26.0 after two half-lives of 30 s: 10 / 4 + 16 log2(1.25) = 7.65) is taken beside a full
+    // node with 1 in flight, as it would be beside a full one with 6.
+    let (b, held) = give_up_case(1, &[], 0, &f);
+    let later = 61 * SEC;
+    let p = b.node(1, later).unwrap().penalty;
+    assert!(p < 12.0 && p > 1.0, "{p}");
+    assert_eq!(answer_at(&b, later), Ok(1));
     release_all(&b, held);
     // A heavy full node that scores more than the best node with room does not count: 13 + 26 > 26.
     let (b, held) = give_up_case(h, &f, 0, &f);

@@ -112,12 +112,13 @@ class PyBalancer:
                         ties += 1
                         if self.rng.randrange(ties) == 0:
                             best = n
-                elif n.in_flight > 5 and score > worst_full:
+                elif score > worst_full:
                     worst_full = score
             if best is None:
                 raise weir.NoCapacity("every node is at its concurrency limit")
-            # dialogue's give-up rule: a much worse node with room is refused.
-            if worst_full > -math.inf and worst_full <= best_score and best_score > 2 * worst_full:
+            # dialogue's give-up rule: a much worse node with room is refused (every full node counts,
+            # scored at least 6, as in weir's core).
+            if worst_full > -math.inf and worst_full <= best_score and best_score > 2 * max(worst_full, 6):
                 raise weir.NoCapacity("the nodes with room are much worse than a busy one")
             best.in_flight += 1
             return PyLease(self, best, now, best.in_flight)

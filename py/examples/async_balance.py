@@ -45,7 +45,8 @@ async def handle(request_id: int) -> str:
 async def main() -> int:
     answers: List[str] = await asyncio.gather(*(handle(i) for i in range(200)))
     for info in backends.nodes():
-        print(f"{info.node}: penalty {info.penalty:.1f}, failures {info.failures:.2f}")
+        calls = sum(info.by_outcome)
+        print(f"{info.node}: {calls} calls, penalty {info.penalty:.1f}, failures {info.failures:.2f}")
     print(f"{len(answers)} answers; balancer {backends.stats()}")
     return 0
 

@@ -551,8 +551,8 @@ impl Model {
 /// may refuse with `AllBusy` (it must refuse when the list is empty). A key is
 /// `in_flight * 2^16 + ⌊P * 2^16⌋` with `P` the penalty cached at the node's last refresh; the least key
 /// among the active nodes with room wins (any of them on a tie); the acquire is refused when no node
-/// has room, or when a full node with more than 5 in flight keys no higher than that least key and the
-/// least key is more than twice the highest such node's. The model's cached penalty may differ from the
+/// has room, or when a full node keys no higher than that least key and the least key is more than
+/// twice the highest such node's, each counted at least 6 in flight. The model's cached penalty may differ from the
 /// core's in the last bits (see `near`), so keys within a few units of a decision's boundary allow either
 /// answer.
 pub fn lowest_score_may(model: &Model) -> (Vec<u64>, bool) {
@@ -560,7 +560,6 @@ pub fn lowest_score_may(model: &Model) -> (Vec<u64>, bool) {
         id: u64,
         key: u64,
         room: bool,
-        heavy: bool,
         tol: u64,
     }
     let keys: Vec<Key> = model
@@ -575,7 +574,6 @@ pub fn lowest_score_may(model: &Model) -> (Vec<u64>, bool) {
                 id,
                 key: (u64::from(m.in_flight) << 16) + decay::fixed(cached),
                 room: m.in_flight < m.limit,
-                heavy: m.in_flight > 5,
                 tol: 2 + (f64::from(cached) * 65_536.0 * 1e-6) as u64,
             }
         })
@@ -589,11 +587,18 @@ pub fn lowest_score_may(model: &Model) -> (Vec<u64>, bool) {
         .filter(|k| k.room && k.key <= best + k.tol + best_tol)
         .map(|k| k.id)
         .collect();
-    let heavy: Vec<&Key> = keys.iter().filter(|k| !k.room && k.heavy).collect();
-    let threshold = heavy.iter().map(|k| k.key).filter(|&k| k <= best).max();
+    let full: Vec<&Key> = keys.iter().filter(|k| !k.room).collect();
+    let floor = 6 << 16;
+    let threshold = full
+        .iter()
+        .map(|k| k.key)
+        .filter(|&k| k <= best)
+        .map(|k| k.max(floor))
+        .max();
     let refuse = threshold.is_some_and(|t| best > 2 * t);
-    let boundary = heavy.iter().any(|h| {
-        h.key.abs_diff(best) <= h.tol + best_tol || best.abs_diff(2 * h.key) <= 2 * h.tol + best_tol
+    let boundary = full.iter().any(|h| {
+        h.key.abs_diff(best) <= h.tol + best_tol
+            || best.abs_diff(2 * h.key.max(floor)) <= 2 * h.tol + best_tol
     });
     match (refuse, boundary) {
         (true, false) => (Vec::new(), true),

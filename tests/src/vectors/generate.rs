@@ -554,6 +554,7 @@ impl Gen {
     }
 
     /// An acquire that must answer `want`; the lease's number and node.
+    #[track_caller]
     fn take(&mut self, want: Want) -> (u32, u64) {
         self.t += MS;
         let (k, got) = self.acquire();
@@ -562,6 +563,17 @@ impl Gen {
 
     fn release(&mut self, k: u32, outcome: Outcome, want: Want) {
         self.check(Op::Release { lease: k, outcome }, want);
+    }
+
+    /// An acquire that may be refused by the give-up rule (`AllBusy`): the lease and its node if granted.
+    fn try_take(&mut self) -> Option<(u32, u64)> {
+        self.t += MS;
+        let (k, got) = self.acquire();
+        match got {
+            Answer::Node(id) => Some((k, id)),
+            Answer::Err(AllBusy) => None,
+            other => panic!("script, acquire L{k}: {other:?}"),
+        }
     }
 
     /// `take`, excluding `ids`.
@@ -576,9 +588,15 @@ impl Gen {
 }
 
 /// Acquire `L<k>`'s answer `got`, checked against `want`; the lease and its node (0 if refused).
+#[track_caller]
 fn expect(k: u32, got: Answer, want: Want) -> (u32, u64) {
     match want {
-        Is(a) => assert_eq!(got, a, "script, acquire L{k}"),
+        Is(a) => assert_eq!(
+            got,
+            a,
+            "script, acquire L{k} at {}",
+            std::panic::Location::caller()
+        ),
         AnyNode => assert!(
             matches!(got, Answer::Node(_)),
             "script, acquire L{k}: {got:?}"
@@ -612,17 +630,27 @@ fn retry_elsewhere(g: &mut Gen) {
         }
     }
     assert!(retried > 0, "retry script: node 1 was never chosen");
-    // Nodes 2 and 3 full: the retry goes back to node 1, the only one with room; then none has room.
-    let held: Vec<(u32, u64)> = (0..4).map(|_| g.retry(&[1], AnyNode)).collect();
+    // Nodes 2 and 3 full. Node 1 has room, but it failed every call: far worse than twice a full node's
+    // score (counted at least 6 in flight), so the give-up rule refuses it, tried or not.
+    let mut held: Vec<(u32, u64)> = (0..4).map(|_| g.retry(&[1], AnyNode)).collect();
     assert!(held.iter().all(|&(_, id)| id != 1));
-    let (back, _) = g.retry(&[1, 2], Is(Answer::Node(1)));
-    let (again, _) = g.retry(&[1], Is(Answer::Node(1)));
+    g.retry(&[1, 2], err(AllBusy));
     g.retry(&[1], err(AllBusy));
+    g.take(err(AllBusy));
+    // One of node 2's leases back: a retry that tried node 2 goes back to it, the only node with room
+    // that the give-up rule lets pass.
+    let on2 = held
+        .iter()
+        .position(|h| h.1 == 2)
+        .expect("node 2 holds a lease");
+    let (k, _) = held.remove(on2);
+    g.release(k, Outcome::Success, OK);
+    let (back, _) = g.retry(&[2], Is(Answer::Node(2)));
+    g.retry(&[2], err(AllBusy));
+    held.push((back, 2));
     for (k, _) in held {
         g.release(k, Outcome::Success, OK);
     }
-    g.release(back, Outcome::Failure, OK);
-    g.release(again, Outcome::Failure, OK);
     // Every node tried, only unknown ids, or nothing excluded: the ordinary acquire.
     for ids in [
         &[3, 2, 1][..],
@@ -736,8 +764,12 @@ fn edges(g: &mut Gen) {
         g.release(k, Outcome::ALL[i % 6], OK);
         i += 1;
         if i % 3 == 0 {
-            held.insert(0, g.take(AnyNode));
-            if i > 12 {
+            // The nodes with room are those just released, one of them after a failure or a drop: the
+            // give-up rule may refuse it when it is the best with room.
+            if let Some(h) = g.try_take() {
+                held.insert(0, h);
+            }
+            if i > 12 && !held.is_empty() {
                 // Stop refilling: drain.
                 let (k, _) = held.remove(0);
                 g.release(k, Outcome::Success, OK);

@@ -1,5 +1,6 @@
 //! [`Policy::LowestScore`](super::Policy::LowestScore): the node with room whose `in_flight + penalty` is lowest, ties uniformly at
-//! random, with dialogue's give-up rule.
+//! random, with dialogue's give-up rule (every full node counting, scored at least 6: see
+//! [`GIVE_UP_FLOOR`]).
 
 use super::Choice;
 use crate::balance::error::Rejected;
@@ -16,9 +17,9 @@ const SCAN: usize = if usize::BITS >= 64 { 64 } else { SMALL };
 const SMALL: usize = 16;
 
 /// A node's key for [`Policy::LowestScore`](super::Policy::LowestScore): its score in fixed point (`in_flight * 2^16 + penalty`,
-/// below 2^49) if it is active with room; with [`FULL`] set (and [`HEAVY`] if more than
-/// [`HEAVY_INFLIGHT`] are in flight) if it is active and full; [`ABSENT`] otherwise. So the least key is
-/// the best node with room, and a least key at or above [`FULL`] means none has room.
+/// below 2^49) if it is active with room; with [`FULL`] set if it is active and full; [`ABSENT`]
+/// otherwise. So the least key is the best node with room, and a least key at or above [`FULL`] means
+/// none has room.
 #[inline(always)]
 fn key(s: &NodeSlot) -> u64 {
     // Relaxed: the scan is a snapshot for choosing; admission re-checks with a compare-and-swap.
@@ -32,8 +33,6 @@ fn key(s: &NodeSlot) -> u64 {
     let score = (inflight << P_FRACTION) + (s.health.units() & (KEY_ABSENT - 1));
     if inflight < word::limit(c) {
         score
-    } else if inflight > HEAVY_INFLIGHT {
-        score | FULL | HEAVY
     } else {
         score | FULL
     }
@@ -41,17 +40,20 @@ fn key(s: &NodeSlot) -> u64 {
 
 /// Key flag: the node is active and full.
 const FULL: u64 = 1 << 61;
-/// Key flag: a full node with more than [`HEAVY_INFLIGHT`] in flight (dialogue's
-/// `INFLIGHT_COMPARISON_THRESHOLD`), which sets the give-up threshold.
-const HEAVY: u64 = 1 << 60;
 // The key of a slot that is not a candidate is the scan word of such a slot under the decay model,
-// `KEY_ABSENT`: above every other key, and without the other flags.
-const _: () = assert!(KEY_ABSENT > FULL | HEAVY | SCORE && KEY_ABSENT & (FULL | HEAVY) == 0);
+// `KEY_ABSENT`: above every other key, and without the flag.
+const _: () = assert!(KEY_ABSENT > FULL | SCORE && KEY_ABSENT & FULL == 0);
 /// The score bits of a key.
-const SCORE: u64 = HEAVY - 1;
-const HEAVY_INFLIGHT: u64 = 5;
+const SCORE: u64 = FULL - 1;
 /// dialogue's `UNHEALTHY_SCORE_MULTIPLIER`.
 const GIVE_UP_MULTIPLIER: u64 = 2;
+/// The least score a full node counts with in the give-up rule: 6 calls in flight. dialogue lets only a
+/// node with more than 5 in flight (its `INFLIGHT_COMPARISON_THRESHOLD`) set the threshold, so that a
+/// few calls in flight never refuse a node for one old failure; weir counts every full node, scored at
+/// least this, so that the rule also holds at a limit of 5 or less, where no node can have more than 5 in
+/// flight. Without it, waiters at a low limit were all served by the one node that frees its slots
+/// fastest: the node that fails every call at once (`core/tests/sinkhole.rs`).
+const GIVE_UP_FLOOR: u64 = 6 << P_FRACTION;
 
 /// The first try of a [`Policy::LowestScore`](super::Policy::LowestScore) acquire: the lowest `in_flight * 2^16 + scan word` over all
 /// the nodes, room or not, ties uniformly at random. Two loads and an add per node: no state, limit or
@@ -258,20 +260,20 @@ fn lowest_in<const K: usize>(
 ) -> Choice {
     let mut keys = [KEY_ABSENT; K];
     let (mut best, mut best_at) = (KEY_ABSENT, 0);
-    let mut heavy = 0;
+    let mut full = 0;
     for (i, (k, s)) in keys.iter_mut().zip(slots).enumerate() {
         *k = key(s);
         if *k < best {
             (best, best_at) = (*k, i);
         }
-        heavy |= *k;
+        full |= *k;
     }
     for (i, s) in slots.iter().enumerate().skip(K) {
         let k = key(s);
         if k < best {
             (best, best_at) = (k, i);
         }
-        heavy |= k;
+        full |= k;
     }
     let keys = &keys[..slots.len().min(K)];
     // Callers pass `i < slots.len()`; a checked read all the same, so that no panic path is linked.
@@ -287,16 +289,17 @@ fn lowest_in<const K: usize>(
             Rejected::AllBusy
         });
     }
-    // The give-up rule needs a heavy full node: rare, so its pass runs only then.
-    if heavy & HEAVY != 0 {
-        // The give-up threshold: twice the highest score of a heavy full node that scores no more than the
+    // The give-up rule needs a full node (`KEY_ABSENT` has no `FULL` bit): its pass runs only then.
+    if full & FULL != 0 {
+        // The give-up threshold: twice the highest score of a full node that scores no more than the
         // best node with room (dialogue walks the nodes by score and the last such node before the best
-        // one sets it).
+        // one sets it), each counted at least `GIVE_UP_FLOOR`.
         let threshold = (0..slots.len())
             .map(key_at)
-            .filter(|&k| k & (FULL | HEAVY) == FULL | HEAVY)
+            .filter(|&k| k & FULL != 0)
             .map(|k| k & SCORE)
             .filter(|&score| score <= best)
+            .map(|score| score.max(GIVE_UP_FLOOR))
             .max();
         if let Some(t) = threshold {
             if best > t * GIVE_UP_MULTIPLIER {
