@@ -90,10 +90,12 @@
 pub mod balance;
 mod builder;
 pub mod classify;
+mod deadline;
 mod error;
 mod future;
 mod metrics;
 mod nodes;
+pub mod retry;
 
 pub use balance::Balance;
 pub use builder::{BalanceLayer, Builder, Fixed, DEFAULT_CAPACITY, DEFAULT_WAIT};
@@ -101,6 +103,7 @@ pub use classify::{ByResult, Classify, GrpcStatus, HttpStatus};
 pub use error::{Error, Refused};
 pub use future::ResponseFuture;
 pub use metrics::Metrics;
+pub use retry::{Retry, RetryFuture};
 
 /// The crate's README (`integrations/tower/README.md`, the tower guide): every Rust example runs as a doc
 /// test.
