@@ -640,7 +640,7 @@ where
 {
     type Response = <D::Service as Service<Req>>::Response;
     type Error = Error;
-    type Future = RetryFuture<D::Service, Req, C, P>;
+    type Future = RetryFuture<D::Service, Req, <D::Service as Service<Req>>::Future, C, P>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         self.reserve::<Req>(cx)

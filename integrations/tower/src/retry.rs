@@ -15,7 +15,11 @@
 //!   `retries 1` with `option redispatch`, nginx's `proxy_next_upstream_tries 2`, Caddy's `lb_retries 1`);
 //! - the [`RetryBudget`] shared by every balance built from the builder (and its layer) admits it
 //!   (default: 20 % of the requests plus 10 a second, over 10 s). A spent budget ends the request with
-//!   its last attempt's answer or error, and counts the refusal in the budget's `denied`;
+//!   its last attempt's answer or error, and counts the refusal in the budget's `denied`. The budget is
+//!   asked once the retry has a lease on another node (after the pause), so that the retries it counts
+//!   are the ones sent; a budget already spent ends the request before the pause;
+//! - a node has room: when none has (every other node is tried or full, and so is the one tried), the
+//!   request ends with its last answer, and the budget is not charged;
 //! - the pause before it, from a shared [`Backoff`] ([`DEFAULT_BACKOFF`]: fully jittered, from 25 ms up
 //!   to 250 ms while failures go on; [`Retry::backoff`] with `None` retries at once), still ends before
 //!   the call's deadline ([`Builder::deadline`](crate::Builder::deadline)), if it has one.
@@ -40,6 +44,7 @@ use crate::classify::Classify;
 use crate::deadline::{timer_until, Deadline};
 use crate::error::Error;
 use crate::future::Held;
+use futures_core::TryFuture;
 use pin_project_lite::pin_project;
 use std::collections::HashMap;
 use std::fmt;
@@ -542,12 +547,16 @@ pin_project! {
     /// # }
     /// ```
     #[must_use = "futures do nothing unless polled; dropping this one releases its lease as Ignored"]
-    pub struct RetryFuture<S, Req, C, P>
+    //
+    // `F` is `S`'s future for `Req`, a parameter rather than `S::Future`: the compiler cannot prove
+    // the auto traits (`Send`) of a projection through `Service<Req>` where `Req` holds a lifetime
+    // (a `Request<Empty<&'static [u8]>>` in a spawned task), but it can for `F`'s own.
+    pub struct RetryFuture<S, Req, F, C, P>
     where
-        S: Service<Req>,
+        F: TryFuture,
     {
         #[pin]
-        attempt: Option<S::Future>,
+        attempt: Option<F>,
         lease: Option<Held>,
         deadline: Deadline,
         // Boxed, as the deadline's timer, so that the future is `Unpin` where the inner one is.
@@ -558,8 +567,10 @@ pin_project! {
         // The copy of the request for the next retry, if one may follow.
         spare: Option<Req>,
         // The failed attempt's answer, kept until a retry is sent: the request's answer if none is.
-        last: Option<Result<S::Response, BoxError>>,
+        last: Option<Result<F::Ok, BoxError>>,
         retries_left: u32,
+        // The budget admitted the retry being prepared.
+        admitted: bool,
         tried: Tried,
         shared: Option<Arc<Shared<S>>>,
         balancer: Option<Arc<HeapBalancer>>,
@@ -568,13 +579,13 @@ pin_project! {
     }
 }
 
-impl<S: Service<Req>, Req, C, P> RetryFuture<S, Req, C, P> {
+impl<S, Req, F: TryFuture, C, P> RetryFuture<S, Req, F, C, P> {
     #[allow(
         clippy::too_many_arguments,
         reason = "one constructor, called from one place"
     )]
     pub(crate) fn new(
-        attempt: S::Future,
+        attempt: F,
         lease: Held,
         node: u64,
         spare: Option<Req>,
@@ -594,6 +605,7 @@ impl<S: Service<Req>, Req, C, P> RetryFuture<S, Req, C, P> {
             spare,
             last: None,
             retries_left: shared.retries,
+            admitted: false,
             tried: Tried::new(node),
             shared: Some(shared),
             requests,
@@ -613,6 +625,7 @@ impl<S: Service<Req>, Req, C, P> RetryFuture<S, Req, C, P> {
             spare: None,
             last: None,
             retries_left: 0,
+            admitted: false,
             tried: Tried::new(0),
             shared: None,
             balancer: None,
@@ -622,14 +635,15 @@ impl<S: Service<Req>, Req, C, P> RetryFuture<S, Req, C, P> {
     }
 }
 
-impl<S, Req, C, P> Future for RetryFuture<S, Req, C, P>
+impl<S, Req, F, C, P> Future for RetryFuture<S, Req, F, C, P>
 where
-    S: Service<Req>,
-    S::Error: Into<BoxError>,
-    C: Classify<S::Response>,
+    S: Service<Req, Future = F, Response = F::Ok>,
+    F: TryFuture + Future<Output = Result<F::Ok, F::Error>>,
+    F::Error: Into<BoxError>,
+    C: Classify<F::Ok>,
     P: RetryRequest<Req>,
 {
-    type Output = Result<S::Response, Error>;
+    type Output = Result<F::Ok, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
@@ -679,12 +693,21 @@ where
                         *this.step = Step::Done;
                         return Poll::Ready(answer.map_err(Error::Inner));
                     }
+                    // A spent budget answers now (and counts the refusal), before any pause.
+                    *this.admitted = false;
+                    let now = monotonic_now();
+                    if shared.budget.stats(now).available == 0 {
+                        if shared.budget.try_retry(now).is_err() {
+                            *this.step = Step::Done;
+                            return Poll::Ready(answer.map_err(Error::Inner));
+                        }
+                        // The window moved on meanwhile and admitted it.
+                        *this.admitted = true;
+                    }
                     // The pause is the backoff's answer to this failure; the retry goes ahead if it
-                    // ends before the deadline and the budget admits it.
+                    // ends before the deadline.
                     let pause = shared.pause();
-                    if !this.deadline.allows(pause)
-                        || shared.budget.try_retry(monotonic_now()).is_err()
-                    {
+                    if !this.deadline.allows(pause) {
                         *this.step = Step::Done;
                         return Poll::Ready(answer.map_err(Error::Inner));
                     }
@@ -735,6 +758,13 @@ where
                     };
                     let id = lease.node_id();
                     let held = Held::new(Arc::clone(balancer), lease);
+                    // The budget admits the retry once it has a node to go to, so that the retries
+                    // it counts are the ones sent. Refused by a caller that raced for its last
+                    // retry, the lease goes back unused (`Ignored`, with `held`).
+                    if !*this.admitted && shared.budget.try_retry(monotonic_now()).is_err() {
+                        drop(held);
+                        return Poll::Ready(finish(this.step, this.last));
+                    }
                     // A member without a service (added on the balancer directly, or leaving): the
                     // lease goes back as `Ignored` with `held`.
                     let Some(service) = shared.service(id) else {
