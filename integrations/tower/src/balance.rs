@@ -50,10 +50,12 @@
 //! [`Balance::set_lame_duck`], or the inner service answering `Pending` (above).
 
 use crate::classify::Classify;
+use crate::deadline::Deadline;
 use crate::error::{Error, Refused};
 use crate::future::{Held, ResponseFuture};
 use crate::metrics::{Metrics, Names, Naming};
 use crate::nodes::Nodes;
+use crate::retry::{NoRetry, Retry, RetryFuture, RetryMode, RetryRequest, Shared};
 use std::fmt;
 use std::future::Future;
 use std::hash::Hash;
@@ -75,7 +77,7 @@ use weir::{HeapBalancer, Lease, NodeSlot, Outcome, Rng};
 /// Like tower's `Balance`, it is not `Clone` (it owns the inner services and the `Discover` stream):
 /// share it behind `tower::buffer::Buffer`. Its weir balancer is shared ([`Balance::balancer`]) and
 /// lock-free, so reading its statistics from another thread costs the calls nothing.
-pub struct Balance<D: Discover, C> {
+pub struct Balance<D: Discover, C, R = NoRetry> {
     discover: D,
     discover_ended: bool,
     balancer: Arc<HeapBalancer>,
@@ -92,6 +94,13 @@ pub struct Balance<D: Discover, C> {
     /// The members' names for [`Balance::metrics`]' handles, and how a key becomes one: none until the
     /// first handle is asked for.
     names: Option<Naming<D::Key>>,
+    /// Each call's deadline ([`Builder::deadline`](crate::Builder::deadline)), if any.
+    deadline: Option<Duration>,
+    /// The retries ([`Builder::retry`](crate::Builder::retry)): [`NoRetry`] or [`Retry`].
+    retry: R,
+    /// What the response futures of a retrying balance share: a copy of each member's service, the
+    /// budget and the backoff. `None` without retries.
+    shared: Option<Arc<Shared<D::Service>>>,
 }
 
 /// A `poll_ready` waiting for room.
@@ -101,19 +110,24 @@ struct Waiting {
     deadline: Pin<Box<tokio::time::Sleep>>,
 }
 
-impl<D, C> Balance<D, C>
+impl<D, C, R> Balance<D, C, R>
 where
     D: Discover + Unpin,
     D::Key: Hash + Eq + Clone,
     D::Error: Into<BoxError>,
+    R: RetryMode<D::Service>,
 {
     pub(crate) fn from_parts(
         discover: D,
         balancer: HeapBalancer,
         classify: C,
         wait: Duration,
+        deadline: Option<Duration>,
+        retry: R,
     ) -> Self {
-        let rng = Rng::with_seed(thread_seed(balancer.config().rng_seed, 0));
+        let seed = balancer.config().rng_seed;
+        let rng = Rng::with_seed(thread_seed(seed, 0));
+        let shared = Shared::of(&retry, seed).map(Arc::new);
         Balance {
             discover,
             discover_ended: false,
@@ -125,7 +139,31 @@ where
             reserved: None,
             waiting: None,
             names: None,
+            deadline,
+            retry,
+            shared,
         }
+    }
+
+    /// The retry budget, if the balance retries ([`Builder::retry`](crate::Builder::retry)): its
+    /// `stats(now)` count the requests, the retries admitted and those refused.
+    ///
+    /// ```
+    /// # use weir_tower::{Builder, ByResult};
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// use weir_tower::retry::Retry;
+    /// let plain = Builder::new(weir::Config::default()).classify(ByResult).build_list([("a", svc)]).unwrap();
+    /// assert!(plain.retry_budget().is_none());
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// let retrying = Builder::new(weir::Config::default())
+    ///     .classify(ByResult)
+    ///     .retry(Retry::new().requests(|r: &()| Some(*r)))
+    ///     .build_list([("a", svc)])
+    ///     .unwrap();
+    /// assert_eq!(retrying.retry_budget().unwrap().stats(0).retries, 0);
+    /// ```
+    pub fn retry_budget(&self) -> Option<&Arc<weir::RetryBudget>> {
+        self.retry.retry_budget()
     }
 
     /// The weir balancer beneath: its `stats()` and snapshots, read from anywhere. Membership belongs to
@@ -232,8 +270,15 @@ where
             Some(node) => write!(w, "{}", node.key),
             None => node_id_name(id, w),
         };
-        self.balancer
-            .write_metrics(out, format, &names, monotonic_now())
+        let now = monotonic_now();
+        self.balancer.write_metrics(out, format, &names, now)?;
+        crate::metrics::write_retry_metrics(
+            out,
+            format,
+            self.retry.retry_budget().map(|b| &**b),
+            self.retry.retry_backoff().map(|b| &**b),
+            now,
+        )
     }
 
     /// A handle that writes this balance's metrics from anywhere (see [`Metrics`]): cloneable, `Send`,
@@ -264,16 +309,28 @@ where
                 name: |key: &D::Key| key.to_string(),
             }
         });
-        Metrics::new(Arc::clone(&self.balancer), Arc::clone(&naming.names))
+        Metrics::new(
+            Arc::clone(&self.balancer),
+            Arc::clone(&naming.names),
+            self.retry.retry_budget().cloned(),
+            self.retry.retry_backoff().cloned(),
+        )
     }
 
     /// Adds `service` under `key`, replacing the key's node if it has one.
     pub(crate) fn insert(&mut self, key: D::Key, service: D::Service) -> Result<(), Error> {
         self.remove(&key);
         let name = self.names.as_ref().map(|n| (n.name)(&key));
+        let shared = self.shared.as_deref();
         let id = self.nodes.insert(key, service);
+        if let (Some(shared), Some(node)) = (shared, self.nodes.get(id)) {
+            shared.insert(id, &node.service);
+        }
         if let Err(e) = self.balancer.add(id) {
             self.nodes.remove(id);
+            if let Some(shared) = shared {
+                shared.remove(id);
+            }
             return Err(Error::Membership(e));
         }
         if let (Some(naming), Some(name)) = (&self.names, name) {
@@ -296,6 +353,9 @@ where
             self.give_back();
         }
         if self.nodes.remove(id).is_some() {
+            if let Some(shared) = &self.shared {
+                shared.remove(id);
+            }
             // Its node is a member: the core cannot refuse.
             let _ = self.balancer.remove(id);
             if let Some(naming) = &self.names {
@@ -494,20 +554,18 @@ impl Waiting {
     }
 }
 
-impl<D, C, Req> Service<Req> for Balance<D, C>
+impl<D, C, R> Balance<D, C, R>
 where
     D: Discover + Unpin,
     D::Key: Hash + Eq + Clone,
     D::Error: Into<BoxError>,
-    D::Service: Service<Req>,
-    <D::Service as Service<Req>>::Error: Into<BoxError>,
-    C: Classify<<D::Service as Service<Req>>::Response> + Clone,
+    R: RetryMode<D::Service>,
 {
-    type Response = <D::Service as Service<Req>>::Response;
-    type Error = Error;
-    type Future = ResponseFuture<<D::Service as Service<Req>>::Future, C>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+    /// `poll_ready`, with or without retries: a lease reserved on a ready service.
+    fn reserve<Req>(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>>
+    where
+        D::Service: Service<Req>,
+    {
         self.poll_discover(cx)?;
         if !self.nodes.unready.is_empty() {
             self.poll_unready::<Req>(cx);
@@ -528,6 +586,24 @@ where
             }
         }
     }
+}
+
+impl<D, C, Req> Service<Req> for Balance<D, C, NoRetry>
+where
+    D: Discover + Unpin,
+    D::Key: Hash + Eq + Clone,
+    D::Error: Into<BoxError>,
+    D::Service: Service<Req>,
+    <D::Service as Service<Req>>::Error: Into<BoxError>,
+    C: Classify<<D::Service as Service<Req>>::Response> + Clone,
+{
+    type Response = <D::Service as Service<Req>>::Response;
+    type Error = Error;
+    type Future = ResponseFuture<<D::Service as Service<Req>>::Future, C>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        self.reserve::<Req>(cx)
+    }
 
     fn call(&mut self, request: Req) -> Self::Future {
         let Some(lease) = self.reserved.take() else {
@@ -536,9 +612,12 @@ where
         let id = lease.node_id();
         let held = Held::new(Arc::clone(&self.balancer), lease);
         match self.nodes.get_mut(id) {
-            Some(node) => {
-                ResponseFuture::new(node.service.call(request), held, self.classify.clone())
-            }
+            Some(node) => ResponseFuture::new(
+                node.service.call(request),
+                held,
+                self.classify.clone(),
+                Deadline::after(self.deadline),
+            ),
             // Unreachable: a node leaves the table only in `poll_ready`, which then gives its lease
             // back. Were it to happen, `held` releases the lease as `Ignored` here.
             None => ResponseFuture::not_ready(self.classify.clone()),
@@ -546,14 +625,62 @@ where
     }
 }
 
-impl<D: Discover, C> Drop for Balance<D, C> {
+/// A balance with retries ([`Builder::retry`](crate::Builder::retry)): the inner services must be
+/// `Clone` and the requests copyable by the retry's [`RetryRequest`] (`http::Request`s with a `Clone`
+/// body, by default). See [`retry`](crate::retry) for when a request is retried.
+impl<D, C, P, Req> Service<Req> for Balance<D, C, Retry<P>>
+where
+    D: Discover + Unpin,
+    D::Key: Hash + Eq + Clone,
+    D::Error: Into<BoxError>,
+    D::Service: Service<Req> + Clone,
+    <D::Service as Service<Req>>::Error: Into<BoxError>,
+    C: Classify<<D::Service as Service<Req>>::Response> + Clone,
+    P: RetryRequest<Req> + Clone,
+{
+    type Response = <D::Service as Service<Req>>::Response;
+    type Error = Error;
+    type Future = RetryFuture<D::Service, Req, <D::Service as Service<Req>>::Future, C, P>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        self.reserve::<Req>(cx)
+    }
+
+    fn call(&mut self, request: Req) -> Self::Future {
+        let requests = self.retry.requests_policy().clone();
+        let Some(lease) = self.reserved.take() else {
+            return RetryFuture::not_ready(requests, self.classify.clone());
+        };
+        let id = lease.node_id();
+        let held = Held::new(Arc::clone(&self.balancer), lease);
+        let (Some(shared), Some(node)) = (self.shared.as_ref(), self.nodes.get_mut(id)) else {
+            // Unreachable: `shared` is there whenever the balance retries, and the node as without
+            // retries. Were it to happen, `held` releases the lease as `Ignored` here.
+            return RetryFuture::not_ready(requests, self.classify.clone());
+        };
+        shared.budget.request(monotonic_now());
+        let spare = self.retry.spare(&request);
+        RetryFuture::new(
+            node.service.call(request),
+            held,
+            id,
+            spare,
+            Arc::clone(shared),
+            requests,
+            self.classify.clone(),
+            Deadline::after(self.deadline),
+        )
+    }
+}
+
+impl<D: Discover, C, R> Drop for Balance<D, C, R> {
     /// A lease `poll_ready` reserved and no `call` used goes back as `Ignored`.
     fn drop(&mut self) {
         self.give_back();
     }
 }
 
-impl<D: Discover, C> Balance<D, C> {
+impl<D: Discover, C, R> Balance<D, C, R> {
     /// Releases the reserved lease, if any, as `Ignored`.
     fn give_back(&mut self) {
         if let Some(lease) = self.reserved.take() {
@@ -565,13 +692,15 @@ impl<D: Discover, C> Balance<D, C> {
     }
 }
 
-impl<D: Discover, C> fmt::Debug for Balance<D, C> {
+impl<D: Discover, C, R> fmt::Debug for Balance<D, C, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Balance")
             .field("stats", &self.balancer.stats())
             .field("reserved", &self.reserved.as_ref().map(Lease::node_id))
             .field("waiting", &self.waiting.is_some())
             .field("wait", &self.wait)
+            .field("deadline", &self.deadline)
+            .field("retries", &self.shared.as_ref().map(|s| s.retries))
             .finish_non_exhaustive()
     }
 }

@@ -1,10 +1,11 @@
 //! Building a [`Balance`]: the [`Builder`] (the core's `Config`, the slot capacity, the wait for room,
-//! the classifier), the [`BalanceLayer`] that builds one per `Discover` in a `ServiceBuilder` stack, and
+//! the classifier, each call's deadline, the retries), the [`BalanceLayer`] that builds one per `Discover` in a `ServiceBuilder` stack, and
 //! [`Fixed`], the discovery of a fixed list.
 
 use crate::balance::Balance;
 use crate::classify::HttpStatus;
 use crate::error::Error;
+use crate::retry::{NoRetry, Retry, RetryMode};
 use futures_core::Stream;
 use std::convert::Infallible;
 use std::fmt;
@@ -47,12 +48,16 @@ pub const DEFAULT_WAIT: Duration = Duration::from_millis(100);
 ///     .unwrap();
 /// assert_eq!(balance.balancer().stats().active_nodes, 2);
 /// ```
+///
+/// `C` is the classifier, `R` the retries: [`NoRetry`] until [`Builder::retry`] turns them on.
 #[derive(Clone, Debug)]
-pub struct Builder<C = HttpStatus> {
+pub struct Builder<C = HttpStatus, R = NoRetry> {
     config: Config,
     capacity: usize,
     wait: Duration,
     classify: C,
+    deadline: Option<Duration>,
+    retry: R,
 }
 
 impl Builder {
@@ -64,11 +69,13 @@ impl Builder {
             capacity: DEFAULT_CAPACITY,
             wait: DEFAULT_WAIT,
             classify: HttpStatus,
+            deadline: None,
+            retry: NoRetry,
         }
     }
 }
 
-impl<C> Builder<C> {
+impl<C, R> Builder<C, R> {
     /// The weir balancer's slot count (1 to 65,536): members at once, plus removed members whose calls
     /// are still in flight. [`Builder::build_list`] raises it to the list's length if that is more.
     pub fn capacity(mut self, capacity: usize) -> Self {
@@ -87,12 +94,73 @@ impl<C> Builder<C> {
     }
 
     /// The classifier that turns responses and errors into outcomes.
-    pub fn classify<C2>(self, classify: C2) -> Builder<C2> {
+    pub fn classify<C2>(self, classify: C2) -> Builder<C2, R> {
         Builder {
             config: self.config,
             capacity: self.capacity,
             wait: self.wait,
             classify,
+            deadline: self.deadline,
+            retry: self.retry,
+        }
+    }
+
+    /// Each call's deadline, from `call` to its answer (retries and their pauses included; the wait
+    /// for room in `poll_ready` is [`Builder::wait`]'s). A call still unanswered when it passes is
+    /// dropped, its lease released as `Dropped` (`Outcome::TIMEOUT`: a timeout counts against the
+    /// node), and the caller gets [`Error::DeadlinePassed`]. A caller that drops the response future
+    /// first (its own `tokio::time::timeout`, a `select!`) cancels instead: `Ignored`, as ever. So put
+    /// the deadline here rather than in a timeout around the balance, which weir cannot tell from a
+    /// cancellation. The timer is tokio's: a call with a deadline is polled on a tokio runtime with its
+    /// time driver (elsewhere it fails with [`Error::NoTimer`]). No deadline by default.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tower::{Service, ServiceExt};
+    /// use weir::Outcome;
+    /// use weir_tower::{Builder, ByResult, Error};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let stuck = tower::service_fn(|()| std::future::pending::<Result<(), std::convert::Infallible>>());
+    /// let mut balance = Builder::new(weir::Config::default())
+    ///     .classify(ByResult)
+    ///     .deadline(Duration::from_millis(20))
+    ///     .build_list([("stuck", stuck)])
+    ///     .unwrap();
+    /// let answer = balance.ready().await.unwrap().call(()).await;
+    /// assert!(matches!(answer, Err(Error::DeadlinePassed)));
+    /// assert_eq!(balance.balancer().stats().released(Outcome::Dropped), 1);
+    /// # }
+    /// ```
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Turns retries on: a request whose attempt failed is sent again, on a node it has not tried,
+    /// within `retry`'s budget (see [`retry`](crate::retry) for the rules). The inner services must
+    /// then be `Clone`, and the requests copyable by `retry`'s [`RetryRequest`](crate::retry::RetryRequest)
+    /// (by default `http::Request`s with an idempotent method and a `Clone` body).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use weir_tower::{retry::Retry, Builder};
+    /// # let svc = tower::service_fn(|_: http::Request<()>| async { Ok::<_, std::convert::Infallible>(http::Response::new(())) });
+    /// let balance = Builder::new(weir::Config::default())
+    ///     .deadline(Duration::from_secs(2))
+    ///     .retry(Retry::new()) // idempotent requests, one more try, 20 % + 10/s
+    ///     .build_list([("a", svc.clone()), ("b", svc)])
+    ///     .unwrap();
+    /// assert!(balance.retry_budget().is_some());
+    /// ```
+    pub fn retry<P>(self, retry: Retry<P>) -> Builder<C, Retry<P>> {
+        Builder {
+            config: self.config,
+            capacity: self.capacity,
+            wait: self.wait,
+            classify: self.classify,
+            deadline: self.deadline,
+            retry,
         }
     }
 
@@ -110,11 +178,12 @@ impl<C> Builder<C> {
     ///     .unwrap();
     /// assert_eq!(balance.balancer().stats().active_nodes, 0); // discovered at the first poll_ready
     /// ```
-    pub fn build<D>(self, discover: D) -> Result<Balance<D, C>, Error>
+    pub fn build<D>(self, discover: D) -> Result<Balance<D, C, R>, Error>
     where
         D: Discover + Unpin,
         D::Key: Hash + Eq + Clone,
         D::Error: Into<BoxError>,
+        R: RetryMode<D::Service>,
     {
         let balancer =
             HeapBalancer::with_capacity(self.capacity, self.config).map_err(Error::Config)?;
@@ -123,15 +192,18 @@ impl<C> Builder<C> {
             balancer,
             self.classify,
             self.wait,
+            self.deadline,
+            self.retry,
         ))
     }
 
     /// A balance over a fixed list of keyed services, all members at once. A key listed twice keeps
     /// its last service.
-    pub fn build_list<K, S, I>(mut self, services: I) -> Result<Balance<Fixed<K, S>, C>, Error>
+    pub fn build_list<K, S, I>(mut self, services: I) -> Result<Balance<Fixed<K, S>, C, R>, Error>
     where
         I: IntoIterator<Item = (K, S)>,
         K: Hash + Eq + Clone,
+        R: RetryMode<S>,
     {
         let services: Vec<(K, S)> = services.into_iter().collect();
         self.capacity = self.capacity.max(services.len());
@@ -155,16 +227,18 @@ impl<C> Builder<C> {
     /// # drop(balance);
     /// assert!(Builder::new(weir::Config::default()).capacity(0).layer().is_err());
     /// ```
-    pub fn layer(self) -> Result<BalanceLayer<C>, Error> {
+    pub fn layer(self) -> Result<BalanceLayer<C, R>, Error> {
         HeapBalancer::with_capacity(self.capacity, self.config).map_err(Error::Config)?;
         Ok(BalanceLayer { builder: self })
     }
 }
 
 /// A `tower::Layer` that turns a `Discover` into a [`Balance`] (from [`Builder::layer`]).
+///
+/// Every balance it builds shares the builder's retry budget and backoff, if it retries.
 #[derive(Clone, Debug)]
-pub struct BalanceLayer<C = HttpStatus> {
-    builder: Builder<C>,
+pub struct BalanceLayer<C = HttpStatus, R = NoRetry> {
+    builder: Builder<C, R>,
 }
 
 impl BalanceLayer {
@@ -181,21 +255,29 @@ impl BalanceLayer {
     }
 }
 
-impl<D, C> Layer<D> for BalanceLayer<C>
+impl<D, C, R> Layer<D> for BalanceLayer<C, R>
 where
     D: Discover + Unpin,
     D::Key: Hash + Eq + Clone,
     D::Error: Into<BoxError>,
     C: Clone,
+    R: RetryMode<D::Service> + Clone,
 {
-    type Service = Balance<D, C>;
+    type Service = Balance<D, C, R>;
 
-    fn layer(&self, discover: D) -> Balance<D, C> {
+    fn layer(&self, discover: D) -> Balance<D, C, R> {
         let b = &self.builder;
         // `Builder::layer` built a balancer from this very capacity and configuration: it cannot fail.
         let balancer = HeapBalancer::with_capacity(b.capacity, b.config)
             .unwrap_or_else(|e| unreachable!("checked by Builder::layer: {e}"));
-        Balance::from_parts(discover, balancer, b.classify.clone(), b.wait)
+        Balance::from_parts(
+            discover,
+            balancer,
+            b.classify.clone(),
+            b.wait,
+            b.deadline,
+            b.retry.clone(),
+        )
     }
 }
 

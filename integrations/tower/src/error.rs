@@ -100,6 +100,15 @@ pub enum Error {
     Config(ConfigError),
     /// `call` came without a successful `poll_ready` before it (tower's contract): nothing was sent.
     NotReady,
+    /// The call's deadline ([`Builder::deadline`](crate::Builder::deadline)) passed before an answer
+    /// came (from the response future): the call in flight was dropped and its lease released as
+    /// `Dropped` (`Outcome::TIMEOUT`), a timeout that counts against its node.
+    DeadlinePassed,
+    /// The call has a deadline ([`Builder::deadline`](crate::Builder::deadline)), and timing it needs a
+    /// tokio runtime with its time driver on the thread that polls the response future (from the
+    /// response future, at its first poll that finds the call unanswered): the call was dropped and its
+    /// lease released as `Ignored`.
+    NoTimer,
 }
 
 impl Error {
@@ -121,6 +130,12 @@ impl fmt::Display for Error {
             Error::Membership(e) => write!(f, "a discovered service could not join: {e}"),
             Error::Config(e) => write!(f, "invalid balancer configuration: {e}"),
             Error::NotReady => f.write_str("call without a successful poll_ready before it"),
+            Error::DeadlinePassed => {
+                f.write_str("the call's deadline passed before the balanced service answered")
+            }
+            Error::NoTimer => f.write_str(
+                "the call has a deadline, and timing it needs a tokio runtime with its time driver on this thread",
+            ),
         }
     }
 }
@@ -132,7 +147,7 @@ impl std::error::Error for Error {
             Error::Inner(e) | Error::Discover(e) => Some(&**e),
             Error::Membership(e) => Some(e),
             Error::Config(e) => Some(e),
-            Error::NotReady => None,
+            Error::NotReady | Error::DeadlinePassed | Error::NoTimer => None,
         }
     }
 }

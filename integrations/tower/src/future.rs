@@ -1,13 +1,15 @@
 //! The response future: the inner call's future and the lease it holds. When the inner future completes,
 //! the classifier names the outcome and the lease is released with it (the RTT the limiter sees ends
 //! here); if the future is dropped first, its [`Held`] lease is released as `Ignored`. Either way the slot
-//! comes back exactly once.
+//! comes back exactly once. With a deadline ([`Builder::deadline`](crate::Builder::deadline)), one that
+//! passes first drops the inner future and releases the lease as `Dropped` ([`Error::DeadlinePassed`]).
 //!
 //! [`Held`] is the core's `OwnedLeaseGuard` less its acquire: the balance acquires with its own generator
 //! (one per `Balance`, which `&mut self` makes exclusive) rather than the thread's, which saves a
 //! thread-local lookup per request.
 
 use crate::classify::Classify;
+use crate::deadline::Deadline;
 use crate::error::Error;
 use pin_project_lite::pin_project;
 use std::future::Future;
@@ -33,7 +35,11 @@ impl Held {
         }
     }
 
-    fn complete(&mut self, outcome: Outcome) {
+    pub(crate) fn balancer(&self) -> &Arc<HeapBalancer> {
+        &self.balancer
+    }
+
+    pub(crate) fn complete(&mut self, outcome: Outcome) {
         if let Some(lease) = self.lease.take() {
             // An error means the node was removed meanwhile: nothing to record.
             let _ = self.balancer.release(lease, outcome, monotonic_now());
@@ -49,7 +55,9 @@ impl Drop for Held {
 
 pin_project! {
     /// The future of [`Balance::call`](crate::Balance): the inner service's response, after which its
-    /// lease is released with the classified outcome. Dropping it releases the lease as `Ignored`.
+    /// lease is released with the classified outcome. Dropping it releases the lease as `Ignored`;
+    /// with a deadline ([`Builder::deadline`](crate::Builder::deadline)) that passes first, the inner
+    /// future is dropped, the lease released as `Dropped` and the answer is [`Error::DeadlinePassed`].
     ///
     /// ```
     /// use tower::{Service, ServiceExt};
@@ -73,15 +81,17 @@ pin_project! {
         inner: Option<F>,
         lease: Option<Held>,
         classify: C,
+        deadline: Deadline,
     }
 }
 
 impl<F, C> ResponseFuture<F, C> {
-    pub(crate) fn new(inner: F, lease: Held, classify: C) -> Self {
+    pub(crate) fn new(inner: F, lease: Held, classify: C, deadline: Deadline) -> Self {
         ResponseFuture {
             inner: Some(inner),
             lease: Some(lease),
             classify,
+            deadline,
         }
     }
 
@@ -91,6 +101,7 @@ impl<F, C> ResponseFuture<F, C> {
             inner: None,
             lease: None,
             classify,
+            deadline: Deadline::after(None),
         }
     }
 }
@@ -104,12 +115,25 @@ where
     type Output = Result<T, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let Some(inner) = this.inner.as_pin_mut() else {
+        let mut this = self.project();
+        let Some(inner) = this.inner.as_mut().as_pin_mut() else {
             return Poll::Ready(Err(Error::NotReady));
         };
         let result = match inner.poll(cx) {
-            Poll::Pending => return Poll::Pending,
+            // Unanswered: the deadline, if any, decides (a call that answers as it passes has answered).
+            Poll::Pending => {
+                let ended = match this.deadline.poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(())) => (Outcome::TIMEOUT, Error::DeadlinePassed),
+                    Poll::Ready(Err(e)) => (Outcome::Ignored, e),
+                };
+                // The call is abandoned: dropping its future cancels it beneath.
+                this.inner.set(None);
+                if let Some(lease) = this.lease.as_mut() {
+                    lease.complete(ended.0);
+                }
+                return Poll::Ready(Err(ended.1));
+            }
             Poll::Ready(Ok(response)) => {
                 if let Some(lease) = this.lease.as_mut() {
                     lease.complete(this.classify.response(&response));

@@ -37,6 +37,33 @@
 //! # }
 //! ```
 //!
+//! The way to call a backend: a deadline on each call ([`Builder::deadline`]: past it the call ends
+//! with [`Error::DeadlinePassed`] and its node learns a timeout, `Dropped`) and retries of idempotent
+//! requests on another node within a shared budget ([`Builder::retry`], [`retry`]):
+//!
+//! ```
+//! # use std::convert::Infallible;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), tower::BoxError> {
+//! # let backend = |s: u16| tower::service_fn(move |_: http::Request<()>| async move {
+//! #     Ok::<_, Infallible>(http::Response::builder().status(s).body(()).unwrap())
+//! # });
+//! # let (a, b) = (backend(200), backend(500));
+//! use std::time::Duration;
+//! use tower::{Service, ServiceExt};
+//! use weir_tower::{retry::Retry, Builder};
+//!
+//! // a, b: any Clone tower services, such as hyper-util clients to two backends.
+//! let mut balance = Builder::new(weir::Config::default())
+//!     .deadline(Duration::from_secs(2)) // then Error::DeadlinePassed, released as Dropped
+//!     .retry(Retry::new()) // idempotent requests: 1 more try elsewhere, within 20 % + 10/s
+//!     .build_list([("a", a), ("b", b)])?;
+//! let response = balance.ready().await?.call(http::Request::new(())).await?; // a GET
+//! assert_eq!(response.status(), 200); // from "a", or from "a" after "b" answered 500
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! In a stack, with a timeout beneath the balance (so that a timeout teaches weir, as `Dropped`):
 //!
 //! ```
@@ -64,7 +91,8 @@
 //! | item | what |
 //! |---|---|
 //! | [`Balance`] | the service: `poll_ready` reserves a weir lease (waiting for room up to a deadline), `call` sends on it, the response future releases it; the module docs of `balance.rs` say how the inner services' readiness and membership are handled |
-//! | [`Builder`], [`BalanceLayer`], [`Fixed`] | building one from the core's [`Config`](weir::Config): from a `tower::discover::Discover` stream, from a fixed list, or as a layer |
+//! | [`Builder`], [`BalanceLayer`], [`Fixed`] | building one from the core's [`Config`](weir::Config): from a `tower::discover::Discover` stream, from a fixed list, or as a layer; each call's deadline ([`Builder::deadline`]) |
+//! | [`retry`]: [`Retry`], [`RetryFuture`] | retrying failed idempotent requests on another node within a [`RetryBudget`](weir::RetryBudget) ([`Builder::retry`]) |
 //! | [`Classify`], [`HttpStatus`], [`GrpcStatus`], [`ByResult`], [`classify::error_outcome`] | responses and errors into weir [`Outcome`](weir::Outcome)s |
 //! | [`Error`], [`Refused`] | why a call was refused or failed |
 //! | [`ResponseFuture`] | the call in flight, holding its lease |
@@ -72,13 +100,15 @@
 //!
 //! # Contract
 //! - Every lease comes back exactly once: with the classified outcome when the response future
-//!   completes, as `Ignored` when it is dropped first (cancellation, a timeout layer above), when the
+//!   completes, as `Dropped` when the call's deadline passes first, as `Ignored` when it is dropped first (cancellation, a timeout layer above), when the
 //!   `Balance` is dropped holding a lease `poll_ready` reserved, or when that lease's node turns out not
 //!   ready. The balancer's `stats()` stay conserved, and count a refusal only for a `poll_ready` that
 //!   returns one; its waits for room are counted as waits (see [`balance`], "Waiting for room").
 //! - The lease is released when the response *head* arrives (the inner future completes), as tower's
 //!   `CompleteOnResponse` does; a streamed body's later failure is not seen.
 //! - `call` without a successful `poll_ready` sends nothing and fails with [`Error::NotReady`].
+//! - With retries, each attempt holds a lease of its own, released with its own outcome; the answer is
+//!   the last attempt's.
 //! - Inner errors are converted into `tower::BoxError` (tower's convention) and returned as
 //!   [`Error::Inner`]; downcast to get yours back.
 //! - Not `Clone`, like tower's `Balance`: share it behind `tower::buffer::Buffer`.
@@ -90,10 +120,12 @@
 pub mod balance;
 mod builder;
 pub mod classify;
+mod deadline;
 mod error;
 mod future;
 mod metrics;
 mod nodes;
+pub mod retry;
 
 pub use balance::Balance;
 pub use builder::{BalanceLayer, Builder, Fixed, DEFAULT_CAPACITY, DEFAULT_WAIT};
@@ -101,6 +133,7 @@ pub use classify::{ByResult, Classify, GrpcStatus, HttpStatus};
 pub use error::{Error, Refused};
 pub use future::ResponseFuture;
 pub use metrics::Metrics;
+pub use retry::{Retry, RetryFuture};
 
 /// The crate's README (`integrations/tower/README.md`, the tower guide): every Rust example runs as a doc
 /// test.

@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use weir::metrics::{node_id_name, MetricsFormat};
 use weir::rt::monotonic_now;
-use weir::HeapBalancer;
+use weir::{Backoff, HeapBalancer, RetryBudget};
 
 /// A cheap, cloneable reader of a balance's metrics, from
 /// [`Balance::metrics`](crate::Balance::metrics): `Send`, `Sync` and `'static`, so an HTTP handler task
@@ -30,17 +30,31 @@ use weir::HeapBalancer;
 pub struct Metrics {
     balancer: Arc<HeapBalancer>,
     names: Arc<Names>,
+    budget: Option<Arc<RetryBudget>>,
+    backoff: Option<Arc<Backoff>>,
 }
 
 impl Metrics {
-    pub(crate) fn new(balancer: Arc<HeapBalancer>, names: Arc<Names>) -> Self {
-        Metrics { balancer, names }
+    pub(crate) fn new(
+        balancer: Arc<HeapBalancer>,
+        names: Arc<Names>,
+        budget: Option<Arc<RetryBudget>>,
+        backoff: Option<Arc<Backoff>>,
+    ) -> Self {
+        Metrics {
+            balancer,
+            names,
+            budget,
+            backoff,
+        }
     }
 
     /// Writes the balance's metrics to `out` in Prometheus' text format (0.0.4), with `format`'s prefix
     /// and constant labels: per node (named by its key), its state, calls in flight, limit, success rate
     /// and health counters; for the balancer, its leases granted and released by outcome, refusals and
-    /// waits (`docs/metrics.md` lists the families). An error
+    /// waits (`docs/metrics.md` lists the families); with retries
+    /// ([`Builder::retry`](crate::Builder::retry)), the retry budget's `retry_budget_*` families and
+    /// the backoff's `backoff_*` (a budget shared by several balances is written by each). An error
     /// when `out` fails, or when the core refuses `format` (a prefix or label name Prometheus cannot
     /// take: [`MetricsFormat::check`] says why; nothing is written then).
     ///
@@ -62,8 +76,15 @@ impl Metrics {
         format: &MetricsFormat<'_>,
     ) -> fmt::Result {
         let names = |id: u64, w: &mut dyn fmt::Write| self.names.write(id, w);
-        self.balancer
-            .write_metrics(out, format, &names, monotonic_now())
+        let now = monotonic_now();
+        self.balancer.write_metrics(out, format, &names, now)?;
+        write_retry_metrics(
+            out,
+            format,
+            self.budget.as_deref(),
+            self.backoff.as_deref(),
+            now,
+        )
     }
 }
 
@@ -80,6 +101,23 @@ impl fmt::Debug for Metrics {
             .field("nodes", &self.names.len())
             .finish_non_exhaustive()
     }
+}
+
+/// The retries' families, where the balance retries: the budget's, then the backoff's.
+pub(crate) fn write_retry_metrics<W: fmt::Write + ?Sized>(
+    out: &mut W,
+    format: &MetricsFormat<'_>,
+    budget: Option<&RetryBudget>,
+    backoff: Option<&Backoff>,
+    now: u64,
+) -> fmt::Result {
+    if let Some(budget) = budget {
+        budget.write_metrics(out, format, now)?;
+    }
+    if let Some(backoff) = backoff {
+        backoff.write_metrics(out, format, now)?;
+    }
+    Ok(())
 }
 
 /// What a balance keeps for its metrics handles once one is asked for: the shared table of names, and how
