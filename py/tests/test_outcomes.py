@@ -89,6 +89,20 @@ TABLE: List[Tuple[BaseException, O]] = [
     (requests.ConnectionError("refused"), O.FAILURE),
     (refused_by_urllib3(), O.FAILURE),
     (urllib.error.URLError(ConnectionRefusedError()), O.FAILURE),
+    # OSErrors by errno, as Rust's Outcome::from_io_kind and C's weir_outcome_from_errno read them.
+    (OSError(errno.ENOTCONN, "not connected"), O.FAILURE),
+    (OSError(errno.EADDRNOTAVAIL, "no address"), O.FAILURE),
+    (OSError(errno.EPIPE, "broken pipe"), O.FAILURE),
+    (BlockingIOError(), O.DROPPED),
+    (OSError(errno.EAGAIN, "would block"), O.DROPPED),
+    (InterruptedError(), O.IGNORED),
+    (OSError(errno.EINTR, "interrupted"), O.IGNORED),
+    (OSError(errno.EINVAL, "invalid"), O.IGNORED),
+    (OSError(errno.ENOMEM, "no memory"), O.IGNORED),
+    (MemoryError(), O.IGNORED),
+    (OSError(errno.ENOSYS, "no such call"), O.IGNORED),
+    (OSError(errno.EOPNOTSUPP, "not supported"), O.IGNORED),
+    (urllib.error.URLError(InterruptedError()), O.IGNORED),
     # HTTP status errors: the status's outcome.
     (http_error(500), O.FAILURE),
     (http_error(503), O.DROPPED),
@@ -127,6 +141,57 @@ IDS = [f"{type(e).__module__}.{type(e).__qualname__}-{o.name}" for e, o in TABLE
 @pytest.mark.parametrize("exc, outcome", TABLE, ids=IDS)
 def test_outcome_for_exception(exc: BaseException, outcome: O) -> None:
     assert weir.outcome_for_exception(exc) is outcome
+
+
+# The errno table of the C test (ffi-c/tests/c/test_balancer.c) and the header's
+# weir_outcome_from_errno, which is Rust's Outcome::from_io_kind of the errno's kind; any other errno is a
+# FAILURE in all three.
+ERRNO_TABLE = {
+    "ECONNREFUSED": O.FAILURE,
+    "ECONNRESET": O.FAILURE,
+    "ECONNABORTED": O.FAILURE,
+    "ENOTCONN": O.FAILURE,
+    "EPIPE": O.FAILURE,
+    "EADDRNOTAVAIL": O.FAILURE,
+    "EHOSTUNREACH": O.FAILURE,
+    "ENETUNREACH": O.FAILURE,
+    "EACCES": O.FAILURE,
+    "EIO": O.FAILURE,
+    "ENOENT": O.FAILURE,
+    "ETIMEDOUT": O.TIMEOUT,
+    "EAGAIN": O.DROPPED,
+    "EWOULDBLOCK": O.DROPPED,
+    "EINTR": O.IGNORED,
+    "EINVAL": O.IGNORED,
+    "ENOMEM": O.IGNORED,
+    "ENOSYS": O.IGNORED,
+    "EOPNOTSUPP": O.IGNORED,
+    "ENOTSUP": O.IGNORED,
+}
+
+
+def test_every_errno_is_read_as_c_and_rust_read_it() -> None:
+    named = {getattr(errno, name): outcome for name, outcome in ERRNO_TABLE.items() if hasattr(errno, name)}
+    assert len(named) >= 17  # EWOULDBLOCK is EAGAIN and ENOTSUP EOPNOTSUPP on Linux
+    for number in errno.errorcode:
+        exc = OSError(number, "x")  # Python picks the subclass: ConnectionRefusedError, TimeoutError, ...
+        want = named.get(number, O.FAILURE)
+        assert weir.outcome_for_exception(exc) is want, errno.errorcode[number]
+        # The same through a lease, as the HTTP integrations release theirs.
+        b = weir.Balancer(["n"], seed=1)
+        b.acquire().raised(exc)
+        assert b.stats().by_outcome == one_hot(want), errno.errorcode[number]
+
+
+def test_timeout_and_cancelled_are_aliases() -> None:
+    assert O.TIMEOUT is O.DROPPED and O.CANCELLED is O.IGNORED
+    assert (O.TIMEOUT.value, O.CANCELLED.value) == (2, 3)
+    assert O["TIMEOUT"] is O.DROPPED and O(3) is O.IGNORED and O(3).name == "IGNORED"
+    assert list(O) == [O.SUCCESS, O.FAILURE, O.DROPPED, O.IGNORED, O.THROTTLED, O.CLIENT_ERROR]
+    b = weir.Balancer(["n"], seed=1)
+    b.acquire().release(O.TIMEOUT)
+    b.acquire().release(O.CANCELLED)
+    assert b.stats().by_outcome == (0, 0, 1, 1, 0, 0)
 
 
 def one_hot(outcome: O) -> Tuple[int, ...]:
