@@ -16,7 +16,7 @@ import errno
 import socket
 import sys
 import urllib.error
-from typing import Any, Optional, Tuple
+from typing import Any, FrozenSet, Optional, Tuple
 
 from weir._types import Outcome
 
@@ -31,7 +31,7 @@ _TIMEOUTS: Tuple[type, ...] = (
 )
 
 
-def _errnos(*names: str) -> frozenset:  # type: ignore[type-arg]
+def _errnos(*names: str) -> FrozenSet[int]:
     return frozenset(getattr(errno, name) for name in names if hasattr(errno, name))
 
 
