@@ -32,11 +32,15 @@ class Client:
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         if kind == "httpx":
             self.transport: Any = weir.httpx.Transport(urls, **options)
-            self.client: Any = httpx.Client(transport=self.transport, base_url="http://users", timeout=TIMEOUT)
+            self.client: Any = httpx.Client(
+                transport=self.transport, base_url="http://users", timeout=TIMEOUT
+            )
         elif kind == "httpx-async":
             self.transport = weir.httpx.AsyncTransport(urls, **options)
             self.loop = asyncio.new_event_loop()
-            self.client = httpx.AsyncClient(transport=self.transport, base_url="http://users", timeout=TIMEOUT)
+            self.client = httpx.AsyncClient(
+                transport=self.transport, base_url="http://users", timeout=TIMEOUT
+            )
         else:
             self.transport = weir.requests.Adapter(urls, **options)
             self.client = requests.Session()

@@ -274,6 +274,46 @@ def test_an_asyncio_deadline_is_dropped_inside_the_block_and_ignored_outside() -
     assert b.stats().by_outcome == (0, 0, 1, 1, 0, 0)
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout is Python 3.11's")
+def test_a_deadline_inside_the_block_is_dropped_and_the_callers_cancel_ignored() -> None:
+    """The deadline form needs nothing of weir's own: `asyncio.timeout` inside a lease's block records
+    TIMEOUT (DROPPED) when it passes, and the caller cancelling the task before then records CANCELLED
+    (IGNORED), whichever way the lease is held (`async with`, or `lease.raised` by hand)."""
+    b = weir.Balancer(["n"], seed=1)
+    entered = asyncio.Event()
+
+    async def call(deadline: float) -> None:
+        async with b.acquire():
+            async with asyncio.timeout(deadline):  # type: ignore[attr-defined,unused-ignore]
+                entered.set()
+                await asyncio.sleep(10)
+
+    async def by_hand(deadline: float) -> None:
+        lease = await b.acquire_async()
+        try:
+            async with asyncio.timeout(deadline):  # type: ignore[attr-defined,unused-ignore]
+                entered.set()
+                await asyncio.sleep(10)
+        except BaseException as exc:
+            lease.raised(exc)
+            raise
+
+    async def cancelled(form: Callable[[float], Any]) -> None:
+        entered.clear()
+        task = asyncio.ensure_future(form(10.0))
+        await asyncio.wait_for(entered.wait(), 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    for form in (call, by_hand):
+        with pytest.raises(TimeoutError):
+            asyncio.run(form(0.01))
+        asyncio.run(cancelled(form))
+    assert b.stats().by_outcome == (0, 0, 2, 2, 0, 0) and b.stats().in_flight == 0
+    assert (O.TIMEOUT, O.CANCELLED) == (O.DROPPED, O.IGNORED)
+
+
 class QuotaExceeded(Exception):
     pass
 

@@ -102,7 +102,14 @@ class Retry(Generic[R]):
             return None
         return outcome if isinstance(outcome, Outcome) else None
 
-    def delay(self, retryable: bool, done: int, outcome: Optional[Outcome], tried: List[str], balancer: Balancer) -> Optional[float]:
+    def delay(
+        self,
+        retryable: bool,
+        done: int,
+        outcome: Optional[Outcome],
+        tried: List[str],
+        balancer: Balancer,
+    ) -> Optional[float]:
         """The seconds to wait before the next attempt, or None for no retry: the request may not be
         retried, the attempt did not fail, ``done`` retries were made already, every member was tried, or
         the budget is spent."""

@@ -162,7 +162,9 @@ class Adapter(requests.adapters.HTTPAdapter):
                 return response
             lease = following
 
-    def _attempt(self, request: requests.PreparedRequest, lease: Lease, stream: bool, **kwargs: Any) -> requests.Response:
+    def _attempt(
+        self, request: requests.PreparedRequest, lease: Lease, stream: bool, **kwargs: Any
+    ) -> requests.Response:
         """One attempt on ``lease``'s node: the response, its lease released once its body is read (at
         once unless ``stream``), or the error, its lease released with the error's outcome."""
         try:
