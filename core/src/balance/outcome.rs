@@ -182,8 +182,14 @@ mod tests {
     fn timeout_and_cancelled_name_their_outcomes_without_std() {
         assert_eq!(Outcome::TIMEOUT as u8, 2);
         assert_eq!(Outcome::CANCELLED as u8, 3);
-        assert_eq!(Outcome::from_code(Outcome::TIMEOUT as u8), Some(Outcome::Dropped));
-        assert_eq!(Outcome::from_code(Outcome::CANCELLED as u8), Some(Outcome::Ignored));
+        assert_eq!(
+            Outcome::from_code(Outcome::TIMEOUT as u8),
+            Some(Outcome::Dropped)
+        );
+        assert_eq!(
+            Outcome::from_code(Outcome::CANCELLED as u8),
+            Some(Outcome::Ignored)
+        );
     }
 
     #[test]
