@@ -1244,6 +1244,18 @@ typedef struct weir_backoff_statistics {
 #define WEIR_OUTCOME_CLIENT_ERROR 5
 
 /**
+ * A call that timed out (a deadline passed, a read or connect timeout): `WEIR_OUTCOME_DROPPED`, the
+ * core's `Outcome::TIMEOUT`.
+ */
+#define WEIR_OUTCOME_TIMEOUT WEIR_OUTCOME_DROPPED
+
+/**
+ * A call the caller cancelled (it stopped waiting, for its own reasons): `WEIR_OUTCOME_IGNORED`, the
+ * core's `Outcome::CANCELLED`.
+ */
+#define WEIR_OUTCOME_CANCELLED WEIR_OUTCOME_IGNORED
+
+/**
  * In rotation.
  */
 #define WEIR_NODE_ACTIVE 0
@@ -1781,6 +1793,28 @@ weir_status weir_balancer_release(const struct weir_balancer *balancer,
  */
 weir_status weir_outcome_from_http_status(int32_t status,
                                           weir_outcome *out);
+
+/**
+ * The outcome of a call that ended with the system error `errnum` (a POSIX `errno`), written to `*out`;
+ * the table of the core's `Outcome::from_io_kind`:
+ *
+ * | errno | outcome | why |
+ * |---|---|---|
+ * | `ETIMEDOUT`, `EAGAIN`/`EWOULDBLOCK` | `WEIR_OUTCOME_DROPPED` (`WEIR_OUTCOME_TIMEOUT`) | a timeout: `SO_RCVTIMEO`/`SO_SNDTIMEO` end a read or write with `EAGAIN` |
+ * | `EINTR` | `WEIR_OUTCOME_IGNORED` | a signal interrupted the call: the node did nothing wrong, retry |
+ * | `EINVAL`, `ENOMEM`, `ENOSYS`, `EOPNOTSUPP`/`ENOTSUP` | `WEIR_OUTCOME_IGNORED` | a local fault: the call never reached the node |
+ * | `ECONNREFUSED`, `ECONNRESET`, `ECONNABORTED`, `ENOTCONN`, `EPIPE`, `EADDRNOTAVAIL`, `EHOSTUNREACH`, `ENETUNREACH`, any other | `WEIR_OUTCOME_FAILURE` | the node (or the way to it) is broken |
+ *
+ * Errors: `WEIR_ERR_INVALID_ARGUMENT` for `errnum` 0 (no error) or negative (an API that returns
+ * `-errno`, as io_uring and libuv do, wants its value negated first), `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+weir_status weir_outcome_from_errno(int errnum,
+                                    weir_outcome *out);
 
 /**
  * Writes node `id`'s snapshot at `now_ns` to `*out`. Errors: `WEIR_ERR_UNKNOWN_ID`, `WEIR_ERR_NULL`.

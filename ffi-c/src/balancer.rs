@@ -9,7 +9,7 @@ use crate::boundary::{
 };
 use crate::config::{config_from_c, config_to_c, weir_config};
 use crate::metrics::{weir_metrics_format, write_text};
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int};
 use std::time::{Duration, Instant};
 use weir_core::balance::{
     MembershipError, NodeSnapshot, NodeState, RawLease, Rejected, ReleaseError, Stats,
@@ -43,6 +43,12 @@ pub const WEIR_OUTCOME_IGNORED: weir_outcome = 3;
 pub const WEIR_OUTCOME_THROTTLED: weir_outcome = 4;
 /// The caller's fault: another 4xx.
 pub const WEIR_OUTCOME_CLIENT_ERROR: weir_outcome = 5;
+/// A call that timed out (a deadline passed, a read or connect timeout): `WEIR_OUTCOME_DROPPED`, the
+/// core's `Outcome::TIMEOUT`.
+pub const WEIR_OUTCOME_TIMEOUT: weir_outcome = WEIR_OUTCOME_DROPPED;
+/// A call the caller cancelled (it stopped waiting, for its own reasons): `WEIR_OUTCOME_IGNORED`, the
+/// core's `Outcome::CANCELLED`.
+pub const WEIR_OUTCOME_CANCELLED: weir_outcome = WEIR_OUTCOME_IGNORED;
 /// How many outcomes there are (the length of `weir_balancer_statistics.released`).
 pub const WEIR_OUTCOME_COUNT: usize = 6;
 
@@ -662,6 +668,53 @@ pub unsafe extern "C" fn weir_outcome_from_http_status(
     })
 }
 
+/// The outcome of a call that ended with the system error `errnum` (a POSIX `errno`), written to `*out`;
+/// the table of the core's `Outcome::from_io_kind`:
+///
+/// | errno | outcome | why |
+/// |---|---|---|
+/// | `ETIMEDOUT`, `EAGAIN`/`EWOULDBLOCK` | `WEIR_OUTCOME_DROPPED` (`WEIR_OUTCOME_TIMEOUT`) | a timeout: `SO_RCVTIMEO`/`SO_SNDTIMEO` end a read or write with `EAGAIN` |
+/// | `EINTR` | `WEIR_OUTCOME_IGNORED` | a signal interrupted the call: the node did nothing wrong, retry |
+/// | `EINVAL`, `ENOMEM`, `ENOSYS`, `EOPNOTSUPP`/`ENOTSUP` | `WEIR_OUTCOME_IGNORED` | a local fault: the call never reached the node |
+/// | `ECONNREFUSED`, `ECONNRESET`, `ECONNABORTED`, `ENOTCONN`, `EPIPE`, `EADDRNOTAVAIL`, `EHOSTUNREACH`, `ENETUNREACH`, any other | `WEIR_OUTCOME_FAILURE` | the node (or the way to it) is broken |
+///
+/// Errors: `WEIR_ERR_INVALID_ARGUMENT` for `errnum` 0 (no error) or negative (an API that returns
+/// `-errno`, as io_uring and libuv do, wants its value negated first), `WEIR_ERR_NULL`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn weir_outcome_from_errno(
+    errnum: c_int,
+    out: *mut weir_outcome,
+) -> weir_status {
+    guard(|| {
+        let out = unsafe { Out::new(out, "out") }?;
+        if errnum <= 0 {
+            return Err(Error::invalid(
+                "errnum",
+                format_args!("{errnum} is not an errno (a positive error number; negate a -errno)"),
+            ));
+        }
+        out.write(errno_outcome(errnum) as weir_outcome);
+        Ok(())
+    })
+}
+
+/// The outcome of errno `errnum` (positive): the core's `Outcome::from_io_kind` of the kind the standard
+/// library gives the OS error, so C and Rust read every errno alike on each platform.
+fn errno_outcome(errnum: i32) -> Outcome {
+    // "Operation not supported" is `ErrorKind::Unsupported` by meaning, a local fault as `ENOSYS` is, but
+    // the standard library leaves it uncategorised (which `from_io_kind` would read as `Failure`).
+    #[cfg(unix)]
+    if errnum == libc::EOPNOTSUPP || errnum == libc::ENOTSUP {
+        return Outcome::from_io_kind(std::io::ErrorKind::Unsupported);
+    }
+    Outcome::from_io_kind(std::io::Error::from_raw_os_error(errnum).kind())
+}
+
 /// Writes node `id`'s snapshot at `now_ns` to `*out`. Errors: `WEIR_ERR_UNKNOWN_ID`, `WEIR_ERR_NULL`.
 ///
 /// # Safety
@@ -808,6 +861,73 @@ mod tests {
         let mut s = weir_balancer_statistics::default();
         assert_eq!(unsafe { weir_balancer_stats(b, &mut s) }, crate::WEIR_OK);
         s
+    }
+
+    #[cfg(unix)]
+    fn from_errno(errnum: i32) -> Result<weir_outcome, crate::weir_status> {
+        let mut out = 99;
+        match unsafe { weir_outcome_from_errno(errnum, &mut out) } {
+            crate::WEIR_OK => Ok(out),
+            status => {
+                assert_eq!(out, 99, "written on an error");
+                Err(status)
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn errnos_map_as_the_cores_io_kinds() {
+        // The table as the header states it.
+        let table = [
+            (libc::ECONNREFUSED, WEIR_OUTCOME_FAILURE),
+            (libc::ECONNRESET, WEIR_OUTCOME_FAILURE),
+            (libc::ECONNABORTED, WEIR_OUTCOME_FAILURE),
+            (libc::ENOTCONN, WEIR_OUTCOME_FAILURE),
+            (libc::EPIPE, WEIR_OUTCOME_FAILURE),
+            (libc::EADDRNOTAVAIL, WEIR_OUTCOME_FAILURE),
+            (libc::EHOSTUNREACH, WEIR_OUTCOME_FAILURE),
+            (libc::ENETUNREACH, WEIR_OUTCOME_FAILURE),
+            (libc::EACCES, WEIR_OUTCOME_FAILURE),
+            (libc::EIO, WEIR_OUTCOME_FAILURE),
+            (libc::ETIMEDOUT, WEIR_OUTCOME_TIMEOUT),
+            (libc::EAGAIN, WEIR_OUTCOME_DROPPED),
+            (libc::EWOULDBLOCK, WEIR_OUTCOME_DROPPED),
+            (libc::EINTR, WEIR_OUTCOME_IGNORED),
+            (libc::EINVAL, WEIR_OUTCOME_IGNORED),
+            (libc::ENOMEM, WEIR_OUTCOME_IGNORED),
+            (libc::ENOSYS, WEIR_OUTCOME_IGNORED),
+            (libc::EOPNOTSUPP, WEIR_OUTCOME_IGNORED),
+            (libc::ENOTSUP, WEIR_OUTCOME_IGNORED),
+        ];
+        for (errnum, want) in table {
+            assert_eq!(from_errno(errnum), Ok(want), "errno {errnum}");
+        }
+        // Every other errno as Rust reads the same OS error.
+        for errnum in 1..=4096 {
+            if errnum == libc::EOPNOTSUPP || errnum == libc::ENOTSUP {
+                continue;
+            }
+            let rust = Outcome::from_io_error(&std::io::Error::from_raw_os_error(errnum));
+            assert_eq!(
+                from_errno(errnum),
+                Ok(rust as weir_outcome),
+                "errno {errnum}"
+            );
+        }
+        for bad in [0, -1, -libc::ECONNREFUSED, i32::MIN] {
+            assert_eq!(
+                from_errno(bad),
+                Err(crate::WEIR_ERR_INVALID_ARGUMENT),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            unsafe { weir_outcome_from_errno(libc::EINTR, null_mut()) },
+            crate::WEIR_ERR_NULL
+        );
+        assert_eq!(WEIR_OUTCOME_TIMEOUT, Outcome::TIMEOUT as weir_outcome);
+        assert_eq!(WEIR_OUTCOME_CANCELLED, Outcome::CANCELLED as weir_outcome);
     }
 
     #[test]

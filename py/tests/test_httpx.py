@@ -37,7 +37,8 @@ def kind(result: Union[httpx.Response, BaseException]) -> str:
 
 def test_a_fleet_through_a_sync_client() -> None:
     with Fleet() as fleet:
-        transport = weir.httpx.Transport(fleet.urls, wait=5.0)
+        # One attempt per request (no retry elsewhere): the counts are what the client saw.
+        transport = weir.httpx.Transport(fleet.urls, wait=5.0, retries=0)
         with httpx.Client(transport=transport, base_url="http://users", timeout=TIMEOUT) as client:
 
             def send() -> str:
@@ -53,7 +54,8 @@ def test_a_fleet_through_a_sync_client() -> None:
 
 def test_a_fleet_through_an_async_client() -> None:
     async def main(fleet: Fleet) -> None:
-        transport = weir.httpx.AsyncTransport(fleet.urls, wait=5.0)
+        # One attempt per request (no retry elsewhere): the counts are what the client saw.
+        transport = weir.httpx.AsyncTransport(fleet.urls, wait=5.0, retries=0)
         seen: List[str] = []
         async with httpx.AsyncClient(transport=transport, base_url="http://users", timeout=TIMEOUT) as client:
 

@@ -89,6 +89,20 @@ TABLE: List[Tuple[BaseException, O]] = [
     (requests.ConnectionError("refused"), O.FAILURE),
     (refused_by_urllib3(), O.FAILURE),
     (urllib.error.URLError(ConnectionRefusedError()), O.FAILURE),
+    # OSErrors by errno, as Rust's Outcome::from_io_kind and C's weir_outcome_from_errno read them.
+    (OSError(errno.ENOTCONN, "not connected"), O.FAILURE),
+    (OSError(errno.EADDRNOTAVAIL, "no address"), O.FAILURE),
+    (OSError(errno.EPIPE, "broken pipe"), O.FAILURE),
+    (BlockingIOError(), O.DROPPED),
+    (OSError(errno.EAGAIN, "would block"), O.DROPPED),
+    (InterruptedError(), O.IGNORED),
+    (OSError(errno.EINTR, "interrupted"), O.IGNORED),
+    (OSError(errno.EINVAL, "invalid"), O.IGNORED),
+    (OSError(errno.ENOMEM, "no memory"), O.IGNORED),
+    (MemoryError(), O.IGNORED),
+    (OSError(errno.ENOSYS, "no such call"), O.IGNORED),
+    (OSError(errno.EOPNOTSUPP, "not supported"), O.IGNORED),
+    (urllib.error.URLError(InterruptedError()), O.IGNORED),
     # HTTP status errors: the status's outcome.
     (http_error(500), O.FAILURE),
     (http_error(503), O.DROPPED),
@@ -127,6 +141,57 @@ IDS = [f"{type(e).__module__}.{type(e).__qualname__}-{o.name}" for e, o in TABLE
 @pytest.mark.parametrize("exc, outcome", TABLE, ids=IDS)
 def test_outcome_for_exception(exc: BaseException, outcome: O) -> None:
     assert weir.outcome_for_exception(exc) is outcome
+
+
+# The errno table of the C test (ffi-c/tests/c/test_balancer.c) and the header's
+# weir_outcome_from_errno, which is Rust's Outcome::from_io_kind of the errno's kind; any other errno is a
+# FAILURE in all three.
+ERRNO_TABLE = {
+    "ECONNREFUSED": O.FAILURE,
+    "ECONNRESET": O.FAILURE,
+    "ECONNABORTED": O.FAILURE,
+    "ENOTCONN": O.FAILURE,
+    "EPIPE": O.FAILURE,
+    "EADDRNOTAVAIL": O.FAILURE,
+    "EHOSTUNREACH": O.FAILURE,
+    "ENETUNREACH": O.FAILURE,
+    "EACCES": O.FAILURE,
+    "EIO": O.FAILURE,
+    "ENOENT": O.FAILURE,
+    "ETIMEDOUT": O.TIMEOUT,
+    "EAGAIN": O.DROPPED,
+    "EWOULDBLOCK": O.DROPPED,
+    "EINTR": O.IGNORED,
+    "EINVAL": O.IGNORED,
+    "ENOMEM": O.IGNORED,
+    "ENOSYS": O.IGNORED,
+    "EOPNOTSUPP": O.IGNORED,
+    "ENOTSUP": O.IGNORED,
+}
+
+
+def test_every_errno_is_read_as_c_and_rust_read_it() -> None:
+    named = {getattr(errno, name): outcome for name, outcome in ERRNO_TABLE.items() if hasattr(errno, name)}
+    assert len(named) >= 17  # EWOULDBLOCK is EAGAIN and ENOTSUP EOPNOTSUPP on Linux
+    for number in errno.errorcode:
+        exc = OSError(number, "x")  # Python picks the subclass: ConnectionRefusedError, TimeoutError, ...
+        want = named.get(number, O.FAILURE)
+        assert weir.outcome_for_exception(exc) is want, errno.errorcode[number]
+        # The same through a lease, as the HTTP integrations release theirs.
+        b = weir.Balancer(["n"], seed=1)
+        b.acquire().raised(exc)
+        assert b.stats().by_outcome == one_hot(want), errno.errorcode[number]
+
+
+def test_timeout_and_cancelled_are_aliases() -> None:
+    assert O.TIMEOUT is O.DROPPED and O.CANCELLED is O.IGNORED
+    assert (O.TIMEOUT.value, O.CANCELLED.value) == (2, 3)
+    assert O["TIMEOUT"] is O.DROPPED and O(3) is O.IGNORED and O(3).name == "IGNORED"
+    assert list(O) == [O.SUCCESS, O.FAILURE, O.DROPPED, O.IGNORED, O.THROTTLED, O.CLIENT_ERROR]
+    b = weir.Balancer(["n"], seed=1)
+    b.acquire().release(O.TIMEOUT)
+    b.acquire().release(O.CANCELLED)
+    assert b.stats().by_outcome == (0, 0, 1, 1, 0, 0)
 
 
 def one_hot(outcome: O) -> Tuple[int, ...]:
@@ -207,6 +272,46 @@ def test_an_asyncio_deadline_is_dropped_inside_the_block_and_ignored_outside() -
     with pytest.raises(asyncio.TimeoutError):
         asyncio.run(asyncio.wait_for(outside(), 0.01))
     assert b.stats().by_outcome == (0, 0, 1, 1, 0, 0)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout is Python 3.11's")
+def test_a_deadline_inside_the_block_is_dropped_and_the_callers_cancel_ignored() -> None:
+    """The deadline form needs nothing of weir's own: `asyncio.timeout` inside a lease's block records
+    TIMEOUT (DROPPED) when it passes, and the caller cancelling the task before then records CANCELLED
+    (IGNORED), whichever way the lease is held (`async with`, or `lease.raised` by hand)."""
+    b = weir.Balancer(["n"], seed=1)
+    entered = asyncio.Event()
+
+    async def call(deadline: float) -> None:
+        async with b.acquire():
+            async with asyncio.timeout(deadline):  # type: ignore[attr-defined,unused-ignore]
+                entered.set()
+                await asyncio.sleep(10)
+
+    async def by_hand(deadline: float) -> None:
+        lease = await b.acquire_async()
+        try:
+            async with asyncio.timeout(deadline):  # type: ignore[attr-defined,unused-ignore]
+                entered.set()
+                await asyncio.sleep(10)
+        except BaseException as exc:
+            lease.raised(exc)
+            raise
+
+    async def cancelled(form: Callable[[float], Any]) -> None:
+        entered.clear()
+        task = asyncio.ensure_future(form(10.0))
+        await asyncio.wait_for(entered.wait(), 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    for form in (call, by_hand):
+        with pytest.raises(TimeoutError):
+            asyncio.run(form(0.01))
+        asyncio.run(cancelled(form))
+    assert b.stats().by_outcome == (0, 0, 2, 2, 0, 0) and b.stats().in_flight == 0
+    assert (O.TIMEOUT, O.CANCELLED) == (O.DROPPED, O.IGNORED)
 
 
 class QuotaExceeded(Exception):

@@ -85,11 +85,30 @@ def test_the_contract_lease_by_hand_example_runs() -> None:
 def test_the_py_readme_httpx_examples_run(
     servers: List[HttpServer], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    scope = run(block(PY_BLOCKS, "weir.httpx.Transport"), servers, {})
+    scope = run(block(PY_BLOCKS, "weir.httpx.Transport", "users"), servers, {})
     scope["users"].close()
     assert scope["r"].json()["path"] == "/api/users?id=3"
     run(block(PY_BLOCKS, "weir.httpx.AsyncTransport"), servers, {})
     assert capsys.readouterr().out.startswith("200 Stats(acquired=1,")
+
+
+def test_the_py_readme_retry_example_runs() -> None:
+    """One backend of three answers 500: the GET that meets it is answered by another; the POST is sent
+    once, wherever it goes."""
+    servers = [HttpServer(500), HttpServer(), HttpServer()]
+    try:
+        scope = run(block(PY_BLOCKS, "retry_budget=budget"), servers, {})
+        scope["orders"].close()
+        assert scope["order"].status_code == 200
+        assert scope["order"].json()["path"] == "/api/orders/7"
+        assert scope["created"].status_code in (200, 500)
+        retries = scope["budget"].stats()["retries"]
+        assert scope["budget"].stats()["requests"] == 2
+        assert sum(s.requests for s in servers) == 2 + retries
+        assert retries == servers[0].requests - (scope["created"].status_code == 500)
+    finally:
+        for server in servers:
+            server.close()
 
 
 def test_the_py_readme_requests_example_runs(servers: List[HttpServer]) -> None:
@@ -138,7 +157,8 @@ def test_every_python_block_of_these_pages_is_run() -> None:
         block(ROOT_BLOCKS, "weir.httpx.Transport"),
         block(CONTRACT_BLOCKS, "urllib.request.urlopen"),
         block(CONTRACT_BLOCKS, "try_acquire"),
-        block(PY_BLOCKS, "weir.httpx.Transport"),
+        block(PY_BLOCKS, "weir.httpx.Transport", "users"),
+        block(PY_BLOCKS, "retry_budget=budget"),
         block(PY_BLOCKS, "weir.httpx.AsyncTransport"),
         block(PY_BLOCKS, "weir.requests.Adapter"),
         block(PY_BLOCKS, "backends.acquire("),

@@ -71,6 +71,25 @@ impl Outcome {
         Outcome::ClientError,
     ];
 
+    /// The outcome of a call that timed out (a deadline passed, a read or connect timeout):
+    /// [`Outcome::Dropped`], which counts against the node and makes the limiter back off. What
+    /// `rt::LeaseGuard::within` (feature `std`) records when its timer wins; without `std`, what a
+    /// caller with its own timer reports when the timer wins.
+    ///
+    /// ```
+    /// assert_eq!(weir::Outcome::TIMEOUT, weir::Outcome::Dropped);
+    /// ```
+    pub const TIMEOUT: Outcome = Outcome::Dropped;
+
+    /// The outcome of a call the caller cancelled (it stopped waiting for the answer, for its own
+    /// reasons): [`Outcome::Ignored`], nothing learnt about the node. What a dropped guard of
+    /// `rt` (feature `std`) records before its deadline.
+    ///
+    /// ```
+    /// assert_eq!(weir::Outcome::CANCELLED, weir::Outcome::Ignored);
+    /// ```
+    pub const CANCELLED: Outcome = Outcome::Ignored;
+
     /// Maps an HTTP response status to an outcome:
     ///
     /// | status                     | outcome   | why |
@@ -157,6 +176,20 @@ mod tests {
             };
             assert_eq!(got, want, "status {s}");
         }
+    }
+
+    #[test]
+    fn timeout_and_cancelled_name_their_outcomes_without_std() {
+        assert_eq!(Outcome::TIMEOUT as u8, 2);
+        assert_eq!(Outcome::CANCELLED as u8, 3);
+        assert_eq!(
+            Outcome::from_code(Outcome::TIMEOUT as u8),
+            Some(Outcome::Dropped)
+        );
+        assert_eq!(
+            Outcome::from_code(Outcome::CANCELLED as u8),
+            Some(Outcome::Ignored)
+        );
     }
 
     #[test]

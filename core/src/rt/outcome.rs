@@ -1,29 +1,12 @@
 //! The outcomes of calls that did not get an answer: an I/O error, a timeout, a cancellation. HTTP
 //! answers have [`Outcome::from_http_status`]; together they leave no failure to each caller's guess.
+//! [`Outcome::TIMEOUT`] and [`Outcome::CANCELLED`] need no `std` and live beside the outcome itself.
 
 use crate::balance::Outcome;
 use std::io::{Error, ErrorKind};
 
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl Outcome {
-    /// The outcome of a call that timed out (a deadline passed, a read or connect timeout):
-    /// [`Outcome::Dropped`], which counts against the node and makes the limiter back off. What
-    /// [`LeaseGuard::within`](crate::rt::LeaseGuard::within) records when its timer wins.
-    ///
-    /// ```
-    /// assert_eq!(weir::Outcome::TIMEOUT, weir::Outcome::Dropped);
-    /// ```
-    pub const TIMEOUT: Outcome = Outcome::Dropped;
-
-    /// The outcome of a call the caller cancelled (it stopped waiting for the answer, for its own
-    /// reasons): [`Outcome::Ignored`], nothing learnt about the node. What a dropped guard records
-    /// before its deadline.
-    ///
-    /// ```
-    /// assert_eq!(weir::Outcome::CANCELLED, weir::Outcome::Ignored);
-    /// ```
-    pub const CANCELLED: Outcome = Outcome::Ignored;
-
     /// Maps the kind of an I/O error that ended a call to a node:
     ///
     /// | kind | outcome | why |

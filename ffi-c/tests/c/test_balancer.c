@@ -1,6 +1,7 @@
 /* Every balancer function of weir.h from C, with the results the header documents: the presets and
  * their values, validation naming the field, membership and its errors, the three acquires, release of
- * every outcome, the HTTP mapping, snapshots, counters, versions and status names. */
+ * every outcome, the HTTP and errno mappings, snapshots, counters, versions and status names. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -780,6 +781,39 @@ static void test_http_status(void) {
     }
 }
 
+/* The errno table of the header (the core's Outcome::from_io_kind), with this system's values. */
+static void test_errno(void) {
+    static const struct {
+        int errnum;
+        weir_outcome outcome;
+    } table[] = {
+        {ECONNREFUSED, WEIR_OUTCOME_FAILURE},   {ECONNRESET, WEIR_OUTCOME_FAILURE},
+        {ECONNABORTED, WEIR_OUTCOME_FAILURE},   {ENOTCONN, WEIR_OUTCOME_FAILURE},
+        {EPIPE, WEIR_OUTCOME_FAILURE},          {EADDRNOTAVAIL, WEIR_OUTCOME_FAILURE},
+        {EHOSTUNREACH, WEIR_OUTCOME_FAILURE},   {ENETUNREACH, WEIR_OUTCOME_FAILURE},
+        {EACCES, WEIR_OUTCOME_FAILURE},         {EIO, WEIR_OUTCOME_FAILURE},
+        {ENOENT, WEIR_OUTCOME_FAILURE},         {ETIMEDOUT, WEIR_OUTCOME_TIMEOUT},
+        {EAGAIN, WEIR_OUTCOME_DROPPED},         {EWOULDBLOCK, WEIR_OUTCOME_DROPPED},
+        {EINTR, WEIR_OUTCOME_IGNORED},          {EINVAL, WEIR_OUTCOME_IGNORED},
+        {ENOMEM, WEIR_OUTCOME_IGNORED},         {ENOSYS, WEIR_OUTCOME_IGNORED},
+        {EOPNOTSUPP, WEIR_OUTCOME_IGNORED},     {ENOTSUP, WEIR_OUTCOME_IGNORED},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        weir_outcome o = 99;
+        CHECK_OK(weir_outcome_from_errno(table[i].errnum, &o));
+        CHECK(o == table[i].outcome);
+    }
+    CHECK(WEIR_OUTCOME_TIMEOUT == WEIR_OUTCOME_DROPPED);
+    CHECK(WEIR_OUTCOME_CANCELLED == WEIR_OUTCOME_IGNORED);
+    const int bad[] = {0, -1, -ECONNREFUSED, INT32_MIN};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        weir_outcome o = 77;
+        CHECK_STATUS(weir_outcome_from_errno(bad[i], &o), WEIR_ERR_INVALID_ARGUMENT);
+        CHECK(o == 77);
+        CHECK_MESSAGE("errnum");
+    }
+}
+
 static void test_snapshots(void) {
     /* The decay model: counters and penalty in the snapshot. */
     weir_config c = weir_config_default();
@@ -971,6 +1005,7 @@ int main(void) {
     test_acquire_wait();
     test_release_outcomes();
     test_http_status();
+    test_errno();
     test_snapshots();
     test_stats();
     test_node_released();

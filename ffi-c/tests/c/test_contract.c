@@ -64,6 +64,7 @@ static const char *const covered[] = {
     "weir_balancer_acquire_wait",
     "weir_balancer_release",
     "weir_outcome_from_http_status",
+    "weir_outcome_from_errno",
     "weir_balancer_node_snapshot",
     "weir_balancer_nodes",
     "weir_balancer_stats",
@@ -292,6 +293,8 @@ static void test_null_arguments(void) {
 
     CHECK_NULL_ARG(weir_outcome_from_http_status(200, NULL), "out");
     CHECK_NULL_ARG(weir_outcome_from_http_status(99, NULL), "out"); /* NULL comes first */
+    CHECK_NULL_ARG(weir_outcome_from_errno(1, NULL), "out");
+    CHECK_NULL_ARG(weir_outcome_from_errno(0, NULL), "out");
 
     weir_node_info info;
     FILL(info);

@@ -1,7 +1,7 @@
 """What the HTTP integrations (``weir.httpx``, ``weir.requests``) share, without importing either library:
 a balancer's membership following a list of base URLs (or a callable returning the current list), the
-wait option, the outcome of a status, and releasing a lease exactly once from whichever path ends a call
-first (the response read to its end, closed, or failed while it was read).
+wait option, the retry option, the outcome of a status, and releasing a lease exactly once from whichever
+path ends a call first (the response read to its end, closed, or failed while it was read).
 """
 
 from __future__ import annotations
@@ -9,14 +9,16 @@ from __future__ import annotations
 import math
 import threading
 from datetime import timedelta
-from typing import Callable, Dict, Generic, Iterable, Optional, Tuple, TypeVar, Union
+from typing import Callable, Dict, Generic, Iterable, List, Optional, Tuple, TypeVar, Union
 
-from weir._types import LeaseError, Outcome
-from weir._weir import Balancer, Lease
+from weir._types import LeaseError, Outcome, RetryBudgetExhausted, WeirError
+from weir._weir import Backoff, Balancer, Lease, RetryBudget
 
 __all__ = [
+    "IDEMPOTENT",
     "Members",
     "Nodes",
+    "Retry",
     "not_a_base_url",
     "release",
     "release_raised",
@@ -29,6 +31,113 @@ Nodes = Union[Iterable[str], Callable[[], Iterable[str]]]
 
 T = TypeVar("T")
 B = TypeVar("B", bound=Balancer)
+R = TypeVar("R")
+
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
+"""The methods retried by default: RFC 9110's idempotent ones (sending one twice does what sending it
+once does)."""
+
+# The outcomes of an attempt that another node may answer better: a broken node (a 5xx, a refused or
+# reset connection), an overloaded or late one (503, 504, a timeout), a busy one (429). Never a success, a
+# 4xx (the request's own fault, which another node would refuse too), or an IGNORED (a cancellation, a
+# fault of the caller's own).
+_RETRYABLE = frozenset({Outcome.FAILURE, Outcome.DROPPED, Outcome.THROTTLED})
+
+
+class Retry(Generic[R]):
+    """The retry option of the integrations: after an attempt that failed (:data:`_RETRYABLE`), the
+    request is sent again to a node it has not tried (``Balancer.acquire_excluding``), at most
+    ``retries`` times, if it may be sent twice (``retry_if``, by default an idempotent method), its body
+    can be sent again, and the shared ``budget`` admits the retry (``RetryBudget.try_retry``); first it
+    waits what ``backoff.on_failure()`` says, if a backoff was given.
+
+    Arguments are checked here, before any request: a bad one raises TypeError or ValueError.
+    """
+
+    def __init__(
+        self,
+        retries: int,
+        budget: Optional[RetryBudget],
+        backoff: Optional[Backoff],
+        retry_if: Optional[Callable[[R], bool]],
+        method: Callable[[R], str],
+    ) -> None:
+        if isinstance(retries, bool) or not isinstance(retries, int):
+            raise TypeError(f"retries must be an int, not {type(retries).__name__}")
+        if retries < 0:
+            raise ValueError(f"retries must be zero or more, got {retries}")
+        if budget is not None and not isinstance(budget, RetryBudget):
+            raise TypeError(f"retry_budget must be a weir.RetryBudget, not {type(budget).__name__}")
+        if backoff is not None and not isinstance(backoff, Backoff):
+            raise TypeError(f"retry_backoff must be a weir.Backoff, not {type(backoff).__name__}")
+        if retry_if is not None and not callable(retry_if):
+            raise TypeError(f"retry_if must be a callable, not {type(retry_if).__name__}")
+        self.retries = retries
+        self.budget = budget if budget is not None else RetryBudget()
+        self.backoff = backoff
+        self._retry_if = retry_if
+        self._method = method
+
+    def start(self, request: R, replayable: Callable[[R], bool]) -> bool:
+        """Counts a request in the budget and says whether it may be retried at all (the caller's
+        ``retry_if``, or its method, and a body that can be sent again). Called once per request, before
+        its first attempt, so a ``retry_if`` that raises leaves no lease behind."""
+        if self.retries == 0:
+            return False
+        self.budget.request()
+        if self._retry_if is not None:
+            allowed = bool(self._retry_if(request))
+        else:
+            allowed = self._method(request).upper() in IDEMPOTENT
+        return allowed and replayable(request)
+
+    def outcome(self, balancer: Balancer, exc: BaseException) -> Optional[Outcome]:
+        """The outcome the balancer's classifier gives ``exc`` (as ``Lease.raised`` records it); None for
+        an exception that is not an ``Exception`` (a cancellation) or a classifier that fails."""
+        if not isinstance(exc, Exception):
+            return None
+        try:
+            outcome = balancer.classify(exc)
+        except Exception:
+            return None
+        return outcome if isinstance(outcome, Outcome) else None
+
+    def delay(
+        self,
+        retryable: bool,
+        done: int,
+        outcome: Optional[Outcome],
+        tried: List[str],
+        balancer: Balancer,
+    ) -> Optional[float]:
+        """The seconds to wait before the next attempt, or None for no retry: the request may not be
+        retried, the attempt did not fail, ``done`` retries were made already, every member was tried, or
+        the budget is spent."""
+        if self.backoff is not None and outcome is Outcome.SUCCESS:
+            self.backoff.on_success()
+        if not retryable or done >= self.retries or outcome not in _RETRYABLE:
+            return None
+        if all(node in tried for node in balancer):
+            return None
+        try:
+            self.budget.try_retry()
+        except RetryBudgetExhausted:
+            return None
+        return self.backoff.on_failure() if self.backoff is not None else 0.0
+
+    @staticmethod
+    def acquire(balancer: Balancer, tried: List[str]) -> Optional[Lease]:
+        """The next attempt's lease, on a node not in ``tried``; None when no node has room (the request
+        ends with the last attempt's answer) or the only one with room was tried (released IGNORED: it
+        was never asked)."""
+        try:
+            lease = balancer.acquire_excluding(tried)
+        except WeirError:
+            return None
+        if lease.node in tried:
+            release(lease, Outcome.IGNORED)
+            return None
+        return lease
 
 
 class Members(Generic[B, T]):

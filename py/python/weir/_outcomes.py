@@ -16,7 +16,7 @@ import errno
 import socket
 import sys
 import urllib.error
-from typing import Any, Optional, Tuple
+from typing import Any, FrozenSet, Optional, Tuple
 
 from weir._types import Outcome
 
@@ -29,13 +29,29 @@ _TIMEOUTS: Tuple[type, ...] = (
     asyncio.TimeoutError,
     concurrent.futures.TimeoutError,
 )
-# Errnos of a connection the node refused, reset or dropped: its fault, so a FAILURE (also the default;
-# naming them stops the walk down the exception's causes).
-_BROKEN_ERRNOS = frozenset(
-    getattr(errno, name)
-    for name in ("ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EPIPE", "EHOSTUNREACH", "ENETUNREACH")
-    if hasattr(errno, name)
+
+
+def _errnos(*names: str) -> FrozenSet[int]:
+    return frozenset(getattr(errno, name) for name in names if hasattr(errno, name))
+
+
+# The errno table of the Rust core's `Outcome::from_io_kind` and C's `weir_outcome_from_errno`.
+# Errnos of a connection the node refused, reset or dropped, or a way to it that is broken: its fault, so
+# a FAILURE (also the default; naming them stops the walk down the exception's causes).
+_BROKEN_ERRNOS = _errnos(
+    "ECONNREFUSED",
+    "ECONNRESET",
+    "ECONNABORTED",
+    "ENOTCONN",
+    "EPIPE",
+    "EADDRNOTAVAIL",
+    "EHOSTUNREACH",
+    "ENETUNREACH",
 )
+# A timeout: a socket's read or write timeout (SO_RCVTIMEO) ends with EAGAIN.
+_TIMEOUT_ERRNOS = _errnos("ETIMEDOUT", "EAGAIN", "EWOULDBLOCK")
+# A signal (EINTR), or a local fault (the call never reached the node): nothing learnt about the node.
+_LOCAL_ERRNOS = _errnos("EINTR", "EINVAL", "ENOMEM", "ENOSYS", "EOPNOTSUPP", "ENOTSUP")
 # How many causes deep the walk looks before it settles for FAILURE.
 _MAX_DEPTH = 16
 
@@ -63,6 +79,11 @@ def outcome_for_exception(exc: BaseException) -> Outcome:
     * a refused, reset or aborted connection (``ConnectionError`` and its subclasses, an ``OSError`` with
       such an errno, httpx's ``ConnectError`` and ``RemoteProtocolError``, requests' ``ConnectionError``):
       FAILURE;
+    * an ``OSError`` by its errno, as the Rust core's ``Outcome::from_io_kind`` and C's
+      ``weir_outcome_from_errno`` read it: ``ETIMEDOUT``, ``EAGAIN`` (``BlockingIOError``) DROPPED;
+      ``EINTR`` (``InterruptedError``) and the local faults ``EINVAL``, ``ENOMEM``, ``ENOSYS``,
+      ``EOPNOTSUPP`` IGNORED, as is a ``MemoryError``; ``ECONNREFUSED``, ``ECONNRESET``, ``ECONNABORTED``,
+      ``ENOTCONN``, ``EPIPE``, ``EADDRNOTAVAIL``, ``EHOSTUNREACH``, ``ENETUNREACH`` FAILURE;
     * anything else: what its ``__cause__`` (``raise ... from cause``), and the error a wrapper names
       (``urllib.error.URLError.reason``, urllib3's ``MaxRetryError.reason``, the urllib3 error a requests
       exception was built from), says; failing that, FAILURE.
@@ -105,7 +126,24 @@ def _known(exc: BaseException) -> _Known:
         return Outcome.DROPPED, None
     if isinstance(exc, urllib.error.URLError):
         return None, exc.reason if isinstance(exc.reason, BaseException) else None
-    if isinstance(exc, ConnectionError) or (isinstance(exc, OSError) and exc.errno in _BROKEN_ERRNOS):
+    if isinstance(exc, MemoryError):
+        return Outcome.IGNORED, None
+    if isinstance(exc, OSError) and exc.errno is not None:
+        # By the errno, not the class: BlockingIOError is also EINPROGRESS and EALREADY, which the table
+        # reads as FAILURE.
+        if exc.errno in _TIMEOUT_ERRNOS:
+            return Outcome.DROPPED, None
+        if exc.errno in _LOCAL_ERRNOS:
+            return Outcome.IGNORED, None
+        if exc.errno in _BROKEN_ERRNOS or isinstance(exc, ConnectionError):
+            return Outcome.FAILURE, None
+        return None, None
+    # Raised without an errno: by the class, as the errno it stands for.
+    if isinstance(exc, InterruptedError):
+        return Outcome.IGNORED, None
+    if isinstance(exc, BlockingIOError):
+        return Outcome.DROPPED, None
+    if isinstance(exc, ConnectionError):
         return Outcome.FAILURE, None
     return None, None
 

@@ -135,6 +135,10 @@ class Outcome(enum.IntEnum):
     """The node is busy and said so: a 429."""
     CLIENT_ERROR = 5
     """The node refused the request as the caller's fault: another 4xx."""
+    TIMEOUT = 2
+    """A call that timed out (a deadline passed, a read or connect timeout): an alias of DROPPED."""
+    CANCELLED = 3
+    """A call the caller cancelled (it stopped waiting, for its own reasons): an alias of IGNORED."""
 
     @classmethod
     def from_http_status(cls, status: int) -> Outcome:

@@ -27,20 +27,37 @@ weir-tower; 0 fails at once) for room, then raises :class:`weir.NoCapacity`; wit
 :class:`weir.NoNodes`. ``transport.balancer`` is the :class:`weir.Balancer`, for ``stats()`` and
 ``nodes()``.
 
+A request whose attempt failed (a refused or reset connection, a timeout, a 5xx, a 429; never a success or
+another 4xx, never a cancellation) is sent once more (``retries=1``, the default; 0 turns it off) to a
+node it has not tried, as Finagle and Linkerd do, when all of these hold: the request may be sent twice
+(``retry_if(request)``, by default an idempotent method: :data:`IDEMPOTENT`), its body can be sent again
+(given as bytes, not as a stream), another member exists and has room, and the shared
+:class:`weir.RetryBudget` admits it (``retry_budget=``, by default one of the transport's own with
+Finagle's defaults: retries up to 20 % of the requests plus 10 a second over 10 s). With
+``retry_backoff=weir.Backoff(...)`` it first waits what the backoff's ``on_failure()`` says. Each
+attempt's lease is released with its own outcome; a failed response is read and closed before the retry.
+When no retry is made, the request ends as its last attempt did: that response, or that error. The
+client's timeout applies to each attempt, and an error while the client reads the body of the response it
+was handed is not retried.
+
 Importing this module imports httpx (``pip install "weir-lb[httpx]"``); ``import weir`` does not.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import timedelta
-from typing import AsyncIterator, Iterator, Optional, Union
+from typing import AsyncIterator, Callable, Iterator, List, Optional, Union
 
 import httpx
 
 import weir
 from weir._http import (
+    IDEMPOTENT,
     Members,
     Nodes,
+    Retry,
     not_a_base_url,
     release,
     release_raised,
@@ -50,18 +67,31 @@ from weir._http import (
 from weir._types import Outcome
 from weir._weir import Lease
 
-__all__ = ["AsyncTransport", "Nodes", "Transport"]
+__all__ = ["IDEMPOTENT", "AsyncTransport", "Nodes", "Transport"]
 
 
 class _Balanced:
-    """What both transports share: the balancer, its membership, the wait, and the rewrite."""
+    """What both transports share: the balancer, its membership, the wait, the retries, and the rewrite."""
 
     def __init__(
-        self, nodes: Nodes, balancer: Optional[weir.Balancer], wait: Union[float, timedelta]
+        self,
+        nodes: Nodes,
+        balancer: Optional[weir.Balancer],
+        wait: Union[float, timedelta],
+        retries: int,
+        retry_budget: Optional[weir.RetryBudget],
+        retry_backoff: Optional[weir.Backoff],
+        retry_if: Optional[Callable[[httpx.Request], bool]],
     ) -> None:
         self._timeout = wait_timeout(wait)
+        self._retry = Retry(retries, retry_budget, retry_backoff, retry_if, _method)
         self._members = Members(nodes, balancer, _parse, weir.Balancer)
         self._balancer = self._members.balancer
+
+    @property
+    def retry_budget(self) -> weir.RetryBudget:
+        """The retry budget the retries are admitted by (shared with whoever else was given it)."""
+        return self._retry.budget
 
     @property
     def balancer(self) -> weir.Balancer:
@@ -87,6 +117,19 @@ class _Balanced:
         )
 
 
+def _method(request: httpx.Request) -> str:
+    return request.method
+
+
+def _replayable(request: httpx.Request) -> bool:
+    """Whether the body can be sent again: it was given as bytes (or read), not as a stream."""
+    try:
+        request.content  # noqa: B018 (raises for a streamed body not read)
+    except httpx.RequestNotRead:
+        return False
+    return True
+
+
 def _parse(node: str) -> httpx.URL:
     try:
         url = httpx.URL(node)
@@ -100,10 +143,12 @@ def _parse(node: str) -> httpx.URL:
 class Transport(_Balanced, httpx.BaseTransport):
     """An ``httpx.BaseTransport`` that balances each request over ``nodes`` (see the module).
 
-    ``Transport(nodes, *, balancer=None, wait=0.1, transport=None)``: ``nodes`` is a list of base URLs or
-    a callable returning the current list (called before each request: keep it cheap; the balancer's
-    members follow it); ``balancer`` a :class:`weir.Balancer` of your own configuration (the transport
-    owns its membership); ``wait`` the seconds to wait for room; ``transport`` the inner transport.
+    ``Transport(nodes, *, balancer=None, wait=0.1, transport=None, retries=1, retry_budget=None,
+    retry_backoff=None, retry_if=None)``: ``nodes`` is a list of base URLs or a callable returning the
+    current list (called before each request: keep it cheap; the balancer's members follow it);
+    ``balancer`` a :class:`weir.Balancer` of your own configuration (the transport owns its membership);
+    ``wait`` the seconds to wait for room; ``transport`` the inner transport; the ``retr*`` options as the
+    module says (``transport.retry_budget`` is the budget).
 
     Thread-safe, as ``httpx.Client`` is.
     """
@@ -115,19 +160,58 @@ class Transport(_Balanced, httpx.BaseTransport):
         balancer: Optional[weir.Balancer] = None,
         wait: Union[float, timedelta] = 0.1,
         transport: Optional[httpx.BaseTransport] = None,
+        retries: int = 1,
+        retry_budget: Optional[weir.RetryBudget] = None,
+        retry_backoff: Optional[weir.Backoff] = None,
+        retry_if: Optional[Callable[[httpx.Request], bool]] = None,
     ) -> None:
-        super().__init__(nodes, balancer, wait)
+        super().__init__(nodes, balancer, wait, retries, retry_budget, retry_backoff, retry_if)
         self._transport = transport if transport is not None else httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         self._members.refresh()
+        retryable = self._retry.start(request, _replayable)
         lease = self._balancer.acquire(timeout=self._timeout)
-        try:
-            response = self._transport.handle_request(self._to(request, lease.node))
-        except BaseException as exc:
-            release_raised(lease, exc)
-            raise
-        return _hold(lease, response, asynchronous=False)
+        tried: List[str] = []
+        while True:
+            tried.append(lease.node)
+            try:
+                response = self._transport.handle_request(self._to(request, lease.node))
+            except BaseException as exc:
+                release_raised(lease, exc)
+                outcome = self._retry.outcome(self._balancer, exc)
+                delay = self._retry.delay(retryable, len(tried) - 1, outcome, tried, self._balancer)
+                if delay is None:
+                    raise
+                if delay > 0:
+                    time.sleep(delay)
+                following = self._retry.acquire(self._balancer, tried)
+                if following is None:
+                    raise
+                lease = following
+                continue
+            response = _hold(lease, response, asynchronous=False)
+            outcome = status_outcome(response.status_code)
+            delay = self._retry.delay(retryable, len(tried) - 1, outcome, tried, self._balancer)
+            if delay is None:
+                return response
+            # Read and closed (its lease released with its status), so that it can still be the answer
+            # if no node has room for the retry.
+            unread: Optional[Exception] = None
+            try:
+                response.read()
+            except Exception as exc:
+                unread = exc
+            finally:
+                response.close()
+            if delay > 0:
+                time.sleep(delay)
+            following = self._retry.acquire(self._balancer, tried)
+            if following is None:
+                if unread is not None:
+                    raise unread
+                return response
+            lease = following
 
     def close(self) -> None:
         self._transport.close()
@@ -146,22 +230,59 @@ class AsyncTransport(_Balanced, httpx.AsyncBaseTransport):
         balancer: Optional[weir.Balancer] = None,
         wait: Union[float, timedelta] = 0.1,
         transport: Optional[httpx.AsyncBaseTransport] = None,
+        retries: int = 1,
+        retry_budget: Optional[weir.RetryBudget] = None,
+        retry_backoff: Optional[weir.Backoff] = None,
+        retry_if: Optional[Callable[[httpx.Request], bool]] = None,
     ) -> None:
-        super().__init__(nodes, balancer, wait)
+        super().__init__(nodes, balancer, wait, retries, retry_budget, retry_backoff, retry_if)
         self._transport = transport if transport is not None else httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         self._members.refresh()
+        retryable = self._retry.start(request, _replayable)
         if self._timeout is None:
             lease = self._balancer.acquire()
         else:
             lease = await self._balancer.acquire_async(timeout=self._timeout)
-        try:
-            response = await self._transport.handle_async_request(self._to(request, lease.node))
-        except BaseException as exc:
-            release_raised(lease, exc)
-            raise
-        return _hold(lease, response, asynchronous=True)
+        tried: List[str] = []
+        while True:
+            tried.append(lease.node)
+            try:
+                response = await self._transport.handle_async_request(self._to(request, lease.node))
+            except BaseException as exc:
+                release_raised(lease, exc)
+                outcome = self._retry.outcome(self._balancer, exc)
+                delay = self._retry.delay(retryable, len(tried) - 1, outcome, tried, self._balancer)
+                if delay is None:
+                    raise
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                following = self._retry.acquire(self._balancer, tried)
+                if following is None:
+                    raise
+                lease = following
+                continue
+            response = _hold(lease, response, asynchronous=True)
+            outcome = status_outcome(response.status_code)
+            delay = self._retry.delay(retryable, len(tried) - 1, outcome, tried, self._balancer)
+            if delay is None:
+                return response
+            unread: Optional[Exception] = None
+            try:
+                await response.aread()
+            except Exception as exc:
+                unread = exc
+            finally:
+                await response.aclose()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            following = self._retry.acquire(self._balancer, tried)
+            if following is None:
+                if unread is not None:
+                    raise unread
+                return response
+            lease = following
 
     async def aclose(self) -> None:
         await self._transport.aclose()

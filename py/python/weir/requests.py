@@ -22,13 +22,26 @@ When every node is at its concurrency limit a request waits up to ``wait`` secon
 fails at once) for room, then raises :class:`weir.NoCapacity`; with no node at all, :class:`weir.NoNodes`.
 ``adapter.balancer`` is the :class:`weir.Balancer`, for ``stats()`` and ``nodes()``.
 
+A request whose attempt failed (a refused or reset connection, a timeout, a 5xx, a 429; never a success or
+another 4xx) is sent once more (``retries=1``, the default; 0 turns it off) to a node it has not tried,
+when it may be sent twice (``retry_if(prepared_request)``, by default an idempotent method:
+:data:`IDEMPOTENT`), its body can be sent again (none, bytes or text: not a file or a generator), another
+member exists and has room, and the shared :class:`weir.RetryBudget` admits it (``retry_budget=``, by
+default one of the adapter's own: 20 % of the requests plus 10 a second over 10 s). With
+``retry_backoff=weir.Backoff(...)`` it first waits what the backoff's ``on_failure()`` says. Each
+attempt's lease is released with its own outcome; a failed streamed response is read and closed before
+the retry. When no retry is made, the request ends as its last attempt did: that response, or that
+error. ``timeout`` applies to each attempt. Unlike urllib3's ``max_retries`` (which retries on the same
+node, and stays off by default), these retries go elsewhere and are bounded by the budget.
+
 Importing this module imports requests (``pip install "weir-lb[requests]"``); ``import weir`` does not.
 """
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
-from typing import Any, Callable, Iterator, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, Union
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import requests
@@ -36,8 +49,10 @@ import requests.adapters
 
 import weir
 from weir._http import (
+    IDEMPOTENT,
     Members,
     Nodes,
+    Retry,
     not_a_base_url,
     release,
     release_raised,
@@ -47,7 +62,7 @@ from weir._http import (
 from weir._types import Outcome
 from weir._weir import Lease
 
-__all__ = ["Adapter", "Nodes"]
+__all__ = ["IDEMPOTENT", "Adapter", "Nodes"]
 
 _Timeout = Union[None, float, Tuple[float, float], Tuple[float, None]]
 
@@ -55,10 +70,12 @@ _Timeout = Union[None, float, Tuple[float, float], Tuple[float, None]]
 class Adapter(requests.adapters.HTTPAdapter):
     """A ``requests.adapters.HTTPAdapter`` that balances each request over ``nodes`` (see the module).
 
-    ``Adapter(nodes, *, balancer=None, wait=0.1, **kwargs)``: ``nodes`` is a list of base URLs or a
-    callable returning the current list (called before each request: keep it cheap; the balancer's
-    members follow it); ``balancer`` a :class:`weir.Balancer` of your own configuration (the adapter owns
-    its membership); ``wait`` the seconds to wait for room; ``kwargs`` go to ``HTTPAdapter``.
+    ``Adapter(nodes, *, balancer=None, wait=0.1, retries=1, retry_budget=None, retry_backoff=None,
+    retry_if=None, **kwargs)``: ``nodes`` is a list of base URLs or a callable returning the current list
+    (called before each request: keep it cheap; the balancer's members follow it); ``balancer`` a
+    :class:`weir.Balancer` of your own configuration (the adapter owns its membership); ``wait`` the
+    seconds to wait for room; the ``retr*`` options as the module says (``adapter.retry_budget`` is the
+    budget); ``kwargs`` go to ``HTTPAdapter``.
 
     Thread-safe as far as requests is: one adapter may serve several sessions and threads.
     """
@@ -69,9 +86,14 @@ class Adapter(requests.adapters.HTTPAdapter):
         *,
         balancer: Optional[weir.Balancer] = None,
         wait: Union[float, timedelta] = 0.1,
+        retries: int = 1,
+        retry_budget: Optional[weir.RetryBudget] = None,
+        retry_backoff: Optional[weir.Backoff] = None,
+        retry_if: Optional[Callable[[requests.PreparedRequest], bool]] = None,
         **kwargs: Any,
     ) -> None:
         self._timeout = wait_timeout(wait)
+        self._retry = Retry(retries, retry_budget, retry_backoff, retry_if, _method)
         self._members = Members(nodes, balancer, _parse, weir.Balancer)
         super().__init__(**kwargs)
 
@@ -79,6 +101,11 @@ class Adapter(requests.adapters.HTTPAdapter):
     def balancer(self) -> weir.Balancer:
         """The balancer the requests go through (its members are the nodes)."""
         return self._members.balancer
+
+    @property
+    def retry_budget(self) -> weir.RetryBudget:
+        """The retry budget the retries are admitted by (shared with whoever else was given it)."""
+        return self._retry.budget
 
     def send(
         self,
@@ -90,16 +117,58 @@ class Adapter(requests.adapters.HTTPAdapter):
         proxies: Optional[Mapping[str, str]] = None,
     ) -> requests.Response:
         self._members.refresh()
-        lease = self.balancer.acquire(timeout=self._timeout)
+        retryable = self._retry.start(request, _replayable)
+        balancer = self.balancer
+        lease = balancer.acquire(timeout=self._timeout)
+        tried: List[str] = []
+        while True:
+            tried.append(lease.node)
+            try:
+                response = self._attempt(
+                    request, lease, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies
+                )
+            except BaseException as exc:
+                outcome = self._retry.outcome(balancer, exc)
+                delay = self._retry.delay(retryable, len(tried) - 1, outcome, tried, balancer)
+                if delay is None:
+                    raise
+                if delay > 0:
+                    time.sleep(delay)
+                following = self._retry.acquire(balancer, tried)
+                if following is None:
+                    raise
+                lease = following
+                continue
+            outcome = status_outcome(response.status_code)
+            delay = self._retry.delay(retryable, len(tried) - 1, outcome, tried, balancer)
+            if delay is None:
+                return response
+            unread: Optional[Exception] = None
+            if stream:
+                # Read and closed (its lease released with its status), so that it can still be the
+                # answer if no node has room for the retry.
+                try:
+                    response.content  # noqa: B018
+                except Exception as exc:
+                    unread = exc
+                finally:
+                    response.close()
+            if delay > 0:
+                time.sleep(delay)
+            following = self._retry.acquire(balancer, tried)
+            if following is None:
+                if unread is not None:
+                    raise unread
+                return response
+            lease = following
+
+    def _attempt(
+        self, request: requests.PreparedRequest, lease: Lease, stream: bool, **kwargs: Any
+    ) -> requests.Response:
+        """One attempt on ``lease``'s node: the response, its lease released once its body is read (at
+        once unless ``stream``), or the error, its lease released with the error's outcome."""
         try:
-            response = super().send(
-                self._to(request, lease.node),
-                stream=stream,
-                timeout=timeout,
-                verify=verify,
-                cert=cert,
-                proxies=proxies,
-            )
+            response = super().send(self._to(request, lease.node), stream=stream, **kwargs)
         except BaseException as exc:
             release_raised(lease, exc)
             raise
@@ -126,6 +195,15 @@ class Adapter(requests.adapters.HTTPAdapter):
             (base.scheme, base.netloc, base.path.rstrip("/") + url.path, url.query, url.fragment)
         )
         return copy
+
+
+def _method(request: requests.PreparedRequest) -> str:
+    return request.method or "GET"
+
+
+def _replayable(request: requests.PreparedRequest) -> bool:
+    """Whether the body can be sent again: none, bytes or text, not a file or a generator."""
+    return request.body is None or isinstance(request.body, (bytes, str))
 
 
 def _parse(node: str) -> SplitResult:
