@@ -15,7 +15,7 @@ use pin_project_lite::pin_project;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use tower::BoxError;
 use weir::rt::monotonic_now;
 use weir::{HeapBalancer, Lease, Outcome};
@@ -119,35 +119,59 @@ where
         let Some(inner) = this.inner.as_mut().as_pin_mut() else {
             return Poll::Ready(Err(Error::NotReady));
         };
-        let result = match inner.poll(cx) {
-            // Unanswered: the deadline, if any, decides (a call that answers as it passes has answered).
-            Poll::Pending => {
-                let ended = match this.deadline.poll(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Ok(())) => (Outcome::TIMEOUT, Error::DeadlinePassed),
-                    Poll::Ready(Err(e)) => (Outcome::Ignored, e),
-                };
+        let (outcome, result) = match ready!(poll_attempt(inner, this.classify, this.deadline, cx))
+        {
+            Attempt::Answered(answer, outcome) => (outcome, answer.map_err(Error::Inner)),
+            Attempt::Abandoned(outcome, error) => {
                 // The call is abandoned: dropping its future cancels it beneath.
                 this.inner.set(None);
-                if let Some(lease) = this.lease.as_mut() {
-                    lease.complete(ended.0);
-                }
-                return Poll::Ready(Err(ended.1));
-            }
-            Poll::Ready(Ok(response)) => {
-                if let Some(lease) = this.lease.as_mut() {
-                    lease.complete(this.classify.response(&response));
-                }
-                Ok(response)
-            }
-            Poll::Ready(Err(error)) => {
-                let error: BoxError = error.into();
-                if let Some(lease) = this.lease.as_mut() {
-                    lease.complete(this.classify.error(&*error));
-                }
-                Err(Error::Inner(error))
+                (outcome, Err(error))
             }
         };
+        if let Some(lease) = this.lease.as_mut() {
+            lease.complete(outcome);
+        }
         Poll::Ready(result)
     }
+}
+
+/// How a call under a deadline ended: see [`poll_attempt`].
+pub(crate) enum Attempt<T> {
+    /// The call answered: its answer, and the outcome the classifier gives it.
+    Answered(Result<T, BoxError>, Outcome),
+    /// The deadline passed first (`Dropped`, [`Error::DeadlinePassed`]), or cannot be timed here
+    /// (`Ignored`, [`Error::NoTimer`]): the outcome to release the lease with, and the caller's error.
+    /// The caller drops the call's future.
+    Abandoned(Outcome, Error),
+}
+
+/// Polls a call under its deadline, the response futures' one rule (with or without retries): the call
+/// answering decides, classified; while it is unanswered, the deadline, if any (a call that answers as
+/// the deadline passes has answered).
+pub(crate) fn poll_attempt<F, T, E, C>(
+    attempt: Pin<&mut F>,
+    classify: &C,
+    deadline: &mut Deadline,
+    cx: &mut Context<'_>,
+) -> Poll<Attempt<T>>
+where
+    F: Future<Output = Result<T, E>>,
+    E: Into<BoxError>,
+    C: Classify<T>,
+{
+    Poll::Ready(match attempt.poll(cx) {
+        Poll::Ready(Ok(response)) => {
+            let outcome = classify.response(&response);
+            Attempt::Answered(Ok(response), outcome)
+        }
+        Poll::Ready(Err(error)) => {
+            let error: BoxError = error.into();
+            let outcome = classify.error(&*error);
+            Attempt::Answered(Err(error), outcome)
+        }
+        Poll::Pending => match ready!(deadline.poll(cx)) {
+            Ok(()) => Attempt::Abandoned(Outcome::TIMEOUT, Error::DeadlinePassed),
+            Err(e) => Attempt::Abandoned(Outcome::Ignored, e),
+        },
+    })
 }

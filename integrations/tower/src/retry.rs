@@ -43,7 +43,7 @@
 use crate::classify::Classify;
 use crate::deadline::{timer_until, Deadline};
 use crate::error::Error;
-use crate::future::Held;
+use crate::future::{poll_attempt, Attempt, Held};
 use futures_core::TryFuture;
 use pin_project_lite::pin_project;
 use std::collections::HashMap;
@@ -51,7 +51,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 use tokio::time::{Instant, Sleep};
 use tower::{BoxError, Service};
@@ -655,29 +655,17 @@ where
                         *this.step = Step::Done;
                         return Poll::Ready(Err(Error::NotReady));
                     };
-                    let (answer, outcome) = match attempt.poll(cx) {
-                        Poll::Ready(Ok(response)) => {
-                            let outcome = this.classify.response(&response);
-                            (Ok(response), outcome)
-                        }
-                        Poll::Ready(Err(error)) => {
-                            let error: BoxError = error.into();
-                            let outcome = this.classify.error(&*error);
-                            (Err(error), outcome)
-                        }
-                        Poll::Pending => {
-                            let (outcome, error) = match this.deadline.poll(cx) {
-                                Poll::Pending => return Poll::Pending,
-                                Poll::Ready(Ok(())) => (Outcome::TIMEOUT, Error::DeadlinePassed),
-                                Poll::Ready(Err(e)) => (Outcome::Ignored, e),
-                            };
-                            // The attempt is abandoned: dropping its future cancels it beneath.
-                            this.attempt.set(None);
-                            release(this.lease, outcome);
-                            *this.step = Step::Done;
-                            return Poll::Ready(Err(error));
-                        }
-                    };
+                    let (answer, outcome) =
+                        match ready!(poll_attempt(attempt, this.classify, this.deadline, cx)) {
+                            Attempt::Answered(answer, outcome) => (answer, outcome),
+                            Attempt::Abandoned(outcome, error) => {
+                                // The attempt is abandoned: dropping its future cancels it beneath.
+                                this.attempt.set(None);
+                                release(this.lease, outcome);
+                                *this.step = Step::Done;
+                                return Poll::Ready(Err(error));
+                            }
+                        };
                     this.attempt.set(None);
                     release(this.lease, outcome);
                     let Some(shared) = this.shared.as_deref() else {
