@@ -6,10 +6,12 @@ path ends a call first (the response read to its end, closed, or failed while it
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
+import time
 from datetime import timedelta
-from typing import Callable, Dict, Generic, Iterable, List, Optional, Tuple, TypeVar, Union
+from typing import Awaitable, Callable, Dict, Generic, Iterable, List, Optional, Tuple, TypeVar, Union
 
 from weir._types import LeaseError, Outcome, RetryBudgetExhausted, WeirError
 from weir._weir import Backoff, Balancer, Lease, RetryBudget
@@ -32,6 +34,7 @@ Nodes = Union[Iterable[str], Callable[[], Iterable[str]]]
 T = TypeVar("T")
 B = TypeVar("B", bound=Balancer)
 R = TypeVar("R")
+A = TypeVar("A")
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
 """The methods retried by default: RFC 9110's idempotent ones (sending one twice does what sending it
@@ -124,6 +127,93 @@ class Retry(Generic[R]):
         except RetryBudgetExhausted:
             return None
         return self.backoff.on_failure() if self.backoff is not None else 0.0
+
+    def send(
+        self,
+        balancer: Balancer,
+        retryable: bool,
+        lease: Lease,
+        attempt: Callable[[Lease], A],
+        status: Callable[[A], int],
+        drain: Callable[[A], Optional[Exception]],
+    ) -> A:
+        """Sends a request (``retryable`` from :meth:`start`) on ``lease``, then retries it while
+        :meth:`delay` allows, each time on a node it has not tried. ``attempt(lease)`` makes one attempt
+        and releases its lease (with the error's outcome if it raises); ``status`` is an answer's HTTP
+        status; ``drain`` reads and closes a failed answer before its retry (so that it can still be the
+        request's answer if no node has room) and returns what reading it raised. The answer is the last
+        attempt's: its response, or its error raised again."""
+        tried: List[str] = []
+        while True:
+            tried.append(lease.node)
+            try:
+                answer = attempt(lease)
+            except BaseException as exc:
+                outcome = self.outcome(balancer, exc)
+                delay = self.delay(retryable, len(tried) - 1, outcome, tried, balancer)
+                if delay is None:
+                    raise
+                if delay > 0:
+                    time.sleep(delay)
+                following = self.acquire(balancer, tried)
+                if following is None:
+                    raise
+                lease = following
+                continue
+            outcome = status_outcome(status(answer))
+            delay = self.delay(retryable, len(tried) - 1, outcome, tried, balancer)
+            if delay is None:
+                return answer
+            unread = drain(answer)
+            if delay > 0:
+                time.sleep(delay)
+            following = self.acquire(balancer, tried)
+            if following is None:
+                if unread is not None:
+                    raise unread
+                return answer
+            lease = following
+
+    async def send_async(
+        self,
+        balancer: Balancer,
+        retryable: bool,
+        lease: Lease,
+        attempt: Callable[[Lease], Awaitable[A]],
+        status: Callable[[A], int],
+        drain: Callable[[A], Awaitable[Optional[Exception]]],
+    ) -> A:
+        """:meth:`send` for asyncio: the same rules, awaiting the attempts, the draining and the pauses."""
+        tried: List[str] = []
+        while True:
+            tried.append(lease.node)
+            try:
+                answer = await attempt(lease)
+            except BaseException as exc:
+                outcome = self.outcome(balancer, exc)
+                delay = self.delay(retryable, len(tried) - 1, outcome, tried, balancer)
+                if delay is None:
+                    raise
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                following = self.acquire(balancer, tried)
+                if following is None:
+                    raise
+                lease = following
+                continue
+            outcome = status_outcome(status(answer))
+            delay = self.delay(retryable, len(tried) - 1, outcome, tried, balancer)
+            if delay is None:
+                return answer
+            unread = await drain(answer)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            following = self.acquire(balancer, tried)
+            if following is None:
+                if unread is not None:
+                    raise unread
+                return answer
+            lease = following
 
     @staticmethod
     def acquire(balancer: Balancer, tried: List[str]) -> Optional[Lease]:

@@ -45,10 +45,8 @@ Importing this module imports httpx (``pip install "weir-lb[httpx]"``); ``import
 
 from __future__ import annotations
 
-import asyncio
-import time
 from datetime import timedelta
-from typing import AsyncIterator, Callable, Iterator, List, Optional, Union
+from typing import AsyncIterator, Callable, Iterator, Optional, Union
 
 import httpx
 
@@ -172,46 +170,16 @@ class Transport(_Balanced, httpx.BaseTransport):
         self._members.refresh()
         retryable = self._retry.start(request, _replayable)
         lease = self._balancer.acquire(timeout=self._timeout)
-        tried: List[str] = []
-        while True:
-            tried.append(lease.node)
+
+        def attempt(lease: Lease) -> httpx.Response:
             try:
                 response = self._transport.handle_request(self._to(request, lease.node))
             except BaseException as exc:
                 release_raised(lease, exc)
-                outcome = self._retry.outcome(self._balancer, exc)
-                delay = self._retry.delay(retryable, len(tried) - 1, outcome, tried, self._balancer)
-                if delay is None:
-                    raise
-                if delay > 0:
-                    time.sleep(delay)
-                following = self._retry.acquire(self._balancer, tried)
-                if following is None:
-                    raise
-                lease = following
-                continue
-            response = _hold(lease, response, asynchronous=False)
-            outcome = status_outcome(response.status_code)
-            delay = self._retry.delay(retryable, len(tried) - 1, outcome, tried, self._balancer)
-            if delay is None:
-                return response
-            # Read and closed (its lease released with its status), so that it can still be the answer
-            # if no node has room for the retry.
-            unread: Optional[Exception] = None
-            try:
-                response.read()
-            except Exception as exc:
-                unread = exc
-            finally:
-                response.close()
-            if delay > 0:
-                time.sleep(delay)
-            following = self._retry.acquire(self._balancer, tried)
-            if following is None:
-                if unread is not None:
-                    raise unread
-                return response
-            lease = following
+                raise
+            return _hold(lease, response, asynchronous=False)
+
+        return self._retry.send(self._balancer, retryable, lease, attempt, _status, _drain)
 
     def close(self) -> None:
         self._transport.close()
@@ -245,47 +213,45 @@ class AsyncTransport(_Balanced, httpx.AsyncBaseTransport):
             lease = self._balancer.acquire()
         else:
             lease = await self._balancer.acquire_async(timeout=self._timeout)
-        tried: List[str] = []
-        while True:
-            tried.append(lease.node)
+
+        async def attempt(lease: Lease) -> httpx.Response:
             try:
                 response = await self._transport.handle_async_request(self._to(request, lease.node))
             except BaseException as exc:
                 release_raised(lease, exc)
-                outcome = self._retry.outcome(self._balancer, exc)
-                delay = self._retry.delay(retryable, len(tried) - 1, outcome, tried, self._balancer)
-                if delay is None:
-                    raise
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                following = self._retry.acquire(self._balancer, tried)
-                if following is None:
-                    raise
-                lease = following
-                continue
-            response = _hold(lease, response, asynchronous=True)
-            outcome = status_outcome(response.status_code)
-            delay = self._retry.delay(retryable, len(tried) - 1, outcome, tried, self._balancer)
-            if delay is None:
-                return response
-            unread: Optional[Exception] = None
-            try:
-                await response.aread()
-            except Exception as exc:
-                unread = exc
-            finally:
-                await response.aclose()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            following = self._retry.acquire(self._balancer, tried)
-            if following is None:
-                if unread is not None:
-                    raise unread
-                return response
-            lease = following
+                raise
+            return _hold(lease, response, asynchronous=True)
+
+        return await self._retry.send_async(self._balancer, retryable, lease, attempt, _status, _adrain)
 
     async def aclose(self) -> None:
         await self._transport.aclose()
+
+
+def _status(response: httpx.Response) -> int:
+    return response.status_code
+
+
+def _drain(response: httpx.Response) -> Optional[Exception]:
+    """Reads and closes a failed response before its retry; what reading it raised, if anything."""
+    try:
+        response.read()
+    except Exception as exc:
+        return exc
+    finally:
+        response.close()
+    return None
+
+
+async def _adrain(response: httpx.Response) -> Optional[Exception]:
+    """:func:`_drain` for an async response."""
+    try:
+        await response.aread()
+    except Exception as exc:
+        return exc
+    finally:
+        await response.aclose()
+    return None
 
 
 def _hold(lease: Lease, response: httpx.Response, asynchronous: bool) -> httpx.Response:

@@ -39,9 +39,8 @@ Importing this module imports requests (``pip install "weir-lb[requests]"``); ``
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Iterator, Mapping, Optional, Tuple, Union
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import requests
@@ -120,47 +119,26 @@ class Adapter(requests.adapters.HTTPAdapter):
         retryable = self._retry.start(request, _replayable)
         balancer = self.balancer
         lease = balancer.acquire(timeout=self._timeout)
-        tried: List[str] = []
-        while True:
-            tried.append(lease.node)
+
+        def attempt(lease: Lease) -> requests.Response:
+            return self._attempt(
+                request, lease, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies
+            )
+
+        def drain(response: requests.Response) -> Optional[Exception]:
+            # A streamed body is read and closed (its lease released with its status), so that the
+            # response can still be the answer if no node has room for the retry; any other is read.
+            if not stream:
+                return None
             try:
-                response = self._attempt(
-                    request, lease, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies
-                )
-            except BaseException as exc:
-                outcome = self._retry.outcome(balancer, exc)
-                delay = self._retry.delay(retryable, len(tried) - 1, outcome, tried, balancer)
-                if delay is None:
-                    raise
-                if delay > 0:
-                    time.sleep(delay)
-                following = self._retry.acquire(balancer, tried)
-                if following is None:
-                    raise
-                lease = following
-                continue
-            outcome = status_outcome(response.status_code)
-            delay = self._retry.delay(retryable, len(tried) - 1, outcome, tried, balancer)
-            if delay is None:
-                return response
-            unread: Optional[Exception] = None
-            if stream:
-                # Read and closed (its lease released with its status), so that it can still be the
-                # answer if no node has room for the retry.
-                try:
-                    response.content  # noqa: B018
-                except Exception as exc:
-                    unread = exc
-                finally:
-                    response.close()
-            if delay > 0:
-                time.sleep(delay)
-            following = self._retry.acquire(balancer, tried)
-            if following is None:
-                if unread is not None:
-                    raise unread
-                return response
-            lease = following
+                response.content  # noqa: B018
+            except Exception as exc:
+                return exc
+            finally:
+                response.close()
+            return None
+
+        return self._retry.send(balancer, retryable, lease, attempt, _status, drain)
 
     def _attempt(
         self, request: requests.PreparedRequest, lease: Lease, stream: bool, **kwargs: Any
@@ -204,6 +182,10 @@ def _method(request: requests.PreparedRequest) -> str:
 def _replayable(request: requests.PreparedRequest) -> bool:
     """Whether the body can be sent again: none, bytes or text, not a file or a generator."""
     return request.body is None or isinstance(request.body, (bytes, str))
+
+
+def _status(response: requests.Response) -> int:
+    return response.status_code
 
 
 def _parse(node: str) -> SplitResult:
