@@ -7,10 +7,11 @@
 //! health, lowest score, CIAD limit with a fast start), *seeds* is `Config::seeds()` (6 buckets of 5 s,
 //! weighted cascade, fixed limit 100).
 //!
-//! - `pair/weir-default/{3,16,64,256}`: the new default; `pair/weir-default-fixed/{n}`: the same with
+//! - `pair/weir-default/{3,16,64,256,1024}`: the new default; `pair/weir-default-fixed/{n}`: the same with
 //!   the seeds' fixed limit of 100 instead of CIAD (what the limiter costs);
 //! - `pair/weir-{cascade,approx,pick}-{buckets,ewma}/{n}`: the seeds' configuration with each of its
-//!   policies and health models (`weir-cascade-buckets` is `Config::seeds()` itself);
+//!   policies and health models (`weir-cascade-buckets` is `Config::seeds()` itself); over 1,024 nodes
+//!   only the new default, the seeds and the baselines run;
 //! - `pair/mutex/{n}`: the seeds' algorithm behind one `Mutex<Vec<..>>` (`weir_benches::MutexBalancer`);
 //! - `pair/tower-peak-ewma/{n}`, `pair/tower-pending/{n}`: tower 0.5 `Balance` (p2c) with `PeakEwma` or
 //!   `PendingRequests` over `n` always-ready services (see `tower_load`);
@@ -35,8 +36,8 @@ use std::time::Duration;
 use weir::Config;
 use weir_benches::{
     bases, config, default_fixed, limiters, weir_memory, with_limit, Cas, Crew, DriverLoad,
-    MutexBalancer, MutexLoad, PaddedScan, RoundTrip, WeirLoad, Workload, HEALTHS, NODE_COUNTS,
-    POLICIES, SPARSE_CAPACITY,
+    MutexBalancer, MutexLoad, PaddedScan, RoundTrip, WeirLoad, Workload, FLEET, HEALTHS,
+    NODE_COUNTS, POLICIES, SPARSE_CAPACITY,
 };
 
 mod tower_load;
@@ -81,16 +82,25 @@ fn pair(c: &mut Criterion) {
             n,
             &mut WeirLoad::new(n, Config::default()),
         );
-        bench(
-            &mut g,
-            "weir-default-fixed",
-            n,
-            &mut WeirLoad::new(n, default_fixed()),
-        );
-        for (pn, policy) in POLICIES {
-            for (hn, health) in HEALTHS {
-                let mut w = WeirLoad::new(n, config(policy, health));
-                bench(&mut g, &format!("weir-{pn}-{hn}"), n, &mut w);
+        if n == FLEET {
+            bench(
+                &mut g,
+                "weir-cascade-buckets",
+                n,
+                &mut WeirLoad::new(n, Config::seeds()),
+            );
+        } else {
+            bench(
+                &mut g,
+                "weir-default-fixed",
+                n,
+                &mut WeirLoad::new(n, default_fixed()),
+            );
+            for (pn, policy) in POLICIES {
+                for (hn, health) in HEALTHS {
+                    let mut w = WeirLoad::new(n, config(policy, health));
+                    bench(&mut g, &format!("weir-{pn}-{hn}"), n, &mut w);
+                }
             }
         }
         bench(&mut g, "mutex", n, &mut MutexLoad::new(n));

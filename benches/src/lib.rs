@@ -70,7 +70,10 @@ pub fn criterion_defaults() -> Criterion {
 }
 
 /// Node counts of the hot-path benchmarks.
-pub const NODE_COUNTS: [usize; 4] = [3, 16, 64, 256];
+pub const NODE_COUNTS: [usize; 5] = [3, 16, 64, 256, FLEET];
+/// The largest fleet benchmarked: only the new default, the seeds and the baselines run over it (the
+/// other configurations' rows stop at 256).
+pub const FLEET: usize = 1_024;
 
 /// The capacity of the sparse workloads: the most slots a balancer can have ([`weir::balance::MAX_NODES`]).
 pub const SPARSE_CAPACITY: usize = weir::balance::MAX_NODES;

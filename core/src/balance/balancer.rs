@@ -491,7 +491,8 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// (which refreshes its cache) or when a bucket leaves the window, which can happen only when the clock
     /// enters a new epoch. So once per epoch one acquire claims the rotation (a compare-and-swap on the
     /// rotation word, which others that raced it lose and go on) and refreshes every slot's cache at
-    /// `now`; acquires never check an expiry per node. Releases take their reading at the rotation's epoch
+    /// `now` (under the decay model, every slot of a balancer of at most 64, and 64 in turn in a larger
+    /// one: see [`rotated`]); acquires never check an expiry per node. Releases take their reading at the rotation's epoch
     /// or later (see `Health::refresh`), so a release with a lagging clock cannot undo a rotation.
     ///
     /// An acquire up to one epoch behind the rotation does not rotate back (threads' clock readings
@@ -524,7 +525,12 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 // silence of 2^31 ticks every counter is older than its tick can tell (see `decay.rs`).
                 let forget = now.saturating_sub(self.prepared.horizon(seen))
                     >= (1u64 << 31) << health::TICK_SHIFT;
-                for s in self.used() {
+                let part = if forget {
+                    self.used()
+                } else {
+                    rotated(self.used(), health::epoch_at(now, self.prepared.clock))
+                };
+                for s in part {
                     s.health.settle(&self.prepared.health, now, forget);
                     s.health.refresh(&self.prepared.health, now, self.scope(s));
                 }
@@ -985,6 +991,31 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     }
 }
 
+/// Slots a rotation under the decay model refreshes at most: a balancer of at most this many slots has
+/// every slot refreshed by every rotation.
+pub(crate) const ROTATED: usize = 64;
+
+/// The slots that the rotation of clock epoch `epoch` refreshes under the decay model: all of them in a
+/// balancer of at most [`ROTATED`] slots; in a larger one, one of `w` parts of at most [`ROTATED`]
+/// consecutive slots in turn (`w` the least power of two that makes them small enough, the part the
+/// epoch's low bits name), so that a rotation's work does not grow with the balancer. Each slot is then
+/// refreshed at least every `w` epochs by the rotations (16 epochs, 4 s by default, at 1,024 slots), and
+/// by each of its own releases that records a failure or follows one: what waits longer is only the
+/// fading of an idle node's penalty, which moves in steps `w` epochs apart.
+#[inline]
+fn rotated(used: &[NodeSlot], epoch: u64) -> &[NodeSlot] {
+    if used.len() <= ROTATED {
+        return used;
+    }
+    let parts = used.len().div_ceil(ROTATED).next_power_of_two();
+    // `parts` is a power of two: a shift, and a mask for the epoch's part.
+    let size = (used.len() + parts - 1) >> parts.trailing_zeros();
+    let start = (epoch & (parts as u64 - 1)) as usize * size;
+    // Checked slicing: the last parts may be short or empty.
+    used.get(start..used.len().min(start + size))
+        .unwrap_or_default()
+}
+
 /// Reserves one in-flight slot on `s` if it is active and below its limit; returns the control word it
 /// replaced and the new in-flight count.
 #[inline]
@@ -1071,4 +1102,35 @@ fn claim(slots: &[NodeSlot], tag: u32) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::vec::Vec;
+
+    /// Over `parts` consecutive epochs (any `parts` of them), the rotations' parts cover every slot
+    /// exactly once, each part at most [`ROTATED`] slots; at most [`ROTATED`] slots, every rotation
+    /// covers all.
+    #[test]
+    fn rotations_cover_every_slot_in_turn() {
+        for n in [0usize, 1, 63, 64, 65, 100, 128, 129, 1_000, 1_024, 4_097] {
+            let slots: Vec<NodeSlot> = (0..n).map(|_| NodeSlot::new()).collect();
+            let parts = n.div_ceil(ROTATED).next_power_of_two().max(1);
+            for first in [0u64, 5, 1 << 40] {
+                let mut seen = std::vec![0u32; n];
+                for epoch in first..first + parts as u64 {
+                    let part = rotated(&slots, epoch);
+                    assert!(part.len() <= ROTATED || n <= ROTATED, "n {n}");
+                    for s in part {
+                        let at = (s as *const NodeSlot as usize - slots.as_ptr() as usize)
+                            / core::mem::size_of::<NodeSlot>();
+                        seen[at] += 1;
+                    }
+                }
+                assert!(seen.iter().all(|&c| c == 1), "n {n}, from epoch {first}");
+            }
+        }
+    }
 }

@@ -39,7 +39,10 @@ const LIMITERS: [&str; 7] = [
     "ciad",
     "windowed",
 ];
-const NODES: [usize; 4] = [3, 16, 64, 256];
+const NODES: [usize; 5] = [3, 16, 64, 256, 1_024];
+/// The node counts of every configuration's row (1,024 nodes run only the new default, the seeds and
+/// the baselines).
+const CONFIGURATION_NODES: [usize; 4] = [3, 16, 64, 256];
 
 /// A slot of the template and its value; a line that names a slot without a value is left out.
 pub(super) type Slot = (&'static str, Option<String>);

@@ -1,6 +1,7 @@
 //! [`Policy::LowestScore`](super::Policy::LowestScore): the node with room whose `in_flight + penalty` is lowest, ties uniformly at
 //! random, with dialogue's give-up rule (every full node counting, scored at least 6: see
-//! [`GIVE_UP_FLOOR`]).
+//! [`GIVE_UP_FLOOR`]). Above [`SAMPLE_ABOVE`] slots, the first try compares a random sample (see
+//! [`sampled`]).
 
 use super::Choice;
 use crate::balance::error::Rejected;
@@ -74,6 +75,9 @@ const GIVE_UP_FLOOR: u64 = 6 << P_FRACTION;
 /// found again from those marks.
 #[inline]
 pub(super) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    if slots.len() > SAMPLE_ABOVE {
+        return sampled(slots, rng);
+    }
     // `marks[c]`: the ties counted up to the end of chunk `c` (slots `c * CHUNK..`), since the last new
     // least key; the marks before the chunk of `first` are stale.
     let mut marks = [0u16; MARKS];
@@ -110,6 +114,49 @@ pub(super) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
         Some(i) => Choice::Try(i),
         // The keys changed meanwhile: the full rules decide.
         None => lowest(slots, rng),
+    }
+}
+
+/// Above this many slots, the first try of an acquire compares [`SAMPLES`] members drawn at random
+/// instead of scanning every one (see [`sampled`]); at or below it, every member, exactly.
+pub(crate) const SAMPLE_ABOVE: usize = 64;
+/// Members drawn by [`sampled`].
+pub(crate) const SAMPLES: usize = 16;
+/// The highest score that [`sampled`] takes from its sample: the give-up rule's least threshold
+/// ([`GIVE_UP_FLOOR`] times [`GIVE_UP_MULTIPLIER`], 12 calls in flight). A node with room scoring no
+/// more than this is never refused by the rule, whatever the other nodes score.
+const SAMPLE_TRUSTED: u64 = GIVE_UP_FLOOR * GIVE_UP_MULTIPLIER;
+
+/// The first try of a large balancer's acquire (more than [`SAMPLE_ABOVE`] slots): the best of
+/// [`SAMPLES`] slots drawn uniformly at random, with replacement (the power of d choices, as P2C is the
+/// power of two), the first drawn winning a tie. Two slots per draw of the generator, so the cost does not
+/// grow with the balancer.
+///
+/// The sample decides only where it is sure to be right by the full rules: when its best node has room
+/// and scores at most [`SAMPLE_TRUSTED`] (12 calls in flight), which no give-up threshold refuses.
+/// Otherwise (every sampled node full, absent, penalised or busy) every member is scanned, exactly, by
+/// [`lowest`]. So a node that fails every call is taken only when 16 random members all score above 12
+/// or have no room, and a fleet whose healthy nodes carry few calls never waits on the rule.
+#[inline]
+fn sampled(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    let n = slots.len() as u128;
+    let (mut best, mut at) = (u64::MAX, 0);
+    for _ in 0..SAMPLES / 2 {
+        let r = rng.u64(..);
+        // Two indices from the two halves of one draw: `half * n / 2^32`, below `n` for every `n`.
+        for half in [r & 0xFFFF_FFFF, r >> 32] {
+            let i = ((u128::from(half) * n) >> 32) as usize;
+            let k = slots.get(i).map_or(KEY_ABSENT, key);
+            if k < best {
+                (best, at) = (k, i);
+            }
+        }
+    }
+    // `key` sets `FULL` (or is `KEY_ABSENT`) for a node without room, so a best below `FULL` has room.
+    if best <= SAMPLE_TRUSTED {
+        Choice::Try(at)
+    } else {
+        lowest(slots, rng)
     }
 }
 
@@ -339,9 +386,7 @@ mod tests {
     #[test]
     fn fast_scan_picks_the_drawn_tie_in_slot_order() {
         let mut gen = Rng::with_seed(7);
-        for &n in &[
-            1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 63, 64, 65, 255, 256, 257, 259, 300, 700,
-        ] {
+        for &n in &[1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 48, 63, 64] {
             let slots: Vec<NodeSlot> = (0..n).map(|_| NodeSlot::new()).collect();
             for round in 0..200 {
                 // Few distinct keys, a key absent now and then, and rounds where most nodes tie.
@@ -379,5 +424,113 @@ mod tests {
                 gen = rng;
             }
         }
+    }
+
+    /// Slots whose keys are `keys` (`None`: absent; `Some((inflight, units, room))`).
+    fn slots_with(keys: &[Option<(u64, u64, bool)>]) -> Vec<NodeSlot> {
+        keys.iter()
+            .map(|k| {
+                let s = NodeSlot::new();
+                match *k {
+                    Some((inflight, units, room)) => {
+                        let limit = if room { inflight + 1 } else { inflight.max(1) };
+                        s.ctl
+                            .store(word::pack(word::ACTIVE, 0, limit, inflight), Relaxed);
+                        s.health.set_units(units);
+                    }
+                    None => s.health.set_units(KEY_ABSENT),
+                }
+                s
+            })
+            .collect()
+    }
+
+    fn pick(slots: &[NodeSlot], rng: &mut Rng) -> usize {
+        match lowest_fast(slots, rng) {
+            Choice::Try(i) => i,
+            Choice::Reject(r) => panic!("rejected {r:?}"),
+        }
+    }
+
+    /// Above `SAMPLE_ABOVE` slots the first try takes the best of its sample only when that node has
+    /// room and scores at most 12 in flight; every other pick is the full rules' (`lowest`), drawn from
+    /// the generator where the sample left it. So a node scoring above 12 (a penalised one) is taken
+    /// only when the full rules take it, however the sample falls.
+    #[test]
+    fn sampled_picks_are_trusted_or_the_full_rules() {
+        let mut gen = Rng::with_seed(11);
+        for &n in &[65, 100, 256, 1_000, 1_024] {
+            for round in 0..100 {
+                let keys: Vec<_> = (0..n)
+                    .map(|_| match gen.u8(..10) {
+                        0 => None,
+                        1 => Some((gen.u64(..20), 30 << P_FRACTION, true)),
+                        2 => Some((gen.u64(..20), 0, false)),
+                        _ => Some((gen.u64(..15), gen.u64(..3) << P_FRACTION, true)),
+                    })
+                    .collect();
+                let slots = slots_with(&keys);
+                let mut rng = gen.clone();
+                let i = pick(&slots, &mut rng);
+                let k = key(&slots[i]);
+                if k > SAMPLE_TRUSTED {
+                    // Not the sample's: the full rules over every member, after the sample's draws.
+                    let mut full = gen.clone();
+                    for _ in 0..SAMPLES / 2 {
+                        full.u64(..);
+                    }
+                    match lowest(&slots, &mut full) {
+                        Choice::Try(j) => assert_eq!(i, j, "n {n}, round {round}"),
+                        Choice::Reject(r) => panic!("n {n}, round {round}: {r:?}"),
+                    }
+                }
+                assert!(k < FULL, "n {n}, round {round}: a node without room");
+                gen = rng;
+            }
+        }
+    }
+
+    /// Half of a large fleet failing (a penalty of 30 each), in one contiguous range as a zone outage
+    /// takes nodes added in order: no call goes to it, wherever the samples fall.
+    #[test]
+    fn sampled_never_picks_a_penalised_half() {
+        let keys: Vec<_> = (0..1_024)
+            .map(|i| Some((0, if i < 512 { 30 << P_FRACTION } else { 0 }, true)))
+            .collect();
+        let slots = slots_with(&keys);
+        let mut rng = Rng::with_seed(5);
+        for _ in 0..20_000 {
+            assert!(pick(&slots, &mut rng) >= 512);
+        }
+    }
+
+    /// Idle equal nodes share the calls evenly: every one of 256 idle nodes is picked within 25 % of its
+    /// fair share over 256,000 picks (a binomial's standard deviation there is about 3 %).
+    #[test]
+    fn sampled_spreads_ties_evenly() {
+        let slots = slots_with(&[Some((0, 0, true)); 256]);
+        let mut rng = Rng::with_seed(9);
+        let mut count = [0u32; 256];
+        for _ in 0..256_000 {
+            count[pick(&slots, &mut rng)] += 1;
+        }
+        for (i, &c) in count.iter().enumerate() {
+            assert!((750..=1_250).contains(&c), "node {i}: {c} of 256,000");
+        }
+    }
+
+    /// Loaded nodes lose to idle ones in the sample: with a quarter of 1,024 nodes idle and the rest at
+    /// 10 in flight, a pick is an idle node unless all 16 draws missed them (0.75^16, 1 %).
+    #[test]
+    fn sampled_prefers_the_least_loaded() {
+        let keys: Vec<_> = (0..1_024)
+            .map(|i| Some((if i % 4 == 0 { 0 } else { 10 }, 0, true)))
+            .collect();
+        let slots = slots_with(&keys);
+        let mut rng = Rng::with_seed(2);
+        let idle = (0..10_000)
+            .filter(|_| pick(&slots, &mut rng) % 4 == 0)
+            .count();
+        assert!(idle > 9_800, "{idle} of 10,000 to idle nodes");
     }
 }

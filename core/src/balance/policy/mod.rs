@@ -1,5 +1,5 @@
 //! Choosing a node: the default's lowest score (`lowest.rs`: one scan over each node's control word and
-//! cached penalty, then the minimum; see [`Policy::LowestScore`]), or the weighted policies' draw from the
+//! cached penalty, then the minimum, or above 64 nodes a sample of 16; see [`Policy::LowestScore`]), or the weighted policies' draw from the
 //! nodes' weights (`weighted.rs`: one scan that reads each node's control word and cached weight, then a
 //! draw).
 //!
@@ -38,6 +38,14 @@ pub enum Policy {
     /// best node with room, and the best node with room scores more than twice the highest such full
     /// node, the acquire is refused ([`Rejected::AllBusy`]) rather than sent to a node that much worse:
     /// with a waiting acquire, it waits for the better node to have room.
+    ///
+    /// Large fleets: above 64 members, the first try of an acquire compares 16 members drawn at random
+    /// (the power of d choices, as P2C is the power of two) instead of every member, and takes the best
+    /// of them only if it has room and scores at most 12 (where the give-up rule never refuses); else
+    /// every member is compared, as above. The clock's rotation then refreshes the cached penalties of
+    /// 64 members in turn per epoch instead of every member's. So an acquire's cost stops growing with
+    /// the fleet, and a node scoring above 12 (one with a recent failure) is taken only when every
+    /// member is compared. At 64 members and fewer the decisions are exactly those described above.
     ///
     /// [`HealthModel::Decay`]: crate::balance::HealthModel::Decay
     /// [`Rejected::AllBusy`]: crate::balance::Rejected::AllBusy

@@ -3,7 +3,7 @@
 
 use super::super::{DEFAULT, DEFAULT_FIXED, SEEDS};
 use super::data::{count, div, ns, ratio, signed, times, Data};
-use super::{rows, slot, Slot, CONFIGURATIONS, LIMITERS, NODES};
+use super::{rows, slot, Slot, CONFIGURATIONS, CONFIGURATION_NODES, LIMITERS, NODES};
 
 /// "The new default against the seeds": each step's cost at 16 nodes and per added node.
 pub(super) fn against_seeds(d: &Data) -> Vec<Slot> {
@@ -120,7 +120,7 @@ pub(super) fn configurations(d: &Data) -> Vec<Slot> {
         format!("| {n} | {} |", cells.join(" | "))
     };
     let per_node = CONFIGURATIONS.map(|c| signed(d.pair_per_node(&format!("weir-{c}")), 2));
-    let mut lines = NODES.map(row).to_vec();
+    let mut lines = CONFIGURATION_NODES.map(row).to_vec();
     lines.push(format!(
         "| ns per node, 16 → 64 | {} |",
         per_node.join(" | ")
