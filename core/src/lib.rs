@@ -7,7 +7,7 @@
 //!
 //! Adaptive load balancing as one exact, lock-free, allocation-free core. A client asks a [`Balancer`] which
 //! backend node to call; the balancer answers from each node's recent failures and concurrency limit,
-//! fails fast when no node can take the call (or, with `std`, waits for room in a bounded FIFO queue), and
+//! fails fast when no node can take the call (or, with `std`, waits for room in a bounded queue), and
 //! learns from every [`Outcome`].
 //!
 //! The default algorithm ([`Config::default()`]) scores each node in calls in flight: its calls in flight

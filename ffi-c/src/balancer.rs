@@ -561,7 +561,8 @@ pub unsafe extern "C" fn weir_balancer_acquire_excluding(
 }
 
 /// Waits for room: a lease as `weir_balancer_acquire` gives when a node has room now; otherwise the
-/// caller blocks, in a bounded FIFO queue (`weir_config.max_waiters`), until a release makes room or
+/// caller blocks, in a bounded queue (`weir_config.max_waiters`; first come first served, newest first
+/// once the oldest waiter has waited more than 100 ms), until a release makes room or
 /// `deadline_ns` (on the `weir_now_ns()` clock) passes. The lease is acquired at `weir_now_ns()`:
 /// release it with times from the same clock. Errors: `WEIR_ERR_TIMEOUT`, `WEIR_ERR_QUEUE_FULL` (too
 /// many waiting, or waiting off), `WEIR_ERR_NO_ACTIVE_NODES` (a waiting acquire waits for room, not for

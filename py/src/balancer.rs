@@ -480,7 +480,8 @@ impl Balancer {
 
     /// Grants a lease, or raises NoCapacity (every node busy) or NoNodes (none in rotation).
     ///
-    /// With `timeout` (seconds or a timedelta), waits up to that long for room, first come first served,
+    /// With `timeout` (seconds or a timedelta), waits up to that long for room, first come first served
+    /// (newest first once the queue has stood 100 ms),
     /// with the GIL released; `timeout` waits on the monotonic clock, so it cannot be combined with `now`
     /// or `rng`. Called on the thread of a running asyncio event loop, it never blocks: with no room at
     /// once it returns a lease in waiting, which `async with` waits for on the loop (any other use waits

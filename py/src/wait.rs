@@ -4,7 +4,7 @@
 //! A waiting acquire that no node can serve at once (`Balancer.acquire_async`, and `Balancer.acquire(
 //! timeout=...)` called on a thread that runs an asyncio event loop) returns a lease *in waiting*: a
 //! `Lease` whose node is not known yet, holding the core's waiting future (`WaitOwned`). That future is a
-//! place in the core's FIFO queue of waiters, bounded by `max_waiters` and shared with the threads that
+//! place in the core's queue of waiters, bounded by `max_waiters` and shared with the threads that
 //! block in `acquire(timeout=...)`, so fairness and the bound hold across both. Nothing runs while it
 //! waits: no thread, no polling; the only timer is the event loop's, for the deadline.
 //!

@@ -46,7 +46,8 @@
 //! ```
 //!
 //! # Waiting for room
-//! [`acquire`] fails fast. The waiting acquires wait, bounded and first come first served: blocking until
+//! [`acquire`] fails fast. The waiting acquires wait in a bounded queue, first come first served until
+//! the queue stands, then newest first (see "Draining" below): blocking until
 //! a deadline ([`acquire_wait`], [`acquire_wait_owned`]), or as a future that any executor can poll
 //! ([`acquire_async`], [`acquire_async_owned`]). They return the guards of [`acquire_guard`].
 //!
@@ -100,7 +101,20 @@
 //! [`add`] or [`set_lame_duck`], and each join), the queue is drained: while a caller waits at its
 //! front, an [`acquire`] is made for that caller; a lease it grants is handed over and the caller woken;
 //! the drain stops at the first refusal. So waiters are served in arrival order, and a new waiting caller
-//! never overtakes one that waits (step 1 tries at once only when nobody waits). The fail-fast calls
+//! never overtakes one that waits (step 1 tries at once only when nobody waits), while the queue is a
+//! burst that drains.
+//!
+//! **A standing queue is served newest first.** Once the oldest waiter has waited more than 100 ms
+//! (CoDel's interval: a queue that has not drained in that time is standing, not a burst), each drain
+//! serves the back of the queue instead, the newest waiter, until the oldest has waited less again. A
+//! standing queue means the nodes take fewer calls than arrive; served in arrival order, every caller
+//! would wait as long as the queue is deep, and the calls sent would be the ones with the least time
+//! left, sent to time out at a node that then works for nobody (so the overload outlasts its cause).
+//! Newest first, the calls sent have the most time left, and the oldest waiters reach their deadline in
+//! the queue, unsent. A waiter without a deadline (the async forms with no timer) can then wait as long
+//! as the queue stands: give it one. In the simulator's at-capacity scenarios, where the client's
+//! deadline covers the wait, this took the default from 33.5 % to 83.8 % of requests answered after a 3 s
+//! blip of one node (`capacity_blip`), and from 25.6 % to 72.2 % after a cold restart. The fail-fast calls
 //! ([`acquire`], [`acquire_guard`]) do not queue: they may take a slot that a waiter wanted, but they
 //! never wait. Callers that were already waiting when the last node left rotation keep waiting (for
 //! their deadline, or for a node to come back).
@@ -174,4 +188,4 @@ pub use guard::{LeaseGuard, OwnedLeaseGuard, PromiseGuard};
 pub use heap::{HeapBalancer, HeapLeaseGuard, HeapOwnedLeaseGuard, HeapWait, HeapWaitOwned};
 pub use keyed::{Keyed, KeyedGuard};
 pub use rng::{thread_seed, with_thread_rng};
-pub use wait::{Wait, WaitError, WaitOwned};
+pub use wait::{Wait, WaitError, WaitOwned, STANDING_NS};

@@ -1,4 +1,4 @@
-//! Waiting for room: bounded, first-come first-served waiting acquires, blocking
+//! Waiting for room: bounded waiting acquires, first come first served until the queue stands, blocking
 //! ([`Balancer::acquire_wait`]) or async ([`Balancer::acquire_async`]), for callers that would rather wait
 //! a little for a lease than fail fast with [`Rejected::AllBusy`].
 //!
@@ -153,6 +153,8 @@ pub(crate) struct Waiters {
     count: AtomicU64,
     /// `Config::max_waiters`.
     bound: u32,
+    /// [`STANDING_NS`] (a test may set another).
+    standing_ns: u64,
     /// What became of the callers that queued ([`Stats`]' wait counters).
     tally: Tally,
     queue: Mutex<Queue>,
@@ -186,8 +188,7 @@ impl Tally {
 struct Queue {
     /// The callers not served yet, in arrival order (so in ticket order).
     waiting: VecDeque<Waiter>,
-    /// Leases handed to callers that have not picked them up yet, in ticket order (the drains serve the
-    /// front of `waiting`, which holds the lowest ticket).
+    /// Leases handed to callers that have not picked them up yet, in ticket order.
     served: VecDeque<(u64, Lease)>,
     next_ticket: u64,
     /// The drains' generator, seeded on first use (the balancer's seed is not known at construction).
@@ -197,8 +198,16 @@ struct Queue {
 /// One waiting caller.
 struct Waiter {
     ticket: u64,
+    /// When it joined, at [`clock`].
+    since: u64,
     wake: Wake,
 }
+
+/// How long the oldest waiter of a balancer's queue must have waited for the queue to count as
+/// standing, and be served newest first (see the module docs of [`rt`](crate::rt), "Draining"): 100 ms,
+/// CoDel's interval (the time it gives a queue to drain before it counts as standing rather than a
+/// burst).
+pub const STANDING_NS: u64 = 100_000_000;
 
 /// How to wake a waiting caller.
 enum Wake {
@@ -241,6 +250,7 @@ impl Waiters {
         Waiters {
             count: AtomicU64::new(0),
             bound,
+            standing_ns: STANDING_NS,
             tally: Tally {
                 waits: AtomicU64::new(0),
                 granted: AtomicU64::new(0),
@@ -462,23 +472,42 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         } = q;
         let rng = rng.get_or_insert_with(|| Rng::with_seed(thread_seed(seed, QUEUE_ORDINAL)));
         let now = clock();
-        while let Some(w) = waiting.pop_front() {
+        // While the oldest waiter has waited less than `STANDING_NS`, the front; once it has waited
+        // longer, the back: the newest waiter, whose caller has the most of its time left.
+        let limit = self.waiters.standing_ns;
+        let standing = |w: &VecDeque<Waiter>| {
+            w.front()
+                .is_some_and(|w| now.saturating_sub(w.since) > limit)
+        };
+        loop {
+            let newest = standing(waiting);
+            let taken = if newest {
+                waiting.pop_back()
+            } else {
+                waiting.pop_front()
+            };
+            let w = taken?;
             // Uncounted: an attempt on the waiter's behalf, not an answer to it (see `Stats`).
             match self.acquire_uncounted(now, rng) {
                 Ok(lease) => {
                     // Relaxed: under the lock, and only the value matters (see "Memory ordering").
                     self.waiters.count.fetch_sub(1, Relaxed);
                     Tally::bump(&self.waiters.tally.granted);
-                    served.push_back((w.ticket, lease));
+                    // `served` stays in ticket order (its lookups are binary searches).
+                    let at = served.partition_point(|s| s.0 < w.ticket);
+                    served.insert(at, (w.ticket, lease));
                     woken.push((w.ticket, w.wake));
                 }
                 Err(refused) => {
-                    waiting.push_front(w);
+                    if newest {
+                        waiting.push_back(w);
+                    } else {
+                        waiting.push_front(w);
+                    }
                     return Some(refused);
                 }
             }
         }
-        None
     }
 
     /// Step 1 of the module docs: `Some` with the answer if nobody waits and it is final (a lease, or no
@@ -520,7 +549,11 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             }
             let ticket = q.next_ticket;
             q.next_ticket += 1;
-            q.waiting.push_back(Waiter { ticket, wake });
+            q.waiting.push_back(Waiter {
+                ticket,
+                since: clock(),
+                wake,
+            });
             // SeqCst: the increment of the store-buffering pattern with the releases' load (see "Memory
             // ordering").
             self.waiters.count.fetch_add(1, SeqCst);
@@ -856,13 +889,75 @@ mod tests {
     use std::time::Duration;
 
     /// A balancer of `slots` slots with a fixed `limit` per node and room for `max_waiters` waiters.
+    /// A balancer whose queue never counts as standing: these tests check the order of a queue that
+    /// drains, whatever a loaded machine's scheduling makes the waits (see `standing_queue_*`).
     fn balancer(slots: usize, limit: u32, max_waiters: u32) -> HeapBalancer {
+        let mut b = with_standing(slots, limit, max_waiters);
+        b.waiters.standing_ns = u64::MAX;
+        b
+    }
+
+    /// A balancer whose queue stands after the real [`STANDING_NS`].
+    fn with_standing(slots: usize, limit: u32, max_waiters: u32) -> HeapBalancer {
         let config = Config {
             limit: LimitAlgorithm::Fixed(FixedLimit { limit }),
             max_waiters,
             ..Config::default()
         };
         HeapBalancer::with_capacity(slots, config).unwrap()
+    }
+
+    /// Waiters 0, 1 and 2 join a full node, 0 a while before the others; each release then serves one
+    /// of them, holding its lease until the end. Returns the order they were served in.
+    fn served_order(b: &HeapBalancer, first_waits: Duration) -> Vec<u64> {
+        b.add(1).unwrap();
+        let held: Vec<_> = (0..3).map(|_| b.acquire_guard().unwrap()).collect();
+        let (tx, rx) = mpsc::channel();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let done_rx = std::sync::Mutex::new(done_rx);
+        let mut order = Vec::new();
+        thread::scope(|s| {
+            for k in 0..3u64 {
+                let tx = tx.clone();
+                let done_rx = &done_rx;
+                s.spawn(move || {
+                    let lease = b.acquire_wait(far()).unwrap();
+                    tx.send(k).unwrap();
+                    let _ = done_rx.lock().unwrap().recv();
+                    lease.complete(Outcome::Success).unwrap();
+                });
+                until_waiting(b, k + 1);
+                if k == 0 {
+                    thread::sleep(first_waits);
+                }
+            }
+            for lease in held {
+                lease.complete(Outcome::Success).unwrap();
+                order.push(rx.recv_timeout(Duration::from_secs(10)).unwrap());
+            }
+            drop(done_tx);
+        });
+        assert_waits_conserved(&assert_settled(b));
+        order
+    }
+
+    /// Once the oldest waiter has waited longer than `STANDING_NS`, each release serves the newest
+    /// waiter: 2, then 1, then 0 (whose wait is still the longest).
+    #[test]
+    fn a_standing_queue_serves_the_newest_first() {
+        let b = with_standing(1, 3, 16);
+        let order = served_order(
+            &b,
+            Duration::from_nanos(STANDING_NS) + Duration::from_millis(50),
+        );
+        assert_eq!(order, [2, 1, 0]);
+    }
+
+    /// The same waits, with the queue never standing: arrival order.
+    #[test]
+    fn a_queue_that_drains_serves_in_arrival_order() {
+        let b = balancer(1, 3, 16);
+        assert_eq!(served_order(&b, Duration::from_millis(150)), [0, 1, 2]);
     }
 
     fn far() -> Instant {

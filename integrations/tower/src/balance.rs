@@ -28,7 +28,7 @@
 //!
 //! # Waiting for room
 //! When weir refuses because every node in rotation is at its limit, `poll_ready` waits in the core's
-//! FIFO queue (the async waiting acquire) until a lease frees up or the wait's deadline passes
+//! queue (the async waiting acquire, newest first once the queue stands: see `weir::rt`) until a lease frees up or the wait's deadline passes
 //! ([`Refused::Timeout`]); with a wait of zero it fails at once ([`Refused::AllBusy`]). When no node is
 //! in rotation only because services are not ready, it waits for them under the same deadline. When no
 //! node is in rotation at all, it fails at once with [`Refused::NoActiveNodes`]. The deadline is a tokio

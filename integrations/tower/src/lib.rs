@@ -5,7 +5,7 @@
 //! weir as a tower [`Service`](tower::Service): [`Balance`] sends each request to the inner service that
 //! weir picks (its node with room whose recent failures and calls in flight score lowest, under an
 //! adaptive concurrency limit per node), learns from each response, and waits for room in weir's bounded
-//! FIFO queue when every node is at its limit. It replaces tower's own `Balance` (power of two choices over
+//! queue when every node is at its limit. It replaces tower's own `Balance` (power of two choices over
 //! `PeakEwma` or `PendingRequests`), which never sees a response's status and so sends more and more
 //! traffic to a node that fails fast.
 //!

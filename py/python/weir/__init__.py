@@ -238,9 +238,9 @@ class Balancer(_weir.Balancer[N]):
         """Grants a lease, waiting up to ``timeout`` seconds (default :data:`WAIT_TIMEOUT`, 1 s; ``None``
         waits for ever) for room, without blocking the event loop and without a thread.
 
-        A node with room is taken at once when nobody waits. Otherwise the call joins the balancer's FIFO
-        queue of waiters (shared with threads in ``acquire(timeout=...)``, at most ``max_waiters``) and
-        the release that frees a slot hands it over and wakes this task through the loop. Raises
+        A node with room is taken at once when nobody waits. Otherwise the call joins the balancer's
+        queue of waiters (first come first served, newest first once it has stood 100 ms; shared with
+        threads in ``acquire(timeout=...)``, at most ``max_waiters``) and the release that frees a slot hands it over and wakes this task through the loop. Raises
         NoCapacity when the timeout passes (or at once when ``max_waiters`` callers wait already), NoNodes
         when no node is in rotation. Cancelling the awaiting task (``asyncio.timeout``, ``wait_for``,
         ``task.cancel()``) takes it out of the queue at once; a lease handed over at that moment goes back

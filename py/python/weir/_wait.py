@@ -1,7 +1,7 @@
 """Waiting for room on an asyncio event loop, with no thread per waiter.
 
 A lease in waiting (from ``Balancer.acquire_async``, or ``Balancer.acquire(timeout=...)`` called on the
-loop's thread) holds a place in the core's FIFO queue of waiters. :func:`granted` awaits it: it gives the
+loop's thread) holds a place in the core's queue of waiters. :func:`granted` awaits it: it gives the
 core a waker that calls ``loop.call_soon_threadsafe``, so the release that hands the lease over (on any
 thread) schedules a poll on the loop, and the poll resolves a future the task awaits. The deadline is a
 ``loop.call_later`` timer. Cancelling the task cancels the future, and :meth:`_Waiter.cancel` takes the

@@ -227,14 +227,23 @@ impl Engine<'_> {
         }
     }
 
-    /// Sends queued requests of client `c` in order until its balancer refuses one.
+    /// Sends queued requests of client `c` until its balancer refuses one: in order, except that a
+    /// waiting weir client ([`Refusal::Wait`]) serves its newest request first while its queue stands,
+    /// as weir's waiting acquire does (the oldest request has waited more than
+    /// [`weir::rt::STANDING_NS`]).
     pub(super) fn drain(&mut self, c: usize) {
         loop {
             let client = &mut self.clients[c];
             let Stack::Balancer { policy, queue } = &mut client.stack else {
                 return;
             };
-            let Some(&q) = queue.front() else { return };
+            let Some(&oldest) = queue.front() else { return };
+            let newest = matches!(policy.on_refusal(), Refusal::Wait { .. })
+                && self.now.saturating_sub(self.requests[oldest].queued_at) > weir::rt::STANDING_NS;
+            let q = match queue.back() {
+                Some(&last) if newest => last,
+                _ => oldest,
+            };
             let tried = &self.requests[q].tried;
             let pick = if tried.is_empty() {
                 policy.pick(self.now, &mut client.rng)
@@ -244,7 +253,11 @@ impl Engine<'_> {
             let Some(pick) = pick else {
                 return;
             };
-            queue.pop_front();
+            if newest {
+                queue.pop_back();
+            } else {
+                queue.pop_front();
+            }
             self.send(q, pick);
         }
     }

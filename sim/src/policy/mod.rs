@@ -99,7 +99,9 @@ pub enum Refusal {
     Queue,
     /// weir's waiting acquire (`Balancer::acquire_wait`): as [`Refusal::Queue`], but the queue holds at
     /// most `max_waiters` requests (one more fails fast), a request refused because no node is in rotation
-    /// fails at once ([`Balance::no_nodes`]), and a node coming into rotation also drains the queue.
+    /// fails at once ([`Balance::no_nodes`]), a node coming into rotation also drains the queue, and the
+    /// queue is served newest first while its oldest request has waited more than
+    /// [`weir::rt::STANDING_NS`].
     Wait {
         /// The core's `Config::max_waiters`.
         max_waiters: usize,

@@ -139,13 +139,14 @@ const SAMPLE_TRUSTED: u64 = GIVE_UP_FLOOR * GIVE_UP_MULTIPLIER;
 /// or have no room, and a fleet whose healthy nodes carry few calls never waits on the rule.
 #[inline]
 fn sampled(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
-    let n = slots.len() as u128;
+    // At most `MAX_NODES` (2^16) slots, so `half * n` fits 48 bits.
+    let n = slots.len() as u64;
     let (mut best, mut at) = (u64::MAX, 0);
     for _ in 0..SAMPLES / 2 {
         let r = rng.u64(..);
-        // Two indices from the two halves of one draw: `half * n / 2^32`, below `n` for every `n`.
+        // Two indices from the two halves of one draw: `half * n / 2^32`, below `n`.
         for half in [r & 0xFFFF_FFFF, r >> 32] {
-            let i = ((u128::from(half) * n) >> 32) as usize;
+            let i = ((half * n) >> 32) as usize;
             let k = slots.get(i).map_or(KEY_ABSENT, key);
             if k < best {
                 (best, at) = (k, i);
