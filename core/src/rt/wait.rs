@@ -907,59 +907,6 @@ mod tests {
         HeapBalancer::with_capacity(slots, config).unwrap()
     }
 
-    /// Waiters 0, 1 and 2 join a full node, 0 a while before the others; each release then serves one
-    /// of them, holding its lease until the end. Returns the order they were served in.
-    fn served_order(b: &HeapBalancer, first_waits: Duration) -> Vec<u64> {
-        b.add(1).unwrap();
-        let held: Vec<_> = (0..3).map(|_| b.acquire_guard().unwrap()).collect();
-        let (tx, rx) = mpsc::channel();
-        let (done_tx, done_rx) = mpsc::channel::<()>();
-        let done_rx = std::sync::Mutex::new(done_rx);
-        let mut order = Vec::new();
-        thread::scope(|s| {
-            for k in 0..3u64 {
-                let tx = tx.clone();
-                let done_rx = &done_rx;
-                s.spawn(move || {
-                    let lease = b.acquire_wait(far()).unwrap();
-                    tx.send(k).unwrap();
-                    let _ = done_rx.lock().unwrap().recv();
-                    lease.complete(Outcome::Success).unwrap();
-                });
-                until_waiting(b, k + 1);
-                if k == 0 {
-                    thread::sleep(first_waits);
-                }
-            }
-            for lease in held {
-                lease.complete(Outcome::Success).unwrap();
-                order.push(rx.recv_timeout(Duration::from_secs(10)).unwrap());
-            }
-            drop(done_tx);
-        });
-        assert_waits_conserved(&assert_settled(b));
-        order
-    }
-
-    /// Once the oldest waiter has waited longer than `STANDING_NS`, each release serves the newest
-    /// waiter: 2, then 1, then 0 (whose wait is still the longest).
-    #[test]
-    fn a_standing_queue_serves_the_newest_first() {
-        let b = with_standing(1, 3, 16);
-        let order = served_order(
-            &b,
-            Duration::from_nanos(STANDING_NS) + Duration::from_millis(50),
-        );
-        assert_eq!(order, [2, 1, 0]);
-    }
-
-    /// The same waits, with the queue never standing: arrival order.
-    #[test]
-    fn a_queue_that_drains_serves_in_arrival_order() {
-        let b = balancer(1, 3, 16);
-        assert_eq!(served_order(&b, Duration::from_millis(150)), [0, 1, 2]);
-    }
-
     fn far() -> Instant {
         Instant::now() + Duration::from_secs(60)
     }
@@ -1058,18 +1005,20 @@ mod tests {
         Pin::new(f).poll(&mut Context::from_waker(waker))
     }
 
-    #[test]
-    fn blocking_waiters_are_served_in_arrival_order() {
-        let b = balancer(1, 3, 16);
+    /// Waiters 0, 1 and 2 join a full node (limit 3, three leases held), 0 `first_waits` before the
+    /// others; each release of a held lease then serves one of them, who holds its lease until the end.
+    /// Returns the order they were served in and the settled stats.
+    fn served_order(b: &HeapBalancer, first_waits: Duration) -> (Vec<u64>, Stats) {
         b.add(1).unwrap();
         let held: Vec<_> = (0..3).map(|_| b.acquire_guard().unwrap()).collect();
         let (tx, rx) = mpsc::channel();
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let done_rx = std::sync::Mutex::new(done_rx);
+        let mut order = Vec::new();
         thread::scope(|s| {
             for k in 0..3u64 {
                 let tx = tx.clone();
-                let (b, done_rx) = (&b, &done_rx);
+                let done_rx = &done_rx;
                 s.spawn(move || {
                     let lease = b.acquire_wait(far()).unwrap();
                     tx.send(k).unwrap();
@@ -1079,20 +1028,41 @@ mod tests {
                 });
                 // The next waiter arrives only once this one waits.
                 until_waiting(b, k + 1);
+                if k == 0 {
+                    thread::sleep(first_waits);
+                }
             }
             for (k, lease) in held.into_iter().enumerate() {
                 assert!(rx.try_recv().is_err(), "served before a slot came free");
                 lease.complete(Outcome::Success).unwrap();
-                // The release handed the slot to the front waiter before it returned.
-                assert_eq!(waiting(&b), 2 - k as u64);
-                assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(k as u64));
+                // The release handed the slot to a waiter before it returned.
+                assert_eq!(waiting(b), 2 - k as u64);
+                order.push(rx.recv_timeout(Duration::from_secs(10)).unwrap());
             }
             drop(done_tx);
         });
-        let st = assert_settled(&b);
+        (order, assert_settled(b))
+    }
+
+    #[test]
+    fn blocking_waiters_are_served_in_arrival_order() {
+        let (order, st) = served_order(&balancer(1, 3, 16), Duration::ZERO);
+        assert_eq!(order, [0, 1, 2]);
         assert_eq!((st.acquired, st.released(Outcome::Success)), (6, 6));
         // Three waits, all granted: no refusal, although every drain before a release was refused.
         assert_eq!(counts(&st), (3, 3, 0, 0, 0, 0));
+    }
+
+    /// Once the oldest waiter has waited longer than `STANDING_NS`, each release serves the newest
+    /// waiter: 2, then 1, then 0 (whose wait is still the longest). The same waits with the queue never
+    /// standing are served in arrival order.
+    #[test]
+    fn a_standing_queue_serves_the_newest_first() {
+        let long = Duration::from_nanos(STANDING_NS) + Duration::from_millis(50);
+        let (order, st) = served_order(&with_standing(1, 3, 16), long);
+        assert_eq!(order, [2, 1, 0]);
+        assert_eq!(counts(&st), (3, 3, 0, 0, 0, 0));
+        assert_eq!(served_order(&balancer(1, 3, 16), long).0, [0, 1, 2]);
     }
 
     #[test]
