@@ -993,6 +993,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
 
 /// Slots a rotation under the decay model refreshes at most: a balancer of at most this many slots has
 /// every slot refreshed by every rotation.
+#[cfg(feature = "decay")]
 pub(crate) const ROTATED: usize = 64;
 
 /// The slots that the rotation of clock epoch `epoch` refreshes under the decay model: all of them in a
@@ -1002,6 +1003,7 @@ pub(crate) const ROTATED: usize = 64;
 /// refreshed at least every `w` epochs by the rotations (16 epochs, 4 s by default, at 1,024 slots), and
 /// by each of its own releases that records a failure or follows one: what waits longer is only the
 /// fading of an idle node's penalty, which moves in steps `w` epochs apart.
+#[cfg(feature = "decay")]
 #[inline]
 fn rotated(used: &[NodeSlot], epoch: u64) -> &[NodeSlot] {
     if used.len() <= ROTATED {
@@ -1104,7 +1106,7 @@ fn claim(slots: &[NodeSlot], tag: u32) -> Result<(), ConfigError> {
     Ok(())
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(loom), feature = "decay"))]
 mod tests {
     use super::*;
     extern crate std;
