@@ -230,7 +230,7 @@ impl Engine<'_> {
     /// Sends queued requests of client `c` until its balancer refuses one: in order, except that a
     /// waiting weir client ([`Refusal::Wait`]) serves its newest request first while its queue stands,
     /// as weir's waiting acquire does (the oldest request has waited more than
-    /// [`weir::rt::STANDING_NS`]).
+    /// `weir::rt::STANDING_NS`).
     pub(super) fn drain(&mut self, c: usize) {
         loop {
             let client = &mut self.clients[c];

@@ -101,7 +101,7 @@ pub enum Refusal {
     /// most `max_waiters` requests (one more fails fast), a request refused because no node is in rotation
     /// fails at once ([`Balance::no_nodes`]), a node coming into rotation also drains the queue, and the
     /// queue is served newest first while its oldest request has waited more than
-    /// [`weir::rt::STANDING_NS`].
+    /// `weir::rt::STANDING_NS`.
     Wait {
         /// The core's `Config::max_waiters`.
         max_waiters: usize,
