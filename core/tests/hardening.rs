@@ -2,6 +2,8 @@
 //! a lease released into a balancer that did not grant it, a release dated far in the future, two balancers
 //! built over the same slots, and costs that grew with the capacity instead of the members.
 
+mod common;
+
 use weir::balance::{ConfigError, EwmaHealth, HealthModel, RawLease, Rejected, ReleaseError};
 use weir::limit::{FixedLimit, LimitAlgorithm};
 use weir::{Balancer, Config, HeapBalancer, Lease, NodeSlot, Outcome, Rng};
@@ -175,13 +177,7 @@ fn after_one_wild_release(health: HealthModel, wild: u64) -> (f64, weir::balance
         b.release(l, Outcome::Success, now + 1_000_000).unwrap();
         now += SEC / 20;
     }
-    let victim = loop {
-        let l = b.acquire(now, &mut rng).unwrap();
-        if l.node_id() == 1 {
-            break l;
-        }
-        b.release(l, Outcome::Success, now).unwrap();
-    };
+    let victim = common::lease_on(&b, 1, now, &mut rng);
     b.release(victim, Outcome::Failure, wild).unwrap();
     let mut picks = 0u32;
     for _ in 0..60_000 {

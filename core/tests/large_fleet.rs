@@ -3,6 +3,8 @@
 //! `Policy::LowestScore`). What must still hold: a failing node gets no call while its penalty is high,
 //! its penalty still fades in the cache that the scans read, and a fleet of equal nodes shares the calls.
 
+mod common;
+
 use weir::{Config, HeapBalancer, Lease, Outcome, Rng};
 
 const MS: u64 = 1_000_000;
@@ -29,13 +31,7 @@ fn a_penalty_fades_in_the_cache_of_a_large_fleet() {
         let mut rng = Rng::with_seed(3);
         let mut now = MS;
         // The failure: node 7's first call.
-        let first = loop {
-            let l = b.acquire(now, &mut rng).unwrap();
-            if l.node_id() == 7 {
-                break l;
-            }
-            b.release(l, Outcome::Success, now).unwrap();
-        };
+        let first = common::lease_on(&b, 7, now, &mut rng);
         b.release(first, Outcome::Failure, now).unwrap();
         // One call held on every other node.
         let mut held: Vec<Lease> = Vec::new();

@@ -992,9 +992,10 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
 }
 
 /// Slots a rotation under the decay model refreshes at most: a balancer of at most this many slots has
-/// every slot refreshed by every rotation.
+/// every slot refreshed by every rotation. The same bound as the lowest-score policy's sample, so a
+/// balancer of at most 64 slots works and decides exactly as before both.
 #[cfg(feature = "decay")]
-pub(crate) const ROTATED: usize = 64;
+pub(crate) const ROTATED: usize = policy::SAMPLE_ABOVE;
 
 /// The slots that the rotation of clock epoch `epoch` refreshes under the decay model: all of them in a
 /// balancer of at most [`ROTATED`] slots; in a larger one, one of `w` parts of at most [`ROTATED`]

@@ -888,9 +888,10 @@ mod tests {
     use std::thread;
     use std::time::Duration;
 
-    /// A balancer of `slots` slots with a fixed `limit` per node and room for `max_waiters` waiters.
-    /// A balancer whose queue never counts as standing: these tests check the order of a queue that
-    /// drains, whatever a loaded machine's scheduling makes the waits (see `standing_queue_*`).
+    /// A balancer of `slots` slots with a fixed `limit` per node and room for `max_waiters` waiters,
+    /// whose queue never counts as standing: these tests check the order of a queue that drains,
+    /// whatever a loaded machine's scheduling makes the waits (see
+    /// `a_standing_queue_serves_the_newest_first`).
     fn balancer(slots: usize, limit: u32, max_waiters: u32) -> HeapBalancer {
         let mut b = with_standing(slots, limit, max_waiters);
         b.waiters.standing_ns = u64::MAX;

@@ -68,3 +68,15 @@ pub fn f_at_penalty_one() -> f64 {
     }
     lo
 }
+
+/// A lease on node `id`, taken at `now`: every other node the acquires land on first is released at once
+/// as a success (so it stays healthy and free).
+pub fn lease_on(b: &weir::HeapBalancer, id: u64, now: u64, rng: &mut weir::Rng) -> weir::Lease {
+    loop {
+        let l = b.acquire(now, rng).unwrap();
+        if l.node_id() == id {
+            return l;
+        }
+        b.release(l, weir::Outcome::Success, now).unwrap();
+    }
+}

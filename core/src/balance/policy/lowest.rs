@@ -118,10 +118,12 @@ pub(super) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
 }
 
 /// Above this many slots, the first try of an acquire compares [`SAMPLES`] members drawn at random
-/// instead of scanning every one (see [`sampled`]); at or below it, every member, exactly.
+/// instead of scanning every one (see [`sampled`]); at or below it, every member, exactly. The
+/// balancer's rotation refreshes at most this many slots' penalties at a time (`Balancer::rotate`), so
+/// that a balancer this small decides and works exactly as it did before either bound existed.
 pub(crate) const SAMPLE_ABOVE: usize = 64;
 /// Members drawn by [`sampled`].
-pub(crate) const SAMPLES: usize = 16;
+const SAMPLES: usize = 16;
 /// The highest score that [`sampled`] takes from its sample: the give-up rule's least threshold
 /// ([`GIVE_UP_FLOOR`] times [`GIVE_UP_MULTIPLIER`], 12 calls in flight). A node with room scoring no
 /// more than this is never refused by the rule, whatever the other nodes score.

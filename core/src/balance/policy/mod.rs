@@ -17,6 +17,8 @@
 // `decay`, the weighted ones with `buckets` or `ewma`.
 #[cfg(feature = "decay")]
 mod lowest;
+#[cfg(feature = "decay")]
+pub(crate) use lowest::SAMPLE_ABOVE;
 #[cfg(any(feature = "buckets", feature = "ewma"))]
 mod weighted;
 
