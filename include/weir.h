@@ -469,6 +469,11 @@ typedef struct weir_ciad_limit {
    * Grow by one per success until the first drop (slow start).
    */
   bool fast_start;
+  /**
+   * 0 (off, the default), or a factor >= 1: a success counts as a drop while the node's smoothed
+   * RTT exceeds this many times its baseline (the limit then finds the node's latency knee).
+   */
+  double rtt_tolerance;
 } weir_ciad_limit;
 
 /**

@@ -1,6 +1,6 @@
 //! Limiters inside a balancer: a node whose latency grows under load gets its limit cut by the
-//! latency-based algorithms (Vegas, Gradient2), and the cascade moves the traffic it can no longer take to
-//! the other nodes.
+//! latency-based algorithms (Vegas, Gradient2, CIAD with an RTT tolerance), and the cascade moves the
+//! traffic it can no longer take to the other nodes.
 //!
 //! A deterministic simulation on a virtual clock: three nodes, open-loop arrivals (1 request every 2 ms
 //! for the first 2 s, then 3 per millisecond), every call succeeds. Nodes 2 and 3 answer in 10 ms whatever
@@ -14,8 +14,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use weir::{
-    limit::FixedLimit, limit::Gradient2Limit, limit::LimitAlgorithm, limit::VegasLimit, Balancer,
-    Config, HeapBalancer, Lease, Outcome, Rng,
+    limit::CiadLimit, limit::FixedLimit, limit::Gradient2Limit, limit::LimitAlgorithm,
+    limit::VegasLimit, Balancer, Config, HeapBalancer, Lease, Outcome, Rng,
 };
 
 const MS: u64 = 1_000_000;
@@ -145,6 +145,30 @@ fn vegas_cuts_the_slow_node_and_the_cascade_moves_traffic() {
     let vegas = VegasLimit::default();
     let r = run(LimitAlgorithm::Vegas(vegas));
     assert_moves_traffic("vegas", &r, vegas.initial_limit);
+}
+
+/// CIAD reads only loss, so a node that slows without refusing keeps growing its limit; with an RTT
+/// tolerance of 2 a success counts as a drop once node 1's smoothed RTT is twice its baseline (about 10
+/// in flight here), so its limit stops at its knee and the cascade sends the rest elsewhere.
+#[test]
+fn ciad_with_an_rtt_tolerance_cuts_the_slow_node_and_the_cascade_moves_traffic() {
+    let loss_only = CiadLimit::default();
+    let r = run(LimitAlgorithm::Ciad(loss_only));
+    eprintln!(
+        "ciad, loss only: {r:?}, node 1's share {:.3}",
+        share_of_1(&r)
+    );
+    assert!(r.limits[0] > 100 && share_of_1(&r) > 0.29, "{r:?}");
+    assert_eq!(r.slow_on_1, r.picks[0], "{r:?}");
+    let tolerant = CiadLimit {
+        rtt_tolerance: 2.0,
+        ..loss_only
+    };
+    let r = run(LimitAlgorithm::Ciad(tolerant));
+    assert_moves_traffic("ciad, rtt tolerance 2", &r, tolerant.initial_limit);
+    // It saws around the knee (10 in flight, where a call takes twice the idle 10 ms), as CIAD saws
+    // below a loss threshold: cut by a tenth per slow success, grown by 1/L per full one.
+    assert!((5..=12).contains(&r.limits[0]), "{r:?}");
 }
 
 /// Gradient2 compares the recent latency with its own long-term average, so it reacts to a *change*:

@@ -34,6 +34,8 @@ def test_defaults_are_the_cores() -> None:
     assert (g2.long_window, g2.rtt_tolerance, g2.drop_backoff) == (600, 1.5, None)
     c = weir.Ciad()
     assert (c.initial_limit, c.min_limit, c.max_limit, c.backoff_ratio, c.fast_start) == (20, 1, 1_000_000, 0.9, False)
+    assert c.rtt_tolerance == 0.0 and weir.Ciad(rtt_tolerance=2).rtt_tolerance == 2.0
+    assert weir.Ciad(rtt_tolerance=2.0) != c and "rtt_tolerance=2" in repr(weir.Ciad(rtt_tolerance=2.0))
     w = weir.Windowed()
     assert (w.inner, w.min_window, w.max_window, w.min_samples, w.window) == (weir.Vegas(), 1.0, 1.0, 10, None)
     assert w.min_rtt_threshold == 0.0001
@@ -77,6 +79,8 @@ BAD: list[tuple[Callable[..., Any], dict[str, Any], type[Exception], str]] = [
     (weir.Fixed, {"limit": 2**24}, ValueError, "limit must be between 0 and 16777215"),
     (weir.Aimd, {"initial_limit": 10}, ValueError, "min_limit <= initial_limit <= max_limit"),
     (weir.Aimd, {"backoff_ratio": 1.0}, ValueError, "backoff_ratio must be in"),
+    (weir.Ciad, {"rtt_tolerance": 0.5}, ValueError, "rtt_tolerance must be finite and >= 1"),
+    (weir.Ciad, {"rtt_tolerance": math.inf}, ValueError, "rtt_tolerance must be finite"),
     (weir.Aimd, {"timeout": 0}, ValueError, "timeout must be at least 1 ns"),
     (weir.Aimd, {"max_limit": "200"}, TypeError, "max_limit must be an int"),
     (weir.Vegas, {"smoothing": 1.5}, ValueError, "smoothing must be in"),

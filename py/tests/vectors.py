@@ -152,6 +152,7 @@ class Config:
                 max_limit=self.u(p + ".max_limit"),
                 backoff_ratio=self.f(p + ".backoff_ratio"),
                 fast_start=self.b(p + ".fast_start"),
+                rtt_tolerance=self.f(p + ".rtt_tolerance"),
             )
         if kind == "windowed" and p == "limit":
             window = self.get("limit.window")

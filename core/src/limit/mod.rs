@@ -71,6 +71,8 @@ mod windowed;
 
 pub use aimd::AimdLimit;
 pub use ciad::CiadLimit;
+#[cfg(feature = "ciad-latency")]
+pub use ciad::{BASELINE_DRIFT_NS, RTT_SMOOTHING};
 pub use fixed::FixedLimit;
 pub use gradient::GradientLimit;
 pub use gradient2::Gradient2Limit;

@@ -7,8 +7,8 @@
 //! | word | Fixed | AIMD | CIAD | Vegas | Gradient | Gradient2 |
 //! |---|---|---|---|---|---|---|
 //! | 0 | – | limit (`u32`) | `f64` limit, sign bit = ramp over | `f64` estimate | `f64` estimate | `f64` estimate |
-//! | 1 | – | – | – | no-load RTT (ns, 0 = unknown) | minimum RTT (ns, 0 = empty) | long-RTT average ([`ExpAvg`](super::measure) encoding) |
-//! | 2 | – | – | – | probe: jitter (32) \| drawn (1) \| count (31) | probe countdown (32) \| drawn (1) | – |
+//! | 1 | – | – | smoothed RTT (`f64` ns, 0 = none; with `rtt_tolerance`) | no-load RTT (ns, 0 = unknown) | minimum RTT (ns, 0 = empty) | long-RTT average ([`ExpAvg`](super::measure) encoding) |
+//! | 2 | – | – | baseline RTT (`f32` ns) \| its tick (32; with `rtt_tolerance`) | probe: jitter (32) \| drawn (1) \| count (31) | probe countdown (32) \| drawn (1) | – |
 //!
 //! Words 3..16, windowed wrapper: 3 = window aggregate (average: count 16 \| RTT sum 48; percentile:
 //! generation 8 \| count 8, count 255 while a close reads the samples), 4 = drop 1 \| max in-flight 24 \|

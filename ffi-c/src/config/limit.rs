@@ -203,6 +203,9 @@ pub struct weir_ciad_limit {
     pub backoff_ratio: f64,
     /// Grow by one per success until the first drop (slow start).
     pub fast_start: bool,
+    /// 0 (off, the default), or a factor >= 1: a success counts as a drop while the node's smoothed
+    /// RTT exceeds this many times its baseline (the limit then finds the node's latency knee).
+    pub rtt_tolerance: f64,
 }
 
 /// Which RTT a windowed limit reports per window.
@@ -361,6 +364,7 @@ fn ciad_to_c(c: CiadLimit) -> weir_ciad_limit {
         max_limit: c.max_limit,
         backoff_ratio: c.backoff_ratio,
         fast_start: c.fast_start,
+        rtt_tolerance: c.rtt_tolerance,
     }
 }
 
@@ -560,6 +564,7 @@ fn inner_from_c(
             max_limit: c.ciad.max_limit,
             backoff_ratio: c.ciad.backoff_ratio,
             fast_start: c.ciad.fast_start,
+            rtt_tolerance: c.ciad.rtt_tolerance,
         }),
         k => {
             return Err(unknown(
@@ -727,6 +732,7 @@ mod tests {
             }),
             InnerAlgorithm::Ciad(CiadLimit {
                 fast_start: true,
+                rtt_tolerance: 2.5,
                 ..CiadLimit::default()
             }),
         ] {

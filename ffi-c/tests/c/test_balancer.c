@@ -2,6 +2,7 @@
  * their values, validation naming the field, membership and its errors, the three acquires, release of
  * every outcome, the HTTP and errno mappings, snapshots, counters, versions and status names. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -165,7 +166,7 @@ static void test_presets(void) {
     CHECK(d.limit.algorithm == WEIR_LIMIT_CIAD);
     CHECK(d.limit.ciad.initial_limit == 20 && d.limit.ciad.min_limit == 1);
     CHECK(d.limit.ciad.max_limit == 1000000 && d.limit.ciad.backoff_ratio == 0.9);
-    CHECK(d.limit.ciad.fast_start == true);
+    CHECK(d.limit.ciad.fast_start == true && d.limit.ciad.rtt_tolerance == 0.0);
     CHECK(d.rng_seed == 0 && d.max_waiters == 1024);
 
     weir_config s = weir_config_seeds();
@@ -353,6 +354,10 @@ static void test_refused_configs(void) {
     CHECK_REFUSED(d, (c_.limit = weir_limit_vegas_default(), c_.limit.vegas.max_limit = 1u << 24),
                   WEIR_ERR_INVALID_CONFIG, "max_limit");
     CHECK_REFUSED(d, (c_.limit = weir_limit_gradient_default(), c_.limit.gradient.rtt_tolerance = 0.5),
+                  WEIR_ERR_INVALID_CONFIG, "rtt_tolerance");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_ciad_default(), c_.limit.ciad.rtt_tolerance = 0.5),
+                  WEIR_ERR_INVALID_CONFIG, "rtt_tolerance");
+    CHECK_REFUSED(d, (c_.limit = weir_limit_ciad_default(), c_.limit.ciad.rtt_tolerance = NAN),
                   WEIR_ERR_INVALID_CONFIG, "rtt_tolerance");
     CHECK_REFUSED(d, (c_.limit = weir_limit_gradient_default(), c_.limit.gradient.probe_interval = 0),
                   WEIR_ERR_INVALID_CONFIG, "probe_interval");

@@ -232,6 +232,7 @@ static int set_algorithm_field(weir_limit *l, uint32_t alg, const char *f, const
         if (strcmp(f, "max_limit") == 0) return parse_u32(v, &l->ciad.max_limit);
         if (strcmp(f, "backoff_ratio") == 0) return parse_f64(v, &l->ciad.backoff_ratio);
         if (strcmp(f, "fast_start") == 0) return parse_bool(v, &l->ciad.fast_start);
+        if (strcmp(f, "rtt_tolerance") == 0) return parse_f64(v, &l->ciad.rtt_tolerance);
         return 0;
     default:
         return 0;

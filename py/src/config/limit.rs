@@ -458,8 +458,8 @@ impl Gradient2 {
     }
 }
 
-/// Cautious increase, aggressive decrease (palantir dialogue's per-host limiter), with an opt-in fast start.
-/// The balancer's default limit is `Ciad(fast_start=True)`.
+/// Cautious increase, aggressive decrease (palantir dialogue's per-host limiter), with an opt-in fast start
+/// and an opt-in latency signal (`rtt_tolerance`). The balancer's default limit is `Ciad(fast_start=True)`.
 ///
 /// GIL: immutable.
 #[pyclass(frozen, module = "weir")]
@@ -470,13 +470,14 @@ pub struct Ciad {
 #[pymethods]
 impl Ciad {
     #[new]
-    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, backoff_ratio=None, fast_start=None), text_signature = "(*, initial_limit=20, min_limit=1, max_limit=1000000, backoff_ratio=0.9, fast_start=False)")]
+    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, backoff_ratio=None, fast_start=None, rtt_tolerance=None), text_signature = "(*, initial_limit=20, min_limit=1, max_limit=1000000, backoff_ratio=0.9, fast_start=False, rtt_tolerance=0.0)")]
     fn new(
         initial_limit: Option<&Bound<'_, PyAny>>,
         min_limit: Option<&Bound<'_, PyAny>>,
         max_limit: Option<&Bound<'_, PyAny>>,
         backoff_ratio: Option<&Bound<'_, PyAny>>,
         fast_start: Option<&Bound<'_, PyAny>>,
+        rtt_tolerance: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut l = CiadLimit::default();
         set!(initial_limit, l.initial_limit, limit_arg);
@@ -484,6 +485,7 @@ impl Ciad {
         set!(max_limit, l.max_limit, limit_arg);
         set!(backoff_ratio, l.backoff_ratio, float);
         set!(fast_start, l.fast_start, boolean);
+        set!(rtt_tolerance, l.rtt_tolerance, float);
         Ok(Ciad {
             l: checked(l, "Ciad")?,
         })
@@ -513,15 +515,22 @@ impl Ciad {
     fn fast_start(&self) -> bool {
         self.l.fast_start
     }
+    /// 0.0 (off, the default), or a factor >= 1: a success counts as a drop while the node's smoothed
+    /// RTT exceeds this many times its baseline, so the limit finds the node's latency knee.
+    #[getter]
+    fn rtt_tolerance(&self) -> f64 {
+        self.l.rtt_tolerance
+    }
     fn __repr__(&self) -> String {
         let l = &self.l;
         format!(
-            "Ciad(initial_limit={}, min_limit={}, max_limit={}, backoff_ratio={}, fast_start={})",
+            "Ciad(initial_limit={}, min_limit={}, max_limit={}, backoff_ratio={}, fast_start={}, rtt_tolerance={})",
             l.initial_limit,
             l.min_limit,
             l.max_limit,
             fmt_f(l.backoff_ratio),
-            if l.fast_start { "True" } else { "False" }
+            if l.fast_start { "True" } else { "False" },
+            fmt_f(l.rtt_tolerance)
         )
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {

@@ -179,6 +179,7 @@ fn inner(out: &mut Tokens, p: &str, a: InnerAlgorithm) {
             out.put(&k("max_limit"), l.max_limit);
             out.put(&k("backoff_ratio"), float(l.backoff_ratio));
             out.put(&k("fast_start"), l.fast_start);
+            out.put(&k("rtt_tolerance"), float(l.rtt_tolerance));
         }
     }
 }
@@ -406,6 +407,7 @@ fn parse_inner(k: &mut Keys, p: &str, word: (String, usize)) -> Result<InnerAlgo
             max_limit: k.u32(&f("max_limit"))?,
             backoff_ratio: k.f64(&f("backoff_ratio"))?,
             fast_start: k.bool(&f("fast_start"))?,
+            rtt_tolerance: k.f64(&f("rtt_tolerance"))?,
         }),
         _ => return Err(unknown(p, word)),
     })

@@ -218,7 +218,8 @@ pub fn specs() -> Vec<Spec> {
         Spec {
             name: "ewma-cascade-approx-ciad",
             about: "Ewma health (half-life 5 outcomes), CascadeApprox, CIAD limit without fast start, \
-                    small limits so that acquires find every node busy.",
+                    small limits so that acquires find every node busy, and an RTT tolerance of 1.5 so \
+                    that slow successes count as drops.",
             config: Config {
                 health: HealthModel::Ewma(EwmaHealth { half_life: 5 }),
                 policy: Policy::CascadeApprox,
@@ -228,6 +229,7 @@ pub fn specs() -> Vec<Spec> {
                     max_limit: 16,
                     backoff_ratio: 0.7,
                     fast_start: false,
+                    rtt_tolerance: 1.5,
                 }),
                 ..Config::seeds()
             },
