@@ -95,6 +95,24 @@ pub fn all() -> Vec<PolicyDef> {
             },
         },
         PolicyDef {
+            name: "weir-rtt-tolerance",
+            about: "weir default with CIAD's opt-in latency signal (rtt_tolerance 2: a success counts as a \
+                    drop while the node's smoothed RTT is over twice its baseline), waiting for room",
+            default: false,
+            kind: Kind::Balancer(|n, seed| {
+                Box::new(WeirPolicy::waiting(
+                    Config {
+                        rng_seed: seed,
+                        ..rtt_tolerant()
+                    },
+                    n,
+                ))
+            }),
+            refused: Refusal::Wait {
+                max_waiters: Config::default().max_waiters as usize,
+            },
+        },
+        PolicyDef {
             name: "weir-lowest-score-failfast",
             about: "weir default configuration, failing fast instead of waiting (acquire)",
             default: false,
@@ -301,4 +319,13 @@ pub fn all() -> Vec<PolicyDef> {
 /// The policy called `name`.
 pub fn find(name: &str) -> Option<PolicyDef> {
     all().into_iter().find(|p| p.name == name)
+}
+
+/// `Config::default()` with CIAD's opt-in RTT tolerance of 2 (the default's limit is CIAD).
+fn rtt_tolerant() -> Config {
+    let mut c = Config::default();
+    if let LimitAlgorithm::Ciad(limit) = &mut c.limit {
+        limit.rtt_tolerance = 2.0;
+    }
+    c
 }
