@@ -1801,8 +1801,25 @@ weir_status weir_outcome_from_http_status(int32_t status,
                                           weir_outcome *out);
 
 /**
+ * Whether a call that ended with `outcome` may be tried again, on another node, written to `*out`:
+ * true for `WEIR_OUTCOME_FAILURE`, `WEIR_OUTCOME_DROPPED` and `WEIR_OUTCOME_THROTTLED`, false for
+ * `WEIR_OUTCOME_SUCCESS`, `WEIR_OUTCOME_CLIENT_ERROR` (the request's own fault) and
+ * `WEIR_OUTCOME_IGNORED` (the core's `Outcome::is_retryable`, the one definition every surface shares).
+ * Whether the request is safe to repeat, and whether a retry budget allows it, is the caller's to
+ * decide. Errors: `WEIR_ERR_INVALID_ARGUMENT` for a code that is no outcome, `WEIR_ERR_NULL`; `*out`
+ * is then left alone.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+weir_status weir_outcome_is_retryable(weir_outcome outcome,
+                                      bool *out);
+
+/**
  * The outcome of a call that ended with the system error `errnum` (a POSIX `errno`), written to `*out`;
- * the table of the core's `Outcome::from_io_kind`:
+ * the table of the core's `Outcome::from_raw_os_error`:
  *
  * | errno | outcome | why |
  * |---|---|---|

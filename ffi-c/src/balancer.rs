@@ -669,8 +669,32 @@ pub unsafe extern "C" fn weir_outcome_from_http_status(
     })
 }
 
+/// Whether a call that ended with `outcome` may be tried again, on another node, written to `*out`:
+/// true for `WEIR_OUTCOME_FAILURE`, `WEIR_OUTCOME_DROPPED` and `WEIR_OUTCOME_THROTTLED`, false for
+/// `WEIR_OUTCOME_SUCCESS`, `WEIR_OUTCOME_CLIENT_ERROR` (the request's own fault) and
+/// `WEIR_OUTCOME_IGNORED` (the core's `Outcome::is_retryable`, the one definition every surface shares).
+/// Whether the request is safe to repeat, and whether a retry budget allows it, is the caller's to
+/// decide. Errors: `WEIR_ERR_INVALID_ARGUMENT` for a code that is no outcome, `WEIR_ERR_NULL`; `*out`
+/// is then left alone.
+///
+/// # Safety
+/// `out` is NULL or writable.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn weir_outcome_is_retryable(
+    outcome: weir_outcome,
+    out: *mut bool,
+) -> weir_status {
+    guard(|| {
+        let out = unsafe { Out::new(out, "out") }?;
+        out.write(outcome_from_c(outcome)?.is_retryable());
+        Ok(())
+    })
+}
+
 /// The outcome of a call that ended with the system error `errnum` (a POSIX `errno`), written to `*out`;
-/// the table of the core's `Outcome::from_io_kind`:
+/// the table of the core's `Outcome::from_raw_os_error`:
 ///
 /// | errno | outcome | why |
 /// |---|---|---|
@@ -693,27 +717,15 @@ pub unsafe extern "C" fn weir_outcome_from_errno(
 ) -> weir_status {
     guard(|| {
         let out = unsafe { Out::new(out, "out") }?;
-        if errnum <= 0 {
-            return Err(Error::invalid(
+        let outcome = Outcome::from_raw_os_error(errnum).ok_or_else(|| {
+            Error::invalid(
                 "errnum",
                 format_args!("{errnum} is not an errno (a positive error number; negate a -errno)"),
-            ));
-        }
-        out.write(errno_outcome(errnum) as weir_outcome);
+            )
+        })?;
+        out.write(outcome as weir_outcome);
         Ok(())
     })
-}
-
-/// The outcome of errno `errnum` (positive): the core's `Outcome::from_io_kind` of the kind the standard
-/// library gives the OS error, so C and Rust read every errno alike on each platform.
-fn errno_outcome(errnum: i32) -> Outcome {
-    // "Operation not supported" is `ErrorKind::Unsupported` by meaning, a local fault as `ENOSYS` is, but
-    // the standard library leaves it uncategorised (which `from_io_kind` would read as `Failure`).
-    #[cfg(unix)]
-    if errnum == libc::EOPNOTSUPP || errnum == libc::ENOTSUP {
-        return Outcome::from_io_kind(std::io::ErrorKind::Unsupported);
-    }
-    Outcome::from_io_kind(std::io::Error::from_raw_os_error(errnum).kind())
 }
 
 /// Writes node `id`'s snapshot at `now_ns` to `*out`. Errors: `WEIR_ERR_UNKNOWN_ID`, `WEIR_ERR_NULL`.

@@ -290,6 +290,30 @@ fn outcome_arg(v: &Bound<'_, PyAny>) -> PyResult<Outcome> {
     Outcome::from_code(code as u8).ok_or_else(|| PyValueError::new_err("outcome must be 0..=5"))
 }
 
+/// Whether a call that ended with the outcome code `outcome` (`weir.Outcome`) may be tried again on
+/// another node (the core's `Outcome::is_retryable`): FAILURE, DROPPED and THROTTLED. Raises
+/// ValueError for a code that is no outcome.
+#[pyfunction]
+pub fn outcome_is_retryable(outcome: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(outcome_arg(outcome)?.is_retryable())
+}
+
+/// The outcome code (`weir.Outcome`) of a call that ended with the OS error `errnum` (the core's
+/// `Outcome::from_raw_os_error`, C's `weir_outcome_from_errno`): the table `outcome_for_exception`
+/// follows for an `OSError`, and its tests check it errno by errno against this. Raises ValueError for
+/// 0 and negative numbers.
+#[pyfunction]
+pub fn outcome_from_errno(errnum: &Bound<'_, PyAny>) -> PyResult<u8> {
+    let n = int_in(errnum, "errnum", 1, i32::MAX as u64)?;
+    let outcome = i32::try_from(n)
+        .ok()
+        .and_then(Outcome::from_raw_os_error)
+        .ok_or_else(|| {
+            PyValueError::new_err(format!("errnum must be a positive errno, got {n}"))
+        })?;
+    Ok(outcome as u8)
+}
+
 /// The outcome code (`weir.Outcome`) for an HTTP status: 100-399 SUCCESS, 429 THROTTLED, 503 and 504
 /// DROPPED, other 4xx CLIENT_ERROR, other 5xx FAILURE. Raises ValueError outside 100..=599.
 #[pyfunction]

@@ -47,6 +47,8 @@ fn _weir(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lease::Ready>()?;
     m.add_function(wrap_pyfunction!(convert::monotonic, m)?)?;
     m.add_function(wrap_pyfunction!(lease::outcome_from_http_status, m)?)?;
+    m.add_function(wrap_pyfunction!(lease::outcome_is_retryable, m)?)?;
+    m.add_function(wrap_pyfunction!(lease::outcome_from_errno, m)?)?;
     overload::register(m)?;
     m.add_class::<backoff::Backoff>()?;
     subset::register(m)?;

@@ -72,6 +72,20 @@ def test_each_outcome_method(method: str, code: int) -> None:
     assert released(b) == tuple(want)
 
 
+def test_which_outcomes_are_retried() -> None:
+    # The core's rule, through the native function: the node's failures, drops and 429s.
+    retryable = {o for o in weir.Outcome if o.is_retryable}
+    assert retryable == {weir.Outcome.FAILURE, weir.Outcome.DROPPED, weir.Outcome.THROTTLED}
+    assert weir.Outcome.TIMEOUT.is_retryable and not weir.Outcome.CANCELLED.is_retryable
+    from weir._weir import outcome_is_retryable
+
+    for bad in (6, -1, 2**70):
+        with pytest.raises(ValueError):
+            outcome_is_retryable(bad)
+    with pytest.raises(TypeError):
+        outcome_is_retryable("failure")
+
+
 def test_release_with_outcome_and_http_status() -> None:
     b = one()
     assert b.acquire().release(weir.Outcome.THROTTLED) is True

@@ -171,16 +171,31 @@ ERRNO_TABLE = {
 
 
 def test_every_errno_is_read_as_c_and_rust_read_it() -> None:
+    from weir._weir import outcome_from_errno
+
     named = {getattr(errno, name): outcome for name, outcome in ERRNO_TABLE.items() if hasattr(errno, name)}
     assert len(named) >= 17  # EWOULDBLOCK is EAGAIN and ENOTSUP EOPNOTSUPP on Linux
     for number in errno.errorcode:
         exc = OSError(number, "x")  # Python picks the subclass: ConnectionRefusedError, TimeoutError, ...
-        want = named.get(number, O.FAILURE)
+        # The core's table (Rust's Outcome::from_raw_os_error, C's weir_outcome_from_errno), read
+        # through the native module: Python's own table cannot drift from it.
+        want = O(outcome_from_errno(number))
+        assert named.get(number, O.FAILURE) is want, errno.errorcode[number]
         assert weir.outcome_for_exception(exc) is want, errno.errorcode[number]
         # The same through a lease, as the HTTP integrations release theirs.
         b = weir.Balancer(["n"], seed=1)
         b.acquire().raised(exc)
         assert b.stats().by_outcome == one_hot(want), errno.errorcode[number]
+
+
+def test_outcome_from_errno_refuses_what_is_no_errno() -> None:
+    from weir._weir import outcome_from_errno
+
+    for bad in (0, -1, -errno.ECONNREFUSED, 2**31, 2**70):
+        with pytest.raises(ValueError, match="errnum"):
+            outcome_from_errno(bad)
+    with pytest.raises(TypeError, match="errnum must be an int"):
+        outcome_from_errno(True)
 
 
 def test_timeout_and_cancelled_are_aliases() -> None:

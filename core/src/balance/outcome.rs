@@ -121,6 +121,26 @@ impl Outcome {
         }
     }
 
+    /// Whether a call that ended with this outcome may be tried again, on another node: `Failure` (an
+    /// error of the node: a 5xx, a refused or reset connection), `Dropped` (a timeout, 503, 504) and
+    /// `Throttled` (a 429: busy, try another). Never `Success`, `ClientError` (the request's own fault:
+    /// it would fail anywhere) or `Ignored` (the caller gave up). Whether a retry is *safe* (an
+    /// idempotent request) and *affordable* (a retry budget such as
+    /// [`RetryBudget`](crate::overload::RetryBudget)) is the caller's to decide; this is the one
+    /// definition the integrations share (C `weir_outcome_is_retryable`, Python `Outcome.is_retryable`).
+    ///
+    /// ```
+    /// use weir::Outcome;
+    /// let retryable: Vec<Outcome> = Outcome::ALL.into_iter().filter(|o| o.is_retryable()).collect();
+    /// assert_eq!(retryable, [Outcome::Failure, Outcome::Dropped, Outcome::Throttled]);
+    /// ```
+    pub const fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            Outcome::Failure | Outcome::Dropped | Outcome::Throttled
+        )
+    }
+
     /// The outcome with this numeric code (`Outcome::X as u8`), for bindings and trace files.
     ///
     /// ```

@@ -47,13 +47,51 @@ impl Outcome {
     /// let wrapped = Error::other(Error::from(ErrorKind::TimedOut));
     /// assert_eq!(Outcome::from_io_error(&wrapped), Outcome::Dropped);
     /// ```
+    ///
+    /// An error that carries an OS error number is read by it, as
+    /// [`from_raw_os_error`](Self::from_raw_os_error) reads it.
     pub fn from_io_error(error: &Error) -> Outcome {
         let mut error = error;
         // Bounded by the chain's length, which the error's owner built.
         while let Some(inner) = error.get_ref().and_then(|e| e.downcast_ref::<Error>()) {
             error = inner;
         }
-        Outcome::from_io_kind(error.kind())
+        match error.raw_os_error().and_then(Outcome::from_raw_os_error) {
+            Some(outcome) => outcome,
+            None => Outcome::from_io_kind(error.kind()),
+        }
+    }
+
+    /// The outcome of a call that ended with the OS error `errnum` (an `errno` on Unix, a
+    /// `GetLastError` code on Windows): [`from_io_kind`](Self::from_io_kind) of the kind the standard
+    /// library gives it, except that "operation not supported" (`EOPNOTSUPP`, `ENOTSUP`), which the
+    /// standard library leaves uncategorised, is `Unsupported` by meaning: a local fault, `Ignored`.
+    /// `None` for 0 (no error) and negative numbers (an API that returns `-errno`, as io_uring and
+    /// libuv do, wants its value negated first).
+    ///
+    /// The one errno table of every surface: C's `weir_outcome_from_errno` and Python's
+    /// `outcome_for_exception` (checked errno by errno against this) read errors alike.
+    ///
+    /// ```
+    /// use weir::Outcome;
+    /// # #[cfg(unix)] {
+    /// assert_eq!(Outcome::from_raw_os_error(libc::ECONNREFUSED), Some(Outcome::Failure));
+    /// assert_eq!(Outcome::from_raw_os_error(libc::ETIMEDOUT), Some(Outcome::Dropped));
+    /// assert_eq!(Outcome::from_raw_os_error(libc::EOPNOTSUPP), Some(Outcome::Ignored));
+    /// # }
+    /// assert_eq!(Outcome::from_raw_os_error(0), None);
+    /// ```
+    pub fn from_raw_os_error(errnum: i32) -> Option<Outcome> {
+        if errnum <= 0 {
+            return None;
+        }
+        #[cfg(unix)]
+        if errnum == libc::EOPNOTSUPP || errnum == libc::ENOTSUP {
+            return Some(Outcome::from_io_kind(ErrorKind::Unsupported));
+        }
+        Some(Outcome::from_io_kind(
+            Error::from_raw_os_error(errnum).kind(),
+        ))
     }
 }
 
@@ -103,5 +141,43 @@ mod tests {
         // A custom error that is not an I/O error: its own kind.
         let custom = Error::new(ErrorKind::Interrupted, "signal");
         assert_eq!(Outcome::from_io_error(&custom), Outcome::Ignored);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn os_errors_are_read_by_their_number() {
+        let table = [
+            (libc::ECONNREFUSED, Outcome::Failure),
+            (libc::ECONNRESET, Outcome::Failure),
+            (libc::EPIPE, Outcome::Failure),
+            (libc::EIO, Outcome::Failure),
+            (libc::ETIMEDOUT, Outcome::Dropped),
+            (libc::EAGAIN, Outcome::Dropped),
+            (libc::EINTR, Outcome::Ignored),
+            (libc::EINVAL, Outcome::Ignored),
+            (libc::ENOMEM, Outcome::Ignored),
+            (libc::ENOSYS, Outcome::Ignored),
+            (libc::EOPNOTSUPP, Outcome::Ignored),
+            (libc::ENOTSUP, Outcome::Ignored),
+        ];
+        for (errnum, outcome) in table {
+            assert_eq!(
+                Outcome::from_raw_os_error(errnum),
+                Some(outcome),
+                "{errnum}"
+            );
+            // An `io::Error` carrying the number, bare or wrapped, reads the same: "operation not
+            // supported" too, which its kind (uncategorised) alone would read as a failure.
+            let e = Error::from_raw_os_error(errnum);
+            assert_eq!(Outcome::from_io_error(&e), outcome, "{errnum}");
+            assert_eq!(
+                Outcome::from_io_error(&Error::other(e)),
+                outcome,
+                "{errnum}"
+            );
+        }
+        for bad in [0, -1, -libc::ECONNREFUSED, i32::MIN] {
+            assert_eq!(Outcome::from_raw_os_error(bad), None);
+        }
     }
 }

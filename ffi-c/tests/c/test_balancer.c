@@ -786,6 +786,28 @@ static void test_http_status(void) {
     }
 }
 
+/* Which outcomes may be retried elsewhere: the node's failures, drops and 429s, nothing else. */
+static void test_retryable(void) {
+    static const struct {
+        weir_outcome outcome;
+        bool retryable;
+    } table[] = {
+        {WEIR_OUTCOME_SUCCESS, false},   {WEIR_OUTCOME_FAILURE, true},
+        {WEIR_OUTCOME_DROPPED, true},    {WEIR_OUTCOME_IGNORED, false},
+        {WEIR_OUTCOME_THROTTLED, true},  {WEIR_OUTCOME_CLIENT_ERROR, false},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        bool r = !table[i].retryable;
+        CHECK_OK(weir_outcome_is_retryable(table[i].outcome, &r));
+        CHECK(r == table[i].retryable);
+    }
+    bool r = true;
+    CHECK_STATUS(weir_outcome_is_retryable(6, &r), WEIR_ERR_INVALID_ARGUMENT);
+    CHECK(r == true);
+    CHECK_MESSAGE("outcome");
+    CHECK_STATUS(weir_outcome_is_retryable(WEIR_OUTCOME_FAILURE, NULL), WEIR_ERR_NULL);
+}
+
 /* The errno table of the header (the core's Outcome::from_io_kind), with this system's values. */
 static void test_errno(void) {
     static const struct {
@@ -1010,6 +1032,7 @@ int main(void) {
     test_acquire_wait();
     test_release_outcomes();
     test_http_status();
+    test_retryable();
     test_errno();
     test_snapshots();
     test_stats();

@@ -64,6 +64,7 @@ static const char *const covered[] = {
     "weir_balancer_acquire_wait",
     "weir_balancer_release",
     "weir_outcome_from_http_status",
+    "weir_outcome_is_retryable",
     "weir_outcome_from_errno",
     "weir_balancer_node_snapshot",
     "weir_balancer_nodes",
@@ -293,6 +294,8 @@ static void test_null_arguments(void) {
 
     CHECK_NULL_ARG(weir_outcome_from_http_status(200, NULL), "out");
     CHECK_NULL_ARG(weir_outcome_from_http_status(99, NULL), "out"); /* NULL comes first */
+    CHECK_NULL_ARG(weir_outcome_is_retryable(WEIR_OUTCOME_FAILURE, NULL), "out");
+    CHECK_NULL_ARG(weir_outcome_is_retryable(6, NULL), "out"); /* NULL comes first */
     CHECK_NULL_ARG(weir_outcome_from_errno(1, NULL), "out");
     CHECK_NULL_ARG(weir_outcome_from_errno(0, NULL), "out");
 
@@ -445,6 +448,15 @@ static void test_enum_ranges(void) {
         FILL(o);
         CHECK_STATUS(weir_outcome_from_http_status(statuses[i], &o), WEIR_ERR_INVALID_ARGUMENT);
         CHECK_UNTOUCHED(o);
+    }
+
+    /* Codes that are no outcome. */
+    const weir_outcome codes[] = {6, 255, 256, UINT32_MAX};
+    for (size_t i = 0; i < 4; i++) {
+        bool r;
+        FILL(r);
+        CHECK_STATUS(weir_outcome_is_retryable(codes[i], &r), WEIR_ERR_INVALID_ARGUMENT);
+        CHECK_UNTOUCHED(r);
     }
 }
 

@@ -91,7 +91,8 @@ const TRIED: usize = 8;
 
 /// Whether an attempt that ended with `outcome` may be retried: `Failure` (an error of the node, a
 /// 5xx), `Dropped` (a timeout, 503, 504) and `Throttled` (a 429). Never `Success`, `ClientError` (the
-/// request's own fault: it would fail anywhere) or `Ignored`.
+/// request's own fault: it would fail anywhere) or `Ignored`. The core's
+/// [`Outcome::is_retryable`], the one definition that C and Python share.
 ///
 /// ```
 /// use weir::Outcome;
@@ -100,10 +101,7 @@ const TRIED: usize = 8;
 /// assert!(!is_retryable(Outcome::Success) && !is_retryable(Outcome::ClientError) && !is_retryable(Outcome::Ignored));
 /// ```
 pub fn is_retryable(outcome: Outcome) -> bool {
-    matches!(
-        outcome,
-        Outcome::Failure | Outcome::Dropped | Outcome::Throttled
-    )
+    outcome.is_retryable()
 }
 
 /// Whether an HTTP method is idempotent (RFC 9110, 9.2.2): GET, HEAD, OPTIONS, PUT, DELETE, TRACE.

@@ -40,15 +40,8 @@ IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
 """The methods retried by default: RFC 9110's idempotent ones (sending one twice does what sending it
 once does)."""
 
-# The outcomes of an attempt that another node may answer better: a broken node (a 5xx, a refused or
-# reset connection), an overloaded or late one (503, 504, a timeout), a busy one (429). Never a success, a
-# 4xx (the request's own fault, which another node would refuse too), or an IGNORED (a cancellation, a
-# fault of the caller's own).
-_RETRYABLE = frozenset({Outcome.FAILURE, Outcome.DROPPED, Outcome.THROTTLED})
-
-
 class Retry(Generic[R]):
-    """The retry option of the integrations: after an attempt that failed (:data:`_RETRYABLE`), the
+    """The retry option of the integrations: after an attempt that failed (``Outcome.is_retryable``), the
     request is sent again to a node it has not tried (``Balancer.acquire_excluding``), at most
     ``retries`` times, if it may be sent twice (``retry_if``, by default an idempotent method), its body
     can be sent again, and the shared ``budget`` admits the retry (``RetryBudget.try_retry``); first it
@@ -118,7 +111,7 @@ class Retry(Generic[R]):
         the budget is spent."""
         if self.backoff is not None and outcome is Outcome.SUCCESS:
             self.backoff.on_success()
-        if not retryable or done >= self.retries or outcome not in _RETRYABLE:
+        if not retryable or done >= self.retries or outcome is None or not Outcome(outcome).is_retryable:
             return None
         if all(node in tried for node in balancer):
             return None

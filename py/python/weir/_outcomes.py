@@ -35,7 +35,8 @@ def _errnos(*names: str) -> FrozenSet[int]:
     return frozenset(getattr(errno, name) for name in names if hasattr(errno, name))
 
 
-# The errno table of the Rust core's `Outcome::from_io_kind` and C's `weir_outcome_from_errno`.
+# The errno table of the Rust core's `Outcome::from_raw_os_error` and C's `weir_outcome_from_errno`
+# (`weir._weir.outcome_from_errno`; the tests check every errno against it).
 # Errnos of a connection the node refused, reset or dropped, or a way to it that is broken: its fault, so
 # a FAILURE (also the default; naming them stops the walk down the exception's causes).
 _BROKEN_ERRNOS = _errnos(
@@ -79,7 +80,7 @@ def outcome_for_exception(exc: BaseException) -> Outcome:
     * a refused, reset or aborted connection (``ConnectionError`` and its subclasses, an ``OSError`` with
       such an errno, httpx's ``ConnectError`` and ``RemoteProtocolError``, requests' ``ConnectionError``):
       FAILURE;
-    * an ``OSError`` by its errno, as the Rust core's ``Outcome::from_io_kind`` and C's
+    * an ``OSError`` by its errno, as the Rust core's ``Outcome::from_raw_os_error`` and C's
       ``weir_outcome_from_errno`` read it: ``ETIMEDOUT``, ``EAGAIN`` (``BlockingIOError``) DROPPED;
       ``EINTR`` (``InterruptedError``) and the local faults ``EINVAL``, ``ENOMEM``, ``ENOSYS``,
       ``EOPNOTSUPP`` IGNORED, as is a ``MemoryError``; ``ECONNREFUSED``, ``ECONNRESET``, ``ECONNABORTED``,

@@ -148,6 +148,16 @@ class Outcome(enum.IntEnum):
 
         return cls(outcome_from_http_status(status))
 
+    @property
+    def is_retryable(self) -> bool:
+        """Whether a call that ended so may be tried again on another node: FAILURE, DROPPED and
+        THROTTLED, never SUCCESS, CLIENT_ERROR (the request's own fault) or IGNORED. The core's rule,
+        shared with Rust and C; whether the request is safe to repeat and a retry budget allows it is
+        the caller's to decide."""
+        from weir._weir import outcome_is_retryable
+
+        return outcome_is_retryable(int(self))
+
 
 class Criticality(enum.IntEnum):
     """How much a request matters (the SRE book's four levels); lower ones are throttled first."""
