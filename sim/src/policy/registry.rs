@@ -47,6 +47,17 @@ fn weir(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
     ))
 }
 
+/// [`weir`], waiting for room (`acquire_wait`) instead of failing fast.
+fn waiting(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
+    Box::new(WeirPolicy::waiting(
+        Config {
+            rng_seed: seed,
+            ..config
+        },
+        servers,
+    ))
+}
+
 fn with_limit(limit: LimitAlgorithm) -> Config {
     Config {
         limit,
@@ -62,15 +73,7 @@ pub fn all() -> Vec<PolicyDef> {
             about: "weir default: LowestScore over decayed success/failure counters, CIAD limit with a \
                     fast start, waiting for room (acquire_wait)",
             default: true,
-            kind: Kind::Balancer(|n, seed| {
-                Box::new(WeirPolicy::waiting(
-                    Config {
-                        rng_seed: seed,
-                        ..Config::default()
-                    },
-                    n,
-                ))
-            }),
+            kind: Kind::Balancer(|n, seed| waiting(Config::default(), n, seed)),
             refused: Refusal::Wait {
                 max_waiters: Config::default().max_waiters as usize,
             },
@@ -99,15 +102,7 @@ pub fn all() -> Vec<PolicyDef> {
             about: "weir default with CIAD's opt-in latency signal (rtt_tolerance 2: a success counts as a \
                     drop while the node's smoothed RTT is over twice its baseline), waiting for room",
             default: false,
-            kind: Kind::Balancer(|n, seed| {
-                Box::new(WeirPolicy::waiting(
-                    Config {
-                        rng_seed: seed,
-                        ..rtt_tolerant()
-                    },
-                    n,
-                ))
-            }),
+            kind: Kind::Balancer(|n, seed| waiting(rtt_tolerant(), n, seed)),
             refused: Refusal::Wait {
                 max_waiters: Config::default().max_waiters as usize,
             },
