@@ -132,7 +132,7 @@ typedef int32_t weir_status;
 typedef uint32_t weir_health_model;
 
 /**
- * The decay model's parameters (defaults: 1 s, 30 s, 0.1, 0.01, 10, 16).
+ * The decay model's parameters (defaults: 1 s, 30 s, 1, 0.1, 0.01, 10, 16).
  */
 typedef struct weir_decay_health {
   /**
@@ -143,6 +143,12 @@ typedef struct weir_decay_health {
    * Half-life of the failure counter, ns; 1 ms ..= 1 hour.
    */
   uint64_t failure_half_life_ns;
+  /**
+   * What a Dropped outcome (503, 504, a timeout) adds to the failures; in [0, 1]. 1 (a whole
+   * failure) by default; 0.1 reads a shedding node as busy rather than broken (see the Rust docs of
+   * `DecayHealth::dropped_cost`).
+   */
+  float dropped_cost;
   /**
    * What a Throttled outcome (429) adds to the failures; in [0, 1].
    */

@@ -71,7 +71,7 @@ pub enum ConfigError {
     /// [`HealthModel::Decay`](crate::balance::HealthModel::Decay) half-lives must be between 1 ms and
     /// 1 hour.
     DecayHalfLife,
-    /// `throttled_cost` and `client_error_cost` must be finite and in [0, 1].
+    /// `dropped_cost`, `throttled_cost` and `client_error_cost` must be finite and in [0, 1].
     OutcomeCost,
     /// `penalty` and `ratio_penalty` must be finite and in [0, 10^6].
     Penalty,
@@ -121,7 +121,7 @@ impl fmt::Display for ConfigError {
             ConfigError::MaxWaiters => "max_waiters must be at most MAX_WAITERS (2^20)",
             ConfigError::DecayHalfLife => "decay half-lives must be between 1 ms and 1 hour",
             ConfigError::OutcomeCost => {
-                "throttled_cost and client_error_cost must be finite and in [0, 1]"
+                "dropped_cost, throttled_cost and client_error_cost must be finite and in [0, 1]"
             }
             ConfigError::Penalty => "penalty and ratio_penalty must be finite and in [0, 1e6]",
             ConfigError::ModelPolicy => {

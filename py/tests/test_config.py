@@ -14,6 +14,7 @@ import weir
 def test_defaults_are_the_cores() -> None:
     d = weir.Decay()
     assert (d.success_half_life, d.failure_half_life, d.throttled_cost, d.client_error_cost) == (1.0, 30.0, 0.1, 0.01)
+    assert d.dropped_cost == 1.0 and weir.Decay(dropped_cost=0.1).dropped_cost == 0.1
     assert (d.penalty, d.ratio_penalty) == (10.0, 16.0)
     bk = weir.Buckets()
     assert (bk.count, bk.width, bk.decay) == (6, 5.0, 3.0)
@@ -63,6 +64,8 @@ BAD: list[tuple[Callable[..., Any], dict[str, Any], type[Exception], str]] = [
     (weir.Decay, {"success_half_life": 0.0001}, ValueError, "between 1 ms and 1 hour"),
     (weir.Decay, {"failure_half_life": 7200}, ValueError, "between 1 ms and 1 hour"),
     (weir.Decay, {"throttled_cost": 2.0}, ValueError, "throttled_cost and client_error_cost"),
+    (weir.Decay, {"dropped_cost": -0.5}, ValueError, "dropped_cost, throttled_cost"),
+    (weir.Decay, {"dropped_cost": math.nan}, ValueError, "dropped_cost must not be NaN"),
     (weir.Decay, {"client_error_cost": math.nan}, ValueError, "client_error_cost must not be NaN"),
     (weir.Decay, {"penalty": math.inf}, ValueError, "penalty must be finite"),
     (weir.Decay, {"ratio_penalty": -1.0}, ValueError, "penalty and ratio_penalty"),

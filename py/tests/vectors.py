@@ -68,6 +68,7 @@ class Config:
             return weir.Decay(
                 success_half_life=secs(self.u("health.success_half_life_ns")),
                 failure_half_life=secs(self.u("health.failure_half_life_ns")),
+                dropped_cost=f32(self.get("health.dropped_cost")),
                 throttled_cost=f32(self.get("health.throttled_cost")),
                 client_error_cost=f32(self.get("health.client_error_cost")),
                 penalty=f32(self.get("health.penalty")),

@@ -72,6 +72,7 @@ fn configs() -> Vec<Config> {
     let narrow = HealthModel::Decay(DecayHealth {
         success_half_life_ns: 1_000_000,
         failure_half_life_ns: 3_000_000,
+        dropped_cost: 0.75,
         throttled_cost: 0.5,
         client_error_cost: 0.25,
         penalty,

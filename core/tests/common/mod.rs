@@ -19,7 +19,8 @@ pub struct Constants {
     /// Half-lives in nanoseconds: successes (1 s) and failures (30 s).
     pub hs: u64,
     pub hf: u64,
-    /// What a 429 (0.1) and another 4xx (0.01) add to the failures.
+    /// What a 503 or timeout (1), a 429 (0.1) and another 4xx (0.01) add to the failures.
+    pub dropped: f32,
     pub throttled: f32,
     pub client_error: f32,
 }
@@ -29,6 +30,7 @@ pub const K: Constants = match HealthModel::DECAY {
     HealthModel::Decay(DecayHealth {
         success_half_life_ns,
         failure_half_life_ns,
+        dropped_cost,
         throttled_cost,
         client_error_cost,
         penalty,
@@ -38,6 +40,7 @@ pub const K: Constants = match HealthModel::DECAY {
         b: ratio_penalty as f64,
         hs: success_half_life_ns,
         hf: failure_half_life_ns,
+        dropped: dropped_cost,
         throttled: throttled_cost,
         client_error: client_error_cost,
     },

@@ -46,6 +46,7 @@ pub mod decay {
         /// Half-lives per tick, successes and failures.
         pub s: f64,
         pub f: f64,
+        pub dropped: f64,
         pub throttled: f64,
         pub client_error: f64,
         pub per_failure: f64,
@@ -111,6 +112,7 @@ pub fn decay_params(config: &Config) -> Option<decay::Params> {
         HealthModel::Decay(DecayHealth {
             success_half_life_ns,
             failure_half_life_ns,
+            dropped_cost,
             throttled_cost,
             client_error_cost,
             penalty,
@@ -118,6 +120,7 @@ pub fn decay_params(config: &Config) -> Option<decay::Params> {
         }) => Some(decay::Params {
             s: decay::TICK_NS as f64 / success_half_life_ns as f64,
             f: decay::TICK_NS as f64 / failure_half_life_ns as f64,
+            dropped: f64::from(dropped_cost),
             throttled: f64::from(throttled_cost),
             client_error: f64::from(client_error_cost),
             per_failure: f64::from(penalty),
@@ -414,7 +417,8 @@ impl Model {
                 {
                     let (failure, amount) = match outcome {
                         Outcome::Success => (false, 1.0),
-                        Outcome::Failure | Outcome::Dropped => (true, 1.0),
+                        Outcome::Failure => (true, 1.0),
+                        Outcome::Dropped => (true, k.dropped),
                         Outcome::Throttled => (true, k.throttled),
                         Outcome::ClientError => (true, k.client_error),
                         Outcome::Ignored => (false, 0.0),

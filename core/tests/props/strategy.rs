@@ -124,10 +124,11 @@ fn decay_health() -> impl Strategy<Value = HealthModel> {
     ];
     prop_oneof![
         1 => Just(HealthModel::DECAY),
-        3 => (half_life.clone(), half_life, cost.clone(), cost, coefficient.clone(), coefficient).prop_map(
-            |(s, f, throttled_cost, client_error_cost, penalty, ratio_penalty)| HealthModel::Decay(DecayHealth {
+        3 => (half_life.clone(), half_life, cost.clone(), cost.clone(), cost, coefficient.clone(), coefficient).prop_map(
+            |(s, f, dropped_cost, throttled_cost, client_error_cost, penalty, ratio_penalty)| HealthModel::Decay(DecayHealth {
                 success_half_life_ns: s,
                 failure_half_life_ns: f,
+                dropped_cost,
                 throttled_cost,
                 client_error_cost,
                 penalty,

@@ -15,7 +15,7 @@ pub const WEIR_HEALTH_BUCKETS: weir_health_model = 1;
 /// One exponentially weighted success rate per node (`weir_health.ewma`).
 pub const WEIR_HEALTH_EWMA: weir_health_model = 2;
 
-/// The decay model's parameters (defaults: 1 s, 30 s, 0.1, 0.01, 10, 16).
+/// The decay model's parameters (defaults: 1 s, 30 s, 1, 0.1, 0.01, 10, 16).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct weir_decay_health {
@@ -23,6 +23,10 @@ pub struct weir_decay_health {
     pub success_half_life_ns: u64,
     /// Half-life of the failure counter, ns; 1 ms ..= 1 hour.
     pub failure_half_life_ns: u64,
+    /// What a Dropped outcome (503, 504, a timeout) adds to the failures; in [0, 1]. 1 (a whole
+    /// failure) by default; 0.1 reads a shedding node as busy rather than broken (see the Rust docs of
+    /// `DecayHealth::dropped_cost`).
+    pub dropped_cost: f32,
     /// What a Throttled outcome (429) adds to the failures; in [0, 1].
     pub throttled_cost: f32,
     /// What a ClientError outcome (another 4xx) adds to the failures; in [0, 1].
@@ -72,6 +76,7 @@ impl From<DecayHealth> for weir_decay_health {
         weir_decay_health {
             success_half_life_ns: d.success_half_life_ns,
             failure_half_life_ns: d.failure_half_life_ns,
+            dropped_cost: d.dropped_cost,
             throttled_cost: d.throttled_cost,
             client_error_cost: d.client_error_cost,
             penalty: d.penalty,
@@ -85,6 +90,7 @@ impl From<weir_decay_health> for DecayHealth {
         DecayHealth {
             success_half_life_ns: d.success_half_life_ns,
             failure_half_life_ns: d.failure_half_life_ns,
+            dropped_cost: d.dropped_cost,
             throttled_cost: d.throttled_cost,
             client_error_cost: d.client_error_cost,
             penalty: d.penalty,

@@ -164,7 +164,7 @@ impl Fuzz<'_> {
         };
         for _ in 0..mutations {
             let i = &mut self.input;
-            match i.u8() % 40 {
+            match i.u8() % 42 {
                 0 => c.health.model = i.edgy_u32() % 4,
                 1 => c.health.decay.success_half_life_ns = i.edgy_u64(),
                 2 => c.health.decay.failure_half_life_ns = i.edgy_u64(),
@@ -204,6 +204,8 @@ impl Fuzz<'_> {
                 36 => c.limit.windowed.min_window_ns = i.edgy_u64(),
                 37 => c.limit.windowed.window.kind = i.edgy_u32() % 3,
                 38 => c.limit.windowed.window.capacity = i.edgy_u32(),
+                39 => c.health.decay.dropped_cost = i.edgy_f64() as f32,
+                40 => c.limit.ciad.rtt_tolerance = i.edgy_f64(),
                 _ => c.max_waiters = i.edgy_u32(),
             }
         }

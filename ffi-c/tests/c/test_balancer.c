@@ -154,6 +154,7 @@ static void test_presets(void) {
     CHECK(d.health.model == WEIR_HEALTH_DECAY);
     CHECK(d.health.decay.success_half_life_ns == 1 * SEC);
     CHECK(d.health.decay.failure_half_life_ns == 30 * SEC);
+    CHECK(d.health.decay.dropped_cost == 1.0f);
     CHECK(d.health.decay.throttled_cost == 0.1f);
     CHECK(d.health.decay.client_error_cost == 0.01f);
     CHECK(d.health.decay.penalty == 10.0f);
@@ -312,6 +313,7 @@ static void test_refused_configs(void) {
                   "half-lives");
     CHECK_REFUSED(d, c_.health.decay.failure_half_life_ns = 3601 * SEC, WEIR_ERR_INVALID_CONFIG,
                   "half-lives");
+    CHECK_REFUSED(d, c_.health.decay.dropped_cost = NAN, WEIR_ERR_INVALID_CONFIG, "dropped_cost");
     CHECK_REFUSED(d, c_.health.decay.throttled_cost = 1.5f, WEIR_ERR_INVALID_CONFIG,
                   "throttled_cost");
     CHECK_REFUSED(d, c_.health.decay.client_error_cost = -0.5f, WEIR_ERR_INVALID_CONFIG,

@@ -292,6 +292,7 @@ static int set_config_key(weir_config *c, const char *key, const char *v) {
     weir_decay_health *d = &c->health.decay;
     if (strcmp(key, "health.success_half_life_ns") == 0) return parse_u64(v, &d->success_half_life_ns);
     if (strcmp(key, "health.failure_half_life_ns") == 0) return parse_u64(v, &d->failure_half_life_ns);
+    if (strcmp(key, "health.dropped_cost") == 0) return parse_f32(v, &d->dropped_cost);
     if (strcmp(key, "health.throttled_cost") == 0) return parse_f32(v, &d->throttled_cost);
     if (strcmp(key, "health.client_error_cost") == 0) return parse_f32(v, &d->client_error_cost);
     if (strcmp(key, "health.penalty") == 0) return parse_f32(v, &d->penalty);

@@ -87,6 +87,7 @@ class Decay:
         *,
         success_half_life: _Seconds | None = 1.0,
         failure_half_life: _Seconds | None = 30.0,
+        dropped_cost: float | None = 1.0,
         throttled_cost: float | None = 0.1,
         client_error_cost: float | None = 0.01,
         penalty: float | None = 10.0,
@@ -96,6 +97,8 @@ class Decay:
     def success_half_life(self) -> float: ...
     @property
     def failure_half_life(self) -> float: ...
+    @property
+    def dropped_cost(self) -> float: ...
     @property
     def throttled_cost(self) -> float: ...
     @property

@@ -18,10 +18,11 @@ pub struct Decay {
 #[pymethods]
 impl Decay {
     #[new]
-    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None), text_signature = "(*, success_half_life=1.0, failure_half_life=30.0, throttled_cost=0.1, client_error_cost=0.01, penalty=10.0, ratio_penalty=16.0)")]
+    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, dropped_cost=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None), text_signature = "(*, success_half_life=1.0, failure_half_life=30.0, dropped_cost=1.0, throttled_cost=0.1, client_error_cost=0.01, penalty=10.0, ratio_penalty=16.0)")]
     fn new(
         success_half_life: Option<&Bound<'_, PyAny>>,
         failure_half_life: Option<&Bound<'_, PyAny>>,
+        dropped_cost: Option<&Bound<'_, PyAny>>,
         throttled_cost: Option<&Bound<'_, PyAny>>,
         client_error_cost: Option<&Bound<'_, PyAny>>,
         penalty: Option<&Bound<'_, PyAny>>,
@@ -30,6 +31,7 @@ impl Decay {
         let DecayHealth {
             success_half_life_ns: mut s,
             failure_half_life_ns: mut f,
+            dropped_cost: mut dc,
             throttled_cost: mut tc,
             client_error_cost: mut cc,
             penalty: mut p,
@@ -40,6 +42,9 @@ impl Decay {
         }
         if let Some(v) = failure_half_life {
             f = duration_ns(v, "failure_half_life")?;
+        }
+        if let Some(v) = dropped_cost {
+            dc = f32_arg(v, "dropped_cost")?;
         }
         if let Some(v) = throttled_cost {
             tc = f32_arg(v, "throttled_cost")?;
@@ -56,6 +61,7 @@ impl Decay {
         let health = DecayHealth {
             success_half_life_ns: s,
             failure_half_life_ns: f,
+            dropped_cost: dc,
             throttled_cost: tc,
             client_error_cost: cc,
             penalty: p,
@@ -74,6 +80,12 @@ impl Decay {
     #[getter]
     fn failure_half_life(&self) -> f64 {
         secs(self.health.failure_half_life_ns)
+    }
+    /// What a DROPPED outcome (503, 504, a timeout) adds to the failures (default 1.0: a whole
+    /// failure; 0.1 reads a node that sheds as busy rather than broken).
+    #[getter]
+    fn dropped_cost(&self) -> f64 {
+        f32_shown(self.health.dropped_cost)
     }
     /// What a THROTTLED outcome (429) adds to the failures (default 0.1).
     #[getter]
@@ -97,9 +109,10 @@ impl Decay {
     }
     fn __repr__(&self) -> String {
         format!(
-            "Decay(success_half_life={}, failure_half_life={}, throttled_cost={}, client_error_cost={}, penalty={}, ratio_penalty={})",
+            "Decay(success_half_life={}, failure_half_life={}, dropped_cost={}, throttled_cost={}, client_error_cost={}, penalty={}, ratio_penalty={})",
             fmt_f(self.success_half_life()),
             fmt_f(self.failure_half_life()),
+            fmt_f(self.dropped_cost()),
             fmt_f(self.throttled_cost()),
             fmt_f(self.client_error_cost()),
             fmt_f(self.penalty()),

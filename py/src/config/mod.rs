@@ -85,7 +85,7 @@ pub fn config_error(e: ConfigError, what: &str) -> PyErr {
             "success_half_life and failure_half_life must be between 1 ms and 1 hour"
         }
         ConfigError::OutcomeCost => {
-            "throttled_cost and client_error_cost must be finite and in [0, 1]"
+            "dropped_cost, throttled_cost and client_error_cost must be finite and in [0, 1]"
         }
         ConfigError::Penalty => "penalty and ratio_penalty must be finite and in [0, 1e6]",
         ConfigError::ModelPolicy => {

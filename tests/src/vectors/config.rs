@@ -19,6 +19,7 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
         HealthModel::Decay(DecayHealth {
             success_half_life_ns,
             failure_half_life_ns,
+            dropped_cost,
             throttled_cost,
             client_error_cost,
             penalty,
@@ -27,6 +28,7 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
             out.put("health", "decay");
             out.put("health.success_half_life_ns", success_half_life_ns);
             out.put("health.failure_half_life_ns", failure_half_life_ns);
+            out.put("health.dropped_cost", float32(dropped_cost));
             out.put("health.throttled_cost", float32(throttled_cost));
             out.put("health.client_error_cost", float32(client_error_cost));
             out.put("health.penalty", float32(penalty));
@@ -256,6 +258,7 @@ pub(super) fn parse(tokens: Vec<(String, String, usize)>) -> Result<Config, Pars
         (w, _) if w == "decay" => HealthModel::Decay(DecayHealth {
             success_half_life_ns: k.u64("health.success_half_life_ns")?,
             failure_half_life_ns: k.u64("health.failure_half_life_ns")?,
+            dropped_cost: k.f32("health.dropped_cost")?,
             throttled_cost: k.f32("health.throttled_cost")?,
             client_error_cost: k.f32("health.client_error_cost")?,
             penalty: k.f32("health.penalty")?,

@@ -117,6 +117,7 @@ pub fn specs() -> Vec<Spec> {
                 health: HealthModel::Decay(DecayHealth {
                     success_half_life_ns: 200 * MS,
                     failure_half_life_ns: 2 * S,
+                    dropped_cost: 0.5,
                     throttled_cost: 0.25,
                     client_error_cost: 0.05,
                     penalty: 8.0,
