@@ -108,6 +108,16 @@ pub fn all() -> Vec<PolicyDef> {
             },
         },
         PolicyDef {
+            name: "weir-dropped-cost",
+            about: "weir default with the decay model's dropped_cost at 0.1 (a 503 or timeout adds a tenth \
+                    of a failure to the penalty, as a 429 does; the limit still backs off), waiting for room",
+            default: false,
+            kind: Kind::Balancer(|n, seed| waiting(drops_as_busy(), n, seed)),
+            refused: Refusal::Wait {
+                max_waiters: Config::default().max_waiters as usize,
+            },
+        },
+        PolicyDef {
             name: "weir-lowest-score-failfast",
             about: "weir default configuration, failing fast instead of waiting (acquire)",
             default: false,
@@ -314,6 +324,15 @@ pub fn all() -> Vec<PolicyDef> {
 /// The policy called `name`.
 pub fn find(name: &str) -> Option<PolicyDef> {
     all().into_iter().find(|p| p.name == name)
+}
+
+/// `Config::default()` with the decay model's `dropped_cost` at 0.1 (the default's model is decay).
+fn drops_as_busy() -> Config {
+    let mut c = Config::default();
+    if let HealthModel::Decay(health) = &mut c.health {
+        health.dropped_cost = 0.1;
+    }
+    c
 }
 
 /// `Config::default()` with CIAD's opt-in RTT tolerance of 2 (the default's limit is CIAD).
