@@ -82,8 +82,9 @@ pub struct DecayHealth {
     /// do against it: the count penalty balances counts, not rates, so a node failing every call keeps
     /// about the noise rate's share of a healthy node's calls (with two nodes shedding 5 %: 1.9 % of all
     /// calls at 10 calls/s, 4.7 % at 100,000). At 0.1 (as `throttled_cost`) it keeps under 0.5 % at
-    /// every rate from 10 to 100,000 calls/s, with 2 % or 5 % noise (`core/tests/noise.rs`). A node that times out every call is then avoided by the ratio term and by
-    /// its limit rather than by the count of its timeouts.
+    /// every rate from 10 to 100,000 calls/s, with 2 % or 5 % noise (`core/tests/noise.rs`). A node that
+    /// times out every call still loses its traffic: each timeout adds a tenth of a failure, the ratio
+    /// term grows with its failures over its successes, and each timeout cuts its limit.
     pub dropped_cost: f32,
     /// What a `Throttled` outcome (429) adds to the failures (default 0.1); finite, in [0, 1].
     pub throttled_cost: f32,
@@ -98,7 +99,8 @@ pub struct DecayHealth {
 
 impl DecayHealth {
     /// The defaults: successes halve every second, failures every 30 s; a 503 or timeout costs a whole
-    /// failure, a 429 0.1 of one, another 4xx 0.01; penalty 10 per failure plus 16 per doubling of failures over successes.
+    /// failure, a 429 0.1 of one, another 4xx 0.01; penalty 10 per failure plus 16 per doubling of
+    /// failures over successes.
     pub const DEFAULT: DecayHealth = DecayHealth {
         success_half_life_ns: 1_000_000_000,
         failure_half_life_ns: 30_000_000_000,
