@@ -4,9 +4,10 @@
 //! rate. `DecayHealth::dropped_cost` below 1 reads a 503 as busy rather than broken, and the dead node's
 //! share falls below 1 % at every rate.
 
-use std::collections::VecDeque;
+mod common;
+use common::load::Load;
 use weir::balance::{DecayHealth, HealthModel};
-use weir::{Config, HeapBalancer, Lease, Outcome};
+use weir::{Config, Outcome};
 
 const MS: u64 = 1_000_000;
 const SEC: u64 = 1_000 * MS;
@@ -15,46 +16,17 @@ const SEC: u64 = 1_000 * MS;
 /// (a 500) in 200 us. Calls arrive every `1 / rate` seconds of virtual time for `secs` seconds; returns
 /// node 3's share (in %) of the calls after the first `learn` seconds.
 fn dead_share(config: Config, rate: u64, noise: f64, secs: u64, learn: u64) -> f64 {
-    let b = HeapBalancer::with_capacity(3, config).unwrap();
-    for id in 1..=3 {
-        b.add(id).unwrap();
-    }
-    let (mut rng, mut roll) = (fastrand::Rng::with_seed(7), fastrand::Rng::with_seed(11));
-    // Calls in flight by the time they end: each queue holds calls of one duration, so in end order.
-    let mut fast: VecDeque<(u64, Lease)> = VecDeque::new();
-    let mut slow: VecDeque<(u64, Lease, Outcome)> = VecDeque::new();
-    let (mut dead, mut counted) = (0u64, 0u64);
-    let step = SEC / rate;
-    let mut now = 1;
-    while now < secs * SEC {
-        while fast.front().is_some_and(|c| c.0 <= now) {
-            let (_, lease) = fast.pop_front().unwrap();
-            b.release(lease, Outcome::Failure, now).unwrap();
-        }
-        while slow.front().is_some_and(|c| c.0 <= now) {
-            let (_, lease, outcome) = slow.pop_front().unwrap();
-            b.release(lease, outcome, now).unwrap();
-        }
-        if let Ok(lease) = b.acquire(now, &mut rng) {
-            let id = lease.node_id();
-            if now >= learn * SEC {
-                counted += 1;
-                dead += u64::from(id == 3);
-            }
-            if id == 3 {
-                fast.push_back((now + MS / 5, lease));
-            } else {
-                let outcome = if roll.f64() < noise {
-                    Outcome::Dropped
-                } else {
-                    Outcome::Success
-                };
-                slow.push_back((now + 2 * MS, lease, outcome));
-            }
-        }
-        now += step;
-    }
-    dead as f64 * 100.0 / counted as f64
+    let mut l = Load::new(&[1, 2, 3], config, 7);
+    // At the higher rates the nodes' limits fill at times: those requests are not sent.
+    l.run_until_refusing(secs * SEC, SEC / rate, |id, _, rng| {
+        Some(match id {
+            3 => (MS / 5, Outcome::Failure),
+            _ if rng.f64() < noise => (2 * MS, Outcome::Dropped),
+            _ => (2 * MS, Outcome::Success),
+        })
+    });
+    let (from, to) = (learn * SEC, secs * SEC + 1);
+    l.picks_of(3, from, to) as f64 * 100.0 / l.picks_in(from, to) as f64
 }
 
 fn with_dropped_cost(cost: f32) -> Config {

@@ -1,11 +1,12 @@
 //! What the default's tests share: the default model's constants and its penalty, computed as the
 //! documentation states them; and, in [`conservation`], the stress and property tests' exact checks of
-//! a balancer's counters against what its callers saw. Each test file that needs them declares
-//! `mod common;`.
+//! a balancer's counters against what its callers saw; in [`load`], the virtual-time load of the
+//! default's scenario tests. Each test file that needs them declares `mod common;`.
 
 #![allow(dead_code)]
 
 pub mod conservation;
+pub mod load;
 
 use weir::balance::{DecayHealth, HealthModel};
 

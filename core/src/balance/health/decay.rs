@@ -80,8 +80,8 @@ pub struct DecayHealth {
     /// Where healthy nodes answer a share of their calls with 503 (a fleet near its capacity, a server
     /// that sheds to protect itself), their drops count against them as much as a dead node's failures
     /// do against it: the count penalty balances counts, not rates, so a node failing every call keeps
-    /// about the noise rate's share of a healthy node's calls (with two nodes shedding 5 %: 1.9 % of all
-    /// calls at 10 calls/s, 4.7 % at 100,000). At 0.1 (as `throttled_cost`) it keeps under 0.5 % at
+    /// about the noise rate's share of a healthy node's calls (with two nodes shedding 5 %: 2.0 % of all
+    /// calls at 10 calls/s, 4.8 % at 100,000). At 0.1 (as `throttled_cost`) it keeps under 0.5 % at
     /// every rate from 10 to 100,000 calls/s, with 2 % or 5 % noise (`core/tests/noise.rs`). A node that
     /// times out every call still loses its traffic: each timeout adds a tenth of a failure, the ratio
     /// term grows with its failures over its successes, and each timeout cuts its limit.
