@@ -58,6 +58,13 @@ fn waiting(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
     ))
 }
 
+/// A waiting policy's refusals: they wait in the core's bounded queue, of the default's size.
+fn default_queue() -> Refusal {
+    Refusal::Wait {
+        max_waiters: Config::default().max_waiters as usize,
+    }
+}
+
 fn with_limit(limit: LimitAlgorithm) -> Config {
     Config {
         limit,
@@ -74,9 +81,7 @@ pub fn all() -> Vec<PolicyDef> {
                     fast start, waiting for room (acquire_wait)",
             default: true,
             kind: Kind::Balancer(|n, seed| waiting(Config::default(), n, seed)),
-            refused: Refusal::Wait {
-                max_waiters: Config::default().max_waiters as usize,
-            },
+            refused: default_queue(),
         },
         PolicyDef {
             name: "weir-retry-elsewhere",
@@ -93,9 +98,7 @@ pub fn all() -> Vec<PolicyDef> {
                     n,
                 ))
             }),
-            refused: Refusal::Wait {
-                max_waiters: Config::default().max_waiters as usize,
-            },
+            refused: default_queue(),
         },
         PolicyDef {
             name: "weir-rtt-tolerance",
@@ -103,9 +106,7 @@ pub fn all() -> Vec<PolicyDef> {
                     drop while the node's smoothed RTT is over twice its baseline), waiting for room",
             default: false,
             kind: Kind::Balancer(|n, seed| waiting(rtt_tolerant(), n, seed)),
-            refused: Refusal::Wait {
-                max_waiters: Config::default().max_waiters as usize,
-            },
+            refused: default_queue(),
         },
         PolicyDef {
             name: "weir-dropped-cost",
@@ -113,9 +114,7 @@ pub fn all() -> Vec<PolicyDef> {
                     of a failure to the penalty, as a 429 does; the limit still backs off), waiting for room",
             default: false,
             kind: Kind::Balancer(|n, seed| waiting(drops_as_busy(), n, seed)),
-            refused: Refusal::Wait {
-                max_waiters: Config::default().max_waiters as usize,
-            },
+            refused: default_queue(),
         },
         PolicyDef {
             name: "weir-lowest-score-failfast",
