@@ -576,7 +576,7 @@ typedef struct weir_limit {
 
 /**
  * Everything a balancer is built from. Start from `weir_config_default()` (the algorithm that wins in
- * weir's simulator) or `weir_config_seeds()` (the seeds' algorithm exactly) and change fields.
+ * weir's simulator) or `weir_config_cascade()` (the seeds' algorithm exactly) and change fields.
  */
 typedef struct weir_config {
   /**
@@ -601,9 +601,9 @@ typedef struct weir_config {
   struct weir_limit limit;
   /**
    * Seed of the library's per-thread generators (`weir_balancer_acquire`); not to be confused with
-   * `weir_config_seeds()`, the preset named after the seeds.
+   * `weir_config_cascade()`, the preset named after the seeds.
    */
-  uint64_t rng_seed;
+  uint64_t seed;
   /**
    * The most callers that may wait in `weir_balancer_acquire_wait` at once; at most 2^20; 0 turns
    * waiting off.
@@ -1949,11 +1949,11 @@ struct weir_config weir_config_default(void);
 
 /**
  * The seeds' algorithm exactly: 6 buckets of 5 s with decay 3, weights `rate^3`, the weighted cascade,
- * a fixed limit of 100 (the core's `Config::seeds()`).
+ * a fixed limit of 100 (the core's `Config::cascade()`).
  *
  * Thread safety: a pure function; safe from any thread.
  */
-struct weir_config weir_config_seeds(void);
+struct weir_config weir_config_cascade(void);
 
 /**
  * Checks a configuration as `weir_balancer_new` would, without building anything: `WEIR_OK`,

@@ -4,13 +4,13 @@
 //! virtual time, mixed outcomes, per-node failure rates so weights differ; any refused acquire panics).
 //! Benchmark ids (criterion writes each one's estimates to `<target>/criterion/<id>/new/estimates.json`).
 //! Two configurations run throughout (see `weir_benches`): *default* is `Config::default()` (decay
-//! health, lowest score, CIAD limit with a fast start), *seeds* is `Config::seeds()` (6 buckets of 5 s,
+//! health, lowest score, CIAD limit with a fast start), *seeds* is `Config::cascade()` (6 buckets of 5 s,
 //! weighted cascade, fixed limit 100).
 //!
 //! - `pair/weir-default/{3,16,64,256,1024}`: the new default; `pair/weir-default-fixed/{n}`: the same with
 //!   the seeds' fixed limit of 100 instead of CIAD (what the limiter costs);
 //! - `pair/weir-{cascade,approx,pick}-{buckets,ewma}/{n}`: the seeds' configuration with each of its
-//!   policies and health models (`weir-cascade-buckets` is `Config::seeds()` itself); over 1,024 nodes
+//!   policies and health models (`weir-cascade-buckets` is `Config::cascade()` itself); over 1,024 nodes
 //!   only the new default, the seeds and the baselines run;
 //! - `pair/mutex/{n}`: the seeds' algorithm behind one `Mutex<Vec<..>>` (`weir_benches::MutexBalancer`);
 //! - `pair/tower-peak-ewma/{n}`, `pair/tower-pending/{n}`: tower 0.5 `Balance` (p2c) with `PeakEwma` or
@@ -87,7 +87,7 @@ fn pair(c: &mut Criterion) {
                 &mut g,
                 "weir-cascade-buckets",
                 n,
-                &mut WeirLoad::new(n, Config::seeds()),
+                &mut WeirLoad::new(n, Config::cascade()),
             );
         } else {
             bench(

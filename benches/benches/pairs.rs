@@ -25,7 +25,7 @@
 //! With no arguments (`cargo bench --bench pairs`, or `cargo test --benches`) it does `allocations`.
 //! Names are the criterion ids' function names: `weir-default` (`Config::default()`),
 //! `weir-default-fixed` (the same with the seeds' fixed limit of 100), `weir-{cascade,approx,pick}-
-//! {buckets,ewma}` (`Config::seeds()` with that policy and health model), `sparse-{default,seeds}` (N
+//! {buckets,ewma}` (`Config::cascade()` with that policy and health model), `sparse-{default,seeds}` (N
 //! members in a balancer of `SPARSE_CAPACITY` slots), `mutex`, `tower-peak-ewma`, `tower-pending`,
 //! `limiter-{default,seeds}-{fixed,aimd,...}`, and the floors `driver`, `cas`, `fastrand`, `scan`. The
 //! counting allocator installed here costs a few instructions per allocation (weir and the Mutex

@@ -16,7 +16,7 @@
 //! - **the new default**, [`Config::default()`] (benchmark name `weir-default`): [`HealthModel::DECAY`],
 //!   [`Policy::LowestScore`], a CIAD limit with a fast start; and `weir-default-fixed`, the same with the
 //!   seeds' fixed limit of 100 ([`default_fixed`]), which tells the limiter's cost from the rest;
-//! - **the seeds' configuration**, [`Config::seeds()`] (`weir-cascade-buckets`): 6 buckets of 5 s, the
+//! - **the seeds' configuration**, [`Config::cascade()`] (`weir-cascade-buckets`): 6 buckets of 5 s, the
 //!   weighted cascade, a fixed limit of 100; `weir-{policy}-{health}` swaps its policy and health model
 //!   ([`config`]).
 //!
@@ -24,8 +24,8 @@
 //! use weir::{balance::Policy, limit::LimitAlgorithm, Config};
 //! let names: Vec<&str> = weir_benches::limiters().iter().map(|(n, _)| *n).collect();
 //! assert_eq!(names, ["fixed", "aimd", "vegas", "gradient", "gradient2", "ciad", "windowed"]);
-//! // The seeds' pair is `Config::seeds()` exactly; the default pair is `Config::default()` exactly.
-//! assert_eq!(weir_benches::config(Policy::Cascade, weir_benches::HEALTHS[0].1), Config::seeds());
+//! // The seeds' pair is `Config::cascade()` exactly; the default pair is `Config::default()` exactly.
+//! assert_eq!(weir_benches::config(Policy::Cascade, weir_benches::HEALTHS[0].1), Config::cascade());
 //! assert_eq!(weir_benches::bases()[0], ("default", Config::default()));
 //! assert!(matches!(weir_benches::default_fixed().limit, LimitAlgorithm::Fixed(f) if f.limit == 100));
 //! ```
@@ -115,19 +115,19 @@ pub fn limiters() -> [(&'static str, LimitAlgorithm); 7] {
     ]
 }
 
-/// The config of benchmark `weir-{policy}-{health}`: the seeds' configuration ([`Config::seeds()`]) with
+/// The config of benchmark `weir-{policy}-{health}`: the seeds' configuration ([`Config::cascade()`]) with
 /// that policy and health model.
 pub fn config(policy: Policy, health: HealthModel) -> Config {
     Config {
         policy,
         health,
-        ..Config::seeds()
+        ..Config::cascade()
     }
 }
 
 /// The seeds' fixed limit (100 per node), which [`default_fixed`] puts into the new default.
 pub fn seeds_limit() -> LimitAlgorithm {
-    Config::seeds().limit
+    Config::cascade().limit
 }
 
 /// The new default with the seeds' fixed limit of 100 instead of its CIAD limit (benchmark name
@@ -140,9 +140,9 @@ pub fn default_fixed() -> Config {
 }
 
 /// The two configurations that the limiter, capacity and multi-thread benchmarks run on, by name: the
-/// new default ([`Config::default()`]) and the seeds' ([`Config::seeds()`]).
+/// new default ([`Config::default()`]) and the seeds' ([`Config::cascade()`]).
 pub fn bases() -> [(&'static str, Config); 2] {
-    [("default", Config::default()), ("seeds", Config::seeds())]
+    [("default", Config::default()), ("seeds", Config::cascade())]
 }
 
 /// `base` with `limit` in place of its own: the config of benchmark `limiter/{base}-{limit}`.

@@ -3,7 +3,7 @@
 //! [`MutexBalancer`] is the algorithm of [the seeds' configuration](weir::Config::seeds) written the plain
 //! way: every node's state in one `std::sync::Mutex<Vec<Node>>`, buckets rotated eagerly whenever a node
 //! is touched, and every node's success rate and weight recomputed from its buckets on every acquire. It
-//! makes the same decisions as [`weir::Balancer`] with [`weir::Config::seeds()`] (the unit tests below
+//! makes the same decisions as [`weir::Balancer`] with [`weir::Config::cascade()`] (the unit tests below
 //! check this against weir itself), so against the seeds' pair the benchmarks compare implementations,
 //! not algorithms (against the new default, [`weir::Config::default()`], they compare both):
 //!
@@ -295,13 +295,13 @@ mod tests {
         lease
     }
 
-    /// Drives weir (`Config::seeds()`) and the baseline through the same outcomes on the same nodes at the same
+    /// Drives weir (`Config::cascade()`) and the baseline through the same outcomes on the same nodes at the same
     /// times; their success rates agree at every step, through bucket rotation, the sticky bucket and its
     /// floor, and a `now` from the past.
     #[test]
     fn success_rates_match_weir() {
         const N: usize = 3;
-        let weir = Balancer::with_capacity(N, Config::seeds()).unwrap();
+        let weir = Balancer::with_capacity(N, Config::cascade()).unwrap();
         for id in 0..N as u64 {
             weir.add(id).unwrap();
         }
@@ -347,7 +347,7 @@ mod tests {
     #[test]
     fn decisions_match_weir() {
         const N: usize = 16;
-        let weir = Balancer::with_capacity(N, Config::seeds()).unwrap();
+        let weir = Balancer::with_capacity(N, Config::cascade()).unwrap();
         for id in 0..N as u64 {
             weir.add(id).unwrap();
         }

@@ -15,7 +15,7 @@
 //! use weir_benches::{Crew, RoundTrip, WeirLoad};
 //! use std::sync::Arc;
 //!
-//! let main = WeirLoad::new(16, weir::Config::default()); // or Config::seeds(): the multi-thread benchmarks run both
+//! let main = WeirLoad::new(16, weir::Config::default()); // or Config::cascade(): the multi-thread benchmarks run both
 //! let helper = WeirLoad::on(Arc::clone(main.balancer()), 1);
 //! let mut crew = Crew::new(main, vec![helper]);
 //! let per_thread = crew.run(1_000); // 1,000 pairs on this thread, contended by the helper's

@@ -32,7 +32,7 @@
 //!
 //! ```
 //! use weir_benches::{Workload, WeirLoad};
-//! for config in [weir::Config::default(), weir::Config::seeds()] {
+//! for config in [weir::Config::default(), weir::Config::cascade()] {
 //!     let mut w = WeirLoad::new(16, config);
 //!     for _ in 0..1_000 {
 //!         w.pair();

@@ -16,7 +16,7 @@ const MS: u64 = 1_000_000;
 
 fn main() {
     let config = Config {
-        rng_seed: 7,
+        seed: 7,
         ..Config::default()
     };
     let balancer = Balancer::with_capacity(8, config).expect("valid config");

@@ -1,6 +1,6 @@
-//! Responsive exponential backoff ([the seed's](crate#vocabulary) `AutoSleeper`): the delay goes up by a multiplier on each
+//! Responsive exponential backoff ([AutoSleeper's](crate#vocabulary)): the delay goes up by a multiplier on each
 //! failure and down by another after every N consecutive successes, dropping to zero once it falls below
-//! the initial interval. Unlike the seed's, one [`Backoff`] is safe to share between many workers: its
+//! the initial interval. Unlike AutoSleeper, one [`Backoff`] is safe to share between many workers: its
 //! whole state (the current interval and the success streak) is one atomic word updated by
 //! compare-and-swap, and its statistics are atomic counters, so they stay exact under any interleaving.
 //!
@@ -16,17 +16,17 @@
 //!   (new) interval, even if it is 0: the seed counts that as a sleep.
 //! - Fractions of a nanosecond are truncated, as Go's `time.Duration(float)` does.
 //!
-//! [`Jitter`] chooses the randomization: the seed's proportional jitter (the default), none, or the AWS
+//! [`Jitter`] chooses the randomization: AutoSleeper's proportional jitter (the default), none, or the AWS
 //! "Exponential Backoff and Jitter" formulas (full, equal, decorrelated).
 //!
-//! # The seed's quirks
+//! # AutoSleeper's quirks
 //! - **A failure restarts the success streak: corrected.** The seed only counts successes, so
 //!   `S×9, F, S` goes down although no 10 successes were consecutive; the specification says "after N
-//!   consecutive successes", so a failure resets the streak here. (None of the seed's test vectors
+//!   consecutive successes", so a failure resets the streak here. (None of AutoSleeper's test vectors
 //!   tells the two apart; `failure_restarts_the_streak` below shows the difference.)
 //! - **A threshold of 0 never goes down** (the seed compares with `==`): rejected at construction instead.
 //! - **Compounding jitter, no floor when going up, first step not randomized: kept.** They are the
-//!   seed's design (its vectors depend on them) and harmless within the validated ranges.
+//!   AutoSleeper's design (its vectors depend on them) and harmless within the validated ranges.
 //!
 //! # Memory ordering
 //! The state word and the metrics are standalone values with no data published through them: `Relaxed`
@@ -71,7 +71,7 @@ fn pack(interval: u64, streak: u64) -> u64 {
 pub enum Jitter {
     /// No randomization: the interval is exactly the multiplied one.
     None,
-    /// The seed's: each new interval `x` becomes `x − d + 2·d·u` with `d = min(factor·x, max_ns)`, and
+    /// AutoSleeper's: each new interval `x` becomes `x − d + 2·d·u` with `d = min(factor·x, max_ns)`, and
     /// the randomized value is the base of the next step (the jitter compounds).
     Proportional {
         /// The randomization factor, in [0, 1] (seed default 0.3).
@@ -91,7 +91,7 @@ pub enum Jitter {
 }
 
 impl Jitter {
-    /// The seed's proportional jitter ([`Jitter::Proportional`]) with the cap given as a [`Duration`]:
+    /// AutoSleeper's proportional jitter ([`Jitter::Proportional`]) with the cap given as a [`Duration`]:
     /// each new interval `x` moves by up to `min(factor·x, max)` either way. A `max` longer than
     /// `u64::MAX` ns (about 584 years) saturates to `u64::MAX`, which caps nothing.
     ///
@@ -120,7 +120,7 @@ impl Default for Jitter {
     }
 }
 
-/// Configuration of a [`Backoff`]; the defaults are [the seed's](crate#vocabulary) `NewAutoSleeper`.
+/// Configuration of a [`Backoff`]; the defaults are [AutoSleeper's](crate#vocabulary) `NewAutoSleeper`.
 ///
 /// ```
 /// let c = weir::backoff::BackoffConfig::default();
@@ -141,7 +141,7 @@ pub struct BackoffConfig {
     pub down_multiplier: f64,
     /// Consecutive successes per step down, at least 1 (default 10).
     pub down_threshold: u16,
-    /// Randomization (default: the seed's, factor 0.3 capped at 2 minutes).
+    /// Randomization (default: AutoSleeper's, factor 0.3 capped at 2 minutes).
     pub jitter: Jitter,
 }
 
@@ -313,7 +313,7 @@ pub struct Delay {
     pub step: Step,
 }
 
-/// The seed's statistics, counted exactly even when many threads share the backoff.
+/// AutoSleeper's statistics, counted exactly even when many threads share the backoff.
 ///
 /// ```
 /// let b = weir::Backoff::new(weir::backoff::BackoffConfig::default()).unwrap();
@@ -547,7 +547,7 @@ impl Backoff {
         Delay { ns, step }
     }
 
-    /// The seed's `goUp`.
+    /// AutoSleeper's `goUp`.
     fn up(&self, current: u64, rng: &mut Draw<'_>) -> u64 {
         let c = &self.config;
         let n = if current == 0 {
@@ -572,7 +572,7 @@ impl Backoff {
         }
     }
 
-    /// The seed's `goDown`.
+    /// AutoSleeper's `goDown`.
     fn down(&self, current: u64, rng: &mut Draw<'_>) -> u64 {
         let c = &self.config;
         let x = current as f64 * c.down_multiplier;
@@ -616,7 +616,7 @@ impl<'a> Draw<'a> {
     }
 }
 
-/// The seed's `getNextRandomInterval`: uniform in `[x − d, x + d)` with `d = min(factor·x, max)`.
+/// AutoSleeper's `getNextRandomInterval`: uniform in `[x − d, x + d)` with `d = min(factor·x, max)`.
 fn proportional(x: f64, factor: f64, max_ns: u64, rng: &mut Draw<'_>) -> f64 {
     if factor == 0.0 {
         return x;

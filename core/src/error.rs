@@ -1,18 +1,19 @@
-//! The configuration error shared by every mechanism: the limit algorithms, the health models, the
-//! policies and the balancer's own settings each check their fields and name the first bad one.
+//! The configuration error shared by every mechanism: the limit algorithms, the algorithm families and
+//! the balancer's own settings each check their fields and name the first bad one.
 
 use core::fmt;
 
 /// A configuration that was rejected at construction. Each variant names the field and its rule.
 ///
 /// ```
-/// use weir::balance::{EwmaHealth, HealthModel};
+/// use weir::balance::{Algorithm, EwmaHealth, Weighted, WeightedHealth};
 /// use weir::ConfigError;
 /// use weir::{Config, HeapBalancer};
-/// let bad = Config { weight_exponent: f64::NAN, ..Config::default() };
+/// let weighted = |w: Weighted| Config { algorithm: Algorithm::Weighted(w), ..Config::default() };
+/// let bad = weighted(Weighted { weight_exponent: f64::NAN, ..Weighted::CASCADE });
 /// assert_eq!(bad.validate(), Err(ConfigError::WeightExponent));
 /// assert_eq!(HeapBalancer::with_capacity(0, Config::default()).err(), Some(ConfigError::Capacity));
-/// let bad = Config { health: HealthModel::Ewma(EwmaHealth { half_life: 0 }), ..Config::default() };
+/// let bad = weighted(Weighted { health: WeightedHealth::Ewma(EwmaHealth { half_life: 0 }), ..Weighted::CASCADE });
 /// assert_eq!(bad.validate().unwrap_err().to_string(), "half_life must be at least 1 outcome");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -23,9 +24,10 @@ pub enum ConfigError {
     /// The slots are held by another live balancer: a storage serves one balancer at a time (drop the
     /// other first).
     SlotsInUse,
-    /// `HealthModel::Buckets::count` must be between 1 and [`MAX_BUCKETS`](crate::balance::MAX_BUCKETS).
+    /// [`BucketHealth::count`](crate::balance::BucketHealth::count) must be between 1 and
+    /// [`MAX_BUCKETS`](crate::balance::MAX_BUCKETS).
     BucketCount,
-    /// `HealthModel::Buckets::width_ns` must be at least 1.
+    /// [`BucketHealth::width_ns`](crate::balance::BucketHealth::width_ns) must be at least 1.
     BucketWidth,
     /// `decay` must be finite and at least 1.
     Decay,
@@ -68,17 +70,12 @@ pub enum ConfigError {
     Percentile,
     /// `max_waiters` must be at most [`MAX_WAITERS`](crate::balance::MAX_WAITERS).
     MaxWaiters,
-    /// [`HealthModel::Decay`](crate::balance::HealthModel::Decay) half-lives must be between 1 ms and
-    /// 1 hour.
+    /// [`LowestScore`](crate::balance::LowestScore) half-lives must be between 1 ms and 1 hour.
     DecayHalfLife,
     /// `dropped_cost`, `throttled_cost` and `client_error_cost` must be finite and in [0, 1].
     OutcomeCost,
     /// `penalty` and `ratio_penalty` must be finite and in [0, 10^6].
     Penalty,
-    /// [`Policy::LowestScore`](crate::balance::Policy::LowestScore) and
-    /// [`HealthModel::Decay`](crate::balance::HealthModel::Decay) go together: the score is the decay
-    /// model's penalty, and the weighted policies read a success rate, which the seeds' models give.
-    ModelPolicy,
 }
 
 impl fmt::Display for ConfigError {
@@ -124,9 +121,6 @@ impl fmt::Display for ConfigError {
                 "dropped_cost, throttled_cost and client_error_cost must be finite and in [0, 1]"
             }
             ConfigError::Penalty => "penalty and ratio_penalty must be finite and in [0, 1e6]",
-            ConfigError::ModelPolicy => {
-                "policy LowestScore and health model Decay go together (the weighted policies need Buckets or Ewma)"
-            }
         })
     }
 }

@@ -10,13 +10,13 @@
 //! fails fast when no node can take the call (or, with `std`, waits for room in a bounded queue), and
 //! learns from every [`Outcome`].
 //!
-//! The default algorithm ([`Config::default()`]) scores each node in calls in flight: its calls in flight
-//! plus a penalty for its recent failures, from two time-decayed counters per node
-//! ([`HealthModel::Decay`](balance::HealthModel::Decay)); each call goes to the node with room whose score
-//! is lowest ([`Policy::LowestScore`](balance::Policy::LowestScore)), under an adaptive concurrency limit
-//! per node (dialogue's CIAD with a fast start). The seeds' algorithm, the "success-weighted,
-//! concurrency-limited fallback cascade" (a window of success statistics per node, weights `rate³`, a
-//! weighted random order, the first node with room), is [`Config::seeds()`], exactly.
+//! An algorithm is a family with its parameters ([`Algorithm`](balance::Algorithm)). The default
+//! ([`Config::default()`], the lowest-score family) scores each node in calls in flight: its calls in
+//! flight plus a penalty for its recent failures, from two time-decayed counters per node; each call goes
+//! to the node with room whose score is lowest, under an adaptive concurrency limit per node (dialogue's
+//! CIAD with a fast start). The original cascade, the "success-weighted, concurrency-limited fallback
+//! cascade" (a window of success statistics per node, weights `rate³`, a weighted random order, the
+//! first node with room), is [`Config::cascade()`], exactly (the weighted family).
 //!
 //! ```
 //! use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
@@ -39,17 +39,18 @@
 //!
 //! # Vocabulary
 //! weir implements public texts exactly, and its documentation names them by a short word:
-//! - **the seeds'** (the seeds' algorithm, buckets, window, cascade): the algorithm of the blog post
-//!   "Adaptive load balancing" (2019) that weir implements to the letter: per-node success-rate buckets
-//!   with a sticky bucket, weights `success_rate³`, a weighted random fallback cascade over the nodes
-//!   with a concurrency limit each, fail fast when none has room. Its author's **later variant** replaces
-//!   the buckets by one exponentially weighted average ([`HealthModel::Ewma`](balance::HealthModel::Ewma))
-//!   and the cascade by one weighted pick ([`Policy::WeightedPick`](balance::Policy::WeightedPick)).
+//! - **the cascade's**, **the original cascade** (its buckets, window, weights): the algorithm of the
+//!   blog post "Adaptive load balancing" (2019) that weir implements to the letter, [`Config::cascade()`]:
+//!   per-node success-rate buckets with a sticky bucket, weights `success_rate³`, a weighted random
+//!   fallback cascade over the nodes with a concurrency limit each, fail fast when none has room. Its
+//!   author's **later variant** replaces the buckets by one exponentially weighted average
+//!   ([`WeightedHealth::Ewma`](balance::WeightedHealth::Ewma)) and the cascade by one weighted pick
+//!   ([`Draw::WeightedPick`](balance::Draw::WeightedPick)).
 //! - **the gist's**: the gist "Success-prioritized, concurrency-limited stochastic fallback cascade",
 //!   the same algorithm as a checklist, whose cheaper approximate shuffle is
-//!   [`Policy::CascadeApprox`](balance::Policy::CascadeApprox).
-//! - **the seed's** (in [`backoff`]): the blog post "Responsive exponential backoff in Go", whose
-//!   backoff goes up on failure and down after a run of successes.
+//!   [`Draw::CascadeApprox`](balance::Draw::CascadeApprox).
+//! - **AutoSleeper's** (in [`backoff`]): the blog post "Responsive exponential backoff in Go", whose
+//!   `AutoSleeper` backs off on failure and comes down after a run of successes.
 //! - **go-zero's** (in [`overload`]): the adaptive load shedder of the go-zero framework; **the SRE
 //!   book's**: Google's *Site Reliability Engineering*, chapters 20 and 21 (subsetting, lame duck,
 //!   flow control, adaptive throttling).
@@ -57,13 +58,13 @@
 //! # Where things are
 //! | module | what it holds |
 //! |---|---|
-//! | [`balance`] | the [`Balancer`], its [`Lease`]s, [`Outcome`]s, configuration, health models, policies, errors and snapshots |
+//! | [`balance`] | the [`Balancer`], its [`Lease`]s, [`Outcome`]s, configuration, algorithm families, errors and snapshots |
 //! | [`limit`] | the per-node concurrency limit algorithms (Fixed, AIMD, Vegas, Gradient, Gradient2, CIAD, windowed) |
 //! | [`overload`] | server-side [`Shedder`] (go-zero's), client-side [`Throttle`] (the SRE book's) and [`RetryBudget`] (Finagle's), their rolling window and (`std`) the CPU sampler |
-//! | [`backoff`] | the seeds' responsive exponential [`Backoff`] |
+//! | [`backoff`] | AutoSleeper's responsive exponential [`Backoff`] |
 //! | [`metrics`] | one metric set for all of them, written in the Prometheus text format without allocating |
 //! | [`subset`] | the SRE book's deterministic subsetting, specified so that any language reproduces it |
-//! | `rt` (`std`) | a monotonic clock, per-thread generators, the lease and promise guards, [`HeapBalancer`] |
+//! | `rt` (`std`) | a monotonic clock, per-thread generators, the lease and promise guards, [`HeapBalancer`], the queue of callers waiting for room |
 //!
 //! The root re-exports the headline types; everything else is under its module.
 #![no_std]
@@ -76,7 +77,8 @@ extern crate std;
 
 #[cfg(not(any(feature = "decay", feature = "buckets", feature = "ewma")))]
 compile_error!(
-    "weir needs a health model: enable `decay` (the default's), `buckets` (the seeds'), `ewma`, or \
+    "weir needs an algorithm family: enable `decay` (the lowest-score family, the default's), `buckets` \
+     or `ewma` (the weighted family: the cascade's window, or its average), or \
      `algorithms` for every one (see README.md, \"Feature flags\")"
 );
 #[cfg(not(any(
@@ -88,7 +90,7 @@ compile_error!(
     feature = "ciad"
 )))]
 compile_error!(
-    "weir needs a limit algorithm: enable `ciad` (the default's), `fixed` (the seeds'), `aimd`, `vegas`, \
+    "weir needs a limit algorithm: enable `ciad` (the default's), `fixed` (the cascade's), `aimd`, `vegas`, \
      `gradient`, `gradient2`, or `algorithms` for every one (see README.md, \"Feature flags\")"
 );
 

@@ -78,17 +78,17 @@ fn configs() -> [Config; 4] {
         decay: 2.0,
     });
     [
-        Config::seeds(),
+        Config::cascade(),
         Config {
             health: narrow,
             limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
-            ..Config::seeds()
+            ..Config::cascade()
         },
         Config {
             policy: Policy::CascadeApprox,
             health: HealthModel::Ewma(EwmaHealth { half_life: 8 }),
             weight_exponent: 2.5,
-            ..Config::seeds()
+            ..Config::cascade()
         },
         Config {
             policy: Policy::WeightedPick,
@@ -99,7 +99,7 @@ fn configs() -> [Config; 4] {
                 max_limit: 4,
                 ..AimdLimit::default()
             }),
-            ..Config::seeds()
+            ..Config::cascade()
         },
     ]
 }

@@ -11,7 +11,7 @@ fn balancer(policy: Policy, limit: u32) -> HeapBalancer {
     let config = Config {
         policy,
         limit: LimitAlgorithm::Fixed(FixedLimit { limit }),
-        ..Config::seeds()
+        ..Config::cascade()
     };
     let b = Balancer::with_capacity(4, config).unwrap();
     for id in 1..=4 {
@@ -167,7 +167,7 @@ fn zero_weight_nodes_are_uniform_among_themselves() {
             4,
             Config {
                 policy,
-                ..Config::seeds()
+                ..Config::cascade()
             },
         )
         .unwrap();
@@ -193,7 +193,7 @@ fn zero_weight_nodes_are_uniform_among_themselves() {
 fn tiny_weights_are_drawn_exactly() {
     let config = Config {
         weight_exponent: 50.0,
-        ..Config::seeds()
+        ..Config::cascade()
     };
     let b = Balancer::with_capacity(2, config).unwrap();
     b.add(1).unwrap();

@@ -13,7 +13,7 @@ const SEC: u64 = 1_000_000_000;
 fn fixed(limit: u32) -> Config {
     Config {
         limit: LimitAlgorithm::Fixed(FixedLimit { limit }),
-        ..Config::seeds()
+        ..Config::cascade()
     }
 }
 
@@ -57,8 +57,8 @@ fn a_lease_from_another_balancer_is_refused_and_changes_nothing() {
 
 #[test]
 fn a_foreign_lease_for_a_node_the_balancer_lacks_is_invalid_not_stale() {
-    let a = HeapBalancer::with_capacity(2, Config::seeds()).unwrap();
-    let b = HeapBalancer::with_capacity(2, Config::seeds()).unwrap();
+    let a = HeapBalancer::with_capacity(2, Config::cascade()).unwrap();
+    let b = HeapBalancer::with_capacity(2, Config::cascade()).unwrap();
     a.add(1).unwrap();
     b.add(2).unwrap();
     let theirs = a.acquire(0, &mut Rng::with_seed(1)).unwrap();
@@ -138,11 +138,11 @@ fn raw_leases_are_checked_field_by_field() {
 #[test]
 fn a_lease_outlives_its_balancer_harmlessly() {
     static SLOTS: [NodeSlot; 2] = [const { NodeSlot::new() }; 2];
-    let first = Balancer::new(&SLOTS[..], Config::seeds()).unwrap();
+    let first = Balancer::new(&SLOTS[..], Config::cascade()).unwrap();
     first.add(1).unwrap();
     let old = first.acquire(0, &mut Rng::with_seed(1)).unwrap().into_raw();
     drop(first);
-    let second = Balancer::new(&SLOTS[..], Config::seeds()).unwrap();
+    let second = Balancer::new(&SLOTS[..], Config::cascade()).unwrap();
     second.add(1).unwrap();
     let mine = second.acquire(0, &mut Rng::with_seed(1)).unwrap();
     assert_eq!(
@@ -164,7 +164,7 @@ fn after_one_wild_release(health: HealthModel, wild: u64) -> (f64, weir::balance
         2,
         Config {
             health,
-            ..Config::seeds()
+            ..Config::cascade()
         },
     )
     .unwrap();
@@ -218,7 +218,7 @@ fn a_far_future_release_does_not_silence_a_node() {
 
 #[test]
 fn a_far_future_release_keeps_the_nodes_earlier_successes_and_is_dated_at_the_horizon() {
-    let b = HeapBalancer::with_capacity(1, Config::seeds()).unwrap();
+    let b = HeapBalancer::with_capacity(1, Config::cascade()).unwrap();
     b.add(1).unwrap();
     let mut rng = Rng::with_seed(2);
     let t = 100 * SEC;
@@ -249,7 +249,7 @@ fn a_far_future_release_keeps_the_nodes_earlier_successes_and_is_dated_at_the_ho
 fn the_horizon_dates_long_calls_of_an_idle_balancer() {
     // A call that outlasts the horizon while nothing else is acquired is dated at it: its RTT as the
     // limiter sees it is cut there too (documented on `release`).
-    let b = HeapBalancer::with_capacity(1, Config::seeds()).unwrap();
+    let b = HeapBalancer::with_capacity(1, Config::cascade()).unwrap();
     b.add(1).unwrap();
     let l = b.acquire(7 * SEC, &mut Rng::with_seed(1)).unwrap();
     b.release(l, Outcome::Success, 500 * SEC).unwrap();
@@ -263,12 +263,12 @@ fn the_horizon_dates_long_calls_of_an_idle_balancer() {
 #[test]
 fn two_balancers_cannot_share_static_slots() {
     static SLOTS: [NodeSlot; 4] = [const { NodeSlot::new() }; 4];
-    let first = Balancer::new(&SLOTS[..], Config::seeds()).unwrap();
+    let first = Balancer::new(&SLOTS[..], Config::cascade()).unwrap();
     first.add(1).unwrap();
     let l = first.acquire(0, &mut Rng::with_seed(1)).unwrap();
     for part in [&SLOTS[..], &SLOTS[1..], &SLOTS[3..]] {
         assert_eq!(
-            Balancer::new(part, Config::seeds()).err(),
+            Balancer::new(part, Config::cascade()).err(),
             Some(ConfigError::SlotsInUse)
         );
     }
@@ -279,7 +279,7 @@ fn two_balancers_cannot_share_static_slots() {
     assert_eq!(first.node(1, 1).unwrap().window_finished, 1);
     drop(first);
     // Given back on drop, whole: a new balancer gets every slot, reset.
-    let second = Balancer::new(&SLOTS[..], Config::seeds()).unwrap();
+    let second = Balancer::new(&SLOTS[..], Config::cascade()).unwrap();
     assert_eq!(second.nodes(0).count(), 0);
     assert_eq!(second.stats(), weir::balance::Stats::default());
 }
@@ -287,13 +287,13 @@ fn two_balancers_cannot_share_static_slots() {
 #[test]
 fn a_refused_claim_gives_back_the_slots_it_took() {
     static SLOTS: [NodeSlot; 4] = [const { NodeSlot::new() }; 4];
-    let tail = Balancer::new(&SLOTS[2..], Config::seeds()).unwrap();
+    let tail = Balancer::new(&SLOTS[2..], Config::cascade()).unwrap();
     // Claims slots 0 and 1, then finds slot 2 taken: it must give 0 and 1 back.
     assert_eq!(
-        Balancer::new(&SLOTS[..], Config::seeds()).err(),
+        Balancer::new(&SLOTS[..], Config::cascade()).err(),
         Some(ConfigError::SlotsInUse)
     );
-    let head = Balancer::new(&SLOTS[..2], Config::seeds()).unwrap();
+    let head = Balancer::new(&SLOTS[..2], Config::cascade()).unwrap();
     assert_eq!((head.capacity(), tail.capacity()), (2, 2));
 }
 
@@ -301,7 +301,7 @@ fn a_refused_claim_gives_back_the_slots_it_took() {
 
 #[test]
 fn scans_cover_the_slots_in_use_only() {
-    let b = HeapBalancer::with_capacity(65_536, Config::seeds()).unwrap();
+    let b = HeapBalancer::with_capacity(65_536, Config::cascade()).unwrap();
     assert_eq!(b.slots_in_use(), 0);
     for id in 1..=3 {
         b.add(id).unwrap();
@@ -353,8 +353,8 @@ fn scans_cover_the_slots_in_use_only() {
 #[test]
 fn a_large_capacity_makes_the_same_decisions_as_a_small_one() {
     // Same members, same calls, same generator: the same picks at capacity 3 and 65,536.
-    let small = HeapBalancer::with_capacity(3, Config::seeds()).unwrap();
-    let large = HeapBalancer::with_capacity(65_536, Config::seeds()).unwrap();
+    let small = HeapBalancer::with_capacity(3, Config::cascade()).unwrap();
+    let large = HeapBalancer::with_capacity(65_536, Config::cascade()).unwrap();
     for b in [&small, &large] {
         for id in [1, 2, 3] {
             b.add(id).unwrap();

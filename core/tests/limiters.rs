@@ -46,7 +46,7 @@ fn run_with(
         3,
         Config {
             limit,
-            ..Config::seeds()
+            ..Config::cascade()
         },
     )
     .unwrap();
@@ -199,7 +199,7 @@ fn one_node_limited_to_10() -> HeapBalancer {
         1,
         Config {
             limit: LimitAlgorithm::Fixed(FixedLimit { limit: 10 }),
-            ..Config::seeds()
+            ..Config::cascade()
         },
     )
     .unwrap();
@@ -279,7 +279,7 @@ fn out_of_bounds_initial_limit_is_refused_at_construction() {
     let build = |limit: LimitAlgorithm| {
         let config = Config {
             limit,
-            ..Config::seeds()
+            ..Config::cascade()
         };
         let built = HeapBalancer::with_capacity(1, config).map(|_| ());
         assert_eq!(built, config.validate(), "{limit:?}");

@@ -26,7 +26,7 @@ type B = Balancer<Vec<NodeSlot>>;
 
 /// Bucket width in nanoseconds.
 const W: u64 = 10;
-/// The recovery floor of `Config::seeds()`.
+/// The recovery floor of `Config::cascade()`.
 const FLOOR: f64 = 0.0001;
 /// Weight of a bucket of age 1 (`decay^-1`).
 const THIRD: f64 = 1.0 / 3.0;
@@ -39,7 +39,7 @@ fn config(limit: u32) -> Config {
             decay: 3.0,
         }),
         limit: LimitAlgorithm::Fixed(FixedLimit { limit }),
-        ..Config::seeds()
+        ..Config::cascade()
     }
 }
 

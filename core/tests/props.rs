@@ -366,7 +366,7 @@ fn run_checked(
                 let after: Vec<NodeSnapshot> = b.nodes(at).collect();
                 let inert = match config.health {
                     HealthModel::Decay(_) => *outcome == Outcome::Ignored,
-                    _ => outcome.as_seeds() == Outcome::Ignored,
+                    _ => outcome.as_cascade() == Outcome::Ignored,
                 };
                 if !live || inert {
                     // (e) nothing changes but the lease's own in-flight count and, live, its node's
@@ -497,7 +497,7 @@ proptest! {
             health: HealthModel::Buckets(BucketHealth { count, width_ns, decay }),
             weight_exponent: exponent,
             floor,
-            ..Config::seeds()
+            ..Config::cascade()
         };
         let valid = (1..=weir::balance::MAX_BUCKETS).contains(&count)
             && width_ns > 0
@@ -534,7 +534,7 @@ fn one_ns_buckets(count: usize) -> HeapBalancer {
                 width_ns: 1,
                 decay: 1.0,
             }),
-            ..Config::seeds()
+            ..Config::cascade()
         },
     )
     .unwrap();
@@ -590,7 +590,7 @@ fn weighted_pick_keeps_tiny_weights_of_full_nodes() {
         policy: Policy::WeightedPick,
         weight_exponent: 64.0,
         limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
-        ..Config::seeds()
+        ..Config::cascade()
     };
     let b = Balancer::with_capacity(2, config).unwrap();
     let mut rng = Rng::with_seed(0);

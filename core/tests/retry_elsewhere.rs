@@ -13,7 +13,7 @@ fn configs(limit: u32) -> [Config; 4] {
     let seeds = |policy| Config {
         policy,
         limit: fixed,
-        ..Config::seeds()
+        ..Config::cascade()
     };
     [
         Config {

@@ -79,7 +79,7 @@ fn always_failing_node_gets_under_one_percent_once_window_fills() {
             &[1, 2, 3],
             Config {
                 policy,
-                ..Config::seeds()
+                ..Config::cascade()
             },
         );
         // 30 s at 1,000 requests per second fills the 6 x 5 s window.
@@ -108,7 +108,7 @@ fn always_failing_node_gets_under_one_percent_once_window_fills() {
 fn failing_node_takes_traffic_when_healthy_nodes_are_full() {
     let config = Config {
         limit: LimitAlgorithm::Fixed(FixedLimit { limit: 5 }),
-        ..Config::seeds()
+        ..Config::cascade()
     };
     let mut d = Driver::new(&[1, 2, 3], config);
     d.run(10_000, MS, ok_unless(3));
@@ -146,7 +146,7 @@ fn failing_node_takes_traffic_when_healthy_nodes_are_full() {
 #[test]
 fn equally_failing_nodes_share_evenly() {
     // All at 50%: equal weights.
-    let mut d = Driver::new(&[1, 2, 3], Config::seeds());
+    let mut d = Driver::new(&[1, 2, 3], Config::cascade());
     d.run(20_000, MS, |_, rng| {
         if rng.bool() {
             Outcome::Success
@@ -165,7 +165,7 @@ fn equally_failing_nodes_share_evenly() {
         assert!((share(&picks, id) - 1.0 / 3.0).abs() < 0.03, "{picks:?}");
     }
     // All at 0%: every weight is zero and the cascade spreads uniformly.
-    let mut d = Driver::new(&[1, 2, 3], Config::seeds());
+    let mut d = Driver::new(&[1, 2, 3], Config::cascade());
     let picks = d.run(30_000, MS, |_, _| Outcome::Failure);
     for id in [1, 2, 3] {
         assert!((share(&picks, id) - 1.0 / 3.0).abs() < 0.02, "{picks:?}");
@@ -175,7 +175,7 @@ fn equally_failing_nodes_share_evenly() {
 
 #[test]
 fn combination_half_failing_then_others_hard_down() {
-    let mut d = Driver::new(&[1, 2, 3], Config::seeds());
+    let mut d = Driver::new(&[1, 2, 3], Config::cascade());
     let mut flip = false;
     let mut phase1 = |id: u64, _: &mut Rng| {
         if id == 3 {
@@ -233,7 +233,7 @@ fn recovery_through_sticky_floor_after_window_ages_out() {
         &[1, 2],
         Config {
             limit: LimitAlgorithm::Fixed(FixedLimit { limit: 3 }),
-            ..Config::seeds()
+            ..Config::cascade()
         },
     );
     d.run(10_000, MS, ok_unless(2));
@@ -271,7 +271,7 @@ fn recovery_through_sticky_floor_after_window_ages_out() {
     let config = Config {
         floor: 0.2,
         weight_exponent: 1.0,
-        ..Config::seeds()
+        ..Config::cascade()
     };
     let mut d = Driver::new(&[1, 2], config);
     d.run(10_000, MS, ok_unless(2));
@@ -290,7 +290,7 @@ fn recovery_through_sticky_floor_after_window_ages_out() {
 
 #[test]
 fn newly_added_node_is_competitive_at_once() {
-    let mut d = Driver::new(&[1, 2], Config::seeds());
+    let mut d = Driver::new(&[1, 2], Config::cascade());
     // Nodes 1 and 2 at 90%: weight 0.729 each.
     let mut k = 0u32;
     let mut ninety = move |_: u64, _: &mut Rng| {
@@ -327,7 +327,7 @@ fn newly_added_node_is_competitive_at_once() {
 
 #[test]
 fn ignored_outcomes_leave_health_untouched() {
-    let mut d = Driver::new(&[1, 2], Config::seeds());
+    let mut d = Driver::new(&[1, 2], Config::cascade());
     d.run(1_000, MS, |id, _| {
         if id == 1 {
             Outcome::Failure
@@ -365,7 +365,7 @@ fn aimd_backs_off_on_drops_and_caps_in_flight() {
     };
     let config = Config {
         limit: LimitAlgorithm::Aimd(aimd),
-        ..Config::seeds()
+        ..Config::cascade()
     };
     let mut d = Driver::new(&[1], config);
     d.run(10, MS, |_, _| Outcome::Dropped);
@@ -386,7 +386,7 @@ fn aimd_backs_off_on_drops_and_caps_in_flight() {
 
 #[test]
 fn lame_duck_and_removal() {
-    let mut d = Driver::new(&[1, 2], Config::seeds());
+    let mut d = Driver::new(&[1, 2], Config::cascade());
     let held = d.b.acquire(d.now, &mut d.rng).unwrap();
     let held_id = held.node_id();
     d.b.set_lame_duck(held_id, true).unwrap();
@@ -887,11 +887,11 @@ fn seeds_read_throttled_as_dropped_and_client_error_as_ignored() {
         ..AimdLimit::default()
     });
     let configs = [
-        Config::seeds(),
+        Config::cascade(),
         // Limiters and windows that the mapping reaches: AIMD backs off on drops; a narrow window.
         Config {
             limit: aimd,
-            ..Config::seeds()
+            ..Config::cascade()
         },
         Config {
             limit: aimd,
@@ -901,19 +901,19 @@ fn seeds_read_throttled_as_dropped_and_client_error_as_ignored() {
                 decay: 2.0,
             }),
             policy: Policy::WeightedPick,
-            ..Config::seeds()
+            ..Config::cascade()
         },
         Config {
             limit: LimitAlgorithm::Fixed(FixedLimit { limit: 3 }),
             health: weir::balance::HealthModel::Ewma(EwmaHealth { half_life: 4 }),
             policy: Policy::CascadeApprox,
-            ..Config::seeds()
+            ..Config::cascade()
         },
     ];
     for (k, config) in configs.into_iter().enumerate() {
         let trace = random_trace(k as u64, 5_000);
         let raw = replay(config, &trace, |o| o);
-        let mapped = replay(config, &trace, Outcome::as_seeds);
+        let mapped = replay(config, &trace, Outcome::as_cascade);
         assert_eq!(raw.0, mapped.0, "config {k}: picks");
         assert_eq!(raw.1, mapped.1, "config {k}: snapshots");
         // The trace did reach every outcome, and the limits moved where they can.
@@ -943,6 +943,6 @@ fn seeds_read_throttled_as_dropped_and_client_error_as_ignored() {
     let config = Config::default();
     let trace = random_trace(9, 2_000);
     let raw = replay(config, &trace, |o| o);
-    let mapped = replay(config, &trace, Outcome::as_seeds);
+    let mapped = replay(config, &trace, Outcome::as_cascade);
     assert_ne!(raw.1, mapped.1);
 }

@@ -129,7 +129,7 @@ fn worker(
         let outcome = outcome_for(id, rng);
         let r = tally.released(outcome, id, b.release(lease, outcome, now));
         assert_ne!(r, Err(ReleaseError::InvalidLease), "a Rust lease refused");
-        if r.is_ok() && outcome.as_seeds() != Outcome::Ignored {
+        if r.is_ok() && outcome.as_cascade() != Outcome::Ignored {
             health[id as usize][0] += 1;
             health[id as usize][1] += u64::from(outcome == Outcome::Success);
         }
@@ -396,7 +396,7 @@ fn seed() -> u64 {
 
 #[test]
 fn conserves_counters_under_churn_default_config() {
-    let (tally, churn) = run(Spec::new(Config::seeds()), seed());
+    let (tally, churn) = run(Spec::new(Config::cascade()), seed());
     assert_full_churn(&tally, &churn);
     assert!(churn.all_lame_phases > 0);
 }
@@ -422,7 +422,7 @@ fn conserves_counters_with_fixed_limit_two() {
             width_ns: 2 * MS,
             decay: 2.0,
         }),
-        ..Config::seeds()
+        ..Config::cascade()
     };
     let spec = Spec {
         max_held: 12,
@@ -452,7 +452,7 @@ fn conserves_counters_with_aimd_limit() {
             width_ns: 10 * MS,
             decay: 3.0,
         }),
-        ..Config::seeds()
+        ..Config::cascade()
     };
     let spec = Spec {
         max_held: 8,
@@ -468,7 +468,7 @@ fn conserves_counters_with_cascade_approx_and_ewma() {
     let config = Config {
         policy: Policy::CascadeApprox,
         health: HealthModel::Ewma(EwmaHealth { half_life: 20 }),
-        ..Config::seeds()
+        ..Config::cascade()
     };
     let (tally, churn) = run(Spec::new(config), seed());
     assert_full_churn(&tally, &churn);
@@ -484,7 +484,7 @@ fn conserves_counters_with_weighted_pick() {
             decay: 1.5,
         }),
         limit: LimitAlgorithm::Fixed(FixedLimit { limit: 3 }),
-        ..Config::seeds()
+        ..Config::cascade()
     };
     let spec = Spec {
         max_held: 6,
@@ -504,7 +504,7 @@ fn window_totals_equal_outcomes_under_concurrent_rotation() {
             width_ns: 30_000 * MS,
             decay: 3.0,
         }),
-        ..Config::seeds()
+        ..Config::cascade()
     };
     let spec = Spec {
         churn: Churn::LameDuckOnly,
@@ -519,7 +519,7 @@ fn window_totals_equal_outcomes_under_concurrent_rotation() {
 /// counters agree.
 #[test]
 fn one_pair_is_conserved() {
-    let b = Balancer::with_capacity(4, Config::seeds()).unwrap();
+    let b = Balancer::with_capacity(4, Config::cascade()).unwrap();
     b.add(7).unwrap();
     let mut rng = Rng::with_seed(1);
     let mut tally = Tally::default();

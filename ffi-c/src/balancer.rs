@@ -466,7 +466,7 @@ pub unsafe extern "C" fn weir_balancer_acquire(
         let out = unsafe { Out::new(out, "out") }?;
         // The lease is written inside the closure: only a one-byte result leaves it (moving the lease
         // out through the thread-local access costs a store-forwarding stall on x86).
-        with_thread_rng(b.config().rng_seed, |rng| match b.acquire(now_ns, rng) {
+        with_thread_rng(b.config().seed, |rng| match b.acquire(now_ns, rng) {
             Ok(lease) => {
                 out.write(lease.into_raw().into());
                 Ok(())
@@ -543,7 +543,7 @@ pub unsafe extern "C" fn weir_balancer_acquire_excluding(
         let exclude = unsafe { crate::subset::ids(exclude, exclude_len, "exclude") }?;
         let out = unsafe { Out::new(out, "out") }?;
         let lease = if rng.is_null() {
-            with_thread_rng(b.config().rng_seed, |draw| {
+            with_thread_rng(b.config().seed, |draw| {
                 b.acquire_excluding(now_ns, draw, exclude)
             })
         } else {

@@ -273,7 +273,7 @@ impl Balancer {
     ) -> PyResult<Option<Lease>> {
         let (t, explicit) = now_ns(now)?;
         let core = &self.inner.core;
-        let seed = core.config().rng_seed;
+        let seed = core.config().seed;
         loop {
             match draw(rng, seed, |r| core.acquire_uncounted(t, r)) {
                 Ok(lease) => {
@@ -358,7 +358,7 @@ impl Balancer {
         if let Some(f) = floor {
             config.floor = crate::convert::float(f, "floor")?;
         }
-        config.rng_seed = match seed.filter(|s| !s.is_none()) {
+        config.seed = match seed.filter(|s| !s.is_none()) {
             Some(s) => int_in(s, "seed", 0, u64::MAX)?,
             None => fastrand::u64(..),
         };
@@ -571,7 +571,7 @@ impl Balancer {
         };
         let (t, explicit) = now_ns(now)?;
         let core = &self.inner.core;
-        let seed = core.config().rng_seed;
+        let seed = core.config().seed;
         loop {
             match draw(rng, seed, |r| core.acquire_excluding(t, r, &exclude)) {
                 Ok(lease) => {
@@ -732,7 +732,7 @@ impl Balancer {
     /// The seed of the per-thread generators (drawn at random when none was given).
     #[getter]
     fn seed(&self) -> u64 {
-        self.inner.core.config().rng_seed
+        self.inner.core.config().seed
     }
     /// The most callers that may wait for room at once.
     #[getter]

@@ -52,7 +52,7 @@ fn configs() -> Vec<Config> {
                     } else {
                         3.0
                     },
-                    ..Config::seeds()
+                    ..Config::cascade()
                 });
             }
         }
@@ -88,7 +88,7 @@ fn configs() -> Vec<Config> {
             });
         }
     }
-    out.push(Config::seeds());
+    out.push(Config::cascade());
     out
 }
 
@@ -229,7 +229,7 @@ fn hot_paths_allocate_nothing_for_every_policy_health_and_limit() {
 
 #[test]
 fn construction_is_the_only_allocation() {
-    for config in [Config::seeds(), Config::default()] {
+    for config in [Config::cascade(), Config::default()] {
         // `with_capacity` allocates the slots once; `Balancer::new` over a caller's array allocates
         // nothing.
         let (b, n) = count(|| Balancer::with_capacity(4, config).unwrap());
@@ -249,14 +249,14 @@ fn construction_is_the_only_allocation() {
 
 #[test]
 fn lease_guard_allocates_only_on_the_first_call_of_a_thread() {
-    for config in [Config::seeds(), Config::default()] {
+    for config in [Config::cascade(), Config::default()] {
         lease_guard_case(config);
     }
 }
 
 fn lease_guard_case(config: Config) {
     let b = balancer(Config {
-        rng_seed: 99,
+        seed: 99,
         ..config
     });
     // The first call may create this thread's generator for seed 99.

@@ -232,7 +232,7 @@ fn files_cover_every_case() {
     assert!(total < MAX_TOTAL_BYTES, "{total} bytes of traces");
     let configs: Vec<Config> = traces.iter().map(|t| t.1.config).collect();
     assert!(configs.contains(&Config::default()));
-    assert!(configs.contains(&Config::seeds()));
+    assert!(configs.contains(&Config::cascade()));
     let model = |c: &Config| match c.health {
         HealthModel::Decay(_) => 0,
         HealthModel::Buckets(_) => 1,

@@ -37,7 +37,7 @@ use facts::{load, INSTRUCTIONS, TIMING};
 use std::fs;
 use std::path::Path;
 
-/// The new default's pair (`Config::default()`) and the seeds' (`Config::seeds()`), by workload name.
+/// The new default's pair (`Config::default()`) and the seeds' (`Config::cascade()`), by workload name.
 const DEFAULT: &str = "weir-default";
 const DEFAULT_FIXED: &str = "weir-default-fixed";
 const SEEDS: &str = "weir-cascade-buckets";

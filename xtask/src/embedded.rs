@@ -7,7 +7,7 @@
 //! section headers, runs the firmware under `qemu-system-arm` with `-icount shift=0` (installed from
 //! Debian's packages when missing) and checks its exit status and its `PASS` line: the failing node
 //! avoided, the healthy ones sharing its calls, every counter conserved and 1 KiB of stack to spare,
-//! under `Config::default()` and `Config::seeds()` (the checks themselves are in the firmware,
+//! under `Config::default()` and `Config::cascade()` (the checks themselves are in the firmware,
 //! `examples/embedded/src/main.rs`). It runs the firmware twice and requires the two runs to report the
 //! same (instruction counts and peak stack included), requires both boards to print the same decisions,
 //! and runs each footprint binary (each checks that every call was granted and reports its peak stack

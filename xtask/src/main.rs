@@ -67,7 +67,7 @@ const LOCK_FREE_TARGETS: [&str; 2] = ["aarch64-unknown-none", "riscv64gc-unknown
 /// 32-bit microcontrollers: 64-bit atomics through the `critical-section` feature.
 const CRITICAL_SECTION_TARGETS: [&str; 2] = ["thumbv7em-none-eabihf", "thumbv6m-none-eabi"];
 /// The algorithm selections that core/README.md documents, beside `algorithms` (all of them): the
-/// default's (`Config::default()`), the seeds' (`Config::seeds()`), and one of each other health model
+/// default's (`Config::default()`), the seeds' (`Config::cascade()`), and one of each other health model
 /// and limiter family. `cargo xtask ci` lints each on its own.
 const FEATURE_SETS: [&str; 4] = [
     "decay,ciad",

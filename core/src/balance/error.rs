@@ -23,8 +23,8 @@ use core::fmt;
 #[non_exhaustive]
 pub enum Rejected {
     /// There are active nodes, but none takes the call: every one is at its concurrency limit, or, under
-    /// [`Policy::LowestScore`](crate::balance::Policy::LowestScore), the nodes with room score more than
-    /// twice a full node (the give-up rule).
+    /// [`Algorithm::LowestScore`](crate::balance::Algorithm::LowestScore), the nodes with room score more
+    /// than twice a full node (the give-up rule).
     AllBusy,
     /// There is no node in rotation (none added, all removed, or all in lame duck).
     NoActiveNodes,

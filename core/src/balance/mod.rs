@@ -1,46 +1,66 @@
 //! The balancer: which node to call, and what it learns from each call.
 //!
 //! A [`Balancer`] works over caller-provided [`NodeSlot`] storage. [`Balancer::acquire`] grants a
-//! [`Lease`] on a node chosen by the configured [`Policy`] from each node's health ([`HealthModel`]) and
-//! concurrency limit ([`crate::limit`]), or fails fast ([`Rejected`]); [`Balancer::release`] reports the
-//! call's [`Outcome`]. Membership changes ([`Balancer::add`], [`Balancer::remove`],
+//! [`Lease`] on a node chosen by the configured [`Algorithm`] from each node's health and concurrency
+//! limit ([`crate::limit`]), or fails fast ([`Rejected`]); [`Balancer::release`] reports the call's
+//! [`Outcome`]. Membership changes ([`Balancer::add`], [`Balancer::remove`],
 //! [`Balancer::set_lame_duck`]) run concurrently with traffic.
 //!
 //! | file | concept |
 //! |---|---|
-//! | `balancer.rs` | [`Balancer`]: membership, acquire, release |
+//! | `balancer.rs` | [`Balancer`]: acquire, release, snapshots |
+//! | `membership.rs` | [`Balancer::add`], [`Balancer::remove`], [`Balancer::set_lame_duck`]; the span of slots the scans read |
+//! | `algorithm.rs` | [`Algorithm`]: the families, and the one dispatch to the configured one |
+//! | `lowest/` | the lowest-score family ([`LowestScore`], the default's): decayed counters, a penalty, the lowest-score scans |
+//! | `weighted/` | the weighted family ([`Weighted`], the original cascade's): [`BucketHealth`], [`EwmaHealth`], the weight, the three [`Draw`]s |
+//! | `health.rs` | one node's health words and the cached value the scans read, as every family keeps them |
+//! | `clock.rs` | the balancer's clock, which dates releases and paces the rotation of the cached values |
+//! | `waiting.rs` | [`Waiting`]: who hears that room may have come (the `std` layer's queue of waiting callers) |
+//! | `config.rs` | [`Config`]: the algorithm, the limit, the waiters' bound and the seed, validated once |
 //! | `lease.rs` | [`Lease`] and its plain parts [`RawLease`] |
 //! | `outcome.rs` | [`Outcome`] and the HTTP status table |
 //! | `word.rs` | the two words the acquire scan reads per node: the control word and the scan word |
-//! | `health/` | [`HealthModel`]: `decay.rs` ([`DecayHealth`], the default's decayed counters and penalty), `buckets.rs` ([`BucketHealth`], the seeds' window), `ewma.rs` ([`EwmaHealth`]), and the cached value the scan reads (`mod.rs`) |
 //! | `slot.rs` | [`NodeSlot`]: one node's storage |
-//! | `policy/` | [`Policy`]: `lowest.rs` (the default's lowest-score scan), `weighted.rs` (the weighted draws) |
-//! | `config.rs` | [`Config`]: combines the mechanisms' settings, validated once |
 //! | `snapshot.rs` | [`NodeSnapshot`], [`NodeState`], [`Stats`] |
 //! | `error.rs` | [`Rejected`], [`MembershipError`], [`ReleaseError`] ([`ConfigError`] is shared with [`crate::limit`]) |
 //!
 //! The files depend on each other in one direction: `word.rs` and `outcome.rs` on nothing of the
-//! balancer, the health models on them, the slot on the health words, the policies on the slots,
-//! `config.rs` on every mechanism, and the balancer on all of them.
+//! balancer; `health.rs` on them; each family (`lowest/`, `weighted/`) on those and the slot, and never
+//! on the other family; `algorithm.rs` on the families; `config.rs` on `algorithm.rs` and the limits; the
+//! balancer on all of them. Nothing here depends on the `std` layer (`rt`): it hears of room through
+//! [`Waiting`].
 
+mod algorithm;
 mod balancer;
-pub(crate) mod config;
+mod clock;
+mod config;
 mod error;
 pub(crate) mod health;
 mod lease;
+#[cfg(feature = "decay")]
+mod lowest;
+mod membership;
 mod outcome;
-pub(crate) mod policy;
 pub(crate) mod slot;
 mod snapshot;
+mod waiting;
+#[cfg(any(feature = "buckets", feature = "ewma"))]
+mod weighted;
 pub(crate) mod word;
 
 pub use crate::error::ConfigError;
+pub use algorithm::Algorithm;
 pub use balancer::Balancer;
 pub use config::{Config, MAX_NODES, MAX_WAITERS};
 pub use error::{MembershipError, Rejected, ReleaseError};
-pub use health::{BucketHealth, DecayHealth, EwmaHealth, HealthModel, CLOCK_EPOCH_NS, MAX_BUCKETS};
 pub use lease::{Lease, RawLease};
+#[cfg(feature = "decay")]
+pub use lowest::LowestScore;
 pub use outcome::{InvalidStatus, Outcome};
-pub use policy::Policy;
 pub use slot::NodeSlot;
 pub use snapshot::{NodeSnapshot, NodeState, Stats};
+pub use waiting::Waiting;
+#[cfg(any(feature = "buckets", feature = "ewma"))]
+pub use weighted::{
+    BucketHealth, Draw, EwmaHealth, Weighted, WeightedHealth, CLOCK_EPOCH_NS, MAX_BUCKETS,
+};

@@ -4,10 +4,10 @@ use core::fmt;
 
 /// The result of one call to a node, reported with [`Balancer::release`](crate::balance::Balancer::release).
 ///
-/// What each outcome does depends on the health model (see [`HealthModel`](crate::balance::HealthModel)
+/// What each outcome does depends on the algorithm family (see [`Algorithm`](crate::balance::Algorithm)
 /// for the health side):
 ///
-/// | outcome       | default model (`Decay`)   | the seeds' models (`Buckets`, `Ewma`) | limiter, default model | limiter, seeds' models |
+/// | outcome       | `LowestScore` (the default) | `Weighted` (the cascade) | limiter, `LowestScore` | limiter, `Weighted` |
 /// |---------------|---------------------------|-------------------------------|------------------------|------------------------|
 /// | `Success`     | successes + 1             | +1 finished, +1 succeeded     | success sample (RTT)   | success sample (RTT)   |
 /// | `Failure`     | failures + 1              | +1 finished                   | drop (backs off)       | ignored                |
@@ -16,8 +16,9 @@ use core::fmt;
 /// | `ClientError` | failures + 0.01           | untouched (as `Ignored`)      | success sample (RTT)   | ignored (as `Ignored`) |
 /// | `Ignored`     | untouched                 | untouched                     | ignored                | ignored                |
 ///
-/// Under the seeds' models `Throttled` is exactly `Dropped` and `ClientError` exactly `Ignored`, so
-/// [`Config::seeds()`](crate::Config::seeds) decides as the seeds say whichever one a caller reports.
+/// In the weighted family `Throttled` is exactly `Dropped` and `ClientError` exactly `Ignored`, so
+/// [`Config::cascade()`](crate::Config::cascade) decides as the original cascade does whichever one a
+/// caller reports.
 ///
 /// ```
 /// use weir::Outcome;
@@ -39,11 +40,11 @@ pub enum Outcome {
     /// outcome counters.
     Ignored = 3,
     /// The node is busy and said so: a 429. Not a broken node, so the default model counts it as a tenth
-    /// of a failure and its limiter does not back off on it; the seeds' models read it as `Dropped`.
+    /// of a failure and its limiter does not back off on it; the weighted family reads it as `Dropped`.
     Throttled = 4,
     /// The node refused the request as the caller's fault: another 4xx. A node that answers 4xx to
-    /// everything is broken, so the default model counts it as a hundredth of a failure; the seeds'
-    /// models read it as `Ignored`.
+    /// everything is broken, so the default model counts it as a hundredth of a failure; the weighted
+    /// family reads it as `Ignored`.
     ClientError = 5,
 }
 
@@ -100,8 +101,8 @@ impl Outcome {
     /// | other 400–499              | `ClientError` | the caller's fault, or a broken node |
     /// | other 500–599              | `Failure`     | a real error of the node |
     ///
-    /// Under [`Config::seeds()`](crate::Config::seeds) this is the seeds' table: 429 acts as `Dropped`,
-    /// another 4xx as `Ignored`.
+    /// Under [`Config::cascade()`](crate::Config::cascade) this is the original cascade's table: 429 acts
+    /// as `Dropped`, another 4xx as `Ignored`.
     ///
     /// ```
     /// use weir::{balance::InvalidStatus, Outcome};
@@ -160,16 +161,16 @@ impl Outcome {
         }
     }
 
-    /// The outcome as the seeds' models read it: `Throttled` is `Dropped`, `ClientError` is `Ignored`,
-    /// the others are themselves.
+    /// The outcome as the original cascade reads it (the weighted family): `Throttled` is `Dropped`,
+    /// `ClientError` is `Ignored`, the others are themselves.
     ///
     /// ```
     /// use weir::Outcome;
-    /// assert_eq!(Outcome::Throttled.as_seeds(), Outcome::Dropped);
-    /// assert_eq!(Outcome::ClientError.as_seeds(), Outcome::Ignored);
-    /// assert_eq!(Outcome::Failure.as_seeds(), Outcome::Failure);
+    /// assert_eq!(Outcome::Throttled.as_cascade(), Outcome::Dropped);
+    /// assert_eq!(Outcome::ClientError.as_cascade(), Outcome::Ignored);
+    /// assert_eq!(Outcome::Failure.as_cascade(), Outcome::Failure);
     /// ```
-    pub const fn as_seeds(self) -> Outcome {
+    pub const fn as_cascade(self) -> Outcome {
         match self {
             Outcome::Throttled => Outcome::Dropped,
             Outcome::ClientError => Outcome::Ignored,

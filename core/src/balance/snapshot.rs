@@ -18,17 +18,18 @@ pub struct NodeSnapshot {
     pub id: u64,
     /// Active or lame duck.
     pub state: NodeState,
-    /// Success rate: under the seeds' models the rate used for selection, with the recovery floor applied
-    /// where it applies; under the decay model `S / (S + F)` of the decayed counters (1.0 with neither).
+    /// Success rate: in the weighted family the rate its draws use, with the recovery floor applied where
+    /// it applies; in the lowest-score family `S / (S + F)` of the decayed counters (1.0 with neither).
     pub success_rate: f64,
-    /// `success_rate ^ weight_exponent` (what the weighted policies draw by).
+    /// `success_rate ^ weight_exponent`, what the weighted family draws by; in the lowest-score family,
+    /// which draws by no weight, `success_rate³` (the cascade's weight of the same rate).
     pub weight: f64,
-    /// The decay model's success counter at the snapshot's time (0 under the other models).
+    /// The lowest-score family's success counter at the snapshot's time (0 in the weighted family).
     pub successes: f64,
-    /// The decay model's failure counter at the snapshot's time (0 under the other models).
+    /// The lowest-score family's failure counter at the snapshot's time (0 in the weighted family).
     pub failures: f64,
-    /// The decay model's penalty from those counters, in in-flight requests: the node's score is
-    /// `in_flight + penalty` (0 under the other models).
+    /// The lowest-score family's penalty from those counters, in in-flight requests: the node's score is
+    /// `in_flight + penalty` (0 in the weighted family).
     pub penalty: f64,
     /// Current concurrency limit.
     pub limit: u32,

@@ -1,6 +1,6 @@
 //! The words the acquire scan reads, one per node each: the control word (admission's state) and the scan
-//! word (the health model's cached value as an integer). Both formats live here, below the health models,
-//! the slot and the policies that read and write them.
+//! word (the algorithm's cached value as an integer). Both formats live here, below the families, the
+//! slot and the scans that read and write them.
 //!
 //! # The control word
 //! `in_flight` (24 bits) | `limit` (24 bits) | `generation` (13 bits) | `state` (3 bits): everything
@@ -11,11 +11,11 @@
 //! leases forged through the raw-parts interface of the bindings.
 //!
 //! # The scan word
-//! The health model's cached value in a form the scan adds with one integer instruction: under the
-//! weighted models the node's weight in units of `2^-UNIT_SHIFT` (see [`units_of`]), under the decay
-//! model its penalty in fixed point with [`P_FRACTION`] fractional bits (see [`fixed`]), and
-//! [`SCAN_ABSENT`] for a slot without an active node under the decay model, so that the lowest-score
-//! scan, which reads no state, passes it over.
+//! The family's cached value in a form the scan adds with one integer instruction: in the weighted
+//! family the node's weight in units of `2^-UNIT_SHIFT` (see [`units_of`]), in the lowest-score family
+//! its penalty in fixed point with [`P_FRACTION`] fractional bits (see [`fixed`]), and [`SCAN_ABSENT`]
+//! for a slot without an active node in the lowest-score family, so that its fast scan, which reads no
+//! state, passes it over.
 
 pub(crate) const INFLIGHT_BITS: u32 = 24;
 pub(crate) const FIELD_MASK: u64 = (1 << INFLIGHT_BITS) - 1;
@@ -86,6 +86,7 @@ pub(crate) fn units_of(weight: f32) -> u64 {
 #[cfg_attr(not(feature = "decay"), allow(dead_code))]
 pub(crate) const P_FRACTION: u32 = 16;
 /// The largest penalty the scan word holds (`2^32` in-flight requests' worth): a larger one is kept at it.
+#[cfg_attr(not(feature = "decay"), allow(dead_code))]
 pub(crate) const P_MAX: f64 = 4_294_967_296.0;
 
 /// A penalty in the scan word's fixed point, rounded down (a penalty below `2^-16` is 0, so nodes whose
@@ -97,9 +98,9 @@ pub(crate) fn fixed(p: f32) -> u64 {
     (f64::from(p) * f64::from(1u32 << P_FRACTION)) as u64
 }
 
-/// The scan word of a slot without an active node under the decay model: above every score the
-/// lowest-score policy forms (`in_flight * 2^P_FRACTION + penalty`, below `2^49`) and above its flags
-/// (see `policy/lowest.rs`), so that its fast scan passes the slot over without reading its state.
+/// The scan word of a slot without an active node in the lowest-score family: above every score its
+/// scans form (`in_flight * 2^P_FRACTION + penalty`, below `2^49`) and above their flags (see
+/// `lowest/scan.rs`), so that its fast scan passes the slot over without reading its state.
 #[cfg_attr(not(feature = "decay"), allow(dead_code))]
 pub(crate) const SCAN_ABSENT: u64 = 1 << 62;
 
@@ -128,7 +129,7 @@ mod tests {
         assert_eq!(units_of(0.0), 0);
         assert_eq!(units_of(0.5), 1 << (UNIT_SHIFT - 1));
         // A weight below one unit is 0 units; the draw then uses the exact weights (see
-        // `policy/weighted.rs`).
+        // `weighted/draw.rs`).
         assert_eq!(units_of(1e-15), 0);
         let w = 0.123_456_79f32;
         assert_eq!(units_of(w), (f64::from(w) * 2f64.powi(46)).floor() as u64);

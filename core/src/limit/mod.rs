@@ -193,7 +193,7 @@ pub enum InnerAlgorithm {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LimitAlgorithm {
     #[cfg(feature = "fixed")]
-    /// A constant cap ([`FixedLimit`]); the default, with a cap of 100.
+    /// A constant cap ([`FixedLimit`]; the original cascade's, with a cap of 100).
     Fixed(FixedLimit),
     #[cfg(feature = "aimd")]
     /// Additive increase, multiplicative decrease on drops and timeouts ([`AimdLimit`]).
@@ -208,7 +208,8 @@ pub enum LimitAlgorithm {
     /// Netflix's recommended gradient algorithm ([`Gradient2Limit`]).
     Gradient2(Gradient2Limit),
     #[cfg(feature = "ciad")]
-    /// Cautious increase, aggressive decrease ([`CiadLimit`]).
+    /// Cautious increase, aggressive decrease ([`CiadLimit`]); with a fast start, the default
+    /// configuration's limit ([`LimitAlgorithm::default`]).
     Ciad(CiadLimit),
     #[cfg(feature = "windowed")]
     /// Any of the above fed one aggregate sample per time window ([`WindowedLimit`]).
@@ -248,10 +249,20 @@ impl LimitAlgorithm {
     }
 }
 
-#[cfg(feature = "fixed")]
+#[cfg(feature = "ciad")]
 impl Default for LimitAlgorithm {
+    /// The default configuration's limit ([`Config::default()`](crate::Config::default)): dialogue's CIAD,
+    /// starting at 20, with a fast start.
+    ///
+    /// ```
+    /// use weir::limit::{CiadLimit, LimitAlgorithm};
+    /// assert_eq!(LimitAlgorithm::default(), LimitAlgorithm::Ciad(CiadLimit { fast_start: true, ..CiadLimit::default() }));
+    /// ```
     fn default() -> Self {
-        LimitAlgorithm::Fixed(FixedLimit::default())
+        LimitAlgorithm::Ciad(CiadLimit {
+            fast_start: true,
+            ..CiadLimit::default()
+        })
     }
 }
 

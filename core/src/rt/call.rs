@@ -9,7 +9,8 @@
 
 use super::guard::{LeaseGuard, OwnedLeaseGuard};
 use super::wait::{Wait, WaitError, WaitOwned};
-use crate::balance::{NodeSlot, Outcome};
+use super::queue::Waiters;
+use crate::balance::{NodeSlot, Outcome, Waiting};
 use core::fmt;
 use core::future::{poll_fn, Future};
 use core::pin::pin;
@@ -51,7 +52,7 @@ async fn race<T>(timer: impl Future, work: impl Future<Output = T>) -> Option<T>
 /// `within` for both lease guards.
 macro_rules! guard_within {
     ($guard:ident $(<$lt:lifetime>)?) => {
-        impl<$($lt,)? S: AsRef<[NodeSlot]>> $guard<$($lt,)? S> {
+        impl<$($lt,)? S: AsRef<[NodeSlot]>, W: Waiting> $guard<$($lt,)? S, W> {
             /// Runs `call` under the lease until `timer` completes: the way to call a backend. If the
             /// call finishes first, the lease is released with `classify`'s outcome for its output,
             /// which is returned. If `timer` completes first, the call is dropped, the lease released
@@ -139,7 +140,7 @@ impl<'a, S: AsRef<[NodeSlot]>> Wait<'a, S> {
     /// assert!(matches!(pin!(wait).poll(&mut cx), Poll::Ready(Err(WaitError::Timeout))));
     /// assert_eq!(b.stats().waits_timed_out, 1);
     /// ```
-    pub async fn within(mut self, timer: impl Future) -> Result<LeaseGuard<'a, S>, WaitError> {
+    pub async fn within(mut self, timer: impl Future) -> Result<LeaseGuard<'a, S, Waiters>, WaitError> {
         match race(timer, &mut self).await {
             Some(answer) => answer,
             None => self.time_out(),
@@ -167,7 +168,7 @@ impl<S: AsRef<[NodeSlot]>> WaitOwned<S> {
     ///     other => panic!("expected a lease, got {other:?}"),
     /// }
     /// ```
-    pub async fn within(mut self, timer: impl Future) -> Result<OwnedLeaseGuard<S>, WaitError> {
+    pub async fn within(mut self, timer: impl Future) -> Result<OwnedLeaseGuard<S, Waiters>, WaitError> {
         match race(timer, &mut self).await {
             Some(answer) => answer,
             None => self.time_out(),

@@ -13,7 +13,7 @@
 
 use super::clock::monotonic_now;
 use super::rng::with_thread_rng;
-use crate::balance::{Balancer, Lease, NodeSlot, Outcome, Rejected, ReleaseError};
+use crate::balance::{Balancer, Lease, NodeSlot, Outcome, Rejected, ReleaseError, Waiting};
 use crate::overload::{NotInFlight, Overloaded, Promise, Shedder};
 use core::ops::Deref;
 use std::sync::Arc;
@@ -24,7 +24,7 @@ trait TakesLeases {
     fn release_now(&self, lease: Lease, outcome: Outcome) -> Result<(), ReleaseError>;
 }
 
-impl<S: AsRef<[NodeSlot]>> TakesLeases for Balancer<S> {
+impl<S: AsRef<[NodeSlot]>, W: Waiting> TakesLeases for Balancer<S, W> {
     fn release_now(&self, lease: Lease, outcome: Outcome) -> Result<(), ReleaseError> {
         self.release(lease, outcome, monotonic_now())
     }
@@ -86,7 +86,7 @@ where
 }
 
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-impl<S: AsRef<[NodeSlot]>> Balancer<S> {
+impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     /// Acquires at [`monotonic_now`] with this thread's generator and returns a guard that releases the
     /// lease when told the outcome, or as [`Outcome::Ignored`] if dropped without one.
     ///
@@ -103,9 +103,9 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// let stats = b.stats();
     /// assert_eq!((stats.released(Outcome::Success), stats.released(Outcome::Ignored)), (1, 1));
     /// ```
-    pub fn acquire_guard(&self) -> Result<LeaseGuard<'_, S>, Rejected> {
+    pub fn acquire_guard(&self) -> Result<LeaseGuard<'_, S, W>, Rejected> {
         let now = monotonic_now();
-        let lease = with_thread_rng(self.config().rng_seed, |rng| self.acquire(now, rng))?;
+        let lease = with_thread_rng(self.config().seed, |rng| self.acquire(now, rng))?;
         Ok(LeaseGuard(Held {
             balancer: self,
             lease: Some(lease),
@@ -129,9 +129,9 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     ///     .unwrap();
     /// assert_eq!(b.stats().released(Outcome::Success), 1);
     /// ```
-    pub fn acquire_owned(self: Arc<Self>) -> Result<OwnedLeaseGuard<S>, Rejected> {
+    pub fn acquire_owned(self: Arc<Self>) -> Result<OwnedLeaseGuard<S, W>, Rejected> {
         let now = monotonic_now();
-        let lease = with_thread_rng(self.config().rng_seed, |rng| self.acquire(now, rng))?;
+        let lease = with_thread_rng(self.config().seed, |rng| self.acquire(now, rng))?;
         Ok(OwnedLeaseGuard(Held {
             balancer: self,
             lease: Some(lease),
@@ -145,19 +145,20 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
 /// without completing reports [`Outcome::Ignored`].
 #[derive(Debug)]
 #[must_use = "dropping the guard at once releases the lease as Ignored"]
-pub struct LeaseGuard<'a, S: AsRef<[NodeSlot]>>(Held<&'a Balancer<S>>);
+pub struct LeaseGuard<'a, S: AsRef<[NodeSlot]>, W: Waiting = ()>(Held<&'a Balancer<S, W>>);
 
 /// A lease that releases itself, holding an `Arc` of its balancer: from [`Balancer::acquire_owned`].
 /// It is `Send` and `'static` when the storage is, so it can outlive the scope that acquired it.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use weir::rt::OwnedLeaseGuard;
+/// use weir::rt::{OwnedLeaseGuard, Waiters};
 /// use weir::{Config, HeapBalancer, NodeSlot, Outcome};
 ///
-/// /// A call in progress, kept in a struct until its response arrives.
+/// /// A call in progress, kept in a struct until its response arrives (`HeapOwnedLeaseGuard` names the
+/// /// same type).
 /// struct Pending {
-///     lease: OwnedLeaseGuard<Box<[NodeSlot]>>,
+///     lease: OwnedLeaseGuard<Box<[NodeSlot]>, Waiters>,
 /// }
 ///
 /// let b = Arc::new(HeapBalancer::with_capacity(4, Config::default()).unwrap());
@@ -168,11 +169,11 @@ pub struct LeaseGuard<'a, S: AsRef<[NodeSlot]>>(Held<&'a Balancer<S>>);
 /// ```
 #[derive(Debug)]
 #[must_use = "dropping the guard at once releases the lease as Ignored"]
-pub struct OwnedLeaseGuard<S: AsRef<[NodeSlot]>>(Held<Arc<Balancer<S>>>);
+pub struct OwnedLeaseGuard<S: AsRef<[NodeSlot]>, W: Waiting = ()>(Held<Arc<Balancer<S, W>>>);
 
-impl<'a, S: AsRef<[NodeSlot]>> LeaseGuard<'a, S> {
+impl<'a, S: AsRef<[NodeSlot]>, W: Waiting> LeaseGuard<'a, S, W> {
     /// Wraps a lease that `balancer` granted (the waiting acquires hand leases over this way).
-    pub(crate) fn from_lease(balancer: &'a Balancer<S>, lease: Lease) -> Self {
+    pub(crate) fn from_lease(balancer: &'a Balancer<S, W>, lease: Lease) -> Self {
         LeaseGuard(Held {
             balancer,
             lease: Some(lease),
@@ -181,9 +182,9 @@ impl<'a, S: AsRef<[NodeSlot]>> LeaseGuard<'a, S> {
     }
 }
 
-impl<S: AsRef<[NodeSlot]>> OwnedLeaseGuard<S> {
+impl<S: AsRef<[NodeSlot]>, W: Waiting> OwnedLeaseGuard<S, W> {
     /// Wraps a lease that `balancer` granted (the waiting acquires hand leases over this way).
-    pub(crate) fn from_lease(balancer: Arc<Balancer<S>>, lease: Lease) -> Self {
+    pub(crate) fn from_lease(balancer: Arc<Balancer<S, W>>, lease: Lease) -> Self {
         OwnedLeaseGuard(Held {
             balancer,
             lease: Some(lease),
@@ -195,7 +196,7 @@ impl<S: AsRef<[NodeSlot]>> OwnedLeaseGuard<S> {
 /// The accessors and the completion both lease guards share.
 macro_rules! lease_guard_methods {
     ($guard:ident $(<$lt:lifetime>)?) => {
-        impl<$($lt,)? S: AsRef<[NodeSlot]>> $guard<$($lt,)? S> {
+        impl<$($lt,)? S: AsRef<[NodeSlot]>, W: Waiting> $guard<$($lt,)? S, W> {
             /// The id of the node to call.
             ///
             /// ```

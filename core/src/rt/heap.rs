@@ -2,12 +2,13 @@
 //! that a struct field need not spell the storage).
 
 use super::guard::{LeaseGuard, OwnedLeaseGuard};
+use super::queue::Waiters;
 use super::wait::{Wait, WaitOwned};
 use crate::balance::{Balancer, Config, ConfigError, NodeSlot, MAX_NODES};
 use std::boxed::Box;
 
-/// A balancer over a boxed slice of slots, allocated once by [`HeapBalancer::with_capacity`]: what a
-/// `std` service keeps in a struct or an `Arc`.
+/// A balancer over a boxed slice of slots, allocated once by [`HeapBalancer::with_capacity`], whose
+/// callers can wait for room ([`Waiters`]): what a `std` service keeps in a struct or an `Arc`.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -21,10 +22,10 @@ use std::boxed::Box;
 /// client.backends.add(1).unwrap();
 /// assert_eq!(client.backends.capacity(), 64);
 /// ```
-pub type HeapBalancer = Balancer<Box<[NodeSlot]>>;
+pub type HeapBalancer = Balancer<Box<[NodeSlot]>, Waiters>;
 
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-impl Balancer<Box<[NodeSlot]>> {
+impl Balancer<Box<[NodeSlot]>, Waiters> {
     /// Builds a balancer with `capacity` heap-allocated slots (allocated once, here).
     ///
     /// ```
@@ -37,7 +38,7 @@ impl Balancer<Box<[NodeSlot]>> {
             return Err(ConfigError::Capacity);
         }
         let slots: Box<[NodeSlot]> = (0..capacity).map(|_| NodeSlot::new()).collect();
-        Balancer::new(slots, config)
+        Balancer::with_waiting(slots, config)
     }
 }
 
@@ -51,7 +52,7 @@ impl Balancer<Box<[NodeSlot]>> {
 /// let guard: HeapLeaseGuard<'_> = b.acquire_guard().unwrap();
 /// assert_eq!(guard.node_id(), 1);
 /// ```
-pub type HeapLeaseGuard<'a> = LeaseGuard<'a, Box<[NodeSlot]>>;
+pub type HeapLeaseGuard<'a> = LeaseGuard<'a, Box<[NodeSlot]>, Waiters>;
 
 /// The owned lease guard of a [`HeapBalancer`] shared through an `Arc`: what a struct field that holds a
 /// call in progress names.
@@ -69,7 +70,7 @@ pub type HeapLeaseGuard<'a> = LeaseGuard<'a, Box<[NodeSlot]>>;
 /// let pending = Pending { lease: Arc::clone(&b).acquire_owned().unwrap() };
 /// pending.lease.complete(Outcome::Success).unwrap();
 /// ```
-pub type HeapOwnedLeaseGuard = OwnedLeaseGuard<Box<[NodeSlot]>>;
+pub type HeapOwnedLeaseGuard = OwnedLeaseGuard<Box<[NodeSlot]>, Waiters>;
 
 /// The future of a [`HeapBalancer`]'s [`acquire_async`](Balancer::acquire_async).
 ///

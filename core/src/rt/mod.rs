@@ -12,6 +12,7 @@
 //! | `keyed.rs` | [`Keyed`]: a balancer over the caller's keys (addresses, names), its guards say the key to call |
 //! | `call.rs` | [`LeaseGuard::within`] and [`Wait::within`]: a call or a wait bounded by the caller's timer |
 //! | `outcome.rs` | [`Outcome::from_io_error`](crate::Outcome::from_io_error): the outcome of a failed I/O call |
+//! | `queue.rs` | [`Waiters`]: the queue of callers waiting for room, its drain, and how a release reaches it |
 //! | `wait.rs` | [`acquire_wait`], [`acquire_async`] ([`Wait`]), their owned forms, [`WaitError`]: waiting for room |
 //!
 //! # Calling a backend
@@ -179,8 +180,9 @@ mod guard;
 mod heap;
 mod keyed;
 mod outcome;
+mod queue;
 mod rng;
-pub(crate) mod wait;
+mod wait;
 
 pub use call::DeadlinePassed;
 pub use clock::monotonic_now;
@@ -188,4 +190,5 @@ pub use guard::{LeaseGuard, OwnedLeaseGuard, PromiseGuard};
 pub use heap::{HeapBalancer, HeapLeaseGuard, HeapOwnedLeaseGuard, HeapWait, HeapWaitOwned};
 pub use keyed::{Keyed, KeyedGuard};
 pub use rng::{thread_seed, with_thread_rng};
-pub use wait::{Wait, WaitError, WaitOwned, STANDING_NS};
+pub use queue::{Waiters, STANDING_NS};
+pub use wait::{Wait, WaitError, WaitOwned};

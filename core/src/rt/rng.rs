@@ -39,7 +39,7 @@ pub fn thread_seed(seed: u64, ordinal: u64) -> u64 {
 /// ```
 /// let b = weir::HeapBalancer::with_capacity(2, weir::Config::default()).unwrap();
 /// b.add(1).unwrap();
-/// let lease = weir::rt::with_thread_rng(b.config().rng_seed, |rng| b.acquire(0, rng)).unwrap();
+/// let lease = weir::rt::with_thread_rng(b.config().seed, |rng| b.acquire(0, rng)).unwrap();
 /// assert_eq!(lease.node_id(), 1);
 /// # b.release(lease, weir::Outcome::Success, 1).unwrap();
 /// ```

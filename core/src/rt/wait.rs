@@ -3,76 +3,20 @@
 //! a little for a lease than fail fast with [`Rejected::AllBusy`].
 //!
 //! The rules (what a waiting acquire does, draining, cancellation, costs) are public: see the module docs
-//! of `rt` (`mod.rs`), "Waiting for room". This file adds how they are kept.
-//!
-//! # Memory ordering
-//! The lost wake-up to rule out: a release frees the only slot and finds nobody waiting, while a caller
-//! that is joining finds the slot still taken, so it waits although a slot is free. The release
-//! decrements in-flight (a read-modify-write of the node's control word) and then loads the waiter count;
-//! the joiner increments the count and then reads the control words (the drain's acquire). That is the
-//! store-buffering pattern, which only sequential consistency rules out:
-//!
-//! - the release's decrement is a `SeqCst` read-modify-write (`Balancer::release`), and `wake_waiters`
-//!   loads the count with `SeqCst`;
-//! - the joiner increments the count with a `SeqCst` read-modify-write, then issues a `SeqCst` fence,
-//!   then drains (every control-word read of the drain's acquire comes after the fence).
-//!
-//! Call the release's decrement D and count load L, the joiner's increment I, fence F and a control-word
-//! read R. Suppose R misses D (reads a value before D in the word's modification order). As F comes
-//! before R and D is `SeqCst`, F precedes D in the single total order S of `SeqCst` operations (C++20
-//! \[atomics.order\] p4.3); D precedes L and I precedes F (program order), so I precedes L in S, and L, a
-//! `SeqCst` load, cannot read a value from before I (p4.1). So L sees the joiner, or a later value, and
-//! a later count of 0 means the joiner has left the queue already (count changes are made under the
-//! lock, in queue order, and each waiter's decrement follows its increment). Either the joiner's drain
-//! sees the free slot, or the release sees the joiner and drains for it: never neither.
-//!
-//! The drain needs nothing more: it runs under the lock, which orders it with every join and leave, and
-//! a lease it grants is the core's (the admitting compare-and-swap's `Acquire`). The count's decrements
-//! are made under the lock too and only their value matters (`Relaxed`).
-//!
-//! A node entering rotation is published by `AcqRel` writes, not `SeqCst` ones, so in the C++ model the
-//! argument above does not cover it as it stands. In hardware it holds: on x86 every read-modify-write
-//! is a full barrier, and on aarch64 a `SeqCst` load (`ldar`) is not reordered with an earlier
-//! store-release, which the read-modify-writes that publish the node end with. A `SeqCst` fence before
-//! `wake_waiters` in the balancer's `change_active` (a membership change, never on the hot path) would
-//! close it.
-//!
-//! loom treats `SeqCst` accesses as `AcqRel` (its README: fences are supported, `SeqCst` accesses are
-//! not), so under `cfg(loom)` `wake_waiters` issues a `SeqCst` fence before its load: the guarantee that
-//! the release's `SeqCst` decrement-and-load pair has in C++20, stated in the form loom checks (see
-//! `tests/loom_wait.rs`).
+//! of `rt` (`mod.rs`), "Waiting for room". This file has the acquires that wait, blocking and async, and
+//! their futures; the queue they join and its drain, and how a release reaches them, are `queue.rs`'s.
 
-#[cfg(not(loom))]
-use super::clock::monotonic_now;
 use super::guard::{LeaseGuard, OwnedLeaseGuard};
-use super::rng::thread_seed;
-#[cfg(not(loom))]
-use super::rng::with_thread_rng;
-use crate::balance::{Balancer, Lease, NodeSlot, Outcome, Rejected, Stats};
-use crate::internal::sync::{fence, AtomicU64, Condvar, Mutex, MutexGuard, Ordering::*};
+use super::queue::{clock, Entered, Tally, Wake, Waiter, Waiters};
+use crate::balance::{Balancer, Lease, NodeSlot, Outcome, Rejected};
+use crate::internal::sync::Condvar;
+use std::sync::PoisonError;
 use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
-use core::task::{Context, Poll, Waker};
-use fastrand::Rng;
-use std::collections::VecDeque;
-use std::sync::{Arc, PoisonError};
+use core::task::{Context, Poll};
+use std::sync::Arc;
 use std::time::Instant;
-use std::vec::Vec;
-
-/// The time the waiting acquires date their calls at: [`monotonic_now`]. Under loom, a constant: a model
-/// must take the same path each time loom replays a schedule, and a clock that moves between replays
-/// (into a new epoch of the balancer's clock, say) would change it.
-#[inline]
-fn clock() -> u64 {
-    #[cfg(loom)]
-    return 0;
-    #[cfg(not(loom))]
-    monotonic_now()
-}
-
-/// The generator ordinal of the queue's draws: `thread_seed(seed, QUEUE_ORDINAL)`, one no thread gets.
-const QUEUE_ORDINAL: u64 = u64::MAX;
 
 /// Why a waiting acquire ([`Balancer::acquire_wait`], [`Balancer::acquire_async`] and their owned
 /// forms) granted no lease.
@@ -146,166 +90,6 @@ impl From<WaitError> for Rejected {
     }
 }
 
-/// The balancer's queue of waiting callers (a field of [`Balancer`] with the `std` feature).
-pub(crate) struct Waiters {
-    /// How many callers are in `Queue::waiting`: the one word a release loads (see "Memory ordering").
-    /// Changed under the lock only.
-    count: AtomicU64,
-    /// `Config::max_waiters`.
-    bound: u32,
-    /// [`STANDING_NS`] (a test may set another).
-    standing_ns: u64,
-    /// What became of the callers that queued ([`Stats`]' wait counters).
-    tally: Tally,
-    queue: Mutex<Queue>,
-}
-
-/// The wait counters of [`Stats`]. Each is changed under the queue's lock, in the same critical section
-/// as the `count` change it goes with, so `waits == granted + timed_out + cancelled + count` holds
-/// whenever the lock is free. `stats` reads them without the lock (`Relaxed`: statistics, which no other
-/// value is read against; a reading during a join or leave may be a moment apart from `count`).
-/// Only the waiting path writes them: a fail-fast acquire, and a release when nobody waits, never do.
-struct Tally {
-    /// Callers that took a place in the queue (step 4) and stayed past its drain.
-    waits: AtomicU64,
-    /// Callers a drain handed a lease to.
-    granted: AtomicU64,
-    /// Callers that left because their deadline passed.
-    timed_out: AtomicU64,
-    /// Futures dropped while they waited.
-    cancelled: AtomicU64,
-}
-
-impl Tally {
-    /// Counts one in `counter`: called under the queue's lock.
-    fn bump(counter: &AtomicU64) {
-        // Relaxed: a statistic (see the type's docs); the lock orders it with the queue changes.
-        counter.fetch_add(1, Relaxed);
-    }
-}
-
-/// What the lock guards.
-struct Queue {
-    /// The callers not served yet, in arrival order (so in ticket order).
-    waiting: VecDeque<Waiter>,
-    /// Leases handed to callers that have not picked them up yet, in ticket order.
-    served: VecDeque<(u64, Lease)>,
-    next_ticket: u64,
-    /// The drains' generator, seeded on first use (the balancer's seed is not known at construction).
-    rng: Option<Rng>,
-}
-
-/// One waiting caller.
-struct Waiter {
-    ticket: u64,
-    /// When it joined, at [`clock`].
-    since: u64,
-    wake: Wake,
-}
-
-/// How long the oldest waiter of a balancer's queue must have waited for the queue to count as
-/// standing, and be served newest first (see the module docs of [`rt`](crate::rt), "Draining"): 100 ms,
-/// CoDel's interval (the time it gives a queue to drain before it counts as standing rather than a
-/// burst).
-pub const STANDING_NS: u64 = 100_000_000;
-
-/// How to wake a waiting caller.
-enum Wake {
-    /// A blocked thread, waiting on its own condition variable with the queue's lock.
-    Thread(Arc<Condvar>),
-    /// A task: the waker of its latest poll.
-    Task(Waker),
-}
-
-impl Wake {
-    fn wake(self) {
-        match self {
-            Wake::Thread(c) => c.notify_one(),
-            Wake::Task(w) => w.wake(),
-        }
-    }
-}
-
-/// Where a caller stands after step 1 to 4 (see the module docs).
-enum Entered {
-    Served(Lease),
-    Queued(u64),
-}
-
-impl Queue {
-    fn take_served(&mut self, ticket: u64) -> Option<Lease> {
-        let i = self.served.binary_search_by_key(&ticket, |s| s.0).ok()?;
-        self.served.remove(i).map(|s| s.1)
-    }
-
-    fn position(&self, ticket: u64) -> Option<usize> {
-        self.waiting
-            .binary_search_by_key(&ticket, |w| w.ticket)
-            .ok()
-    }
-}
-
-impl Waiters {
-    pub(crate) fn new(bound: u32) -> Self {
-        Waiters {
-            count: AtomicU64::new(0),
-            bound,
-            standing_ns: STANDING_NS,
-            tally: Tally {
-                waits: AtomicU64::new(0),
-                granted: AtomicU64::new(0),
-                timed_out: AtomicU64::new(0),
-                cancelled: AtomicU64::new(0),
-            },
-            queue: Mutex::new(Queue {
-                waiting: VecDeque::new(),
-                served: VecDeque::new(),
-                next_ticket: 0,
-                rng: None,
-            }),
-        }
-    }
-
-    /// The queue. Nothing that runs under the lock panics (the core's acquire never does, and wakers are
-    /// called after it is released), and every change to the queue is complete before the next, so a
-    /// poisoned lock still guards a consistent queue.
-    fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Fills in the wait counters of `st`, without the lock.
-    pub(crate) fn tally(&self, st: &mut Stats) {
-        let t = &self.tally;
-        // Relaxed: statistics (see `Tally`).
-        st.waits = t.waits.load(Relaxed);
-        st.waits_granted = t.granted.load(Relaxed);
-        st.waits_timed_out = t.timed_out.load(Relaxed);
-        st.waits_cancelled = t.cancelled.load(Relaxed);
-        st.waiting = self.count.load(Relaxed);
-    }
-
-    /// Takes `ticket` out of the waiting callers; `false` if it is not there (it was served).
-    fn leave(&self, q: &mut Queue, ticket: u64) -> bool {
-        let Some(i) = q.position(ticket) else {
-            return false;
-        };
-        q.waiting.remove(i);
-        // Relaxed: under the lock, and only the value matters (see "Memory ordering").
-        self.count.fetch_sub(1, Relaxed);
-        true
-    }
-}
-
-impl fmt::Debug for Waiters {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Waiters")
-            // Relaxed: a reading for display.
-            .field("waiting", &self.count.load(Relaxed))
-            .field("max_waiters", &self.bound)
-            .finish()
-    }
-}
-
 /// Where a [`Wait`] or [`WaitOwned`] stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -318,7 +102,7 @@ enum State {
 }
 
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-impl<S: AsRef<[NodeSlot]>> Balancer<S> {
+impl<S: AsRef<[NodeSlot]>> Balancer<S, Waiters> {
     /// Acquires a lease, waiting for room until `deadline` if no node has any: the lease guard of
     /// [`acquire_guard`](Self::acquire_guard), or why none came ([`WaitError`]). Waiters are served in
     /// arrival order, at most [`Config::max_waiters`](crate::Config::max_waiters) wait at once; see the
@@ -345,7 +129,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// });
     /// assert_eq!(b.stats().in_flight, 0);
     /// ```
-    pub fn acquire_wait(&self, deadline: Instant) -> Result<LeaseGuard<'_, S>, WaitError> {
+    pub fn acquire_wait(&self, deadline: Instant) -> Result<LeaseGuard<'_, S, Waiters>, WaitError> {
         self.wait_lease(deadline)
             .map(|lease| LeaseGuard::from_lease(self, lease))
     }
@@ -368,7 +152,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     pub fn acquire_wait_owned(
         self: Arc<Self>,
         deadline: Instant,
-    ) -> Result<OwnedLeaseGuard<S>, WaitError> {
+    ) -> Result<OwnedLeaseGuard<S, Waiters>, WaitError> {
         self.wait_lease(deadline)
             .map(|lease| OwnedLeaseGuard::from_lease(self, lease))
     }
@@ -435,155 +219,6 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
         }
     }
 
-    /// Serves the waiting callers after a slot may have come free: called by every release and by a node
-    /// entering rotation. One load when nobody waits.
-    #[inline]
-    pub(crate) fn wake_waiters(&self) {
-        // loom models SeqCst accesses as AcqRel; this fence is the guarantee the release's SeqCst
-        // decrement and the SeqCst load below have in C++20, in the form loom checks (see "Memory ordering").
-        #[cfg(loom)]
-        fence(SeqCst);
-        // SeqCst: the load of the store-buffering pattern with the joiners' increment (see "Memory ordering").
-        if self.waiters.count.load(SeqCst) != 0 {
-            self.serve_waiters();
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn serve_waiters(&self) {
-        let mut woken = Vec::new();
-        self.drain(&mut self.waiters.lock(), &mut woken);
-        for (_, w) in woken {
-            w.wake();
-        }
-    }
-
-    /// While a caller waits at the front, acquires for it and hands it the lease; stops at the first
-    /// refusal, which it returns. Runs under the lock; the callers to wake are pushed to `woken`, to be
-    /// woken once the lock is released (a waker is the executor's code: it must not run under our lock).
-    fn drain(&self, q: &mut Queue, woken: &mut Vec<(u64, Wake)>) -> Option<Rejected> {
-        let seed = self.config().rng_seed;
-        let Queue {
-            waiting,
-            served,
-            rng,
-            ..
-        } = q;
-        let rng = rng.get_or_insert_with(|| Rng::with_seed(thread_seed(seed, QUEUE_ORDINAL)));
-        let now = clock();
-        // While the oldest waiter has waited less than `STANDING_NS`, the front; once it has waited
-        // longer, the back: the newest waiter, whose caller has the most of its time left.
-        let limit = self.waiters.standing_ns;
-        let standing = |w: &VecDeque<Waiter>| {
-            w.front()
-                .is_some_and(|w| now.saturating_sub(w.since) > limit)
-        };
-        loop {
-            let newest = standing(waiting);
-            let taken = if newest {
-                waiting.pop_back()
-            } else {
-                waiting.pop_front()
-            };
-            let w = taken?;
-            // Uncounted: an attempt on the waiter's behalf, not an answer to it (see `Stats`).
-            match self.acquire_uncounted(now, rng) {
-                Ok(lease) => {
-                    // Relaxed: under the lock, and only the value matters (see "Memory ordering").
-                    self.waiters.count.fetch_sub(1, Relaxed);
-                    Tally::bump(&self.waiters.tally.granted);
-                    // `served` stays in ticket order (its lookups are binary searches).
-                    let at = served.partition_point(|s| s.0 < w.ticket);
-                    served.insert(at, (w.ticket, lease));
-                    woken.push((w.ticket, w.wake));
-                }
-                Err(refused) => {
-                    if newest {
-                        waiting.push_back(w);
-                    } else {
-                        waiting.push_front(w);
-                    }
-                    return Some(refused);
-                }
-            }
-        }
-    }
-
-    /// Step 1 of the module docs: `Some` with the answer if nobody waits and it is final (a lease, or no
-    /// node in rotation).
-    fn try_first(&self) -> Option<Result<Lease, WaitError>> {
-        // Relaxed: only decides whether to try before queueing. A caller that reads a count a moment old
-        // overtakes a waiter that joined that moment ago at most, which no caller could tell from arriving
-        // a moment earlier; a joiner never misses a free slot (see "Memory ordering").
-        if self.waiters.count.load(Relaxed) != 0 {
-            return None;
-        }
-        let now = clock();
-        let seed = self.config().rng_seed;
-        // Uncounted: a refusal here is not the caller's answer yet; the answer is counted where it is given.
-        #[cfg(not(loom))]
-        let first = with_thread_rng(seed, |rng| self.acquire_uncounted(now, rng));
-        // loom runs its model threads on one OS thread, where they would share (and borrow twice) the
-        // thread's generator: the models draw from a fresh one (the protocol does not depend on the draw).
-        #[cfg(loom)]
-        let first = self.acquire_uncounted(now, &mut Rng::with_seed(seed));
-        match first {
-            Ok(lease) => Some(Ok(lease)),
-            Err(Rejected::NoActiveNodes) => Some(Err(WaitError::NoActiveNodes)),
-            Err(_) => None,
-        }
-    }
-
-    /// Steps 3 and 4 of the module docs: joins the queue (to be woken by `wake`) and drains it once.
-    fn join(&self, wake: Wake) -> Result<Entered, WaitError> {
-        let bound = self.waiters.bound;
-        if bound == 0 {
-            return Err(WaitError::QueueFull { max_waiters: 0 });
-        }
-        let mut woken = Vec::new();
-        let (entered, ticket) = {
-            let mut q = self.waiters.lock();
-            if q.waiting.len() >= bound as usize {
-                return Err(WaitError::QueueFull { max_waiters: bound });
-            }
-            let ticket = q.next_ticket;
-            q.next_ticket += 1;
-            q.waiting.push_back(Waiter {
-                ticket,
-                since: clock(),
-                wake,
-            });
-            // SeqCst: the increment of the store-buffering pattern with the releases' load (see "Memory
-            // ordering").
-            self.waiters.count.fetch_add(1, SeqCst);
-            // SeqCst: every control word the drain below reads is read after this fence, so a release that
-            // missed our increment is seen by the drain (see "Memory ordering").
-            fence(SeqCst);
-            let refused = self.drain(&mut q, &mut woken);
-            // A caller the drain served (counted granted) or left waiting has waited; one that leaves for
-            // want of members has not (it is answered as at step 1).
-            let entered = if let Some(lease) = q.take_served(ticket) {
-                Tally::bump(&self.waiters.tally.waits);
-                Ok(Entered::Served(lease))
-            } else if refused == Some(Rejected::NoActiveNodes) {
-                self.waiters.leave(&mut q, ticket);
-                Err(WaitError::NoActiveNodes)
-            } else {
-                Tally::bump(&self.waiters.tally.waits);
-                Ok(Entered::Queued(ticket))
-            };
-            (entered, ticket)
-        };
-        for (served, w) in woken {
-            // Not ourselves: we are awake, and a task that woke itself would only be polled again.
-            if served != ticket {
-                w.wake();
-            }
-        }
-        entered
-    }
-
     /// The blocking wait, its answer counted: a refusal in `Stats`' `rejected_*`.
     fn wait_lease(&self, deadline: Instant) -> Result<Lease, WaitError> {
         let answer = self.wait_for_room(deadline);
@@ -595,18 +230,18 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
 
     /// The blocking wait: steps 1 to 5.
     fn wait_for_room(&self, deadline: Instant) -> Result<Lease, WaitError> {
-        if let Some(answer) = self.try_first() {
+        if let Some(answer) = self.waiting.try_first(self) {
             return answer;
         }
         if Instant::now() >= deadline {
             return Err(WaitError::Timeout);
         }
         let cond = Arc::new(Condvar::new());
-        let ticket = match self.join(Wake::Thread(Arc::clone(&cond)))? {
+        let ticket = match self.waiting.join(self, Wake::Thread(Arc::clone(&cond)))? {
             Entered::Served(lease) => return Ok(lease),
             Entered::Queued(ticket) => ticket,
         };
-        let mut q = self.waiters.lock();
+        let mut q = self.waiting.lock();
         loop {
             // A lease handed over wins over a deadline passed at the same time: it is never lost.
             if let Some(lease) = q.take_served(ticket) {
@@ -614,8 +249,8 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                if self.waiters.leave(&mut q, ticket) {
-                    Tally::bump(&self.waiters.tally.timed_out);
+                if self.waiting.leave(&mut q, ticket) {
+                    Tally::bump(&self.waiting.tally.timed_out);
                 }
                 return Err(WaitError::Timeout);
             }
@@ -630,9 +265,9 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
     /// One poll of a [`Wait`] or [`WaitOwned`].
     fn poll_wait(&self, state: &mut State, cx: &mut Context<'_>) -> Poll<Result<Lease, WaitError>> {
         let answer = match *state {
-            State::Start => match self.try_first() {
+            State::Start => match self.waiting.try_first(self) {
                 Some(answer) => answer,
-                None => match self.join(Wake::Task(cx.waker().clone())) {
+                None => match self.waiting.join(self, Wake::Task(cx.waker().clone())) {
                     Ok(Entered::Served(lease)) => Ok(lease),
                     Ok(Entered::Queued(ticket)) => {
                         *state = State::Queued(ticket);
@@ -642,7 +277,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
                 },
             },
             State::Queued(ticket) => {
-                let mut q = self.waiters.lock();
+                let mut q = self.waiting.lock();
                 if let Some(lease) = q.take_served(ticket) {
                     Ok(lease)
                 } else {
@@ -679,9 +314,9 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             // Never polled: it never queued, and its deadline passed (as step 2 of the blocking form).
             State::Start => Err(WaitError::Timeout),
             State::Queued(ticket) => {
-                let mut q = self.waiters.lock();
-                if self.waiters.leave(&mut q, ticket) {
-                    Tally::bump(&self.waiters.tally.timed_out);
+                let mut q = self.waiting.lock();
+                if self.waiting.leave(&mut q, ticket) {
+                    Tally::bump(&self.waiting.tally.timed_out);
                     Err(WaitError::Timeout)
                 } else {
                     // A lease handed over wins over a deadline passed at the same time: never lost.
@@ -703,9 +338,9 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
             return;
         };
         let handed = {
-            let mut q = self.waiters.lock();
-            if self.waiters.leave(&mut q, ticket) {
-                Tally::bump(&self.waiters.tally.cancelled);
+            let mut q = self.waiting.lock();
+            if self.waiting.leave(&mut q, ticket) {
+                Tally::bump(&self.waiting.tally.cancelled);
                 None
             } else {
                 q.take_served(ticket)
@@ -731,7 +366,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S> {
 /// ```
 #[must_use = "a future does nothing unless polled"]
 pub struct Wait<'a, S: AsRef<[NodeSlot]>> {
-    balancer: &'a Balancer<S>,
+    balancer: &'a Balancer<S, Waiters>,
     state: State,
 }
 
@@ -748,7 +383,7 @@ pub struct Wait<'a, S: AsRef<[NodeSlot]>> {
 /// ```
 #[must_use = "a future does nothing unless polled"]
 pub struct WaitOwned<S: AsRef<[NodeSlot]>> {
-    balancer: Arc<Balancer<S>>,
+    balancer: Arc<Balancer<S, Waiters>>,
     state: State,
 }
 
@@ -782,7 +417,7 @@ impl<'a, S: AsRef<[NodeSlot]>> Wait<'a, S> {
     /// let st = b.stats();
     /// assert_eq!((st.waits, st.waits_timed_out, st.rejected_all_busy, st.waiting), (1, 1, 1, 0));
     /// ```
-    pub fn time_out(mut self) -> Result<LeaseGuard<'a, S>, WaitError> {
+    pub fn time_out(mut self) -> Result<LeaseGuard<'a, S, Waiters>, WaitError> {
         let balancer = self.balancer;
         balancer
             .time_out_wait(&mut self.state)
@@ -815,7 +450,7 @@ impl<S: AsRef<[NodeSlot]>> WaitOwned<S> {
     /// let st = b.stats();
     /// assert_eq!((st.waits, st.waits_granted, st.waits_timed_out, st.rejected_all_busy), (1, 1, 0, 0));
     /// ```
-    pub fn time_out(mut self) -> Result<OwnedLeaseGuard<S>, WaitError> {
+    pub fn time_out(mut self) -> Result<OwnedLeaseGuard<S, Waiters>, WaitError> {
         self.balancer
             .time_out_wait(&mut self.state)
             .map(|lease| OwnedLeaseGuard::from_lease(Arc::clone(&self.balancer), lease))
@@ -823,7 +458,7 @@ impl<S: AsRef<[NodeSlot]>> WaitOwned<S> {
 }
 
 impl<'a, S: AsRef<[NodeSlot]>> Future for Wait<'a, S> {
-    type Output = Result<LeaseGuard<'a, S>, WaitError>;
+    type Output = Result<LeaseGuard<'a, S, Waiters>, WaitError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
@@ -835,7 +470,7 @@ impl<'a, S: AsRef<[NodeSlot]>> Future for Wait<'a, S> {
 }
 
 impl<S: AsRef<[NodeSlot]>> Future for WaitOwned<S> {
-    type Output = Result<OwnedLeaseGuard<S>, WaitError>;
+    type Output = Result<OwnedLeaseGuard<S, Waiters>, WaitError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
@@ -894,7 +529,7 @@ mod tests {
     /// `a_standing_queue_serves_the_newest_first`).
     fn balancer(slots: usize, limit: u32, max_waiters: u32) -> HeapBalancer {
         let mut b = with_standing(slots, limit, max_waiters);
-        b.waiters.standing_ns = u64::MAX;
+        b.waiting.standing_ns = u64::MAX;
         b
     }
 
@@ -912,12 +547,12 @@ mod tests {
         Instant::now() + Duration::from_secs(60)
     }
 
-    fn waiting<S: AsRef<[NodeSlot]>>(b: &Balancer<S>) -> u64 {
-        b.waiters.count.load(Relaxed)
+    fn waiting<S: AsRef<[NodeSlot]>>(b: &Balancer<S, Waiters>) -> u64 {
+        b.waiting.count.load(Relaxed)
     }
 
     /// Waits (really) until `n` callers wait on `b`.
-    fn until_waiting<S: AsRef<[NodeSlot]>>(b: &Balancer<S>, n: u64) {
+    fn until_waiting<S: AsRef<[NodeSlot]>>(b: &Balancer<S, Waiters>, n: u64) {
         let start = Instant::now();
         while waiting(b) != n {
             assert!(
@@ -929,7 +564,7 @@ mod tests {
     }
 
     /// The exact conservation of every lease and every wait, and nothing queued or held for a waiter.
-    fn assert_settled<S: AsRef<[NodeSlot]>>(b: &Balancer<S>) -> Stats {
+    fn assert_settled<S: AsRef<[NodeSlot]>>(b: &Balancer<S, Waiters>) -> Stats {
         let st = b.stats();
         assert_eq!(st.in_flight, 0, "{st:?}");
         assert_eq!(
@@ -939,7 +574,7 @@ mod tests {
         );
         assert_eq!((waiting(b), st.waiting), (0, 0));
         assert_waits_conserved(&st);
-        let q = b.waiters.lock();
+        let q = b.waiting.lock();
         assert!(q.waiting.is_empty() && q.served.is_empty());
         st
     }
@@ -1318,7 +953,7 @@ mod tests {
         }
         held.complete(Outcome::Success).unwrap();
         // The lease is the first's now; it is dropped before it picks it up.
-        assert_eq!(b.waiters.lock().served.len(), 1);
+        assert_eq!(b.waiting.lock().served.len(), 1);
         drop(first);
         assert_eq!(b.stats().released(Outcome::Ignored), 1);
         assert_eq!(b.stats().in_flight, 1);
@@ -1427,7 +1062,7 @@ mod tests {
         drop(held);
         assert_eq!(counts(&assert_settled(&b)), (0, 0, 0, 0, 1, 0));
         // No waiter ever joined: the queue never allocated, and its generator was never seeded.
-        let q = b.waiters.lock();
+        let q = b.waiting.lock();
         assert_eq!((q.waiting.capacity(), q.served.capacity()), (0, 0));
         assert!(q.rng.is_none());
     }

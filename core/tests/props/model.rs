@@ -434,7 +434,7 @@ impl Model {
                         // A success with no failure recorded leaves the penalty at 0: no refresh.
                         refresh = failure || *failures != 0;
                     }
-                } else if outcome.as_seeds() != Outcome::Ignored {
+                } else if outcome.as_cascade() != Outcome::Ignored {
                     let success = outcome == Outcome::Success;
                     match (&mut m.health, config.health) {
                         (
@@ -461,7 +461,7 @@ impl Model {
                 }
                 // What the limiter is told (`Config::limit_reading`): under the decay model a drop on
                 // `Failure` and `Dropped`, a success on `Success` and `ClientError`, nothing on
-                // `Throttled`; under the seeds' models the outcome as they read it (`as_seeds`).
+                // `Throttled`; under the seeds' models the outcome as they read it (`as_cascade`).
                 let reading = if decay_params(&config).is_some() {
                     match outcome {
                         Outcome::Success | Outcome::ClientError => Some(false),
@@ -469,7 +469,7 @@ impl Model {
                         Outcome::Throttled | Outcome::Ignored => None,
                     }
                 } else {
-                    match outcome.as_seeds() {
+                    match outcome.as_cascade() {
                         Outcome::Success => Some(false),
                         Outcome::Dropped => Some(true),
                         _ => None,

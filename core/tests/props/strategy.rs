@@ -206,8 +206,8 @@ pub fn config() -> impl Strategy<Value = Config> {
                     policy
                 },
                 limit,
-                rng_seed: seed,
-                ..Config::seeds()
+                seed: seed,
+                ..Config::cascade()
             },
         )
 }
@@ -227,7 +227,7 @@ pub fn decay_config() -> impl Strategy<Value = Config> {
         .prop_map(|(health, limit, seed)| Config {
             health,
             limit,
-            rng_seed: seed,
+            seed: seed,
             ..Config::default()
         })
 }

@@ -3,7 +3,7 @@
 //! The firmware builds a balancer over `static` node slots (no allocator, no `std`), and drives it with a
 //! software clock (one call per millisecond, lasting 4 to 12 ms) and seeded generators, so every run
 //! makes the same decisions. Node 3 answers every call with a failure, in 1 ms, from t = 1 s. Under
-//! `Config::default()` and then `Config::seeds()`, it prints each node's share of the calls before the
+//! `Config::default()` and then `Config::cascade()`, it prints each node's share of the calls before the
 //! failure, while the balancer learns (1 s to 2 s) and once it has (2 s to 4 s), and the balancer's own
 //! stats, then checks:
 //!
@@ -403,7 +403,7 @@ fn main() -> ! {
     // within the learning second. Seeds: its 5 s bucket still holds about 125 successes from its healthy
     // second, so its rate^3 weight falls only as its failures outnumber them.
     let mut failed = scenario("default", Config::default(), 10);
-    failed += scenario("seeds", Config::seeds(), 50);
+    failed += scenario("seeds", Config::cascade(), 50);
 
     let Some(mut core) = cortex_m::Peripherals::take() else {
         hprintln!("weir-embedded: FAIL: the core peripherals were taken");
@@ -422,7 +422,7 @@ fn main() -> ! {
             failed += 1;
         }
     }
-    for (name, config) in [("default", Config::default()), ("seeds", Config::seeds())] {
+    for (name, config) in [("default", Config::default()), ("seeds", Config::cascade())] {
         match bench(config, &mut core.SYST) {
             Some(ticks) => hprintln!(
                 "bench {name}: {BENCH_PAIRS} acquire+release pairs in {ticks} SysTick ticks"

@@ -125,7 +125,7 @@ fn health_with(model: weir_health_model) -> weir_health {
     weir_health {
         model,
         decay: DecayHealth::DEFAULT.into(),
-        buckets: BucketHealth::SEEDS.into(),
+        buckets: BucketHealth::DEFAULT.into(),
         ewma: weir_ewma_health {
             half_life: EwmaHealth::DEFAULT.half_life,
         },
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn health_defaults_are_the_cores() {
-        let base = Config::seeds();
+        let base = Config::cascade();
         for (h, core) in [
             (weir_health_decay_default(), HealthModel::DECAY),
             (weir_health_buckets_default(), HealthModel::SEED_BUCKETS),

@@ -37,7 +37,7 @@ pub const WEIR_POLICY_CASCADE_APPROX: weir_policy = 2;
 pub const WEIR_POLICY_WEIGHTED_PICK: weir_policy = 3;
 
 /// Everything a balancer is built from. Start from `weir_config_default()` (the algorithm that wins in
-/// weir's simulator) or `weir_config_seeds()` (the seeds' algorithm exactly) and change fields.
+/// weir's simulator) or `weir_config_cascade()` (the seeds' algorithm exactly) and change fields.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct weir_config {
@@ -52,8 +52,8 @@ pub struct weir_config {
     /// The per-node concurrency limit.
     pub limit: weir_limit,
     /// Seed of the library's per-thread generators (`weir_balancer_acquire`); not to be confused with
-    /// `weir_config_seeds()`, the preset named after the seeds.
-    pub rng_seed: u64,
+    /// `weir_config_cascade()`, the preset named after the seeds.
+    pub seed: u64,
     /// The most callers that may wait in `weir_balancer_acquire_wait` at once; at most 2^20; 0 turns
     /// waiting off.
     pub max_waiters: u32,
@@ -72,7 +72,7 @@ pub(crate) fn config_to_c(config: &Config) -> weir_config {
             Policy::WeightedPick => WEIR_POLICY_WEIGHTED_PICK,
         },
         limit: limit_to_c(config.limit),
-        rng_seed: config.rng_seed,
+        seed: config.seed,
         max_waiters: config.max_waiters,
     }
 }
@@ -109,7 +109,7 @@ pub(crate) fn config_from_c(c: &weir_config) -> Result<Config, Error> {
         floor: c.floor,
         policy,
         limit: limit_from_c(&c.limit)?,
-        rng_seed: c.rng_seed,
+        seed: c.seed,
         max_waiters: c.max_waiters,
     };
     config.validate().map_err(Error::config)?;
@@ -126,12 +126,12 @@ pub extern "C" fn weir_config_default() -> weir_config {
 }
 
 /// The seeds' algorithm exactly: 6 buckets of 5 s with decay 3, weights `rate^3`, the weighted cascade,
-/// a fixed limit of 100 (the core's `Config::seeds()`).
+/// a fixed limit of 100 (the core's `Config::cascade()`).
 ///
 /// Thread safety: a pure function; safe from any thread.
 #[no_mangle]
-pub extern "C" fn weir_config_seeds() -> weir_config {
-    config_to_c(&Config::seeds())
+pub extern "C" fn weir_config_cascade() -> weir_config {
+    config_to_c(&Config::cascade())
 }
 
 /// Checks a configuration as `weir_balancer_new` would, without building anything: `WEIR_OK`,
@@ -158,7 +158,7 @@ mod tests {
 
     #[test]
     fn presets_round_trip_exactly() {
-        for config in [Config::default(), Config::seeds()] {
+        for config in [Config::default(), Config::cascade()] {
             assert_eq!(config_from_c(&config_to_c(&config)).unwrap(), config);
         }
         assert_eq!(
@@ -166,8 +166,8 @@ mod tests {
             Config::default()
         );
         assert_eq!(
-            config_from_c(&weir_config_seeds()).unwrap(),
-            Config::seeds()
+            config_from_c(&weir_config_cascade()).unwrap(),
+            Config::cascade()
         );
     }
 

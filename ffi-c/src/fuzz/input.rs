@@ -138,7 +138,7 @@ impl Fuzz<'_> {
 
     pub(super) fn config(&mut self) -> weir_config {
         let mut c = match self.input.u8() % 4 {
-            0 => weir_config_seeds(),
+            0 => weir_config_cascade(),
             _ => weir_config_default(),
         };
         match self.input.u8() % 4 {
@@ -209,7 +209,7 @@ impl Fuzz<'_> {
                 _ => c.max_waiters = i.edgy_u32(),
             }
         }
-        c.rng_seed = self.input.u64();
+        c.seed = self.input.u64();
         c
     }
 }

@@ -147,7 +147,7 @@ impl Fuzz<'_> {
         let h = self.handle(k);
         let null_out = self.null();
         let mut back = weir_config_default();
-        back.rng_seed = 0xA5A5;
+        back.seed = 0xA5A5;
         let before = back;
         let mut cap = 0xA5A5_usize;
         let b = h.unwrap_or(null_mut());

@@ -48,7 +48,7 @@ static weir_balancer *make(weir_config config, size_t capacity) {
 
 /* The seeds' configuration with a fixed limit of `limit`. */
 static weir_config fixed(uint32_t limit) {
-    weir_config c = weir_config_seeds();
+    weir_config c = weir_config_cascade();
     c.limit.fixed.limit = limit;
     return c;
 }
@@ -168,16 +168,16 @@ static void test_presets(void) {
     CHECK(d.limit.ciad.initial_limit == 20 && d.limit.ciad.min_limit == 1);
     CHECK(d.limit.ciad.max_limit == 1000000 && d.limit.ciad.backoff_ratio == 0.9);
     CHECK(d.limit.ciad.fast_start == true && d.limit.ciad.rtt_tolerance == 0.0);
-    CHECK(d.rng_seed == 0 && d.max_waiters == 1024);
+    CHECK(d.seed == 0 && d.max_waiters == 1024);
 
-    weir_config s = weir_config_seeds();
+    weir_config s = weir_config_cascade();
     CHECK(s.health.model == WEIR_HEALTH_BUCKETS);
     CHECK(s.health.buckets.count == 6 && s.health.buckets.width_ns == 5 * SEC);
     CHECK(s.health.buckets.decay == 3.0);
     CHECK(s.weight_exponent == 3.0 && s.floor == 0.0001);
     CHECK(s.policy == WEIR_POLICY_CASCADE);
     CHECK(s.limit.algorithm == WEIR_LIMIT_FIXED && s.limit.fixed.limit == 100);
-    CHECK(s.rng_seed == 0 && s.max_waiters == 1024);
+    CHECK(s.seed == 0 && s.max_waiters == 1024);
 
     weir_health h = weir_health_decay_default();
     CHECK(h.model == WEIR_HEALTH_DECAY && h.decay.success_half_life_ns == 1 * SEC);
@@ -252,14 +252,14 @@ static void test_valid_configs(void) {
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         weir_config c = weir_config_default();
         c.limit = limits[i];
-        c.rng_seed = 1000 + i;
+        c.seed = 1000 + i;
         CHECK_OK(weir_config_validate(&c));
         weir_balancer *b = make(c, 2);
         weir_config back;
         memset(&back, SENTINEL, sizeof back);
         CHECK_OK(weir_balancer_config(b, &back));
         CHECK(back.limit.algorithm == limits[i].algorithm);
-        CHECK(back.rng_seed == 1000 + i && back.policy == c.policy && back.max_waiters == 1024);
+        CHECK(back.seed == 1000 + i && back.policy == c.policy && back.max_waiters == 1024);
         CHECK(back.health.model == WEIR_HEALTH_DECAY);
         size_t capacity = 0;
         CHECK_OK(weir_balancer_capacity(b, &capacity));
@@ -278,7 +278,7 @@ static void test_valid_configs(void) {
         CHECK(back.limit.algorithm == WEIR_LIMIT_WINDOWED && back.limit.windowed.inner == inner);
         weir_balancer_free(b);
     }
-    weir_balancer *seeds = make(weir_config_seeds(), 1);
+    weir_balancer *seeds = make(weir_config_cascade(), 1);
     weir_config back;
     CHECK_OK(weir_balancer_config(seeds, &back));
     CHECK(back.health.model == WEIR_HEALTH_BUCKETS && back.policy == WEIR_POLICY_CASCADE);
@@ -289,7 +289,7 @@ static void test_valid_configs(void) {
 
 static void test_refused_configs(void) {
     const weir_config d = weir_config_default();
-    const weir_config s = weir_config_seeds();
+    const weir_config s = weir_config_cascade();
     /* Unknown tags: WEIR_ERR_INVALID_ARGUMENT, naming the field. */
     CHECK_REFUSED(d, c_.health.model = 3, WEIR_ERR_INVALID_ARGUMENT, "health.model");
     CHECK_REFUSED(d, c_.policy = 4, WEIR_ERR_INVALID_ARGUMENT, "policy");
@@ -506,7 +506,7 @@ static void test_acquire(void) {
 /* Two balancers built alike, driven alike with generators seeded alike, choose alike. */
 static void test_acquire_with_rng(void) {
     CHECK(weir_rng_seed(5).state == 5);
-    weir_config c = weir_config_seeds();
+    weir_config c = weir_config_cascade();
     weir_balancer *a = make(c, 8);
     weir_balancer *b = make(c, 8);
     for (uint64_t id = 1; id <= 5; id++) {
@@ -924,7 +924,7 @@ static void test_snapshots(void) {
     weir_balancer_free(b);
 
     /* The bucket model fills the window counters. */
-    b = make(weir_config_seeds(), 1);
+    b = make(weir_config_cascade(), 1);
     CHECK_OK(weir_balancer_add(b, 1));
     for (int i = 0; i < 10; i++) {
         CHECK_OK(weir_balancer_acquire(b, 1 * SEC, &l));

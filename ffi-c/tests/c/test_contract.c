@@ -73,7 +73,7 @@ static const char *const covered[] = {
     "weir_status_str",
     "weir_last_error_message",
     "weir_config_default",
-    "weir_config_seeds",
+    "weir_config_cascade",
     "weir_config_validate",
     "weir_health_decay_default",
     "weir_health_buckets_default",
@@ -175,7 +175,7 @@ static weir_balancer *make(weir_config config, size_t capacity) {
 }
 
 static weir_config fixed(uint32_t limit) {
-    weir_config c = weir_config_seeds();
+    weir_config c = weir_config_cascade();
     c.limit.fixed.limit = limit;
     return c;
 }
@@ -340,7 +340,7 @@ static void test_null_arguments(void) {
     CHECK(weir_now_ns() >= t0);
     CHECK(weir_status_str(-5) != NULL && weir_last_error_message() != NULL);
     CHECK(weir_config_default().policy == WEIR_POLICY_LOWEST_SCORE);
-    CHECK(weir_config_seeds().policy == WEIR_POLICY_CASCADE);
+    CHECK(weir_config_cascade().policy == WEIR_POLICY_CASCADE);
     CHECK(weir_health_decay_default().model == WEIR_HEALTH_DECAY);
     CHECK(weir_health_buckets_default().model == WEIR_HEALTH_BUCKETS);
     CHECK(weir_health_ewma_default().model == WEIR_HEALTH_EWMA);
@@ -380,7 +380,7 @@ static void check_bad_tag(weir_config c, const char *field, int line) {
 static void test_enum_ranges(void) {
     const uint32_t huge = UINT32_MAX;
     weir_config d = weir_config_default();
-    weir_config s = weir_config_seeds();
+    weir_config s = weir_config_cascade();
     weir_config vegas = d, gradient = d, gradient2 = d, windowed = d;
     vegas.limit = weir_limit_vegas_default();
     gradient.limit = weir_limit_gradient_default();

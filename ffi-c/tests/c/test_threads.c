@@ -183,7 +183,7 @@ static void test_hammer(void) {
     weir_config c = weir_config_default();
     c.limit.ciad.initial_limit = 2;
     c.limit.ciad.max_limit = MAX_LIMIT;
-    c.rng_seed = 2024;
+    c.seed = 2024;
     weir_balancer *b = NULL;
     CHECK_OK(weir_balancer_new(&c, 8, &b));
     REQUIRE(b != NULL);
@@ -263,7 +263,7 @@ static void *waiter(void *arg) {
 
 static void test_waiting(void) {
     /* 2 nodes of 1: 8 threads want 4 times the room, so most acquires queue. */
-    weir_config c = weir_config_seeds();
+    weir_config c = weir_config_cascade();
     c.limit.fixed.limit = 1;
     c.max_waiters = THREADS;
     weir_balancer *b = NULL;

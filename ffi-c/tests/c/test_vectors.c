@@ -314,7 +314,7 @@ static int set_config_key(weir_config *c, const char *key, const char *v) {
         }
         return 0;
     }
-    if (strcmp(key, "seed") == 0) return parse_u64(v, &c->rng_seed);
+    if (strcmp(key, "seed") == 0) return parse_u64(v, &c->seed);
     if (strcmp(key, "max_waiters") == 0) return parse_u32(v, &c->max_waiters);
     return set_limit_key(&c->limit, key, v);
 }

@@ -125,7 +125,7 @@ where
         deadline: Option<Duration>,
         retry: R,
     ) -> Self {
-        let seed = balancer.config().rng_seed;
+        let seed = balancer.config().seed;
         let rng = Rng::with_seed(thread_seed(seed, 0));
         let shared = Shared::of(&retry, seed).map(Arc::new);
         Balance {

@@ -147,7 +147,7 @@ impl Buckets {
         width: Option<&Bound<'_, PyAny>>,
         decay: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let mut health = BucketHealth::SEEDS;
+        let mut health = BucketHealth::DEFAULT;
         if let Some(v) = count {
             health.count = int_in(v, "count", 1, weir::balance::MAX_BUCKETS as u64)? as usize;
         }

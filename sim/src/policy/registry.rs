@@ -40,7 +40,7 @@ const EWMA: HealthModel = HealthModel::EWMA;
 fn weir(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
     Box::new(WeirPolicy::new(
         Config {
-            rng_seed: seed,
+            seed: seed,
             ..config
         },
         servers,
@@ -51,7 +51,7 @@ fn weir(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
 fn waiting(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
     Box::new(WeirPolicy::waiting(
         Config {
-            rng_seed: seed,
+            seed: seed,
             ..config
         },
         servers,
@@ -68,7 +68,7 @@ fn default_queue() -> Refusal {
 fn with_limit(limit: LimitAlgorithm) -> Config {
     Config {
         limit,
-        ..Config::seeds()
+        ..Config::cascade()
     }
 }
 
@@ -92,7 +92,7 @@ pub fn all() -> Vec<PolicyDef> {
             kind: Kind::Balancer(|n, seed| {
                 Box::new(WeirPolicy::retrying_elsewhere(
                     Config {
-                        rng_seed: seed,
+                        seed: seed,
                         ..Config::default()
                     },
                     n,
@@ -125,9 +125,9 @@ pub fn all() -> Vec<PolicyDef> {
         },
         PolicyDef {
             name: "weir-cascade",
-            about: "weir Config::seeds(): the seeds' Cascade, 6x5 s buckets, Fixed(100) limit",
+            about: "weir Config::cascade(): the seeds' Cascade, 6x5 s buckets, Fixed(100) limit",
             default: false,
-            kind: Kind::Balancer(|n, seed| weir(Config::seeds(), n, seed)),
+            kind: Kind::Balancer(|n, seed| weir(Config::cascade(), n, seed)),
             refused: Refusal::FailFast,
         },
         PolicyDef {
@@ -137,7 +137,7 @@ pub fn all() -> Vec<PolicyDef> {
             kind: Kind::Balancer(|n, seed| {
                 let c = Config {
                     policy: Policy::CascadeApprox,
-                    ..Config::seeds()
+                    ..Config::cascade()
                 };
                 weir(c, n, seed)
             }),
@@ -151,7 +151,7 @@ pub fn all() -> Vec<PolicyDef> {
             kind: Kind::Balancer(|n, seed| {
                 let c = Config {
                     policy: Policy::WeightedPick,
-                    ..Config::seeds()
+                    ..Config::cascade()
                 };
                 weir(c, n, seed)
             }),
@@ -164,7 +164,7 @@ pub fn all() -> Vec<PolicyDef> {
             kind: Kind::Balancer(|n, seed| {
                 let c = Config {
                     health: EWMA,
-                    ..Config::seeds()
+                    ..Config::cascade()
                 };
                 weir(c, n, seed)
             }),
@@ -178,7 +178,7 @@ pub fn all() -> Vec<PolicyDef> {
                 let c = Config {
                     policy: Policy::WeightedPick,
                     health: EWMA,
-                    ..Config::seeds()
+                    ..Config::cascade()
                 };
                 weir(c, n, seed)
             }),
@@ -243,8 +243,8 @@ pub fn all() -> Vec<PolicyDef> {
             kind: Kind::Balancer(|n, seed| {
                 Box::new(WeirPolicy::queued(
                     Config {
-                        rng_seed: seed,
-                        ..Config::seeds()
+                        seed: seed,
+                        ..Config::cascade()
                     },
                     n,
                 ))

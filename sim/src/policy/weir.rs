@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn follows_membership_and_releases_leases() {
-        let mut p = WeirPolicy::new(Config::seeds(), 4);
+        let mut p = WeirPolicy::new(Config::cascade(), 4);
         let mut rng = Rng::with_seed(7);
         p.set_servers(&[0, 2], 0);
         let mut seen = [0u32; 4];

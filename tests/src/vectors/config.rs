@@ -79,7 +79,7 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
         LimitAlgorithm::Gradient2(l) => inner(&mut out, "limit", InnerAlgorithm::Gradient2(l)),
         LimitAlgorithm::Ciad(l) => inner(&mut out, "limit", InnerAlgorithm::Ciad(l)),
     }
-    out.put("seed", c.rng_seed);
+    out.put("seed", c.seed);
     out.put("max_waiters", c.max_waiters);
     out.0
 }
@@ -313,7 +313,7 @@ pub(super) fn parse(tokens: Vec<(String, String, usize)>) -> Result<Config, Pars
         floor,
         policy,
         limit,
-        rng_seed: k.u64("seed")?,
+        seed: k.u64("seed")?,
         max_waiters: k.u32("max_waiters")?,
     };
     if let Some((key, (v, l))) = keys.map.into_iter().next() {

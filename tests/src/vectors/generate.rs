@@ -104,8 +104,8 @@ pub fn specs() -> Vec<Spec> {
         },
         Spec {
             name: "seeds",
-            about: "Config::seeds(): Buckets health (6 x 5 s, decay 3), Cascade, Fixed(100) limit.",
-            config: Config::seeds(),
+            about: "Config::cascade(): Buckets health (6 x 5 s, decay 3), Cascade, Fixed(100) limit.",
+            config: Config::cascade(),
             capacity: 6,
             script: Script::Random(random(2, 600, 6, 12)),
         },
@@ -130,7 +130,7 @@ pub fn specs() -> Vec<Spec> {
                     backoff_ratio: 0.75,
                     timeout_ns: 40 * MS,
                 }),
-                rng_seed: 11,
+                seed: 11,
                 ..Config::default()
             },
             capacity: 6,
@@ -159,8 +159,8 @@ pub fn specs() -> Vec<Spec> {
                     rtt_tolerance: 1.5,
                     drop_backoff: Some(0.8),
                 }),
-                rng_seed: 12,
-                ..Config::seeds()
+                seed: 12,
+                ..Config::cascade()
             },
             capacity: 6,
             script: Script::Random(random(4, 600, 6, 24)),
@@ -188,8 +188,8 @@ pub fn specs() -> Vec<Spec> {
                     decrease: VegasStep::Log10,
                     baseline_from_drops: false,
                 }),
-                rng_seed: 0xDEAD_BEEF,
-                ..Config::seeds()
+                seed: 0xDEAD_BEEF,
+                ..Config::cascade()
             },
             capacity: 6,
             script: Script::Random(random(5, 600, 6, 30)),
@@ -210,8 +210,8 @@ pub fn specs() -> Vec<Spec> {
                     probe_interval: Some(8),
                     backoff_ratio: 0.8,
                 }),
-                rng_seed: 7,
-                ..Config::seeds()
+                seed: 7,
+                ..Config::cascade()
             },
             capacity: 6,
             script: Script::Random(random(6, 600, 6, 30)),
@@ -232,7 +232,7 @@ pub fn specs() -> Vec<Spec> {
                     fast_start: false,
                     rtt_tolerance: 1.5,
                 }),
-                ..Config::seeds()
+                ..Config::cascade()
             },
             capacity: 5,
             script: Script::Random(random(7, 600, 5, 20)),
@@ -261,9 +261,9 @@ pub fn specs() -> Vec<Spec> {
                         capacity: 8,
                     },
                 }),
-                rng_seed: 42,
+                seed: 42,
                 max_waiters: 0,
-                ..Config::seeds()
+                ..Config::cascade()
             },
             capacity: 6,
             script: Script::Random(random(8, 600, 6, 30)),
@@ -280,10 +280,10 @@ pub fn specs() -> Vec<Spec> {
         },
         Spec {
             name: "edges-buckets",
-            about: "Edge cases and every error under Buckets/Cascade (Config::seeds() with Fixed(2)).",
+            about: "Edge cases and every error under Buckets/Cascade (Config::cascade() with Fixed(2)).",
             config: Config {
                 limit: fixed2,
-                ..Config::seeds()
+                ..Config::cascade()
             },
             capacity: 4,
             script: Script::Edges { seed: 2 },
@@ -295,7 +295,7 @@ pub fn specs() -> Vec<Spec> {
                 health: HealthModel::Ewma(EwmaHealth { half_life: 3 }),
                 policy: Policy::WeightedPick,
                 limit: fixed2,
-                ..Config::seeds()
+                ..Config::cascade()
             },
             capacity: 4,
             script: Script::Edges { seed: 3 },

@@ -1,4 +1,4 @@
-//! Footprint binary: a balancer of 8 nodes with `Config::seeds()`. `cargo xtask embedded` reads its
+//! Footprint binary: a balancer of 8 nodes with `Config::cascade()`. `cargo xtask embedded` reads its
 //! flash and RAM from the linked ELF, runs it once under QEMU and reads its peak stack from its output.
 #![no_std]
 #![no_main]
@@ -7,6 +7,6 @@ use cortex_m_rt::entry;
 
 #[entry]
 fn main() -> ! {
-    let (granted, stacks) = weir_embedded::footprint(weir::Config::seeds());
+    let (granted, stacks) = weir_embedded::footprint(weir::Config::cascade());
     weir_embedded::report("footprint-seeds", granted, stacks)
 }

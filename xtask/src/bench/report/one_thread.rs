@@ -22,7 +22,7 @@ pub(super) fn against_seeds(d: &Data) -> Vec<Slot> {
         )
     };
     let steps = [
-        ("seeds (`Config::seeds()`)", SEEDS),
+        ("seeds (`Config::cascade()`)", SEEDS),
         ("new default, Fixed(100)", DEFAULT_FIXED),
         ("new default (`Config::default()`)", DEFAULT),
     ];

@@ -1,8 +1,8 @@
-//! The weighted policies ([`Policy::Cascade`], [`Policy::CascadeApprox`], [`Policy::WeightedPick`]): a
-//! draw from the nodes' weights (`success_rate ^ weight_exponent`, cached by the seeds' health models).
+//! The weighted family's draws ([`Draw::Cascade`], [`Draw::CascadeApprox`], [`Draw::WeightedPick`]): a
+//! draw from the nodes' weights (`success_rate ^ weight_exponent`, cached in their health words).
 //!
 //! # Why one draw is the exact cascade
-//! The seeds' cascade draws a weighted random shuffle of the active nodes lazily (draw a node with
+//! The cascade draws a weighted random shuffle of the active nodes lazily (draw a node with
 //! probability proportional to its weight among the nodes not yet tried, try its limiter, draw again on a
 //! refusal) and takes the first node whose limiter grants a lease. A limiter refuses exactly when the node is
 //! at its limit, so the walk ends at the first node *with room* in the shuffle order, and in a weighted
@@ -12,7 +12,8 @@
 //! exactly as in the shuffle. If the drawn node fills up before its compare-and-swap lands (another thread
 //! took the last slot), the scan runs again: that is the walk continuing past a refusal.
 
-use super::{Choice, Policy};
+use super::Draw;
+use crate::balance::algorithm::Choice;
 use crate::balance::error::Rejected;
 use crate::balance::slot::NodeSlot;
 use crate::balance::word::{self, UNIT_SHIFT};
@@ -101,12 +102,12 @@ const UNITS_MIN: u64 = 1 << (UNIT_SHIFT - 16);
 /// draw's buffer is off the stack.
 #[inline(always)]
 pub(super) fn draw_by(
-    policy: Policy,
+    draw: Draw,
     slots: &[NodeSlot],
     rng: &mut Rng,
     units: impl Fn(&NodeSlot) -> u64,
 ) -> Option<Choice> {
-    if policy == Policy::CascadeApprox {
+    if draw == Draw::CascadeApprox {
         return None;
     }
     // The stack buffer fits the balancer, so that small balancers do not clear a large one.
@@ -181,23 +182,23 @@ fn choose_room<const K: usize>(
     None
 }
 
-/// The full scan: every policy's complete rules, including the fallbacks and the rejection reasons.
+/// The full scan: every draw's complete rules, including the fallbacks and the rejection reasons.
 #[inline(never)]
-pub(super) fn choose_full(policy: Policy, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
-    choose_full_by(policy, slots, rng, entry)
+pub(super) fn choose_full(draw: Draw, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+    choose_full_by(draw, slots, rng, entry)
 }
 
 /// [`choose_full`] over the nodes that `skip` does not name, which it treats as absent: an acquire that
 /// retries elsewhere (see `Balancer::acquire_excluding`). The full rules over the other nodes; one call
 /// of `skip` per entry read.
 pub(super) fn choose_excluding(
-    policy: Policy,
+    draw: Draw,
     slots: &[NodeSlot],
     rng: &mut Rng,
     skip: impl Fn(&NodeSlot) -> bool,
 ) -> Choice {
     choose_full_by(
-        policy,
+        draw,
         slots,
         rng,
         |s| if skip(s) { ABSENT } else { entry(s) },
@@ -207,7 +208,7 @@ pub(super) fn choose_excluding(
 /// [`choose_full`] over the entries `entry` gives.
 #[inline(always)]
 fn choose_full_by(
-    policy: Policy,
+    draw: Draw,
     slots: &[NodeSlot],
     rng: &mut Rng,
     entry: impl Fn(&NodeSlot) -> f64,
@@ -235,17 +236,15 @@ fn choose_full_by(
         rest: slots.get(SCAN..).unwrap_or(&[]),
         entry: &entry,
     };
-    let picked = match policy {
-        #[cfg(feature = "decay")]
-        Policy::LowestScore => return super::lowest::lowest(slots, rng),
-        Policy::Cascade => {
+    let picked = match draw {
+        Draw::Cascade => {
             if t.room > 0.0 {
                 weighted_room(&entries, t.room, rng)
             } else {
                 nth_zero(&entries, t.zero_room, rng)
             }
         }
-        Policy::WeightedPick => {
+        Draw::WeightedPick => {
             if t.room > 0.0 {
                 weighted_room(&entries, t.room, rng)
             } else if t.all == 0.0 {
@@ -256,7 +255,7 @@ fn choose_full_by(
                 None
             }
         }
-        Policy::CascadeApprox => {
+        Draw::CascadeApprox => {
             let promoted = if t.all > 0.0 {
                 weighted_all(&entries, t.all, rng).filter(|&(_, e)| has_room(e))
             } else {

@@ -1,19 +1,19 @@
-//! [The seeds' author's later variant](crate#vocabulary) ([`EwmaHealth`]): one exponentially weighted
+//! [The cascade's later variant](crate#vocabulary) ([`EwmaHealth`]): one exponentially weighted
 //! success average per node.
 
-use super::{seeds_reading, Health, View};
+use super::cascade_reading;
+use crate::balance::health::{Health, View};
 use crate::balance::outcome::Outcome;
 use crate::error::ConfigError;
 use crate::internal::sync::Ordering::*;
 
 /// The balancer's clock epoch under the average model, which has no buckets of its own: the clock that
-/// dates releases keeps epochs of this width, as the seeds' 5 s buckets would (see
-/// [`Balancer::release`](crate::Balancer::release)). Under the decay model the epoch is a quarter of the
-/// shorter half-life (250 ms by default).
+/// dates releases keeps epochs of this width, as the cascade's 5 s buckets would (see
+/// [`Balancer::release`](crate::Balancer::release)).
 pub const CLOCK_EPOCH_NS: u64 = 5_000_000_000;
 
-/// [The seeds' author's later variant](crate#vocabulary): one exponentially weighted success average
-/// per node (see [`HealthModel::Ewma`](super::HealthModel::Ewma)). Each outcome moves the average toward
+/// [The cascade's later variant](crate#vocabulary): one exponentially weighted success average
+/// per node (see [`WeightedHealth::Ewma`](super::WeightedHealth::Ewma)). Each outcome moves the average toward
 /// 1 (success) or 0 (failure) by `1 - 2^(-1/half_life)`, so an outcome's influence halves every
 /// `half_life` outcomes (like Finagle's success-rate EMA, the half-life is counted in outcomes, which
 /// makes the average exact under concurrency: each outcome is one compare-and-swap). A fresh node starts
@@ -21,9 +21,10 @@ pub const CLOCK_EPOCH_NS: u64 = 5_000_000_000;
 /// chance to show it recovered.
 ///
 /// ```
-/// use weir::balance::{EwmaHealth, HealthModel, Policy};
-/// assert_eq!(HealthModel::EWMA, HealthModel::Ewma(EwmaHealth { half_life: 32 }));
-/// let config = weir::Config { health: HealthModel::EWMA, policy: Policy::WeightedPick, ..weir::Config::seeds() };
+/// use weir::balance::{Algorithm, Draw, EwmaHealth, Weighted, WeightedHealth};
+/// assert_eq!(WeightedHealth::EWMA, WeightedHealth::Ewma(EwmaHealth { half_life: 32 }));
+/// let pick = Weighted { health: WeightedHealth::EWMA, draw: Draw::WeightedPick, ..Weighted::CASCADE };
+/// let config = weir::Config { algorithm: Algorithm::Weighted(pick), ..weir::Config::cascade() };
 /// assert!(config.validate().is_ok());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,10 +69,10 @@ pub(crate) struct Prepared {
 }
 
 impl Health {
-    /// Records `outcome` as the seeds read it; returns whether the cached weight must be recomputed.
+    /// Records `outcome` as the cascade reads it; returns whether the cached weight must be recomputed.
     #[inline(always)]
     pub(super) fn record_ewma(&self, e: &Prepared, outcome: Outcome) -> bool {
-        let Some(success) = seeds_reading(outcome) else {
+        let Some(success) = cascade_reading(outcome) else {
             return false;
         };
         self.step_ewma(e.alpha, success);
@@ -111,15 +112,15 @@ impl Health {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::super::testing::*;
-    use super::super::HealthModel;
+    use super::super::WeightedHealth;
     use super::*;
 
     #[test]
     fn ewma_moves_by_half_life() {
-        let p = prepared(HealthModel::Ewma(EwmaHealth { half_life: 1 }));
+        let p = prepared(WeightedHealth::Ewma(EwmaHealth { half_life: 1 }));
         let h = Health::new();
         let words = Words::new(0, 0.0);
-        h.reset(&p.model);
+        h.reset(&p);
         assert_eq!(h.view(&p, 0).rate, 1.0);
         h.record(&p, 0, Outcome::Failure, words.scope());
         assert_eq!(h.view(&p, 0).rate, 0.5);

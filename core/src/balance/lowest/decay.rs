@@ -1,5 +1,5 @@
-//! The default model ([`DecayHealth`]): two time-decayed counters per node, successes and failures, and
-//! the penalty the lowest-score policy adds to a node's in-flight count.
+//! The lowest-score family's decayed counters: two per node, successes and failures, and the penalty
+//! they add to a node's in-flight count.
 //!
 //! # The counters
 //! Each counter is one 64-bit word: an `f32` value (bits 63..32) and the tick it was last written at
@@ -24,10 +24,10 @@
 //! `P_FRACTION` fractional bits in the scan word, see `word.rs`) is recomputed by each of the node's releases and by
 //! every rotation, which is what makes a failing node's penalty fade as its failures decay.
 
-use super::{Health, View};
+use super::Prepared;
+use crate::balance::health::{Health, View};
 use crate::balance::outcome::Outcome;
 use crate::balance::word::P_MAX;
-use crate::error::ConfigError;
 use crate::internal::sync::{AtomicU64, Ordering::*};
 
 /// Nanoseconds per tick of the counters' timestamps: 2^20 (1.048576 ms).
@@ -45,162 +45,6 @@ pub(crate) const TABLE: usize = 64;
 #[cfg(not(target_pointer_width = "64"))]
 pub(crate) const TABLE: usize = 4;
 
-/// The default health model: time-decayed success and failure counters and the failure penalty they give
-/// (see [`HealthModel::Decay`](super::HealthModel::Decay) and the module docs of `decay.rs`).
-///
-/// A counter read `t` ns after its last write is its value times `2^(-t / half_life)`. The node's
-/// penalty, in in-flight requests, is `penalty * F + ratio_penalty * log2(1 + F / (S + 1))`; the
-/// [`LowestScore`] policy sends each call to the node with room whose `in_flight + penalty` is lowest.
-///
-/// Counting in time rather than in outcomes is what moves traffic off a node that starts failing at
-/// once even at a few requests per second, and what brings a recovered node back as its failures
-/// fade: a failure's weight halves every `failure_half_life_ns` (30 s), a success's every
-/// `success_half_life_ns` (1 s).
-///
-/// ```
-/// use core::time::Duration;
-/// use weir::balance::{DecayHealth, HealthModel};
-/// let slow = DecayHealth::with_half_lives(Duration::from_secs(2), Duration::from_secs(120));
-/// assert_eq!(slow, DecayHealth { success_half_life_ns: 2_000_000_000, failure_half_life_ns: 120_000_000_000, ..DecayHealth::DEFAULT });
-/// let config = weir::Config { health: HealthModel::Decay(slow), ..weir::Config::default() };
-/// assert!(config.validate().is_ok());
-/// ```
-///
-/// [`LowestScore`]: crate::balance::Policy::LowestScore
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DecayHealth {
-    /// Half-life of the success counter in nanoseconds (default 1 s); 1 ms ..= 1 hour.
-    pub success_half_life_ns: u64,
-    /// Half-life of the failure counter in nanoseconds (default 30 s); 1 ms ..= 1 hour.
-    pub failure_half_life_ns: u64,
-    /// What a `Dropped` outcome (503, 504, a timeout) adds to the failures (default 1, a whole failure);
-    /// finite, in [0, 1].
-    ///
-    /// A node that sheds load (503) is busy, not broken, and its limiter already backs off on each drop.
-    /// Where healthy nodes answer a share of their calls with 503 (a fleet near its capacity, a server
-    /// that sheds to protect itself), their drops count against them as much as a dead node's failures
-    /// do against it: the count penalty balances counts, not rates, so a node failing every call keeps
-    /// about the noise rate's share of a healthy node's calls (with two nodes shedding 5 %: 2.0 % of all
-    /// calls at 10 calls/s, 4.8 % at 100,000). At 0.1 (as `throttled_cost`) it keeps under 0.5 % at
-    /// every rate from 10 to 100,000 calls/s, with 2 % or 5 % noise (`core/tests/noise.rs`). A node that
-    /// times out every call still loses its traffic: each timeout adds a tenth of a failure, the ratio
-    /// term grows with its failures over its successes, and each timeout cuts its limit.
-    pub dropped_cost: f32,
-    /// What a `Throttled` outcome (429) adds to the failures (default 0.1); finite, in [0, 1].
-    pub throttled_cost: f32,
-    /// What a `ClientError` outcome (another 4xx) adds to the failures (default 0.01): a node that
-    /// answers 400 to everything is broken, and must still lose its traffic. Finite, in [0, 1].
-    pub client_error_cost: f32,
-    /// Penalty per recent failure, in in-flight requests (default 10); finite, in [0, 10^6].
-    pub penalty: f32,
-    /// Penalty per doubling of failures over successes (default 16); finite, in [0, 10^6].
-    pub ratio_penalty: f32,
-}
-
-impl DecayHealth {
-    /// The defaults: successes halve every second, failures every 30 s; a 503 or timeout costs a whole
-    /// failure, a 429 0.1 of one, another 4xx 0.01; penalty 10 per failure plus 16 per doubling of
-    /// failures over successes.
-    pub const DEFAULT: DecayHealth = DecayHealth {
-        success_half_life_ns: 1_000_000_000,
-        failure_half_life_ns: 30_000_000_000,
-        dropped_cost: 1.0,
-        throttled_cost: 0.1,
-        client_error_cost: 0.01,
-        penalty: 10.0,
-        ratio_penalty: 16.0,
-    };
-
-    /// [`DecayHealth::DEFAULT`] with other half-lives, given as [`Duration`]s (saturating at `u64::MAX`
-    /// ns; validation checks the range).
-    ///
-    /// [`Duration`]: core::time::Duration
-    #[must_use]
-    pub const fn with_half_lives(
-        success: core::time::Duration,
-        failure: core::time::Duration,
-    ) -> DecayHealth {
-        DecayHealth {
-            success_half_life_ns: crate::internal::time::saturating_ns(success),
-            failure_half_life_ns: crate::internal::time::saturating_ns(failure),
-            ..DecayHealth::DEFAULT
-        }
-    }
-
-    /// Checks every field and computes the runtime form into `out`, in place: the decay tables are the
-    /// balancer's largest part, and every move of a returned value is one more copy of them on the
-    /// stack (on a Cortex-M0 those copies added up to kilobytes in `Balancer::new`).
-    pub(crate) fn prepare_into(&self, out: &mut Prepared) -> Result<(), ConfigError> {
-        if !HALF_LIFE_NS.contains(&self.success_half_life_ns)
-            || !HALF_LIFE_NS.contains(&self.failure_half_life_ns)
-        {
-            return Err(ConfigError::DecayHalfLife);
-        }
-        // NaN is in no range.
-        let cost = |c: f32| (0.0..=1.0).contains(&c);
-        if !(cost(self.dropped_cost) && cost(self.throttled_cost) && cost(self.client_error_cost)) {
-            return Err(ConfigError::OutcomeCost);
-        }
-        let coefficient = |c: f32| (0.0..=1e6).contains(&c);
-        if !(coefficient(self.penalty) && coefficient(self.ratio_penalty)) {
-            return Err(ConfigError::Penalty);
-        }
-        out.success.fill(self.success_half_life_ns);
-        out.failure.fill(self.failure_half_life_ns);
-        out.dropped = f64::from(self.dropped_cost);
-        out.throttled = f64::from(self.throttled_cost);
-        out.client_error = f64::from(self.client_error_cost);
-        out.penalty = Penalty {
-            per_failure: f64::from(self.penalty),
-            per_doubling: f64::from(self.ratio_penalty),
-        };
-        Ok(())
-    }
-
-    /// The balancer's clock epoch under this model: a quarter of the shorter half-life. The rotation
-    /// recomputes every penalty this often, so a cached penalty is never more than 16 % (2^(1/4)) away
-    /// from its decayed value.
-    pub(crate) fn clock_ns(&self) -> u64 {
-        self.success_half_life_ns.min(self.failure_half_life_ns) / 4
-    }
-}
-
-impl Default for DecayHealth {
-    /// [`DecayHealth::DEFAULT`].
-    fn default() -> Self {
-        DecayHealth::DEFAULT
-    }
-}
-
-/// The half-lives: 1 ms ..= 1 hour.
-const HALF_LIFE_NS: core::ops::RangeInclusive<u64> = 1_000_000..=3_600_000_000_000;
-
-/// The model's runtime form: the decay tables and the costs as `f64`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Prepared {
-    pub(crate) success: Halving,
-    pub(crate) failure: Halving,
-    pub(crate) dropped: f64,
-    pub(crate) throttled: f64,
-    pub(crate) client_error: f64,
-    pub(crate) penalty: Penalty,
-}
-
-impl Prepared {
-    /// What [`DecayHealth::prepare_into`] overwrites: every field.
-    pub(crate) const UNPREPARED: Prepared = Prepared {
-        success: Halving::UNPREPARED,
-        failure: Halving::UNPREPARED,
-        dropped: 0.0,
-        throttled: 0.0,
-        client_error: 0.0,
-        penalty: Penalty {
-            per_failure: 0.0,
-            per_doubling: 0.0,
-        },
-    };
-}
-
 /// One counter's decay: a factor per age in ticks.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Halving {
@@ -211,7 +55,7 @@ pub(crate) struct Halving {
 }
 
 impl Halving {
-    const UNPREPARED: Halving = Halving {
+    pub(super) const UNPREPARED: Halving = Halving {
         per_tick: 0.0,
         table: [1.0; TABLE],
     };
@@ -224,7 +68,7 @@ impl Halving {
     }
 
     /// Prepares the decay with `half_life_ns`, in place.
-    fn fill(&mut self, half_life_ns: u64) {
+    pub(super) fn fill(&mut self, half_life_ns: u64) {
         let per_tick = TICK_NS as f64 / half_life_ns as f64;
         self.per_tick = per_tick;
         for (age, f) in self.table.iter_mut().enumerate() {
@@ -327,7 +171,7 @@ pub(crate) struct Penalty {
 }
 
 impl Health {
-    /// Records `outcome` as this model reads it (see [`HealthModel`](super::HealthModel)); returns
+    /// Records `outcome` as the family reads it (see [`Algorithm`](crate::balance::Algorithm)); returns
     /// whether the cached penalty must be recomputed.
     #[inline(always)]
     pub(super) fn record_decay(&self, d: &Prepared, now: u64, outcome: Outcome) -> bool {
@@ -346,7 +190,7 @@ impl Health {
         is_failure || !self.no_failures()
     }
 
-    /// The decay model's reading at `now`.
+    /// The counters' reading at `now`.
     pub(super) fn view_decay(&self, d: &Prepared, now: u64) -> View {
         let (s, f, pen) = self.decayed(now, d);
         View {

@@ -1,4 +1,4 @@
-//! [The seeds'](crate#vocabulary) bucket window ([`BucketHealth`]), lock-free.
+//! [The cascade's](crate#vocabulary) bucket window ([`BucketHealth`]), lock-free.
 //!
 //! Each bucket is one 64-bit word: a 16-bit epoch tag, 24-bit `finished` and 24-bit `succeeded`, so the
 //! two counters always change together in one compare-and-swap. `last` holds the full epoch of the newest
@@ -9,7 +9,7 @@
 //! *advances* the node: it clears every bucket that falls out of the new window, except the newest bucket
 //! (epoch `last`), then publishes the new `last` with a compare-and-swap, then records its outcome in the new
 //! bucket, then clears the old newest bucket if that one has aged out too. The newest bucket that holds data
-//! is therefore always present in the ring, and it is exactly the seeds' sticky bucket: the last bucket that
+//! is therefore always present in the ring, and it is exactly the cascade's sticky bucket: the last bucket that
 //! left the window with requests in it (buckets leave oldest first). An idle node keeps its last known rate
 //! this way without any write. A writer whose `now` is older than `last` (threads race, clocks jitter)
 //! records into the newest bucket. Every read of the ring is validated against `last` and retried if a
@@ -23,7 +23,8 @@
 //! decision and is repaired by that same release.
 //!
 
-use super::{seeds_reading, Health, View};
+use super::cascade_reading;
+use crate::balance::health::{Health, View, RING};
 use crate::balance::outcome::Outcome;
 use crate::error::ConfigError;
 use crate::internal::div::Divisor;
@@ -31,9 +32,10 @@ use crate::internal::sync::Ordering::*;
 
 /// The most buckets a node's window can have (each bucket is one 64-bit word in the node's slot).
 pub const MAX_BUCKETS: usize = 8;
+const _: () = assert!(MAX_BUCKETS <= RING);
 
-/// [The seeds'](crate#vocabulary) health model: a window of `count` buckets of `width_ns` each, plus a
-/// sticky bucket (see [`HealthModel::Buckets`](super::HealthModel::Buckets)).
+/// [The cascade's](crate#vocabulary) success rate: a window of `count` buckets of `width_ns` each, plus a
+/// sticky bucket (see [`WeightedHealth::Buckets`](super::WeightedHealth::Buckets)).
 ///
 /// Success rate: with finished requests in the window, `Σ w_a·succeeded / Σ w_a·finished` with
 /// `w_a = decay^-age` (age 0 = the newest bucket, the one being written); with none in the window but
@@ -42,26 +44,27 @@ pub const MAX_BUCKETS: usize = 8;
 ///
 /// ```
 /// use core::time::Duration;
-/// use weir::balance::{BucketHealth, HealthModel};
-/// assert_eq!(HealthModel::SEED_BUCKETS, HealthModel::Buckets(BucketHealth::SEEDS));
+/// use weir::balance::{Algorithm, BucketHealth, Weighted, WeightedHealth};
+/// assert_eq!(WeightedHealth::BUCKETS, WeightedHealth::Buckets(BucketHealth::DEFAULT));
 /// let fine = BucketHealth::new(8, Duration::from_millis(100), 2.0);
 /// assert_eq!(fine, BucketHealth { count: 8, width_ns: 100_000_000, decay: 2.0 });
-/// let config = weir::Config { health: HealthModel::Buckets(fine), ..weir::Config::seeds() };
+/// let weighted = Weighted { health: WeightedHealth::Buckets(fine), ..Weighted::CASCADE };
+/// let config = weir::Config { algorithm: Algorithm::Weighted(weighted), ..weir::Config::cascade() };
 /// assert!(config.validate().is_ok());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BucketHealth {
-    /// Buckets in the window, 1..=[`MAX_BUCKETS`] (seeds: 6).
+    /// Buckets in the window, 1..=[`MAX_BUCKETS`] (the cascade's: 6).
     pub count: usize,
-    /// Width of one bucket in nanoseconds (seeds: 5 s).
+    /// Width of one bucket in nanoseconds (the cascade's: 5 s).
     pub width_ns: u64,
-    /// Each bucket weighs `decay` times the next older one (seeds: 3).
+    /// Each bucket weighs `decay` times the next older one (the cascade's: 3).
     pub decay: f64,
 }
 
 impl BucketHealth {
-    /// [The seeds'](crate#vocabulary) window: 6 buckets of 5 s, decay 3.
-    pub const SEEDS: BucketHealth = BucketHealth {
+    /// [The cascade's](crate#vocabulary) window: 6 buckets of 5 s, decay 3.
+    pub const DEFAULT: BucketHealth = BucketHealth {
         count: 6,
         width_ns: 5_000_000_000,
         decay: 3.0,
@@ -82,7 +85,7 @@ impl BucketHealth {
     }
 
     /// Checks every field and computes the weight table into `out`, in place (see
-    /// `DecayHealth::prepare_into`).
+    /// `LowestScore::prepare_into`).
     pub(crate) fn prepare_into(&self, out: &mut Prepared) -> Result<(), ConfigError> {
         if self.count == 0 || self.count > MAX_BUCKETS {
             return Err(ConfigError::BucketCount);
@@ -160,7 +163,7 @@ pub(super) fn bucket(epoch: u64, finished: u64, succeeded: u64) -> u64 {
 /// The bucket epoch of `now`. The last epoch, `u64::MAX`, is folded into the one before it so that
 /// `last = epoch + 1` never saturates (only 1 ns buckets reach it).
 #[inline]
-pub(crate) fn epoch_at(now: u64, width: Divisor) -> u64 {
+pub(super) fn epoch_at(now: u64, width: Divisor) -> u64 {
     width.div(now).min(u64::MAX - 1)
 }
 /// The most recent epoch `<= newest` whose low 16 bits are `t`.
@@ -179,10 +182,10 @@ pub(super) fn bumped(v: u64, success: bool) -> u64 {
 }
 
 impl Health {
-    /// Records `outcome` as the seeds read it; returns whether the cached weight must be recomputed.
+    /// Records `outcome` as the cascade reads it; returns whether the cached weight must be recomputed.
     #[inline(always)]
     pub(super) fn record_buckets(&self, b: &Prepared, now: u64, outcome: Outcome) -> bool {
-        let Some(success) = seeds_reading(outcome) else {
+        let Some(success) = cascade_reading(outcome) else {
             return false;
         };
         let advanced = self.record_bucket(b.count, b.ring, epoch_at(now, b.width), success);
@@ -452,13 +455,13 @@ fn sticky(words: &[u64; MAX_BUCKETS], newest: u64) -> (u64, u64) {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::super::testing::*;
-    use super::super::HealthModel;
+    use super::super::WeightedHealth;
     use super::*;
     use crate::balance::word;
 
     #[test]
     fn weighted_window_rate_is_exact() {
-        let (p, h) = (seeds(), Health::new());
+        let (p, h) = (cascade(), Health::new());
         // epoch 0: 10 finished, 10 ok; epoch 1: 10 finished, 5 ok; epoch 2: 4 finished, 0 ok.
         rec(&h, &p, 0, 10, 0);
         rec(&h, &p, W, 5, 5);
@@ -497,7 +500,7 @@ mod tests {
         // view's rate through `weight_of`, bit for bit, and the scan units are that weight's.
         let mut rng = fastrand::Rng::with_seed(11);
         for case in 0..300 {
-            let p = prepared(HealthModel::Buckets(BucketHealth {
+            let p = prepared(WeightedHealth::Buckets(BucketHealth {
                 count: rng.usize(1..=MAX_BUCKETS),
                 width_ns: W,
                 decay: [1.0, 2.0, 3.0, 1.7][case % 4],
@@ -517,7 +520,7 @@ mod tests {
     }
     #[test]
     fn sticky_bucket_keeps_last_rate_and_floors() {
-        let (p, h) = (seeds(), Health::new());
+        let (p, h) = (cascade(), Health::new());
         rec(&h, &p, 0, 1, 3); // epoch 0: 25%
         rec(&h, &p, 3 * W, 0, 2); // epoch 3: 0%
                                   // At epoch 8 epoch 3 is still in the window (8 - 3 < 6): rate 0.
@@ -538,7 +541,7 @@ mod tests {
     }
     #[test]
     fn sticky_when_only_older_buckets_aged() {
-        let (p, h) = (seeds(), Health::new());
+        let (p, h) = (cascade(), Health::new());
         rec(&h, &p, 0, 3, 1); // epoch 0: 75%
         rec(&h, &p, 100 * W, 1, 1); // far later: the advance clears epoch 0
         let v = h.view(&p, 200 * W);
@@ -550,7 +553,7 @@ mod tests {
     }
     #[test]
     fn idle_for_a_tag_period_does_not_merge_buckets() {
-        let (p, h) = (seeds(), Health::new());
+        let (p, h) = (cascade(), Health::new());
         rec(&h, &p, 0, 0, 1); // epoch 0: one failure
                               // 6 * 65,536 epochs later: same bucket, same 16-bit tag.
         let t = 6 * 65_536 * W;
@@ -560,7 +563,7 @@ mod tests {
     }
     #[test]
     fn stale_now_records_into_newest_bucket() {
-        let (p, h) = (seeds(), Health::new());
+        let (p, h) = (cascade(), Health::new());
         rec(&h, &p, 10 * W, 1, 0);
         rec(&h, &p, 0, 0, 1); // a `now` from the past
         let v = h.view(&p, 10 * W);
@@ -586,7 +589,7 @@ mod tests {
 
     #[test]
     fn weights_per_age() {
-        let b = BucketHealth::SEEDS.prepare().unwrap();
+        let b = BucketHealth::DEFAULT.prepare().unwrap();
         assert_eq!(b.count, 6);
         assert_eq!(
             &b.weights[..6],

@@ -1,15 +1,15 @@
-//! [`Policy::LowestScore`](super::Policy::LowestScore): the node with room whose `in_flight + penalty` is lowest, ties uniformly at
+//! The lowest-score scans: the node with room whose `in_flight + penalty` is lowest, ties uniformly at
 //! random, with dialogue's give-up rule (every full node counting, scored at least 6: see
 //! [`GIVE_UP_FLOOR`]). Above [`SAMPLE_ABOVE`] slots, the first try compares a random sample (see
 //! [`sampled`]).
 
-use super::Choice;
+use crate::balance::algorithm::Choice;
 use crate::balance::error::Rejected;
 use crate::balance::slot::NodeSlot;
 use crate::balance::word::{self, P_FRACTION, SCAN_ABSENT as KEY_ABSENT};
 use fastrand::Rng;
 
-/// Stack buffer of keys: as the weighted policies' (see `weighted.rs`) on 64-bit targets. On 32-bit
+/// Stack buffer of keys: 64 on 64-bit targets. On 32-bit
 /// ones (microcontrollers, whose balancers are small) 16, the small balancers' size: one copy of the scan
 /// instead of two, and 128 bytes of stack instead of 512; keys beyond the buffer are read again, as
 /// they are beyond 64 on the others.
@@ -17,7 +17,7 @@ const SCAN: usize = if usize::BITS >= 64 { 64 } else { SMALL };
 /// The buffer of balancers of at most this many nodes.
 const SMALL: usize = 16;
 
-/// A node's key for [`Policy::LowestScore`](super::Policy::LowestScore): its score in fixed point (`in_flight * 2^16 + penalty`,
+/// A node's key for the scans: its score in fixed point (`in_flight * 2^16 + penalty`,
 /// below 2^49) if it is active with room; with [`FULL`] set if it is active and full; [`ABSENT`]
 /// otherwise. So the least key is the best node with room, and a least key at or above [`FULL`] means
 /// none has room.
@@ -41,7 +41,7 @@ fn key(s: &NodeSlot) -> u64 {
 
 /// Key flag: the node is active and full.
 const FULL: u64 = 1 << 61;
-// The key of a slot that is not a candidate is the scan word of such a slot under the decay model,
+// The key of a slot that is not a candidate is the scan word of such a slot in this family,
 // `KEY_ABSENT`: above every other key, and without the flag.
 const _: () = assert!(KEY_ABSENT > FULL | SCORE && KEY_ABSENT & FULL == 0);
 /// The score bits of a key.
@@ -56,12 +56,11 @@ const GIVE_UP_MULTIPLIER: u64 = 2;
 /// fastest: the node that fails every call at once (`core/tests/sinkhole.rs`).
 const GIVE_UP_FLOOR: u64 = 6 << P_FRACTION;
 
-/// The first try of a [`Policy::LowestScore`](super::Policy::LowestScore) acquire: the lowest `in_flight * 2^16 + scan word` over all
+/// The first try of an acquire: the lowest `in_flight * 2^16 + scan word` over all
 /// the nodes, room or not, ties uniformly at random. Two loads and an add per node: no state, limit or
 /// flag (a slot without an active node has a scan word above every key, see `word.rs`).
 ///
-/// Exact, as the weighted policies' two-stage draw is. If the node it picks has room, it is the lowest
-/// of the nodes with room, and the give-up rule cannot apply (a full node scoring no more than it scores
+/// Exact. If the node it picks has room, it is the lowest of the nodes with room, and the give-up rule cannot apply (a full node scoring no more than it scores
 /// the same, so the threshold is at least twice its score). If it is full, its admission fails and the
 /// acquire goes on with [`lowest`], over the nodes with room. With `T` the nodes of least key, `R` those
 /// among them with room and `F` the full ones, a node of `R` is taken at once with probability `1/|T|`,
@@ -74,7 +73,7 @@ const GIVE_UP_FLOOR: u64 = 6 << P_FRACTION;
 /// their places are kept only as the count at the end of each chunk of [`CHUNK`] nodes; the tie drawn is
 /// found again from those marks.
 #[inline]
-pub(super) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+pub(crate) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     if slots.len() > SAMPLE_ABOVE {
         return sampled(slots, rng);
     }
@@ -264,15 +263,15 @@ fn fast_key(s: &NodeSlot) -> u64 {
     (word::inflight(c) << P_FRACTION) + s.health.units()
 }
 
-/// [`Policy::LowestScore`](super::Policy::LowestScore) over the nodes' keys, with a stack buffer sized to the balancer.
-pub(super) fn lowest(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+/// The lowest score over the nodes' keys, with a stack buffer sized to the balancer.
+pub(crate) fn lowest(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     lowest_by(slots, rng, key)
 }
 
 /// [`lowest`] over the nodes that `skip` does not name, which it treats as absent: an acquire that
 /// retries elsewhere (see `Balancer::acquire_excluding`). The full rules over the other nodes, give-up
 /// rule included; one call of `skip` per node and key read.
-pub(super) fn lowest_excluding(
+pub(crate) fn lowest_excluding(
     slots: &[NodeSlot],
     rng: &mut Rng,
     skip: impl Fn(&NodeSlot) -> bool,

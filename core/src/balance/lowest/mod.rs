@@ -1,0 +1,314 @@
+//! The lowest-score family ([`LowestScore`], the default's): each call goes to the node with room whose
+//! score, `in_flight + penalty`, is lowest, ties uniformly at random, with dialogue's give-up rule. The
+//! penalty, in calls in flight, comes from two time-decayed counters per node, successes and failures.
+//! The in-flight term moves calls off a slow or black-holed node as its calls pile up; the penalty moves
+//! them off a failing one, and fades as its failures decay.
+//!
+//! | file | what |
+//! |---|---|
+//! | here | [`LowestScore`] (the parameters), its runtime form, how the family reads an outcome (the counters and the limiter), the cached penalty, the clock's rotation of the penalties |
+//! | `decay.rs` | the decayed counters and the penalty they give |
+//! | `scan.rs` | the lowest-score scans: every member, or above 64 a sample of 16 |
+//!
+//! The family caches each node's penalty in its health words (`balance/health.rs`): the `f32` penalty in
+//! the cache word, and in fixed point with `P_FRACTION` fractional bits in the scan word (`word.rs`), so
+//! that a scan reads two words per node, the control word and the scan word, and nothing else.
+
+mod decay;
+mod scan;
+
+pub(crate) use decay::{Halving, Penalty};
+pub(crate) use scan::{lowest, lowest_excluding, lowest_fast, SAMPLE_ABOVE};
+
+use crate::balance::health::{Family, Health, Scope, View};
+use crate::balance::outcome::Outcome;
+use crate::balance::slot::NodeSlot;
+use crate::balance::word;
+use crate::error::ConfigError;
+
+/// The lowest-score family's parameters: two time-decayed counters per node, successes and failures, the
+/// failure penalty they give, and the score `in_flight + penalty` each call is sent by (see the module docs
+/// of `lowest`, and `decay.rs` for the counters).
+///
+/// A counter read `t` ns after its last write is its value times `2^(-t / half_life)`. The node's
+/// penalty, in in-flight requests, is `penalty * F + ratio_penalty * log2(1 + F / (S + 1))`, and each
+/// call goes to the node with room whose `in_flight + penalty` is lowest.
+///
+/// Counting in time rather than in outcomes is what moves traffic off a node that starts failing at
+/// once even at a few requests per second, and what brings a recovered node back as its failures
+/// fade: a failure's weight halves every `failure_half_life_ns` (30 s), a success's every
+/// `success_half_life_ns` (1 s).
+///
+/// ```
+/// use core::time::Duration;
+/// use weir::balance::{Algorithm, LowestScore};
+/// let slow = LowestScore::with_half_lives(Duration::from_secs(2), Duration::from_secs(120));
+/// assert_eq!(slow, LowestScore { success_half_life_ns: 2_000_000_000, failure_half_life_ns: 120_000_000_000, ..LowestScore::DEFAULT });
+/// let config = weir::Config { algorithm: Algorithm::LowestScore(slow), ..weir::Config::default() };
+/// assert!(config.validate().is_ok());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LowestScore {
+    /// Half-life of the success counter in nanoseconds (default 1 s); 1 ms ..= 1 hour.
+    pub success_half_life_ns: u64,
+    /// Half-life of the failure counter in nanoseconds (default 30 s); 1 ms ..= 1 hour.
+    pub failure_half_life_ns: u64,
+    /// What a `Dropped` outcome (503, 504, a timeout) adds to the failures (default 1, a whole failure);
+    /// finite, in [0, 1].
+    ///
+    /// A node that sheds load (503) is busy, not broken, and its limiter already backs off on each drop.
+    /// Where healthy nodes answer a share of their calls with 503 (a fleet near its capacity, a server
+    /// that sheds to protect itself), their drops count against them as much as a dead node's failures
+    /// do against it: the count penalty balances counts, not rates, so a node failing every call keeps
+    /// about the noise rate's share of a healthy node's calls (with two nodes shedding 5 %: 2.0 % of all
+    /// calls at 10 calls/s, 4.8 % at 100,000). At 0.1 (as `throttled_cost`) it keeps under 0.5 % at
+    /// every rate from 10 to 100,000 calls/s, with 2 % or 5 % noise (`core/tests/noise.rs`). A node that
+    /// times out every call still loses its traffic: each timeout adds a tenth of a failure, the ratio
+    /// term grows with its failures over its successes, and each timeout cuts its limit.
+    pub dropped_cost: f32,
+    /// What a `Throttled` outcome (429) adds to the failures (default 0.1); finite, in [0, 1].
+    pub throttled_cost: f32,
+    /// What a `ClientError` outcome (another 4xx) adds to the failures (default 0.01): a node that
+    /// answers 400 to everything is broken, and must still lose its traffic. Finite, in [0, 1].
+    pub client_error_cost: f32,
+    /// Penalty per recent failure, in in-flight requests (default 10); finite, in [0, 10^6].
+    pub penalty: f32,
+    /// Penalty per doubling of failures over successes (default 16); finite, in [0, 10^6].
+    pub ratio_penalty: f32,
+}
+
+impl LowestScore {
+    /// The defaults: successes halve every second, failures every 30 s; a 503 or timeout costs a whole
+    /// failure, a 429 0.1 of one, another 4xx 0.01; penalty 10 per failure plus 16 per doubling of
+    /// failures over successes.
+    pub const DEFAULT: LowestScore = LowestScore {
+        success_half_life_ns: 1_000_000_000,
+        failure_half_life_ns: 30_000_000_000,
+        dropped_cost: 1.0,
+        throttled_cost: 0.1,
+        client_error_cost: 0.01,
+        penalty: 10.0,
+        ratio_penalty: 16.0,
+    };
+
+    /// [`LowestScore::DEFAULT`] with other half-lives, given as [`Duration`]s (saturating at `u64::MAX`
+    /// ns; validation checks the range).
+    ///
+    /// [`Duration`]: core::time::Duration
+    #[must_use]
+    pub const fn with_half_lives(
+        success: core::time::Duration,
+        failure: core::time::Duration,
+    ) -> LowestScore {
+        LowestScore {
+            success_half_life_ns: crate::internal::time::saturating_ns(success),
+            failure_half_life_ns: crate::internal::time::saturating_ns(failure),
+            ..LowestScore::DEFAULT
+        }
+    }
+
+    /// Checks every field and computes the runtime form into `out`, in place: the decay tables are the
+    /// balancer's largest part, and every move of a returned value is one more copy of them on the
+    /// stack (on a Cortex-M0 those copies added up to kilobytes in `Balancer::new`).
+    pub(crate) fn prepare_into(&self, out: &mut Prepared) -> Result<(), ConfigError> {
+        if !HALF_LIFE_NS.contains(&self.success_half_life_ns)
+            || !HALF_LIFE_NS.contains(&self.failure_half_life_ns)
+        {
+            return Err(ConfigError::DecayHalfLife);
+        }
+        // NaN is in no range.
+        let cost = |c: f32| (0.0..=1.0).contains(&c);
+        if !(cost(self.dropped_cost) && cost(self.throttled_cost) && cost(self.client_error_cost)) {
+            return Err(ConfigError::OutcomeCost);
+        }
+        let coefficient = |c: f32| (0.0..=1e6).contains(&c);
+        if !(coefficient(self.penalty) && coefficient(self.ratio_penalty)) {
+            return Err(ConfigError::Penalty);
+        }
+        out.success.fill(self.success_half_life_ns);
+        out.failure.fill(self.failure_half_life_ns);
+        out.dropped = f64::from(self.dropped_cost);
+        out.throttled = f64::from(self.throttled_cost);
+        out.client_error = f64::from(self.client_error_cost);
+        out.penalty = Penalty {
+            per_failure: f64::from(self.penalty),
+            per_doubling: f64::from(self.ratio_penalty),
+        };
+        Ok(())
+    }
+
+    /// The balancer's clock epoch under this model: a quarter of the shorter half-life. The rotation
+    /// recomputes every penalty this often, so a cached penalty is never more than 16 % (2^(1/4)) away
+    /// from its decayed value.
+    pub(crate) fn clock_ns(&self) -> u64 {
+        self.success_half_life_ns.min(self.failure_half_life_ns) / 4
+    }
+}
+
+impl Default for LowestScore {
+    /// [`LowestScore::DEFAULT`].
+    fn default() -> Self {
+        LowestScore::DEFAULT
+    }
+}
+
+/// The half-lives: 1 ms ..= 1 hour.
+const HALF_LIFE_NS: core::ops::RangeInclusive<u64> = 1_000_000..=3_600_000_000_000;
+
+/// The model's runtime form: the decay tables and the costs as `f64`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Prepared {
+    pub(crate) success: Halving,
+    pub(crate) failure: Halving,
+    pub(crate) dropped: f64,
+    pub(crate) throttled: f64,
+    pub(crate) client_error: f64,
+    pub(crate) penalty: Penalty,
+}
+
+impl Prepared {
+    /// What [`LowestScore::prepare_into`] overwrites: every field.
+    pub(crate) const UNPREPARED: Prepared = Prepared {
+        success: Halving::UNPREPARED,
+        failure: Halving::UNPREPARED,
+        dropped: 0.0,
+        throttled: 0.0,
+        client_error: 0.0,
+        penalty: Penalty {
+            per_failure: 0.0,
+            per_doubling: 0.0,
+        },
+    };
+}
+
+
+impl Family for Prepared {
+    /// Records `outcome` as the family reads it (see [`LowestScore`]): a success adds 1 to the
+    /// successes; `Failure` 1 to the failures, `Dropped`, `Throttled` and `ClientError` their costs;
+    /// `Ignored` nothing.
+    #[inline(always)]
+    fn record(&self, h: &Health, now: u64, outcome: Outcome) -> bool {
+        h.record_decay(self, now, outcome)
+    }
+
+    /// The penalty, and its fixed point for the scan word.
+    #[inline]
+    fn reading(&self, h: &Health, at: u64, _: Scope<'_>) -> (f32, u64) {
+        let pen = h.decayed(at, self).2 as f32;
+        (pen, word::fixed(pen))
+    }
+
+    fn view(&self, h: &Health, now: u64) -> View {
+        h.view_decay(self, now)
+    }
+
+    /// [`SCAN_ABSENT`](word::SCAN_ABSENT), above every key, so that the fast scan, which reads no state,
+    /// passes the slot over.
+    #[inline]
+    fn absent_units(&self) -> u64 {
+        word::SCAN_ABSENT
+    }
+
+    /// Both counters start empty.
+    fn first_word(&self) -> u64 {
+        0
+    }
+}
+
+impl Prepared {
+    /// What the limiter is told of `outcome`: a drop on `Failure` and `Dropped`, as dialogue's endpoint
+    /// limiter does on a 500; a success sample on `Success` and `ClientError` (the node answered);
+    /// nothing on `Throttled` (a 429 asks to try elsewhere; backing off on it starves a node that
+    /// rate-limits fairly) and `Ignored`.
+    #[inline]
+    pub(crate) fn limit_reading(outcome: Outcome) -> Option<bool> {
+        use Outcome::*;
+        match outcome {
+            Success | ClientError => Some(false),
+            Failure | Dropped => Some(true),
+            Throttled | Ignored => None,
+        }
+    }
+
+    /// The clock's rotation to `now` (see `Balancer::rotate`): the counters of the slots due, settled,
+    /// then their penalties refreshed by `refresh`. Releases are dated no later than the horizon of the
+    /// rotation they read (`horizon`, the previous rotation's), so after a silence of 2^31 ticks every
+    /// counter is older than its tick can tell (see `decay.rs`): then every counter is forgotten.
+    #[inline]
+    pub(crate) fn rotate(
+        &self,
+        used: &[NodeSlot],
+        now: u64,
+        horizon: u64,
+        epoch: u64,
+        refresh: impl Fn(&NodeSlot),
+    ) {
+        let forget = now.saturating_sub(horizon) >= (1u64 << 31) << decay::TICK_SHIFT;
+        let part = if forget {
+            used
+        } else {
+            rotated(used, epoch)
+        };
+        for s in part {
+            s.health.settle_counters(now, self, forget);
+            refresh(s);
+        }
+    }
+}
+
+/// Slots a rotation refreshes at most: a balancer of at most this many slots has every slot refreshed by
+/// every rotation. The same bound as the scan's sample, so a balancer of at most 64 slots works and
+/// decides exactly as before both.
+pub(crate) const ROTATED: usize = SAMPLE_ABOVE;
+
+/// The slots that the rotation of clock epoch `epoch` refreshes: all of them in a balancer of at most
+/// [`ROTATED`] slots; in a larger one, one of `w` parts of at most [`ROTATED`] consecutive slots in turn
+/// (`w` the least power of two that makes them small enough, the part the epoch's low bits name), so
+/// that a rotation's work does not grow with the balancer. Each slot is then refreshed at least every
+/// `w` epochs by the rotations (16 epochs, 4 s by default, at 1,024 slots), and by each of its own
+/// releases that records a failure or follows one: what waits longer is only the fading of an idle
+/// node's penalty, which moves in steps `w` epochs apart.
+#[inline]
+fn rotated(used: &[NodeSlot], epoch: u64) -> &[NodeSlot] {
+    if used.len() <= ROTATED {
+        return used;
+    }
+    let parts = used.len().div_ceil(ROTATED).next_power_of_two();
+    // `parts` is a power of two: a shift, and a mask for the epoch's part.
+    let size = (used.len() + parts - 1) >> parts.trailing_zeros();
+    let start = (epoch & (parts as u64 - 1)) as usize * size;
+    // Checked slicing: the last parts may be short or empty.
+    used.get(start..used.len().min(start + size))
+        .unwrap_or_default()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::vec::Vec;
+
+    /// Over `parts` consecutive epochs (any `parts` of them), the rotations' parts cover every slot
+    /// exactly once, each part at most [`ROTATED`] slots; at most [`ROTATED`] slots, every rotation
+    /// covers all.
+    #[test]
+    fn rotations_cover_every_slot_in_turn() {
+        for n in [0usize, 1, 63, 64, 65, 100, 128, 129, 1_000, 1_024, 4_097] {
+            let slots: Vec<NodeSlot> = (0..n).map(|_| NodeSlot::new()).collect();
+            let parts = n.div_ceil(ROTATED).next_power_of_two().max(1);
+            for first in [0u64, 5, 1 << 40] {
+                let mut seen = std::vec![0u32; n];
+                for epoch in first..first + parts as u64 {
+                    let part = rotated(&slots, epoch);
+                    assert!(part.len() <= ROTATED || n <= ROTATED, "n {n}");
+                    for s in part {
+                        let at = (s as *const NodeSlot as usize - slots.as_ptr() as usize)
+                            / core::mem::size_of::<NodeSlot>();
+                        seen[at] += 1;
+                    }
+                }
+                assert!(seen.iter().all(|&c| c == 1), "n {n}, from epoch {first}");
+            }
+        }
+    }
+}
