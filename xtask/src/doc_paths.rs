@@ -27,6 +27,8 @@ use std::time::Instant;
 
 use walkdir::WalkDir;
 
+use crate::process::fail;
+
 /// A comment's name of a `.rs` file that does not exist.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Stale {
@@ -55,13 +57,13 @@ pub(crate) fn doc_paths() {
     eprintln!("\n==> doc-paths (every .rs file a comment names exists)");
     let start = Instant::now();
     let root = std::env::current_dir()
-        .unwrap_or_else(|e| crate::fail(&format!("cannot read the current directory: {e}")));
+        .unwrap_or_else(|e| fail(&format!("cannot read the current directory: {e}")));
     let stale = check(&root);
     for s in &stale {
         eprintln!("{s}");
     }
     if !stale.is_empty() {
-        crate::fail(&format!(
+        fail(&format!(
             "{} comment(s) name a .rs file that does not exist (see `xtask/src/doc_paths.rs` for how \
              a name resolves)",
             stale.len()

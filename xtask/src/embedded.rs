@@ -23,8 +23,9 @@
 //! the guide's table differs from a fresh one: it prints the fresh table, says that it differs, and the
 //! guide names the toolchain that produced its figures.
 
-use crate::tools::ensure_tool;
-use crate::{ensure_target, fail, run, target_dir};
+use crate::process::{fail, run};
+use crate::tools::{ensure_target, ensure_tool};
+use crate::workspace::target_dir;
 use std::fmt::Write as _;
 use std::fs;
 use std::io::Read;

@@ -7,7 +7,7 @@
 //! interpreter. It says which one ran. Nothing here is part of `cargo xtask ci`: CI never needs nightly
 //! (the stable driver's short test runs in `cargo test`).
 
-use super::{fail, run};
+use crate::process::{fail, run};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
