@@ -20,7 +20,7 @@ const FEATURE_SETS: [&str; 4] = [
 /// Runs every check, in CI's order; the first failure stops it.
 pub(crate) fn ci() {
     let start = Instant::now();
-    // First: it takes well under a second and needs no build.
+    // First: it takes about a second and builds nothing.
     doc_paths::doc_paths();
     cargo(&["fmt", "--all", "--check"]);
     cargo(&[

@@ -8,8 +8,8 @@
 //!   `wheel --test`), weir-lb-tower (its tonic feature, its hyper example, and that example's `/metrics`
 //!   scraped by a real Prometheus: `prometheus`), the packages as crates.io gets them (`publish-check`)
 //!   and the API docs, warnings denied (see `ci.rs`).
-//! - `cargo xtask doc-paths`: every `.rs` file that a comment names exists (see `doc_paths.rs`); `ci`
-//!   runs it first.
+//! - `cargo xtask doc-paths`: every `.rs` file and every module that a comment names exists (see
+//!   `doc_paths.rs`); `ci` runs it first.
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
 //!   table on stdout and the report, CSVs and charts in `target/sim/` (arguments go to `weir-sim`);
 //!   `cargo xtask sim --scenarios DIR`: the same for the scenario files `DIR/*.toml` (see `sim/README.md`
