@@ -32,7 +32,8 @@ mod report;
 mod timing;
 mod tower;
 
-use super::{fail, target_dir};
+use crate::process::fail;
+use crate::workspace::target_dir;
 use facts::{load, INSTRUCTIONS, TIMING};
 use std::fs;
 use std::path::Path;

@@ -28,9 +28,10 @@ Prometheus, the Python venv).",
     },
     Command {
         name: "doc-paths",
-        about: "every .rs file that a comment names exists",
+        about: "every .rs file and module that a comment names exists",
         usage: "usage: cargo xtask doc-paths
-Checks that every `.rs` file a comment names exists (see xtask/src/doc_paths.rs).",
+Checks that every `.rs` file a comment names exists, and every module a Rust comment names (\"see
+`policy`\", \"the `policy` module\", `balance::policy`) (see xtask/src/doc_paths.rs).",
     },
     Command {
         name: "sim",

@@ -14,7 +14,7 @@
 //! The compilers are `cc` and `c++` (or `$CC` and `$CXX`); a missing sanitizer runtime fails the run
 //! with a message saying so, never a silent skip.
 
-use super::{cargo, fail, run};
+use crate::process::{cargo, fail, run};
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};

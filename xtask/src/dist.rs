@@ -37,7 +37,8 @@ pub(crate) fn check() {
     fail("dist-c --check checks the Linux layout (sonames, ELF sections): run it on Linux");
 }
 
-use crate::{fail, run};
+use crate::process::{fail, run};
+use crate::workspace::{cargo_metadata, metadata_target_dir};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -70,8 +71,8 @@ pub(crate) fn dist(args: &[String]) {
 
 /// The cargo target directory (`CARGO_TARGET_DIR` or a config file may move it) and weir-lb-ffi's version.
 pub(crate) fn metadata() -> (PathBuf, String) {
-    let json = crate::cargo_metadata();
-    let target = crate::metadata_target_dir(&json)
+    let json = cargo_metadata();
+    let target = metadata_target_dir(&json)
         .unwrap_or_else(|| fail("cargo metadata gave no target_directory"));
     let v: serde_json::Value = serde_json::from_str(&json)
         .unwrap_or_else(|e| fail(&format!("cargo metadata gave no JSON: {e}")));

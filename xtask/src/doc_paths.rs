@@ -1,9 +1,10 @@
-//! `cargo xtask doc-paths`: every `.rs` file that a comment names exists.
+//! `cargo xtask doc-paths`: every `.rs` file and every module that a comment names exists.
 //!
 //! Files are moved and split; the comments that name them are not updated by the compiler. This check
 //! reads the comments of every Rust, C and C++ file (`//`, `///`, `//!`, `/* */`) and the comments and
 //! triple-quoted strings (docstrings) of every Python file, takes each name ending in `.rs` there, and
-//! reports every one that resolves to no file, as `path:line: name`, all of them before failing.
+//! in Rust files each module name too (below), and reports every one that resolves to nothing, as
+//! `path:line: name`, all of them before failing.
 //!
 //! # How a name resolves
 //! - A name with a `/` is a path. It resolves when it exists relative to the commenting file's directory,
@@ -18,7 +19,39 @@
 //!   repository), names under `target/`, and patterns: a `*`, `...`, `~`, or a placeholder such as
 //!   `{name}.rs` or `<name>.rs`. `docs.rs` is the documentation host, not a file.
 //!
-//! Directories named `target` and hidden directories (`.git`, `.venv`) are not read.
+//! # How a module name resolves
+//! In the comments of Rust files, three kinds of code span (backticks; fenced code blocks are not read)
+//! are module names. A module is a file `<m>.rs`, a directory with a `<m>/mod.rs`, or an inline `mod m {`,
+//! in a crate's sources; the crate roots are not modules (`<crate>/src/lib.rs`, `<crate>/src/main.rs`,
+//! the build script, and each file directly in `tests/`, `benches/`, `examples/`, `src/bin/`).
+//! - "the `<m>` module" (a lowercase identifier followed by the word "module" or "modules") resolves
+//!   when a module of that name exists in the commenting crate or in a crate of the repository that it
+//!   depends on.
+//! - "see `<m>`" (a lowercase identifier after "see" or "see also") resolves when such a module exists,
+//!   or when the name is an identifier of the code of one of those crates (Rust, C or Python files,
+//!   comments and literals left out): the function, field or crate it may name instead. Once a module
+//!   has been renamed away, a comment that still sends the reader to its old name is reported; one that
+//!   sends them to a method passes.
+//! - A path `a::b::c` whose first segment is lowercase (`doc_paths::lexer`, `crate::process::fail`,
+//!   `weir::Balancer`; a trailing `()` or `!` dropped) starts at `crate` (the commenting crate's
+//!   root), at a crate's name as the commenting crate's code calls it (itself, or a dependency from the
+//!   repository: its library's name, or the key that renames it), or at any module of that name in the
+//!   commenting crate. Each next lowercase segment is a child module of the one before (in its
+//!   directory, or an inline `mod` in its file); the last segment, or the first capitalized one (a type,
+//!   a constant), may instead be an identifier of the code of that module's file or of a file under its
+//!   directory. A path that does not resolve still passes when its first segment may also be the
+//!   standard library's (`fmt`, `sync`, `io`, ...) or a registry dependency's (`http` in weir-lb-tower).
+//! - Not checked: a path whose first segment is none of those (`u64::MAX`, and `tokio::time::timeout`
+//!   in a crate with no module of that name), `self::` and `super::` paths, what follows a capitalized
+//!   segment, and every other code span (`now`, `Ordering`, `acquire`).
+//!
+//! Directories named `target` and hidden directories (`.git`, `.venv`) are not read. The comments and
+//! code of a file are split in `doc_paths/lexer.rs`, the module names read and resolved in
+//! `doc_paths/modules.rs`, the crates' manifests read in `doc_paths/manifest.rs`.
+
+mod lexer;
+mod manifest;
+mod modules;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -27,7 +60,11 @@ use std::time::Instant;
 
 use walkdir::WalkDir;
 
-/// A comment's name of a `.rs` file that does not exist.
+use crate::process::fail;
+use lexer::{is_ident, lang_of, lex, Lang};
+use modules::Modules;
+
+/// A comment's name of a `.rs` file or a module that does not exist.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Stale {
     /// The commenting file, relative to the repository root.
@@ -36,59 +73,41 @@ pub(crate) struct Stale {
     line: usize,
     /// The name looked up (one alternative of a `{x,y}` group).
     name: String,
+    /// What it names none of: "no file", "no module", ...
+    missing: &'static str,
 }
 
 impl fmt::Display for Stale {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}:{}: `{}` names no file",
+            "{}:{}: `{}` names {}",
             self.file.display(),
             self.line,
-            self.name
+            self.name,
+            self.missing
         )
     }
 }
 
 /// The command: prints every stale name and fails if there is one.
 pub(crate) fn doc_paths() {
-    eprintln!("\n==> doc-paths (every .rs file a comment names exists)");
+    eprintln!("\n==> doc-paths (every .rs file and module a comment names exists)");
     let start = Instant::now();
     let root = std::env::current_dir()
-        .unwrap_or_else(|e| crate::fail(&format!("cannot read the current directory: {e}")));
+        .unwrap_or_else(|e| fail(&format!("cannot read the current directory: {e}")));
     let stale = check(&root);
     for s in &stale {
         eprintln!("{s}");
     }
     if !stale.is_empty() {
-        crate::fail(&format!(
-            "{} comment(s) name a .rs file that does not exist (see `xtask/src/doc_paths.rs` for how \
-             a name resolves)",
+        fail(&format!(
+            "{} comment(s) name a .rs file or a module that does not exist (see \
+             `xtask/src/doc_paths.rs` for how a name resolves)",
             stale.len()
         ));
     }
     eprintln!("    ok in {:.1} s", start.elapsed().as_secs_f64());
-}
-
-/// Comment syntax of a source file.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Lang {
-    /// `//`, nested `/* */`, strings, raw strings, char literals.
-    Rust,
-    /// `//`, `/* */` (not nested), strings, char literals.
-    C,
-    /// `#` comments; triple-quoted strings count as comments (docstrings).
-    Python,
-}
-
-/// The comment syntax of a file, by its extension; `None` for a file whose comments are not read.
-fn lang_of(path: &Path) -> Option<Lang> {
-    match path.extension()?.to_str()? {
-        "rs" => Some(Lang::Rust),
-        "c" | "h" | "cc" | "cpp" | "hpp" => Some(Lang::C),
-        "py" | "pyi" => Some(Lang::Python),
-        _ => None,
-    }
 }
 
 /// Every stale name in the repository at `root`, in file order then line order.
@@ -96,6 +115,8 @@ pub(crate) fn check(root: &Path) -> Vec<Stale> {
     let mut sources = Vec::new();
     // Every `.rs` file by file name, for bare names.
     let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
+    // Every module, crate and identifier, for module names: all of them before any is looked up.
+    let mut modules = Modules::default();
     let walk = WalkDir::new(root)
         .sort_by_file_name()
         .into_iter()
@@ -105,34 +126,56 @@ pub(crate) fn check(root: &Path) -> Vec<Stale> {
             continue;
         }
         let p = e.into_path();
+        let dir = p.parent().unwrap_or(root);
+        if p.file_name().is_some_and(|n| n == "Cargo.toml") {
+            if let Ok(text) = std::fs::read_to_string(&p) {
+                modules.add_manifest(dir, &text);
+            }
+        }
         if p.extension().is_some_and(|x| x == "rs") {
             if let Some(n) = p.file_name().and_then(|n| n.to_str()) {
                 by_name.entry(n.to_owned()).or_default().push(p.clone());
             }
         }
-        if let Some(lang) = lang_of(&p) {
-            sources.push((p, lang));
-        }
-    }
-    let mut stale = Vec::new();
-    for (path, lang) in sources {
-        // A file that is not UTF-8 has no comments this check can read.
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let Some(lang) = lang_of(&p) else {
             continue;
         };
-        let dir = path.parent().unwrap_or(root);
+        // A file that is not UTF-8 has no comments this check can read.
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        let lexed = lex(&text, lang);
         let krate = crate_dir(root, dir);
-        for (line, comment) in comments(&text, lang) {
-            for name in names(&comment) {
+        modules.add_code(&p, &krate, lang == Lang::Rust, &lexed.code);
+        sources.push((p, lang, krate, lexed.comments));
+    }
+    let mut stale = Vec::new();
+    for (path, lang, krate, comments) in sources {
+        let dir = path.parent().unwrap_or(root);
+        let file = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+        let mut found = Vec::new();
+        for (line, comment) in &comments {
+            for name in names(comment) {
                 if !resolves(root, dir, &krate, &name, &by_name) {
-                    stale.push(Stale {
-                        file: path.strip_prefix(root).unwrap_or(&path).to_path_buf(),
-                        line,
-                        name,
-                    });
+                    found.push((*line, name, "no file"));
                 }
             }
         }
+        if lang == Lang::Rust {
+            for (line, named) in modules::named(&comments) {
+                if !modules.resolves(&krate, &named) {
+                    found.push((line, named.to_string(), named.missing()));
+                }
+            }
+        }
+        // Stable: on one line, file names before module names, each in the order written.
+        found.sort_by_key(|(line, _, _)| *line);
+        stale.extend(found.into_iter().map(|(line, name, missing)| Stale {
+            file: file.clone(),
+            line,
+            name,
+            missing,
+        }));
     }
     stale
 }
@@ -186,159 +229,6 @@ fn resolves(
                 .get(name)
                 .is_some_and(|found| found.iter().any(|p| p.starts_with(krate)))
     }
-}
-
-/// The comment text of each line that has some, with its 1-based line number. Two comments on one line
-/// are joined by a space, so that their words stay apart.
-fn comments(text: &str, lang: Lang) -> Vec<(usize, String)> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum S {
-        Code,
-        Line,
-        /// Rust nests block comments; C does not (depth stays 1).
-        Block(u32),
-        /// A string closed by this quote (`"` or `'`); Python's end at the line's end too.
-        Str(char),
-        /// A Rust raw string closed by `"` and this many `#`.
-        Raw(usize),
-        /// A Python triple-quoted string closed by three of this quote.
-        Triple(char),
-    }
-    let chars: Vec<char> = text.chars().collect();
-    // The line of each character, so that skipping characters never miscounts lines.
-    let line_of: Vec<usize> = chars
-        .iter()
-        .scan(1, |line, &c| {
-            let this = *line;
-            *line += usize::from(c == '\n');
-            Some(this)
-        })
-        .collect();
-    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
-    let c_like = matches!(lang, Lang::Rust | Lang::C);
-    let mut out: Vec<(usize, String)> = Vec::new();
-    let mut push = |i: usize, c: char| {
-        let line = line_of[i];
-        match out.last_mut() {
-            Some((l, s)) if *l == line => s.push(c),
-            _ => out.push((line, c.to_string())),
-        }
-    };
-    let mut state = S::Code;
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        match state {
-            S::Code => {
-                if c_like && c == '/' && at(i + 1) == '/' {
-                    state = S::Line;
-                    push(i, ' ');
-                    i += 1;
-                } else if c_like && c == '/' && at(i + 1) == '*' {
-                    state = S::Block(1);
-                    push(i, ' ');
-                    i += 1;
-                } else if c_like && c == '"' {
-                    state = S::Str(c);
-                } else if c_like && c == '\'' {
-                    // A char literal ('x', '\n', '\'', '"'); otherwise a lifetime or a label ('a).
-                    if at(i + 1) == '\\' {
-                        i += 3;
-                        while i < chars.len() && chars[i] != '\'' && chars[i] != '\n' {
-                            i += 1;
-                        }
-                    } else if at(i + 2) == '\'' {
-                        i += 2;
-                    }
-                } else if lang == Lang::Rust && c == 'r' && raw_prefix(&chars, i) {
-                    let mut j = i + 1;
-                    while at(j) == '#' {
-                        j += 1;
-                    }
-                    if at(j) == '"' {
-                        state = S::Raw(j - i - 1);
-                        i = j;
-                    }
-                } else if lang == Lang::Python && c == '#' {
-                    state = S::Line;
-                    push(i, ' ');
-                } else if lang == Lang::Python && (c == '"' || c == '\'') {
-                    if at(i + 1) == c && at(i + 2) == c {
-                        state = S::Triple(c);
-                        push(i, ' ');
-                        i += 2;
-                    } else {
-                        state = S::Str(c);
-                    }
-                }
-            }
-            S::Line => {
-                if c == '\n' {
-                    state = S::Code;
-                } else {
-                    push(i, c);
-                }
-            }
-            S::Block(depth) => {
-                if c == '*' && at(i + 1) == '/' {
-                    state = if depth == 1 {
-                        S::Code
-                    } else {
-                        S::Block(depth - 1)
-                    };
-                    push(i, ' ');
-                    i += 1;
-                } else if lang == Lang::Rust && c == '/' && at(i + 1) == '*' {
-                    state = S::Block(depth + 1);
-                    push(i, ' ');
-                    i += 1;
-                } else if c != '\n' {
-                    push(i, c);
-                }
-            }
-            S::Str(q) => {
-                if c == '\\' {
-                    i += 1;
-                } else if c == q || (lang == Lang::Python && c == '\n') {
-                    state = S::Code;
-                }
-            }
-            S::Raw(hashes) => {
-                if c == '"' && (1..=hashes).all(|k| at(i + k) == '#') {
-                    state = S::Code;
-                    i += hashes;
-                }
-            }
-            S::Triple(q) => {
-                if c == q && at(i + 1) == q && at(i + 2) == q {
-                    state = S::Code;
-                    push(i, ' ');
-                    i += 2;
-                } else if c == '\\' {
-                    i += 1;
-                } else if c != '\n' {
-                    push(i, c);
-                }
-            }
-        }
-        i += 1;
-    }
-    out
-}
-
-/// Whether the `r` at `i` starts a raw string's prefix (`r"`, `r#"`, `br"`): not the end of a longer
-/// identifier.
-fn raw_prefix(chars: &[char], i: usize) -> bool {
-    let before = |k: usize| i.checked_sub(k).and_then(|j| chars.get(j)).copied();
-    match before(1) {
-        Some('b') => !before(2).is_some_and(is_ident),
-        Some(c) => !is_ident(c),
-        None => true,
-    }
-}
-
-fn is_ident(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_'
 }
 
 /// The `.rs` names in one line of comment text, `{a,b}` groups expanded, the unchecked ones left out.
@@ -421,63 +311,6 @@ fn expand(name: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use std::fs;
-
-    /// The names each comment line gives, for the lines that give some.
-    fn found(text: &str, lang: Lang) -> Vec<(usize, Vec<String>)> {
-        comments(text, lang)
-            .into_iter()
-            .map(|(l, s)| (l, names(&s)))
-            .filter(|(_, n)| !n.is_empty())
-            .collect()
-    }
-
-    fn at(line: usize, names: &[&str]) -> (usize, Vec<String>) {
-        (line, names.iter().map(|n| n.to_string()).collect())
-    }
-
-    #[test]
-    fn rust_comments_and_not_strings() {
-        let src = "//! a.rs\nlet s = \"// no.rs\"; // c.rs\nlet c = '\"'; // d.rs\n\
-                   let r = r#\"x \" // no.rs\"#; /* f.rs /* g.rs */ h.rs */ i\n\
-                   fn f<'a>(x: &'a str) -> char { '\\'' } // j.rs\n\
-                   let s = \"a\\\n // no.rs\"; /// k.rs\n";
-        assert_eq!(
-            found(src, Lang::Rust),
-            [
-                at(1, &["a.rs"]),
-                at(2, &["c.rs"]),
-                at(3, &["d.rs"]),
-                at(4, &["f.rs", "g.rs", "h.rs"]),
-                at(5, &["j.rs"]),
-                at(7, &["k.rs"]),
-            ]
-        );
-    }
-
-    #[test]
-    fn c_block_comments_do_not_nest_and_span_lines() {
-        let src = "/* a.rs /* b.rs */ int x = 1; // c.rs\n\
-                   char *s = \"/* no.rs */\"; /* d\n e.rs */ int y; /* f.rs */\n";
-        assert_eq!(
-            found(src, Lang::C),
-            [at(1, &["a.rs", "b.rs", "c.rs"]), at(3, &["e.rs", "f.rs"])]
-        );
-    }
-
-    #[test]
-    fn python_comments_and_docstrings() {
-        let src =
-            "\"\"\"a.rs\nb.rs\"\"\"\nx = \"# no.rs\"  # c.rs\ny = 'it''s' + 'no.rs'\n'''d.rs'''\n";
-        assert_eq!(
-            found(src, Lang::Python),
-            [
-                at(1, &["a.rs"]),
-                at(2, &["b.rs"]),
-                at(3, &["c.rs"]),
-                at(5, &["d.rs"])
-            ]
-        );
-    }
 
     #[test]
     fn names_skip_urls_patterns_and_outside_paths() {
@@ -580,6 +413,97 @@ mod tests {
                 "core/src/lib.rs:2: `gone.rs` names no file",
                 "core/src/lib.rs:2: `rt/gone.rs` names no file",
                 "ffi-c/src/lib.rs:2: `slot.rs` names no file",
+            ]
+        );
+    }
+
+    /// Two crates: the core (`weir`), and the simulator, which depends on it through the workspace's
+    /// renaming entry; `extra` adds files.
+    fn two_crates(tag: &str, extra: &[(&str, &str)]) -> Repo {
+        let mut files = vec![
+            (
+                "Cargo.toml",
+                "[workspace.dependencies]\nweir = { package = \"weir-lb\", path = \"core\" }\n",
+            ),
+            (
+                "core/Cargo.toml",
+                "[package]\nname = \"weir-lb\"\n[lib]\nname = \"weir\"\n",
+            ),
+            (
+                "core/src/lib.rs",
+                "pub mod balance;\nmod sync;\npub mod rt {\n    pub mod wait {}\n}\n",
+            ),
+            (
+                "core/src/balance/mod.rs",
+                "pub mod policy;\npub use policy::Config;\nfn rotate() {}\n",
+            ),
+            (
+                "core/src/balance/policy.rs",
+                "pub struct Config;\npub fn choose() {}\n",
+            ),
+            ("core/src/sync.rs", "pub(crate) use portable_atomic as atomic;\n"),
+            // A test crate, not a module: its name is no module's.
+            ("core/tests/select.rs", "#[test]\nfn t() {}\n"),
+            (
+                "sim/Cargo.toml",
+                "[package]\nname = \"weir-lb-sim\"\n[dependencies]\nweir.workspace = true\nhttp = \"1\"\n",
+            ),
+            ("sim/src/lib.rs", "mod http;\npub fn select() {}\n"),
+            ("sim/src/http.rs", ""),
+        ];
+        files.extend_from_slice(extra);
+        Repo::new(tag, &files)
+    }
+
+    #[test]
+    fn live_module_names_and_ordinary_words_pass() {
+        let repo = two_crates(
+            "modules-pass",
+            &[
+                (
+                    "core/src/balance/slot.rs",
+                    "//! The `policy` module; see `rotate`, see `choose`, see `balance`; `now`, `Ordering`,\n\
+                     //! see `Ordering`, `balance::policy::choose()`, `crate::balance::Config`, `rt::wait`,\n\
+                     //! [`weir::balance::policy`], `sync::atomic::AtomicU64` (std's), `tokio::time::timeout`,\n\
+                     //! `u64::MAX`, `self::gone`, `super::gone`.\n\
+                     //! ```\n//! // see `gone`\n//! ```\n",
+                ),
+                (
+                    "sim/src/report.rs",
+                    "// see `select`, see `choose` (the core's), `weir::balance::Config`, `http::Request`\n",
+                ),
+            ],
+        );
+        assert_eq!(check(&repo.0), []);
+    }
+
+    #[test]
+    fn stale_module_names_fail_with_file_and_line() {
+        let repo = two_crates(
+            "modules-fail",
+            &[(
+                "core/src/balance/slot.rs",
+                "fn f() {}\n// The draws go on over the nodes with room (see `select`), as in the `select`\n\
+                 // module: `balance::select::choose`, `balance::policy::gone`, `crate::gone::x`,\n\
+                 /// [`weir::balance::Gone`], `rt::wait::gone` and `rt::gone::x`; `slot.rs` and `gone.rs`.\n",
+            )],
+        );
+        let shown: Vec<String> = check(&repo.0).iter().map(ToString::to_string).collect();
+        let at = |line: usize, name: &str, missing: &str| {
+            format!("core/src/balance/slot.rs:{line}: `{name}` names {missing}")
+        };
+        assert_eq!(
+            shown,
+            [
+                at(2, "select", "no module, and nothing in the code"),
+                at(2, "select", "no module"),
+                at(3, "balance::select::choose", "no module or item"),
+                at(3, "balance::policy::gone", "no module or item"),
+                at(3, "crate::gone::x", "no module or item"),
+                at(4, "gone.rs", "no file"),
+                at(4, "weir::balance::Gone", "no module or item"),
+                at(4, "rt::wait::gone", "no module or item"),
+                at(4, "rt::gone::x", "no module or item"),
             ]
         );
     }

@@ -12,7 +12,7 @@
 //! The servers are killed when the check ends, whether it passed or not.
 
 use crate::dist::metadata;
-use crate::{cargo, fail, run};
+use crate::process::{cargo, fail, run};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader};

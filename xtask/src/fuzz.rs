@@ -3,11 +3,11 @@
 //!
 //! With a nightly toolchain and cargo-fuzz installed (`cargo install cargo-fuzz`) it runs libFuzzer on
 //! `ffi-c/fuzz` (target `c_abi`); otherwise, or with `--stable`, the stable driver: the `#[ignore]`d
-//! test `fuzz::tests::for_a_while` in release, which runs seeded random sequences through the same
-//! interpreter. It says which one ran. Nothing here is part of `cargo xtask ci`: CI never needs nightly
+//! test `for_a_while` of `ffi-c/src/fuzz.rs` in release, which runs seeded random sequences through the
+//! same interpreter. It says which one ran. Nothing here is part of `cargo xtask ci`: CI never needs nightly
 //! (the stable driver's short test runs in `cargo test`).
 
-use super::{fail, run};
+use crate::process::{fail, run};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 

@@ -9,8 +9,9 @@
 //! compiler would otherwise rebuild everything the other steps built). Warnings are not denied here:
 //! lints differ between compilers, and clippy on the current one holds the code to them.
 
+use crate::process::{fail, run};
 use crate::publish::PUBLISHED;
-use crate::{cargo_metadata, fail, run, target_dir};
+use crate::workspace::{cargo_metadata, target_dir};
 use std::process::Command;
 
 pub(crate) fn msrv() {

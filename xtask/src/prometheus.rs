@@ -20,8 +20,9 @@
 //! The numbers are printed. Both processes are killed when the check ends, whether it passed or not; the
 //! whole check takes about [`RUN`] plus a few seconds beyond the build.
 
+use crate::process::{cargo, fail};
 use crate::tools::install_tool;
-use crate::{cargo, fail, target_dir};
+use crate::workspace::target_dir;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -14,7 +14,8 @@
 //!
 //! Publishing order, dependencies first: `weir-lb`, then `weir-lb-ffi` and `weir-lb-tower`.
 
-use crate::{cargo, cargo_metadata, fail};
+use crate::process::{cargo, fail};
+use crate::workspace::cargo_metadata;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -19,7 +19,8 @@ mod wheel;
 
 pub use wheel::wheel;
 
-use crate::{fail, run, target_dir};
+use crate::process::{fail, run};
+use crate::workspace::target_dir;
 use std::collections::BTreeSet;
 use std::env;
 use std::path::{Path, PathBuf};

@@ -1,10 +1,12 @@
 //! The programs the checks need from the system (QEMU, CMake, pkg-config, Prometheus): found on the
-//! `PATH`, or installed from Debian's packages with apt-get (as root, or through `sudo -n`).
+//! `PATH`, or installed from Debian's packages with apt-get (as root, or through `sudo -n`); and the
+//! rustup targets the builds for other machines need.
 //!
 //! [`ensure_tool`] fails loudly when a program cannot be had (the checks that need it cannot run without
 //! it); [`install_tool`] says why instead, for a check that is skipped, loudly, without it.
+//! [`ensure_target`] adds a rustup target, or says loudly that it cannot.
 
-use crate::fail;
+use crate::process::fail;
 use std::process::{Command, Stdio};
 
 /// Makes sure `program --version` runs: when it does not, installs Debian's `package` with apt-get (as
@@ -76,4 +78,36 @@ pub(crate) fn install_tool(program: &str, package: &str, how: &str) -> Result<()
         return Err(format!("{program} was installed but does not run: {how}"));
     }
     Ok(())
+}
+
+/// Installs a rustup target if rustup is there; false (with a loud line) if it cannot be had.
+pub(crate) fn ensure_target(target: &str) -> bool {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output();
+    match installed {
+        Ok(out)
+            if String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.trim() == target) =>
+        {
+            true
+        }
+        Ok(_) => {
+            let ok = Command::new("rustup")
+                .args(["target", "add", target])
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                eprintln!("\n!!!!! SKIPPED: no_std build for {target}: `rustup target add {target}` failed !!!!!");
+            }
+            ok
+        }
+        Err(e) => {
+            eprintln!(
+                "\n!!!!! SKIPPED: no_std build for {target}: rustup not available ({e}) !!!!!"
+            );
+            false
+        }
+    }
 }

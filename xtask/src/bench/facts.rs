@@ -4,7 +4,7 @@
 //! `timing::medians`), the `weir-bench-fact:` lines the benches print ([`run_facts`]), `instr.*` and
 //! `breakdown.*` (see `instructions.rs`), and `meta.*`, the machine and the code ([`machine`]).
 
-use crate::fail;
+use crate::process::fail;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{BufRead, BufReader};

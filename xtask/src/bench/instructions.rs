@@ -4,7 +4,7 @@
 
 use super::facts::{machine, save, shell, Facts, INSTRUCTIONS};
 use super::{DEFAULT, SEEDS};
-use crate::{fail, run};
+use crate::process::{fail, run};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;

@@ -6,7 +6,7 @@ use super::facts::{
     load, load_average, machine, run_facts, save, Facts, C_ABI_META, RUN_FACTS, TIMING,
 };
 use super::{metrics, tower};
-use crate::{fail, run};
+use crate::process::{fail, run};
 use std::fs;
 use std::path::Path;
 use std::time::{Instant, SystemTime};

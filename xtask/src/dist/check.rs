@@ -27,8 +27,8 @@
 
 use super::{soname, STATIC_DIR};
 use crate::example::{check_no_loss, run_client, Summary};
+use crate::process::{fail, run};
 use crate::tools::ensure_tool;
-use crate::{fail, run};
 use std::env;
 use std::ffi::OsString;
 use std::fs;

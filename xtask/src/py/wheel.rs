@@ -13,7 +13,8 @@
 //! that wheel is checked as the other ([`build_sdist`]).
 
 use super::{path, run_in, system_python, venv, venv_bin, venv_env, TOOLS};
-use crate::{fail, run, target_dir};
+use crate::process::{fail, run};
+use crate::workspace::target_dir;
 use std::collections::BTreeSet;
 use std::env;
 use std::path::{Path, PathBuf};
