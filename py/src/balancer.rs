@@ -178,6 +178,13 @@ fn state_name(s: NodeState) -> &'static str {
     }
 }
 
+/// A `weir.OutcomeCounts` (a named tuple, one field per outcome in the order of their codes) of the
+/// leases `released` with each outcome: the `by_outcome` of `stats()` and of a `NodeInfo`.
+fn outcome_counts(py: Python<'_>, released: impl Fn(Outcome) -> u64) -> PyResult<Bound<'_, PyAny>> {
+    let counts = PyTuple::new(py, Outcome::ALL.iter().map(|o| released(*o)))?;
+    weir_type(py, "OutcomeCounts")?.call1(counts)
+}
+
 impl Balancer {
     fn add_locked(
         &self,
@@ -241,8 +248,7 @@ impl Balancer {
         kwargs.set_item("sticky_finished", s.sticky_finished)?;
         kwargs.set_item("sticky_succeeded", s.sticky_succeeded)?;
         kwargs.set_item("has_data", s.has_data)?;
-        let by_outcome = PyTuple::new(py, Outcome::ALL.iter().map(|o| s.released(*o)))?;
-        kwargs.set_item("by_outcome", by_outcome)?;
+        kwargs.set_item("by_outcome", outcome_counts(py, |o| s.released(o))?)?;
         Ok(weir_type(py, "NodeInfo")?.call((), Some(&kwargs))?.unbind())
     }
 
@@ -637,7 +643,7 @@ impl Balancer {
     /// Balancer-wide counters as a `weir.Stats` dataclass.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let s = self.inner.core.stats();
-        let by_outcome = PyTuple::new(py, Outcome::ALL.iter().map(|o| s.released(*o)))?;
+        let by_outcome = outcome_counts(py, |o| s.released(o))?;
         let kwargs = PyDict::new(py);
         kwargs.set_item("acquired", s.acquired)?;
         kwargs.set_item("rejected_all_busy", s.rejected_all_busy)?;
