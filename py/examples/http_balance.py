@@ -83,7 +83,7 @@ def main(argv: List[str]) -> int:
     for info in backends.nodes():
         print(f"{info.node}: limit {info.limit}, penalty {info.penalty:.1f}, failures {info.failures:.2f}")
     stats = backends.stats()
-    print(f"{ok}/400 succeeded; outcomes {dict(zip((o.name for o in weir.Outcome), stats.by_outcome))}")
+    print(f"{ok}/400 succeeded; {stats.by_outcome}")
     return 0 if ok >= 390 else 1
 
 

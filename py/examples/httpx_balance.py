@@ -81,8 +81,7 @@ def show(name: str, balancer: weir.Balancer, seen: Counter[str]) -> None:
     for info in balancer.nodes():
         print(f"  {info.node}: failures {info.failures:.2f}, penalty {info.penalty:.1f}")
     stats = balancer.stats()
-    outcomes = dict(zip((o.name for o in weir.Outcome), stats.by_outcome))
-    print(f"  outcomes {outcomes}, in flight {stats.in_flight}")
+    print(f"  {stats.by_outcome}, in flight {stats.in_flight}")
 
 
 class _Backend(http.server.BaseHTTPRequestHandler):

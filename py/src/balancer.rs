@@ -23,13 +23,13 @@
 //! it is then ordered after the removal, as if it had started a moment later.
 
 use crate::config::{health_from, health_to, limit_from, limit_to, policy_from, policy_name};
-use crate::convert::{duration_ns, int_in, now_ns, weir_err, weir_type};
+use crate::convert::{int_in, now_ns, weir_err, weir_type, Timeout};
 use crate::lease::{Granted, Lease};
 use crate::metrics::{node_name, Format};
 use crate::rng::{draw, Rng};
 use crate::wait::wait_error;
 use arc_swap::ArcSwapOption;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyDeprecationWarning, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::{MutexExt, PyOnceLock};
 use pyo3::types::{PyDict, PyInt, PyTuple};
@@ -178,6 +178,13 @@ fn state_name(s: NodeState) -> &'static str {
     }
 }
 
+/// A `weir.OutcomeCounts` (a named tuple, one field per outcome in the order of their codes) of the
+/// leases `released` with each outcome: the `by_outcome` of `stats()` and of a `NodeInfo`.
+fn outcome_counts(py: Python<'_>, released: impl Fn(Outcome) -> u64) -> PyResult<Bound<'_, PyAny>> {
+    let counts = PyTuple::new(py, Outcome::ALL.iter().map(|o| released(*o)))?;
+    weir_type(py, "OutcomeCounts")?.call1(counts)
+}
+
 impl Balancer {
     fn add_locked(
         &self,
@@ -241,8 +248,7 @@ impl Balancer {
         kwargs.set_item("sticky_finished", s.sticky_finished)?;
         kwargs.set_item("sticky_succeeded", s.sticky_succeeded)?;
         kwargs.set_item("has_data", s.has_data)?;
-        let by_outcome = PyTuple::new(py, Outcome::ALL.iter().map(|o| s.released(*o)))?;
-        kwargs.set_item("by_outcome", by_outcome)?;
+        kwargs.set_item("by_outcome", outcome_counts(py, |o| s.released(o))?)?;
         Ok(weir_type(py, "NodeInfo")?.call((), Some(&kwargs))?.unbind())
     }
 
@@ -259,6 +265,17 @@ impl Balancer {
                 "every node is at its concurrency limit (or much worse than a busy one): shed the call, or pass timeout= to wait",
             ),
         }
+    }
+
+    /// The fail-fast acquire (`timeout=0`): the lease, or NoCapacity or NoNodes at once.
+    fn fail_fast(
+        &self,
+        py: Python<'_>,
+        now: Option<&Bound<'_, PyAny>>,
+        rng: Option<&Bound<'_, Rng>>,
+    ) -> PyResult<Lease> {
+        self.try_once(py, now, rng)?
+            .ok_or_else(|| Self::refused(py, Rejected::AllBusy))
     }
 
     /// One fail-fast acquire: `Ok(None)` when every node is busy, an answer counted as a refusal in the
@@ -480,40 +497,53 @@ impl Balancer {
 
     /// Grants a lease, or raises NoCapacity (every node busy) or NoNodes (none in rotation).
     ///
-    /// With `timeout` (seconds or a timedelta), waits up to that long for room, first come first served
-    /// (newest first once the queue has stood 100 ms),
-    /// with the GIL released; `timeout` waits on the monotonic clock, so it cannot be combined with `now`
-    /// or `rng`. Called on the thread of a running asyncio event loop, it never blocks: with no room at
-    /// once it returns a lease in waiting, which `async with` waits for on the loop (any other use waits
-    /// with the thread). `now` (seconds) dates the acquire for tests, and the lease must then be released
-    /// with an explicit time too; `rng` draws from an explicit `weir.Rng`.
-    #[pyo3(signature = (*, timeout=None, now=None, rng=None))]
+    /// `timeout` is how long to wait for room, in seconds or a timedelta: 0, the default, never waits
+    /// (NoCapacity at once), None waits for as long as it takes; the same in `acquire_async`.
+    /// A wait is first come first served (newest first once the queue has stood 100 ms), with the GIL
+    /// released, on the monotonic clock, so it cannot be combined with `now` or `rng`. Called on the
+    /// thread of a running asyncio event loop, it never blocks: with no room at once it returns a lease
+    /// in waiting, which `async with` waits for on the loop (any other use waits with the thread). `now`
+    /// (seconds) dates the acquire for tests, and the lease must then be released with an explicit time
+    /// too; `rng` draws from an explicit `weir.Rng`. (`timeout=None` failed at once before it waited for
+    /// ever: a DeprecationWarning says so while code may still count on that.)
+    #[pyo3(
+        signature = (*, timeout = Timeout::NO_WAIT, now=None, rng=None),
+        text_signature = "($self, *, timeout=0, now=None, rng=None)"
+    )]
     fn acquire(
         &self,
         py: Python<'_>,
-        timeout: Option<&Bound<'_, PyAny>>,
+        #[pyo3(from_py_with = crate::convert::timeout)] timeout: Timeout,
         now: Option<&Bound<'_, PyAny>>,
         rng: Option<&Bound<'_, Rng>>,
     ) -> PyResult<Lease> {
-        let Some(timeout) = timeout.filter(|t| !t.is_none()) else {
-            return self
-                .try_once(py, now, rng)?
-                .ok_or_else(|| Self::refused(py, Rejected::AllBusy));
-        };
-        let wait_ns = duration_ns(timeout, "timeout")?;
+        if timeout == Timeout::NO_WAIT {
+            return self.fail_fast(py, now, rng);
+        }
+        if timeout == Timeout::Forever {
+            PyErr::warn(
+                py,
+                &py.get_type::<PyDeprecationWarning>(),
+                c"Balancer.acquire(timeout=None) now waits for room for as long as it takes, as acquire_async(timeout=None) does; it used to fail at once, which timeout=0, the default, does",
+                1,
+            )?;
+        }
         if now.is_some_and(|n| !n.is_none()) || rng.is_some() {
             return Err(PyTypeError::new_err(
                 "timeout= waits on the monotonic clock and the thread's generator: it cannot be combined with now= or rng=",
             ));
         }
         if on_event_loop(py)? {
-            return Lease::waiting(py, &self.inner, Some(wait_ns));
+            return Lease::waiting(py, &self.inner, timeout.ns());
         }
-        let deadline = Instant::now().checked_add(Duration::from_nanos(wait_ns));
+        let deadline = timeout
+            .ns()
+            .and_then(|ns| Instant::now().checked_add(Duration::from_nanos(ns)));
         loop {
             let core = Arc::clone(&self.inner.core);
             let waited = py.detach(move || {
-                // A deadline past what the platform's clock can hold waits "forever" (a century).
+                // No deadline (None, or one past what the platform's clock can hold) waits "forever" (a
+                // century).
                 let deadline = deadline
                     .or_else(|| Instant::now().checked_add(Duration::from_secs(3_155_760_000)))
                     .unwrap_or_else(Instant::now);
@@ -525,20 +555,24 @@ impl Balancer {
                         return Ok(l);
                     }
                 }
-                Err(e) => return Err(wait_error(py, e, Some(wait_ns))),
+                Err(e) => return Err(wait_error(py, e, timeout.ns())),
             }
         }
     }
 
-    /// (For `Balancer.acquire_async`.) A waiting acquire that never blocks: the lease if a node has room
-    /// and nobody waits, else a lease in waiting, in the queue; `timeout=None` waits for ever.
-    #[pyo3(signature = (timeout=None))]
-    fn _enqueue(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Lease> {
-        let wait_ns = timeout
-            .filter(|t| !t.is_none())
-            .map(|t| duration_ns(t, "timeout"))
-            .transpose()?;
-        Lease::waiting(py, &self.inner, wait_ns)
+    /// (For `Balancer.acquire_async`.) An acquire that never blocks, with `acquire`'s meaning of
+    /// `timeout`: 0 is the fail-fast acquire; otherwise the lease if a node has room and nobody waits,
+    /// else a lease in waiting, in the queue.
+    #[pyo3(signature = (timeout))]
+    fn _enqueue(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = crate::convert::timeout)] timeout: Timeout,
+    ) -> PyResult<Lease> {
+        if timeout == Timeout::NO_WAIT {
+            return self.fail_fast(py, None, None);
+        }
+        Lease::waiting(py, &self.inner, timeout.ns())
     }
 
     /// A retry's lease: the policy over the members not in `tried` (the nodes the request already
@@ -637,7 +671,7 @@ impl Balancer {
     /// Balancer-wide counters as a `weir.Stats` dataclass.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let s = self.inner.core.stats();
-        let by_outcome = PyTuple::new(py, Outcome::ALL.iter().map(|o| s.released(*o)))?;
+        let by_outcome = outcome_counts(py, |o| s.released(o))?;
         let kwargs = PyDict::new(py);
         kwargs.set_item("acquired", s.acquired)?;
         kwargs.set_item("rejected_all_busy", s.rejected_all_busy)?;

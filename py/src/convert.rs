@@ -64,6 +64,38 @@ pub fn duration_ns(value: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
     )))
 }
 
+/// The `timeout=` of `Balancer.acquire` and `Balancer.acquire_async`: how long to wait for room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timeout {
+    /// `None`: for as long as it takes.
+    Forever,
+    /// Seconds (a float, an int or a timedelta), in nanoseconds; 0, the default, never waits.
+    Within(u64),
+}
+
+impl Timeout {
+    /// The default, `timeout=0`: the fail-fast acquire.
+    pub const NO_WAIT: Timeout = Timeout::Within(0);
+
+    /// The nanoseconds to wait, `None` for ever.
+    pub fn ns(self) -> Option<u64> {
+        match self {
+            Timeout::Forever => None,
+            Timeout::Within(ns) => Some(ns),
+        }
+    }
+}
+
+/// A `timeout=` argument (pyo3's `from_py_with`, which also passes an explicit `None`): `None` waits for
+/// ever, anything else is a duration, checked as in [`duration_ns`].
+pub fn timeout(value: &Bound<'_, PyAny>) -> PyResult<Timeout> {
+    if value.is_none() {
+        Ok(Timeout::Forever)
+    } else {
+        duration_ns(value, "timeout").map(Timeout::Within)
+    }
+}
+
 /// Float seconds as nanoseconds, checked as in [`duration_ns`].
 pub fn seconds_ns(secs: f64, name: &str) -> PyResult<u64> {
     if secs.is_nan() {

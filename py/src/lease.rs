@@ -315,7 +315,8 @@ pub fn outcome_from_errno(errnum: &Bound<'_, PyAny>) -> PyResult<u8> {
 }
 
 /// The outcome code (`weir.Outcome`) for an HTTP status: 100-399 SUCCESS, 429 THROTTLED, 503 and 504
-/// DROPPED, other 4xx CLIENT_ERROR, other 5xx FAILURE. Raises ValueError outside 100..=599.
+/// DROPPED, other 4xx CLIENT_ERROR, other 5xx FAILURE. Raises ValueError for any int outside 100..=599,
+/// with one message whatever the int (negative, 999 or past every integer type alike).
 #[pyfunction]
 pub fn outcome_from_http_status(status: &Bound<'_, PyAny>) -> PyResult<u8> {
     if status.is_instance_of::<pyo3::types::PyBool>()
@@ -326,14 +327,16 @@ pub fn outcome_from_http_status(status: &Bound<'_, PyAny>) -> PyResult<u8> {
             status.get_type().name()?
         )));
     }
-    let s = int_in(status, "status", 0, u64::from(u16::MAX)).map_err(|_| {
-        PyValueError::new_err(format!(
-            "status must be an HTTP status code (100..=599), got {status}"
-        ))
-    })?;
-    Outcome::from_http_status(s as u16)
+    status
+        .extract::<u16>()
+        .ok()
+        .and_then(|s| Outcome::from_http_status(s).ok())
         .map(|o| o as u8)
-        .map_err(|e| PyValueError::new_err(e.to_string()))
+        .ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "status must be an HTTP status code, between 100 and 599, got {status}"
+            ))
+        })
 }
 
 #[pymethods]

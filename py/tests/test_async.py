@@ -8,8 +8,11 @@ import asyncio
 import gc
 import inspect
 import random
+import sys
 import threading
 import time
+import warnings
+from datetime import timedelta
 from typing import Any, Awaitable, Callable, List, Optional, Tuple
 
 import pytest
@@ -181,7 +184,7 @@ def test_cancellation_leaves_the_queue_at_once() -> None:
         c = asyncio.ensure_future(b.acquire_async(timeout=None))
         await until(lambda: b.stats().waiting == 2, "two waiting")
         with pytest.raises(weir.NoCapacity, match="2 callers are waiting already"):
-            await b.acquire_async()
+            await b.acquire_async(timeout=1.0)
         a.cancel()
         # At once, before `a` runs again: its place is free, and the next release is c's.
         assert b.stats().waiting == 1
@@ -246,39 +249,106 @@ def test_a_lease_picked_up_by_a_task_cancelled_before_it_resumes_goes_back() -> 
     assert (st.acquired, st.released(weir.Outcome.SUCCESS), ignored(b)) == (2, 1, 1)
 
 
-def test_timeouts_none_and_the_default() -> None:
-    assert inspect.signature(weir.Balancer.acquire_async).parameters["timeout"].default == weir.WAIT_TIMEOUT
-    assert weir.WAIT_TIMEOUT == 1.0
+def test_timeout_means_the_same_in_both_forms() -> None:
+    # One default, 0: neither form waits, and neither counts a wait.
+    defaults = {inspect.signature(weir.Balancer.acquire_async).parameters["timeout"].default}
+    if sys.version_info >= (3, 10):  # the abi3 module's methods have no text signature on 3.9
+        defaults.add(inspect.signature(weir.Balancer.acquire).parameters["timeout"].default)
+    assert defaults == {0}
+    b, held = full()
+    with pytest.raises(weir.NoCapacity, match="every node is at its concurrency limit"):
+        b.acquire()
+    with pytest.raises(weir.NoCapacity, match="every node is at its concurrency limit"):
+        b.acquire(timeout=0)
+
+    async def no_wait() -> None:
+        with pytest.raises(weir.NoCapacity, match="every node is at its concurrency limit"):
+            await b.acquire_async()
+        with pytest.raises(weir.NoCapacity, match="every node is at its concurrency limit"):
+            await b.acquire_async(timeout=timedelta(0))
+
+    asyncio.run(no_wait())
+    assert (b.stats().rejected_all_busy, b.stats().waits) == (4, 0)
+
+    # A short timeout: both wait, and give up with the same NoCapacity.
+    with pytest.raises(weir.NoCapacity, match=r"within the timeout \(0.05 s\)"):
+        b.acquire(timeout=0.05)
+
+    async def short() -> None:
+        with pytest.raises(weir.NoCapacity, match=r"within the timeout \(0.05 s\)"):
+            await b.acquire_async(timeout=0.05)
+        with pytest.raises(weir.NoCapacity, match="within the timeout"):
+            await b.acquire_async(timeout=timedelta(milliseconds=20))
+
+    asyncio.run(short())
+    assert (b.stats().waits, b.stats().waits_timed_out) == (3, 3)
+
+    # None: both wait for as long as it takes, here until another thread releases the slot. The
+    # blocking form also warns that its None used to fail at once.
+    def release_once_waited() -> threading.Thread:
+        def run() -> None:
+            deadline = time.monotonic() + 10
+            while b.stats().waiting == 0 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            held.succeeded()
+
+        t = threading.Thread(target=run)
+        t.start()
+        return t
+
+    releaser = release_once_waited()
+    with pytest.warns(DeprecationWarning, match=r"acquire\(timeout=None\) now waits for room"):
+        lease = b.acquire(timeout=None)
+    releaser.join()
+    assert lease.node == "n" and b.stats().waits_granted == 1
+    held = lease
+
+    async def forever() -> weir.Lease[str]:
+        return await b.acquire_async(timeout=None)
+
+    releaser = release_once_waited()
+    lease = asyncio.run(forever())
+    releaser.join()
+    assert lease.node == "n" and b.stats().waits_granted == 2
+    lease.succeeded()
+    settled(b)
+
+
+def test_the_old_meanings_are_warned_about() -> None:
+    b, held = full()
+    # Under warnings as errors, the blocking acquire(timeout=None) raises before it takes or queues
+    # anything.
+    before = b.stats()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        with pytest.raises(DeprecationWarning, match="it used to fail at once, which timeout=0"):
+            b.acquire(timeout=None)
+    assert b.stats() == before
+    # WAIT_TIMEOUT, acquire_async's old default, is no longer exported, and warns where it is named.
+    assert "WAIT_TIMEOUT" not in weir.__all__
+    with pytest.warns(DeprecationWarning, match="WAIT_TIMEOUT .* is no longer a default"):
+        assert weir.WAIT_TIMEOUT == 1.0
+    with pytest.raises(AttributeError, match="no attribute 'NO_SUCH_NAME'"):
+        weir.NO_SUCH_NAME  # type: ignore[attr-defined]
+    held.succeeded()
+    settled(b)
+
+
+def test_bad_timeouts_are_refused_in_both_forms() -> None:
     b, held = full()
 
     async def main() -> None:
-        # timeout=None waits for ever (here: until a release).
-        forever = asyncio.ensure_future(b.acquire_async(timeout=None))
-        await asyncio.sleep(0.3)
-        assert not forever.done() and b.stats().waiting == 1
-        held.succeeded()
-        lease = await forever
-        # The default (1 s): a waiter gives up with NoCapacity after it.
-        start = time.monotonic()
-        with pytest.raises(weir.NoCapacity, match=r"within the timeout \(1 s\)"):
-            await b.acquire_async()
-        # (asyncio may run a timer up to its clock resolution early.)
-        assert time.monotonic() - start >= weir.WAIT_TIMEOUT - 0.01
-        # timeout=0 and a timedelta.
-        with pytest.raises(weir.NoCapacity):
-            await b.acquire_async(timeout=0)
-        from datetime import timedelta
-
-        with pytest.raises(weir.NoCapacity):
-            await b.acquire_async(timeout=timedelta(milliseconds=20))
-        lease.succeeded()
-        # Bad timeouts are refused like everywhere else.
         with pytest.raises(ValueError, match="timeout must not be negative"):
             await b.acquire_async(timeout=-1)
         with pytest.raises(TypeError, match="timeout must be a number"):
             await b.acquire_async(timeout="1")  # type: ignore[arg-type]
 
     asyncio.run(main())
+    with pytest.raises(ValueError, match="timeout must not be negative"):
+        b.acquire(timeout=-1)
+    with pytest.raises(TypeError, match="timeout must be a number"):
+        b.acquire(timeout="1")  # type: ignore[arg-type]
+    held.succeeded()
     settled(b)
 
 
@@ -288,7 +358,7 @@ def test_no_nodes_and_no_waiting() -> None:
             await weir.Balancer().acquire_async()
         b, held = full(max_waiters=0)
         with pytest.raises(weir.NoCapacity, match="waiting is off"):
-            await b.acquire_async()
+            await b.acquire_async(timeout=1.0)
         with pytest.raises(weir.NoCapacity, match="waiting is off"):
             b.acquire(timeout=1.0)
         held.succeeded()

@@ -197,6 +197,30 @@ def test_node_outcome_counts_start_at_zero_in_a_reused_slot() -> None:
     assert b.stats().released(weir.Outcome.FAILURE) == 3
 
 
+def test_snapshots_read_themselves() -> None:
+    # The counts name their outcomes, and still behave as the tuple they were: indexed by an outcome
+    # (or its code), summed, compared with a tuple.
+    b = fixed(10, nodes=["a"])
+    for outcome in (weir.Outcome.FAILURE, weir.Outcome.SUCCESS, weir.Outcome.FAILURE, weir.Outcome.THROTTLED):
+        b.acquire(now=1.0).release(outcome, now=2.0)
+    counts = b.stats().by_outcome
+    assert isinstance(counts, weir.OutcomeCounts) and isinstance(counts, tuple)
+    assert repr(counts) == "OutcomeCounts(success=1, failure=2, dropped=0, ignored=0, throttled=1, client_error=0)"
+    assert counts[weir.Outcome.FAILURE] == counts.failure == counts[1] == 2
+    assert counts[weir.Outcome.TIMEOUT] == counts.dropped == 0
+    assert counts == (1, 2, 0, 0, 1, 0) and sum(counts) == b.stats().released_total == 4
+    assert weir.OutcomeCounts._fields == tuple(o.name.lower() for o in weir.Outcome)
+    a = b.node("a", now=2.0)
+    assert isinstance(a.by_outcome, weir.OutcomeCounts) and a.by_outcome == counts
+    # The repr shows the node as given and its counts by name, not the core's id (2**63 for the first
+    # node that is not an int).
+    assert a.id == 2**63
+    shown = repr(a)
+    assert shown.startswith("NodeInfo(node='a', state='active', ") and str(a.id) not in shown, shown
+    assert "by_outcome=OutcomeCounts(success=1, failure=2, " in shown, shown
+    assert repr(weir.Balancer([("10.0.0.7", 8080)]).nodes()[0]).startswith("NodeInfo(node=('10.0.0.7', 8080), ")
+
+
 def test_acquire_try_acquire_no_capacity_no_nodes() -> None:
     b = fixed(1, nodes=["a"])
     assert weir.Balancer().try_acquire.__doc__

@@ -95,10 +95,12 @@ def test_release_with_outcome_and_http_status() -> None:
         assert weir.Outcome.from_http_status(status) == code
     assert released(b) == (2, 2, 3, 0, 2, 1)
     lease = b.acquire()
-    for bad in (99, 600, -1, 2**70):
-        with pytest.raises(ValueError, match="HTTP status"):
+    for bad in (99, 600, 999, 0, -1, 2**16, 2**70):
+        # One message for every status out of range, naming it and the range.
+        message = rf"^status must be an HTTP status code, between 100 and 599, got {bad}$"
+        with pytest.raises(ValueError, match=message):
             lease.http_status(bad)
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=message):
             weir.Outcome.from_http_status(bad)
     with pytest.raises(TypeError):
         lease.http_status("200")

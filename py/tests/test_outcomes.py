@@ -23,6 +23,17 @@ import weir
 O = weir.Outcome
 
 
+def test_outcomes_and_criticalities_print_their_names() -> None:
+    # str() and format() give the name on every Python version (3.11 made an IntEnum's the bare number);
+    # int() and comparisons keep the code shared with Rust and C.
+    assert str(O.SUCCESS) == f"{O.SUCCESS}" == "Outcome.SUCCESS"
+    assert str(O.TIMEOUT) == "Outcome.DROPPED" and f"{O.CLIENT_ERROR:>20}" == "Outcome.CLIENT_ERROR".rjust(20)
+    assert str(weir.Criticality.SHEDDABLE) == "Criticality.SHEDDABLE"
+    assert repr(O.THROTTLED) == "<Outcome.THROTTLED: 4>"
+    assert int(O.THROTTLED) == O.THROTTLED == 4 and f"{int(O.THROTTLED)}" == "4"
+    assert [str(o) for o in O] == [f"Outcome.{o.name}" for o in O]
+
+
 def http_error(status: int) -> urllib.error.HTTPError:
     return urllib.error.HTTPError("http://n/", status, "status", Message(), None)
 

@@ -29,6 +29,7 @@ import contextvars
 import functools
 import inspect
 import time
+import warnings
 from datetime import timedelta
 from typing import (
     TYPE_CHECKING,
@@ -58,6 +59,7 @@ from weir._types import (
     NoCapacity,
     NoNodes,
     Outcome,
+    OutcomeCounts,
     Overloaded,
     Policy,
     RetryBudgetExhausted,
@@ -126,6 +128,7 @@ __all__ = [
     "NoNodes",
     "NodeInfo",
     "Outcome",
+    "OutcomeCounts",
     "Overloaded",
     "Percentile",
     "Policy",
@@ -141,7 +144,6 @@ __all__ = [
     "Throttled",
     "UnknownNode",
     "Vegas",
-    "WAIT_TIMEOUT",
     "WeirError",
     "Windowed",
     "deterministic_subset",
@@ -158,8 +160,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-WAIT_TIMEOUT: float = 1.0
-"""The default ``timeout`` of :meth:`Balancer.acquire_async`: seconds to wait for room."""
+if TYPE_CHECKING:
+    WAIT_TIMEOUT: float
+    """Deprecated: 1.0, the default ``timeout`` of :meth:`Balancer.acquire_async` until its default became
+    :meth:`Balancer.acquire`'s, 0 (no wait). Pass the seconds to wait instead."""
+else:
+    # Hidden from type checkers, which would read any missing name of the module as its return type.
+    def __getattr__(name: str) -> float:
+        # PEP 562: a name the module no longer defines, looked up with a warning.
+        if name == "WAIT_TIMEOUT":
+            warnings.warn(
+                "weir.WAIT_TIMEOUT (1.0) is no longer a default: Balancer.acquire() and acquire_async() "
+                "both default to timeout=0 (no wait); pass the seconds to wait, such as timeout=1.0",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return 1.0
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Balancer(_weir.Balancer[N]):
@@ -234,18 +251,22 @@ class Balancer(_weir.Balancer[N]):
             classify=classify,
         )
 
-    async def acquire_async(self, *, timeout: Optional[Seconds] = WAIT_TIMEOUT) -> Lease[N]:
-        """Grants a lease, waiting up to ``timeout`` seconds (default :data:`WAIT_TIMEOUT`, 1 s; ``None``
-        waits for ever) for room, without blocking the event loop and without a thread.
+    async def acquire_async(self, *, timeout: Optional[Seconds] = 0) -> Lease[N]:
+        """Grants a lease, waiting for room without blocking the event loop and without a thread.
+
+        ``timeout`` is how long to wait for room, in seconds or a ``timedelta``: 0, the default, never
+        waits (NoCapacity at once), ``None`` waits for as long as it takes; the same in :meth:`acquire`.
 
         A node with room is taken at once when nobody waits. Otherwise the call joins the balancer's
         queue of waiters (first come first served, newest first once it has stood 100 ms; shared with
-        threads in ``acquire(timeout=...)``, at most ``max_waiters``) and the release that frees a slot hands it over and wakes this task through the loop. Raises
-        NoCapacity when the timeout passes (or at once when ``max_waiters`` callers wait already), NoNodes
-        when no node is in rotation. Cancelling the awaiting task (``asyncio.timeout``, ``wait_for``,
-        ``task.cancel()``) takes it out of the queue at once; a lease handed over at that moment goes back
-        as IGNORED, to the next waiter. In ``stats()``, a call that gets its lease is no refusal, whether
-        or not it waited; a wait ends granted, timed out or cancelled.
+        threads in ``acquire(timeout=...)``, at most ``max_waiters``) and the release that frees a slot
+        hands it over and wakes this task through the loop. Raises NoCapacity when the timeout passes (or
+        at once when ``max_waiters`` callers wait already), NoNodes when no node is in rotation.
+        Cancelling the awaiting task (``asyncio.timeout``, ``wait_for``, ``task.cancel()``) takes it out
+        of the queue at once; a lease handed over at that moment goes back as IGNORED, to the next
+        waiter. In ``stats()``, a call that gets its lease is no refusal, whether or not it waited; a
+        wait ends granted, timed out or cancelled. (The default was 1 s, :data:`WAIT_TIMEOUT`, before it
+        became :meth:`acquire`'s.)
         """
         return await _wait.granted(self._enqueue(timeout))
 

@@ -296,8 +296,9 @@ def not_a_base_url(node: str, why: object = None) -> ValueError:
     )
 
 
-def wait_timeout(wait: Union[float, timedelta]) -> Optional[Union[float, timedelta]]:
-    """The ``timeout=`` of ``Balancer.acquire`` for a ``wait=`` option: None (fail fast) for zero."""
+def wait_timeout(wait: Union[float, timedelta]) -> Union[float, timedelta]:
+    """The ``timeout=`` of ``Balancer.acquire`` and ``acquire_async`` for a ``wait=`` option, checked (0
+    fails fast, as it does there)."""
     seconds = wait.total_seconds() if isinstance(wait, timedelta) else wait
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(
@@ -305,7 +306,7 @@ def wait_timeout(wait: Union[float, timedelta]) -> Optional[Union[float, timedel
         )
     if math.isnan(seconds) or seconds < 0:
         raise ValueError(f"wait must be zero or more seconds, got {wait!r}")
-    return None if seconds == 0 else wait
+    return wait
 
 
 def status_outcome(status: int) -> Outcome:

@@ -7,8 +7,8 @@ definition of each, importable and subclassable like any Python class.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Hashable, Literal, Optional, Tuple, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Hashable, Literal, NamedTuple, Optional, TypeVar
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVar as _TypeVarDefault
@@ -35,6 +35,7 @@ __all__ = [
     "Outcome",
     "Criticality",
     "Policy",
+    "OutcomeCounts",
     "NodeInfo",
     "Stats",
 ]
@@ -120,8 +121,23 @@ class CpuUnavailable(WeirError, OSError):
     """``CpuSampler`` found no CPU statistics to read (only Linux has them) or could not read them."""
 
 
-class Outcome(enum.IntEnum):
-    """What happened to a call, as the balancer learns it (codes shared with Rust and C)."""
+class _NamedIntEnum(enum.IntEnum):
+    """An IntEnum whose ``str()`` and ``format()`` give its name, ``Outcome.SUCCESS``, as a plain Enum's
+    do (``weir.Policy``'s included), and as an IntEnum's did before Python 3.11, where they became the
+    bare number (``0``) so that IntEnums could replace int constants without changing any output. weir's
+    codes are not such constants: they matter only across the Rust and C boundary, where ``int(x)``
+    gives them, so a printed outcome says which one it is, the same on every Python version."""
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+    def __format__(self, format_spec: str) -> str:
+        return format(str(self), format_spec)
+
+
+class Outcome(_NamedIntEnum):
+    """What happened to a call, as the balancer learns it (codes shared with Rust and C; ``int(outcome)``
+    is the code, ``str(outcome)`` its name, ``Outcome.SUCCESS``)."""
 
     SUCCESS = 0
     """The node answered as it should."""
@@ -159,7 +175,7 @@ class Outcome(enum.IntEnum):
         return outcome_is_retryable(int(self))
 
 
-class Criticality(enum.IntEnum):
+class Criticality(_NamedIntEnum):
     """How much a request matters (the SRE book's four levels); lower ones are throttled first."""
 
     CRITICAL_PLUS = 0
@@ -181,13 +197,29 @@ class Policy(enum.Enum):
     """One weighted random pick among the nodes with room."""
 
 
+class OutcomeCounts(NamedTuple):
+    """Leases released, one count per outcome (``Stats.by_outcome``, ``NodeInfo.by_outcome``). A tuple in
+    the order of the outcomes' codes, so ``counts[Outcome.FAILURE]``, ``counts.failure``, ``sum(counts)``
+    and ``counts == (1, 2, 0, 0, 1, 0)`` all work, and its repr names each count:
+    ``OutcomeCounts(success=1, failure=2, dropped=0, ignored=0, throttled=1, client_error=0)``."""
+
+    success: int
+    failure: int
+    dropped: int
+    """Including ``Outcome.TIMEOUT``, its alias."""
+    ignored: int
+    """Including ``Outcome.CANCELLED``, its alias."""
+    throttled: int
+    client_error: int
+
+
 @dataclass(frozen=True)
 class NodeInfo(Generic[N]):
     """A point-in-time view of one member node (``Balancer.nodes()``, ``Balancer.node()``)."""
 
     node: N
-    """The node object."""
-    id: int
+    """The node object (the repr shows it, not the core's id)."""
+    id: int = field(repr=False)
     """The core's id of the node."""
     state: Literal["active", "lame_duck"]
     success_rate: float
@@ -206,9 +238,10 @@ class NodeInfo(Generic[N]):
     sticky_finished: int
     sticky_succeeded: int
     has_data: bool
-    by_outcome: Tuple[int, int, int, int, int, int]
-    """Leases released to this node while it was a member, indexed by ``Outcome``, counted from its
-    ``add`` (a node added into the place another node left starts at 0)."""
+    by_outcome: OutcomeCounts
+    """Leases released to this node while it was a member, by outcome (``by_outcome[Outcome.SUCCESS]``,
+    ``by_outcome.success``), counted from its ``add`` (a node added into the place another node left
+    starts at 0)."""
 
     def released(self, outcome: Outcome) -> int:
         """Leases released with ``outcome`` to this node while it was a member, since its ``add``."""
@@ -233,8 +266,9 @@ class Stats:
     ``try_acquire``), including waits that timed out and a full queue."""
     rejected_no_active: int
     """Calls that raised ``NoNodes``."""
-    by_outcome: Tuple[int, int, int, int, int, int]
-    """Leases released to a live node, indexed by ``Outcome``."""
+    by_outcome: OutcomeCounts
+    """Leases released to a live node, by outcome (``by_outcome[Outcome.SUCCESS]``,
+    ``by_outcome.success``)."""
     released_stale: int
     """Leases released after their node was removed."""
     in_flight: int

@@ -209,10 +209,7 @@ class AsyncTransport(_Balanced, httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         self._members.refresh()
         retryable = self._retry.start(request, _replayable)
-        if self._timeout is None:
-            lease = self._balancer.acquire()
-        else:
-            lease = await self._balancer.acquire_async(timeout=self._timeout)
+        lease = await self._balancer.acquire_async(timeout=self._timeout)
 
         async def attempt(lease: Lease) -> httpx.Response:
             try:
