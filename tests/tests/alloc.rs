@@ -1,9 +1,11 @@
 //! Allocation counting: after construction, no hot-path call allocates (DESIGN.md invariant 1). A counting
 //! global allocator counts each thread's allocations; every workload below must make exactly zero.
 
-use weir::balance::{BucketHealth, DecayHealth, EwmaHealth};
+use weir::balance::{
+    Algorithm, BucketHealth, Draw, EwmaHealth, LowestScore, Weighted, WeightedHealth,
+};
 use weir::{
-    balance::HealthModel, balance::MembershipError, balance::Policy, balance::Rejected,
+    balance::MembershipError, balance::Rejected,
     limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer,
     Lease, Outcome, Rng,
 };
@@ -19,15 +21,15 @@ const HELD: usize = 6;
 
 fn configs() -> Vec<Config> {
     let healths = [
-        HealthModel::SEED_BUCKETS,
+        WeightedHealth::BUCKETS,
         // Narrow buckets: the window rotates every few calls, so advances, clears, the sticky bucket and
         // the cache's slow path all run inside the counted region.
-        HealthModel::Buckets(BucketHealth {
+        WeightedHealth::Buckets(BucketHealth {
             count: 3,
             width_ns: 100_000,
             decay: 2.0,
         }),
-        HealthModel::Ewma(EwmaHealth { half_life: 10 }),
+        WeightedHealth::Ewma(EwmaHealth { half_life: 10 }),
     ];
     let limits = [
         LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
@@ -40,36 +42,36 @@ fn configs() -> Vec<Config> {
         }),
     ];
     let mut out = Vec::new();
-    for policy in [Policy::Cascade, Policy::CascadeApprox, Policy::WeightedPick] {
+    for draw in [Draw::Cascade, Draw::CascadeApprox, Draw::WeightedPick] {
         for health in healths {
             for limit in limits {
                 out.push(Config {
-                    policy,
-                    health,
+                    algorithm: Algorithm::Weighted(Weighted {
+                        health,
+                        draw,
+                        weight_exponent: if draw == Draw::CascadeApprox {
+                            2.5 // the `pow` path instead of repeated multiplication
+                        } else {
+                            3.0
+                        },
+                        ..Weighted::CASCADE
+                    }),
                     limit,
-                    weight_exponent: if policy == Policy::CascadeApprox {
-                        2.5 // the `pow` path instead of repeated multiplication
-                    } else {
-                        3.0
-                    },
                     ..Config::cascade()
                 });
             }
         }
     }
-    // The default model and policy (decayed counters, lowest score): the default itself, and narrow
-    // half-lives (1 ms and 3 ms: the clock's epoch is 250 µs, so rotations recompute every penalty every
-    // few calls, and counters fade below 2^-20 and are settled to zero within the counted region), with
-    // each kind of limit. The narrow model keeps the default's penalty coefficients.
-    let HealthModel::Decay(DecayHealth {
+    // The default algorithm (the lowest-score family): the default itself, and narrow half-lives (1 ms
+    // and 3 ms: the clock's epoch is 250 µs, so rotations recompute every penalty every few calls, and
+    // counters fade below 2^-20 and are settled to zero within the counted region), with each kind of
+    // limit. The narrow one keeps the default's penalty coefficients.
+    let LowestScore {
         penalty,
         ratio_penalty,
         ..
-    }) = HealthModel::DECAY
-    else {
-        unreachable!("the default model is the decay model")
-    };
-    let narrow = HealthModel::Decay(DecayHealth {
+    } = LowestScore::DEFAULT;
+    let narrow = Algorithm::LowestScore(LowestScore {
         success_half_life_ns: 1_000_000,
         failure_half_life_ns: 3_000_000,
         dropped_cost: 0.75,
@@ -80,9 +82,9 @@ fn configs() -> Vec<Config> {
     });
     out.push(Config::default());
     for limit in limits.into_iter().chain([Config::default().limit]) {
-        for health in [HealthModel::DECAY, narrow] {
+        for algorithm in [Algorithm::LOWEST_SCORE, narrow] {
             out.push(Config {
-                health,
+                algorithm,
                 limit,
                 ..Config::default()
             });
@@ -219,7 +221,7 @@ fn hot_paths_allocate_nothing_for_every_policy_health_and_limit() {
         let st = b.stats();
         assert_eq!(st.in_flight, 0, "{st:?}");
         assert!(st.released_stale > 0, "no stale release exercised: {st:?}");
-        // A fixed limit of 1 on 4 nodes with up to 6 leases held (not the seeds' limit of 100).
+        // A fixed limit of 1 on 4 nodes with up to 6 leases held (not the cascade's limit of 100).
         if matches!(config.limit, LimitAlgorithm::Fixed(FixedLimit { limit: 1 })) {
             assert!(st.rejected_all_busy > 0, "no AllBusy exercised: {st:?}");
         }

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use weir::metrics::{node_id_name, MetricsFormat};
 use weir_tests::vectors::{parse, Item, Runner};
 
-/// The traces whose end state has a committed metrics text: one per health model family.
-const TRACES: [&str; 2] = ["default", "seeds"];
+/// The traces whose end state has a committed metrics text: one per algorithm family.
+const TRACES: [&str; 2] = ["cascade", "default"];
 
 /// The fixed format every surface writes with: the default prefix, and a constant label whose value
 /// needs each of the three escapes.

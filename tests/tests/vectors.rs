@@ -9,7 +9,7 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use weir::balance::{HealthModel, Policy};
+use weir::balance::{Algorithm, Draw, Weighted, WeightedHealth};
 use weir::limit::LimitAlgorithm;
 use weir::{Config, Outcome};
 use weir_tests::vectors::{
@@ -217,7 +217,8 @@ fn an_altered_expectation_is_detected() {
     assert!(replay_text(name, &(copy.join("\n") + "\n")).is_err());
 }
 
-/// The files cover what the README promises: every valid policy × health model pair, every limit
+/// The files cover what the README promises: every algorithm (each family, each health and draw of the
+/// weighted family), every limit
 /// algorithm, both presets, every operation, outcome and error, reseeds and re-added ids.
 #[test]
 fn files_cover_every_case() {
@@ -233,24 +234,24 @@ fn files_cover_every_case() {
     let configs: Vec<Config> = traces.iter().map(|t| t.1.config).collect();
     assert!(configs.contains(&Config::default()));
     assert!(configs.contains(&Config::cascade()));
-    let model = |c: &Config| match c.health {
-        HealthModel::Decay(_) => 0,
-        HealthModel::Buckets(_) => 1,
-        HealthModel::Ewma(_) => 2,
+    // Every algorithm: the lowest-score family, and the weighted family's every health and draw.
+    let weighted = |c: &Config| match c.algorithm {
+        Algorithm::Weighted(Weighted { health, draw, .. }) => Some((
+            matches!(health, WeightedHealth::Buckets(_)),
+            draw,
+        )),
+        Algorithm::LowestScore(_) => None,
     };
-    for (m, p) in [
-        (0, Policy::LowestScore),
-        (1, Policy::Cascade),
-        (1, Policy::CascadeApprox),
-        (1, Policy::WeightedPick),
-        (2, Policy::Cascade),
-        (2, Policy::CascadeApprox),
-        (2, Policy::WeightedPick),
-    ] {
-        assert!(
-            configs.iter().any(|c| model(c) == m && c.policy == p),
-            "model {m} with {p:?}"
-        );
+    assert!(configs
+        .iter()
+        .any(|c| matches!(c.algorithm, Algorithm::LowestScore(_))));
+    for buckets in [true, false] {
+        for draw in [Draw::Cascade, Draw::CascadeApprox, Draw::WeightedPick] {
+            assert!(
+                configs.iter().any(|c| weighted(c) == Some((buckets, draw))),
+                "weighted, buckets {buckets}, {draw:?}"
+            );
+        }
     }
     let algorithm = |c: &Config| match c.limit {
         LimitAlgorithm::Fixed(_) => 0,
@@ -339,8 +340,8 @@ fn files_cover_every_case() {
 fn the_generator_seed_matters() {
     let spec = generate::specs()
         .into_iter()
-        .find(|s| s.name == "seeds")
-        .expect("the seeds' trace");
+        .find(|s| s.name == "cascade")
+        .expect("the cascade's trace");
     let mut trace = generate::generate(&spec);
     assert!(replay(&trace).is_ok());
     trace.seed ^= 1;

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::backoff::Backoff;
-use crate::balance::{Balancer, NodeSlot, NodeSnapshot, NodeState, Outcome};
+use crate::balance::{Balancer, NodeSlot, NodeSnapshot, NodeState, Outcome, Waiting};
 use crate::overload::{Criticality, RetryBudget, Shedder, Throttle};
 
 /// The label value of each outcome, by its code.
@@ -19,7 +19,7 @@ const OUTCOME_LABELS: [&str; 6] = [
 /// Reads one per-node family's value from a snapshot.
 type NodeValue = fn(&NodeSnapshot) -> Value;
 
-impl<S: AsRef<[NodeSlot]>> Balancer<S> {
+impl<S: AsRef<[NodeSlot]>, Q: Waiting> Balancer<S, Q> {
     /// Writes the balancer's metrics and its members' at `now` (the families of
     /// [`FAMILIES`](crate::metrics::FAMILIES) up to `node_failures`; see `docs/metrics.md`) in the
     /// Prometheus text format. `names` writes a node's `node` label value from its id, unescaped (the

@@ -4,8 +4,7 @@
 
 use super::{bad, boolean, float, float32, floating, floating32, uint, uint32, ParseError};
 use std::collections::BTreeMap;
-use weir::balance::{BucketHealth, DecayHealth, EwmaHealth};
-use weir::balance::{HealthModel, Policy};
+use weir::balance::{Algorithm, BucketHealth, Draw, EwmaHealth, LowestScore, Weighted, WeightedHealth};
 use weir::limit::{
     AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
     LimitAlgorithm, QueueSize, SampleWindow, VegasLimit, VegasStep, VegasThreshold, WindowedLimit,
@@ -15,8 +14,8 @@ use weir::Config;
 /// The tokens of `c`, in the order the files write them (the struct's field order).
 pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
     let mut out = Tokens(Vec::new());
-    match c.health {
-        HealthModel::Decay(DecayHealth {
+    match c.algorithm {
+        Algorithm::LowestScore(LowestScore {
             success_half_life_ns,
             failure_half_life_ns,
             dropped_cost,
@@ -25,33 +24,43 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
             penalty,
             ratio_penalty,
         }) => {
-            out.put("health", "decay");
-            out.put("health.success_half_life_ns", success_half_life_ns);
-            out.put("health.failure_half_life_ns", failure_half_life_ns);
-            out.put("health.dropped_cost", float32(dropped_cost));
-            out.put("health.throttled_cost", float32(throttled_cost));
-            out.put("health.client_error_cost", float32(client_error_cost));
-            out.put("health.penalty", float32(penalty));
-            out.put("health.ratio_penalty", float32(ratio_penalty));
+            out.put("algorithm", "lowest_score");
+            out.put("algorithm.success_half_life_ns", success_half_life_ns);
+            out.put("algorithm.failure_half_life_ns", failure_half_life_ns);
+            out.put("algorithm.dropped_cost", float32(dropped_cost));
+            out.put("algorithm.throttled_cost", float32(throttled_cost));
+            out.put("algorithm.client_error_cost", float32(client_error_cost));
+            out.put("algorithm.penalty", float32(penalty));
+            out.put("algorithm.ratio_penalty", float32(ratio_penalty));
         }
-        HealthModel::Buckets(BucketHealth {
-            count,
-            width_ns,
-            decay,
+        Algorithm::Weighted(Weighted {
+            health,
+            draw,
+            weight_exponent,
+            floor,
         }) => {
-            out.put("health", "buckets");
-            out.put("health.count", count);
-            out.put("health.width_ns", width_ns);
-            out.put("health.decay", float(decay));
-        }
-        HealthModel::Ewma(EwmaHealth { half_life }) => {
-            out.put("health", "ewma");
-            out.put("health.half_life", half_life);
+            out.put("algorithm", "weighted");
+            match health {
+                WeightedHealth::Buckets(BucketHealth {
+                    count,
+                    width_ns,
+                    decay,
+                }) => {
+                    out.put("algorithm.health", "buckets");
+                    out.put("algorithm.health.count", count);
+                    out.put("algorithm.health.width_ns", width_ns);
+                    out.put("algorithm.health.decay", float(decay));
+                }
+                WeightedHealth::Ewma(EwmaHealth { half_life }) => {
+                    out.put("algorithm.health", "ewma");
+                    out.put("algorithm.health.half_life", half_life);
+                }
+            }
+            out.put("algorithm.draw", draw_name(draw));
+            out.put("algorithm.weight_exponent", float(weight_exponent));
+            out.put("algorithm.floor", float(floor));
         }
     }
-    out.put("weight_exponent", float(c.weight_exponent));
-    out.put("floor", float(c.floor));
-    out.put("policy", policy_name(c.policy));
     match c.limit {
         LimitAlgorithm::Windowed(w) => {
             out.put("limit", "windowed");
@@ -79,8 +88,8 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
         LimitAlgorithm::Gradient2(l) => inner(&mut out, "limit", InnerAlgorithm::Gradient2(l)),
         LimitAlgorithm::Ciad(l) => inner(&mut out, "limit", InnerAlgorithm::Ciad(l)),
     }
-    out.put("seed", c.seed);
     out.put("max_waiters", c.max_waiters);
+    out.put("seed", c.seed);
     out.0
 }
 
@@ -92,12 +101,11 @@ impl Tokens {
     }
 }
 
-fn policy_name(p: Policy) -> &'static str {
-    match p {
-        Policy::LowestScore => "lowest_score",
-        Policy::Cascade => "cascade",
-        Policy::CascadeApprox => "cascade_approx",
-        Policy::WeightedPick => "weighted_pick",
+fn draw_name(d: Draw) -> &'static str {
+    match d {
+        Draw::Cascade => "cascade",
+        Draw::CascadeApprox => "cascade_approx",
+        Draw::WeightedPick => "weighted_pick",
     }
 }
 
@@ -254,37 +262,45 @@ pub(super) fn parse(tokens: Vec<(String, String, usize)>) -> Result<Config, Pars
         keys.map.insert(k, (v, l));
     }
     let k = &mut keys;
-    let health = match k.word("health")? {
-        (w, _) if w == "decay" => HealthModel::Decay(DecayHealth {
-            success_half_life_ns: k.u64("health.success_half_life_ns")?,
-            failure_half_life_ns: k.u64("health.failure_half_life_ns")?,
-            dropped_cost: k.f32("health.dropped_cost")?,
-            throttled_cost: k.f32("health.throttled_cost")?,
-            client_error_cost: k.f32("health.client_error_cost")?,
-            penalty: k.f32("health.penalty")?,
-            ratio_penalty: k.f32("health.ratio_penalty")?,
+    let algorithm = match k.word("algorithm")? {
+        (w, _) if w == "lowest_score" => Algorithm::LowestScore(LowestScore {
+            success_half_life_ns: k.u64("algorithm.success_half_life_ns")?,
+            failure_half_life_ns: k.u64("algorithm.failure_half_life_ns")?,
+            dropped_cost: k.f32("algorithm.dropped_cost")?,
+            throttled_cost: k.f32("algorithm.throttled_cost")?,
+            client_error_cost: k.f32("algorithm.client_error_cost")?,
+            penalty: k.f32("algorithm.penalty")?,
+            ratio_penalty: k.f32("algorithm.ratio_penalty")?,
         }),
-        (w, l) if w == "buckets" => HealthModel::Buckets(BucketHealth {
-            count: k
-                .u64("health.count")?
-                .try_into()
-                .map_err(|_| bad(l, "health.count out of range"))?,
-            width_ns: k.u64("health.width_ns")?,
-            decay: k.f64("health.decay")?,
-        }),
-        (w, _) if w == "ewma" => HealthModel::Ewma(EwmaHealth {
-            half_life: k.u32("health.half_life")?,
-        }),
-        other => return Err(unknown("health", other)),
-    };
-    let weight_exponent = k.f64("weight_exponent")?;
-    let floor = k.f64("floor")?;
-    let policy = match k.word("policy")? {
-        (w, _) if w == "lowest_score" => Policy::LowestScore,
-        (w, _) if w == "cascade" => Policy::Cascade,
-        (w, _) if w == "cascade_approx" => Policy::CascadeApprox,
-        (w, _) if w == "weighted_pick" => Policy::WeightedPick,
-        other => return Err(unknown("policy", other)),
+        (w, _) if w == "weighted" => {
+            let health = match k.word("algorithm.health")? {
+                (w, l) if w == "buckets" => WeightedHealth::Buckets(BucketHealth {
+                    count: k
+                        .u64("algorithm.health.count")?
+                        .try_into()
+                        .map_err(|_| bad(l, "algorithm.health.count out of range"))?,
+                    width_ns: k.u64("algorithm.health.width_ns")?,
+                    decay: k.f64("algorithm.health.decay")?,
+                }),
+                (w, _) if w == "ewma" => WeightedHealth::Ewma(EwmaHealth {
+                    half_life: k.u32("algorithm.health.half_life")?,
+                }),
+                other => return Err(unknown("algorithm.health", other)),
+            };
+            let draw = match k.word("algorithm.draw")? {
+                (w, _) if w == "cascade" => Draw::Cascade,
+                (w, _) if w == "cascade_approx" => Draw::CascadeApprox,
+                (w, _) if w == "weighted_pick" => Draw::WeightedPick,
+                other => return Err(unknown("algorithm.draw", other)),
+            };
+            Algorithm::Weighted(Weighted {
+                health,
+                draw,
+                weight_exponent: k.f64("algorithm.weight_exponent")?,
+                floor: k.f64("algorithm.floor")?,
+            })
+        }
+        other => return Err(unknown("algorithm", other)),
     };
     let limit = match k.word("limit")? {
         (w, _) if w == "windowed" => {
@@ -308,13 +324,10 @@ pub(super) fn parse(tokens: Vec<(String, String, usize)>) -> Result<Config, Pars
         word => LimitAlgorithm::from(parse_inner(k, "limit", word)?),
     };
     let config = Config {
-        health,
-        weight_exponent,
-        floor,
-        policy,
+        algorithm,
         limit,
-        seed: k.u64("seed")?,
         max_waiters: k.u32("max_waiters")?,
+        seed: k.u64("seed")?,
     };
     if let Some((key, (v, l))) = keys.map.into_iter().next() {
         return Err(bad(

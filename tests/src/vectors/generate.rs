@@ -8,8 +8,7 @@
 //! silently stops covering the case it is named for.
 
 use super::{Answer, ErrorKind, Exclude, Item, Lines, Op, Runner, Step, Trace};
-use weir::balance::{BucketHealth, DecayHealth, EwmaHealth};
-use weir::balance::{HealthModel, NodeState, Policy};
+use weir::balance::{Algorithm, BucketHealth, Draw, EwmaHealth, LowestScore, NodeState, Weighted, WeightedHealth};
 use weir::limit::{
     AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
     LimitAlgorithm, QueueSize, SampleWindow, VegasLimit, VegasStep, VegasThreshold, WindowedLimit,
@@ -91,10 +90,19 @@ pub fn specs() -> Vec<Spec> {
         jump_ns: 20 * S,
     };
     let fixed2 = LimitAlgorithm::Fixed(FixedLimit { limit: 2 });
+    // The weighted family over the average, with the cascade's floor.
+    let ewma = |half_life, draw, weight_exponent| {
+        Algorithm::Weighted(Weighted {
+            health: WeightedHealth::Ewma(EwmaHealth { half_life }),
+            draw,
+            weight_exponent,
+            ..Weighted::CASCADE
+        })
+    };
     vec![
         Spec {
             name: "default",
-            about: "Config::default(): Decay health, LowestScore, CIAD (fast start) limit.",
+            about: "Config::default(): the lowest-score family, CIAD (fast start) limit.",
             config: Config::default(),
             capacity: 6,
             script: Script::Random(Random {
@@ -103,18 +111,19 @@ pub fn specs() -> Vec<Spec> {
             }),
         },
         Spec {
-            name: "seeds",
-            about: "Config::cascade(): Buckets health (6 x 5 s, decay 3), Cascade, Fixed(100) limit.",
+            name: "cascade",
+            about: "Config::cascade(): the weighted family, Buckets health (6 x 5 s, decay 3), Cascade, \
+                    Fixed(100) limit.",
             config: Config::cascade(),
             capacity: 6,
             script: Script::Random(random(2, 600, 6, 12)),
         },
         Spec {
             name: "decay-lowest-score-aimd",
-            about: "Decay health with short half-lives and other costs, LowestScore, AIMD limit (min 1, \
+            about: "The lowest-score family with short half-lives and other costs, AIMD limit (min 1, \
                     40 ms timeout).",
             config: Config {
-                health: HealthModel::Decay(DecayHealth {
+                algorithm: Algorithm::LowestScore(LowestScore {
                     success_half_life_ns: 200 * MS,
                     failure_half_life_ns: 2 * S,
                     dropped_cost: 0.5,
@@ -141,14 +150,16 @@ pub fn specs() -> Vec<Spec> {
             about: "Buckets health (4 x 100 ms, decay 2), CascadeApprox, Gradient2 limit with drop \
                     back-off, weight exponent 2.5, floor 0.01.",
             config: Config {
-                health: HealthModel::Buckets(BucketHealth {
-                    count: 4,
-                    width_ns: 100 * MS,
-                    decay: 2.0,
+                algorithm: Algorithm::Weighted(Weighted {
+                    health: WeightedHealth::Buckets(BucketHealth {
+                        count: 4,
+                        width_ns: 100 * MS,
+                        decay: 2.0,
+                    }),
+                    draw: Draw::CascadeApprox,
+                    weight_exponent: 2.5,
+                    floor: 0.01,
                 }),
-                weight_exponent: 2.5,
-                floor: 0.01,
-                policy: Policy::CascadeApprox,
                 limit: LimitAlgorithm::Gradient2(Gradient2Limit {
                     initial_limit: 6,
                     min_limit: 2,
@@ -170,12 +181,15 @@ pub fn specs() -> Vec<Spec> {
             about: "Buckets health (8 x 50 ms, decay 1.5), WeightedPick, Vegas limit probing often (its \
                     jitter draws from Config::seed), factor steps, baseline not from drops.",
             config: Config {
-                health: HealthModel::Buckets(BucketHealth {
-                    count: 8,
-                    width_ns: 50 * MS,
-                    decay: 1.5,
+                algorithm: Algorithm::Weighted(Weighted {
+                    health: WeightedHealth::Buckets(BucketHealth {
+                        count: 8,
+                        width_ns: 50 * MS,
+                        decay: 1.5,
+                    }),
+                    draw: Draw::WeightedPick,
+                    ..Weighted::CASCADE
                 }),
-                policy: Policy::WeightedPick,
                 limit: LimitAlgorithm::Vegas(VegasLimit {
                     initial_limit: 6,
                     max_limit: 24,
@@ -199,7 +213,7 @@ pub fn specs() -> Vec<Spec> {
             about: "Ewma health (half-life 10 outcomes), Cascade, Gradient limit probing every 8..16 \
                     samples (its countdown draws from Config::seed), square-root queue.",
             config: Config {
-                health: HealthModel::Ewma(EwmaHealth { half_life: 10 }),
+                algorithm: ewma(10, Draw::Cascade, 3.0),
                 limit: LimitAlgorithm::Gradient(GradientLimit {
                     initial_limit: 8,
                     min_limit: 2,
@@ -222,8 +236,7 @@ pub fn specs() -> Vec<Spec> {
                     small limits so that acquires find every node busy, and an RTT tolerance of 1.5 so \
                     that slow successes count as drops.",
             config: Config {
-                health: HealthModel::Ewma(EwmaHealth { half_life: 5 }),
-                policy: Policy::CascadeApprox,
+                algorithm: ewma(5, Draw::CascadeApprox, 3.0),
                 limit: LimitAlgorithm::Ciad(CiadLimit {
                     initial_limit: 4,
                     min_limit: 1,
@@ -242,9 +255,7 @@ pub fn specs() -> Vec<Spec> {
             about: "Ewma health (half-life 20 outcomes), WeightedPick, weight exponent 1, a windowed \
                     Vegas limit (10..50 ms windows, p75 of up to 8 samples).",
             config: Config {
-                health: HealthModel::Ewma(EwmaHealth { half_life: 20 }),
-                weight_exponent: 1.0,
-                policy: Policy::WeightedPick,
+                algorithm: ewma(20, Draw::WeightedPick, 1.0),
                 limit: LimitAlgorithm::Windowed(WindowedLimit {
                     inner: InnerAlgorithm::Vegas(VegasLimit {
                         initial_limit: 6,
@@ -270,7 +281,8 @@ pub fn specs() -> Vec<Spec> {
         },
         Spec {
             name: "edges-decay",
-            about: "Edge cases and every error under Decay/LowestScore (Config::default() with Fixed(2)).",
+            about: "Edge cases and every error under the lowest-score family (Config::default() with \
+                    Fixed(2)).",
             config: Config {
                 limit: fixed2,
                 ..Config::default()
@@ -280,7 +292,8 @@ pub fn specs() -> Vec<Spec> {
         },
         Spec {
             name: "edges-buckets",
-            about: "Edge cases and every error under Buckets/Cascade (Config::cascade() with Fixed(2)).",
+            about: "Edge cases and every error under the weighted family's Buckets/Cascade \
+                    (Config::cascade() with Fixed(2)).",
             config: Config {
                 limit: fixed2,
                 ..Config::cascade()
@@ -292,8 +305,7 @@ pub fn specs() -> Vec<Spec> {
             name: "edges-ewma",
             about: "Edge cases and every error under Ewma/WeightedPick with Fixed(2).",
             config: Config {
-                health: HealthModel::Ewma(EwmaHealth { half_life: 3 }),
-                policy: Policy::WeightedPick,
+                algorithm: ewma(3, Draw::WeightedPick, 3.0),
                 limit: fixed2,
                 ..Config::cascade()
             },

@@ -1077,10 +1077,10 @@ mod tests {
             // line.
             (0, edit(0, Some("weir-trace 2"))),
             (
-                at(&|l| l.starts_with("config health.half_life")),
+                at(&|l| l.starts_with("config algorithm.health.half_life")),
                 edit(
-                    at(&|l| l.starts_with("config health.half_life")),
-                    Some("config health.half_life=3 extra=1"),
+                    at(&|l| l.starts_with("config algorithm.health.half_life")),
+                    Some("config algorithm.health.half_life=3 extra=1"),
                 ),
             ),
             (
