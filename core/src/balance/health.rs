@@ -62,7 +62,7 @@ pub(crate) struct Scope<'a> {
     pub(crate) ctl: &'a AtomicU64,
 }
 
-/// A consistent reading of a node's health.
+/// A consistent reading of a node's health: each family fills in what it keeps, over [`View::EMPTY`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct View {
     /// The success rate before any floor.
@@ -80,6 +80,19 @@ pub(crate) struct View {
     /// The decayed success and failure counters and the penalty (the lowest-score family; zeros
     /// otherwise).
     pub(crate) decayed: (f64, f64, f64),
+}
+
+impl View {
+    /// A node that recorded nothing: rate 1.0, every count 0.
+    pub(crate) const EMPTY: View = View {
+        rate: 1.0,
+        floored: false,
+        newest: 0,
+        window: (0, 0),
+        sticky: (0, 0),
+        has_data: false,
+        decayed: (0.0, 0.0, 0.0),
+    };
 }
 
 /// The health words of one node. `repr(C)` keeps `cache` first, beside the slot's control word: the

@@ -195,13 +195,10 @@ impl Health {
         let (s, f, pen) = self.decayed(now, d);
         View {
             rate: if s + f > 0.0 { s / (s + f) } else { 1.0 },
-            floored: false,
-            newest: 0,
-            window: (0, 0),
-            sticky: (0, 0),
             // Relaxed: a statistic.
             has_data: self.last.load(Relaxed) != 0,
             decayed: (s, f, pen),
+            ..View::EMPTY
         }
     }
 
@@ -216,7 +213,7 @@ impl Health {
         // weaker orderings.
         let _ = word.fetch_update(SeqCst, SeqCst, |w| Some(added(w, at, amount, h)));
         // loom models SeqCst accesses as AcqRel; this fence is the guarantee the SeqCst accesses above and
-        // below have in C++20, in the form loom checks (as in `rt::wait`).
+        // below have in C++20, in the form loom checks (as in `rt::queue`).
         #[cfg(loom)]
         crate::internal::sync::fence(SeqCst);
         if self.last.load(Relaxed) == 0 {

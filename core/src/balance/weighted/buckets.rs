@@ -300,15 +300,7 @@ impl Health {
     /// [`view`](Self::view) for the bucket model.
     pub(super) fn view_buckets(&self, b: &Prepared, now: u64) -> View {
         let Some((newest, words)) = self.snapshot() else {
-            return View {
-                rate: 1.0,
-                floored: false,
-                newest: 0,
-                window: (0, 0),
-                sticky: (0, 0),
-                has_data: false,
-                decayed: (0.0, 0.0, 0.0),
-            };
+            return View::EMPTY;
         };
         let span = span(b.count, b.width, newest, now);
         let (rate, floored) = rate_of(&words, newest, span, &b.weights);
@@ -331,7 +323,7 @@ impl Health {
                 (0, 0)
             },
             has_data: true,
-            decayed: (0.0, 0.0, 0.0),
+            ..View::EMPTY
         }
     }
 

@@ -100,11 +100,8 @@ impl Health {
             // Relaxed: a standalone statistic.
             rate: f64::from_bits(self.ring[0].load(Relaxed)),
             floored: true,
-            newest: 0,
-            window: (0, 0),
-            sticky: (0, 0),
             has_data: self.last.load(Relaxed) != 0,
-            decayed: (0.0, 0.0, 0.0),
+            ..View::EMPTY
         }
     }
 }
