@@ -272,9 +272,8 @@ pub fn specs() -> Vec<Spec> {
                         capacity: 8,
                     },
                 }),
-                seed: 42,
                 max_waiters: 0,
-                ..Config::cascade()
+                seed: 42,
             },
             capacity: 6,
             script: Script::Random(random(8, 600, 6, 30)),
