@@ -1,13 +1,12 @@
 //! Responsive exponential backoff: up by a multiplier on each failure, down by another after a streak
 //! of successes. The calls return the delay; the caller sleeps.
 
-use crate::balancer::weir_rng;
 use crate::boundary::{
     arg, arg_mut, free_handle, guard, into_handle, weir_status, Error, Out,
     WEIR_ERR_INVALID_ARGUMENT, WEIR_ERR_INVALID_CONFIG,
 };
 use crate::metrics::{weir_metrics_format, write_text};
-use crate::overload::with_caller_rng;
+use crate::rng::{weir_rng, with_caller_rng};
 use std::ffi::c_char;
 use weir_core::backoff::{
     BackoffConfig, BackoffConfigError, BackoffStats, Delay, Jitter, Step, MAX_BACKOFF_NS,
@@ -481,9 +480,9 @@ pub unsafe extern "C" fn weir_backoff_write_metrics(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::balancer::weir_rng_seed;
     use crate::boundary::testing::last;
     use crate::boundary::{WEIR_ERR_NULL, WEIR_OK};
+    use crate::rng::weir_rng_seed;
     use std::ptr::{null, null_mut};
 
     fn new_backoff(c: weir_backoff_config) -> *mut weir_backoff {

@@ -2,13 +2,13 @@
 //! core's lock-free `Throttle` behind a handle, drawing from the library's per-thread generator or the
 //! caller's.
 
-use super::{invalid_config, with_caller_rng};
-use crate::balancer::weir_rng;
+use super::invalid_config;
 use crate::boundary::{
     arg, arg_mut, free_handle, guard, guard_value, into_handle, weir_status, Error, Out,
     WEIR_ERR_INVALID_ARGUMENT,
 };
 use crate::metrics::{weir_metrics_format, write_text};
+use crate::rng::{weir_rng, with_caller_rng};
 use std::ffi::c_char;
 use weir_core::overload::{
     Criticality, RetryDenied, ThrottleConfig, ThrottleConfigError, ThrottleStats,
@@ -559,7 +559,7 @@ mod tests {
         // The C throttle with the caller's generator decides exactly as the Rust one with the same seed.
         let t = new_throttle(weir_throttle_config_default());
         let core = Throttle::new(ThrottleConfig::default()).unwrap();
-        let mut rng = crate::balancer::weir_rng_seed(42);
+        let mut rng = crate::rng::weir_rng_seed(42);
         let mut draw = Rng::with_seed(42);
         let mut throttled = 0;
         for i in 0..300u64 {
@@ -685,7 +685,7 @@ mod tests {
     #[test]
     fn unknown_criticalities_and_nulls_are_refused_and_count_nothing() {
         let t = new_throttle(weir_throttle_config_default());
-        let mut rng = crate::balancer::weir_rng_seed(5);
+        let mut rng = crate::rng::weir_rng_seed(5);
         let (mut allowed, mut v, mut p) = (false, 0u32, 0.0f64);
         let mut st = weir_throttle_statistics::default();
         for bad in [4, 99, u32::MAX] {
