@@ -8,7 +8,8 @@
  *   does last (weir_balancer_acquire, weir_shedder_stats, weir_config_default); a library-wide value
  *   is read by its bare name (weir_version, weir_now_ns).
  * - 0 (WEIR_OK) means success; every other status is a stable WEIR_ERR_* code, named by
- *   weir_status_str(); weir_last_error_message() says what failed and why (per thread).
+ *   weir_status_str(); weir_last_error_message() says what failed and why (per thread), and is ""
+ *   after a call that returned WEIR_OK.
  * - Outputs go through out-pointers and are written only on success (one exception: a
  *   weir_*_write_metrics text that does not fit still reports its length).
  * - A NULL pointer argument is WEIR_ERR_NULL, never a crash; *_free(NULL) is a no-op.
@@ -500,7 +501,7 @@ typedef struct weir_sample_window {
    */
   double percentile;
   /**
-   * Samples kept per window (`WEIR_SAMPLE_WINDOW_PERCENTILE` only); 1 ..= 1024, >= min_samples.
+   * Samples kept per window (`WEIR_SAMPLE_WINDOW_PERCENTILE` only); 1 ..= 10, >= min_samples.
    */
   uint32_t capacity;
 } weir_sample_window;
@@ -1931,9 +1932,16 @@ uint64_t weir_now_ns(void);
 const char *weir_status_str(weir_status status);
 
 /**
- * The message of the most recent call on this thread that returned an error status: what failed and
- * why, naming the argument or configuration field. Never NULL (an empty string before any error).
- * The text stays valid until the next failing weir call on this thread; copy it to keep it.
+ * What failed in the most recent call on this thread that returned a `weir_status`, and why, naming
+ * the argument or configuration field; an empty string if that call returned `WEIR_OK` (or there was
+ * none yet). Never NULL.
+ *
+ * When it changes: every function that returns a `weir_status` sets it, to its error on an error and
+ * to "" on `WEIR_OK`, so read it right after the failing call, before the next one. Functions that
+ * return no status (the `*_default` fillers, `*_free`, `weir_rng_seed`, `weir_now_ns`,
+ * `weir_status_str`, the version functions and this one) leave it as it was, unless they caught a
+ * panic (a bug in weir), which they record here. The text a pointer from this function shows stays
+ * valid until a later call on this thread fails; copy it to keep it.
  *
  * Thread safety: each thread has its own message; safe from any thread.
  */

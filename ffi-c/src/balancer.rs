@@ -7,7 +7,7 @@ use crate::boundary::{
     WEIR_ERR_NODE_REMOVED, WEIR_ERR_NO_ACTIVE_NODES, WEIR_ERR_QUEUE_FULL, WEIR_ERR_TIMEOUT,
     WEIR_ERR_UNKNOWN_ID,
 };
-use crate::config::{config_from_c, config_to_c, weir_config};
+use crate::config::{config_error, config_from_c, config_to_c, weir_config};
 use crate::metrics::{weir_metrics_format, write_text};
 use crate::outcome::{outcome_from_c, weir_outcome, WEIR_OUTCOME_COUNT};
 use crate::rng::{weir_rng, with_caller_rng};
@@ -258,10 +258,11 @@ pub unsafe extern "C" fn weir_balancer_new(
 ) -> weir_status {
     guard(|| {
         // SAFETY: the caller's contract above.
-        let config = unsafe { arg(config, "config") }?;
+        let c = unsafe { arg(config, "config") }?;
         let out = unsafe { Out::new(out, "out") }?;
-        let config = config_from_c(config)?;
-        let inner = HeapBalancer::with_capacity(capacity, config).map_err(Error::config)?;
+        let config = config_from_c(c)?;
+        let inner =
+            HeapBalancer::with_capacity(capacity, config).map_err(|e| config_error(e, c))?;
         out.write(into_handle(weir_balancer { inner }));
         Ok(())
     })

@@ -15,7 +15,8 @@
 //! - Opaque handles (`weir_balancer`, `weir_shedder`, `weir_throttle`, `weir_backoff`, `weir_cpu_sampler`)
 //!   come from a `weir_*_new` and go to the matching `weir_*_free`; `*_free(NULL)` is a no-op.
 //! - Every fallible call returns a `weir_status`: 0 (`WEIR_OK`) or a stable `WEIR_ERR_*` code, named by
-//!   `weir_status_str`. On an error, `weir_last_error_message()` says what failed and why (per thread).
+//!   `weir_status_str`. On an error, `weir_last_error_message()` says what failed and why (per thread);
+//!   every call that returns a status sets it, to "" on success.
 //! - Outputs go through out-pointers and are written only on success. A NULL pointer argument is
 //!   `WEIR_ERR_NULL`, never a crash.
 //! - Enums coming from C are integers checked against their range (`WEIR_ERR_INVALID_ARGUMENT`).
