@@ -8,7 +8,8 @@
  *   does last (weir_balancer_acquire, weir_shedder_stats, weir_config_default); a library-wide value
  *   is read by its bare name (weir_version, weir_now_ns).
  * - 0 (WEIR_OK) means success; every other status is a stable WEIR_ERR_* code, named by
- *   weir_status_str(); weir_last_error_message() says what failed and why (per thread).
+ *   weir_status_str(); weir_last_error_message() says what failed and why (per thread), and is ""
+ *   after a call that returned WEIR_OK.
  * - Outputs go through out-pointers and are written only on success (one exception: a
  *   weir_*_write_metrics text that does not fit still reports its length).
  * - A NULL pointer argument is WEIR_ERR_NULL, never a crash; *_free(NULL) is a no-op.
@@ -500,7 +501,7 @@ typedef struct weir_sample_window {
    */
   double percentile;
   /**
-   * Samples kept per window (`WEIR_SAMPLE_WINDOW_PERCENTILE` only); 1 ..= 1024, >= min_samples.
+   * Samples kept per window (`WEIR_SAMPLE_WINDOW_PERCENTILE` only); 1 ..= 10, >= min_samples.
    */
   uint32_t capacity;
 } weir_sample_window;
@@ -612,20 +613,6 @@ typedef struct weir_config {
 } weir_config;
 
 /**
- * A random generator the caller owns (fastrand's wyrand; its whole state is `state`), for deterministic
- * replay with `weir_balancer_acquire_with_rng`. Make one with `weir_rng_seed`.
- *
- * Thread safety: a plain value; give each thread its own (a generator must not be used by two threads
- * at once).
- */
-typedef struct weir_rng {
-  /**
-   * The generator's state.
-   */
-  uint64_t state;
-} weir_rng;
-
-/**
  * The right to make one call to node `node_id`: a plain value the caller holds and passes back to
  * `weir_balancer_release` once (which clears its `balancer` tag, so releasing it again is refused). The
  * balancer checks the identifying fields on release: a lease released already, forged, or from another
@@ -662,6 +649,20 @@ typedef struct weir_lease {
    */
   uint32_t balancer;
 } weir_lease;
+
+/**
+ * A random generator the caller owns (fastrand's wyrand; its whole state is `state`), for deterministic
+ * replay with `weir_balancer_acquire_with_rng`. Make one with `weir_rng_seed`.
+ *
+ * Thread safety: a plain value; give each thread its own (a generator must not be used by two threads
+ * at once).
+ */
+typedef struct weir_rng {
+  /**
+   * The generator's state.
+   */
+  uint64_t state;
+} weir_rng;
 
 /**
  * What a release reports: one of the `WEIR_OUTCOME_*` values (validated as an integer: any other value
@@ -1225,6 +1226,16 @@ typedef struct weir_backoff_statistics {
 } weir_backoff_statistics;
 
 /**
+ * In rotation.
+ */
+#define WEIR_NODE_ACTIVE 0
+
+/**
+ * Lame duck: no new leases; leases in flight finish normally.
+ */
+#define WEIR_NODE_LAME_DUCK 1
+
+/**
  * The node answered as it should.
  */
 #define WEIR_OUTCOME_SUCCESS 0
@@ -1265,16 +1276,6 @@ typedef struct weir_backoff_statistics {
  * core's `Outcome::CANCELLED`.
  */
 #define WEIR_OUTCOME_CANCELLED WEIR_OUTCOME_IGNORED
-
-/**
- * In rotation.
- */
-#define WEIR_NODE_ACTIVE 0
-
-/**
- * Lame duck: no new leases; leases in flight finish normally.
- */
-#define WEIR_NODE_LAME_DUCK 1
 
 /**
  * Success.
@@ -1690,13 +1691,6 @@ weir_status weir_balancer_set_lame_duck(const struct weir_balancer *balancer,
                                         bool lame_duck);
 
 /**
- * A generator seeded with `seed`: the same seed gives the same draws in Rust, C and Python.
- *
- * Thread safety: a pure function; safe from any thread.
- */
-struct weir_rng weir_rng_seed(uint64_t seed);
-
-/**
  * Chooses a node at `now_ns` (monotonic nanoseconds: `weir_now_ns()` or the caller's own clock, used
  * consistently) and writes the lease to `*out`, drawing from this thread's generator for the
  * balancer's seed (as the Rust `std` layer does: a single-threaded program decides the same on every
@@ -1794,58 +1788,6 @@ weir_status weir_balancer_release(const struct weir_balancer *balancer,
                                   uint64_t now_ns);
 
 /**
- * The outcome an HTTP status means (1xx-3xx success, 429 throttled, 503/504 dropped, other 4xx client
- * error, other 5xx failure), written to `*out`. Errors: `WEIR_ERR_INVALID_ARGUMENT` outside 100..=599,
- * `WEIR_ERR_NULL`.
- *
- * # Safety
- * `out` is NULL or writable.
- *
- * Thread safety: a pure function; safe from any thread.
- */
-weir_status weir_outcome_from_http_status(int32_t status,
-                                          weir_outcome *out);
-
-/**
- * Whether a call that ended with `outcome` may be tried again, on another node, written to `*out`:
- * true for `WEIR_OUTCOME_FAILURE`, `WEIR_OUTCOME_DROPPED` and `WEIR_OUTCOME_THROTTLED`, false for
- * `WEIR_OUTCOME_SUCCESS`, `WEIR_OUTCOME_CLIENT_ERROR` (the request's own fault) and
- * `WEIR_OUTCOME_IGNORED` (the core's `Outcome::is_retryable`, the one definition every surface shares).
- * Whether the request is safe to repeat, and whether a retry budget allows it, is the caller's to
- * decide. Errors: `WEIR_ERR_INVALID_ARGUMENT` for a code that is no outcome, `WEIR_ERR_NULL`; `*out`
- * is then left alone.
- *
- * # Safety
- * `out` is NULL or writable.
- *
- * Thread safety: a pure function; safe from any thread.
- */
-weir_status weir_outcome_is_retryable(weir_outcome outcome,
-                                      bool *out);
-
-/**
- * The outcome of a call that ended with the system error `errnum` (a POSIX `errno`), written to `*out`;
- * the table of the core's `Outcome::from_raw_os_error`:
- *
- * | errno | outcome | why |
- * |---|---|---|
- * | `ETIMEDOUT`, `EAGAIN`/`EWOULDBLOCK` | `WEIR_OUTCOME_DROPPED` (`WEIR_OUTCOME_TIMEOUT`) | a timeout: `SO_RCVTIMEO`/`SO_SNDTIMEO` end a read or write with `EAGAIN` |
- * | `EINTR` | `WEIR_OUTCOME_IGNORED` | a signal interrupted the call: the node did nothing wrong, retry |
- * | `EINVAL`, `ENOMEM`, `ENOSYS`, `EOPNOTSUPP`/`ENOTSUP` | `WEIR_OUTCOME_IGNORED` | a local fault: the call never reached the node |
- * | `ECONNREFUSED`, `ECONNRESET`, `ECONNABORTED`, `ENOTCONN`, `EPIPE`, `EADDRNOTAVAIL`, `EHOSTUNREACH`, `ENETUNREACH`, any other | `WEIR_OUTCOME_FAILURE` | the node (or the way to it) is broken |
- *
- * Errors: `WEIR_ERR_INVALID_ARGUMENT` for `errnum` 0 (no error) or negative (an API that returns
- * `-errno`, as io_uring and libuv do, wants its value negated first), `WEIR_ERR_NULL`.
- *
- * # Safety
- * `out` is NULL or writable.
- *
- * Thread safety: a pure function; safe from any thread.
- */
-weir_status weir_outcome_from_errno(int errnum,
-                                    weir_outcome *out);
-
-/**
  * Writes node `id`'s snapshot at `now_ns` to `*out`. Errors: `WEIR_ERR_UNKNOWN_ID`, `WEIR_ERR_NULL`.
  *
  * # Safety
@@ -1915,6 +1857,65 @@ weir_status weir_balancer_write_metrics(const struct weir_balancer *balancer,
                                         uint64_t now_ns);
 
 /**
+ * The outcome an HTTP status means (1xx-3xx success, 429 throttled, 503/504 dropped, other 4xx client
+ * error, other 5xx failure), written to `*out`. Errors: `WEIR_ERR_INVALID_ARGUMENT` outside 100..=599,
+ * `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+weir_status weir_outcome_from_http_status(int32_t status,
+                                          weir_outcome *out);
+
+/**
+ * Whether a call that ended with `outcome` may be tried again, on another node, written to `*out`:
+ * true for `WEIR_OUTCOME_FAILURE`, `WEIR_OUTCOME_DROPPED` and `WEIR_OUTCOME_THROTTLED`, false for
+ * `WEIR_OUTCOME_SUCCESS`, `WEIR_OUTCOME_CLIENT_ERROR` (the request's own fault) and
+ * `WEIR_OUTCOME_IGNORED` (the core's `Outcome::is_retryable`, the one definition every surface shares).
+ * Whether the request is safe to repeat, and whether a retry budget allows it, is the caller's to
+ * decide. Errors: `WEIR_ERR_INVALID_ARGUMENT` for a code that is no outcome, `WEIR_ERR_NULL`; `*out`
+ * is then left alone.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+weir_status weir_outcome_is_retryable(weir_outcome outcome,
+                                      bool *out);
+
+/**
+ * The outcome of a call that ended with the system error `errnum` (a POSIX `errno`), written to `*out`;
+ * the table of the core's `Outcome::from_raw_os_error`:
+ *
+ * | errno | outcome | why |
+ * |---|---|---|
+ * | `ETIMEDOUT`, `EAGAIN`/`EWOULDBLOCK` | `WEIR_OUTCOME_DROPPED` (`WEIR_OUTCOME_TIMEOUT`) | a timeout: `SO_RCVTIMEO`/`SO_SNDTIMEO` end a read or write with `EAGAIN` |
+ * | `EINTR` | `WEIR_OUTCOME_IGNORED` | a signal interrupted the call: the node did nothing wrong, retry |
+ * | `EINVAL`, `ENOMEM`, `ENOSYS`, `EOPNOTSUPP`/`ENOTSUP` | `WEIR_OUTCOME_IGNORED` | a local fault: the call never reached the node |
+ * | `ECONNREFUSED`, `ECONNRESET`, `ECONNABORTED`, `ENOTCONN`, `EPIPE`, `EADDRNOTAVAIL`, `EHOSTUNREACH`, `ENETUNREACH`, any other | `WEIR_OUTCOME_FAILURE` | the node (or the way to it) is broken |
+ *
+ * Errors: `WEIR_ERR_INVALID_ARGUMENT` for `errnum` 0 (no error) or negative (an API that returns
+ * `-errno`, as io_uring and libuv do, wants its value negated first), `WEIR_ERR_NULL`.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+weir_status weir_outcome_from_errno(int errnum,
+                                    weir_outcome *out);
+
+/**
+ * A generator seeded with `seed`: the same seed gives the same draws in Rust, C and Python.
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+struct weir_rng weir_rng_seed(uint64_t seed);
+
+/**
  * Monotonic nanoseconds since the first call in this process (the core's clock, the one
  * `weir_balancer_acquire_wait` uses).
  *
@@ -1931,9 +1932,16 @@ uint64_t weir_now_ns(void);
 const char *weir_status_str(weir_status status);
 
 /**
- * The message of the most recent call on this thread that returned an error status: what failed and
- * why, naming the argument or configuration field. Never NULL (an empty string before any error).
- * The text stays valid until the next failing weir call on this thread; copy it to keep it.
+ * What failed in the most recent call on this thread that returned a `weir_status`, and why, naming
+ * the argument or configuration field; an empty string if that call returned `WEIR_OK` (or there was
+ * none yet). Never NULL.
+ *
+ * When it changes: every function that returns a `weir_status` sets it, to its error on an error and
+ * to "" on `WEIR_OK`, so read it right after the failing call, before the next one. Functions that
+ * return no status (the `*_default` fillers, `*_free`, `weir_rng_seed`, `weir_now_ns`,
+ * `weir_status_str`, the version functions and this one) leave it as it was, unless they caught a
+ * panic (a bug in weir), which they record here. The text a pointer from this function shows stays
+ * valid until a later call on this thread fails; copy it to keep it.
  *
  * Thread safety: each thread has its own message; safe from any thread.
  */

@@ -1,13 +1,12 @@
 //! Responsive exponential backoff: up by a multiplier on each failure, down by another after a streak
 //! of successes. The calls return the delay; the caller sleeps.
 
-use crate::balancer::weir_rng;
 use crate::boundary::{
     arg, arg_mut, free_handle, guard, into_handle, weir_status, Error, Out,
-    WEIR_ERR_INVALID_ARGUMENT, WEIR_ERR_INVALID_CONFIG,
+    WEIR_ERR_INVALID_ARGUMENT,
 };
 use crate::metrics::{weir_metrics_format, write_text};
-use crate::overload::with_caller_rng;
+use crate::rng::{weir_rng, with_caller_rng};
 use std::ffi::c_char;
 use weir_core::backoff::{
     BackoffConfig, BackoffConfigError, BackoffStats, Delay, Jitter, Step, MAX_BACKOFF_NS,
@@ -184,24 +183,22 @@ fn backoff_config_from_c(c: &weir_backoff_config) -> Result<BackoffConfig, Error
         down_threshold: c.down_threshold,
         jitter: jitter_from_c(&c.jitter)?,
     };
-    config.validate().map_err(|e| {
-        let field = match e {
-            BackoffConfigError::Initial => "initial_ns",
-            BackoffConfigError::Max => "max_ns",
-            BackoffConfigError::UpMultiplier => "up_multiplier",
-            BackoffConfigError::DownMultiplier => "down_multiplier",
-            BackoffConfigError::DownThreshold => "down_threshold",
-            BackoffConfigError::JitterFactor => "jitter.factor",
-            _ => "",
-        };
-        let message = if field.is_empty() {
-            format!("invalid config: {e}")
-        } else {
-            format!("invalid config: {field}: {e}")
-        };
-        Error::new(WEIR_ERR_INVALID_CONFIG, message)
-    })?;
+    config.validate().map_err(refused)?;
     Ok(config)
+}
+
+/// A refused configuration, by its C field and range.
+fn refused(e: BackoffConfigError) -> Error {
+    let (field, range) = match e {
+        BackoffConfigError::Initial => ("initial_ns", "1 ..= max_ns"),
+        BackoffConfigError::Max => ("max_ns", "1 ..= WEIR_MAX_BACKOFF_NS (2^48 - 1)"),
+        BackoffConfigError::UpMultiplier => ("up_multiplier", "finite and >= 1"),
+        BackoffConfigError::DownMultiplier => ("down_multiplier", "in (0, 1]"),
+        BackoffConfigError::DownThreshold => ("down_threshold", "at least 1"),
+        BackoffConfigError::JitterFactor => ("jitter.factor", "in [0, 1]"),
+        _ => ("", ""),
+    };
+    Error::config_field(field, range, e)
 }
 
 /// The seed's defaults: 500 ms initial, 15 minutes max, up 1.5x, down 0.9x after 10 consecutive
@@ -267,7 +264,7 @@ pub unsafe extern "C" fn weir_backoff_new(
         let c = unsafe { arg(config, "config") }?;
         let config = backoff_config_from_c(c)?;
         let out = unsafe { Out::new(out, "out") }?;
-        let inner = Backoff::new(config).map_err(Error::config)?;
+        let inner = Backoff::new(config).map_err(refused)?;
         out.write(into_handle(weir_backoff {
             inner,
             seed: c.seed,
@@ -481,9 +478,9 @@ pub unsafe extern "C" fn weir_backoff_write_metrics(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::balancer::weir_rng_seed;
-    use crate::boundary::testing::last;
-    use crate::boundary::{WEIR_ERR_NULL, WEIR_OK};
+    use crate::boundary::testing::{fails, last};
+    use crate::boundary::{WEIR_ERR_INVALID_CONFIG, WEIR_ERR_NULL, WEIR_OK};
+    use crate::rng::weir_rng_seed;
     use std::ptr::{null, null_mut};
 
     fn new_backoff(c: weir_backoff_config) -> *mut weir_backoff {
@@ -514,7 +511,7 @@ mod tests {
             (
                 |c| c.max_ns = WEIR_MAX_BACKOFF_NS + 1,
                 WEIR_ERR_INVALID_CONFIG,
-                "max_ns",
+                "max_ns must be 1 ..= WEIR_MAX_BACKOFF_NS",
             ),
             (
                 |c| c.up_multiplier = f64::INFINITY,
@@ -550,11 +547,9 @@ mod tests {
         for (change, status, field) in cases {
             let mut c = d;
             change(&mut c);
-            assert_eq!(unsafe { weir_backoff_config_validate(&c) }, status);
-            assert!(last().contains(field), "{:?} lacks {field:?}", last());
+            fails(unsafe { weir_backoff_config_validate(&c) }, status, field);
             let mut out = std::ptr::dangling_mut::<weir_backoff>();
-            assert_eq!(unsafe { weir_backoff_new(&c, &mut out) }, status);
-            assert!(last().contains(field), "{:?} lacks {field:?}", last());
+            fails(unsafe { weir_backoff_new(&c, &mut out) }, status, field);
             assert_eq!(out, std::ptr::dangling_mut::<weir_backoff>());
         }
         // A factor out of range is fine when the jitter is not proportional.

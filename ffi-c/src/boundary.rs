@@ -4,12 +4,13 @@
 //! An export's body is a closure that returns `Result<(), Error>`; [`guard`] runs it under
 //! `catch_unwind`, so a panic (the core never panics; the guard makes that a guarantee at the ABI) becomes
 //! [`WEIR_ERR_PANIC`] instead of unwinding into C, and every error becomes its status code with its
-//! message stored for [`weir_last_error_message`]. Pointers are turned into references only through
-//! [`arg`], [`arg_mut`] and [`Out`], which refuse NULL with [`WEIR_ERR_NULL`] naming the argument.
+//! message stored for [`weir_last_error_message`], which a success clears (the rule is stated there).
+//! Pointers are turned into references only through [`arg`], [`arg_mut`] and [`Out`], which refuse
+//! NULL with [`WEIR_ERR_NULL`] naming the argument.
 //! Outputs are written only on success: an export first checks every out-pointer (`Out::new`), computes,
 //! and writes as its last step.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -101,9 +102,21 @@ impl Error {
         }
     }
 
-    /// A configuration the core refused, with the core's message (which names the field).
+    /// A configuration refused, saying why in the header's words (`config/error.rs` words the core's
+    /// refusals of a `weir_config`).
     pub(crate) fn config(why: impl core::fmt::Display) -> Self {
         Error::new(WEIR_ERR_INVALID_CONFIG, format!("invalid config: {why}"))
+    }
+
+    /// A configuration field refused: `field` must be `range`, both as the header states them. With no
+    /// `field` (a refusal the caller's table does not know yet), the core's own text `core`, which is
+    /// written for Rust and may name what a C program cannot see.
+    pub(crate) fn config_field(field: &str, range: &str, core: impl core::fmt::Display) -> Self {
+        if field.is_empty() {
+            Error::config(core)
+        } else {
+            Error::config(format_args!("{field} must be {range}"))
+        }
     }
 
     /// An out-of-range argument, naming it.
@@ -113,53 +126,73 @@ impl Error {
 }
 
 thread_local! {
-    /// The message of this thread's most recent failed call, NUL-terminated.
+    /// The text of this thread's most recent error, NUL-terminated; current only while [`HAS_ERROR`].
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// Whether the most recent call that returned a status on this thread failed. A success clears
+    /// this flag, not the text: one store, no allocation on the hot path, and a pointer the caller
+    /// still holds to the old text stays valid until the next failure replaces it.
+    static HAS_ERROR: Cell<bool> = const { Cell::new(false) };
 }
 
 fn set_last_error(message: &str) {
     // An interior NUL would cut the message short in C; replace it rather than lose the message.
     let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
     // `try_with`: during thread teardown the slot may be gone; the status code still tells the caller.
-    let _ = LAST_ERROR.try_with(|cell| *cell.borrow_mut() = text);
+    if LAST_ERROR
+        .try_with(|cell| *cell.borrow_mut() = text)
+        .is_ok()
+    {
+        HAS_ERROR.set(true);
+    }
 }
 
-/// Runs an export's body: a panic becomes [`WEIR_ERR_PANIC`], an error its status, and either one's
-/// message becomes this thread's [`weir_last_error_message`]. A success leaves the message as it was.
+/// A panic's payload as an error: [`WEIR_ERR_PANIC`] with the panic's message.
+#[cold]
+fn panicked(payload: Box<dyn std::any::Any + Send>) -> Error {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with no message".to_owned());
+    Error::new(
+        WEIR_ERR_PANIC,
+        format!("panic caught at the C boundary: {what}"),
+    )
+}
+
+/// Runs an export's body and returns its status: a panic becomes [`WEIR_ERR_PANIC`], an error its
+/// status, and either one's message becomes this thread's [`weir_last_error_message`]; a success
+/// clears it (the header's rule: the message describes the most recent call that returned a status).
 // Always inlined: as a call of its own per export it cost about 20 instructions of each call's hot path
 // (`benches/benches/c_abi.rs`); the panic path stays out of line in `catch_unwind`'s landing pad.
 #[inline(always)]
 pub(crate) fn guard(body: impl FnOnce() -> Result<(), Error>) -> weir_status {
     match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => WEIR_OK,
+        Ok(Ok(())) => {
+            // One thread-local byte store per successful call (in `libweir.so` on x86_64, a call of
+            // `__tls_get_addr` and a store): the price of a message that never outlives its call.
+            HAS_ERROR.set(false);
+            WEIR_OK
+        }
         Ok(Err(error)) => {
             set_last_error(&error.message);
             error.status
         }
         Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic with no message".to_owned());
-            set_last_error(&format!("panic caught at the C boundary: {what}"));
+            set_last_error(&panicked(payload).message);
             WEIR_ERR_PANIC
         }
     }
 }
 
-/// Runs a body that cannot fail but must not unwind into C (the `*_free` functions, the getters that
-/// return a value): a panic is caught, recorded as this thread's message, and `fallback` returned.
+/// Runs the body of an export that returns no status (the `*_free` functions, the getters that return
+/// a value) and must not unwind into C: a panic is caught, recorded as this thread's message, and
+/// `fallback` returned. A success leaves the message alone: only calls that return a status set it.
 pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
-    let mut out = None;
-    let status = guard(|| {
-        out = Some(body());
-        Ok(())
-    });
-    match out {
-        Some(value) if status == WEIR_OK => value,
-        _ => fallback,
-    }
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|payload| {
+        set_last_error(&panicked(payload).message);
+        fallback
+    })
 }
 
 /// Hands a new object to C as an opaque handle (a leaked `Box`), to be freed by [`free_handle`].
@@ -278,13 +311,23 @@ pub extern "C" fn weir_status_str(status: weir_status) -> *const c_char {
         })
 }
 
-/// The message of the most recent call on this thread that returned an error status: what failed and
-/// why, naming the argument or configuration field. Never NULL (an empty string before any error).
-/// The text stays valid until the next failing weir call on this thread; copy it to keep it.
+/// What failed in the most recent call on this thread that returned a `weir_status`, and why, naming
+/// the argument or configuration field; an empty string if that call returned `WEIR_OK` (or there was
+/// none yet). Never NULL.
+///
+/// When it changes: every function that returns a `weir_status` sets it, to its error on an error and
+/// to "" on `WEIR_OK`, so read it right after the failing call, before the next one. Functions that
+/// return no status (the `*_default` fillers, `*_free`, `weir_rng_seed`, `weir_now_ns`,
+/// `weir_status_str`, the version functions and this one) leave it as it was, unless they caught a
+/// panic (a bug in weir), which they record here. The text a pointer from this function shows stays
+/// valid until a later call on this thread fails; copy it to keep it.
 ///
 /// Thread safety: each thread has its own message; safe from any thread.
 #[no_mangle]
 pub extern "C" fn weir_last_error_message() -> *const c_char {
+    if !HAS_ERROR.get() {
+        return c"".as_ptr();
+    }
     LAST_ERROR
         .try_with(|cell| cell.borrow().as_ptr())
         .unwrap_or(c"".as_ptr())
@@ -304,12 +347,47 @@ pub(crate) mod testing {
             .into_owned()
     }
 
-    /// Checks a status and that the message contains `text`.
+    /// Checks a status, that the message contains `text`, and that it names nothing a C program
+    /// cannot see.
     #[track_caller]
     pub(crate) fn fails(status: weir_status, want: weir_status, text: &str) {
         assert_eq!(status, want, "{}", last());
         assert!(last().contains(text), "{:?} lacks {text:?}", last());
+        assert_eq!(super::rust_only_name(&last()), None, "{:?}", last());
     }
+}
+
+/// The first word of `message` that names a Rust item rather than what the header declares: a core
+/// constant (`MAX_NODES`; the header's constants are `WEIR_MAX_*`), a path (`Config::default`), a Rust
+/// type, or a core variant name (`LowestScore`; C has `WEIR_POLICY_LOWEST_SCORE`). The tests and the
+/// fuzz target check every message they see with it.
+#[cfg(any(test, fuzzing))]
+pub(crate) fn rust_only_name(message: &str) -> Option<&str> {
+    const RUST: [&str; 19] = [
+        "f32",
+        "f64",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "usize",
+        "i32",
+        "i64",
+        "Option",
+        "None",
+        "Some",
+        "Duration",
+        "LowestScore",
+        "WeightedPick",
+        "CascadeApprox",
+        "Ewma",
+        "Buckets",
+        "Decay",
+    ];
+    message
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+        .map(|word| word.trim_matches(':'))
+        .find(|word| word.starts_with("MAX_") || word.contains("::") || RUST.contains(word))
 }
 
 #[cfg(test)]
@@ -323,22 +401,59 @@ mod tests {
         assert_eq!(status, WEIR_ERR_PANIC);
         assert_eq!(last(), "panic caught at the C boundary: deliberately");
         assert_eq!(guard_value(7_u32, || panic!("again")), 7);
+        assert_eq!(last(), "panic caught at the C boundary: again");
     }
 
     #[test]
-    fn errors_set_the_message_and_success_keeps_it() {
+    fn errors_set_the_message_and_a_success_clears_it() {
         assert_eq!(
             guard(|| Err(Error::invalid("outcome", "7 is not an outcome"))),
             WEIR_ERR_INVALID_ARGUMENT
         );
         assert_eq!(last(), "outcome: 7 is not an outcome");
+        let held = weir_last_error_message();
         assert_eq!(guard(|| Ok(())), WEIR_OK);
-        assert_eq!(last(), "outcome: 7 is not an outcome");
+        assert_eq!(last(), "");
+        // The pointer read before the success still shows the old text (valid until the next failure).
+        assert_eq!(
+            unsafe { CStr::from_ptr(held) }.to_str(),
+            Ok("outcome: 7 is not an outcome")
+        );
         assert_eq!(
             guard(|| Err(Error::new(WEIR_ERR_NULL, "a\0b"))),
             WEIR_ERR_NULL
         );
         assert_eq!(last(), "a b");
+        // A call without a status leaves the message as it was, unless it panics.
+        assert_eq!(guard_value(3_u32, || 4), 4);
+        assert_eq!(last(), "a b");
+        assert_eq!(guard(|| Ok(())), WEIR_OK);
+        assert_eq!(guard_value(3_u32, || 4), 4);
+        assert_eq!(last(), "");
+    }
+
+    #[test]
+    fn rust_only_names_are_told_from_the_headers() {
+        let cases = [
+            (
+                "capacity must be between 1 and MAX_NODES",
+                Some("MAX_NODES"),
+            ),
+            ("as in Config::default()", Some("Config::default")),
+            ("a finite f64", Some("f64")),
+            (
+                "policy LowestScore and health model Decay",
+                Some("LowestScore"),
+            ),
+            ("buckets must be 1 ..= WEIR_MAX_WINDOW_BUCKETS (128)", None),
+            (
+                "policy WEIR_POLICY_LOWEST_SCORE: argument `out` is NULL",
+                None,
+            ),
+        ];
+        for (message, name) in cases {
+            assert_eq!(rust_only_name(message), name, "{message}");
+        }
     }
 
     #[test]

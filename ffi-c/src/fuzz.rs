@@ -12,7 +12,7 @@
 //! - no call returns `WEIR_ERR_PANIC`; every status is one its function documents, and where the model
 //!   knows the answer (membership, releases, buffers, NULL arguments) the exact one;
 //! - an error leaves every output untouched (outputs are pre-filled with a pattern) and sets a non-empty
-//!   `weir_last_error_message`;
+//!   `weir_last_error_message` that names nothing a C program cannot see; a success empties it;
 //! - the counters: `in_flight` is the number of leases the model holds, each member's `in_flight` the
 //!   number it holds on that node, `released` and `released_stale` count the model's successful and stale
 //!   releases, `acquired` its grants, the member counts its membership;
@@ -141,11 +141,16 @@ fn expect_in(call: &str, status: weir_status, allowed: &[weir_status]) {
         "{call}: status {status} is not one of {allowed:?} ({})",
         message()
     );
-    if status != WEIR_OK {
+    let message = message();
+    if status == WEIR_OK {
+        assert_eq!(message, "", "{call}: a success left an error message");
+    } else {
         assert!(
-            !message().is_empty(),
+            !message.is_empty(),
             "{call}: error {status} without a message"
         );
+        let rust = crate::boundary::rust_only_name(&message);
+        assert_eq!(rust, None, "{call}: a Rust name in {message:?}");
     }
 }
 

@@ -15,7 +15,8 @@
 //! - Opaque handles (`weir_balancer`, `weir_shedder`, `weir_throttle`, `weir_backoff`, `weir_cpu_sampler`)
 //!   come from a `weir_*_new` and go to the matching `weir_*_free`; `*_free(NULL)` is a no-op.
 //! - Every fallible call returns a `weir_status`: 0 (`WEIR_OK`) or a stable `WEIR_ERR_*` code, named by
-//!   `weir_status_str`. On an error, `weir_last_error_message()` says what failed and why (per thread).
+//!   `weir_status_str`. On an error, `weir_last_error_message()` says what failed and why (per thread);
+//!   every call that returns a status sets it, to "" on success.
 //! - Outputs go through out-pointers and are written only on success. A NULL pointer argument is
 //!   `WEIR_ERR_NULL`, never a crash.
 //! - Enums coming from C are integers checked against their range (`WEIR_ERR_INVALID_ARGUMENT`).
@@ -24,10 +25,41 @@
 //! - Time is always an argument (monotonic nanoseconds; `weir_now_ns()` is the library's clock).
 //! - Every handle may be used from any number of threads at once; each type's documentation says so.
 
+//!
+//! # The files
+//!
+//! One file (or folder) per C object, named as its family:
+//!
+//! | file | what |
+//! |---|---|
+//! | `balancer.rs` | `weir_balancer`: membership, acquire, release, `weir_lease`, snapshots, statistics |
+//! | `outcome.rs` | `weir_outcome`: the codes a release reports, from an HTTP status or an `errno`, retryable |
+//! | `rng.rs` | `weir_rng`: the caller's generator for the `*_with_rng` calls |
+//! | `clock.rs` | `weir_now_ns`: the library's clock |
+//! | `boundary.rs` | `weir_status` and its codes, the panic guard, pointer checks, the last error message |
+//! | `config/` | `weir_config`, its policy, health models and limits |
+//! | `metrics.rs` | `weir_metrics_format`: the Prometheus text every `*_write_metrics` writes |
+//! | `overload/` | `weir_shedder`, `weir_cpu_sampler`, `weir_throttle`, `weir_retry_budget` |
+//! | `backoff.rs` | `weir_backoff` |
+//! | `subset.rs` | `weir_subset_*`: which backends each client connects to |
+//! | `fuzz.rs` | the fuzz target over the whole ABI (tests and `cargo fuzz` only) |
+//! | here | the version functions, this table |
+
 #![deny(unsafe_op_in_unsafe_fn)]
 #![allow(non_camel_case_types)]
 
+// The header lists the items of each module in the order of these declarations (cbindgen reads a file's
+// own items, then its modules, one by one): the balancer, the outcomes, generator and clock it takes,
+// then the boundary, the configuration and the rest. rustfmt sorts adjacent `mod` lines, so blank lines
+// keep this order.
 mod balancer;
+
+mod outcome;
+
+mod rng;
+
+mod clock;
+
 mod boundary;
 mod config;
 /// The fuzz target's sequence interpreter (tests and `cargo fuzz` only; see `ffi-c/fuzz/`).
@@ -44,9 +76,12 @@ mod subset;
 pub use backoff::*;
 pub use balancer::*;
 pub use boundary::*;
+pub use clock::*;
 pub use config::*;
 pub use metrics::*;
+pub use outcome::*;
 pub use overload::*;
+pub use rng::*;
 pub use subset::*;
 
 use std::ffi::c_char;

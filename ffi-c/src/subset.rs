@@ -2,10 +2,10 @@
 //! arrays of `uint64_t` backend ids. The results go into the caller's buffer, sized as
 //! `weir_balancer_nodes`'s.
 
-use crate::balancer::weir_rng;
 use crate::boundary::{
     arg_mut, guard, null, weir_status, write_list, Error, Out, WEIR_ERR_INVALID_ARGUMENT,
 };
+use crate::rng::weir_rng;
 use weir_core::subset::{deterministic_subset, random_subset, shuffle, SubsetError};
 use weir_core::Rng;
 
@@ -197,9 +197,9 @@ pub unsafe extern "C" fn weir_subset_random(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::balancer::weir_rng_seed;
     use crate::boundary::testing::last;
     use crate::boundary::{WEIR_ERR_BUFFER_TOO_SMALL, WEIR_ERR_NULL, WEIR_OK};
+    use crate::rng::weir_rng_seed;
     use std::ptr::{null, null_mut};
 
     #[test]

@@ -216,7 +216,7 @@ pub struct weir_sample_window {
     pub kind: weir_sample_window_kind,
     /// The percentile (`WEIR_SAMPLE_WINDOW_PERCENTILE` only); in (0, 1).
     pub percentile: f64,
-    /// Samples kept per window (`WEIR_SAMPLE_WINDOW_PERCENTILE` only); 1 ..= 1024, >= min_samples.
+    /// Samples kept per window (`WEIR_SAMPLE_WINDOW_PERCENTILE` only); 1 ..= 10, >= min_samples.
     pub capacity: u32,
 }
 

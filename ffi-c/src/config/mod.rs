@@ -9,13 +9,16 @@
 //! |---|---|
 //! | `health.rs` | `weir_health`: the decay, bucket and average models |
 //! | `limit.rs` | `weir_limit`: fixed, AIMD, Vegas, Gradient, Gradient2, CIAD and the windowed wrapper |
+//! | `error.rs` | the core's refusals in the header's words (field paths, ranges as the header states them) |
 //! | here | `weir_config`, the policy, the conversion of the whole and the refused-tag message |
 
 // The header lists items in module order: the policy and `weir_config` first, then the health models,
 // then the limits.
+mod error;
 mod health;
 mod limit;
 
+pub(crate) use error::config_error;
 pub use health::*;
 pub use limit::*;
 
@@ -112,7 +115,7 @@ pub(crate) fn config_from_c(c: &weir_config) -> Result<Config, Error> {
         seed: c.seed,
         max_waiters: c.max_waiters,
     };
-    config.validate().map_err(Error::config)?;
+    config.validate().map_err(|e| config_error(e, c))?;
     Ok(config)
 }
 
@@ -219,7 +222,7 @@ mod tests {
             (
                 |c| c.policy = WEIR_POLICY_CASCADE,
                 WEIR_ERR_INVALID_CONFIG,
-                "LowestScore",
+                "WEIR_POLICY_LOWEST_SCORE",
             ),
         ];
         for (change, status, text) in cases {

@@ -8,7 +8,7 @@
 //! | `cpu.rs` | `weir_cpu_sampler`: the process's CPU usage from cgroups or `/proc/stat` |
 //! | `throttle.rs` | `weir_throttle`, its criticalities, retry verdicts and statistics |
 //! | `retry_budget.rs` | `weir_retry_budget`, its configuration and statistics |
-//! | here | the window's bucket bound, the refused-configuration message, the caller's generator |
+//! | here | the window's bucket bound |
 
 // The header lists items in module order: the shedder, then the sampler that feeds it, then the
 // throttle, then the retry budget. (rustfmt sorts adjacent `mod` lines: the blank lines keep this order.)
@@ -25,30 +25,8 @@ pub use retry_budget::*;
 pub use shedder::*;
 pub use throttle::*;
 
-use crate::balancer::weir_rng;
-use crate::boundary::{Error, WEIR_ERR_INVALID_CONFIG};
 use weir_core::overload::MAX_WINDOW_BUCKETS;
-use weir_core::Rng;
 
 /// The most buckets a shedder's or throttle's rolling window may have.
 pub const WEIR_MAX_WINDOW_BUCKETS: u32 = 128;
 const _: () = assert!(WEIR_MAX_WINDOW_BUCKETS as usize == MAX_WINDOW_BUCKETS);
-
-/// Runs `f` with the caller's generator and stores its advanced state back, whatever `f` decided (as a
-/// Rust caller's generator would advance).
-pub(crate) fn with_caller_rng<T>(rng: &mut weir_rng, f: impl FnOnce(&mut Rng) -> T) -> T {
-    let mut draw = Rng::with_seed(rng.state);
-    let result = f(&mut draw);
-    rng.state = draw.get_seed();
-    result
-}
-
-/// A refused configuration, naming the field and its range ahead of the core's own text.
-fn invalid_config(field: &str, range: &str, e: impl core::fmt::Display) -> Error {
-    let message = if field.is_empty() {
-        format!("invalid config: {e}")
-    } else {
-        format!("invalid config: {field} must be {range} ({e})")
-    };
-    Error::new(WEIR_ERR_INVALID_CONFIG, message)
-}

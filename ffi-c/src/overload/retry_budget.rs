@@ -1,7 +1,6 @@
 //! The retry budget shared by a balancer's callers (Finagle's): the core's lock-free `RetryBudget`
 //! behind a handle. Retries go elsewhere with `weir_balancer_acquire_excluding`.
 
-use super::invalid_config;
 use crate::boundary::{
     arg, free_handle, guard, into_handle, weir_status, Error, Out, WEIR_ERR_RETRY_BUDGET_EXHAUSTED,
 };
@@ -80,17 +79,20 @@ fn config_from_c(c: &weir_retry_budget_config) -> Result<RetryBudgetConfig, Erro
         ratio: c.ratio,
         per_second: c.per_second,
     };
-    config.validate().map_err(|e| {
-        let (field, range) = match e {
-            RetryBudgetConfigError::Buckets => ("buckets", "1 ..= WEIR_MAX_WINDOW_BUCKETS (128)"),
-            RetryBudgetConfigError::Window => ("window_ns", "at least 1 ns per bucket"),
-            RetryBudgetConfigError::Ratio => ("ratio", "in [0, 1000]"),
-            RetryBudgetConfigError::PerSecond => ("per_second", "in [0, 1e9]"),
-            _ => ("", ""),
-        };
-        invalid_config(field, range, e)
-    })?;
+    config.validate().map_err(refused)?;
     Ok(config)
+}
+
+/// A refused configuration, by its C field and range.
+fn refused(e: RetryBudgetConfigError) -> Error {
+    let (field, range) = match e {
+        RetryBudgetConfigError::Buckets => ("buckets", "1 ..= WEIR_MAX_WINDOW_BUCKETS (128)"),
+        RetryBudgetConfigError::Window => ("window_ns", "at least 1 ns per bucket"),
+        RetryBudgetConfigError::Ratio => ("ratio", "in [0, 1000]"),
+        RetryBudgetConfigError::PerSecond => ("per_second", "in [0, 1e9]"),
+        _ => ("", ""),
+    };
+    Error::config_field(field, range, e)
 }
 
 /// Finagle's defaults: a window of 10 s in 10 buckets, ratio 0.2, 10 retries a second.
@@ -124,7 +126,7 @@ pub unsafe extern "C" fn weir_retry_budget_new(
         // SAFETY: the caller's contract above.
         let config = config_from_c(unsafe { arg(config, "config") }?)?;
         let out = unsafe { Out::new(out, "out") }?;
-        let inner = RetryBudget::new(config).map_err(Error::config)?;
+        let inner = RetryBudget::new(config).map_err(refused)?;
         out.write(into_handle(weir_retry_budget { inner }));
         Ok(())
     })

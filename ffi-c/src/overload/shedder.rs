@@ -1,7 +1,6 @@
 //! The server's adaptive load shedder (go-zero's), with its promises: the core's lock-free `Shedder`
 //! behind a handle, and each granted promise stamped with its shedder's tag.
 
-use super::invalid_config;
 use crate::boundary::{
     arg, arg_mut, free_handle, guard, into_handle, weir_status, Error, Out,
     WEIR_ERR_INVALID_PROMISE, WEIR_ERR_OVERLOADED,
@@ -121,16 +120,19 @@ fn shedder_config_from_c(c: &weir_shedder_config) -> Result<ShedderConfig, Error
         cpu_threshold: c.cpu_threshold,
         cool_off_ns: c.cool_off_ns,
     };
-    config.validate().map_err(|e| {
-        let (field, range) = match e {
-            ShedderConfigError::Buckets => ("buckets", "1 ..= WEIR_MAX_WINDOW_BUCKETS (128)"),
-            ShedderConfigError::Window => ("window_ns", "at least 1 ns per bucket"),
-            ShedderConfigError::CpuThreshold => ("cpu_threshold", "0 ..= 999 millicpu"),
-            _ => ("", ""),
-        };
-        invalid_config(field, range, e)
-    })?;
+    config.validate().map_err(refused)?;
     Ok(config)
+}
+
+/// A refused configuration, by its C field and range.
+fn refused(e: ShedderConfigError) -> Error {
+    let (field, range) = match e {
+        ShedderConfigError::Buckets => ("buckets", "1 ..= WEIR_MAX_WINDOW_BUCKETS (128)"),
+        ShedderConfigError::Window => ("window_ns", "at least 1 ns per bucket"),
+        ShedderConfigError::CpuThreshold => ("cpu_threshold", "0 ..= 999 millicpu"),
+        _ => ("", ""),
+    };
+    Error::config_field(field, range, e)
 }
 
 /// A fresh nonzero shedder tag (wrapping after 2^32 - 1 shedders).
@@ -187,7 +189,7 @@ pub unsafe extern "C" fn weir_shedder_new(
         // SAFETY: the caller's contract above.
         let config = shedder_config_from_c(unsafe { arg(config, "config") }?)?;
         let out = unsafe { Out::new(out, "out") }?;
-        let inner = Shedder::new(config).map_err(Error::config)?;
+        let inner = Shedder::new(config).map_err(refused)?;
         out.write(into_handle(weir_shedder {
             inner,
             tag: next_shedder_tag(),

@@ -2,13 +2,12 @@
 //! core's lock-free `Throttle` behind a handle, drawing from the library's per-thread generator or the
 //! caller's.
 
-use super::{invalid_config, with_caller_rng};
-use crate::balancer::weir_rng;
 use crate::boundary::{
     arg, arg_mut, free_handle, guard, guard_value, into_handle, weir_status, Error, Out,
     WEIR_ERR_INVALID_ARGUMENT,
 };
 use crate::metrics::{weir_metrics_format, write_text};
+use crate::rng::{weir_rng, with_caller_rng};
 use std::ffi::c_char;
 use weir_core::overload::{
     Criticality, RetryDenied, ThrottleConfig, ThrottleConfigError, ThrottleStats,
@@ -124,18 +123,21 @@ fn throttle_config_from_c(c: &weir_throttle_config) -> Result<ThrottleConfig, Er
         max_rejection: c.max_rejection,
         retry_ratio: c.retry_ratio,
     };
-    config.validate().map_err(|e| {
-        let (field, range) = match e {
-            ThrottleConfigError::Buckets => ("buckets", "1 ..= WEIR_MAX_WINDOW_BUCKETS (128)"),
-            ThrottleConfigError::Window => ("window_ns", "at least 1 ns per bucket"),
-            ThrottleConfigError::K => ("k", "finite and >= 1"),
-            ThrottleConfigError::MaxRejection => ("max_rejection", "in [0, 1]"),
-            ThrottleConfigError::RetryRatio => ("retry_ratio", "in [0, 1]"),
-            _ => ("", ""),
-        };
-        invalid_config(field, range, e)
-    })?;
+    config.validate().map_err(refused)?;
     Ok(config)
+}
+
+/// A refused configuration, by its C field and range.
+fn refused(e: ThrottleConfigError) -> Error {
+    let (field, range) = match e {
+        ThrottleConfigError::Buckets => ("buckets", "1 ..= WEIR_MAX_WINDOW_BUCKETS (128)"),
+        ThrottleConfigError::Window => ("window_ns", "at least 1 ns per bucket"),
+        ThrottleConfigError::K => ("k", "finite and >= 1"),
+        ThrottleConfigError::MaxRejection => ("max_rejection", "in [0, 1]"),
+        ThrottleConfigError::RetryRatio => ("retry_ratio", "in [0, 1]"),
+        _ => ("", ""),
+    };
+    Error::config_field(field, range, e)
 }
 
 /// The criticality a C integer names, or `WEIR_ERR_INVALID_ARGUMENT`.
@@ -206,7 +208,7 @@ pub unsafe extern "C" fn weir_throttle_new(
         let c = unsafe { arg(config, "config") }?;
         let config = throttle_config_from_c(c)?;
         let out = unsafe { Out::new(out, "out") }?;
-        let inner = Throttle::new(config).map_err(Error::config)?;
+        let inner = Throttle::new(config).map_err(refused)?;
         out.write(into_handle(weir_throttle {
             inner,
             seed: c.seed,
@@ -559,7 +561,7 @@ mod tests {
         // The C throttle with the caller's generator decides exactly as the Rust one with the same seed.
         let t = new_throttle(weir_throttle_config_default());
         let core = Throttle::new(ThrottleConfig::default()).unwrap();
-        let mut rng = crate::balancer::weir_rng_seed(42);
+        let mut rng = crate::rng::weir_rng_seed(42);
         let mut draw = Rng::with_seed(42);
         let mut throttled = 0;
         for i in 0..300u64 {
@@ -685,7 +687,7 @@ mod tests {
     #[test]
     fn unknown_criticalities_and_nulls_are_refused_and_count_nothing() {
         let t = new_throttle(weir_throttle_config_default());
-        let mut rng = crate::balancer::weir_rng_seed(5);
+        let mut rng = crate::rng::weir_rng_seed(5);
         let (mut allowed, mut v, mut p) = (false, 0u32, 0.0f64);
         let mut st = weir_throttle_statistics::default();
         for bad in [4, 99, u32::MAX] {

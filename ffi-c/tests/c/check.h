@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "weir.h"
 
@@ -47,6 +48,19 @@ static int check_count = 0;
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
+
+/* Whether an error message names a Rust item instead of what this header declares: a core constant
+ * (MAX_NODES; the header's constants are WEIR_MAX_*), a Rust path (Config::default) or type (f64), or a
+ * core variant (LowestScore; the header has WEIR_POLICY_LOWEST_SCORE). */
+static inline int check_names_rust(const char *message) {
+    for (const char *p = strstr(message, "MAX_"); p != NULL; p = strstr(p + 1, "MAX_")) {
+        if (p - message < 5 || strncmp(p - 5, "WEIR_", 5) != 0) {
+            return 1;
+        }
+    }
+    return strstr(message, "::") != NULL || strstr(message, "f64") != NULL ||
+           strstr(message, "LowestScore") != NULL;
+}
 
 static int check_summary(const char *name) {
     if (check_failures != 0) {

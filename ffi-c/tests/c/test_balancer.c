@@ -20,14 +20,15 @@
         }                                                                                          \
     } while (0)
 
-/* A configuration built from `base` with `change` applied is refused with `status`, naming `field`,
- * by weir_config_validate and by weir_balancer_new (which writes nothing). */
+/* A configuration built from `base` with `change` applied is refused with `status`, naming `field` (and
+ * no Rust item), by weir_config_validate and by weir_balancer_new (which writes nothing). */
 #define CHECK_REFUSED(base, change, status, field)                                                 \
     do {                                                                                           \
         weir_config c_ = (base);                                                                   \
         change;                                                                                    \
         CHECK_STATUS(weir_config_validate(&c_), (status));                                         \
         CHECK_MESSAGE(field);                                                                      \
+        CHECK(!check_names_rust(weir_last_error_message()));                                       \
         weir_balancer *b_ = (weir_balancer *)&check_count;                                         \
         CHECK_STATUS(weir_balancer_new(&c_, 4, &b_), (status));                                    \
         CHECK(b_ == (weir_balancer *)&check_count);                                                \
@@ -310,9 +311,9 @@ static void test_refused_configs(void) {
 
     /* Refused values: WEIR_ERR_INVALID_CONFIG, naming the field. Health models: */
     CHECK_REFUSED(d, c_.health.decay.success_half_life_ns = 0, WEIR_ERR_INVALID_CONFIG,
-                  "half-lives");
+                  "health.decay.success_half_life_ns");
     CHECK_REFUSED(d, c_.health.decay.failure_half_life_ns = 3601 * SEC, WEIR_ERR_INVALID_CONFIG,
-                  "half-lives");
+                  "failure_half_life_ns must be between 1 ms and 1 hour");
     CHECK_REFUSED(d, c_.health.decay.dropped_cost = NAN, WEIR_ERR_INVALID_CONFIG, "dropped_cost");
     CHECK_REFUSED(d, c_.health.decay.throttled_cost = 1.5f, WEIR_ERR_INVALID_CONFIG,
                   "throttled_cost");
@@ -327,8 +328,10 @@ static void test_refused_configs(void) {
     CHECK_REFUSED(s, c_.health.buckets.decay = 0.5, WEIR_ERR_INVALID_CONFIG, "decay");
     CHECK_REFUSED(s, c_.health = weir_health_ewma_default(); c_.health.ewma.half_life = 0,
                   WEIR_ERR_INVALID_CONFIG, "half_life");
-    CHECK_REFUSED(d, c_.policy = WEIR_POLICY_CASCADE, WEIR_ERR_INVALID_CONFIG, "LowestScore");
-    CHECK_REFUSED(s, c_.policy = WEIR_POLICY_LOWEST_SCORE, WEIR_ERR_INVALID_CONFIG, "LowestScore");
+    CHECK_REFUSED(d, c_.policy = WEIR_POLICY_CASCADE, WEIR_ERR_INVALID_CONFIG,
+                  "WEIR_POLICY_LOWEST_SCORE");
+    CHECK_REFUSED(s, c_.policy = WEIR_POLICY_LOWEST_SCORE, WEIR_ERR_INVALID_CONFIG,
+                  "WEIR_HEALTH_DECAY");
     /* The top level: */
     CHECK_REFUSED(s, c_.weight_exponent = 0.0, WEIR_ERR_INVALID_CONFIG, "weight_exponent");
     CHECK_REFUSED(s, c_.weight_exponent = 65.0, WEIR_ERR_INVALID_CONFIG, "weight_exponent");
@@ -375,7 +378,7 @@ static void test_refused_configs(void) {
                   (c_.limit = weir_limit_gradient2_default(),
                    c_.limit.gradient2.drop_backoff_enabled = true,
                    c_.limit.gradient2.drop_backoff = 1.0),
-                  WEIR_ERR_INVALID_CONFIG, "backoff_ratio"); /* the core's rule's name */
+                  WEIR_ERR_INVALID_CONFIG, "limit.gradient2.drop_backoff");
     CHECK_REFUSED(d, (c_.limit = weir_limit_gradient2_default(), c_.limit.gradient2.min_limit = 300),
                   WEIR_ERR_INVALID_CONFIG, "min_limit");
     CHECK_REFUSED(d, c_.limit.ciad.min_limit = 0, WEIR_ERR_INVALID_CONFIG, "min_limit");
@@ -399,9 +402,9 @@ static void test_refused_configs(void) {
     weir_config c = weir_config_default();
     weir_balancer *b = (weir_balancer *)&check_count;
     CHECK_STATUS(weir_balancer_new(&c, 0, &b), WEIR_ERR_INVALID_CONFIG);
-    CHECK_MESSAGE("capacity");
+    CHECK_MESSAGE("capacity must be between 1 and 65,536");
     CHECK_STATUS(weir_balancer_new(&c, 65537, &b), WEIR_ERR_INVALID_CONFIG);
-    CHECK_MESSAGE("capacity");
+    CHECK_MESSAGE("capacity must be between 1 and 65,536");
     CHECK(b == (weir_balancer *)&check_count);
     CHECK_OK(weir_balancer_new(&c, 65536, &b));
     size_t capacity = 0;

@@ -466,6 +466,9 @@ static void check_refused_release(const weir_balancer *b, weir_lease *lease,
     const weir_balancer_statistics before = stats(b);
     CHECK_STATUS(weir_balancer_release(b, lease, WEIR_OUTCOME_SUCCESS, 50), status);
     CHECK(weir_last_error_message()[0] != '\0');
+    if (status == WEIR_ERR_INVALID_LEASE) {
+        CHECK_MESSAGE("already released");
+    }
     weir_balancer_statistics after = stats(b);
     CHECK(same_stats(&before, &after));
     CHECK(in_flight(b, node) == node_in_flight);
@@ -483,7 +486,6 @@ static void test_leases(void) {
     CHECK_OK(weir_balancer_acquire(b, 10, &l));
     CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, 20));
     check_refused_release(b, &l, WEIR_ERR_INVALID_LEASE, 1, 0);
-    CHECK_MESSAGE("already released");
     check_room(b, limit);
 
     /* Forged: each identifying field changed in turn, while the real lease is in flight. */
@@ -644,13 +646,38 @@ static void *fail_on_another_thread(void *arg) {
     return (void *)(intptr_t)(empty && own);
 }
 
+/* The message is empty: the last call that returned a status succeeded. */
+#define CHECK_NO_MESSAGE() CHECK(weir_last_error_message()[0] == '\0')
+
 static void test_error_messages(void) {
-    /* The message survives a success and is replaced by the next failure; each thread has its own. */
+    /* Every call that returns a status sets the message: its error, or "" on WEIR_OK. */
     CHECK_STATUS(weir_outcome_from_http_status(42, NULL), WEIR_ERR_NULL);
     CHECK_MESSAGE("`out`");
+    const char *held = weir_last_error_message();
+    char copy[64];
+    snprintf(copy, sizeof copy, "%s", held);
     weir_outcome o;
     CHECK_OK(weir_outcome_from_http_status(200, &o));
-    CHECK_MESSAGE("`out`");
+    CHECK_NO_MESSAGE();
+    /* A pointer read before the success still shows its text (valid until the next failure). */
+    CHECK(strcmp(held, copy) == 0);
+
+    /* Functions that return no status leave it as it was. */
+    CHECK_STATUS(weir_outcome_from_http_status(600, &o), WEIR_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("600");
+    weir_config config = weir_config_default();
+    weir_rng rng = weir_rng_seed(1);
+    (void)rng;
+    (void)weir_now_ns();
+    CHECK(weir_version() == WEIR_VERSION_NUMBER);
+    CHECK(weir_status_str(WEIR_OK) != NULL);
+    weir_balancer_free(NULL);
+    CHECK_MESSAGE("600");
+    CHECK_OK(weir_config_validate(&config));
+    CHECK_NO_MESSAGE();
+
+    /* Each thread has its own: a failure elsewhere neither sets nor clears this one's. */
+    CHECK_STATUS(weir_outcome_from_http_status(42, NULL), WEIR_ERR_NULL);
     pthread_t t;
     int created = pthread_create(&t, NULL, fail_on_another_thread, NULL);
     REQUIRE(created == 0);
@@ -659,8 +686,50 @@ static void test_error_messages(void) {
     REQUIRE(joined == 0);
     CHECK(result == (void *)1);
     CHECK_MESSAGE("`out`");
-    CHECK_STATUS(weir_outcome_from_http_status(600, &o), WEIR_ERR_INVALID_ARGUMENT);
-    CHECK_MESSAGE("600");
+}
+
+/* Messages name values as this header does: numbers and WEIR_ names, never the Rust core's. */
+static void test_messages_use_the_headers_names(void) {
+    weir_config config = weir_config_default();
+    weir_balancer *b = NULL;
+    CHECK_STATUS(weir_balancer_new(&config, 0, &b), WEIR_ERR_INVALID_CONFIG);
+    CHECK_MESSAGE("capacity must be between 1 and 65,536");
+    CHECK(!check_names_rust(weir_last_error_message()));
+    CHECK_STATUS(weir_balancer_new(&config, 65537, &b), WEIR_ERR_INVALID_CONFIG);
+    CHECK_MESSAGE("65,536");
+    CHECK(b == NULL);
+
+    config.max_waiters = (1u << 20) + 1;
+    CHECK_STATUS(weir_config_validate(&config), WEIR_ERR_INVALID_CONFIG);
+    CHECK_MESSAGE("max_waiters must be at most 2^20");
+    CHECK(!check_names_rust(weir_last_error_message()));
+
+    config = weir_config_default();
+    config.policy = WEIR_POLICY_CASCADE;
+    CHECK_STATUS(weir_config_validate(&config), WEIR_ERR_INVALID_CONFIG);
+    CHECK_MESSAGE("WEIR_POLICY_LOWEST_SCORE");
+    CHECK_MESSAGE("WEIR_HEALTH_DECAY");
+    CHECK(!check_names_rust(weir_last_error_message()));
+
+    config = weir_config_default();
+    config.limit = weir_limit_aimd_default();
+    config.limit.aimd.max_limit = 1u << 24;
+    CHECK_STATUS(weir_config_validate(&config), WEIR_ERR_INVALID_CONFIG);
+    CHECK_MESSAGE("limit.aimd: ");
+    CHECK_MESSAGE("2^24 - 1");
+    CHECK(!check_names_rust(weir_last_error_message()));
+
+    weir_backoff_config backoff = weir_backoff_config_default();
+    backoff.max_ns = WEIR_MAX_BACKOFF_NS + 1;
+    CHECK_STATUS(weir_backoff_config_validate(&backoff), WEIR_ERR_INVALID_CONFIG);
+    CHECK_MESSAGE("max_ns must be 1 ..= WEIR_MAX_BACKOFF_NS");
+    CHECK(!check_names_rust(weir_last_error_message()));
+    weir_shedder_config shedder = weir_shedder_config_default();
+    shedder.buckets = WEIR_MAX_WINDOW_BUCKETS + 1;
+    CHECK_STATUS(weir_shedder_config_validate(&shedder), WEIR_ERR_INVALID_CONFIG);
+    CHECK_MESSAGE("buckets must be 1 ..= WEIR_MAX_WINDOW_BUCKETS (128)");
+    /* The core's text added "(shedder buckets must be between 1 and MAX_WINDOW_BUCKETS)". */
+    CHECK(!check_names_rust(weir_last_error_message()));
 }
 
 int main(void) {
@@ -670,5 +739,6 @@ int main(void) {
     test_leases();
     test_outputs_only_on_success();
     test_error_messages();
+    test_messages_use_the_headers_names();
     return check_summary("test_contract");
 }
