@@ -313,7 +313,7 @@ mod tests {
         ];
         for (change, text) in cases {
             // The seeds' preset: the bucket model and a weighted policy, so every field is checked.
-            let mut c = weir_config_seeds();
+            let mut c = weir_config_cascade();
             change(&mut c);
             fails(
                 unsafe { weir_config_validate(&c) },
