@@ -28,17 +28,26 @@
 //!
 //! # Waiting for room
 //! When weir refuses because every node in rotation is at its limit, `poll_ready` waits in the core's
-//! queue (the async waiting acquire, newest first once the queue stands: see `weir::rt`) until a lease frees up or the wait's deadline passes
-//! ([`Refused::Timeout`]); with a wait of zero it fails at once ([`Refused::AllBusy`]). When no node is
-//! in rotation only because services are not ready, it waits for them under the same deadline. When no
-//! node is in rotation at all, it fails at once with [`Refused::NoActiveNodes`]. The deadline is a tokio
-//! timer, so a `poll_ready` that waits needs a tokio runtime with its time driver (without one it is
-//! refused with `Refused::NoTimer`, not a panic); one that never waits (a lease at once, or a wait of zero)
-//! needs no runtime.
+//! queue (the async waiting acquire, newest first once the queue stands: see `weir::rt`) until a lease
+//! frees up or the wait's deadline passes ([`Refused::Timeout`]); with a wait of zero it gives up at once
+//! ([`Refused::AllBusy`]). When no node is in rotation only because services are not ready, it waits for
+//! them under the same deadline. When no node is in rotation at all, it gives up at once with
+//! [`Refused::NoActiveNodes`]. Giving up is a refusal (below). The deadline is a tokio timer, so a
+//! `poll_ready` that waits needs a tokio runtime with its time driver (without one it is refused with
+//! `Refused::NoTimer`, not a panic); one that never waits (a lease at once, or a wait of zero) needs no
+//! runtime.
 //!
-//! The balancer's `stats()` count what `poll_ready` answers: a refusal (`rejected_all_busy`,
-//! `rejected_no_active`) only when it returns one, never for the attempts it makes on the way; a wait in
-//! the core's queue as a wait (`waits`), granted when a lease comes, timed out when the deadline ends it.
+//! # Refusals
+//! A refusal is the answer of the one request it refuses, as tower's `LoadShed` answers `Overloaded`:
+//! `poll_ready` keeps it and returns `Ready(Ok)`, and the next `call` sends nothing and returns a future
+//! that fails with [`Error::Refused`]. It is never an error of `poll_ready`, which tower reads as the
+//! service failing for good (a `Buffer` in front would answer every later call with that error). A
+//! `poll_ready` again before that `call` is ready at once and keeps the refusal for it; the request after
+//! it asks weir afresh. A refusal holds no lease, so there is nothing to leak.
+//!
+//! The balancer's `stats()` count the answers: a refusal (`rejected_all_busy`, `rejected_no_active`)
+//! once per refused request, never for the attempts `poll_ready` makes on the way; a wait in the core's
+//! queue as a wait (`waits`), granted when a lease comes, timed out when the deadline ends it.
 //! Waiting for services to turn ready is no wait in the core's queue. (The one over-count: a wait the
 //! core refuses for want of active nodes at the instant it joins, because a node left rotation
 //! concurrently, is counted as a refusal even if `poll_ready` then goes on waiting for services.)
@@ -86,6 +95,8 @@ pub struct Balance<D: Discover, C, R = NoRetry> {
     wait: Duration,
     /// The lease `poll_ready` reserved for the next `call`.
     reserved: Option<Lease>,
+    /// The refusal `poll_ready` answered for the next `call`, which fails with it.
+    refused: Option<Refused>,
     /// The acquires' generator: this balance's own (`&mut self` makes it exclusive), seeded from
     /// `Config::seed` as the std layer seeds a thread's (`thread_seed(seed, 0)`).
     rng: Rng,
@@ -137,6 +148,7 @@ where
             classify,
             wait,
             reserved: None,
+            refused: None,
             waiting: None,
             names: None,
             deadline,
@@ -561,11 +573,17 @@ where
     D::Error: Into<BoxError>,
     R: RetryMode<D::Service>,
 {
-    /// `poll_ready`, with or without retries: a lease reserved on a ready service.
+    /// `poll_ready`, with or without retries: a lease reserved on a ready service, or weir's refusal,
+    /// kept for the next `call` to answer with. Either way the balance is ready: a refusal is that one
+    /// request's answer (as tower's `LoadShed` answers `Overloaded`), never the service failing, which
+    /// is what an error from `poll_ready` means to tower (a `Buffer` would fail every later call).
     fn reserve<Req>(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>>
     where
         D::Service: Service<Req>,
     {
+        if self.refused.is_some() {
+            return Poll::Ready(Ok(()));
+        }
         self.poll_discover(cx)?;
         if !self.nodes.unready.is_empty() {
             self.poll_unready::<Req>(cx);
@@ -581,7 +599,10 @@ where
             }
             match self.poll_lease(cx) {
                 Poll::Ready(Ok(lease)) => self.reserved = Some(lease),
-                Poll::Ready(Err(refused)) => return Poll::Ready(Err(Error::Refused(refused))),
+                Poll::Ready(Err(refused)) => {
+                    self.refused = Some(refused);
+                    return Poll::Ready(Ok(()));
+                }
                 Poll::Pending => return Poll::Pending,
             }
         }
@@ -607,7 +628,7 @@ where
 
     fn call(&mut self, request: Req) -> Self::Future {
         let Some(lease) = self.reserved.take() else {
-            return ResponseFuture::not_ready(self.classify.clone());
+            return ResponseFuture::failed(self.unreserved(), self.classify.clone());
         };
         let id = lease.node_id();
         let held = Held::new(Arc::clone(&self.balancer), lease);
@@ -620,7 +641,7 @@ where
             ),
             // Unreachable: a node leaves the table only in `poll_ready`, which then gives its lease
             // back. Were it to happen, `held` releases the lease as `Ignored` here.
-            None => ResponseFuture::not_ready(self.classify.clone()),
+            None => ResponseFuture::failed(Error::NotReady, self.classify.clone()),
         }
     }
 }
@@ -649,14 +670,14 @@ where
     fn call(&mut self, request: Req) -> Self::Future {
         let requests = self.retry.requests_policy().clone();
         let Some(lease) = self.reserved.take() else {
-            return RetryFuture::not_ready(requests, self.classify.clone());
+            return RetryFuture::failed(self.unreserved(), requests, self.classify.clone());
         };
         let id = lease.node_id();
         let held = Held::new(Arc::clone(&self.balancer), lease);
         let (Some(shared), Some(node)) = (self.shared.as_ref(), self.nodes.get_mut(id)) else {
             // Unreachable: `shared` is there whenever the balance retries, and the node as without
             // retries. Were it to happen, `held` releases the lease as `Ignored` here.
-            return RetryFuture::not_ready(requests, self.classify.clone());
+            return RetryFuture::failed(Error::NotReady, requests, self.classify.clone());
         };
         shared.budget.request(monotonic_now());
         let spare = self.retry.spare(&request);
@@ -681,6 +702,12 @@ impl<D: Discover, C, R> Drop for Balance<D, C, R> {
 }
 
 impl<D: Discover, C, R> Balance<D, C, R> {
+    /// Why a `call` without a reserved lease sends nothing: the refusal `poll_ready` answered for it,
+    /// or no `poll_ready` before it.
+    fn unreserved(&mut self) -> Error {
+        self.refused.take().map_or(Error::NotReady, Error::Refused)
+    }
+
     /// Releases the reserved lease, if any, as `Ignored`.
     fn give_back(&mut self) {
         if let Some(lease) = self.reserved.take() {
@@ -697,6 +724,7 @@ impl<D: Discover, C, R> fmt::Debug for Balance<D, C, R> {
         f.debug_struct("Balance")
             .field("stats", &self.balancer.stats())
             .field("reserved", &self.reserved.as_ref().map(Lease::node_id))
+            .field("refused", &self.refused)
             .field("waiting", &self.waiting.is_some())
             .field("wait", &self.wait)
             .field("deadline", &self.deadline)

@@ -84,9 +84,9 @@ impl<C, R> Builder<C, R> {
     }
 
     /// How long `poll_ready` waits for room when every node is at its limit (or when no node is in
-    /// rotation only because their services are not ready) before it fails with
-    /// [`Refused::Timeout`](crate::Refused::Timeout). Zero fails at once with
-    /// [`Refused::AllBusy`](crate::Refused::AllBusy). Waiting uses a tokio timer: it needs a tokio
+    /// rotation only because their services are not ready) before it gives up: it is ready then, and
+    /// the call fails with [`Refused::Timeout`](crate::Refused::Timeout), sending nothing. Zero gives
+    /// up at once: [`Refused::AllBusy`](crate::Refused::AllBusy). Waiting uses a tokio timer: it needs a tokio
     /// runtime with its time driver.
     pub fn wait(mut self, wait: Duration) -> Self {
         self.wait = wait;

@@ -423,6 +423,34 @@ async fn a_retry_pauses_as_the_backoff_says() {
     assert_eq!(backoff.interval_ns(), 5_000_000);
 }
 
+/// A retrying balance answers a refusal as the plain one does: from the call, not from `poll_ready`.
+#[tokio::test]
+async fn a_refusal_is_the_answer_of_its_call() {
+    let a = Backend::new("a", Answer::Status(200));
+    let config = Config {
+        limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
+        ..Config::default()
+    };
+    let mut balance = Builder::new(config)
+        .wait(Duration::ZERO)
+        .retry(quick())
+        .build_list([("a", a.clone())])
+        .unwrap();
+    let hang = Request::get("/").header("x-hang", "1").body(()).unwrap();
+    let held = balance.ready().await.unwrap().call(hang);
+    let err = (&mut balance).oneshot(get()).await.unwrap_err();
+    assert_eq!(err.refused(), Some(weir_tower::Refused::AllBusy), "{err}");
+    drop(held);
+    let response = (&mut balance).oneshot(get()).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(a.calls(), 2);
+    let st = settled(&balance);
+    assert_eq!(
+        (st.rejected_all_busy, st.released(Outcome::Success)),
+        (1, 1)
+    );
+}
+
 #[tokio::test]
 async fn a_call_past_its_deadline_is_released_as_a_timeout() {
     let stuck = Backend::new("stuck", Answer::Stuck);
