@@ -32,7 +32,9 @@
 //! frees up or the wait's deadline passes ([`Refused::Timeout`]); with a wait of zero it gives up at once
 //! ([`Refused::AllBusy`]). When no node is in rotation only because services are not ready, it waits for
 //! them under the same deadline. When no node is in rotation at all, it gives up at once with
-//! [`Refused::NoActiveNodes`]. Giving up is a refusal (below). The deadline is a tokio timer, so a
+//! [`Refused::NoActiveNodes`]. Giving up is a refusal (below). A request's deadline
+//! ([`Builder::deadline`](crate::Builder::deadline)) covers its wait: the wait ends at the deadline if
+//! that comes first, and the call has what the wait left of it. The wait's deadline is a tokio timer, so a
 //! `poll_ready` that waits needs a tokio runtime with its time driver (without one it is refused with
 //! `Refused::NoTimer`, not a panic); one that never waits (a lease at once, or a wait of zero) needs no
 //! runtime.
@@ -72,6 +74,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::time::Instant;
 use tower::discover::{Change, Discover};
 use tower::{BoxError, Service};
 use weir::balance::{NodeSnapshot, Rejected};
@@ -105,8 +108,15 @@ pub struct Balance<D: Discover, C, R = NoRetry> {
     /// The members' names for [`Balance::metrics`]' handles, and how a key becomes one: none until the
     /// first handle is asked for.
     names: Option<Naming<D::Key>>,
-    /// Each call's deadline ([`Builder::deadline`](crate::Builder::deadline)), if any.
+    /// Each request's deadline ([`Builder::deadline`](crate::Builder::deadline)), if any: it covers
+    /// the wait for room in `poll_ready` too.
     deadline: Option<Duration>,
+    /// When `poll_ready` began waiting for room for the request it is reserving (tokio's clock), if it
+    /// had to wait.
+    waiting_since: Option<Instant>,
+    /// How long `poll_ready` waited for the reserved lease (set with it): what the request's deadline
+    /// has left for its call is the rest.
+    waited: Duration,
     /// The retries ([`Builder::retry`](crate::Builder::retry)): [`NoRetry`] or [`Retry`].
     retry: R,
     /// What the response futures of a retrying balance share: a copy of each member's service, the
@@ -152,6 +162,8 @@ where
             waiting: None,
             names: None,
             deadline,
+            waiting_since: None,
+            waited: Duration::ZERO,
             retry,
             shared,
         }
@@ -480,7 +492,7 @@ where
                     return Poll::Ready(Err(r.into()));
                 }
                 Err(r) => {
-                    let Some(deadline) = deadline_timer(self.wait) else {
+                    let Some(deadline) = deadline_timer(self.wait_left()) else {
                         self.balancer.count_refusal(r);
                         return Poll::Ready(Err(Refused::NoTimer));
                     };
@@ -500,6 +512,34 @@ where
             self.waiting = None;
         }
         polled
+    }
+}
+
+impl<D: Discover, C, R> Balance<D, C, R> {
+    /// How long a wait for room that begins now may last: [`Builder::wait`](crate::Builder::wait), and
+    /// no longer than the request's deadline leaves (its clock starts at the request's first wait).
+    fn wait_left(&mut self) -> Duration {
+        let now = Instant::now();
+        let since = *self.waiting_since.get_or_insert(now);
+        match self.deadline {
+            Some(deadline) => self
+                .wait
+                .min(deadline.saturating_sub(now.saturating_duration_since(since))),
+            None => self.wait,
+        }
+    }
+
+    /// The deadline of the call being made: what the request's deadline leaves after `poll_ready`'s
+    /// wait for room, or `None` when the wait used it all (the call is not sent then).
+    fn call_deadline(&mut self) -> Option<Deadline> {
+        let waited = std::mem::take(&mut self.waited);
+        match self.deadline {
+            None => Some(Deadline::after(None)),
+            Some(deadline) => deadline
+                .checked_sub(waited)
+                .filter(|left| !left.is_zero())
+                .map(|left| Deadline::after(Some(left))),
+        }
     }
 }
 
@@ -593,13 +633,19 @@ where
         loop {
             if self.reserved.is_some() {
                 if self.reserved_ready::<Req>(cx) {
+                    self.waiting_since = None;
                     return Poll::Ready(Ok(()));
                 }
                 continue;
             }
             match self.poll_lease(cx) {
-                Poll::Ready(Ok(lease)) => self.reserved = Some(lease),
+                Poll::Ready(Ok(lease)) => {
+                    // Nothing to read on the clock for a request that did not wait.
+                    self.waited = self.waiting_since.map_or(Duration::ZERO, |t| t.elapsed());
+                    self.reserved = Some(lease);
+                }
                 Poll::Ready(Err(refused)) => {
+                    self.waiting_since = None;
                     self.refused = Some(refused);
                     return Poll::Ready(Ok(()));
                 }
@@ -632,12 +678,16 @@ where
         };
         let id = lease.node_id();
         let held = Held::new(Arc::clone(&self.balancer), lease);
+        let Some(deadline) = self.call_deadline() else {
+            // The wait for room took the whole deadline: nothing is sent, `held` goes back `Ignored`.
+            return ResponseFuture::failed(Error::DeadlinePassed, self.classify.clone());
+        };
         match self.nodes.get_mut(id) {
             Some(node) => ResponseFuture::new(
                 node.service.call(request),
                 held,
                 self.classify.clone(),
-                Deadline::after(self.deadline),
+                deadline,
             ),
             // Unreachable: a node leaves the table only in `poll_ready`, which then gives its lease
             // back. Were it to happen, `held` releases the lease as `Ignored` here.
@@ -674,6 +724,10 @@ where
         };
         let id = lease.node_id();
         let held = Held::new(Arc::clone(&self.balancer), lease);
+        let Some(deadline) = self.call_deadline() else {
+            // As without retries: nothing is sent, `held` goes back `Ignored`.
+            return RetryFuture::failed(Error::DeadlinePassed, requests, self.classify.clone());
+        };
         let (Some(shared), Some(node)) = (self.shared.as_ref(), self.nodes.get_mut(id)) else {
             // Unreachable: `shared` is there whenever the balance retries, and the node as without
             // retries. Were it to happen, `held` releases the lease as `Ignored` here.
@@ -689,7 +743,7 @@ where
             Arc::clone(shared),
             requests,
             self.classify.clone(),
-            Deadline::after(self.deadline),
+            deadline,
         )
     }
 }

@@ -104,9 +104,11 @@ pub enum Error {
     Config(ConfigError),
     /// `call` came without a successful `poll_ready` before it (tower's contract): nothing was sent.
     NotReady,
-    /// The call's deadline ([`Builder::deadline`](crate::Builder::deadline)) passed before an answer
+    /// The request's deadline ([`Builder::deadline`](crate::Builder::deadline)) passed before an answer
     /// came (from the response future): the call in flight was dropped and its lease released as
-    /// `Dropped` (`Outcome::TIMEOUT`), a timeout that counts against its node.
+    /// `Dropped` (`Outcome::TIMEOUT`), a timeout that counts against its node. (When the wait for room
+    /// in `poll_ready` took the whole deadline and a lease came only as it passed, nothing was sent and
+    /// the lease went back as `Ignored`.)
     DeadlinePassed,
     /// The call has a deadline ([`Builder::deadline`](crate::Builder::deadline)), and timing it needs a
     /// tokio runtime with its time driver on the thread that polls the response future (from the

@@ -37,7 +37,8 @@
 //! # }
 //! ```
 //!
-//! The way to call a backend: a deadline on each call ([`Builder::deadline`]: past it the call ends
+//! The way to call a backend: a deadline on each request, its wait for room included
+//! ([`Builder::deadline`]: past it the call ends
 //! with [`Error::DeadlinePassed`] and its node learns a timeout, `Dropped`) and retries of idempotent
 //! requests on another node within a shared budget ([`Builder::retry`], [`retry`]):
 //!

@@ -25,7 +25,8 @@
 //!   the call's deadline ([`Builder::deadline`](crate::Builder::deadline)), if it has one.
 //!
 //! Every attempt's lease is released with its own outcome: the failed attempt counts against its node,
-//! the retry is a lease of its own. The deadline bounds the whole request, retries and pauses included.
+//! the retry is a lease of its own. The deadline bounds the whole request: the wait for room before the
+//! first try, the retries and the pauses.
 //! The answer is the last attempt's: its response (a 500 too) or its error.
 //!
 //! # What retries need
