@@ -260,8 +260,9 @@ macro_rules! lease_guard_methods {
             /// This is what makes an outside timer record timeouts: `tokio::time::timeout_at(d,
             /// call(guard.with_deadline(d)))` drops the guard when `d` passes, and the drop sees the
             /// deadline passed. Give the timer the same instant (a timer fires at its deadline or
-            /// after, never before). The drop reads [`Instant::now`] only for a guard that has a
-            /// deadline, and that is the real clock: under a simulated or paused one (tokio's
+            /// after, never before): a std `Instant` or anything that converts into one, such as
+            /// tokio's `tokio::time::Instant`. The drop reads [`Instant::now`] only for a guard that
+            /// has a deadline, and that is the real clock: under a simulated or paused one (tokio's
             /// `start_paused`), bound the call with [`within`](Self::within) and the runtime's timer.
             ///
             /// ```
@@ -277,8 +278,8 @@ macro_rules! lease_guard_methods {
             /// let st = b.stats();
             /// assert_eq!((st.released(Outcome::Dropped), st.released(Outcome::Ignored)), (1, 1));
             /// ```
-            pub fn with_deadline(mut self, deadline: Instant) -> Self {
-                self.0.deadline = Some(deadline);
+            pub fn with_deadline(mut self, deadline: impl Into<Instant>) -> Self {
+                self.0.deadline = Some(deadline.into());
                 self
             }
 

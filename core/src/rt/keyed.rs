@@ -376,7 +376,7 @@ impl<K> KeyedGuard<K> {
     }
 
     /// Gives the call a deadline: [`OwnedLeaseGuard::with_deadline`](crate::rt::OwnedLeaseGuard::with_deadline).
-    pub fn with_deadline(self, deadline: Instant) -> Self {
+    pub fn with_deadline(self, deadline: impl Into<Instant>) -> Self {
         KeyedGuard {
             key: self.key,
             guard: self.guard.with_deadline(deadline),

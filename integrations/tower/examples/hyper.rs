@@ -143,10 +143,12 @@ fn balance(servers: &[(&'static str, support::Server)]) -> Result<Balance, Error
         .build_list(servers.iter().map(|(name, s)| (*name, Node::new(s.addr))))
 }
 
-/// One call: the server that answered (or "error") and whether it succeeded.
+/// One call: the server that answered ("refused" when weir granted no lease, "error" when the call
+/// failed) and whether it succeeded.
 async fn answer(call: Call) -> (String, bool) {
     match call.await {
         Ok(response) => (node_of(&response), response.status().is_success()),
+        Err(e) if e.refused().is_some() => ("refused".to_owned(), false),
         Err(_) => ("error".to_owned(), false),
     }
 }
@@ -181,7 +183,6 @@ async fn serve_metrics(run: Duration, fail_after: Duration, port: u16) -> Result
 
     let mut calls = JoinSet::new();
     let mut answers = Vec::new();
-    let mut refused = 0;
     let mut tick = tokio::time::interval(PERIOD);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while start.elapsed() < run {
@@ -189,19 +190,15 @@ async fn serve_metrics(run: Duration, fail_after: Duration, port: u16) -> Result
         while calls.len() >= CONCURRENCY {
             answers.extend(calls.join_next().await);
         }
-        // A refusal (every server at its limit past the wait) is counted by weir and here, and the run
-        // goes on.
-        match balance.ready().await {
-            Ok(ready) => {
-                calls.spawn(answer(ready.call(get())));
-            }
-            Err(_) => refused += 1,
-        }
+        // A refusal (every server at its limit past the wait) is that call's answer, counted by weir
+        // and in the summary, and the run goes on.
+        calls.spawn(answer(balance.ready().await?.call(get())));
     }
     while let Some(done) = calls.join_next().await {
         answers.push(done);
     }
     let answers: Vec<(String, bool)> = answers.into_iter().flatten().collect();
+    let refused = answers.iter().filter(|(n, _)| n == "refused").count();
     println!(
         "{} requests over {:.0} s, one every {} ms (\"fails\" failing from {:.0} s on), {refused} refused:\n",
         answers.len(),

@@ -28,17 +28,28 @@
 //!
 //! # Waiting for room
 //! When weir refuses because every node in rotation is at its limit, `poll_ready` waits in the core's
-//! queue (the async waiting acquire, newest first once the queue stands: see `weir::rt`) until a lease frees up or the wait's deadline passes
-//! ([`Refused::Timeout`]); with a wait of zero it fails at once ([`Refused::AllBusy`]). When no node is
-//! in rotation only because services are not ready, it waits for them under the same deadline. When no
-//! node is in rotation at all, it fails at once with [`Refused::NoActiveNodes`]. The deadline is a tokio
-//! timer, so a `poll_ready` that waits needs a tokio runtime with its time driver (without one it is
-//! refused with `Refused::NoTimer`, not a panic); one that never waits (a lease at once, or a wait of zero)
-//! needs no runtime.
+//! queue (the async waiting acquire, newest first once the queue stands: see `weir::rt`) until a lease
+//! frees up or the wait's deadline passes ([`Refused::Timeout`]); with a wait of zero it gives up at once
+//! ([`Refused::AllBusy`]). When no node is in rotation only because services are not ready, it waits for
+//! them under the same deadline. When no node is in rotation at all, it gives up at once with
+//! [`Refused::NoActiveNodes`]. Giving up is a refusal (below). A request's deadline
+//! ([`Builder::deadline`](crate::Builder::deadline)) covers its wait: the wait ends at the deadline if
+//! that comes first, and the call has what the wait left of it. The wait's deadline is a tokio timer, so a
+//! `poll_ready` that waits needs a tokio runtime with its time driver (without one it is refused with
+//! `Refused::NoTimer`, not a panic); one that never waits (a lease at once, or a wait of zero) needs no
+//! runtime.
 //!
-//! The balancer's `stats()` count what `poll_ready` answers: a refusal (`rejected_all_busy`,
-//! `rejected_no_active`) only when it returns one, never for the attempts it makes on the way; a wait in
-//! the core's queue as a wait (`waits`), granted when a lease comes, timed out when the deadline ends it.
+//! # Refusals
+//! A refusal is the answer of the one request it refuses, as tower's `LoadShed` answers `Overloaded`:
+//! `poll_ready` keeps it and returns `Ready(Ok)`, and the next `call` sends nothing and returns a future
+//! that fails with [`Error::Refused`]. It is never an error of `poll_ready`, which tower reads as the
+//! service failing for good (a `Buffer` in front would answer every later call with that error). A
+//! `poll_ready` again before that `call` is ready at once and keeps the refusal for it; the request after
+//! it asks weir afresh. A refusal holds no lease, so there is nothing to leak.
+//!
+//! The balancer's `stats()` count the answers: a refusal (`rejected_all_busy`, `rejected_no_active`)
+//! once per refused request, never for the attempts `poll_ready` makes on the way; a wait in the core's
+//! queue as a wait (`waits`), granted when a lease comes, timed out when the deadline ends it.
 //! Waiting for services to turn ready is no wait in the core's queue. (The one over-count: a wait the
 //! core refuses for want of active nodes at the instant it joins, because a node left rotation
 //! concurrently, is counted as a refusal even if `poll_ready` then goes on waiting for services.)
@@ -63,6 +74,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::time::Instant;
 use tower::discover::{Change, Discover};
 use tower::{BoxError, Service};
 use weir::balance::{NodeSnapshot, Rejected};
@@ -86,6 +98,8 @@ pub struct Balance<D: Discover, C, R = NoRetry> {
     wait: Duration,
     /// The lease `poll_ready` reserved for the next `call`.
     reserved: Option<Lease>,
+    /// The refusal `poll_ready` answered for the next `call`, which fails with it.
+    refused: Option<Refused>,
     /// The acquires' generator: this balance's own (`&mut self` makes it exclusive), seeded from
     /// `Config::seed` as the std layer seeds a thread's (`thread_seed(seed, 0)`).
     rng: Rng,
@@ -94,8 +108,15 @@ pub struct Balance<D: Discover, C, R = NoRetry> {
     /// The members' names for [`Balance::metrics`]' handles, and how a key becomes one: none until the
     /// first handle is asked for.
     names: Option<Naming<D::Key>>,
-    /// Each call's deadline ([`Builder::deadline`](crate::Builder::deadline)), if any.
+    /// Each request's deadline ([`Builder::deadline`](crate::Builder::deadline)), if any: it covers
+    /// the wait for room in `poll_ready` too.
     deadline: Option<Duration>,
+    /// When `poll_ready` began waiting for room for the request it is reserving (tokio's clock), if it
+    /// had to wait.
+    waiting_since: Option<Instant>,
+    /// How long `poll_ready` waited for the reserved lease (set with it): what the request's deadline
+    /// has left for its call is the rest.
+    waited: Duration,
     /// The retries ([`Builder::retry`](crate::Builder::retry)): [`NoRetry`] or [`Retry`].
     retry: R,
     /// What the response futures of a retrying balance share: a copy of each member's service, the
@@ -137,9 +158,12 @@ where
             classify,
             wait,
             reserved: None,
+            refused: None,
             waiting: None,
             names: None,
             deadline,
+            waiting_since: None,
+            waited: Duration::ZERO,
             retry,
             shared,
         }
@@ -468,7 +492,7 @@ where
                     return Poll::Ready(Err(r.into()));
                 }
                 Err(r) => {
-                    let Some(deadline) = deadline_timer(self.wait) else {
+                    let Some(deadline) = deadline_timer(self.wait_left()) else {
                         self.balancer.count_refusal(r);
                         return Poll::Ready(Err(Refused::NoTimer));
                     };
@@ -488,6 +512,34 @@ where
             self.waiting = None;
         }
         polled
+    }
+}
+
+impl<D: Discover, C, R> Balance<D, C, R> {
+    /// How long a wait for room that begins now may last: [`Builder::wait`](crate::Builder::wait), and
+    /// no longer than the request's deadline leaves (its clock starts at the request's first wait).
+    fn wait_left(&mut self) -> Duration {
+        let now = Instant::now();
+        let since = *self.waiting_since.get_or_insert(now);
+        match self.deadline {
+            Some(deadline) => self
+                .wait
+                .min(deadline.saturating_sub(now.saturating_duration_since(since))),
+            None => self.wait,
+        }
+    }
+
+    /// The deadline of the call being made: what the request's deadline leaves after `poll_ready`'s
+    /// wait for room, or `None` when the wait used it all (the call is not sent then).
+    fn call_deadline(&mut self) -> Option<Deadline> {
+        let waited = std::mem::take(&mut self.waited);
+        match self.deadline {
+            None => Some(Deadline::after(None)),
+            Some(deadline) => deadline
+                .checked_sub(waited)
+                .filter(|left| !left.is_zero())
+                .map(|left| Deadline::after(Some(left))),
+        }
     }
 }
 
@@ -561,11 +613,17 @@ where
     D::Error: Into<BoxError>,
     R: RetryMode<D::Service>,
 {
-    /// `poll_ready`, with or without retries: a lease reserved on a ready service.
+    /// `poll_ready`, with or without retries: a lease reserved on a ready service, or weir's refusal,
+    /// kept for the next `call` to answer with. Either way the balance is ready: a refusal is that one
+    /// request's answer (as tower's `LoadShed` answers `Overloaded`), never the service failing, which
+    /// is what an error from `poll_ready` means to tower (a `Buffer` would fail every later call).
     fn reserve<Req>(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>>
     where
         D::Service: Service<Req>,
     {
+        if self.refused.is_some() {
+            return Poll::Ready(Ok(()));
+        }
         self.poll_discover(cx)?;
         if !self.nodes.unready.is_empty() {
             self.poll_unready::<Req>(cx);
@@ -575,13 +633,22 @@ where
         loop {
             if self.reserved.is_some() {
                 if self.reserved_ready::<Req>(cx) {
+                    self.waiting_since = None;
                     return Poll::Ready(Ok(()));
                 }
                 continue;
             }
             match self.poll_lease(cx) {
-                Poll::Ready(Ok(lease)) => self.reserved = Some(lease),
-                Poll::Ready(Err(refused)) => return Poll::Ready(Err(Error::Refused(refused))),
+                Poll::Ready(Ok(lease)) => {
+                    // Nothing to read on the clock for a request that did not wait.
+                    self.waited = self.waiting_since.map_or(Duration::ZERO, |t| t.elapsed());
+                    self.reserved = Some(lease);
+                }
+                Poll::Ready(Err(refused)) => {
+                    self.waiting_since = None;
+                    self.refused = Some(refused);
+                    return Poll::Ready(Ok(()));
+                }
                 Poll::Pending => return Poll::Pending,
             }
         }
@@ -607,20 +674,24 @@ where
 
     fn call(&mut self, request: Req) -> Self::Future {
         let Some(lease) = self.reserved.take() else {
-            return ResponseFuture::not_ready(self.classify.clone());
+            return ResponseFuture::failed(self.unreserved(), self.classify.clone());
         };
         let id = lease.node_id();
         let held = Held::new(Arc::clone(&self.balancer), lease);
+        let Some(deadline) = self.call_deadline() else {
+            // The wait for room took the whole deadline: nothing is sent, `held` goes back `Ignored`.
+            return ResponseFuture::failed(Error::DeadlinePassed, self.classify.clone());
+        };
         match self.nodes.get_mut(id) {
             Some(node) => ResponseFuture::new(
                 node.service.call(request),
                 held,
                 self.classify.clone(),
-                Deadline::after(self.deadline),
+                deadline,
             ),
             // Unreachable: a node leaves the table only in `poll_ready`, which then gives its lease
             // back. Were it to happen, `held` releases the lease as `Ignored` here.
-            None => ResponseFuture::not_ready(self.classify.clone()),
+            None => ResponseFuture::failed(Error::NotReady, self.classify.clone()),
         }
     }
 }
@@ -649,14 +720,18 @@ where
     fn call(&mut self, request: Req) -> Self::Future {
         let requests = self.retry.requests_policy().clone();
         let Some(lease) = self.reserved.take() else {
-            return RetryFuture::not_ready(requests, self.classify.clone());
+            return RetryFuture::failed(self.unreserved(), requests, self.classify.clone());
         };
         let id = lease.node_id();
         let held = Held::new(Arc::clone(&self.balancer), lease);
+        let Some(deadline) = self.call_deadline() else {
+            // As without retries: nothing is sent, `held` goes back `Ignored`.
+            return RetryFuture::failed(Error::DeadlinePassed, requests, self.classify.clone());
+        };
         let (Some(shared), Some(node)) = (self.shared.as_ref(), self.nodes.get_mut(id)) else {
             // Unreachable: `shared` is there whenever the balance retries, and the node as without
             // retries. Were it to happen, `held` releases the lease as `Ignored` here.
-            return RetryFuture::not_ready(requests, self.classify.clone());
+            return RetryFuture::failed(Error::NotReady, requests, self.classify.clone());
         };
         shared.budget.request(monotonic_now());
         let spare = self.retry.spare(&request);
@@ -668,7 +743,7 @@ where
             Arc::clone(shared),
             requests,
             self.classify.clone(),
-            Deadline::after(self.deadline),
+            deadline,
         )
     }
 }
@@ -681,6 +756,12 @@ impl<D: Discover, C, R> Drop for Balance<D, C, R> {
 }
 
 impl<D: Discover, C, R> Balance<D, C, R> {
+    /// Why a `call` without a reserved lease sends nothing: the refusal `poll_ready` answered for it,
+    /// or no `poll_ready` before it.
+    fn unreserved(&mut self) -> Error {
+        self.refused.take().map_or(Error::NotReady, Error::Refused)
+    }
+
     /// Releases the reserved lease, if any, as `Ignored`.
     fn give_back(&mut self) {
         if let Some(lease) = self.reserved.take() {
@@ -697,6 +778,7 @@ impl<D: Discover, C, R> fmt::Debug for Balance<D, C, R> {
         f.debug_struct("Balance")
             .field("stats", &self.balancer.stats())
             .field("reserved", &self.reserved.as_ref().map(Lease::node_id))
+            .field("refused", &self.refused)
             .field("waiting", &self.waiting.is_some())
             .field("wait", &self.wait)
             .field("deadline", &self.deadline)

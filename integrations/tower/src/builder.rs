@@ -84,9 +84,10 @@ impl<C, R> Builder<C, R> {
     }
 
     /// How long `poll_ready` waits for room when every node is at its limit (or when no node is in
-    /// rotation only because their services are not ready) before it fails with
-    /// [`Refused::Timeout`](crate::Refused::Timeout). Zero fails at once with
-    /// [`Refused::AllBusy`](crate::Refused::AllBusy). Waiting uses a tokio timer: it needs a tokio
+    /// rotation only because their services are not ready) before it gives up: it is ready then, and
+    /// the call fails with [`Refused::Timeout`](crate::Refused::Timeout), sending nothing. Zero gives
+    /// up at once: [`Refused::AllBusy`](crate::Refused::AllBusy). With a [`deadline`](Self::deadline),
+    /// the wait counts against it and ends at it if that comes first. Waiting uses a tokio timer: it needs a tokio
     /// runtime with its time driver.
     pub fn wait(mut self, wait: Duration) -> Self {
         self.wait = wait;
@@ -105,8 +106,11 @@ impl<C, R> Builder<C, R> {
         }
     }
 
-    /// Each call's deadline, from `call` to its answer (retries and their pauses included; the wait
-    /// for room in `poll_ready` is [`Builder::wait`]'s). A call still unanswered when it passes is
+    /// Each request's deadline, covering the whole request: from the moment `poll_ready` begins
+    /// waiting for room for it (from `call` if it found room at once) to its answer, every attempt and
+    /// the pauses between retries included. The wait for room ([`Builder::wait`]) ends at the deadline
+    /// if that comes first ([`Refused::Timeout`](crate::Refused::Timeout)); a request that waited 300 ms
+    /// under a deadline of 1 s has 700 ms left for its call. A call still unanswered when it passes is
     /// dropped, its lease released as `Dropped` (`Outcome::TIMEOUT`: a timeout counts against the
     /// node), and the caller gets [`Error::DeadlinePassed`]. A caller that drops the response future
     /// first (its own `tokio::time::timeout`, a `select!`) cancels instead: `Ignored`, as ever. So put

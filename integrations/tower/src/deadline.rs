@@ -1,7 +1,8 @@
 //! A call's deadline ([`Builder::deadline`](crate::Builder::deadline)) and the tokio timers behind it
 //! and behind a retry's pause.
 //!
-//! The instant is taken when `call` is made (tokio's clock, so paused time works); the timer is made
+//! The instant is taken when `call` is made, less the time `poll_ready` waited for room for the request
+//! (tokio's clock, so paused time works: the balance's `call_deadline`); the timer is made
 //! at the first poll that finds the call unanswered, on the runtime that polls it. It is boxed, so that
 //! the response future stays `Unpin` where the inner one is: one allocation for a call that has a
 //! deadline and is not answered at its first poll, none for a call without one. A deadline passing is the node's timeout: the caller that owns the

@@ -5,8 +5,10 @@ use tower::BoxError;
 use weir::balance::{ConfigError, MembershipError, Rejected};
 use weir::rt::WaitError;
 
-/// Why weir granted no lease, so `poll_ready` failed. Each is a decision, not a fault: answer your own
-/// caller (a 503, a `RESOURCE_EXHAUSTED`), or retry later.
+/// Why weir granted no lease for a request: its call fails with [`Error::Refused`] and sends nothing
+/// (`poll_ready` is ready all the same, so the balance stays usable: see [`Balance`](crate::Balance)).
+/// Each is a decision, not a fault: answer your own caller (a 503, a `RESOURCE_EXHAUSTED`), or retry
+/// later.
 ///
 /// ```
 /// use weir_tower::Refused;
@@ -74,8 +76,8 @@ impl From<WaitError> for Refused {
     }
 }
 
-/// The error of [`Balance`](crate::Balance) (its `poll_ready` and its response futures) and of its
-/// builder.
+/// The error of [`Balance`](crate::Balance) (its `poll_ready`, for discovery and membership, and its
+/// response futures) and of its builder.
 ///
 /// ```
 /// use weir_tower::{Error, Refused};
@@ -86,7 +88,9 @@ impl From<WaitError> for Refused {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// weir granted no lease (from `poll_ready`).
+    /// weir granted no lease (from the response future of the call that `poll_ready` admitted: a
+    /// refusal is that request's answer, never an error of `poll_ready`). Nothing was sent. Behind a
+    /// `tower::buffer::Buffer` the error comes boxed: `e.downcast_ref::<weir_tower::Error>()`.
     Refused(Refused),
     /// The inner service's call failed (from the response future); its lease was released with the
     /// outcome the classifier gave this error.
@@ -100,9 +104,11 @@ pub enum Error {
     Config(ConfigError),
     /// `call` came without a successful `poll_ready` before it (tower's contract): nothing was sent.
     NotReady,
-    /// The call's deadline ([`Builder::deadline`](crate::Builder::deadline)) passed before an answer
+    /// The request's deadline ([`Builder::deadline`](crate::Builder::deadline)) passed before an answer
     /// came (from the response future): the call in flight was dropped and its lease released as
-    /// `Dropped` (`Outcome::TIMEOUT`), a timeout that counts against its node.
+    /// `Dropped` (`Outcome::TIMEOUT`), a timeout that counts against its node. (When the wait for room
+    /// in `poll_ready` took the whole deadline and a lease came only as it passed, nothing was sent and
+    /// the lease went back as `Ignored`.)
     DeadlinePassed,
     /// The call has a deadline ([`Builder::deadline`](crate::Builder::deadline)), and timing it needs a
     /// tokio runtime with its time driver on the thread that polls the response future (from the

@@ -82,6 +82,8 @@ pin_project! {
         lease: Option<Held>,
         classify: C,
         deadline: Deadline,
+        // Without an inner call: the error to answer with (a refusal, or `NotReady`).
+        failed: Option<Error>,
     }
 }
 
@@ -92,16 +94,19 @@ impl<F, C> ResponseFuture<F, C> {
             lease: Some(lease),
             classify,
             deadline,
+            failed: None,
         }
     }
 
-    /// The future of a `call` that had no lease: it fails with [`Error::NotReady`].
-    pub(crate) fn not_ready(classify: C) -> Self {
+    /// The future of a `call` that sends nothing: it fails with `error` (a refusal `poll_ready`
+    /// answered for this call, or [`Error::NotReady`]).
+    pub(crate) fn failed(error: Error, classify: C) -> Self {
         ResponseFuture {
             inner: None,
             lease: None,
             classify,
             deadline: Deadline::after(None),
+            failed: Some(error),
         }
     }
 }
@@ -117,7 +122,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let Some(inner) = this.inner.as_mut().as_pin_mut() else {
-            return Poll::Ready(Err(Error::NotReady));
+            return Poll::Ready(Err(this.failed.take().unwrap_or(Error::NotReady)));
         };
         let (outcome, result) = match ready!(poll_attempt(inner, this.classify, this.deadline, cx))
         {

@@ -37,7 +37,8 @@
 //! # }
 //! ```
 //!
-//! The way to call a backend: a deadline on each call ([`Builder::deadline`]: past it the call ends
+//! The way to call a backend: a deadline on each request, its wait for room included
+//! ([`Builder::deadline`]: past it the call ends
 //! with [`Error::DeadlinePassed`] and its node learns a timeout, `Dropped`) and retries of idempotent
 //! requests on another node within a shared budget ([`Builder::retry`], [`retry`]):
 //!
@@ -90,7 +91,7 @@
 //! # Where things are
 //! | item | what |
 //! |---|---|
-//! | [`Balance`] | the service: `poll_ready` reserves a weir lease (waiting for room up to a deadline), `call` sends on it, the response future releases it; the module docs of `balance.rs` say how the inner services' readiness and membership are handled |
+//! | [`Balance`] | the service: `poll_ready` reserves a weir lease (waiting for room up to a deadline) or takes weir's refusal, `call` sends on the lease (or answers the refusal), the response future releases it; the module docs of `balance.rs` say how the inner services' readiness and membership are handled |
 //! | [`Builder`], [`BalanceLayer`], [`Fixed`] | building one from the core's [`Config`](weir::Config): from a `tower::discover::Discover` stream, from a fixed list, or as a layer; each call's deadline ([`Builder::deadline`]) |
 //! | [`retry`]: [`Retry`], [`RetryFuture`] | retrying failed idempotent requests on another node within a [`RetryBudget`](weir::RetryBudget) ([`Builder::retry`]) |
 //! | [`Classify`], [`HttpStatus`], [`GrpcStatus`], [`ByResult`], [`classify::error_outcome`] | responses and errors into weir [`Outcome`](weir::Outcome)s |
@@ -102,8 +103,12 @@
 //! - Every lease comes back exactly once: with the classified outcome when the response future
 //!   completes, as `Dropped` when the call's deadline passes first, as `Ignored` when it is dropped first (cancellation, a timeout layer above), when the
 //!   `Balance` is dropped holding a lease `poll_ready` reserved, or when that lease's node turns out not
-//!   ready. The balancer's `stats()` stay conserved, and count a refusal only for a `poll_ready` that
-//!   returns one; its waits for room are counted as waits (see [`balance`], "Waiting for room").
+//!   ready. The balancer's `stats()` stay conserved, and count a refusal once per refused request;
+//!   its waits for room are counted as waits (see [`balance`], "Waiting for room").
+//! - A refusal is the refused request's answer, never an error of `poll_ready`: `poll_ready` is ready
+//!   and the `call` it admits fails with [`Error::Refused`], sending nothing (as tower's `LoadShed`
+//!   answers `Overloaded`). To tower an error from `poll_ready` means the service is dead: a `Buffer`
+//!   would fail every later call with it. `poll_ready` returns errors of discovery and membership only.
 //! - The lease is released when the response *head* arrives (the inner future completes), as tower's
 //!   `CompleteOnResponse` does; a streamed body's later failure is not seen.
 //! - `call` without a successful `poll_ready` sends nothing and fails with [`Error::NotReady`].

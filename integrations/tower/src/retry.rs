@@ -25,7 +25,8 @@
 //!   the call's deadline ([`Builder::deadline`](crate::Builder::deadline)), if it has one.
 //!
 //! Every attempt's lease is released with its own outcome: the failed attempt counts against its node,
-//! the retry is a lease of its own. The deadline bounds the whole request, retries and pauses included.
+//! the retry is a lease of its own. The deadline bounds the whole request: the wait for room before the
+//! first try, the retries and the pauses.
 //! The answer is the last attempt's: its response (a 500 too) or its error.
 //!
 //! # What retries need
@@ -574,6 +575,8 @@ pin_project! {
         balancer: Option<Arc<HeapBalancer>>,
         requests: P,
         classify: C,
+        // Without an attempt: the error to answer with (a refusal, or `NotReady`).
+        failed: Option<Error>,
     }
 }
 
@@ -608,11 +611,13 @@ impl<S, Req, F: TryFuture, C, P> RetryFuture<S, Req, F, C, P> {
             shared: Some(shared),
             requests,
             classify,
+            failed: None,
         }
     }
 
-    /// The future of a `call` that had no lease: it fails with [`Error::NotReady`].
-    pub(crate) fn not_ready(requests: P, classify: C) -> Self {
+    /// The future of a `call` that sends nothing: it fails with `error` (a refusal `poll_ready`
+    /// answered for this call, or [`Error::NotReady`]).
+    pub(crate) fn failed(error: Error, requests: P, classify: C) -> Self {
         RetryFuture {
             attempt: None,
             lease: None,
@@ -629,6 +634,7 @@ impl<S, Req, F: TryFuture, C, P> RetryFuture<S, Req, F, C, P> {
             balancer: None,
             requests,
             classify,
+            failed: Some(error),
         }
     }
 }
@@ -647,7 +653,9 @@ where
         let mut this = self.project();
         loop {
             match *this.step {
-                Step::Done => return Poll::Ready(Err(Error::NotReady)),
+                Step::Done => {
+                    return Poll::Ready(Err(this.failed.take().unwrap_or(Error::NotReady)))
+                }
                 Step::Calling => {
                     let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
                         *this.step = Step::Done;

@@ -1,6 +1,7 @@
 //! Retries and deadlines without a network: which answers are retried and where, the tries and the budget
 //! that bound them, the requests that may be sent twice, every attempt's lease released with its own
-//! outcome, and a deadline that ends a call as `Dropped` while a caller's own timeout still records
+//! outcome, and a deadline that covers the whole request (the wait for room in `poll_ready` too, timed
+//! exactly under paused time) and ends a call as `Dropped` while a caller's own timeout still records
 //! `Ignored`.
 
 use http::{Method, Request, Response};
@@ -113,6 +114,11 @@ fn get() -> Request<()> {
     Request::new(())
 }
 
+/// A request that its backend never answers: a call that holds its lease.
+fn hang() -> Request<()> {
+    Request::get("/").header("x-hang", "1").body(()).unwrap()
+}
+
 fn request(method: Method) -> Request<()> {
     Request::builder().method(method).body(()).unwrap()
 }
@@ -201,8 +207,7 @@ async fn a_retry_avoids_the_node_it_tried_even_where_that_one_scores_best() {
     balance.set_lame_duck(&"bad", true);
     let mut held = Vec::new();
     for _ in 0..40 {
-        let hang = Request::builder().header("x-hang", "1").body(()).unwrap();
-        held.push(balance.ready().await.unwrap().call(hang));
+        held.push(balance.ready().await.unwrap().call(hang()));
     }
     balance.set_lame_duck(&"bad", false);
     let response = first_on(&mut balance, &bad, &[&busy], get()).await.unwrap();
@@ -421,6 +426,138 @@ async fn a_retry_pauses_as_the_backoff_says() {
     // The failure raised the interval and paused 5 ms; the success began the way down.
     assert_eq!((st.went_up, st.slept, st.sleep_ns), (1, 2, 10_000_000));
     assert_eq!(backoff.interval_ns(), 5_000_000);
+}
+
+/// A balance with room for one call at a time (its node's limit), waiting `wait` for room, with a
+/// deadline of 1 s.
+fn one_slot(wait: Duration) -> Builder {
+    let config = Config {
+        limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
+        ..Config::default()
+    };
+    Builder::new(config)
+        .wait(wait)
+        .deadline(Duration::from_secs(1))
+}
+
+/// The deadline covers the whole request, the wait for room in `poll_ready` included: a request that
+/// waited 300 ms for the only slot has 700 ms left for its call, and ends 1 s after it began (it used to
+/// end at 1.3 s), with or without retries. Paused time: the instants are exact.
+#[tokio::test(start_paused = true)]
+async fn the_deadline_counts_the_wait_for_room() {
+    async fn ends_at<S>(mut balance: S) -> (Duration, Result<Response<()>, Error>)
+    where
+        S: Service<Request<()>, Response = Response<()>, Error = Error>,
+    {
+        let start = tokio::time::Instant::now();
+        let held = balance.ready().await.unwrap().call(hang());
+        let release = async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            drop(held);
+        };
+        let request = async {
+            let answer = balance.ready().await.unwrap().call(hang()).await;
+            (start.elapsed(), answer)
+        };
+        tokio::join!(release, request).1
+    }
+    let a = Backend::new("a", Answer::Status(200));
+    let plain = one_slot(Duration::from_millis(500))
+        .build_list([("a", a.clone())])
+        .unwrap();
+    let balancer = Arc::clone(plain.balancer());
+    let (took, answer) = ends_at(plain).await;
+    assert!(matches!(answer, Err(Error::DeadlinePassed)), "{answer:?}");
+    assert_eq!(took, Duration::from_secs(1));
+    let st = balancer.stats();
+    assert_eq!((st.waits_granted, st.released(Outcome::Dropped)), (1, 1));
+
+    let retrying = one_slot(Duration::from_millis(500))
+        .retry(quick())
+        .build_list([("a", a.clone())])
+        .unwrap();
+    let (took, answer) = ends_at(retrying).await;
+    assert!(matches!(answer, Err(Error::DeadlinePassed)), "{answer:?}");
+    assert_eq!(took, Duration::from_secs(1));
+    assert_eq!(a.calls(), 4);
+}
+
+/// A wait for room longer than the deadline ends at the deadline: refused then (`Timeout`), nothing
+/// sent (it used to wait its whole 2 s).
+#[tokio::test(start_paused = true)]
+async fn the_wait_for_room_ends_at_the_deadline() {
+    let a = Backend::new("a", Answer::Status(200));
+    let mut balance = one_slot(Duration::from_secs(2))
+        .build_list([("a", a.clone())])
+        .unwrap();
+    let held = balance.ready().await.unwrap().call(hang());
+    let start = tokio::time::Instant::now();
+    let answer = balance.ready().await.unwrap().call(get()).await;
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+    assert!(
+        matches!(answer, Err(Error::Refused(weir_tower::Refused::Timeout))),
+        "{answer:?}"
+    );
+    drop(held);
+    assert_eq!(a.calls(), 1);
+    let st = balance.balancer().stats();
+    assert_eq!((st.in_flight, st.waits_timed_out), (0, 1));
+}
+
+/// A lease that comes as the deadline passes (the wait took all of it) is not used: the call fails with
+/// `DeadlinePassed` and sends nothing, its lease back as `Ignored`, not a timeout of the node.
+#[tokio::test(start_paused = true)]
+async fn a_lease_granted_at_the_deadline_sends_nothing() {
+    let a = Backend::new("a", Answer::Status(200));
+    let mut balance = one_slot(Duration::from_secs(2))
+        .build_list([("a", a.clone())])
+        .unwrap();
+    let held = balance.ready().await.unwrap().call(hang());
+    let mut ready = balance.ready();
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(Pin::new(&mut ready).poll(&mut cx).is_pending());
+    tokio::time::advance(Duration::from_secs(1)).await;
+    drop(held); // the release hands the lease to the waiting poll_ready before its timer is seen
+    let answer = ready.await.unwrap().call(hang()).await;
+    assert!(matches!(answer, Err(Error::DeadlinePassed)), "{answer:?}");
+    assert_eq!(a.calls(), 1);
+    let st = balance.balancer().stats();
+    assert_eq!(
+        (
+            st.in_flight,
+            st.waits_granted,
+            st.released(Outcome::Ignored),
+            st.released(Outcome::Dropped)
+        ),
+        (0, 1, 2, 0)
+    );
+}
+
+/// A retrying balance answers a refusal as the plain one does: from the call, not from `poll_ready`.
+#[tokio::test]
+async fn a_refusal_is_the_answer_of_its_call() {
+    let a = Backend::new("a", Answer::Status(200));
+    let config = Config {
+        limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
+        ..Config::default()
+    };
+    let mut balance = Builder::new(config)
+        .wait(Duration::ZERO)
+        .retry(quick())
+        .build_list([("a", a.clone())])
+        .unwrap();
+    let held = balance.ready().await.unwrap().call(hang());
+    let err = (&mut balance).oneshot(get()).await.unwrap_err();
+    assert_eq!(err.refused(), Some(weir_tower::Refused::AllBusy), "{err}");
+    drop(held);
+    let response = (&mut balance).oneshot(get()).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(a.calls(), 2);
+    let st = settled(&balance);
+    assert_eq!(
+        (st.rejected_all_busy, st.released(Outcome::Success)),
+        (1, 1)
+    );
 }
 
 #[tokio::test]

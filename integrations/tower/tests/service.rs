@@ -1,8 +1,9 @@
 //! The service's contract without a network: the lease `poll_ready` reserves is the one `call` uses,
-//! refusals are typed, waiting is served by a release, the inner services' readiness moves nodes out of
+//! refusals are typed and answer their own call (never `poll_ready`, so a `Buffer` in front survives
+//! them), waiting is served by a release, the inner services' readiness moves nodes out of
 //! and back into rotation, a failed service is evicted, and every lease comes back (dropped futures,
-//! dropped balances) with the counters conserved: refusals counted once per refused `poll_ready`, waits
-//! in the core's queue once each.
+//! dropped balances) with the counters conserved: refusals counted once per refused call, waits in the
+//! core's queue once each.
 
 use std::future::Future;
 use std::io;
@@ -12,10 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::sync::oneshot;
-use tower::{Service, ServiceExt};
+use tower::buffer::Buffer;
+use tower::{BoxError, Service, ServiceExt};
 use weir::balance::Stats;
 use weir::limit::{FixedLimit, LimitAlgorithm};
-use weir::{Config, Outcome};
+use weir::{Config, HeapBalancer, Outcome};
 use weir_tower::{Balance, Builder, ByResult, Error, Fixed, Refused};
 
 /// A request: answer at once (`None`), or when the sender fires or is dropped.
@@ -117,9 +119,27 @@ fn poll_ready_once<S: Service<Req>>(s: &mut S) -> Poll<Result<(), S::Error>> {
     s.poll_ready(&mut Context::from_waker(Waker::noop()))
 }
 
+/// Polls a future once with a no-op waker.
+fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
+    Pin::new(f).poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// Waits (on tokio's clock, a millisecond at a time) until `done`; fails after 30 s of the real clock
+/// rather than hang.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never saw {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// Asserts the counters are conserved and nothing is in flight or waiting; returns them.
-fn settled(b: &Balance<Fixed<&'static str, Backend>, ByResult>) -> Stats {
-    let st = b.balancer().stats();
+fn settled(b: &HeapBalancer) -> Stats {
+    let st = b.stats();
     assert_eq!(st.in_flight, 0, "{st:?}");
     assert_eq!(
         st.acquired,
@@ -159,7 +179,7 @@ async fn the_lease_poll_ready_reserves_is_the_one_call_uses() {
     let name = svc.call(None).await.unwrap();
     let other = svc.ready().await.unwrap().call(None).await.unwrap();
     assert_eq!(a.calls.load(SeqCst) + b.calls.load(SeqCst), 2);
-    let st = settled(&svc);
+    let st = settled(svc.balancer());
     assert_eq!((st.acquired, st.released(Outcome::Success)), (2, 2));
     assert!(["a", "b"].contains(&name) && ["a", "b"].contains(&other));
 }
@@ -170,7 +190,7 @@ async fn call_without_poll_ready_sends_nothing() {
     let mut svc = balance(limit(1), Duration::ZERO, &[&a]);
     assert!(matches!(svc.call(None).await, Err(Error::NotReady)));
     assert_eq!(a.calls.load(SeqCst), 0);
-    assert_eq!(settled(&svc).acquired, 0);
+    assert_eq!(settled(svc.balancer()).acquired, 0);
 }
 
 #[tokio::test]
@@ -178,9 +198,9 @@ async fn refusals_are_typed() {
     let a = Backend::new("a");
     // Nothing to balance over.
     let mut empty = balance(limit(1), Duration::ZERO, &[]);
-    let err = empty.ready().await.unwrap_err();
+    let err = empty.ready().await.unwrap().call(None).await.unwrap_err();
     assert_eq!(err.refused(), Some(Refused::NoActiveNodes));
-    assert_eq!(counts(&settled(&empty)), (0, 1, 0, 0, 0, 0));
+    assert_eq!(counts(&settled(empty.balancer())), (0, 1, 0, 0, 0, 0));
 
     // One node at its limit: no wait, then a 10 ms wait, then waiting turned off in the core. Each
     // refusal is counted once (a wait that timed out is also a wait, timed out).
@@ -206,15 +226,17 @@ async fn refusals_are_typed() {
         let mut svc = balance(config, wait, &[&a]);
         let (tx, rx) = oneshot::channel();
         let held = svc.ready().await.unwrap().call(Some(rx));
-        let err = svc.ready().await.unwrap_err();
+        let err = svc.ready().await.unwrap().call(None).await.unwrap_err();
         assert_eq!(err.refused(), Some(refused), "{err}");
+        assert_eq!(a.calls.load(SeqCst), 1, "a refused call sends nothing");
         tx.send(()).unwrap();
         assert_eq!(held.await.unwrap(), "a");
         // Refused, not broken: the next call goes through.
         svc.ready().await.unwrap().call(None).await.unwrap();
-        let st = settled(&svc);
+        let st = settled(svc.balancer());
         assert_eq!(st.released(Outcome::Success), 2);
         assert_eq!(counts(&st), counted, "{refused:?}");
+        a.calls.store(0, SeqCst);
     }
 }
 
@@ -228,17 +250,7 @@ async fn concurrent_calls_that_all_get_through_are_waits_not_refusals() {
     let a = Backend::new("a");
     let svc = balance(limit(1), Duration::from_secs(30), &[&a]);
     let balancer = Arc::clone(svc.balancer());
-    let buffered = tower::buffer::Buffer::new(svc, CALLS as usize + 1);
-    async fn until(what: &str, done: impl Fn() -> bool) {
-        let start = std::time::Instant::now();
-        while !done() {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "never saw {what}"
-            );
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    }
+    let buffered = Buffer::new(svc, CALLS as usize + 1);
     // A first call holds the only lease until the next poll_ready waits for it: at least one wait.
     let (release_first, rx) = oneshot::channel();
     let mut svc = buffered.clone();
@@ -279,6 +291,132 @@ async fn concurrent_calls_that_all_get_through_are_waits_not_refusals() {
     assert_eq!(granted, waits, "{st:?}");
 }
 
+/// The refusal a call through a `Buffer` failed with: weir's typed error, boxed by the buffer.
+fn refusal(e: &BoxError) -> Option<Refused> {
+    e.downcast_ref::<Error>().and_then(Error::refused)
+}
+
+/// tower's `Buffer` (how tasks share a `Balance`) takes an error from `poll_ready` as its service failing
+/// for good, and fails every later call with it ("buffered service failed"). A refusal is the refused
+/// request's answer instead: after the saturated balance refused one at the end of its 100 ms wait, the
+/// calls that come once there is room go through.
+#[tokio::test(start_paused = true)]
+async fn a_refusal_behind_a_buffer_fails_its_request_not_the_buffer() {
+    let a = Backend::new("a");
+    let svc = balance(limit(1), Duration::from_millis(100), &[&a]);
+    let balancer = Arc::clone(svc.balancer());
+    let buffered = Buffer::new(svc, 8);
+    let (release, rx) = oneshot::channel();
+    let held = tokio::spawn(buffered.clone().oneshot(Some(rx)));
+    until("the only lease taken", || balancer.stats().in_flight == 1).await;
+
+    let err = buffered.clone().oneshot(None).await.unwrap_err();
+    assert_eq!(refusal(&err), Some(Refused::Timeout), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "weir refused the call: no node had room before the wait's deadline"
+    );
+    release.send(()).unwrap();
+    assert_eq!(held.await.unwrap().unwrap(), "a");
+    for _ in 0..3 {
+        assert_eq!(buffered.clone().oneshot(None).await.unwrap(), "a");
+    }
+    let st = settled(&balancer);
+    assert_eq!((st.acquired, st.released(Outcome::Success)), (4, 4));
+    assert_eq!(counts(&st), (1, 0, 1, 0, 1, 0));
+    assert_eq!(a.calls.load(SeqCst), 4);
+}
+
+/// `ServiceExt::oneshot` (`poll_ready`, then `call`) on a full balance: ready, and the call answers the
+/// refusal. A `poll_ready` again before that call keeps the refusal for it and reserves nothing.
+#[tokio::test]
+async fn oneshot_gets_the_refusal_from_its_call() {
+    let a = Backend::new("a");
+    let mut svc = balance(limit(1), Duration::ZERO, &[&a]);
+    let (release, rx) = oneshot::channel();
+    let held = svc.ready().await.unwrap().call(Some(rx));
+    let err = (&mut svc).oneshot(None).await.unwrap_err();
+    assert_eq!(err.refused(), Some(Refused::AllBusy), "{err}");
+
+    assert!(matches!(poll_ready_once(&mut svc), Poll::Ready(Ok(()))));
+    release.send(()).unwrap();
+    assert_eq!(held.await.unwrap(), "a");
+    assert!(matches!(poll_ready_once(&mut svc), Poll::Ready(Ok(()))));
+    assert_eq!(svc.balancer().stats().in_flight, 0);
+    let err = svc.call(None).await.unwrap_err();
+    assert_eq!(err.refused(), Some(Refused::AllBusy), "{err}");
+
+    // The refusal answered, the next request finds the room.
+    assert_eq!((&mut svc).oneshot(None).await.unwrap(), "a");
+    let st = settled(svc.balancer());
+    assert_eq!((st.acquired, st.released(Outcome::Success)), (2, 2));
+    assert_eq!(counts(&st), (2, 0, 0, 0, 0, 0));
+    assert_eq!(a.calls.load(SeqCst), 2);
+}
+
+/// Many tasks share one balance through clones of a `Buffer` while its four slots (two nodes with a
+/// limit of two, no wait) are held: four calls get a lease and every other is refused with weir's typed
+/// error, none with the buffer's "service failed". Then a call from each task goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tasks_sharing_a_buffered_balance_get_an_answer_or_a_refusal() {
+    const TASKS: u64 = 64;
+    const SLOTS: u64 = 4;
+    let (a, b) = (Backend::new("a"), Backend::new("b"));
+    let svc = balance(limit(2), Duration::ZERO, &[&a, &b]);
+    let balancer = Arc::clone(svc.balancer());
+    let buffered = Buffer::new(svc, TASKS as usize);
+    // A call that gets a lease holds it until the gate opens.
+    let (open, gate) = tokio::sync::watch::channel(false);
+    let answered = Arc::new(AtomicU64::new(0));
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|_| {
+            let (mut svc, mut gate, answered) =
+                (buffered.clone(), gate.clone(), Arc::clone(&answered));
+            tokio::spawn(async move {
+                let (hold, rx) = oneshot::channel::<()>();
+                tokio::spawn(async move {
+                    // Sent once, after every call without a lease has answered.
+                    let _ = gate.changed().await;
+                    drop(hold);
+                });
+                // `ready` and `call` rather than `oneshot`, whose future the compiler cannot prove
+                // `Send` here (a higher-ranked lifetime error).
+                let answer = match svc.ready().await {
+                    Ok(svc) => svc.call(Some(rx)).await,
+                    Err(failed) => Err(failed),
+                };
+                answered.fetch_add(1, SeqCst);
+                answer
+            })
+        })
+        .collect();
+    until("every call without a lease answered", || {
+        answered.load(SeqCst) == TASKS - SLOTS && balancer.stats().in_flight == SLOTS
+    })
+    .await;
+    open.send(true).unwrap();
+    let (mut ok, mut refused) = (0, 0);
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(name) => {
+                assert!(["a", "b"].contains(&name));
+                ok += 1;
+            }
+            Err(e) if refusal(&e) == Some(Refused::AllBusy) => refused += 1,
+            Err(e) => panic!("neither an answer nor weir's refusal: {e}"),
+        }
+    }
+    assert_eq!((ok, refused), (SLOTS, TASKS - SLOTS));
+    for _ in 0..TASKS {
+        buffered.clone().oneshot(None).await.unwrap();
+    }
+    let st = settled(&balancer);
+    let sent = SLOTS + TASKS;
+    assert_eq!((st.acquired, st.released(Outcome::Success)), (sent, sent));
+    assert_eq!(counts(&st), (TASKS - SLOTS, 0, 0, 0, 0, 0));
+    assert_eq!(a.calls.load(SeqCst) + b.calls.load(SeqCst), sent);
+}
+
 /// Waiting needs tokio's timer: without a runtime, or in one built without its time driver, a full
 /// balance refuses with `NoTimer` (tokio itself would panic), reserves nothing, and works again once
 /// a node has room.
@@ -289,26 +427,27 @@ fn waiting_without_a_timer_is_refused_not_a_panic() {
     assert!(matches!(poll_ready_once(&mut svc), Poll::Ready(Ok(()))));
     let (tx, rx) = oneshot::channel();
     let mut held = svc.call(Some(rx));
-    // No runtime on this thread.
-    match poll_ready_once(&mut svc) {
-        Poll::Ready(Err(e)) => assert_eq!(e.refused(), Some(Refused::NoTimer), "{e}"),
-        other => panic!("expected NoTimer, got {:?}", other.map(|r| r.is_ok())),
-    }
+    // No runtime on this thread: ready, and the call is refused.
+    let refused_call = |svc: &mut Balance<_, _>| {
+        assert!(matches!(poll_ready_once(svc), Poll::Ready(Ok(()))));
+        match poll_once(&mut svc.call(None)) {
+            Poll::Ready(Err(e)) => assert_eq!(e.refused(), Some(Refused::NoTimer), "{e}"),
+            other => panic!("expected NoTimer, got {:?}", other.map(|r| r.is_ok())),
+        }
+    };
+    refused_call(&mut svc);
     // A runtime without its time driver.
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
     rt.block_on(async {
-        match poll_ready_once(&mut svc) {
-            Poll::Ready(Err(e)) => assert_eq!(e.refused(), Some(Refused::NoTimer), "{e}"),
-            other => panic!("expected NoTimer, got {:?}", other.map(|r| r.is_ok())),
-        }
+        refused_call(&mut svc);
         tx.send(()).unwrap();
         assert_eq!((&mut held).await.unwrap(), "a");
         assert!(matches!(poll_ready_once(&mut svc), Poll::Ready(Ok(()))));
         svc.call(None).await.unwrap();
     });
-    let st = settled(&svc);
+    let st = settled(svc.balancer());
     assert_eq!(st.released(Outcome::Success), 2);
 }
 
@@ -326,7 +465,7 @@ async fn a_waiting_poll_ready_is_served_by_a_release() {
     svc.ready().await.unwrap();
     assert_eq!(svc.balancer().stats().in_flight, 1);
     svc.call(None).await.unwrap();
-    assert_eq!(settled(&svc).released(Outcome::Success), 2);
+    assert_eq!(settled(svc.balancer()).released(Outcome::Success), 2);
 }
 
 #[tokio::test]
@@ -350,7 +489,7 @@ async fn an_unready_service_leaves_rotation_until_it_is_ready() {
     assert!(futures_poll(&mut ready).await.is_none());
     b.set(Readiness::Ready);
     ready.await.unwrap().call(None).await.unwrap();
-    let st = settled(&svc);
+    let st = settled(svc.balancer());
     assert_eq!(st.released(Outcome::Success), 22);
 }
 
@@ -370,9 +509,9 @@ async fn services_that_stay_unready_time_out() {
     let a = Backend::new("a");
     a.set(Readiness::Pending);
     let mut svc = balance(Config::default(), Duration::from_millis(10), &[&a]);
-    let err = svc.ready().await.unwrap_err();
+    let err = svc.ready().await.unwrap().call(None).await.unwrap_err();
     assert_eq!(err.refused(), Some(Refused::Timeout));
-    let st = settled(&svc);
+    let st = settled(svc.balancer());
     assert_eq!(st.released(Outcome::Ignored), 1);
     // Waiting for services is no wait in the core's queue; the answer is a refusal for want of nodes.
     assert_eq!(counts(&st), (0, 1, 0, 0, 0, 0));
@@ -388,7 +527,7 @@ async fn a_failed_service_is_evicted() {
     }
     assert!(svc.node(&"a").is_none());
     assert_eq!(svc.balancer().stats().active_nodes, 1);
-    settled(&svc);
+    settled(svc.balancer());
 }
 
 #[tokio::test]
@@ -411,7 +550,7 @@ async fn errors_and_cancellations_release_their_leases() {
     let mut cancelled = svc.ready().await.unwrap().call(Some(rx));
     assert!(futures_poll(&mut cancelled).await.is_none());
     drop(cancelled);
-    let st = settled(&svc);
+    let st = settled(svc.balancer());
     assert_eq!(
         (st.released(Outcome::Failure), st.released(Outcome::Ignored)),
         (1, 1)
@@ -435,7 +574,7 @@ async fn lame_duck_by_key() {
     assert!(svc.set_lame_duck(&"a", false));
     assert!(!svc.set_lame_duck(&"c", false));
     assert_eq!(svc.nodes().count(), 2);
-    settled(&svc);
+    settled(svc.balancer());
 }
 
 #[test]
@@ -512,7 +651,7 @@ async fn membership_changed_on_the_balancer_directly_does_not_hang() {
         assert_eq!(svc.ready().await.unwrap().call(None).await.unwrap(), "b");
     }
     // The service-less nodes left when picked; "a" is out of rotation again.
-    let st = settled(&svc);
+    let st = settled(svc.balancer());
     assert_eq!(st.active_nodes, 1);
     assert_eq!(a.calls.load(SeqCst), 0);
 }
