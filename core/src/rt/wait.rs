@@ -512,6 +512,10 @@ impl<S: AsRef<[NodeSlot]>> fmt::Debug for WaitOwned<S> {
 mod tests {
     use super::*;
     use crate::balance::Stats;
+    use crate::internal::sync::Ordering::Relaxed;
+    use crate::rt::STANDING_NS;
+    use core::task::Waker;
+    use std::vec::Vec;
     use crate::limit::{FixedLimit, LimitAlgorithm};
     use crate::rt::HeapBalancer;
     use crate::Config;
