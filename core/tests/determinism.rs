@@ -2,10 +2,13 @@
 //! driven by one scripted call sequence with generators of the same seed, choose the same nodes, and
 //! end in the same state; another seed chooses differently.
 
-use weir::balance::{BucketHealth, EwmaHealth};
+use weir::balance::{
+    Algorithm, BucketHealth, Draw, EwmaHealth, NodeSnapshot, Stats, Waiting, Weighted,
+    WeightedHealth,
+};
 use weir::{
-    balance::HealthModel, balance::NodeSnapshot, balance::Policy, balance::Stats, limit::AimdLimit,
-    limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, Lease, NodeSlot, Outcome, Rng,
+    limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, Lease, NodeSlot,
+    Outcome, Rng,
 };
 
 const ACQUIRES: usize = 1_000;
@@ -24,7 +27,7 @@ struct Run {
 /// scripted order with outcomes that depend on the node (node 3 fails most calls, node 4 drops some), and
 /// membership changes at fixed steps. The script itself draws from its own fixed-seed generator, so only
 /// `seed` (the balancer's generator) differs between runs.
-fn run<S: AsRef<[NodeSlot]>>(b: &Balancer<S>, seed: u64) -> Run {
+fn run<S: AsRef<[NodeSlot]>, W: Waiting>(b: &Balancer<S, W>, seed: u64) -> Run {
     let mut rng = Rng::with_seed(seed);
     let mut script = Rng::with_seed(0xC0DE);
     for id in 1..=5 {
@@ -72,7 +75,7 @@ fn run<S: AsRef<[NodeSlot]>>(b: &Balancer<S>, seed: u64) -> Run {
 }
 
 fn configs() -> [Config; 4] {
-    let narrow = HealthModel::Buckets(BucketHealth {
+    let narrow = WeightedHealth::Buckets(BucketHealth {
         count: 4,
         width_ns: 50 * MS,
         decay: 2.0,
@@ -80,19 +83,28 @@ fn configs() -> [Config; 4] {
     [
         Config::cascade(),
         Config {
-            health: narrow,
+            algorithm: Algorithm::Weighted(Weighted {
+                health: narrow,
+                ..Weighted::CASCADE
+            }),
             limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
             ..Config::cascade()
         },
         Config {
-            policy: Policy::CascadeApprox,
-            health: HealthModel::Ewma(EwmaHealth { half_life: 8 }),
-            weight_exponent: 2.5,
+            algorithm: Algorithm::Weighted(Weighted {
+                health: WeightedHealth::Ewma(EwmaHealth { half_life: 8 }),
+                draw: Draw::CascadeApprox,
+                weight_exponent: 2.5,
+                ..Weighted::CASCADE
+            }),
             ..Config::cascade()
         },
         Config {
-            policy: Policy::WeightedPick,
-            health: narrow,
+            algorithm: Algorithm::Weighted(Weighted {
+                health: narrow,
+                draw: Draw::WeightedPick,
+                ..Weighted::CASCADE
+            }),
             limit: LimitAlgorithm::Aimd(AimdLimit {
                 initial_limit: 2,
                 min_limit: 1,

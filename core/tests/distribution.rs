@@ -1,15 +1,18 @@
-//! The selection policies draw from exactly the distributions they claim: chi-square tests against the
+//! The weighted family's draws pick from exactly the distributions they claim: chi-square tests against the
 //! weights (fixed seeds, so the tests are deterministic), including after limiters refuse.
 
 use weir::{
-    balance::Policy, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer,
-    Lease, Outcome, Rng,
+    balance::Algorithm, balance::Draw, balance::Weighted, limit::FixedLimit, limit::LimitAlgorithm,
+    Balancer, Config, HeapBalancer, Lease, Outcome, Rng,
 };
 
 /// Nodes 1..=4 with success rates 1, 0.5, 0.75 and 0 in one bucket: weights 1, 0.125, 0.421875, 0.
-fn balancer(policy: Policy, limit: u32) -> HeapBalancer {
+fn balancer(d: Draw, limit: u32) -> HeapBalancer {
     let config = Config {
-        policy,
+        algorithm: Algorithm::Weighted(Weighted {
+            draw: d,
+            ..Weighted::CASCADE
+        }),
         limit: LimitAlgorithm::Fixed(FixedLimit { limit }),
         ..Config::cascade()
     };
@@ -93,7 +96,7 @@ const CRIT_DF1: f64 = 10.83;
 
 #[test]
 fn cascade_draws_in_proportion_to_weight() {
-    let b = balancer(Policy::Cascade, 100);
+    let b = balancer(Draw::Cascade, 100);
     let mut rng = Rng::with_seed(2);
     let counts = draw(&b, 200_000, &mut rng);
     let total = 1.0 + 0.125 + 0.421875;
@@ -103,7 +106,7 @@ fn cascade_draws_in_proportion_to_weight() {
 
 #[test]
 fn cascade_after_refusals_is_sampling_without_replacement() {
-    let b = balancer(Policy::Cascade, 2);
+    let b = balancer(Draw::Cascade, 2);
     let mut rng = Rng::with_seed(3);
     // Node 1 full: the walk continues in proportion to the remaining weights.
     let held = fill(&b, 1, &mut rng);
@@ -123,7 +126,7 @@ fn cascade_after_refusals_is_sampling_without_replacement() {
 
 #[test]
 fn weighted_pick_has_no_fallback_to_zero_weight() {
-    let b = balancer(Policy::WeightedPick, 2);
+    let b = balancer(Draw::WeightedPick, 2);
     let mut rng = Rng::with_seed(4);
     let counts = draw(&b, 100_000, &mut rng);
     let total = 1.0 + 0.125 + 0.421875;
@@ -143,7 +146,7 @@ fn weighted_pick_has_no_fallback_to_zero_weight() {
 
 #[test]
 fn cascade_approx_promotes_one_weighted_pick_then_walks_by_rate() {
-    let b = balancer(Policy::CascadeApprox, 2);
+    let b = balancer(Draw::CascadeApprox, 2);
     let mut rng = Rng::with_seed(5);
     let total = 1.0 + 0.125 + 0.421875;
     let counts = draw(&b, 100_000, &mut rng);
@@ -161,12 +164,15 @@ fn cascade_approx_promotes_one_weighted_pick_then_walks_by_rate() {
 
 #[test]
 fn zero_weight_nodes_are_uniform_among_themselves() {
-    // Every node at 0%: all weights zero, each policy spreads uniformly.
-    for policy in [Policy::Cascade, Policy::CascadeApprox, Policy::WeightedPick] {
+    // Every node at 0%: all weights zero, each draw spreads uniformly.
+    for d in [Draw::Cascade, Draw::CascadeApprox, Draw::WeightedPick] {
         let b = Balancer::with_capacity(
             4,
             Config {
-                policy,
+                algorithm: Algorithm::Weighted(Weighted {
+                    draw: d,
+                    ..Weighted::CASCADE
+                }),
                 ..Config::cascade()
             },
         )
@@ -182,7 +188,7 @@ fn zero_weight_nodes_are_uniform_among_themselves() {
         assert!(b.nodes(0).all(|n| n.weight == 0.0 && n.has_data));
         let counts = draw(&b, 100_000, &mut rng);
         let x2 = chi_square(&counts, [0.25; 4]);
-        assert!(x2 < 16.27, "{policy:?}: chi-square {x2} for {counts:?}"); // 3 degrees of freedom
+        assert!(x2 < 16.27, "{d:?}: chi-square {x2} for {counts:?}"); // 3 degrees of freedom
     }
 }
 
@@ -192,7 +198,10 @@ fn zero_weight_nodes_are_uniform_among_themselves() {
 #[test]
 fn tiny_weights_are_drawn_exactly() {
     let config = Config {
-        weight_exponent: 50.0,
+        algorithm: Algorithm::Weighted(Weighted {
+            weight_exponent: 50.0,
+            ..Weighted::CASCADE
+        }),
         ..Config::cascade()
     };
     let b = Balancer::with_capacity(2, config).unwrap();

@@ -4,7 +4,9 @@
 
 mod common;
 
-use weir::balance::{ConfigError, EwmaHealth, HealthModel, RawLease, Rejected, ReleaseError};
+use weir::balance::{
+    ConfigError, EwmaHealth, RawLease, Rejected, ReleaseError, Waiting, Weighted, WeightedHealth,
+};
 use weir::limit::{FixedLimit, LimitAlgorithm};
 use weir::{Balancer, Config, HeapBalancer, Lease, NodeSlot, Outcome, Rng};
 
@@ -18,8 +20,8 @@ fn fixed(limit: u32) -> Config {
 }
 
 /// Everything a refused release must leave as it was.
-fn state<S: AsRef<[NodeSlot]>>(
-    b: &Balancer<S>,
+fn state<S: AsRef<[NodeSlot]>, W: Waiting>(
+    b: &Balancer<S, W>,
     now: u64,
 ) -> (weir::balance::Stats, Vec<weir::balance::NodeSnapshot>) {
     (b.stats(), b.nodes(now).collect())
@@ -159,13 +161,13 @@ fn a_lease_outlives_its_balancer_harmlessly() {
 /// Two nodes with a history of successes; one release of node `victim` dated at `wild`; then sane traffic
 /// for 60,000 picks over ten minutes, all successes. Returns the victim's share of those picks and its
 /// snapshot at the end.
-fn after_one_wild_release(health: HealthModel, wild: u64) -> (f64, weir::balance::NodeSnapshot) {
+fn after_one_wild_release(health: WeightedHealth, wild: u64) -> (f64, weir::balance::NodeSnapshot) {
     let b = HeapBalancer::with_capacity(
         2,
-        Config {
+        common::weighted(Weighted {
             health,
-            ..Config::cascade()
-        },
+            ..Weighted::CASCADE
+        }),
     )
     .unwrap();
     b.add(1).unwrap();
@@ -192,8 +194,8 @@ fn after_one_wild_release(health: HealthModel, wild: u64) -> (f64, weir::balance
 #[test]
 fn a_far_future_release_does_not_silence_a_node() {
     for health in [
-        HealthModel::SEED_BUCKETS,
-        HealthModel::Ewma(EwmaHealth { half_life: 20 }),
+        WeightedHealth::BUCKETS,
+        WeightedHealth::Ewma(EwmaHealth { half_life: 20 }),
     ] {
         for wild in [u64::MAX, u64::MAX / 2, 1_000 * SEC + 3 * 86_400 * SEC] {
             let (share, node) = after_one_wild_release(health, wild);
@@ -204,7 +206,7 @@ fn a_far_future_release_does_not_silence_a_node() {
                 "{health:?} {wild}: share {share}, {node:?}"
             );
             assert!(node.success_rate > 0.999, "{health:?} {wild}: {node:?}");
-            if let HealthModel::Buckets(_) = health {
+            if let WeightedHealth::Buckets(_) = health {
                 // The window ages: ten minutes later only the last 30 s of outcomes are in it.
                 assert!(node.window_finished < 3_000, "{node:?}");
                 assert_eq!(

@@ -1,6 +1,6 @@
 //! The default over a large fleet (more than 64 members): the first try compares a random sample of 16,
 //! and the clock's rotation refreshes the cached penalties of 64 members in turn (see
-//! `Policy::LowestScore`). What must still hold: a failing node gets no call while its penalty is high,
+//! `Algorithm::LowestScore`). What must still hold: a failing node gets no call while its penalty is high,
 //! its penalty still fades in the cache that the scans read, and a fleet of equal nodes shares the calls.
 
 mod common;

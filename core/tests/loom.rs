@@ -6,20 +6,21 @@
 //! operations, and after the join asserts the exact state that some sequential order of those operations
 //! would leave: no outcome lost, no lease lost, counters conserved.
 //!
-//! The health model is `count: 2, width_ns: 10, decay: 3`: epoch = `now / 10`, a bucket of age 1 weighs
-//! 1/3, and a bucket leaves the window once the newest epoch is 2 past it. In the seeds' semantics an
-//! outcome recorded at an epoch older than the node's newest goes into the newest bucket, an outcome at
-//! an epoch that left the window is no longer visible while the window holds data, and the sticky bucket
-//! (the newest bucket that left the window) is shown only when the window is empty.
+//! The success rate is measured by the cascade's bucket window with `count: 2, width_ns: 10, decay: 3`:
+//! epoch = `now / 10`, a bucket of age 1 weighs 1/3, and a bucket leaves the window once the newest epoch
+//! is 2 past it. In the cascade's semantics an outcome recorded at an epoch older than the node's newest
+//! goes into the newest bucket, an outcome at an epoch that left the window is no longer visible while the
+//! window holds data, and the sticky bucket (the newest bucket that left the window) is shown only when
+//! the window is empty.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::sync::Arc;
 use loom::thread;
 use weir::{
-    balance::BucketHealth, balance::HealthModel, balance::MembershipError, balance::Rejected,
-    balance::ReleaseError, balance::Stats, limit::FixedLimit, limit::LimitAlgorithm, Balancer,
-    Config, NodeSlot, Outcome, Rng,
+    balance::Algorithm, balance::BucketHealth, balance::MembershipError, balance::Rejected,
+    balance::ReleaseError, balance::Stats, balance::Weighted, balance::WeightedHealth,
+    limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, NodeSlot, Outcome, Rng,
 };
 
 type B = Balancer<Vec<NodeSlot>>;
@@ -31,16 +32,24 @@ const FLOOR: f64 = 0.0001;
 /// Weight of a bucket of age 1 (`decay^-1`).
 const THIRD: f64 = 1.0 / 3.0;
 
-fn config(limit: u32) -> Config {
+/// The cascade over the narrow window, with the weighted family's parameters otherwise `w`'s.
+fn weighted(w: Weighted, limit: u32) -> Config {
     Config {
-        health: HealthModel::Buckets(BucketHealth {
-            count: 2,
-            width_ns: W,
-            decay: 3.0,
+        algorithm: Algorithm::Weighted(Weighted {
+            health: WeightedHealth::Buckets(BucketHealth {
+                count: 2,
+                width_ns: W,
+                decay: 3.0,
+            }),
+            ..w
         }),
         limit: LimitAlgorithm::Fixed(FixedLimit { limit }),
         ..Config::cascade()
     }
+}
+
+fn config(limit: u32) -> Config {
+    weighted(Weighted::CASCADE, limit)
 }
 
 fn balancer(slots: usize, limit: u32) -> B {
@@ -165,7 +174,7 @@ fn assert_one_of(b: &B, times: &[u64], allowed: &[&[Seen]]) {
 
 /// Checks that the cached weight acquire uses agrees with the node's health at `now`: node 1's weight is
 /// its snapshot's (`rate^exponent` of the floored rate, stored as `f32`), node 2 is fresh (weight 1). With
-/// the default `Cascade` policy and both nodes below their limit, the first draw sums the nodes' scan
+/// the cascade's draw (`Draw::Cascade`) and both nodes below their limit, the first draw sums the nodes' scan
 /// units (`⌊f32 weight * 2^46⌋`) and draws one integer `t` below the sum: node 1 (slot 0) is picked exactly
 /// when `t < units1`. A stale scan word or cache (one that missed a racing write, rotation or floor change)
 /// picks differently for some seed: the 32 seeds' first draws, as fractions of the sum, leave no gap wider
@@ -330,11 +339,14 @@ fn rotation_races_late_release() {
 #[test]
 fn membership_change_races_floored_release() {
     model(2, || {
-        let config = Config {
-            floor: 1.0,
-            weight_exponent: 1.0,
-            ..config(100)
-        };
+        let config = weighted(
+            Weighted {
+                floor: 1.0,
+                weight_exponent: 1.0,
+                ..Weighted::CASCADE
+            },
+            100,
+        );
         let b = Arc::new(Balancer::new(vec![NodeSlot::new(), NodeSlot::new()], config).unwrap());
         b.add(1).unwrap();
         let mut rng = Rng::with_seed(1);

@@ -1,5 +1,5 @@
-//! Loom models of the default health model (`HealthModel::DECAY`, `Policy::LowestScore`, the CIAD limit:
-//! `Config::default()`), through the public API only.
+//! Loom models of the default algorithm (`Algorithm::LOWEST_SCORE`, the lowest-score family over its
+//! time-decayed counters, with the CIAD limit: `Config::default()`), through the public API only.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir-lb --release --test
 //! loom_decay`.
@@ -10,23 +10,20 @@
 //! - no update is lost: node 1's decayed counters are exactly the sums of the amounts recorded, and equal
 //!   to its twin's;
 //! - the penalty the acquire path uses (the cached one, which `NodeSnapshot` does not show) is the one
-//!   computed from the final counters: with both nodes idle, the lowest-score policy sees a tie exactly
+//!   computed from the final counters: with both nodes idle, the lowest-score family sees a tie exactly
 //!   when the two cached penalties are equal in the key's fixed point, and then picks each node for some
 //!   seeds. A cache that missed one of the racing records (a penalty of 26 where a success should have
 //!   made it 19.36, or of 0 where a failure should have made it 26) or that kept a reading older than the
 //!   rotation breaks the tie, and every seed picks the same node.
 //!
-//! The expected penalties are derived from the default model's constants as `HealthModel::DECAY` holds
-//! them (`penalty` a = 10, `ratio_penalty` b = 16, half-lives 1 s and 30 s); the numbers in the comments
-//! are those of these defaults.
+//! The expected penalties are derived from the lowest-score family's default constants as
+//! `LowestScore::DEFAULT` holds them (`penalty` a = 10, `ratio_penalty` b = 16, half-lives 1 s and 30 s);
+//! the numbers in the comments are those of these defaults.
 #![cfg(loom)]
 
 use loom::sync::Arc;
 use loom::thread;
-use weir::{
-    balance::DecayHealth, balance::HealthModel, balance::Stats, Balancer, Config, Lease, NodeSlot,
-    Outcome, Rng,
-};
+use weir::{balance::LowestScore, balance::Stats, Balancer, Config, Lease, NodeSlot, Outcome, Rng};
 
 type B = Balancer<Vec<NodeSlot>>;
 
@@ -36,25 +33,25 @@ const EPOCH: u64 = 250_000_000;
 /// The decay counters' tick, 2^20 ns.
 const TICK: u64 = 1 << 20;
 
-/// The default model's (penalty per failure, penalty per doubling, success half-life in ns, failure
-/// half-life in ns): (10, 16, 1 s, 30 s).
-const K: (f64, f64, f64, f64) = match HealthModel::DECAY {
-    HealthModel::Decay(DecayHealth {
+/// The lowest-score family's default (penalty per failure, penalty per doubling, success half-life in
+/// ns, failure half-life in ns): (10, 16, 1 s, 30 s).
+const K: (f64, f64, f64, f64) = {
+    let LowestScore {
         penalty,
         ratio_penalty,
         success_half_life_ns,
         failure_half_life_ns,
         ..
-    }) => (
+    } = LowestScore::DEFAULT;
+    (
         penalty as f64,
         ratio_penalty as f64,
         success_half_life_ns as f64,
         failure_half_life_ns as f64,
-    ),
-    _ => panic!("the default model is the decay model"),
+    )
 };
 
-/// The default model's penalty: `a F + b log2(1 + F / (S + 1))`.
+/// The lowest-score family's default penalty: `a F + b log2(1 + F / (S + 1))`.
 fn penalty(s: f64, f: f64) -> f64 {
     if f == 0.0 {
         return 0.0;
@@ -208,7 +205,7 @@ fn decay_success_races_failure() {
 /// and its refresh's load of the success counter): of the two loads, at least one sees the other's write.
 /// loom models `SeqCst` accesses as `AcqRel` (see loom's README, "Unsupported features"; only
 /// `fence(SeqCst)` is modelled), so under loom the record has a `SeqCst` fence between its counter write
-/// and those loads, standing in for that guarantee in the form loom checks (as `rt::wait` does). This
+/// and those loads, standing in for that guarantee in the form loom checks (as `rt::queue` does). This
 /// model checks the protocol with it.
 #[test]
 fn decay_success_races_failure_on_a_clean_node() {

@@ -1,4 +1,5 @@
-//! Loom models of the waiting acquires (`rt::wait`): no lost wake-up, no lost or leaked lease.
+//! Loom models of the waiting acquires (`rt::wait`, over the queue of `rt::queue`): no lost wake-up, no
+//! lost or leaked lease.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir-lb --release --test
 //! loom_wait`.
@@ -22,14 +23,14 @@
 //! read-modify-writes as `AcqRel` (its README: "`SeqCst` accesses ... are regarded as `AcqRel`";
 //! `fence(SeqCst)` is supported). The release side of the protocol is exactly such a pair of accesses:
 //! the `SeqCst` decrement of the node's control word and the `SeqCst` load of the waiter count. Under
-//! `cfg(loom)`, `wake_waiters` therefore issues a `fence(SeqCst)` before that load: in C++20 the pair
+//! `cfg(loom)`, `Waiters::wake` therefore issues a `fence(SeqCst)` before that load: in C++20 the pair
 //! orders the decrement before the load in the `SeqCst` total order exactly as the fence does, for the
-//! store-buffering pattern at hand (see `rt/wait.rs`, "Memory ordering"), and loom checks the fence. The
+//! store-buffering pattern at hand (see `rt/queue.rs`, "Memory ordering"), and loom checks the fence. The
 //! joiner's side (`SeqCst` increment, `fence(SeqCst)`, then its reads) is modeled as it is. The two
 //! protocol-only models at the end show that loom does catch the lost wake-up when the joiner's fence
-//! is missing. The model of a node entering rotation (`add_races_a_join`) runs under the same stand-in
-//! fence, which the real `add` does not have in C++ terms (it publishes with `AcqRel`): see the open
-//! point in `rt/wait.rs`.
+//! is missing. The model of a node entering rotation (`add_races_a_join`) runs under the fence that
+//! `Waiting::entered` issues before its load in every build (the node is published with `AcqRel`, not
+//! `SeqCst`: see `rt/queue.rs`, "Memory ordering").
 #![cfg(loom)]
 
 use loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
@@ -40,11 +41,12 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use weir::{
-    balance::Stats, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, NodeSlot, Outcome,
-    Rng,
+    balance::Stats, limit::FixedLimit, limit::LimitAlgorithm, rt::Waiters, Balancer, Config,
+    NodeSlot, Outcome, Rng,
 };
 
-type B = Balancer<Vec<NodeSlot>>;
+/// A balancer over a vector of slots whose callers can wait for room.
+type B = Balancer<Vec<NodeSlot>, Waiters>;
 
 fn balancer(slots: usize, limit: u32) -> B {
     let config = Config {
@@ -52,7 +54,7 @@ fn balancer(slots: usize, limit: u32) -> B {
         max_waiters: 4,
         ..Config::default()
     };
-    Balancer::new((0..slots).map(|_| NodeSlot::new()).collect(), config).unwrap()
+    B::with_waiting((0..slots).map(|_| NodeSlot::new()).collect(), config).unwrap()
 }
 
 fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {

@@ -1,9 +1,9 @@
-//! `Policy::LowestScore` and the decay model through the public API, exactly: in-flight counts and
-//! failures are driven so that every node's key is known, and each acquire's answer is checked against
-//! the rule the documentation states.
+//! The lowest-score family (`Algorithm::LowestScore`) and its counters through the public API, exactly:
+//! in-flight counts and failures are driven so that every node's key is known, and each acquire's answer
+//! is checked against the rule the documentation states.
 //!
-//! The rule (see `core/src/balance/policy/lowest.rs`): a node's key is `in_flight * 2^16 + ⌊P * 2^16⌋`,
-//! with `P` the decay model's penalty `a F + b log2(1 + F / (S + 1))` as cached (an `f32`) at the node's
+//! The rule (see `core/src/balance/lowest/scan.rs`): a node's key is `in_flight * 2^16 + ⌊P * 2^16⌋`,
+//! with `P` the family's penalty `a F + b log2(1 + F / (S + 1))` as cached (an `f32`) at the node's
 //! last release or the last rotation; the lowest key among the active nodes with room wins, ties uniformly
 //! at random; the acquire is refused with `AllBusy` if a full node scores no more than that best key and
 //! the best key is more than twice the highest such full node's score, each counted at least 6.0 (one
@@ -13,18 +13,18 @@
 //! the shorter half-life (250 ms by default). Everything that must not decay happens at `now = 0`, where
 //! the balancer's clock starts, so every cached penalty is the undecayed one.
 //!
-//! Every expected number is derived from the default model's constants as `HealthModel::DECAY` holds them
-//! (see [`K`]): `a = penalty` (10), `b = ratio_penalty` (16), the half-lives (1 s for successes, 30 s for
-//! failures) and the costs of a 429 (0.1) and another 4xx (0.01). The numbers quoted in the comments are
-//! those of these defaults; a change of the defaults changes them, and fails an assertion only where it
-//! changes what a scenario does (each scenario asserts the preconditions it relies on).
+//! Every expected number is derived from the family's default constants as `LowestScore::DEFAULT` holds
+//! them (see [`K`]): `a = penalty` (10), `b = ratio_penalty` (16), the half-lives (1 s for successes,
+//! 30 s for failures) and the costs of a 429 (0.1) and another 4xx (0.01). The numbers quoted in the
+//! comments are those of these defaults; a change of the defaults changes them, and fails an assertion
+//! only where it changes what a scenario does (each scenario asserts the preconditions it relies on).
 
 mod common;
 use common::{f_at_penalty_one, penalty, K};
 use core::time::Duration;
 use weir::{
-    balance::HealthModel, balance::Rejected, limit::FixedLimit, limit::LimitAlgorithm, Balancer,
-    Config, HeapBalancer, Lease, Outcome, Rng,
+    balance::Algorithm, balance::LowestScore, balance::Rejected, limit::FixedLimit,
+    limit::LimitAlgorithm, Balancer, Config, HeapBalancer, Lease, Outcome, Rng,
 };
 
 /// 2^20 ns: the decay counters' tick.
@@ -169,7 +169,7 @@ fn snapshot_penalty_is_the_formula_for_exact_sequences() {
         assert_eq!((n.failures, n.successes), (f, s), "{n:?}");
         assert!(close(n.penalty, p), "node {id}: {} vs {p}", n.penalty);
         assert!(n.has_data);
-        // The success rate of the decay model is S / (S + F).
+        // The success rate the lowest-score family reports is S / (S + F).
         let rate = if s + f > 0.0 { s / (s + f) } else { 1.0 };
         assert_eq!(n.success_rate, rate, "{n:?}");
     }
@@ -227,12 +227,12 @@ fn counters_decay_by_half_lives_in_ticks() {
     let late = b.node(1, twenty + TICK).unwrap();
     assert_eq!((late.failures, late.penalty), (0.0, 0.0), "{late:?}");
 
-    // The default model with half-lives that are whole numbers of ticks, which halve exactly: 2^15 ticks
-    // for failures, 2^10 for successes.
+    // The default algorithm with half-lives that are whole numbers of ticks, which halve exactly: 2^15
+    // ticks for failures, 2^10 for successes.
     let (hf, hs) = (TICK << 15, TICK << 10);
-    let health = HealthModel::decay(Duration::from_nanos(hs), Duration::from_nanos(hf));
+    let lowest = LowestScore::with_half_lives(Duration::from_nanos(hs), Duration::from_nanos(hf));
     let config = Config {
-        health,
+        algorithm: Algorithm::LowestScore(lowest),
         ..fixed(100)
     };
     let b = balancer(2, config);

@@ -1,12 +1,12 @@
 //! A dead node among nodes that shed a share of their calls (issue 27, goal 6): the count penalty
 //! balances failure *counts*, so where healthy nodes answer a few percent of their calls with 503, a node
 //! that fails every call keeps about the noise rate's share of a healthy node's calls, at any request
-//! rate. `DecayHealth::dropped_cost` below 1 reads a 503 as busy rather than broken, and the dead node's
+//! rate. `LowestScore::dropped_cost` below 1 reads a 503 as busy rather than broken, and the dead node's
 //! share falls below 1 % at every rate.
 
 mod common;
 use common::load::Load;
-use weir::balance::{DecayHealth, HealthModel};
+use weir::balance::{Algorithm, LowestScore};
 use weir::{Config, Outcome};
 
 const MS: u64 = 1_000_000;
@@ -30,13 +30,10 @@ fn dead_share(config: Config, rate: u64, noise: f64, secs: u64, learn: u64) -> f
 }
 
 fn with_dropped_cost(cost: f32) -> Config {
-    let HealthModel::Decay(d) = HealthModel::DECAY else {
-        unreachable!("the default model is the decay model")
-    };
     Config {
-        health: HealthModel::Decay(DecayHealth {
+        algorithm: Algorithm::LowestScore(LowestScore {
             dropped_cost: cost,
-            ..d
+            ..LowestScore::DEFAULT
         }),
         ..Config::default()
     }

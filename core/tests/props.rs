@@ -12,9 +12,9 @@
 //! - (e) `Ignored` outcomes and stale releases change nothing but in-flight counts;
 //! - (f) refused membership changes return the right error and change nothing;
 //! - the bucket window and the average hold exactly the outcomes reported (invariant 2), and the
-//!   selection respects the policy (no zero-weight pick while a weighted node has room, fail fast only
+//!   selection respects the draw (no zero-weight pick while a weighted node has room, fail fast only
 //!   when it must);
-//! - under the default model (`HealthModel::Decay` with `Policy::LowestScore`), the decayed counters
+//! - in the lowest-score family, the default's (`Algorithm::LowestScore`), the decayed counters
 //!   are the model's (to rounding), and every acquire answers as the lowest-score rule says from the
 //!   model's keys: a lease on a node with room whose key is least (`in_flight` plus the penalty cached
 //!   at the node's last refresh, in the key's fixed point; any of the least on a tie), `AllBusy` only
@@ -32,22 +32,23 @@ mod model;
 mod strategy;
 
 use common::conservation::{assert_conserved, check_snapshot};
-use model::{decay, decay_params, decayed, lowest_score_may, Model};
+use model::{decay, decay_params, decayed, lowest_score_may, weighted_params, Model};
 use proptest::prelude::*;
-use strategy::{config, decay_config, op, ops, Clock, Op};
-use weir::balance::BucketHealth;
+use strategy::{config, lowest_score_config, op, ops, Clock, Op};
+use weir::balance::{
+    Algorithm, BucketHealth, Draw, MembershipError, NodeSnapshot, NodeState, Rejected,
+    ReleaseError, Weighted, WeightedHealth,
+};
 use weir::{
-    balance::HealthModel, balance::MembershipError, balance::NodeSnapshot, balance::NodeState,
-    balance::Policy, balance::Rejected, balance::ReleaseError, limit::FixedLimit,
-    limit::LimitAlgorithm, Balancer, Config, HeapBalancer, Lease, Outcome, Rng,
+    limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer, Lease, Outcome, Rng,
 };
 
 /// Epochs within [`weir::balance::MAX_BUCKETS`] of `u64::MAX` (reachable only with 1 ns buckets) hit core bugs that
 /// the `last_epochs_*` tests below reproduce; the model properties keep clear of them so that they go on
 /// checking everything else. Remove once the core handles them.
 fn usable(config: &Config, t: u64) -> u64 {
-    match config.health {
-        HealthModel::Buckets(BucketHealth { width_ns: 1, .. }) => {
+    match weighted_params(config).map(|w| w.health) {
+        Some(WeightedHealth::Buckets(BucketHealth { width_ns: 1, .. })) => {
             t.min(u64::MAX - 2 * weir::balance::MAX_BUCKETS as u64)
         }
         _ => t,
@@ -147,7 +148,9 @@ fn check_nodes(
                 rate
             );
         }
-        let w = n.success_rate.powf(model.config.weight_exponent);
+        // The weighted family's weight; the lowest-score family reports the cascade's, `rate³`.
+        let exponent = weighted_params(&model.config).map_or(3.0, |w| w.weight_exponent);
+        let w = n.success_rate.powf(exponent);
         prop_assert!(
             close(n.weight, w) || (n.weight - w).abs() < 1e-15,
             "weight of {:?}",
@@ -233,12 +236,12 @@ fn run_checked(
                         Clock::Arbitrary => *t,
                     },
                 );
-                // The snapshots before the acquire, which may rotate the caches (and settle the decay
-                // model's counters) first.
+                // The snapshots before the acquire, which may rotate the caches (and settle the
+                // lowest-score family's counters) first.
                 let snaps = check_nodes(&b, &model, now)?;
                 model.acquire_clock(now);
-                let lowest =
-                    (config.policy == Policy::LowestScore).then(|| lowest_score_may(&model));
+                let lowest = matches!(config.algorithm, Algorithm::LowestScore(_))
+                    .then(|| lowest_score_may(&model));
                 let active: Vec<&NodeSnapshot> = snaps
                     .iter()
                     .filter(|n| n.state == NodeState::Active)
@@ -268,21 +271,30 @@ fn run_checked(
                         // `now` than the snapshot's (see the report on the sticky cache): only the
                         // weight-free checks hold then.
                         let strict = clock == Clock::Monotone;
-                        match config.policy {
+                        match config.algorithm {
                             _ if !strict => {}
-                            Policy::Cascade => prop_assert!(
+                            Algorithm::Weighted(Weighted {
+                                draw: Draw::Cascade,
+                                ..
+                            }) => prop_assert!(
                                 w > 0.0 || max_room == 0.0,
                                 "zero-weight pick while a weighted node has room: {:?}",
                                 snaps
                             ),
-                            Policy::CascadeApprox => {
+                            Algorithm::Weighted(Weighted {
+                                draw: Draw::CascadeApprox,
+                                ..
+                            }) => {
                                 prop_assert!(w > 0.0 || max_room == 0.0, "{:?}", snaps)
                             }
-                            Policy::WeightedPick => {
+                            Algorithm::Weighted(Weighted {
+                                draw: Draw::WeightedPick,
+                                ..
+                            }) => {
                                 prop_assert!(w > 0.0 || total_all == 0.0, "{:?}", snaps)
                             }
                             // The model's cached penalties follow `now` back and forth: strict either way.
-                            Policy::LowestScore => {
+                            Algorithm::LowestScore(_) => {
                                 let (allowed, _) = lowest.as_ref().unwrap();
                                 prop_assert!(
                                     allowed.contains(&n.id),
@@ -293,8 +305,7 @@ fn run_checked(
                                 );
                             }
                         }
-                        if config.policy == Policy::LowestScore {
-                            let (allowed, _) = lowest.as_ref().unwrap();
+                        if let Some((allowed, _)) = &lowest {
                             prop_assert!(
                                 !allowed.is_empty(),
                                 "a lease where the give-up rule refuses: {:?}",
@@ -313,17 +324,23 @@ fn run_checked(
                     }
                     Err(Rejected::AllBusy) => {
                         prop_assert!(!active.is_empty());
-                        match config.policy {
-                            Policy::Cascade | Policy::CascadeApprox => {
+                        match config.algorithm {
+                            Algorithm::Weighted(Weighted {
+                                draw: Draw::Cascade | Draw::CascadeApprox,
+                                ..
+                            }) => {
                                 prop_assert!(room.is_empty(), "AllBusy with room: {:?}", snaps)
                             }
-                            Policy::LowestScore => prop_assert!(
+                            Algorithm::LowestScore(_) => prop_assert!(
                                 lowest.as_ref().unwrap().1,
                                 "AllBusy with room and no give-up: {:?} (model keys may pick {:?})",
                                 snaps,
                                 lowest.as_ref().unwrap().0
                             ),
-                            Policy::WeightedPick => prop_assert!(
+                            Algorithm::Weighted(Weighted {
+                                draw: Draw::WeightedPick,
+                                ..
+                            }) => prop_assert!(
                                 room.is_empty()
                                     || (max_room == 0.0 && total_all > 0.0)
                                     || clock == Clock::Arbitrary,
@@ -364,9 +381,9 @@ fn run_checked(
                 let got = b.release(lease, *outcome, at);
                 prop_assert_eq!(got, want, "release {:?}", op);
                 let after: Vec<NodeSnapshot> = b.nodes(at).collect();
-                let inert = match config.health {
-                    HealthModel::Decay(_) => *outcome == Outcome::Ignored,
-                    _ => outcome.as_cascade() == Outcome::Ignored,
+                let inert = match config.algorithm {
+                    Algorithm::LowestScore(_) => *outcome == Outcome::Ignored,
+                    Algorithm::Weighted(_) => outcome.as_cascade() == Outcome::Ignored,
                 };
                 if !live || inert {
                     // (e) nothing changes but the lease's own in-flight count and, live, its node's
@@ -461,7 +478,7 @@ proptest! {
 
     #[test]
     fn model_agrees_under_lowest_score(
-        config in decay_config(),
+        config in lowest_score_config(),
         capacity in 2usize..=4,
         seed in any::<u64>(),
         clock in prop_oneof![Just(Clock::Monotone), Just(Clock::Arbitrary)],
@@ -493,12 +510,12 @@ proptest! {
         floor in prop_oneof![Just(f64::NAN), Just(0.0), Just(1.0), Just(1.0001), Just(f64::MIN_POSITIVE), any::<f64>()],
         capacity in prop_oneof![Just(0usize), 1usize..=3, Just(weir::balance::MAX_NODES), Just(weir::balance::MAX_NODES + 1)],
     ) {
-        let config = Config {
-            health: HealthModel::Buckets(BucketHealth { count, width_ns, decay }),
+        let config = common::weighted(Weighted {
+            health: WeightedHealth::Buckets(BucketHealth { count, width_ns, decay }),
             weight_exponent: exponent,
             floor,
-            ..Config::cascade()
-        };
+            ..Weighted::CASCADE
+        });
         let valid = (1..=weir::balance::MAX_BUCKETS).contains(&count)
             && width_ns > 0
             && decay.is_finite() && decay >= 1.0
@@ -528,14 +545,14 @@ proptest! {
 fn one_ns_buckets(count: usize) -> HeapBalancer {
     let b = Balancer::with_capacity(
         1,
-        Config {
-            health: HealthModel::Buckets(BucketHealth {
+        common::weighted(Weighted {
+            health: WeightedHealth::Buckets(BucketHealth {
                 count,
                 width_ns: 1,
                 decay: 1.0,
             }),
-            ..Config::cascade()
-        },
+            ..Weighted::CASCADE
+        }),
     )
     .unwrap();
     b.add(1).unwrap();
@@ -581,16 +598,18 @@ fn last_epochs_keep_every_outcome() {
 
 /// The scan once encoded a full node's weight `w` as `-(w + 1)` and decoded it as `-e - 1`, which rounded
 /// any `w < 2^-53` to 0. `WeightedPick` then believes every active node has zero weight and hands the call to a
-/// zero-weight node, although a node with a positive weight exists (it is full): the policy says fail fast.
+/// zero-weight node, although a node with a positive weight exists (it is full): the draw says fail fast.
 /// Such weights are ordinary: the default floor for 22 or more nodes, (0.0001 / 22)^3 < 2^-53, or a high
 /// exponent as here.
 #[test]
 fn weighted_pick_keeps_tiny_weights_of_full_nodes() {
     let config = Config {
-        policy: Policy::WeightedPick,
-        weight_exponent: 64.0,
         limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
-        ..Config::cascade()
+        ..common::weighted(Weighted {
+            draw: Draw::WeightedPick,
+            weight_exponent: 64.0,
+            ..Weighted::CASCADE
+        })
     };
     let b = Balancer::with_capacity(2, config).unwrap();
     let mut rng = Rng::with_seed(0);

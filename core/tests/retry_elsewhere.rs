@@ -1,17 +1,21 @@
-//! `Balancer::acquire_excluding` through the public API, for every policy: a retry never goes to a node
+//! `Balancer::acquire_excluding` through the public API, for every draw: a retry never goes to a node
 //! it names while another has room; it falls back to the ordinary acquire, with the same draws, when
 //! none other can take it; an empty or unknown exclusion changes nothing.
 
 use weir::{
-    balance::{HealthModel, Policy, Rejected},
+    balance::{Algorithm, Draw, Rejected, Weighted, WeightedHealth},
     limit::{FixedLimit, LimitAlgorithm},
     Balancer, Config, HeapBalancer, Outcome, Rng,
 };
 
 fn configs(limit: u32) -> [Config; 4] {
     let fixed = LimitAlgorithm::Fixed(FixedLimit { limit });
-    let seeds = |policy| Config {
-        policy,
+    let cascade = |draw, health| Config {
+        algorithm: Algorithm::Weighted(Weighted {
+            health,
+            draw,
+            ..Weighted::CASCADE
+        }),
         limit: fixed,
         ..Config::cascade()
     };
@@ -20,12 +24,9 @@ fn configs(limit: u32) -> [Config; 4] {
             limit: fixed,
             ..Config::default()
         },
-        seeds(Policy::Cascade),
-        seeds(Policy::CascadeApprox),
-        Config {
-            health: HealthModel::EWMA,
-            ..seeds(Policy::WeightedPick)
-        },
+        cascade(Draw::Cascade, WeightedHealth::BUCKETS),
+        cascade(Draw::CascadeApprox, WeightedHealth::BUCKETS),
+        cascade(Draw::WeightedPick, WeightedHealth::EWMA),
     ]
 }
 
@@ -62,8 +63,17 @@ fn a_retry_goes_elsewhere_while_another_has_room() {
                 b.release(l, Outcome::Success, 101).unwrap();
             }
         }
-        assert_eq!((seen[1], seen[3]), (0, 0), "{:?}: {seen:?}", config.policy);
-        assert!(seen[2] > 0 && seen[4] > 0, "{:?}: {seen:?}", config.policy);
+        assert_eq!(
+            (seen[1], seen[3]),
+            (0, 0),
+            "{:?}: {seen:?}",
+            config.algorithm
+        );
+        assert!(
+            seen[2] > 0 && seen[4] > 0,
+            "{:?}: {seen:?}",
+            config.algorithm
+        );
         for l in held {
             b.release(l, Outcome::Success, 102).unwrap();
         }
@@ -81,7 +91,7 @@ fn back_to_a_tried_node_only_when_no_other_can() {
         let three = b.acquire_excluding(0, &mut rng, &[1, 2]).unwrap();
         assert_eq!((two.node_id(), three.node_id()), (2, 3));
         let one = b.acquire_excluding(0, &mut rng, &[1]).unwrap();
-        assert_eq!(one.node_id(), 1, "{:?}", config.policy);
+        assert_eq!(one.node_id(), 1, "{:?}", config.algorithm);
         assert_eq!(
             b.acquire_excluding(0, &mut rng, &[1]).err(),
             Some(Rejected::AllBusy)
@@ -109,7 +119,7 @@ fn all_none_or_unknown_excluded_is_the_ordinary_acquire() {
                     la.node_id(),
                     lb.node_id(),
                     "{:?} {exclude:?}",
-                    config.policy
+                    config.algorithm
                 );
                 let o = if la.node_id() == 2 {
                     Outcome::Failure

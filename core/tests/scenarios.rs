@@ -1,17 +1,25 @@
-//! The seeds' scenarios as deterministic tests: a fake clock, a seeded generator, and fake nodes whose
-//! behaviour is a function of time. Each asserts numbers.
+//! The original cascade's scenarios as deterministic tests: a fake clock, a seeded generator, and fake
+//! nodes whose behaviour is a function of time. Each asserts numbers.
 
 mod common;
 use common::load::{Call, Load};
-use common::{f_at_penalty_one, penalty, K};
+use common::{f_at_penalty_one, penalty, weighted, K};
 use std::collections::BTreeMap;
 use weir::{
-    balance::BucketHealth, balance::EwmaHealth, balance::Policy, balance::Rejected,
-    limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer,
-    Outcome, Rng,
+    balance::BucketHealth, balance::Draw, balance::EwmaHealth, balance::Rejected,
+    balance::Weighted, balance::WeightedHealth, limit::AimdLimit, limit::FixedLimit,
+    limit::LimitAlgorithm, Balancer, Config, HeapBalancer, Outcome, Rng,
 };
 
 const MS: u64 = 1_000_000;
+
+/// The original cascade with another draw.
+fn cascade(draw: Draw) -> Config {
+    weighted(Weighted {
+        draw,
+        ..Weighted::CASCADE
+    })
+}
 
 /// Drives a balancer with one request every `dt`, each answered after 1 ms with the outcome `behave` gives.
 struct Driver {
@@ -74,33 +82,24 @@ fn ok_unless(bad: u64) -> impl FnMut(u64, &mut Rng) -> Outcome {
 
 #[test]
 fn always_failing_node_gets_under_one_percent_once_window_fills() {
-    for policy in [Policy::Cascade, Policy::CascadeApprox, Policy::WeightedPick] {
-        let mut d = Driver::new(
-            &[1, 2, 3],
-            Config {
-                policy,
-                ..Config::cascade()
-            },
-        );
+    for draw in [Draw::Cascade, Draw::CascadeApprox, Draw::WeightedPick] {
+        let mut d = Driver::new(&[1, 2, 3], cascade(draw));
         // 30 s at 1,000 requests per second fills the 6 x 5 s window.
         let warm = d.run(30_000, MS, ok_unless(3));
         let after = d.run(30_000, MS, ok_unless(3));
         assert!(
             share(&warm, 3) < 0.01,
-            "{policy:?}: warm-up share {}",
+            "{draw:?}: warm-up share {}",
             share(&warm, 3)
         );
         assert_eq!(
             share(&after, 3),
             0.0,
-            "{policy:?}: a node with 0% in the window has weight 0"
+            "{draw:?}: a node with 0% in the window has weight 0"
         );
         // Never picked again, its window has aged out: the sticky bucket keeps 0%, floored at 0.0001 / 3.
         assert_eq!(d.rate(3), 0.0001 / 3.0);
-        assert!(
-            (share(&after, 1) - 0.5).abs() < 0.02,
-            "{policy:?}: {after:?}"
-        );
+        assert!((share(&after, 1) - 0.5).abs() < 0.02, "{draw:?}: {after:?}");
     }
 }
 
@@ -128,7 +127,7 @@ fn failing_node_takes_traffic_when_healthy_nodes_are_full() {
     assert_eq!(d.b.stats().rejected_all_busy, 1);
     // WeightedPick has no cascade: with the healthy nodes full it fails fast instead of using node 3.
     let config = Config {
-        policy: Policy::WeightedPick,
+        algorithm: cascade(Draw::WeightedPick).algorithm,
         ..config
     };
     let mut w = Driver::new(&[1, 2, 3], config);
@@ -268,11 +267,11 @@ fn recovery_through_sticky_floor_after_window_ages_out() {
 
     // With a generous floor and a linear weight, the floor alone brings a recovered node back at a high
     // request rate, without any node being full.
-    let config = Config {
+    let config = weighted(Weighted {
         floor: 0.2,
         weight_exponent: 1.0,
-        ..Config::cascade()
-    };
+        ..Weighted::CASCADE
+    });
     let mut d = Driver::new(&[1, 2], config);
     d.run(10_000, MS, ok_unless(2));
     // While it stays down, each time its window ages out the floor (0.1, weight 0.1) sends it a few probes,
@@ -719,7 +718,7 @@ fn default_throttled_costs_less_than_failure_and_client_errors_still_count() {
     );
 }
 
-/// What the default model implies for a node that gains `cost` failures per call and no successes, and
+/// What the default algorithm implies for a node that gains `cost` failures per call and no successes, and
 /// is taken whenever its cached penalty is below 1 and only then (one call at a time, each released 40 ms
 /// after it was taken; the rotation refreshes the penalty every 250 ms): the calls it takes at the start,
 /// and the bounds on the calls it takes in [10 s, 120 s).
@@ -879,7 +878,7 @@ fn replay(
 }
 
 #[test]
-fn seeds_read_throttled_as_dropped_and_client_error_as_ignored() {
+fn cascade_reads_throttled_as_dropped_and_client_error_as_ignored() {
     let aimd = LimitAlgorithm::Aimd(AimdLimit {
         initial_limit: 4,
         min_limit: 1,
@@ -895,19 +894,23 @@ fn seeds_read_throttled_as_dropped_and_client_error_as_ignored() {
         },
         Config {
             limit: aimd,
-            health: weir::balance::HealthModel::Buckets(BucketHealth {
-                count: 3,
-                width_ns: 500 * MS,
-                decay: 2.0,
-            }),
-            policy: Policy::WeightedPick,
-            ..Config::cascade()
+            ..weighted(Weighted {
+                health: WeightedHealth::Buckets(BucketHealth {
+                    count: 3,
+                    width_ns: 500 * MS,
+                    decay: 2.0,
+                }),
+                draw: Draw::WeightedPick,
+                ..Weighted::CASCADE
+            })
         },
         Config {
             limit: LimitAlgorithm::Fixed(FixedLimit { limit: 3 }),
-            health: weir::balance::HealthModel::Ewma(EwmaHealth { half_life: 4 }),
-            policy: Policy::CascadeApprox,
-            ..Config::cascade()
+            ..weighted(Weighted {
+                health: WeightedHealth::Ewma(EwmaHealth { half_life: 4 }),
+                draw: Draw::CascadeApprox,
+                ..Weighted::CASCADE
+            })
         },
     ];
     for (k, config) in configs.into_iter().enumerate() {
@@ -939,7 +942,7 @@ fn seeds_read_throttled_as_dropped_and_client_error_as_ignored() {
             assert!(r.rejected_all_busy > 0, "config {k}: {r:?}");
         }
     }
-    // Not vacuous: under the default model the same two traces differ (a 429 is a tenth of a drop).
+    // Not vacuous: under the lowest-score family the same two traces differ (a 429 is a tenth of a drop).
     let config = Config::default();
     let trace = random_trace(9, 2_000);
     let raw = replay(config, &trace, |o| o);

@@ -5,13 +5,13 @@
 
 mod common;
 use common::conservation::{assert_conserved, check_snapshot, Tally};
+use common::weighted;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
-use weir::balance::{BucketHealth, EwmaHealth};
+use weir::balance::{BucketHealth, Draw, EwmaHealth, Weighted, WeightedHealth};
 use weir::{
-    balance::HealthModel, balance::MembershipError, balance::Policy, balance::ReleaseError,
-    limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer,
-    Lease, Outcome, Rng,
+    balance::MembershipError, balance::ReleaseError, limit::AimdLimit, limit::FixedLimit,
+    limit::LimitAlgorithm, Balancer, Config, HeapBalancer, Lease, Outcome, Rng,
 };
 
 const CAPACITY: usize = 16;
@@ -361,9 +361,8 @@ fn run(spec: Spec, seed: u64) -> (Tally, ChurnReport) {
         }
     }
     eprintln!(
-        "stress {:?}/{:?}/{:?}: {n} workers, {:.2?}: {tally:?} {churn:?}",
-        spec.config.policy,
-        spec.config.health,
+        "stress {:?}/{:?}: {n} workers, {:.2?}: {tally:?} {churn:?}",
+        spec.config.algorithm,
         spec.config.limit,
         started.elapsed()
     );
@@ -417,12 +416,14 @@ fn conserves_counters_under_churn_new_default() {
 fn conserves_counters_with_fixed_limit_two() {
     let config = Config {
         limit: LimitAlgorithm::Fixed(FixedLimit { limit: 2 }),
-        health: HealthModel::Buckets(BucketHealth {
-            count: 4,
-            width_ns: 2 * MS,
-            decay: 2.0,
-        }),
-        ..Config::cascade()
+        ..weighted(Weighted {
+            health: WeightedHealth::Buckets(BucketHealth {
+                count: 4,
+                width_ns: 2 * MS,
+                decay: 2.0,
+            }),
+            ..Weighted::CASCADE
+        })
     };
     let spec = Spec {
         max_held: 12,
@@ -447,12 +448,14 @@ fn conserves_counters_with_aimd_limit() {
             // Releases come 50-600 µs after their acquire: the slow ones count as drops.
             timeout_ns: 300_000,
         }),
-        health: HealthModel::Buckets(BucketHealth {
-            count: 6,
-            width_ns: 10 * MS,
-            decay: 3.0,
-        }),
-        ..Config::cascade()
+        ..weighted(Weighted {
+            health: WeightedHealth::Buckets(BucketHealth {
+                count: 6,
+                width_ns: 10 * MS,
+                decay: 3.0,
+            }),
+            ..Weighted::CASCADE
+        })
     };
     let spec = Spec {
         max_held: 8,
@@ -465,11 +468,11 @@ fn conserves_counters_with_aimd_limit() {
 
 #[test]
 fn conserves_counters_with_cascade_approx_and_ewma() {
-    let config = Config {
-        policy: Policy::CascadeApprox,
-        health: HealthModel::Ewma(EwmaHealth { half_life: 20 }),
-        ..Config::cascade()
-    };
+    let config = weighted(Weighted {
+        health: WeightedHealth::Ewma(EwmaHealth { half_life: 20 }),
+        draw: Draw::CascadeApprox,
+        ..Weighted::CASCADE
+    });
     let (tally, churn) = run(Spec::new(config), seed());
     assert_full_churn(&tally, &churn);
 }
@@ -477,14 +480,16 @@ fn conserves_counters_with_cascade_approx_and_ewma() {
 #[test]
 fn conserves_counters_with_weighted_pick() {
     let config = Config {
-        policy: Policy::WeightedPick,
-        health: HealthModel::Buckets(BucketHealth {
-            count: 3,
-            width_ns: MS,
-            decay: 1.5,
-        }),
         limit: LimitAlgorithm::Fixed(FixedLimit { limit: 3 }),
-        ..Config::cascade()
+        ..weighted(Weighted {
+            health: WeightedHealth::Buckets(BucketHealth {
+                count: 3,
+                width_ns: MS,
+                decay: 1.5,
+            }),
+            draw: Draw::WeightedPick,
+            ..Weighted::CASCADE
+        })
     };
     let spec = Spec {
         max_held: 6,
@@ -498,14 +503,14 @@ fn conserves_counters_with_weighted_pick() {
 fn window_totals_equal_outcomes_under_concurrent_rotation() {
     // 8 buckets of 30 s: each worker's clock covers ~100 s / workers, so the window rotates while workers
     // race on it, but no outcome ever leaves it.
-    let config = Config {
-        health: HealthModel::Buckets(BucketHealth {
+    let config = weighted(Weighted {
+        health: WeightedHealth::Buckets(BucketHealth {
             count: 8,
             width_ns: 30_000 * MS,
             decay: 3.0,
         }),
-        ..Config::cascade()
-    };
+        ..Weighted::CASCADE
+    });
     let spec = Spec {
         churn: Churn::LameDuckOnly,
         ..Spec::new(config)

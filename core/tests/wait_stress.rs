@@ -17,8 +17,8 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 use weir::limit::{FixedLimit, LimitAlgorithm};
-use weir::rt::{LeaseGuard, WaitError};
-use weir::{Config, HeapBalancer, NodeSlot, Outcome, Rng};
+use weir::rt::{HeapLeaseGuard, WaitError};
+use weir::{Config, HeapBalancer, Outcome, Rng};
 
 const THREADS: usize = 8;
 /// Threads `ASYNC_FROM..` wait through `acquire_async`; the others through `acquire_wait`.
@@ -68,7 +68,7 @@ fn wait_async(
     b: &HeapBalancer,
     deadline: Instant,
     time_out: bool,
-) -> Option<Result<LeaseGuard<'_, Box<[NodeSlot]>>, WaitError>> {
+) -> Option<Result<HeapLeaseGuard<'_>, WaitError>> {
     let waker = Waker::from(Arc::new(Unpark(thread::current())));
     let mut cx = Context::from_waker(&waker);
     let mut wait = b.acquire_async();

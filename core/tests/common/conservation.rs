@@ -3,8 +3,8 @@
 //! and the range checks every snapshot must pass ([`check_snapshot`]).
 
 use weir::{
-    balance::NodeSnapshot, balance::Rejected, balance::ReleaseError, Balancer, Lease, NodeSlot,
-    Outcome,
+    balance::NodeSnapshot, balance::Rejected, balance::ReleaseError, balance::Waiting, Balancer,
+    Lease, NodeSlot, Outcome,
 };
 
 /// What the callers of one balancer saw, counted on their side; compared exactly with [`Balancer::stats`].
@@ -76,7 +76,11 @@ impl Tally {
 
 /// Asserts that the balancer's counters equal `tally` exactly, and that nothing is in flight: in the
 /// balancer-wide stats and in every member's snapshot at `now`. Call it once every lease is released.
-pub fn assert_conserved<S: AsRef<[NodeSlot]>>(b: &Balancer<S>, tally: &Tally, now: u64) {
+pub fn assert_conserved<S: AsRef<[NodeSlot]>, W: Waiting>(
+    b: &Balancer<S, W>,
+    tally: &Tally,
+    now: u64,
+) {
     let st = b.stats();
     assert_eq!(tally.invalid, 0, "a Rust Lease was refused as invalid");
     assert_eq!(st.acquired, tally.acquired, "acquired: {st:?} vs {tally:?}");

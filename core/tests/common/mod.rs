@@ -1,17 +1,19 @@
-//! What the default's tests share: the default model's constants and its penalty, computed as the
-//! documentation states them; and, in [`conservation`], the stress and property tests' exact checks of
-//! a balancer's counters against what its callers saw; in [`load`], the virtual-time load of the
-//! default's scenario tests. Each test file that needs them declares `mod common;`.
+//! What the default's tests share: the lowest-score family's default constants and its penalty, computed
+//! as the documentation states them; and, in [`conservation`], the stress and property tests' exact
+//! checks of a balancer's counters against what its callers saw; in [`load`], the virtual-time load of
+//! the default's scenario tests. Each test file that needs them declares `mod common;`.
 
 #![allow(dead_code)]
 
 pub mod conservation;
 pub mod load;
 
-use weir::balance::{DecayHealth, HealthModel};
+use weir::balance::{Algorithm, LowestScore, Weighted};
+use weir::Config;
 
-/// The default model's constants, as `HealthModel::DECAY` holds them: every expected number of the
-/// default's tests is derived from these (the comments quote the values they give with the defaults).
+/// The lowest-score family's default constants, as `LowestScore::DEFAULT` holds them: every expected
+/// number of the default's tests is derived from these (the comments quote the values they give with the
+/// defaults).
 pub struct Constants {
     /// Penalty per recent failure, `penalty` (10).
     pub a: f64,
@@ -26,9 +28,9 @@ pub struct Constants {
     pub client_error: f32,
 }
 
-/// The default model's constants (see [`Constants`]).
-pub const K: Constants = match HealthModel::DECAY {
-    HealthModel::Decay(DecayHealth {
+/// The lowest-score family's default constants (see [`Constants`]).
+pub const K: Constants = {
+    let LowestScore {
         success_half_life_ns,
         failure_half_life_ns,
         dropped_cost,
@@ -36,7 +38,8 @@ pub const K: Constants = match HealthModel::DECAY {
         client_error_cost,
         penalty,
         ratio_penalty,
-    }) => Constants {
+    } = LowestScore::DEFAULT;
+    Constants {
         a: penalty as f64,
         b: ratio_penalty as f64,
         hs: success_half_life_ns,
@@ -44,12 +47,11 @@ pub const K: Constants = match HealthModel::DECAY {
         dropped: dropped_cost,
         throttled: throttled_cost,
         client_error: client_error_cost,
-    },
-    _ => panic!("the default model is the decay model"),
+    }
 };
 
-/// The default model's penalty, `a F + b log2(1 + F / (S + 1))` (a = 10, b = 16), as the documentation
-/// states it, in `f64`.
+/// The lowest-score family's default penalty, `a F + b log2(1 + F / (S + 1))` (a = 10, b = 16), as the
+/// documentation states it, in `f64`.
 pub fn penalty(failures: f64, successes: f64) -> f64 {
     if failures == 0.0 {
         return 0.0;
@@ -71,6 +73,15 @@ pub fn f_at_penalty_one() -> f64 {
         }
     }
     lo
+}
+
+/// The original cascade, `Config::cascade()`, with the weighted family's parameters `w` (most often
+/// `Weighted::CASCADE` with a field or two changed).
+pub fn weighted(w: Weighted) -> Config {
+    Config {
+        algorithm: Algorithm::Weighted(w),
+        ..Config::cascade()
+    }
 }
 
 /// A lease on node `id`, taken at `now`: every other node the acquires land on first is released at once

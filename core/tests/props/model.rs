@@ -4,12 +4,12 @@
 use crate::common::conservation::Tally;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use weir::balance::{BucketHealth, DecayHealth, EwmaHealth};
-use weir::limit::{Limit, LimitState, Sample};
-use weir::{
-    balance::HealthModel, balance::MembershipError, balance::ReleaseError, limit::MAX_LIMIT,
-    Config, Lease, Outcome,
+use weir::balance::{
+    Algorithm, BucketHealth, EwmaHealth, LowestScore, MembershipError, ReleaseError, Weighted,
+    WeightedHealth,
 };
+use weir::limit::{Limit, LimitState, Sample, MAX_LIMIT};
+use weir::{Config, Lease, Outcome};
 
 /// What the model knows of one node's health.
 #[derive(Clone, Debug)]
@@ -21,9 +21,10 @@ enum HealthState {
     },
     /// The average and whether any outcome was recorded.
     Ewma { avg: f64, has_data: bool },
-    /// The two counter words, exactly as the core keeps them (see [`decay`]), whether any outcome was
-    /// recorded, and the penalty cached for the acquire scan at the node's last refresh.
-    Decay {
+    /// The lowest-score family's two counter words, exactly as the core keeps them (see [`decay`]),
+    /// whether any outcome was recorded, and the penalty cached for the acquire scan at the node's last
+    /// refresh.
+    Lowest {
         successes: u64,
         failures: u64,
         has_data: bool,
@@ -31,10 +32,10 @@ enum HealthState {
     },
 }
 
-/// The decay model's arithmetic as `core/src/balance/health/decay.rs` documents it: a counter word is an
-/// `f32` value and the 32-bit tick (2^20 ns) it was written at; read at a later tick it is the value
-/// times `2^(-age / half-life)`, and below 2^-20 it reads 0; a record decays the value to its own tick
-/// and adds its amount (a record dated before the stored tick adds undecayed at that tick).
+/// The lowest-score family's counters' arithmetic as `core/src/balance/lowest/decay.rs` documents it: a
+/// counter word is an `f32` value and the 32-bit tick (2^20 ns) it was written at; read at a later tick
+/// it is the value times `2^(-age / half-life)`, and below 2^-20 it reads 0; a record decays the value to
+/// its own tick and adds its amount (a record dated before the stored tick adds undecayed at that tick).
 pub mod decay {
     pub const TICK_NS: u64 = 1 << 20;
     pub const SETTLED: f64 = 1.0 / (1u64 << 20) as f64;
@@ -107,9 +108,18 @@ pub mod decay {
     }
 }
 
+/// The weighted family's parameters, if the configuration's algorithm is of that family.
+pub fn weighted_params(config: &Config) -> Option<Weighted> {
+    match config.algorithm {
+        Algorithm::Weighted(w) => Some(w),
+        Algorithm::LowestScore(_) => None,
+    }
+}
+
+/// The lowest-score family's counter constants, if the configuration's algorithm is of that family.
 pub fn decay_params(config: &Config) -> Option<decay::Params> {
-    match config.health {
-        HealthModel::Decay(DecayHealth {
+    match config.algorithm {
+        Algorithm::LowestScore(LowestScore {
             success_half_life_ns,
             failure_half_life_ns,
             dropped_cost,
@@ -126,13 +136,13 @@ pub fn decay_params(config: &Config) -> Option<decay::Params> {
             per_failure: f64::from(penalty),
             per_doubling: f64::from(ratio_penalty),
         }),
-        _ => None,
+        Algorithm::Weighted(_) => None,
     }
 }
 
-/// The decay model's (successes, failures, penalty) of a member at `now`.
+/// The lowest-score family's (successes, failures, penalty) of a member at `now`.
 pub fn decayed(k: &decay::Params, m: &Member, now: u64) -> (f64, f64, f64) {
-    let HealthState::Decay {
+    let HealthState::Lowest {
         successes,
         failures,
         ..
@@ -189,11 +199,13 @@ struct AcquireClock {
 
 impl AcquireClock {
     fn new(config: &Config) -> AcquireClock {
-        let width = match config.health {
-            HealthModel::Buckets(BucketHealth { width_ns, .. }) => width_ns,
-            HealthModel::Ewma(_) => weir::balance::CLOCK_EPOCH_NS,
+        let width = match config.algorithm {
+            Algorithm::Weighted(Weighted { health, .. }) => match health {
+                WeightedHealth::Buckets(BucketHealth { width_ns, .. }) => width_ns,
+                WeightedHealth::Ewma(_) => weir::balance::CLOCK_EPOCH_NS,
+            },
             // A quarter of the shorter half-life.
-            HealthModel::Decay(DecayHealth {
+            Algorithm::LowestScore(LowestScore {
                 success_half_life_ns,
                 failure_half_life_ns,
                 ..
@@ -264,16 +276,18 @@ impl Model {
                 capacity: self.capacity,
             });
         }
-        let health = match self.config.health {
-            HealthModel::Buckets(_) => HealthState::Buckets {
-                data: BTreeMap::new(),
-                newest: None,
+        let health = match self.config.algorithm {
+            Algorithm::Weighted(Weighted { health, .. }) => match health {
+                WeightedHealth::Buckets(_) => HealthState::Buckets {
+                    data: BTreeMap::new(),
+                    newest: None,
+                },
+                WeightedHealth::Ewma(_) => HealthState::Ewma {
+                    avg: 1.0,
+                    has_data: false,
+                },
             },
-            HealthModel::Ewma(_) => HealthState::Ewma {
-                avg: 1.0,
-                has_data: false,
-            },
-            HealthModel::Decay(_) => HealthState::Decay {
+            Algorithm::LowestScore(_) => HealthState::Lowest {
                 successes: 0,
                 failures: 0,
                 has_data: false,
@@ -306,7 +320,7 @@ impl Model {
         Ok(())
     }
 
-    /// The decay model's refresh of a member's cached penalty, read at `at` (0 for a lame duck).
+    /// The lowest-score family's refresh of a member's cached penalty, read at `at` (0 for a lame duck).
     fn refresh(&mut self, id: u64, at: u64) {
         let Some(k) = decay_params(&self.config) else {
             return;
@@ -317,7 +331,7 @@ impl Model {
         } else {
             decayed(&k, m, at).2 as f32
         };
-        if let HealthState::Decay { cached, .. } = &mut m.health {
+        if let HealthState::Lowest { cached, .. } = &mut m.health {
             *cached = p;
         }
     }
@@ -330,9 +344,9 @@ impl Model {
         }
     }
 
-    /// An acquire at `now`: moves the clock, and under the decay model a rotation settles every member's
-    /// counters (a word that reads 0 is written back as 0; after a silence of 2^31 ticks every word is)
-    /// and refreshes every cached penalty at `now`.
+    /// An acquire at `now`: moves the clock, and in the lowest-score family a rotation settles every
+    /// member's counters (a word that reads 0 is written back as 0; after a silence of 2^31 ticks every
+    /// word is) and refreshes every cached penalty at `now`.
     pub fn acquire_clock(&mut self, now: u64) {
         let Some(seen) = self.clock.acquire(now) else {
             return;
@@ -344,7 +358,7 @@ impl Model {
         let forget = now.saturating_sub(seen.saturating_add(reach)) >= (1u64 << 31) << 20;
         let at = decay::tick(now);
         for m in self.members.values_mut() {
-            if let HealthState::Decay {
+            if let HealthState::Lowest {
                 successes,
                 failures,
                 ..
@@ -407,7 +421,7 @@ impl Model {
                 let mut refresh = false;
                 if let (
                     Some(k),
-                    HealthState::Decay {
+                    HealthState::Lowest {
                         successes,
                         failures,
                         has_data,
@@ -436,10 +450,11 @@ impl Model {
                     }
                 } else if outcome.as_cascade() != Outcome::Ignored {
                     let success = outcome == Outcome::Success;
-                    match (&mut m.health, config.health) {
+                    let health = weighted_params(&config).map(|w| w.health);
+                    match (&mut m.health, health) {
                         (
                             HealthState::Buckets { data, newest },
-                            HealthModel::Buckets(BucketHealth { width_ns, .. }),
+                            Some(WeightedHealth::Buckets(BucketHealth { width_ns, .. })),
                         ) => {
                             let epoch = (t / width_ns).max(newest.unwrap_or(0));
                             *newest = Some(epoch);
@@ -449,7 +464,7 @@ impl Model {
                         }
                         (
                             HealthState::Ewma { avg, has_data },
-                            HealthModel::Ewma(EwmaHealth { half_life }),
+                            Some(WeightedHealth::Ewma(EwmaHealth { half_life })),
                         ) => {
                             let alpha = 1.0 - (-1.0 / f64::from(half_life)).exp2();
                             let target = if success { 1.0 } else { 0.0 };
@@ -459,9 +474,9 @@ impl Model {
                         _ => unreachable!(),
                     }
                 }
-                // What the limiter is told (`Config::limit_reading`): under the decay model a drop on
-                // `Failure` and `Dropped`, a success on `Success` and `ClientError`, nothing on
-                // `Throttled`; under the seeds' models the outcome as they read it (`as_cascade`).
+                // What the limiter is told (each family's `limit_reading`): in the lowest-score family a
+                // drop on `Failure` and `Dropped`, a success on `Success` and `ClientError`, nothing on
+                // `Throttled`; in the weighted family the outcome as the cascade reads it (`as_cascade`).
                 let reading = if decay_params(&config).is_some() {
                     match outcome {
                         Outcome::Success | Outcome::ClientError => Some(false),
@@ -510,10 +525,13 @@ impl Model {
 
     /// The expected (success rate, window, sticky, has_data) of a member at `now`.
     pub fn health_at(&self, m: &Member, now: u64) -> (f64, (u64, u64), (u64, u64), bool) {
-        let floor = self.config.floor / f64::from(self.active().max(1));
-        match (&m.health, self.config.health) {
+        // The recovery floor, which only the weighted family has.
+        let floor = weighted_params(&self.config).map_or(0.0, |w| w.floor)
+            / f64::from(self.active().max(1));
+        let health = weighted_params(&self.config).map(|w| w.health);
+        match (&m.health, health) {
             (HealthState::Ewma { avg, has_data }, _) => (avg.max(floor), (0, 0), (0, 0), *has_data),
-            (HealthState::Decay { has_data, .. }, _) => {
+            (HealthState::Lowest { has_data, .. }, _) => {
                 let (s, f, _) = decayed(&decay_params(&self.config).unwrap(), m, now);
                 let rate = if s + f > 0.0 { s / (s + f) } else { 1.0 };
                 (rate, (0, 0), (0, 0), *has_data)
@@ -524,11 +542,11 @@ impl Model {
                     data,
                     newest: Some(newest),
                 },
-                HealthModel::Buckets(BucketHealth {
+                Some(WeightedHealth::Buckets(BucketHealth {
                     count,
                     width_ns,
                     decay,
-                }),
+                })),
             ) => {
                 let now_epoch = (now / width_ns).max(*newest);
                 let (mut num, mut den, mut wf, mut ws) = (0.0, 0.0, 0, 0);
@@ -551,8 +569,8 @@ impl Model {
     }
 }
 
-/// What `Policy::LowestScore` may answer from the model's keys: the nodes it may pick, and whether it
-/// may refuse with `AllBusy` (it must refuse when the list is empty). A key is
+/// What the lowest-score family (`Algorithm::LowestScore`) may answer from the model's keys: the nodes it
+/// may pick, and whether it may refuse with `AllBusy` (it must refuse when the list is empty). A key is
 /// `in_flight * 2^16 + ⌊P * 2^16⌋` with `P` the penalty cached at the node's last refresh; the least key
 /// among the active nodes with room wins (any of them on a tie); the acquire is refused when no node
 /// has room, or when a full node keys no higher than that least key and the least key is more than
@@ -571,7 +589,7 @@ pub fn lowest_score_may(model: &Model) -> (Vec<u64>, bool) {
         .iter()
         .filter(|(_, m)| !m.lame)
         .map(|(&id, m)| {
-            let HealthState::Decay { cached, .. } = m.health else {
+            let HealthState::Lowest { cached, .. } = m.health else {
                 unreachable!()
             };
             Key {

@@ -1,12 +1,14 @@
-//! The inputs of the properties: random configurations (every health model, policy and limit algorithm
-//! the model follows) and random call sequences.
+//! The inputs of the properties: random configurations (every algorithm, each family with its
+//! parameters, and every limit algorithm the model follows) and random call sequences.
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use weir::balance::{BucketHealth, DecayHealth, EwmaHealth};
+use weir::balance::{
+    Algorithm, BucketHealth, Draw, EwmaHealth, LowestScore, Weighted, WeightedHealth,
+};
 use weir::{
-    balance::HealthModel, balance::Policy, limit::AimdLimit, limit::CiadLimit, limit::FixedLimit,
-    limit::Gradient2Limit, limit::LimitAlgorithm, Config, Outcome,
+    limit::AimdLimit, limit::CiadLimit, limit::FixedLimit, limit::Gradient2Limit,
+    limit::LimitAlgorithm, Config, Outcome,
 };
 
 /// Ids are drawn from `1..=POOL`, more than the largest capacity.
@@ -68,7 +70,8 @@ pub fn ops(acquire: u32, release: u32) -> impl Strategy<Value = Op> {
     ]
 }
 
-fn health() -> impl Strategy<Value = HealthModel> {
+/// How the weighted family measures a success rate: a bucket window of any shape, or an average.
+fn weighted_health() -> impl Strategy<Value = WeightedHealth> {
     prop_oneof![
         (
             1usize..=8,
@@ -82,29 +85,46 @@ fn health() -> impl Strategy<Value = HealthModel> {
             prop_oneof![Just(1.0), Just(1.5), Just(3.0), Just(1e6)],
         )
             .prop_map(
-                |(count, width_ns, decay)| HealthModel::Buckets(BucketHealth {
+                |(count, width_ns, decay)| WeightedHealth::Buckets(BucketHealth {
                     count,
                     width_ns,
                     decay
                 })
             ),
-        (1u32..=64).prop_map(|half_life| HealthModel::Ewma(EwmaHealth { half_life })),
-        decay_health(),
+        (1u32..=64).prop_map(|half_life| WeightedHealth::Ewma(EwmaHealth { half_life })),
     ]
 }
 
-/// The default model with varied half-lives (1 ms to an hour, some whole numbers of ticks), outcome costs
-/// and penalty coefficients (the default's, `HealthModel::DECAY`'s 10 and 16, and others; 0 included,
-/// where every key is the in-flight count alone).
-fn decay_health() -> impl Strategy<Value = HealthModel> {
-    let HealthModel::Decay(DecayHealth {
+/// The weighted family with any success-rate measure, any draw, a weight exponent from 0.5 to the
+/// largest (64) and a recovery floor from 1e-300 to the largest (1).
+fn weighted() -> impl Strategy<Value = Weighted> {
+    (
+        weighted_health(),
+        prop_oneof![
+            Just(Draw::Cascade),
+            Just(Draw::CascadeApprox),
+            Just(Draw::WeightedPick)
+        ],
+        prop_oneof![Just(0.5), Just(1.0), Just(2.5), Just(3.0), Just(64.0)],
+        prop_oneof![Just(1e-4), Just(1e-300), Just(0.5), Just(1.0)],
+    )
+        .prop_map(|(health, draw, weight_exponent, floor)| Weighted {
+            health,
+            draw,
+            weight_exponent,
+            floor,
+        })
+}
+
+/// The lowest-score family with varied half-lives (1 ms to an hour, some whole numbers of ticks), outcome
+/// costs and penalty coefficients (the default's, `LowestScore::DEFAULT`'s 10 and 16, and others; 0
+/// included, where every key is the in-flight count alone).
+fn lowest_score() -> impl Strategy<Value = LowestScore> {
+    let LowestScore {
         penalty,
         ratio_penalty,
         ..
-    }) = HealthModel::DECAY
-    else {
-        unreachable!("the default model is the decay model")
-    };
+    } = LowestScore::DEFAULT;
     let half_life = prop_oneof![
         Just(1_000_000u64),
         Just(7_000_000),
@@ -123,9 +143,9 @@ fn decay_health() -> impl Strategy<Value = HealthModel> {
         Just(1e6)
     ];
     prop_oneof![
-        1 => Just(HealthModel::DECAY),
+        1 => Just(LowestScore::DEFAULT),
         3 => (half_life.clone(), half_life, cost.clone(), cost.clone(), cost, coefficient.clone(), coefficient).prop_map(
-            |(s, f, dropped_cost, throttled_cost, client_error_cost, penalty, ratio_penalty)| HealthModel::Decay(DecayHealth {
+            |(s, f, dropped_cost, throttled_cost, client_error_cost, penalty, ratio_penalty)| LowestScore {
                 success_half_life_ns: s,
                 failure_half_life_ns: f,
                 dropped_cost,
@@ -133,8 +153,17 @@ fn decay_health() -> impl Strategy<Value = HealthModel> {
                 client_error_cost,
                 penalty,
                 ratio_penalty,
-            })
+            }
         ),
+    ]
+}
+
+/// Every algorithm: the weighted family (a bucket window or an average, each draw) two times in three,
+/// the lowest-score family one time in three.
+fn algorithm() -> impl Strategy<Value = Algorithm> {
+    prop_oneof![
+        2 => weighted().prop_map(Algorithm::Weighted),
+        1 => lowest_score().prop_map(Algorithm::LowestScore),
     ]
 }
 
@@ -182,41 +211,19 @@ fn limit() -> impl Strategy<Value = LimitAlgorithm> {
 }
 
 pub fn config() -> impl Strategy<Value = Config> {
-    (
-        prop_oneof![
-            Just(Policy::Cascade),
-            Just(Policy::CascadeApprox),
-            Just(Policy::WeightedPick)
-        ],
-        health(),
-        limit(),
-        prop_oneof![Just(0.5), Just(1.0), Just(2.5), Just(3.0), Just(64.0)],
-        prop_oneof![Just(1e-4), Just(1e-300), Just(0.5), Just(1.0)],
-        any::<u64>(),
-    )
-        .prop_map(
-            |(policy, health, limit, weight_exponent, floor, seed)| Config {
-                health,
-                weight_exponent,
-                floor,
-                // The decay model goes with the lowest score, and only with it (`ConfigError::ModelPolicy`).
-                policy: if matches!(health, HealthModel::Decay(_)) {
-                    Policy::LowestScore
-                } else {
-                    policy
-                },
-                limit,
-                seed: seed,
-                ..Config::cascade()
-            },
-        )
+    (algorithm(), limit(), any::<u64>()).prop_map(|(algorithm, limit, seed)| Config {
+        algorithm,
+        limit,
+        seed,
+        ..Config::cascade()
+    })
 }
 
-/// Default-model configurations that reach the give-up rule: fixed limits above 5, so that a full node
+/// Lowest-score configurations that reach the give-up rule: fixed limits above 5, so that a full node
 /// can be heavy, besides the adaptive limits.
-pub fn decay_config() -> impl Strategy<Value = Config> {
+pub fn lowest_score_config() -> impl Strategy<Value = Config> {
     (
-        decay_health(),
+        lowest_score(),
         prop_oneof![
             2 => (6u32..=8).prop_map(|limit| LimitAlgorithm::Fixed(FixedLimit { limit })),
             1 => limit(),
@@ -224,10 +231,10 @@ pub fn decay_config() -> impl Strategy<Value = Config> {
         ],
         any::<u64>(),
     )
-        .prop_map(|(health, limit, seed)| Config {
-            health,
+        .prop_map(|(lowest, limit, seed)| Config {
+            algorithm: Algorithm::LowestScore(lowest),
             limit,
-            seed: seed,
+            seed,
             ..Config::default()
         })
 }
