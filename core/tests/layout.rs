@@ -47,7 +47,10 @@ fn code_lines_naming(dir: &Path, needles: &[&str]) -> Vec<String> {
 #[test]
 fn the_lowest_score_family_does_not_name_the_weighted_one() {
     let dir = balance().join("lowest");
-    assert!(rust_files(&dir).len() >= 3, "the lowest-score family's room");
+    assert!(
+        rust_files(&dir).len() >= 3,
+        "the lowest-score family's room"
+    );
     let hits = code_lines_naming(&dir, &["weighted::", "weighted/"]);
     assert!(hits.is_empty(), "{hits:#?}");
 }

@@ -5,9 +5,8 @@ use weir::balance::{
     Algorithm, BucketHealth, Draw, EwmaHealth, LowestScore, Weighted, WeightedHealth,
 };
 use weir::{
-    balance::MembershipError, balance::Rejected,
-    limit::AimdLimit, limit::FixedLimit, limit::LimitAlgorithm, Balancer, Config, HeapBalancer,
-    Lease, Outcome, Rng,
+    balance::MembershipError, balance::Rejected, limit::AimdLimit, limit::FixedLimit,
+    limit::LimitAlgorithm, Balancer, Config, HeapBalancer, Lease, Outcome, Rng,
 };
 use weir_alloc_counter::{count, CountingAlloc};
 
@@ -257,10 +256,7 @@ fn lease_guard_allocates_only_on_the_first_call_of_a_thread() {
 }
 
 fn lease_guard_case(config: Config) {
-    let b = balancer(Config {
-        seed: 99,
-        ..config
-    });
+    let b = balancer(Config { seed: 99, ..config });
     // The first call may create this thread's generator for seed 99.
     let (r, first) = count(|| b.acquire_guard().map(|g| g.complete(Outcome::Success)));
     assert_eq!(r, Ok(Ok(())));

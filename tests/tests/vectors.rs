@@ -236,10 +236,9 @@ fn files_cover_every_case() {
     assert!(configs.contains(&Config::cascade()));
     // Every algorithm: the lowest-score family, and the weighted family's every health and draw.
     let weighted = |c: &Config| match c.algorithm {
-        Algorithm::Weighted(Weighted { health, draw, .. }) => Some((
-            matches!(health, WeightedHealth::Buckets(_)),
-            draw,
-        )),
+        Algorithm::Weighted(Weighted { health, draw, .. }) => {
+            Some((matches!(health, WeightedHealth::Buckets(_)), draw))
+        }
         Algorithm::LowestScore(_) => None,
     };
     assert!(configs

@@ -221,7 +221,10 @@ impl Prepared {
 
     /// The weighted family's recovery floor weight with `active` nodes in rotation, kept in the
     /// balancer's active word; 0 under the lowest-score family, which has no floor.
-    #[cfg_attr(not(any(feature = "buckets", feature = "ewma")), allow(unused_variables))]
+    #[cfg_attr(
+        not(any(feature = "buckets", feature = "ewma")),
+        allow(unused_variables)
+    )]
     pub(crate) fn floor_weight(&self, active: u32) -> f32 {
         match self {
             #[cfg(feature = "decay")]
@@ -233,7 +236,10 @@ impl Prepared {
 
     /// The success rate a snapshot reports for a reading: floored where the family floors it (the
     /// weighted family's sticky and average rates), at `floor / active` nodes.
-    #[cfg_attr(not(any(feature = "buckets", feature = "ewma")), allow(unused_variables))]
+    #[cfg_attr(
+        not(any(feature = "buckets", feature = "ewma")),
+        allow(unused_variables)
+    )]
     pub(crate) fn reported_rate(&self, v: &View, active: u32) -> f64 {
         match self {
             #[cfg(feature = "decay")]

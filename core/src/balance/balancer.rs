@@ -215,7 +215,8 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     /// `Health::reset`).
     pub(crate) fn refresh_all(&self, now: u64) {
         for s in self.used() {
-            s.health.refresh(&self.prepared.algorithm, now, self.scope(s));
+            s.health
+                .refresh(&self.prepared.algorithm, now, self.scope(s));
         }
     }
 

@@ -64,8 +64,8 @@ impl Clock {
         // Relaxed: a rotation publishes through the caches it refreshes (see `Balancer::rotate`); this
         // load only decides whether one is due.
         let start = self.rotation.load(Relaxed);
-        let due = now >= start.saturating_add(self.width_ns)
-            || now < start.saturating_sub(self.width_ns);
+        let due =
+            now >= start.saturating_add(self.width_ns) || now < start.saturating_sub(self.width_ns);
         due.then_some(start)
     }
 

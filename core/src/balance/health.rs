@@ -170,7 +170,13 @@ impl Health {
     /// Records `outcome` at `now` as `family` reads it, then refreshes the cached value. An outcome the
     /// family does not count changes nothing.
     #[inline]
-    pub(crate) fn record(&self, family: &impl Family, now: u64, outcome: Outcome, scope: Scope<'_>) {
+    pub(crate) fn record(
+        &self,
+        family: &impl Family,
+        now: u64,
+        outcome: Outcome,
+        scope: Scope<'_>,
+    ) {
         if family.record(self, now, outcome) {
             self.refresh(family, now, scope);
         }

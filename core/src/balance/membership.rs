@@ -307,7 +307,10 @@ fn next_tag() -> u32 {
 /// Claims `slots` for a new balancer and clears them; its tag. Not generic, never inlined: one copy
 /// whatever the slots' storage, and its locals take stack only while it runs.
 #[inline(never)]
-pub(crate) fn take_slots(slots: &[NodeSlot], algorithm: &algorithm::Prepared) -> Result<u32, ConfigError> {
+pub(crate) fn take_slots(
+    slots: &[NodeSlot],
+    algorithm: &algorithm::Prepared,
+) -> Result<u32, ConfigError> {
     let n = slots.len();
     if n == 0 || n > MAX_NODES {
         return Err(ConfigError::Capacity);

@@ -8,8 +8,8 @@
 //! the call: one adapter for every runtime, and paused or simulated time works as the runtime's does.
 
 use super::guard::{LeaseGuard, OwnedLeaseGuard};
-use super::wait::{Wait, WaitError, WaitOwned};
 use super::queue::Waiters;
+use super::wait::{Wait, WaitError, WaitOwned};
 use crate::balance::{NodeSlot, Outcome, Waiting};
 use core::fmt;
 use core::future::{poll_fn, Future};
@@ -140,7 +140,10 @@ impl<'a, S: AsRef<[NodeSlot]>> Wait<'a, S> {
     /// assert!(matches!(pin!(wait).poll(&mut cx), Poll::Ready(Err(WaitError::Timeout))));
     /// assert_eq!(b.stats().waits_timed_out, 1);
     /// ```
-    pub async fn within(mut self, timer: impl Future) -> Result<LeaseGuard<'a, S, Waiters>, WaitError> {
+    pub async fn within(
+        mut self,
+        timer: impl Future,
+    ) -> Result<LeaseGuard<'a, S, Waiters>, WaitError> {
         match race(timer, &mut self).await {
             Some(answer) => answer,
             None => self.time_out(),
@@ -168,7 +171,10 @@ impl<S: AsRef<[NodeSlot]>> WaitOwned<S> {
     ///     other => panic!("expected a lease, got {other:?}"),
     /// }
     /// ```
-    pub async fn within(mut self, timer: impl Future) -> Result<OwnedLeaseGuard<S, Waiters>, WaitError> {
+    pub async fn within(
+        mut self,
+        timer: impl Future,
+    ) -> Result<OwnedLeaseGuard<S, Waiters>, WaitError> {
         match race(timer, &mut self).await {
             Some(answer) => answer,
             None => self.time_out(),

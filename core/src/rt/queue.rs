@@ -49,22 +49,21 @@
 //! the release's `SeqCst` decrement-and-load pair has in C++20, stated in the form loom checks (see
 //! `tests/loom_wait.rs`).
 
-
-use super::wait::WaitError;
-use crate::balance::{Balancer, Lease, NodeSlot, Rejected, Stats, Waiting};
-use crate::internal::sync::{fence, AtomicU64, Mutex, MutexGuard, Ordering::*};
 #[cfg(not(loom))]
 use super::clock::monotonic_now;
 use super::rng::thread_seed;
 #[cfg(not(loom))]
 use super::rng::with_thread_rng;
+use super::wait::WaitError;
+use crate::balance::{Balancer, Lease, NodeSlot, Rejected, Stats, Waiting};
+use crate::internal::sync::Condvar;
+use crate::internal::sync::{fence, AtomicU64, Mutex, MutexGuard, Ordering::*};
 use core::fmt;
 use core::task::Waker;
 use fastrand::Rng;
 use std::collections::VecDeque;
 use std::sync::{Arc, PoisonError};
 use std::vec::Vec;
-use crate::internal::sync::Condvar;
 
 /// The time the waiting acquires date their calls at: [`monotonic_now`]. Under loom, a constant: a model
 /// must take the same path each time loom replays a schedule, and a clock that moves between replays
@@ -128,7 +127,7 @@ pub(super) struct Queue {
     pub(super) served: VecDeque<(u64, Lease)>,
     next_ticket: u64,
     /// The drains' generator, seeded on first use (the balancer's seed is not known at construction).
-    rng: Option<Rng>,
+    pub(super) rng: Option<Rng>,
 }
 
 /// One waiting caller.
@@ -418,4 +417,3 @@ impl fmt::Debug for Waiters {
             .finish()
     }
 }
-

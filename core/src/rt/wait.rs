@@ -7,15 +7,15 @@
 //! their futures; the queue they join and its drain, and how a release reaches them, are `queue.rs`'s.
 
 use super::guard::{LeaseGuard, OwnedLeaseGuard};
-use super::queue::{clock, Entered, Tally, Wake, Waiter, Waiters};
+use super::queue::{clock, Entered, Tally, Waiter, Waiters, Wake};
 use crate::balance::{Balancer, Lease, NodeSlot, Outcome, Rejected};
 use crate::internal::sync::Condvar;
-use std::sync::PoisonError;
 use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::sync::Arc;
+use std::sync::PoisonError;
 use std::time::Instant;
 
 /// Why a waiting acquire ([`Balancer::acquire_wait`], [`Balancer::acquire_async`] and their owned
@@ -513,19 +513,19 @@ mod tests {
     use super::*;
     use crate::balance::Stats;
     use crate::internal::sync::Ordering::Relaxed;
-    use crate::rt::STANDING_NS;
-    use core::task::Waker;
-    use std::vec::Vec;
     use crate::limit::{FixedLimit, LimitAlgorithm};
     use crate::rt::HeapBalancer;
+    use crate::rt::STANDING_NS;
     use crate::Config;
     use core::pin::pin;
+    use core::task::Waker;
     use std::string::ToString;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::mpsc;
     use std::task::Wake as TaskWake;
     use std::thread;
     use std::time::Duration;
+    use std::vec::Vec;
 
     /// A balancer of `slots` slots with a fixed `limit` per node and room for `max_waiters` waiters,
     /// whose queue never counts as standing: these tests check the order of a queue that drains,

@@ -4,7 +4,9 @@
 
 use super::{bad, boolean, float, float32, floating, floating32, uint, uint32, ParseError};
 use std::collections::BTreeMap;
-use weir::balance::{Algorithm, BucketHealth, Draw, EwmaHealth, LowestScore, Weighted, WeightedHealth};
+use weir::balance::{
+    Algorithm, BucketHealth, Draw, EwmaHealth, LowestScore, Weighted, WeightedHealth,
+};
 use weir::limit::{
     AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
     LimitAlgorithm, QueueSize, SampleWindow, VegasLimit, VegasStep, VegasThreshold, WindowedLimit,

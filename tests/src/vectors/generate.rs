@@ -8,7 +8,9 @@
 //! silently stops covering the case it is named for.
 
 use super::{Answer, ErrorKind, Exclude, Item, Lines, Op, Runner, Step, Trace};
-use weir::balance::{Algorithm, BucketHealth, Draw, EwmaHealth, LowestScore, NodeState, Weighted, WeightedHealth};
+use weir::balance::{
+    Algorithm, BucketHealth, Draw, EwmaHealth, LowestScore, NodeState, Weighted, WeightedHealth,
+};
 use weir::limit::{
     AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
     LimitAlgorithm, QueueSize, SampleWindow, VegasLimit, VegasStep, VegasThreshold, WindowedLimit,

@@ -181,7 +181,6 @@ impl Prepared {
     };
 }
 
-
 impl Family for Prepared {
     /// Records `outcome` as the family reads it (see [`LowestScore`]): a success adds 1 to the
     /// successes; `Failure` 1 to the failures, `Dropped`, `Throttled` and `ClientError` their costs;
@@ -244,11 +243,7 @@ impl Prepared {
         refresh: impl Fn(&NodeSlot),
     ) {
         let forget = now.saturating_sub(horizon) >= (1u64 << 31) << decay::TICK_SHIFT;
-        let part = if forget {
-            used
-        } else {
-            rotated(used, epoch)
-        };
+        let part = if forget { used } else { rotated(used, epoch) };
         for s in part {
             s.health.settle_counters(now, self, forget);
             refresh(s);

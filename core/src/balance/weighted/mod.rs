@@ -337,8 +337,7 @@ impl Prepared {
     /// cascade's probability. `CascadeApprox` and the zero-weight cases take the full scan at once.
     #[inline]
     pub(crate) fn choose_fast(&self, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
-        fast_draw(self.draw, slots, rng)
-            .unwrap_or_else(|| draw::choose_full(self.draw, slots, rng))
+        fast_draw(self.draw, slots, rng).unwrap_or_else(|| draw::choose_full(self.draw, slots, rng))
     }
 
     /// Picks the node to try among the nodes with room, or the reason to fail fast.
@@ -349,8 +348,7 @@ impl Prepared {
     /// apart zero-weight, full and absent nodes for the fallbacks and the rejection reason.
     #[inline]
     pub(crate) fn choose(&self, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
-        room_draw(self.draw, slots, rng)
-            .unwrap_or_else(|| draw::choose_full(self.draw, slots, rng))
+        room_draw(self.draw, slots, rng).unwrap_or_else(|| draw::choose_full(self.draw, slots, rng))
     }
 
     /// The full scan over the nodes that `skip` does not name, which count as absent (no first draw over
