@@ -10,7 +10,7 @@
 //! | [`scenarios`] | the named scenarios the report runs |
 //! | [`file`](mod@file) | scenario files: a scenario written in TOML, read into the model with errors that name the line and field |
 //! | [`engine`] | the event loop that plays a scenario against a policy, one cell at a time |
-//! | [`metrics`] | what one cell measured ([`CellResult`], per-server and fleet time series) |
+//! | [`metrics`] | what one cell measured ([`CellResult`], how its requests ended, per-server and fleet time series) |
 //! | [`measures`] | recovery, ramp-back, overload answers and peak concentration, read from a cell |
 //! | [`policy`] | the [`Balance`] trait a simulated client's policy implements, and the types it speaks |
 //! | [`policy::weir`] | the adapter that drives the real [`weir::Balancer`], one per client |

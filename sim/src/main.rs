@@ -92,7 +92,7 @@ fn main() -> ExitCode {
         }
         println!("policies:");
         for p in registry::all() {
-            println!("  {:34} {}", p.name, p.about);
+            println!("  {:34} {}", p.name, p.description());
         }
         return ExitCode::SUCCESS;
     }

@@ -1,6 +1,57 @@
 //! What one run of one policy on one scenario measured.
 
 use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::policy::Reply;
+
+/// How a request ended: its final answer, by kind.
+///
+/// Ordered as the texts sort ([`Display`](fmt::Display): `200`, `failfast`, ...), so that the answer
+/// histograms list them as they always did: a status is a three-digit number (a scenario file's are 100
+/// to 599, and so are the engine's own), so the statuses come first, in numeric order, then the words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestEnd {
+    /// The final answer was this HTTP status.
+    Status(u16),
+    /// The policy's client refused it (weir's fail-fast, or its waiting acquire's queue was full or had
+    /// no node in rotation), and no retry followed.
+    FailFast,
+    /// dialogue's client failed it itself (a full queue, no URIs).
+    Rejected,
+    /// The final attempt's connection was refused or reset.
+    Reset,
+    /// A deadline passed: the final attempt's, the request's own, or its wait in the engine's queue.
+    Timeout,
+    /// Still open when the run stopped.
+    Unfinished,
+}
+
+impl fmt::Display for RequestEnd {
+    /// The text the report and the CSVs print: the status, or `failfast`, `rejected`, `reset`, `timeout`,
+    /// `unfinished`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestEnd::Status(s) => write!(f, "{s}"),
+            RequestEnd::FailFast => f.write_str("failfast"),
+            RequestEnd::Rejected => f.write_str("rejected"),
+            RequestEnd::Reset => f.write_str("reset"),
+            RequestEnd::Timeout => f.write_str("timeout"),
+            RequestEnd::Unfinished => f.write_str("unfinished"),
+        }
+    }
+}
+
+impl From<Reply> for RequestEnd {
+    /// A request whose final attempt came back with `reply`.
+    fn from(reply: Reply) -> Self {
+        match reply {
+            Reply::Status(s) => RequestEnd::Status(s),
+            Reply::Refused => RequestEnd::Reset,
+            Reply::Timeout => RequestEnd::Timeout,
+        }
+    }
+}
 
 /// Per server, per chart bucket: attempts sent, and attempts answered and succeeded.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -79,9 +130,9 @@ pub struct CellResult {
     pub client_mean_ns: f64,
     /// 99th percentile of the same.
     pub client_p99_ns: u64,
-    /// Final answers by kind: HTTP status, `reset`, `timeout`, `failfast`; `unfinished` for requests still
-    /// open when the run stopped.
-    pub codes: BTreeMap<String, u64>,
+    /// Requests by how they ended (their final answer's kind; [`RequestEnd::Unfinished`] for requests still
+    /// open when the run stopped).
+    pub codes: BTreeMap<RequestEnd, u64>,
     /// Upper bound on success % for a client that sends each request when it arrives: every try sent to the
     /// server most likely to succeed at the request's arrival, load ignored (so load-dependent errors and
     /// crashes cannot lower it), retries counted. A policy that queues can pass it by waiting out an outage.
@@ -156,5 +207,27 @@ mod tests {
         assert_eq!(r.success_pct(), 66.7);
         assert_eq!(r.spread(), 3.0);
         assert_eq!(CellResult::default().spread(), 0.0);
+    }
+
+    /// The histograms print each end's text in the map's order: that order must be the texts' own, as
+    /// when the map's keys were the texts.
+    #[test]
+    fn request_ends_print_and_sort_as_their_texts() {
+        use RequestEnd::*;
+        let words = [FailFast, Rejected, Reset, Timeout, Unfinished];
+        let texts: Vec<String> = words.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            texts,
+            ["failfast", "rejected", "reset", "timeout", "unfinished"]
+        );
+        let replies = [Reply::Status(503), Reply::Refused, Reply::Timeout];
+        let ends: Vec<RequestEnd> = replies.into_iter().map(RequestEnd::from).collect();
+        assert_eq!(ends, [Status(503), Reset, Timeout]);
+        assert_eq!(Status(429).to_string(), "429");
+        let mut all: Vec<RequestEnd> = (100..=599).map(Status).chain(words).rev().collect();
+        let mut by_text = all.clone();
+        by_text.sort_by_key(ToString::to_string);
+        all.sort();
+        assert_eq!(all, by_text);
     }
 }

@@ -2,7 +2,7 @@
 
 use weir::{backoff::BackoffConfig, backoff::Jitter, Rng};
 use weir_sim::engine;
-use weir_sim::metrics::CellResult;
+use weir_sim::metrics::{CellResult, RequestEnd};
 use weir_sim::model::{
     Action, Arrivals, Behavior, ClientSpec, Crash, Latency, Retries, RetryBackoff, RetryOn,
     Scenario, ServerSpec, StatusFn, MS, SEC,
@@ -100,7 +100,7 @@ fn fixed_latency_figures_are_exact() {
         (r.client_mean_ns, r.client_p99_ns),
         (10.0 * MS as f64, 10 * MS)
     );
-    assert_eq!(r.codes.get("200"), Some(&10));
+    assert_eq!(r.codes.get(&RequestEnd::Status(200)), Some(&10));
     assert_eq!(r.series[0].sent[..10], [1; 10]);
     assert_eq!(r.oracle_pct, 100.0);
     assert_eq!(r.end_ns, 9 * SEC + 10 * MS);
@@ -137,7 +137,10 @@ fn capacity_status_is_decided_at_completion() {
     );
     let r = run_first(&s, None);
     assert_eq!(
-        (r.codes.get("429"), r.codes.get("200")),
+        (
+            r.codes.get(&RequestEnd::Status(429)),
+            r.codes.get(&RequestEnd::Status(200))
+        ),
         (Some(&1), Some(&1))
     );
 }
@@ -147,7 +150,10 @@ fn cut_overs_apply_to_requests_arriving_after_them() {
     let a = ServerSpec::new("a", Behavior::ok(10 * MS)).then(5 * SEC, Behavior::status(500, MS));
     let s = scenario(vec![a], vec![Arrivals::burst(0, 10, SEC)]);
     let r = run_first(&s, None);
-    assert_eq!((r.succeeded, r.codes.get("500")), (5, Some(&5)));
+    assert_eq!(
+        (r.succeeded, r.codes.get(&RequestEnd::Status(500))),
+        (5, Some(&5))
+    );
     assert_eq!(r.oracle_pct, 50.0);
 }
 
@@ -162,14 +168,20 @@ fn a_black_hole_needs_a_deadline() {
         vec![Arrivals::burst(0, 2, SEC)],
     );
     let r = run_first(&s, None);
-    assert_eq!((r.received, r.codes.get("unfinished")), (0, Some(&2)));
+    assert_eq!(
+        (r.received, r.codes.get(&RequestEnd::Unfinished)),
+        (0, Some(&2))
+    );
     // Server time counts finished attempts only (dialogue's definition): none; the server held both until
     // the abort.
     assert_eq!(r.server_busy_ns, 0);
     assert_eq!(r.server_held_ns, u128::from(60 * SEC + 59 * SEC));
     s.clients.timeout = Some(500 * MS);
     let r = run_first(&s, None);
-    assert_eq!((r.received, r.codes.get("timeout")), (2, Some(&2)));
+    assert_eq!(
+        (r.received, r.codes.get(&RequestEnd::Timeout)),
+        (2, Some(&2))
+    );
     assert_eq!(r.client_p99_ns, 500 * MS);
     assert_eq!(r.oracle_pct, 0.0);
 }
@@ -198,7 +210,10 @@ fn a_crash_resets_everything_in_progress_and_refuses_until_recovery() {
     );
     let r = run_first(&s, None);
     assert_eq!(
-        (r.codes.get("reset"), r.codes.get("200")),
+        (
+            r.codes.get(&RequestEnd::Reset),
+            r.codes.get(&RequestEnd::Status(200))
+        ),
         (Some(&3), Some(&1))
     );
     assert_eq!(r.server_busy_ns, u128::from(1100 * MS + 1000 * MS + MS));
@@ -224,7 +239,10 @@ fn retries_follow_the_rule_and_the_backoff() {
     s.clients.retries = Some(retries);
     let r = run_first(&s, None);
     // Three attempts, 100 ms then 200 ms of backoff between them.
-    assert_eq!((r.server_attempts, r.codes.get("500")), (3, Some(&1)));
+    assert_eq!(
+        (r.server_attempts, r.codes.get(&RequestEnd::Status(500))),
+        (3, Some(&1))
+    );
     assert_eq!(r.client_p99_ns, 30 * MS + 300 * MS);
     assert_eq!(r.oracle_pct, 0.0);
     // dialogue's rule for a POST does not retry a 500.
@@ -261,12 +279,18 @@ fn refused_requests_fail_fast_or_queue() {
     let mut s = s;
     s.clients.timeout = Some(15 * MS);
     let r = run_first(&s, Some(1));
-    assert_eq!((r.succeeded, r.codes.get("timeout")), (2, Some(&1)));
+    assert_eq!(
+        (r.succeeded, r.codes.get(&RequestEnd::Timeout)),
+        (2, Some(&1))
+    );
     assert_eq!(r.server_attempts, 2);
     // No servers at all: every request fails fast...
     s.servers[0].present = false;
     let r = run_first(&s, None);
-    assert_eq!((r.fail_fast, r.codes.get("failfast")), (3, Some(&3)));
+    assert_eq!(
+        (r.fail_fast, r.codes.get(&RequestEnd::FailFast)),
+        (3, Some(&3))
+    );
     // ... and a retrying client tries again after its backoff: 1 + 2 refusals each.
     s.clients.retries = Some(Retries {
         max: 2,
@@ -279,7 +303,10 @@ fn refused_requests_fail_fast_or_queue() {
         on: RetryOn::Dialogue { safe_method: false },
     });
     let r = run_first(&s, None);
-    assert_eq!((r.fail_fast, r.codes.get("failfast")), (9, Some(&3)));
+    assert_eq!(
+        (r.fail_fast, r.codes.get(&RequestEnd::FailFast)),
+        (9, Some(&3))
+    );
 }
 
 #[test]
@@ -341,7 +368,7 @@ fn a_waiting_weir_client_queues_up_to_its_bound_and_fails_at_once_without_nodes(
     // A bound of 2 waiters: the fourth finds the queue full and fails fast.
     let r = run(&s, 2);
     assert_eq!(
-        (r.succeeded, r.fail_fast, r.codes.get("failfast")),
+        (r.succeeded, r.fail_fast, r.codes.get(&RequestEnd::FailFast)),
         (3, 1, Some(&1))
     );
     // Waiting off: only the first is sent.
@@ -351,11 +378,14 @@ fn a_waiting_weir_client_queues_up_to_its_bound_and_fails_at_once_without_nodes(
     // the attempt's deadline applies to the attempts only.
     s.clients.timeout = Some(15 * MS);
     let r = run(&s, 8);
-    assert_eq!((r.succeeded, r.codes.get("timeout")), (4, None));
+    assert_eq!((r.succeeded, r.codes.get(&RequestEnd::Timeout)), (4, None));
     // No node in rotation: every request fails at once, none waits.
     s.servers[0].present = false;
     let r = run(&s, 8);
-    assert_eq!((r.fail_fast, r.codes.get("failfast")), (4, Some(&4)));
+    assert_eq!(
+        (r.fail_fast, r.codes.get(&RequestEnd::FailFast)),
+        (4, Some(&4))
+    );
     // A node coming into rotation drains the queue at once (the core wakes its waiters on an add).
     let mut s = scenario(
         vec![

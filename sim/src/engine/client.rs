@@ -4,11 +4,11 @@
 //! carries out.
 
 use super::retry::DialogueRetry;
-use super::{Engine, Ev, Request, Stack};
-use crate::metrics::ServerSeries;
+use super::{AttemptId, Engine, Ev, Request, Stack};
+use crate::metrics::{RequestEnd, ServerSeries};
 use crate::model::{Spacing, SEC};
 use crate::policy::baseline::dialogue::Effect;
-use crate::policy::{Completion, LoadReport, Pick, Refusal, Reply};
+use crate::policy::{Completion, LoadReport, Pick, Refusal, Reply, RequestId};
 
 impl Engine<'_> {
     /// The next request of `stream` arrives: it is assigned a client (and endpoint) and asks it for a
@@ -45,7 +45,7 @@ impl Engine<'_> {
             };
             st.next_at = self.now + gap;
         }
-        let r = self.requests.len();
+        let r = RequestId(self.requests.len());
         self.requests.push(Request {
             client,
             endpoint,
@@ -107,10 +107,10 @@ impl Engine<'_> {
                 }
                 Effect::Finish { req, .. } if self.requests[req].ended => {}
                 Effect::Finish { req, reply } => match reply {
-                    Some(reply) => self.end_request(req, reply_name(reply), reply.is_success()),
+                    Some(reply) => self.end_request(req, reply.into(), reply.is_success()),
                     None => {
                         self.out.fail_fast += 1;
-                        self.end_request(req, "rejected".into(), false);
+                        self.end_request(req, RequestEnd::Rejected, false);
                     }
                 },
                 Effect::Wake { at, req } => self.at(at, Ev::Retry(req)),
@@ -124,11 +124,11 @@ impl Engine<'_> {
     /// Request `r`'s own deadline is due: if it is still open, it ends as a timeout. Its open attempt is
     /// abandoned (the balancer hears that it timed out, which frees its lease), a queued request leaves the
     /// queue, and a pending retry will not run.
-    pub(super) fn deadline(&mut self, r: usize) {
+    pub(super) fn deadline(&mut self, r: RequestId) {
         if self.requests[r].ended {
             return;
         }
-        self.end_request(r, "timeout".into(), false);
+        self.end_request(r, RequestEnd::Timeout, false);
         let c = self.requests[r].client;
         if let Stack::Balancer { queue, .. } = &mut self.clients[c].stack {
             if let Some(i) = queue.iter().position(|&q| q == r) {
@@ -147,8 +147,8 @@ impl Engine<'_> {
 
     /// An attempt of request `r`, which already ended, that dialogue's client sends after its caller gave
     /// up: it never reaches a server, and ends at once as a timeout for dialogue's client.
-    fn cancelled(&mut self, r: usize, pick: Pick) {
-        let a = self.attempts.len();
+    fn cancelled(&mut self, r: RequestId, pick: Pick) {
+        let a = AttemptId(self.attempts.len());
         self.attempts.push(super::Attempt {
             req: r,
             server: pick.server.min(self.servers.len() - 1),
@@ -165,7 +165,7 @@ impl Engine<'_> {
     }
 
     /// Request `r`'s deadline in the engine's queue is due.
-    pub(super) fn queue_deadline(&mut self, r: usize) {
+    pub(super) fn queue_deadline(&mut self, r: RequestId) {
         let req = &self.requests[r];
         let deadline = req.queued_at + self.s.clients.timeout.unwrap_or(0);
         let Stack::Balancer { queue, .. } = &mut self.clients[req.client].stack else {
@@ -175,13 +175,13 @@ impl Engine<'_> {
         // Only the deadline of its latest stay in the queue counts.
         if let Some(i) = i.filter(|_| deadline == self.now) {
             queue.remove(i);
-            self.end_request(r, "timeout".into(), false);
+            self.end_request(r, RequestEnd::Timeout, false);
         }
     }
 
     /// Request `r` (new, or retrying) asks its balancer for a server: sends, fails fast, or queues. A
     /// request joins the back of a non-empty queue rather than jump it.
-    pub(super) fn attempt(&mut self, r: usize) {
+    pub(super) fn attempt(&mut self, r: RequestId) {
         let c = self.requests[r].client;
         let client = &mut self.clients[c];
         let Stack::Balancer { policy, queue } = &mut client.stack else {
@@ -203,7 +203,7 @@ impl Engine<'_> {
                     // retries at all, as a caller treats a 503.
                     self.out.fail_fast += 1;
                     self.requests[r].tries += 1;
-                    self.retry_or_end(r, None, "failfast".into());
+                    self.retry_or_end(r, None, RequestEnd::FailFast);
                 }
                 Refusal::Wait { max_waiters }
                     if policy.no_nodes() || queue.len() >= max_waiters =>
@@ -211,7 +211,7 @@ impl Engine<'_> {
                     // The waiting acquire's own refusals: nothing in rotation, or the queue is full.
                     self.out.fail_fast += 1;
                     self.requests[r].tries += 1;
-                    self.retry_or_end(r, None, "failfast".into());
+                    self.retry_or_end(r, None, RequestEnd::FailFast);
                 }
                 refusal @ (Refusal::Queue | Refusal::Wait { .. }) => {
                     queue.push_back(r);
@@ -264,7 +264,7 @@ impl Engine<'_> {
 
     /// The client learns how attempt `a` ended: tell its balancer, then retry, finish, and serve its queue
     /// (or hand it all to dialogue's client).
-    pub(super) fn deliver(&mut self, a: usize, reply: Reply, report: Option<LoadReport>) {
+    pub(super) fn deliver(&mut self, a: AttemptId, reply: Reply, report: Option<LoadReport>) {
         let at = &mut self.attempts[a];
         if !at.client_open {
             return;
@@ -306,9 +306,9 @@ impl Engine<'_> {
                 policy.complete(pick, &done, self.now);
                 if reply.is_success() {
                     client.retrier.success(&mut client.rng);
-                    self.end_request(r, reply_name(reply), true);
+                    self.end_request(r, reply.into(), true);
                 } else {
-                    self.retry_or_end(r, Some(reply), reply_name(reply));
+                    self.retry_or_end(r, Some(reply), reply.into());
                 }
                 // Every completion gives queued requests another chance, in order.
                 self.drain(c);
@@ -316,9 +316,9 @@ impl Engine<'_> {
         }
     }
 
-    /// Request `r` is over, with final `code` (once: a request that ended at its deadline ignores later
+    /// Request `r` is over, ending as `end` (once: a request that ended at its deadline ignores later
     /// answers).
-    pub(super) fn end_request(&mut self, r: usize, code: String, success: bool) {
+    pub(super) fn end_request(&mut self, r: RequestId, end: RequestEnd, success: bool) {
         if std::mem::replace(&mut self.requests[r].ended, true) {
             return;
         }
@@ -339,14 +339,6 @@ impl Engine<'_> {
             fleet.latency_ns.resize(second + 1, 0);
         }
         fleet.latency_ns[second] = fleet.latency_ns[second].saturating_add(latency);
-        *self.out.codes.entry(code).or_insert(0) += 1;
-    }
-}
-
-fn reply_name(reply: Reply) -> String {
-    match reply {
-        Reply::Status(s) => s.to_string(),
-        Reply::Refused => "reset".into(),
-        Reply::Timeout => "timeout".into(),
+        *self.out.codes.entry(end).or_insert(0) += 1;
     }
 }

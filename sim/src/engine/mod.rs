@@ -35,16 +35,17 @@ mod server;
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
+use std::ops::{Index, IndexMut};
 
 use weir::{subset::SplitMix64, Rng};
 
 use self::membership::uri_order;
 use self::retry::Retrier;
 use self::server::{nominal_capacity, OneMinuteRate};
-use crate::metrics::{quantile, CellResult, ServerSeries};
+use crate::metrics::{quantile, CellResult, RequestEnd, ServerSeries};
 use crate::model::{JavaSeeds, Latency, Scenario, StatusFn, Subsetting};
 use crate::policy::baseline::dialogue::{DialogueClient, Effect, JavaRandom, Strategy};
-use crate::policy::{Balance, Pick, Reply, ServerId};
+use crate::policy::{Balance, Pick, Reply, RequestId, ServerId};
 
 /// Builds client `client`'s policy; `seed` is that client's own seed.
 pub type MakePolicy<'a> = &'a dyn Fn(usize, u64) -> Box<dyn Balance>;
@@ -71,18 +72,18 @@ enum Ev {
     /// The next request of stream `.0`.
     Arrive(usize),
     /// A server finished an attempt.
-    ServerDone(usize),
+    ServerDone(AttemptId),
     /// A refused connection reaches the client.
-    Refused(usize),
+    Refused(AttemptId),
     /// An attempt's deadline.
-    Timeout(usize),
+    Timeout(AttemptId),
     /// A request's retry is due.
-    Retry(usize),
+    Retry(RequestId),
     /// A queued request's deadline: if it is still queued, it ends as a timeout.
-    QueueDeadline(usize),
+    QueueDeadline(RequestId),
     /// A request's own deadline (the user's, [`ClientSpec::deadline`](crate::model::ClientSpec)): if it
     /// is still open, it ends as a timeout wherever it is.
-    Deadline(usize),
+    Deadline(RequestId),
     /// Has the server been over its crash threshold since `.1`-th crossing?
     CrashCheck(ServerId, u64),
     /// The server is back up.
@@ -139,7 +140,7 @@ enum Stack {
     /// A balancer, with the FIFO queue this engine keeps when it says [`Refusal::Queue`].
     Balancer {
         policy: Box<dyn Balance>,
-        queue: VecDeque<usize>,
+        queue: VecDeque<RequestId>,
     },
     Dialogue(DialogueClient),
 }
@@ -165,13 +166,13 @@ struct Request {
     /// Its final answer is known (later answers to it are the server's wasted work).
     ended: bool,
     /// Its latest attempt.
-    attempt: Option<usize>,
+    attempt: Option<AttemptId>,
     /// The servers its attempts went to, in order.
     tried: Vec<ServerId>,
 }
 
 struct Attempt {
-    req: usize,
+    req: RequestId,
     server: ServerId,
     pick: Pick,
     sent: u64,
@@ -185,6 +186,32 @@ struct Attempt {
     /// It was sent to its server (not cancelled before, see `Engine::cancelled`).
     reached: bool,
 }
+
+/// An attempt's number in a run: the order it was made in (sent, or cancelled before it was sent: see
+/// `Engine::cancelled`), from 0. The engine keeps its attempts in that order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct AttemptId(usize);
+
+/// The engine's records, read by their ids: an id is its record's position in the engine's `Vec`.
+macro_rules! by_id {
+    ($id:ty => $record:ty) => {
+        impl Index<$id> for Vec<$record> {
+            type Output = $record;
+            fn index(&self, id: $id) -> &$record {
+                &self[id.0]
+            }
+        }
+
+        impl IndexMut<$id> for Vec<$record> {
+            fn index_mut(&mut self, id: $id) -> &mut $record {
+                &mut self[id.0]
+            }
+        }
+    };
+}
+
+by_id!(RequestId => Request);
+by_id!(AttemptId => Attempt);
 
 /// One request stream: requests still to come, when the next one is due, and its generator.
 struct Stream {
@@ -527,7 +554,7 @@ impl<'s> Engine<'s> {
             }
         }
         if unfinished > 0 {
-            self.out.codes.insert("unfinished".into(), unfinished);
+            self.out.codes.insert(RequestEnd::Unfinished, unfinished);
         }
         let n = self.latencies.len();
         if n > 0 {

@@ -5,9 +5,10 @@ use weir::overload::{Criticality, RetryBudget, ThrottleConfig};
 use weir::{Backoff, Rng, Throttle};
 
 use super::{Engine, Ev, Stack};
+use crate::metrics::RequestEnd;
 use crate::model::{Retries, RetryBackoff};
 use crate::policy::baseline::dialogue::{self, JavaRandom};
-use crate::policy::{Reply, RetryPlan};
+use crate::policy::{Reply, RequestId, RetryPlan};
 
 /// A client's retry state: the scenario's rule, its responsive backoff (if the rule uses one) and its
 /// retry budget.
@@ -118,7 +119,7 @@ impl dialogue::Retry for DialogueRetry<'_> {
 
 impl Engine<'_> {
     /// Request `r`'s retry is due.
-    pub(super) fn retry(&mut self, r: usize) {
+    pub(super) fn retry(&mut self, r: RequestId) {
         let cl = &mut self.clients[self.requests[r].client];
         match &mut cl.stack {
             // A request that ended at its deadline does not retry (dialogue's client is still woken, so
@@ -137,8 +138,8 @@ impl Engine<'_> {
     }
 
     /// After a failed try of request `r` (an answer, or `None`: a refusal by the balancer): retries after
-    /// the rule's delay, or ends it with `code`.
-    pub(super) fn retry_or_end(&mut self, r: usize, reply: Option<Reply>, code: String) {
+    /// the rule's delay, or ends it as `end`.
+    pub(super) fn retry_or_end(&mut self, r: RequestId, reply: Option<Reply>, end: RequestEnd) {
         if self.requests[r].ended {
             return;
         }
@@ -152,7 +153,7 @@ impl Engine<'_> {
                 });
         match delay {
             Some(delay) => self.at(self.now + delay, Ev::Retry(r)),
-            None => self.end_request(r, code, false),
+            None => self.end_request(r, end, false),
         }
     }
 }

@@ -6,10 +6,10 @@ use std::cmp::Reverse;
 
 use weir::Rng;
 
-use super::{Attempt, Engine, Ev};
+use super::{Attempt, AttemptId, Engine, Ev};
 use crate::metrics::ServerSeries;
 use crate::model::{Latency, StatusFn, MS, SEC};
-use crate::policy::{LoadReport, Pick, Reply, ServerId};
+use crate::policy::{LoadReport, Pick, Reply, RequestId, ServerId};
 
 /// Utilization is reported against this many concurrent requests when the server's latency model names
 /// no capacity (fixed latencies: a thread pool of 100, the SRE flow-control figure).
@@ -24,8 +24,8 @@ const SHED: u16 = 503;
 impl Engine<'_> {
     /// An attempt of request `r` reaches the server `pick` names: refused at once (the server is down or
     /// refuses connections), or admitted, with its completion scheduled after its service time.
-    pub(super) fn send(&mut self, r: usize, pick: Pick) {
-        let a = self.attempts.len();
+    pub(super) fn send(&mut self, r: RequestId, pick: Pick) {
+        let a = AttemptId(self.attempts.len());
         let sid = pick.server.min(self.servers.len() - 1);
         self.requests[r].tries += 1;
         self.requests[r].attempt = Some(a);
@@ -175,7 +175,7 @@ impl Engine<'_> {
                 at.server_open = false;
                 self.out.server_busy_ns += u128::from(self.now - at.sent);
                 if at.client_open {
-                    reset.push(a);
+                    reset.push(AttemptId(a));
                 }
             }
         }
@@ -186,7 +186,7 @@ impl Engine<'_> {
 
     /// The server finishes attempt `a` (unless a crash reset it): its status, its load report, and the answer
     /// to the client if the client still waits.
-    pub(super) fn server_done(&mut self, a: usize) {
+    pub(super) fn server_done(&mut self, a: AttemptId) {
         let at = &self.attempts[a];
         let sid = at.server;
         let endpoint = self.requests[at.req].endpoint;

@@ -562,13 +562,7 @@ impl Report {
         out.push_str("\n## Policies\n\n");
         for p in &self.policies {
             let mark = if p.default { " **(default)**" } else { "" };
-            let _ = writeln!(
-                out,
-                "- `{}`{mark}: {} Refused requests {}.",
-                p.name,
-                p.about,
-                refused(p.refused)
-            );
+            let _ = writeln!(out, "- `{}`{mark}: {}", p.name, p.description());
         }
         out.push_str("\n## Scenarios\n");
         for (s, scenario) in self.scenarios.iter().enumerate() {
@@ -896,15 +890,6 @@ fn refused_word(r: Refusal) -> &'static str {
     match r {
         Refusal::FailFast => "fail",
         Refusal::Queue | Refusal::Wait { .. } => "wait",
-    }
-}
-
-/// What a client does with a request it cannot send at once, in words.
-fn refused(r: Refusal) -> &'static str {
-    match r {
-        Refusal::FailFast => "fail at once",
-        Refusal::Queue => "wait in the client's queue",
-        Refusal::Wait { .. } => "wait in the core's bounded queue (acquire_wait)",
     }
 }
 

@@ -16,6 +16,11 @@ use ::weir::{balance::RawLease, Rng};
 /// A server's index in the scenario's server table (stable for the whole run).
 pub type ServerId = usize;
 
+/// A request's number in a run: the order it arrived in, from 0. The engine keeps its requests in that
+/// order, and dialogue's client names the requests it holds by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestId(pub usize);
+
 /// What came back for one attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reply {

@@ -14,7 +14,9 @@ use crate::policy::{Balance, Refusal};
 pub struct PolicyDef {
     /// Name (a command-line argument).
     pub name: &'static str,
-    /// One line on what it is.
+    /// What its clients are built from, as a clause (no full stop; what a client does with a request it
+    /// cannot send at once is [`refused`](Self::refused)'s to say): [`description`](Self::description)
+    /// completes the sentence.
     pub about: &'static str,
     /// weir's default configuration.
     pub default: bool,
@@ -22,6 +24,27 @@ pub struct PolicyDef {
     pub kind: Kind,
     /// What its client does with a request it cannot send at once.
     pub refused: Refusal,
+}
+
+impl PolicyDef {
+    /// The policy in one sentence, as the report and `--list` give it: what it is built from, then what
+    /// its client does with the requests it refuses.
+    pub fn description(&self) -> String {
+        format!(
+            "{}; refused requests {}.",
+            self.about,
+            refused(self.refused)
+        )
+    }
+}
+
+/// What a client does with a request it cannot send at once, in words.
+fn refused(r: Refusal) -> &'static str {
+    match r {
+        Refusal::FailFast => "fail at once",
+        Refusal::Queue => "wait in the client's queue",
+        Refusal::Wait { .. } => "wait in the core's bounded queue (acquire_wait)",
+    }
 }
 
 /// How a policy's clients are built.
@@ -77,17 +100,18 @@ pub fn all() -> Vec<PolicyDef> {
     vec![
         PolicyDef {
             name: "weir-lowest-score",
-            about: "weir default: LowestScore over decayed success/failure counters, CIAD limit with a \
-                    fast start, waiting for room (acquire_wait)",
+            about: "weir's default configuration: LowestScore over decayed success and failure counters, a \
+                    CIAD limit with a fast start",
             default: true,
             kind: Kind::Balancer(|n, seed| waiting(Config::default(), n, seed)),
             refused: default_queue(),
         },
         PolicyDef {
             name: "weir-retry-elsewhere",
-            about: "weir default, its retries sent elsewhere (acquire_excluding) within weir's RetryBudget \
-                    (20 % of requests + 10/s over 10 s); the scenario's retry rule, or 3 retries of every \
-                    5xx, 429, reset and timeout after weir's Backoff (25 ms to 1 s) where it has none",
+            about: "weir's default configuration, its retries sent to nodes the request has not tried \
+                    (acquire_excluding) within weir's RetryBudget (20 % of requests + 10/s over 10 s) in place \
+                    of the scenario's budget, by the scenario's retry rule or, where it has none, 3 retries of \
+                    every 5xx, 429, reset and timeout after weir's Backoff (25 ms to 1 s)",
             default: false,
             kind: Kind::Balancer(|n, seed| {
                 Box::new(WeirPolicy::retrying_elsewhere(
@@ -102,37 +126,40 @@ pub fn all() -> Vec<PolicyDef> {
         },
         PolicyDef {
             name: "weir-rtt-tolerance",
-            about: "weir default with CIAD's opt-in latency signal (rtt_tolerance 2: a success counts as a \
-                    drop while the node's smoothed RTT is over twice its baseline), waiting for room",
+            about: "weir's default configuration with CIAD's opt-in latency signal (rtt_tolerance 2: a \
+                    success counts as a drop while the node's smoothed RTT is over twice its baseline)",
             default: false,
             kind: Kind::Balancer(|n, seed| waiting(rtt_tolerant(), n, seed)),
             refused: default_queue(),
         },
         PolicyDef {
             name: "weir-dropped-cost",
-            about: "weir default with the decay model's dropped_cost at 0.1 (a 503 or timeout adds a tenth \
-                    of a failure to the penalty, as a 429 does; the limit still backs off), waiting for room",
+            about: "weir's default configuration with the decay model's dropped_cost at 0.1 (a 503 or \
+                    timeout adds a tenth of a failure to the penalty, as a 429 does, and the limit still backs \
+                    off)",
             default: false,
             kind: Kind::Balancer(|n, seed| waiting(drops_as_busy(), n, seed)),
             refused: default_queue(),
         },
         PolicyDef {
             name: "weir-lowest-score-failfast",
-            about: "weir default configuration, failing fast instead of waiting (acquire)",
+            about: "weir's default configuration through the plain acquire",
             default: false,
             kind: Kind::Balancer(|n, seed| weir(Config::default(), n, seed)),
             refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "weir-cascade",
-            about: "weir Config::cascade(): the seeds' Cascade, 6x5 s buckets, Fixed(100) limit",
+            about: "weir's original cascade preset: the weighted random Cascade (weights success rate³) over \
+                    6x5 s success-rate buckets, a Fixed(100) limit",
             default: false,
             kind: Kind::Balancer(|n, seed| weir(Config::cascade(), n, seed)),
             refused: Refusal::FailFast,
         },
         PolicyDef {
             name: "weir-cascade-approx",
-            about: "weir CascadeApprox (the gist's approximate shuffle), buckets, Fixed(100)",
+            about: "weir's original cascade preset with CascadeApprox (the gist's approximate shuffle) in \
+                    place of the Cascade",
             default: false,
             kind: Kind::Balancer(|n, seed| {
                 let c = Config {
@@ -145,8 +172,8 @@ pub fn all() -> Vec<PolicyDef> {
         },
         PolicyDef {
             name: "weir-weighted-pick",
-            about:
-                "weir WeightedPick (one weighted pick among nodes with room), buckets, Fixed(100)",
+            about: "weir's original cascade preset with WeightedPick (one weighted pick among the nodes with \
+                    room) in place of the Cascade",
             default: false,
             kind: Kind::Balancer(|n, seed| {
                 let c = Config {
@@ -159,7 +186,8 @@ pub fn all() -> Vec<PolicyDef> {
         },
         PolicyDef {
             name: "weir-cascade-ewma",
-            about: "weir Cascade with EWMA health (half-life 32 outcomes), Fixed(100)",
+            about: "weir's original cascade preset with EWMA health (half-life 32 outcomes) in place of the \
+                    buckets",
             default: false,
             kind: Kind::Balancer(|n, seed| {
                 let c = Config {
@@ -172,7 +200,8 @@ pub fn all() -> Vec<PolicyDef> {
         },
         PolicyDef {
             name: "weir-weighted-pick-ewma",
-            about: "weir WeightedPick with EWMA health: the seed author's later variant",
+            about: "weir's original cascade preset with WeightedPick and EWMA health (half-life 32 outcomes), \
+                    its author's later variant",
             default: false,
             kind: Kind::Balancer(|n, seed| {
                 let c = Config {
@@ -186,7 +215,7 @@ pub fn all() -> Vec<PolicyDef> {
         },
         PolicyDef {
             name: "weir-cascade-aimd",
-            about: "weir Cascade, buckets, Netflix AIMD limit",
+            about: "weir's original cascade preset with Netflix's AIMD limit in place of Fixed(100)",
             default: false,
             kind: Kind::Balancer(|n, seed| {
                 weir(
@@ -199,7 +228,7 @@ pub fn all() -> Vec<PolicyDef> {
         },
         PolicyDef {
             name: "weir-cascade-vegas",
-            about: "weir Cascade, buckets, Netflix Vegas limit",
+            about: "weir's original cascade preset with Netflix's Vegas limit in place of Fixed(100)",
             default: false,
             kind: Kind::Balancer(|n, seed| {
                 weir(
@@ -212,7 +241,7 @@ pub fn all() -> Vec<PolicyDef> {
         },
         PolicyDef {
             name: "weir-cascade-gradient2",
-            about: "weir Cascade, buckets, Netflix Gradient2 limit",
+            about: "weir's original cascade preset with Netflix's Gradient2 limit in place of Fixed(100)",
             default: false,
             kind: Kind::Balancer(|n, seed| {
                 weir(
@@ -225,7 +254,8 @@ pub fn all() -> Vec<PolicyDef> {
         },
         PolicyDef {
             name: "weir-cascade-ciad",
-            about: "weir Cascade, buckets, dialogue's CIAD limit",
+            about: "weir's original cascade preset with dialogue's CIAD limit (no fast start) in place of \
+                    Fixed(100)",
             default: false,
             kind: Kind::Balancer(|n, seed| {
                 weir(
@@ -238,7 +268,8 @@ pub fn all() -> Vec<PolicyDef> {
         },
         PolicyDef {
             name: "weir-cascade-queued",
-            about: "weir default, with the client queueing what weir refuses (as dialogue's clients do)",
+            about: "weir's original cascade preset, as weir-cascade, its client asking weir again whenever \
+                    one of its attempts completes (as dialogue's clients do)",
             default: false,
             kind: Kind::Balancer(|n, seed| {
                 Box::new(WeirPolicy::queued(
@@ -341,4 +372,60 @@ fn rtt_tolerant() -> Config {
         limit.rtt_tolerance = 2.0;
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The report lists each policy as one sentence: its clause and the refusal's, each said once, with
+    /// one full stop at the end.
+    #[test]
+    fn every_description_is_one_sentence_with_no_clause_said_twice() {
+        for p in all() {
+            let d = p.description();
+            // One full stop at the end, and none before that ends a sentence (one an abbreviation such as
+            // "ch. 20" makes is not followed by a capital).
+            let starts_a_sentence = d
+                .split(". ")
+                .skip(1)
+                .any(|rest| rest.starts_with(char::is_uppercase));
+            assert!(
+                d.ends_with('.') && !d.ends_with("..") && !starts_a_sentence,
+                "not one sentence: {d}"
+            );
+            // The refusal is the refused clause's to say, once.
+            assert!(
+                !["wait", "fail fast", "failing fast"]
+                    .iter()
+                    .any(|w| p.about.contains(w)),
+                "{}: the about speaks of refusals: {}",
+                p.name,
+                p.about
+            );
+            let mut clauses: Vec<String> = d
+                .trim_end_matches('.')
+                .split([',', ';', ':', '(', ')'])
+                .map(|c| c.trim().to_lowercase())
+                .filter(|c| !c.is_empty())
+                .collect();
+            clauses.sort();
+            let n = clauses.len();
+            clauses.dedup();
+            assert_eq!(clauses.len(), n, "a clause said twice: {d}");
+        }
+    }
+
+    /// What the report says a row's client does with a refused request is what the client it builds does.
+    #[test]
+    fn every_rows_refusal_is_its_clients() {
+        for p in all() {
+            let built = match p.kind {
+                Kind::Balancer(make) => make(4, 1).on_refusal(),
+                // dialogue's client keeps every request it cannot send in its own queues.
+                Kind::Dialogue(_) => Refusal::Queue,
+            };
+            assert_eq!(built, p.refused, "{}", p.name);
+        }
+    }
 }

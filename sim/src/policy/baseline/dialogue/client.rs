@@ -14,7 +14,7 @@ use super::retrying::Retry;
 use super::stage::Stage;
 use super::sticky::Session;
 use super::Outcome;
-use crate::policy::{Reply, ServerId};
+use crate::policy::{Reply, RequestId, ServerId};
 
 /// dialogue's three strategies in its own simulation report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +39,7 @@ pub enum Effect {
     /// Send an attempt of request `req` to `server` now; hand `token` back with its completion.
     Send {
         /// The request.
-        req: usize,
+        req: RequestId,
         /// Where to.
         server: ServerId,
         /// The client's number for the attempt.
@@ -49,7 +49,7 @@ pub enum Effect {
     /// URIs).
     Finish {
         /// The request.
-        req: usize,
+        req: RequestId,
         /// Its final reply.
         reply: Option<Reply>,
     },
@@ -58,7 +58,7 @@ pub enum Effect {
         /// When.
         at: u64,
         /// The request.
-        req: usize,
+        req: RequestId,
     },
 }
 
@@ -83,7 +83,7 @@ pub(super) struct Up {
 /// One attempt on the wire.
 #[derive(Clone, Copy, Debug)]
 struct Attempt {
-    req: usize,
+    req: RequestId,
     up: Up,
     /// The endpoint limiter's permit snapshot (limited strategies).
     endpoint_permit: Option<u32>,
@@ -130,7 +130,7 @@ pub(super) struct Channel {
     pub(super) selection: Selection,
     pub(super) hosts: Vec<Host>,
     /// The multi-host `QueuedChannel`.
-    pub(super) queue: VecDeque<usize>,
+    pub(super) queue: VecDeque<RequestId>,
 }
 
 impl Channel {
@@ -217,7 +217,7 @@ pub struct DialogueClient {
     pub(super) pending: Option<Vec<ServerId>>,
     draining: BTreeSet<ServerId>,
     pub(super) sessions: Vec<Session>,
-    pub(super) requests: BTreeMap<usize, Req>,
+    pub(super) requests: BTreeMap<RequestId, Req>,
     attempts: BTreeMap<u64, Attempt>,
     next_token: u64,
 }
@@ -262,7 +262,7 @@ impl DialogueClient {
     #[allow(clippy::too_many_arguments)]
     pub fn submit(
         &mut self,
-        req: usize,
+        req: RequestId,
         endpoint: usize,
         session: Option<usize>,
         now: u64,
@@ -323,7 +323,7 @@ impl DialogueClient {
     /// Node selection and the host limiter; an admitted request goes on to its endpoint stage.
     pub(super) fn select(
         &mut self,
-        r: usize,
+        r: RequestId,
         bypass: bool,
         up: Up,
         now: u64,
@@ -394,7 +394,7 @@ impl DialogueClient {
 
     pub(super) fn send(
         &mut self,
-        r: usize,
+        r: RequestId,
         up: Up,
         endpoint_permit: Option<u32>,
         via_stage_queue: bool,
@@ -425,7 +425,7 @@ impl DialogueClient {
     #[allow(clippy::too_many_arguments)]
     fn upstream(
         &mut self,
-        r: usize,
+        r: RequestId,
         up: Up,
         outcome: Outcome,
         reply: Option<Reply>,
@@ -494,7 +494,7 @@ mod tests {
         let mut fx = Vec::new();
         let mut pin = DialogueClient::new(Strategy::PinUntilError, 1, &[10, 11, 12]);
         assert_eq!(java, reference, "nothing drawn before the first request");
-        pin.submit(0, 0, None, 0, &mut java, &mut Dialogue, &mut fx);
+        pin.submit(RequestId(0), 0, None, 0, &mut java, &mut Dialogue, &mut fx);
         let mut order = [10, 11, 12];
         reference.shuffle(&mut order);
         reference.next_int_below(60);
@@ -508,17 +508,17 @@ mod tests {
             fx,
             [Effect::Wake {
                 at: 1 + (250e6 * u).round() as u64,
-                req: 0
+                req: RequestId(0)
             }]
         );
         fx.clear();
-        pin.wake(0, 2, &mut java, &mut Dialogue, &mut fx);
+        pin.wake(RequestId(0), 2, &mut java, &mut Dialogue, &mut fx);
         assert_eq!(sends(&fx), [(0, order[1], 1)]);
         assert_eq!(java, reference, "the pin itself draws nothing per request");
         // BALANCED: one shuffle of the three hosts per pick (two draws), ties kept in shuffled order.
         let mut balanced = DialogueClient::new(Strategy::Balanced, 1, &[10, 11, 12]);
         fx.clear();
-        balanced.submit(0, 0, None, 0, &mut java, &mut Dialogue, &mut fx);
+        balanced.submit(RequestId(0), 0, None, 0, &mut java, &mut Dialogue, &mut fx);
         let mut order = [10, 11, 12];
         reference.shuffle(&mut order);
         assert_eq!(sends(&fx), [(0, order[0], 0)]);

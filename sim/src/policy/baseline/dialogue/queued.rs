@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use super::java::JavaRandom;
 use super::retrying::Retry;
 use super::{DialogueClient, Effect};
+use crate::policy::RequestId;
 
 /// A queue holds at most this many requests; a request that finds it full fails at once (`QueuedChannel`'s
 /// `maxQueueSize`).
@@ -29,7 +30,7 @@ pub(super) enum QueueRef {
 }
 
 impl DialogueClient {
-    pub(super) fn queue_of(&self, r: usize) -> QueueRef {
+    pub(super) fn queue_of(&self, r: RequestId) -> QueueRef {
         let req = &self.requests[&r];
         match req.session {
             Some(s) => QueueRef::Session(s),
@@ -37,7 +38,7 @@ impl DialogueClient {
         }
     }
 
-    fn queue(&mut self, q: QueueRef) -> &mut VecDeque<usize> {
+    fn queue(&mut self, q: QueueRef) -> &mut VecDeque<RequestId> {
         match q {
             QueueRef::Main(g) => &mut self.channels[g].queue,
             QueueRef::Session(s) => &mut self.sessions[s].queue,
@@ -47,7 +48,7 @@ impl DialogueClient {
     /// `QueuedChannel.maybeExecute`: the fast path only when the queue is empty.
     pub(super) fn enqueue(
         &mut self,
-        r: usize,
+        r: RequestId,
         now: u64,
         java: &mut JavaRandom,
         retry: &mut dyn Retry,
@@ -107,20 +108,20 @@ mod tests {
         let mut c = DialogueClient::new(Strategy::Balanced, 1, &[0, 1]);
         let mut fx = Vec::new();
         for r in 0..40 {
-            c.submit(r, 0, None, 0, &mut java, &mut NoRetry, &mut fx);
+            c.submit(RequestId(r), 0, None, 0, &mut java, &mut NoRetry, &mut fx);
         }
         assert_eq!(sends(&fx).len(), 40, "two hosts, twenty each");
         fx.clear();
-        c.submit(40, 0, None, 0, &mut java, &mut NoRetry, &mut fx);
-        c.submit(41, 0, None, 0, &mut java, &mut NoRetry, &mut fx);
+        c.submit(RequestId(40), 0, None, 0, &mut java, &mut NoRetry, &mut fx);
+        c.submit(RequestId(41), 0, None, 0, &mut java, &mut NoRetry, &mut fx);
         assert!(fx.is_empty());
-        assert_eq!(c.channels[0].queue, [40, 41]);
+        assert_eq!(c.channels[0].queue, [RequestId(40), RequestId(41)]);
         c.complete(5, Reply::Status(200), 1, &mut java, &mut NoRetry, &mut fx);
         let sent = sends(&fx);
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].0, 40, "the head goes first");
         fx.clear();
-        c.submit(42, 0, None, 2, &mut java, &mut NoRetry, &mut fx);
-        assert_eq!(c.channels[0].queue, [41, 42]);
+        c.submit(RequestId(42), 0, None, 2, &mut java, &mut NoRetry, &mut fx);
+        assert_eq!(c.channels[0].queue, [RequestId(41), RequestId(42)]);
     }
 }

@@ -45,7 +45,7 @@ mod tests {
     use crate::policy::baseline::dialogue::client::Selection;
     use crate::policy::baseline::dialogue::testing::NoRetry;
     use crate::policy::baseline::dialogue::Strategy;
-    use crate::policy::Reply;
+    use crate::policy::{Reply, RequestId};
 
     /// A new server list builds a new channel at the next request; the old one keeps serving its own.
     #[test]
@@ -53,12 +53,12 @@ mod tests {
         let mut java = JavaRandom::new(6);
         let mut fx = Vec::new();
         let mut c = DialogueClient::new(Strategy::Balanced, 1, &[0, 1]);
-        c.submit(0, 0, None, 0, &mut java, &mut NoRetry, &mut fx);
+        c.submit(RequestId(0), 0, None, 0, &mut java, &mut NoRetry, &mut fx);
         c.set_servers(&[1, 0]);
         assert!(c.pending.is_none(), "same set, other order: kept");
         c.set_servers(&[0, 1, 2]);
         assert_eq!(c.channels.len(), 1, "built lazily");
-        c.submit(1, 0, None, 1, &mut java, &mut NoRetry, &mut fx);
+        c.submit(RequestId(1), 0, None, 1, &mut java, &mut NoRetry, &mut fx);
         assert_eq!(c.channels.len(), 2);
         c.complete(0, Reply::Status(500), 2, &mut java, &mut NoRetry, &mut fx);
         let Selection::Balanced(t) = &mut c.channels[1].selection else {

@@ -3,7 +3,7 @@
 
 use super::java::JavaRandom;
 use super::{DialogueClient, Effect, Outcome};
-use crate::policy::Reply;
+use crate::policy::{Reply, RequestId};
 
 /// The retry rule the client's `RetryingChannel` applies (the scenario's).
 pub trait Retry {
@@ -16,7 +16,7 @@ impl DialogueClient {
     /// Request `req`'s backoff is over: it tries again.
     pub fn wake(
         &mut self,
-        req: usize,
+        req: RequestId,
         now: u64,
         java: &mut JavaRandom,
         retry: &mut dyn Retry,
@@ -30,7 +30,7 @@ impl DialogueClient {
     /// A request failed inside the client before reaching a host (no URIs, a full queue).
     pub(super) fn fail(
         &mut self,
-        r: usize,
+        r: RequestId,
         now: u64,
         java: &mut JavaRandom,
         retry: &mut dyn Retry,
@@ -43,7 +43,7 @@ impl DialogueClient {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn retrying(
         &mut self,
-        r: usize,
+        r: RequestId,
         outcome: Outcome,
         reply: Option<Reply>,
         host: usize,

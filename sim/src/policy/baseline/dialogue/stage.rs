@@ -7,18 +7,19 @@ use std::collections::VecDeque;
 use super::client::Up;
 use super::limiter::Ciad;
 use super::{DialogueClient, Effect};
+use crate::policy::RequestId;
 
 /// Per host and endpoint: dialogue's per-endpoint `QueuedChannel` over its endpoint-level limiter.
 #[derive(Clone, Debug)]
 pub(super) struct Stage {
     pub(super) limiter: Ciad,
-    pub(super) queue: VecDeque<(usize, Up)>,
+    pub(super) queue: VecDeque<(RequestId, Up)>,
 }
 
 impl DialogueClient {
     /// The endpoint stage: straight through the endpoint limiter when its queue is empty and there is room,
     /// else into its queue.
-    pub(super) fn stage(&mut self, r: usize, up: Up, fx: &mut Vec<Effect>) {
+    pub(super) fn stage(&mut self, r: RequestId, up: Up, fx: &mut Vec<Effect>) {
         if !self.strategy.limited() {
             return self.send(r, up, None, false, fx);
         }
@@ -77,7 +78,7 @@ mod tests {
         let token = |c: &mut DialogueClient, req, endpoint, fx: &mut Vec<Effect>| {
             fx.clear();
             c.submit(
-                req,
+                RequestId(req),
                 endpoint,
                 None,
                 0,
@@ -114,14 +115,14 @@ mod tests {
         // Fourteen 500s bring the endpoint limit from 20 to 1.
         for r in 0..14 {
             fx.clear();
-            c.submit(r, 0, None, 0, &mut java, &mut NoRetry, &mut fx);
+            c.submit(RequestId(r), 0, None, 0, &mut java, &mut NoRetry, &mut fx);
             let t = sends(&fx)[0].2;
             c.complete(t, Reply::Status(500), 0, &mut java, &mut NoRetry, &mut fx);
         }
         assert_eq!(endpoint_limit(&c, 3, 0), 1.0);
         fx.clear();
-        c.submit(100, 0, None, 5, &mut java, &mut NoRetry, &mut fx);
-        c.submit(101, 0, None, 5, &mut java, &mut NoRetry, &mut fx);
+        c.submit(RequestId(100), 0, None, 5, &mut java, &mut NoRetry, &mut fx);
+        c.submit(RequestId(101), 0, None, 5, &mut java, &mut NoRetry, &mut fx);
         assert_eq!(sends(&fx), [(100, 3, 14)], "101 waits at the endpoint");
         let ch = c.channels.last().unwrap();
         assert_eq!(
@@ -138,7 +139,7 @@ mod tests {
         let mut u = DialogueClient::new(Strategy::Unlimited, 1, &[3]);
         fx.clear();
         for r in 0..30 {
-            u.submit(r, 0, None, 0, &mut java, &mut NoRetry, &mut fx);
+            u.submit(RequestId(r), 0, None, 0, &mut java, &mut NoRetry, &mut fx);
         }
         assert_eq!(sends(&fx).len(), 30, "no limiter holds anything back");
     }

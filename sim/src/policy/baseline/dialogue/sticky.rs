@@ -10,7 +10,7 @@ use super::limiter::{Ciad, Level, Verdict};
 use super::queued::Admit;
 use super::retrying::Retry;
 use super::{DialogueClient, Effect, Outcome, Strategy};
-use crate::policy::ServerId;
+use crate::policy::{RequestId, ServerId};
 
 /// A sticky session (`StickyChannel2`): its router, its own limiter and queue in front of the channel's
 /// node selection.
@@ -19,11 +19,11 @@ pub(super) struct Session {
     /// The host the session is pinned to, from its first successful call's response.
     pub(super) target: Option<usize>,
     /// The call in flight that will pin the session.
-    pub(super) token_call: Option<usize>,
+    pub(super) token_call: Option<RequestId>,
     /// Requests waiting for that call to end.
-    pub(super) waiting: Vec<usize>,
+    pub(super) waiting: Vec<RequestId>,
     pub(super) limiter: Ciad,
-    pub(super) queue: VecDeque<usize>,
+    pub(super) queue: VecDeque<RequestId>,
 }
 
 impl DialogueClient {
@@ -61,7 +61,7 @@ impl DialogueClient {
     /// The sticky router, or straight on.
     pub(super) fn route(
         &mut self,
-        r: usize,
+        r: RequestId,
         now: u64,
         java: &mut JavaRandom,
         retry: &mut dyn Retry,
@@ -87,7 +87,7 @@ impl DialogueClient {
     /// The queue's delegate: a sticky session's limiter, then node selection.
     pub(super) fn admit(
         &mut self,
-        r: usize,
+        r: RequestId,
         via_queue: bool,
         now: u64,
         java: &mut JavaRandom,
@@ -161,7 +161,7 @@ mod tests {
         requests: &[(usize, usize)],
     ) {
         for &(r, session) in requests {
-            c.submit(r, 0, Some(session), 0, java, &mut NoRetry, fx);
+            c.submit(RequestId(r), 0, Some(session), 0, java, &mut NoRetry, fx);
         }
     }
 
@@ -182,7 +182,7 @@ mod tests {
         assert_eq!(sent.len(), 2, "one token call per session: {sent:?}");
         assert_eq!((sent[0].0, sent[1].0), (0, 3));
         let host = sent[0].1;
-        assert_eq!(c.sessions[0].waiting, [1, 2]);
+        assert_eq!(c.sessions[0].waiting, [RequestId(1), RequestId(2)]);
         // A 429 is still a response: it pins the session, and the held requests follow to that host.
         fx.clear();
         c.complete(
@@ -220,7 +220,7 @@ mod tests {
         c.complete(0, Reply::Refused, 1, &mut java, &mut NoRetry, &mut fx);
         assert_eq!(sends(&fx).iter().map(|s| s.0).collect::<Vec<_>>(), [1]);
         assert_eq!(c.sessions[0].target, None);
-        assert_eq!(c.sessions[0].token_call, Some(1));
-        assert_eq!(c.sessions[0].waiting, [2]);
+        assert_eq!(c.sessions[0].token_call, Some(RequestId(1)));
+        assert_eq!(c.sessions[0].waiting, [RequestId(2)]);
     }
 }

@@ -14,19 +14,21 @@ impl Retry for NoRetry {
     }
 }
 
+/// The attempts among `fx`: (request number, server, token).
 pub(super) fn sends(fx: &[Effect]) -> Vec<(usize, ServerId, u64)> {
     fx.iter()
         .filter_map(|e| match *e {
-            Effect::Send { req, server, token } => Some((req, server, token)),
+            Effect::Send { req, server, token } => Some((req.0, server, token)),
             _ => None,
         })
         .collect()
 }
 
+/// The requests that ended among `fx`: (request number, final reply).
 pub(super) fn finished(fx: &[Effect]) -> Vec<(usize, Option<Reply>)> {
     fx.iter()
         .filter_map(|e| match *e {
-            Effect::Finish { req, reply } => Some((req, reply)),
+            Effect::Finish { req, reply } => Some((req.0, reply)),
             _ => None,
         })
         .collect()
