@@ -1,7 +1,8 @@
 //! The policies a report compares: weir's (the default marked) and the field's baselines.
 
 use weir::limit::{AimdLimit, CiadLimit, Gradient2Limit, LimitAlgorithm, VegasLimit};
-use weir::{balance::HealthModel, balance::Policy, Config};
+use weir::balance::{Algorithm, Draw, Weighted, WeightedHealth};
+use weir::Config;
 
 use crate::policy::baseline::dialogue::Strategy;
 use crate::policy::baseline::{
@@ -57,13 +58,20 @@ pub enum Kind {
     Dialogue(Strategy),
 }
 
-/// The success-average health the EWMA variants use: an outcome's influence halves every 32 outcomes.
-const EWMA: HealthModel = HealthModel::EWMA;
+/// The original cascade preset with the weighted family's parameters changed by `change`.
+fn cascade_with(change: fn(&mut Weighted)) -> Config {
+    let mut w = Weighted::CASCADE;
+    change(&mut w);
+    Config {
+        algorithm: Algorithm::Weighted(w),
+        ..Config::cascade()
+    }
+}
 
 fn weir(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
     Box::new(WeirPolicy::new(
         Config {
-            seed: seed,
+            seed,
             ..config
         },
         servers,
@@ -74,7 +82,7 @@ fn weir(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
 fn waiting(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
     Box::new(WeirPolicy::waiting(
         Config {
-            seed: seed,
+            seed,
             ..config
         },
         servers,
@@ -100,8 +108,8 @@ pub fn all() -> Vec<PolicyDef> {
     vec![
         PolicyDef {
             name: "weir-lowest-score",
-            about: "weir's default configuration: LowestScore over decayed success and failure counters, a \
-                    CIAD limit with a fast start",
+            about: "weir's default configuration: the lowest-score family over decayed success and failure \
+                    counters, a CIAD limit with a fast start",
             default: true,
             kind: Kind::Balancer(|n, seed| waiting(Config::default(), n, seed)),
             refused: default_queue(),
@@ -116,7 +124,7 @@ pub fn all() -> Vec<PolicyDef> {
             kind: Kind::Balancer(|n, seed| {
                 Box::new(WeirPolicy::retrying_elsewhere(
                     Config {
-                        seed: seed,
+                        seed,
                         ..Config::default()
                     },
                     n,
@@ -134,7 +142,7 @@ pub fn all() -> Vec<PolicyDef> {
         },
         PolicyDef {
             name: "weir-dropped-cost",
-            about: "weir's default configuration with the decay model's dropped_cost at 0.1 (a 503 or \
+            about: "weir's default configuration with the lowest-score family's dropped_cost at 0.1 (a 503 or \
                     timeout adds a tenth of a failure to the penalty, as a 429 does, and the limit still backs \
                     off)",
             default: false,
@@ -162,10 +170,7 @@ pub fn all() -> Vec<PolicyDef> {
                     place of the Cascade",
             default: false,
             kind: Kind::Balancer(|n, seed| {
-                let c = Config {
-                    policy: Policy::CascadeApprox,
-                    ..Config::cascade()
-                };
+                let c = cascade_with(|w| w.draw = Draw::CascadeApprox);
                 weir(c, n, seed)
             }),
             refused: Refusal::FailFast,
@@ -176,10 +181,7 @@ pub fn all() -> Vec<PolicyDef> {
                     room) in place of the Cascade",
             default: false,
             kind: Kind::Balancer(|n, seed| {
-                let c = Config {
-                    policy: Policy::WeightedPick,
-                    ..Config::cascade()
-                };
+                let c = cascade_with(|w| w.draw = Draw::WeightedPick);
                 weir(c, n, seed)
             }),
             refused: Refusal::FailFast,
@@ -190,10 +192,7 @@ pub fn all() -> Vec<PolicyDef> {
                     buckets",
             default: false,
             kind: Kind::Balancer(|n, seed| {
-                let c = Config {
-                    health: EWMA,
-                    ..Config::cascade()
-                };
+                let c = cascade_with(|w| w.health = WeightedHealth::EWMA);
                 weir(c, n, seed)
             }),
             refused: Refusal::FailFast,
@@ -204,11 +203,10 @@ pub fn all() -> Vec<PolicyDef> {
                     its author's later variant",
             default: false,
             kind: Kind::Balancer(|n, seed| {
-                let c = Config {
-                    policy: Policy::WeightedPick,
-                    health: EWMA,
-                    ..Config::cascade()
-                };
+                let c = cascade_with(|w| {
+                    w.draw = Draw::WeightedPick;
+                    w.health = WeightedHealth::EWMA;
+                });
                 weir(c, n, seed)
             }),
             refused: Refusal::FailFast,
@@ -274,7 +272,7 @@ pub fn all() -> Vec<PolicyDef> {
             kind: Kind::Balancer(|n, seed| {
                 Box::new(WeirPolicy::queued(
                     Config {
-                        seed: seed,
+                        seed,
                         ..Config::cascade()
                     },
                     n,
@@ -356,11 +354,11 @@ pub fn find(name: &str) -> Option<PolicyDef> {
     all().into_iter().find(|p| p.name == name)
 }
 
-/// `Config::default()` with the decay model's `dropped_cost` at 0.1 (the default's model is decay).
+/// `Config::default()` with the lowest-score family's `dropped_cost` at 0.1 (the default's family).
 fn drops_as_busy() -> Config {
     let mut c = Config::default();
-    if let HealthModel::Decay(health) = &mut c.health {
-        health.dropped_cost = 0.1;
+    if let Algorithm::LowestScore(lowest) = &mut c.algorithm {
+        lowest.dropped_cost = 0.1;
     }
     c
 }
