@@ -531,7 +531,7 @@ static long replay_file(const char *path) {
         }
         if (r.line == 1) {
             if (strcmp(line, "weir-trace 4\n") != 0) {
-                MISMATCH(&r, "not a version 2 trace");
+                MISMATCH(&r, "not a version 4 trace");
             }
             continue;
         }
