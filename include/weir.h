@@ -13,8 +13,8 @@
  * - Outputs go through out-pointers and are written only on success (one exception: a
  *   weir_*_write_metrics text that does not fit still reports its length).
  * - A NULL pointer argument is WEIR_ERR_NULL, never a crash; *_free(NULL) is a no-op.
- * - Integers that stand for enums (outcomes, policies, models, algorithms, criticalities) are checked:
- *   an unknown value is WEIR_ERR_INVALID_ARGUMENT.
+ * - Integers that stand for enums (outcomes, families, draws, models, algorithms, criticalities) are
+ *   checked: an unknown value is WEIR_ERR_INVALID_ARGUMENT.
  * - No call panics or aborts; a bug inside weir surfaces as WEIR_ERR_PANIC.
  * - Time is always an argument: monotonic nanoseconds (weir_now_ns() is the library's clock).
  * - Each type says how it may be shared between threads.
@@ -128,14 +128,15 @@ typedef struct weir_throttle weir_throttle;
 typedef int32_t weir_status;
 
 /**
- * Health model (a `weir_health`'s `model`): one of the `WEIR_HEALTH_*` values.
+ * Algorithm family (a `weir_algorithm`'s `family`): one of the `WEIR_ALGORITHM_*` values.
  */
-typedef uint32_t weir_health_model;
+typedef uint32_t weir_algorithm_family;
 
 /**
- * The decay model's parameters (defaults: 1 s, 30 s, 1, 0.1, 0.01, 10, 16).
+ * The lowest-score family's parameters: two time-decayed counters per node, successes and failures,
+ * and the failure penalty they give (defaults: 1 s, 30 s, 1, 0.1, 0.01, 10, 16).
  */
-typedef struct weir_decay_health {
+typedef struct weir_lowest_score {
   /**
    * Half-life of the success counter, ns; 1 ms ..= 1 hour.
    */
@@ -147,7 +148,7 @@ typedef struct weir_decay_health {
   /**
    * What a Dropped outcome (503, 504, a timeout) adds to the failures; in [0, 1]. 1 (a whole
    * failure) by default; 0.1 reads a shedding node as busy rather than broken (see the Rust docs of
-   * `DecayHealth::dropped_cost`).
+   * `LowestScore::dropped_cost`).
    */
   float dropped_cost;
   /**
@@ -166,10 +167,15 @@ typedef struct weir_decay_health {
    * Penalty per doubling of failures over successes; in [0, 1e6].
    */
   float ratio_penalty;
-} weir_decay_health;
+} weir_lowest_score;
 
 /**
- * The seeds' bucket window (defaults: 6 buckets of 5 s, decay 3).
+ * Success-rate model (a `weir_health`'s `model`): one of the `WEIR_HEALTH_*` values.
+ */
+typedef uint32_t weir_health_model;
+
+/**
+ * The original cascade's bucket window (defaults: 6 buckets of 5 s, decay 3).
  */
 typedef struct weir_buckets_health {
   /**
@@ -197,17 +203,13 @@ typedef struct weir_ewma_health {
 } weir_ewma_health;
 
 /**
- * A health model: `model` says which of the three parameter sets is used.
+ * A success-rate model: `model` says which of the two parameter sets is used.
  */
 typedef struct weir_health {
   /**
-   * `WEIR_HEALTH_DECAY`, `WEIR_HEALTH_BUCKETS` or `WEIR_HEALTH_EWMA`.
+   * `WEIR_HEALTH_BUCKETS` or `WEIR_HEALTH_EWMA`.
    */
   weir_health_model model;
-  /**
-   * Used when `model` is `WEIR_HEALTH_DECAY`.
-   */
-  struct weir_decay_health decay;
   /**
    * Used when `model` is `WEIR_HEALTH_BUCKETS`.
    */
@@ -219,9 +221,53 @@ typedef struct weir_health {
 } weir_health;
 
 /**
- * Selection policy (a `weir_config`'s `policy`): one of the `WEIR_POLICY_*` values.
+ * How the weighted family draws a node from the weights (a `weir_weighted`'s `draw`): one of the
+ * `WEIR_DRAW_*` values.
  */
-typedef uint32_t weir_policy;
+typedef uint32_t weir_draw;
+
+/**
+ * The weighted family's parameters: each node's weight is its success rate (from `health`) to the
+ * power `weight_exponent`, and `draw` picks a node from the weights (defaults: the original
+ * cascade's).
+ */
+typedef struct weir_weighted {
+  /**
+   * How a node's success rate is measured.
+   */
+  struct weir_health health;
+  /**
+   * One of the `WEIR_DRAW_*` values.
+   */
+  weir_draw draw;
+  /**
+   * A node's weight = success rate ^ this; finite, in (0, 64].
+   */
+  double weight_exponent;
+  /**
+   * The recovery floor: a node with no recent data but a recorded rate is floored at
+   * `floor / active nodes`; finite, in (0, 1].
+   */
+  double floor;
+} weir_weighted;
+
+/**
+ * The algorithm a balancer decides by: `family` says which of the two parameter sets is used.
+ */
+typedef struct weir_algorithm {
+  /**
+   * `WEIR_ALGORITHM_LOWEST_SCORE` or `WEIR_ALGORITHM_WEIGHTED`.
+   */
+  weir_algorithm_family family;
+  /**
+   * Used when `family` is `WEIR_ALGORITHM_LOWEST_SCORE`.
+   */
+  struct weir_lowest_score lowest_score;
+  /**
+   * Used when `family` is `WEIR_ALGORITHM_WEIGHTED`.
+   */
+  struct weir_weighted weighted;
+} weir_algorithm;
 
 /**
  * Limit algorithm (a `weir_limit`'s `algorithm`, or a windowed limit's `inner`): one of the
@@ -577,39 +623,27 @@ typedef struct weir_limit {
 
 /**
  * Everything a balancer is built from. Start from `weir_config_default()` (the algorithm that wins in
- * weir's simulator) or `weir_config_cascade()` (the seeds' algorithm exactly) and change fields.
+ * weir's simulator) or `weir_config_cascade()` (the original cascade exactly) and change fields.
  */
 typedef struct weir_config {
   /**
-   * The health model.
+   * The algorithm: a family and its parameters.
    */
-  struct weir_health health;
-  /**
-   * The weighted policies' weight = success rate ^ this; finite, in (0, 64].
-   */
-  double weight_exponent;
-  /**
-   * The weighted policies' recovery floor; finite, in (0, 1].
-   */
-  double floor;
-  /**
-   * One of the `WEIR_POLICY_*` values.
-   */
-  weir_policy policy;
+  struct weir_algorithm algorithm;
   /**
    * The per-node concurrency limit.
    */
   struct weir_limit limit;
   /**
-   * Seed of the library's per-thread generators (`weir_balancer_acquire`); not to be confused with
-   * `weir_config_cascade()`, the preset named after the seeds.
-   */
-  uint64_t seed;
-  /**
    * The most callers that may wait in `weir_balancer_acquire_wait` at once; at most 2^20; 0 turns
    * waiting off.
    */
   uint32_t max_waiters;
+  /**
+   * Seed of the library's per-thread generators (`weir_balancer_acquire`) and of the limit
+   * algorithms' probe jitter.
+   */
+  uint64_t seed;
 } weir_config;
 
 /**
@@ -1379,40 +1413,41 @@ typedef struct weir_backoff_statistics {
 #define WEIR_ERR_RETRY_BUDGET_EXHAUSTED 19
 
 /**
- * The default: the node with room whose in-flight count plus failure penalty is lowest (needs
- * `WEIR_HEALTH_DECAY`).
+ * The default: the node with room whose in-flight count plus failure penalty is lowest
+ * (`weir_algorithm.lowest_score`).
  */
-#define WEIR_POLICY_LOWEST_SCORE 0
+#define WEIR_ALGORITHM_LOWEST_SCORE 0
 
 /**
- * The seeds' weighted random fallback cascade (needs `WEIR_HEALTH_BUCKETS` or `WEIR_HEALTH_EWMA`).
+ * The original cascade and its variants: a weight per node from its success rate, and a weighted
+ * random draw among the nodes with room (`weir_algorithm.weighted`).
  */
-#define WEIR_POLICY_CASCADE 1
+#define WEIR_ALGORITHM_WEIGHTED 1
 
 /**
- * The gist's cheaper approximate cascade.
+ * The original cascade's bucket window with a sticky bucket (`weir_health.buckets`).
  */
-#define WEIR_POLICY_CASCADE_APPROX 2
-
-/**
- * One weighted pick among the nodes with room (the seeds' later variant).
- */
-#define WEIR_POLICY_WEIGHTED_PICK 3
-
-/**
- * Two time-decayed counters per node (the default; `weir_health.decay`).
- */
-#define WEIR_HEALTH_DECAY 0
-
-/**
- * The seeds' bucket window with a sticky bucket (`weir_health.buckets`).
- */
-#define WEIR_HEALTH_BUCKETS 1
+#define WEIR_HEALTH_BUCKETS 0
 
 /**
  * One exponentially weighted success rate per node (`weir_health.ewma`).
  */
-#define WEIR_HEALTH_EWMA 2
+#define WEIR_HEALTH_EWMA 1
+
+/**
+ * The original cascade's weighted random fallback cascade.
+ */
+#define WEIR_DRAW_CASCADE 0
+
+/**
+ * The gist's cheaper approximate cascade.
+ */
+#define WEIR_DRAW_CASCADE_APPROX 1
+
+/**
+ * One weighted pick among the nodes with room (the cascade's later variant).
+ */
+#define WEIR_DRAW_WEIGHTED_PICK 2
 
 /**
  * A constant cap (`weir_limit.fixed`).
@@ -1948,16 +1983,16 @@ const char *weir_status_str(weir_status status);
 const char *weir_last_error_message(void);
 
 /**
- * The default configuration: time-decayed health, the lowest-score policy, a CIAD limit with a fast
- * start, 1,024 waiters (the core's `Config::default()`).
+ * The default configuration: the lowest-score family over time-decayed counters, a CIAD limit with a
+ * fast start, 1,024 waiters (the core's `Config::default()`).
  *
  * Thread safety: a pure function; safe from any thread.
  */
 struct weir_config weir_config_default(void);
 
 /**
- * The seeds' algorithm exactly: 6 buckets of 5 s with decay 3, weights `rate^3`, the weighted cascade,
- * a fixed limit of 100 (the core's `Config::cascade()`).
+ * The original cascade exactly: the weighted family with 6 buckets of 5 s and decay 3, weights
+ * `rate^3` and the weighted random cascade, and a fixed limit of 100 (the core's `Config::cascade()`).
  *
  * Thread safety: a pure function; safe from any thread.
  */
@@ -1976,15 +2011,25 @@ struct weir_config weir_config_cascade(void);
 weir_status weir_config_validate(const struct weir_config *config);
 
 /**
- * The decay model with its defaults (successes halve every 1 s, failures every 30 s; 0.1, 0.01, 10,
- * 16). The other models' parameters hold their defaults too.
+ * The lowest-score family with its defaults (successes halve every 1 s, failures every 30 s; costs 1,
+ * 0.1, 0.01; penalties 10 and 16), the default configuration's. The weighted family's parameters hold
+ * the original cascade's.
  *
  * Thread safety: a pure function; safe from any thread.
  */
-struct weir_health weir_health_decay_default(void);
+struct weir_algorithm weir_algorithm_lowest_score_default(void);
 
 /**
- * The seeds' bucket model with its defaults (6 buckets of 5 s, decay 3).
+ * The weighted family with the original cascade's parameters (6 buckets of 5 s with decay 3, the
+ * weighted random cascade, weights `rate^3`, a floor of 0.0001). The lowest-score family's parameters
+ * hold its defaults.
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+struct weir_algorithm weir_algorithm_weighted_default(void);
+
+/**
+ * The original cascade's bucket model with its defaults (6 buckets of 5 s, decay 3).
  *
  * Thread safety: a pure function; safe from any thread.
  */

@@ -19,7 +19,7 @@
  *        deadline passed while connecting or waiting         WEIR_OUTCOME_DROPPED
  *        no socket for us (our own trouble, not the node's)  WEIR_OUTCOME_IGNORED
  *
- * "Warm-up": the default configuration (decay health, lowest score) penalises a node from its first
+ * "Warm-up": the default configuration (the lowest-score family) penalises a node from its first
  * failure on: its penalty is 10 in-flight requests' worth per failure plus 16 per doubling of failures
  * over successes (26 after one failure on a node without successes), fading with a 30 s half-life. So a node's warm-up ends when its first failure has been
  * released, and its "share after warm-up" is its part of the calls acquired after that moment (a node

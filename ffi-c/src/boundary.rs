@@ -359,11 +359,11 @@ pub(crate) mod testing {
 
 /// The first word of `message` that names a Rust item rather than what the header declares: a core
 /// constant (`MAX_NODES`; the header's constants are `WEIR_MAX_*`), a path (`Config::default`), a Rust
-/// type, or a core variant name (`LowestScore`; C has `WEIR_POLICY_LOWEST_SCORE`). The tests and the
+/// type, or a core variant name (`LowestScore`; C has `WEIR_ALGORITHM_LOWEST_SCORE`). The tests and the
 /// fuzz target check every message they see with it.
 #[cfg(any(test, fuzzing))]
 pub(crate) fn rust_only_name(message: &str) -> Option<&str> {
-    const RUST: [&str; 19] = [
+    const RUST: [&str; 20] = [
         "f32",
         "f64",
         "u8",
@@ -378,6 +378,7 @@ pub(crate) fn rust_only_name(message: &str) -> Option<&str> {
         "Some",
         "Duration",
         "LowestScore",
+        "Weighted",
         "WeightedPick",
         "CascadeApprox",
         "Ewma",
@@ -442,12 +443,13 @@ mod tests {
             ("as in Config::default()", Some("Config::default")),
             ("a finite f64", Some("f64")),
             (
-                "policy LowestScore and health model Decay",
+                "family LowestScore and health model Decay",
                 Some("LowestScore"),
             ),
             ("buckets must be 1 ..= WEIR_MAX_WINDOW_BUCKETS (128)", None),
+            ("algorithm Weighted", Some("Weighted")),
             (
-                "policy WEIR_POLICY_LOWEST_SCORE: argument `out` is NULL",
+                "algorithm.family WEIR_ALGORITHM_WEIGHTED: argument `out` is NULL",
                 None,
             ),
         ];

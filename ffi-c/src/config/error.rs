@@ -24,24 +24,30 @@ pub(crate) fn config_error(e: ConfigError, c: &weir_config) -> Error {
     let limit = limit_path(&c.limit);
     let why = match e {
         ConfigError::Capacity => "capacity must be between 1 and 65,536".to_owned(),
-        ConfigError::BucketCount => "health.buckets.count must be between 1 and 8".to_owned(),
-        ConfigError::BucketWidth => "health.buckets.width_ns must be at least 1".to_owned(),
-        ConfigError::Decay => "health.buckets.decay must be finite and >= 1".to_owned(),
-        ConfigError::Floor => "floor must be finite and in (0, 1]".to_owned(),
-        ConfigError::WeightExponent => "weight_exponent must be finite and in (0, 64]".to_owned(),
-        ConfigError::HalfLife => "health.ewma.half_life must be at least 1".to_owned(),
-        ConfigError::DecayHalfLife => "health.decay.success_half_life_ns and failure_half_life_ns \
-                                       must be between 1 ms and 1 hour"
+        ConfigError::BucketCount => {
+            "algorithm.weighted.health.buckets.count must be between 1 and 8".to_owned()
+        }
+        ConfigError::BucketWidth => {
+            "algorithm.weighted.health.buckets.width_ns must be at least 1".to_owned()
+        }
+        ConfigError::Decay => {
+            "algorithm.weighted.health.buckets.decay must be finite and >= 1".to_owned()
+        }
+        ConfigError::Floor => "algorithm.weighted.floor must be finite and in (0, 1]".to_owned(),
+        ConfigError::WeightExponent => {
+            "algorithm.weighted.weight_exponent must be finite and in (0, 64]".to_owned()
+        }
+        ConfigError::HalfLife => {
+            "algorithm.weighted.health.ewma.half_life must be at least 1".to_owned()
+        }
+        ConfigError::DecayHalfLife => "algorithm.lowest_score.success_half_life_ns and \
+                                       failure_half_life_ns must be between 1 ms and 1 hour"
             .to_owned(),
-        ConfigError::OutcomeCost => "health.decay.dropped_cost, throttled_cost and \
+        ConfigError::OutcomeCost => "algorithm.lowest_score.dropped_cost, throttled_cost and \
                                      client_error_cost must be finite and in [0, 1]"
             .to_owned(),
-        ConfigError::Penalty => {
-            "health.decay.penalty and ratio_penalty must be finite and in [0, 1e6]".to_owned()
-        }
-        ConfigError::ModelPolicy => "policy WEIR_POLICY_LOWEST_SCORE and health.model \
-                                     WEIR_HEALTH_DECAY go together (the other policies need \
-                                     WEIR_HEALTH_BUCKETS or WEIR_HEALTH_EWMA)"
+        ConfigError::Penalty => "algorithm.lowest_score.penalty and ratio_penalty must be finite \
+                                 and in [0, 1e6]"
             .to_owned(),
         ConfigError::MaxWaiters => "max_waiters must be at most 2^20 (1,048,576)".to_owned(),
         ConfigError::LimitRange => match inner_algorithm(&c.limit) {
@@ -135,35 +141,50 @@ mod tests {
     #[test]
     fn every_refused_config_is_named_in_the_headers_words() {
         type Case = (fn(&mut weir_config), &'static str);
-        let cases: [Case; 33] = [
+        let cases: [Case; 32] = [
             (
-                |c| c.health.buckets.count = 0,
-                "health.buckets.count must be between 1 and 8",
+                |c| c.algorithm.weighted.health.buckets.count = 0,
+                "algorithm.weighted.health.buckets.count must be between 1 and 8",
             ),
-            (|c| c.health.buckets.count = 9, "health.buckets.count"),
-            (|c| c.health.buckets.width_ns = 0, "health.buckets.width_ns"),
-            (|c| c.health.buckets.decay = 0.5, "health.buckets.decay"),
-            (|c| c.floor = 0.0, "floor must be finite and in (0, 1]"),
-            (|c| c.weight_exponent = f64::NAN, "weight_exponent"),
+            (
+                |c| c.algorithm.weighted.health.buckets.count = 9,
+                "algorithm.weighted.health.buckets.count",
+            ),
+            (
+                |c| c.algorithm.weighted.health.buckets.width_ns = 0,
+                "algorithm.weighted.health.buckets.width_ns",
+            ),
+            (
+                |c| c.algorithm.weighted.health.buckets.decay = 0.5,
+                "algorithm.weighted.health.buckets.decay",
+            ),
+            (
+                |c| c.algorithm.weighted.floor = 0.0,
+                "algorithm.weighted.floor must be finite and in (0, 1]",
+            ),
+            (
+                |c| c.algorithm.weighted.weight_exponent = f64::NAN,
+                "algorithm.weighted.weight_exponent",
+            ),
             (
                 |c| {
-                    c.health.model = WEIR_HEALTH_EWMA;
-                    c.health.ewma.half_life = 0;
+                    c.algorithm.weighted.health.model = WEIR_HEALTH_EWMA;
+                    c.algorithm.weighted.health.ewma.half_life = 0;
                 },
-                "health.ewma.half_life",
+                "algorithm.weighted.health.ewma.half_life",
             ),
             (
-                |c| *c = decay(|d| d.success_half_life_ns = 0),
-                "health.decay.success_half_life_ns and failure_half_life_ns must be between 1 ms",
+                |c| *c = lowest_score(|l| l.success_half_life_ns = 0),
+                "algorithm.lowest_score.success_half_life_ns and failure_half_life_ns must be \
+                 between 1 ms",
             ),
             (
-                |c| *c = decay(|d| d.dropped_cost = 2.0),
-                "health.decay.dropped_cost",
+                |c| *c = lowest_score(|l| l.dropped_cost = 2.0),
+                "algorithm.lowest_score.dropped_cost",
             ),
-            (|c| *c = decay(|d| d.penalty = -1.0), "health.decay.penalty"),
             (
-                |c| c.health = weir_health_decay_default(),
-                "policy WEIR_POLICY_LOWEST_SCORE and health.model WEIR_HEALTH_DECAY",
+                |c| *c = lowest_score(|l| l.penalty = -1.0),
+                "algorithm.lowest_score.penalty",
             ),
             (
                 |c| c.max_waiters = (1 << 20) + 1,
@@ -312,7 +333,7 @@ mod tests {
             ),
         ];
         for (change, text) in cases {
-            // The seeds' preset: the bucket model and a weighted policy, so every field is checked.
+            // The original cascade: the weighted family with the bucket model, so every field is checked.
             let mut c = weir_config_cascade();
             change(&mut c);
             fails(
@@ -323,10 +344,10 @@ mod tests {
         }
     }
 
-    /// The default configuration with its decay model changed by `change`.
-    fn decay(change: fn(&mut weir_decay_health)) -> weir_config {
+    /// The default configuration with its lowest-score parameters changed by `change`.
+    fn lowest_score(change: fn(&mut weir_lowest_score)) -> weir_config {
         let mut c = weir_config_default();
-        change(&mut c.health.decay);
+        change(&mut c.algorithm.lowest_score);
         c
     }
 

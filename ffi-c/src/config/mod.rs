@@ -7,76 +7,53 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `health.rs` | `weir_health`: the decay, bucket and average models |
+//! | `algorithm.rs` | `weir_algorithm`: the lowest-score and weighted families, `weir_lowest_score` |
+//! | `weighted.rs` | `weir_weighted`: the weighted family's success-rate models (`weir_health`) and draws |
 //! | `limit.rs` | `weir_limit`: fixed, AIMD, Vegas, Gradient, Gradient2, CIAD and the windowed wrapper |
 //! | `error.rs` | the core's refusals in the header's words (field paths, ranges as the header states them) |
-//! | here | `weir_config`, the policy, the conversion of the whole and the refused-tag message |
+//! | here | `weir_config`, the presets, the conversion of the whole and the refused-tag message |
 
-// The header lists items in module order: the policy and `weir_config` first, then the health models,
-// then the limits.
+// The header lists items in module order: `weir_config` and its presets first, then the algorithm
+// families, the weighted family's parts, then the limits. rustfmt sorts adjacent `mod` lines, so a
+// blank line keeps this order.
+mod algorithm;
+mod weighted;
+
 mod error;
-mod health;
 mod limit;
 
+pub use algorithm::*;
 pub(crate) use error::config_error;
-pub use health::*;
 pub use limit::*;
+pub use weighted::*;
 
 use crate::boundary::{weir_status, Error, WEIR_ERR_INVALID_ARGUMENT};
-use weir_core::balance::Policy;
 use weir_core::Config;
 
-/// Selection policy (a `weir_config`'s `policy`): one of the `WEIR_POLICY_*` values.
-#[allow(non_camel_case_types)]
-pub type weir_policy = u32;
-/// The default: the node with room whose in-flight count plus failure penalty is lowest (needs
-/// `WEIR_HEALTH_DECAY`).
-pub const WEIR_POLICY_LOWEST_SCORE: weir_policy = 0;
-/// The seeds' weighted random fallback cascade (needs `WEIR_HEALTH_BUCKETS` or `WEIR_HEALTH_EWMA`).
-pub const WEIR_POLICY_CASCADE: weir_policy = 1;
-/// The gist's cheaper approximate cascade.
-pub const WEIR_POLICY_CASCADE_APPROX: weir_policy = 2;
-/// One weighted pick among the nodes with room (the seeds' later variant).
-pub const WEIR_POLICY_WEIGHTED_PICK: weir_policy = 3;
-
 /// Everything a balancer is built from. Start from `weir_config_default()` (the algorithm that wins in
-/// weir's simulator) or `weir_config_cascade()` (the seeds' algorithm exactly) and change fields.
+/// weir's simulator) or `weir_config_cascade()` (the original cascade exactly) and change fields.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct weir_config {
-    /// The health model.
-    pub health: weir_health,
-    /// The weighted policies' weight = success rate ^ this; finite, in (0, 64].
-    pub weight_exponent: f64,
-    /// The weighted policies' recovery floor; finite, in (0, 1].
-    pub floor: f64,
-    /// One of the `WEIR_POLICY_*` values.
-    pub policy: weir_policy,
+    /// The algorithm: a family and its parameters.
+    pub algorithm: weir_algorithm,
     /// The per-node concurrency limit.
     pub limit: weir_limit,
-    /// Seed of the library's per-thread generators (`weir_balancer_acquire`); not to be confused with
-    /// `weir_config_cascade()`, the preset named after the seeds.
-    pub seed: u64,
     /// The most callers that may wait in `weir_balancer_acquire_wait` at once; at most 2^20; 0 turns
     /// waiting off.
     pub max_waiters: u32,
+    /// Seed of the library's per-thread generators (`weir_balancer_acquire`) and of the limit
+    /// algorithms' probe jitter.
+    pub seed: u64,
 }
 
 /// The C form of a core configuration.
 pub(crate) fn config_to_c(config: &Config) -> weir_config {
     weir_config {
-        health: health_to_c(config.health),
-        weight_exponent: config.weight_exponent,
-        floor: config.floor,
-        policy: match config.policy {
-            Policy::LowestScore => WEIR_POLICY_LOWEST_SCORE,
-            Policy::Cascade => WEIR_POLICY_CASCADE,
-            Policy::CascadeApprox => WEIR_POLICY_CASCADE_APPROX,
-            Policy::WeightedPick => WEIR_POLICY_WEIGHTED_PICK,
-        },
+        algorithm: algorithm_to_c(config.algorithm),
         limit: limit_to_c(config.limit),
-        seed: config.seed,
         max_waiters: config.max_waiters,
+        seed: config.seed,
     }
 }
 
@@ -91,36 +68,18 @@ fn unknown(field: &str, value: u32, choices: &str) -> Error {
 /// `WEIR_ERR_INVALID_ARGUMENT`, a value the core refuses `WEIR_ERR_INVALID_CONFIG`; either message names
 /// the field.
 pub(crate) fn config_from_c(c: &weir_config) -> Result<Config, Error> {
-    let health = health_from_c(&c.health)?;
-    let policy = match c.policy {
-        WEIR_POLICY_LOWEST_SCORE => Policy::LowestScore,
-        WEIR_POLICY_CASCADE => Policy::Cascade,
-        WEIR_POLICY_CASCADE_APPROX => Policy::CascadeApprox,
-        WEIR_POLICY_WEIGHTED_PICK => Policy::WeightedPick,
-        k => {
-            return Err(unknown(
-                "policy",
-                k,
-                "WEIR_POLICY_LOWEST_SCORE (0), WEIR_POLICY_CASCADE (1), \
-                 WEIR_POLICY_CASCADE_APPROX (2), WEIR_POLICY_WEIGHTED_PICK (3)",
-            ))
-        }
-    };
     let config = Config {
-        health,
-        weight_exponent: c.weight_exponent,
-        floor: c.floor,
-        policy,
+        algorithm: algorithm_from_c(&c.algorithm)?,
         limit: limit_from_c(&c.limit)?,
-        seed: c.seed,
         max_waiters: c.max_waiters,
+        seed: c.seed,
     };
     config.validate().map_err(|e| config_error(e, c))?;
     Ok(config)
 }
 
-/// The default configuration: time-decayed health, the lowest-score policy, a CIAD limit with a fast
-/// start, 1,024 waiters (the core's `Config::default()`).
+/// The default configuration: the lowest-score family over time-decayed counters, a CIAD limit with a
+/// fast start, 1,024 waiters (the core's `Config::default()`).
 ///
 /// Thread safety: a pure function; safe from any thread.
 #[no_mangle]
@@ -128,8 +87,8 @@ pub extern "C" fn weir_config_default() -> weir_config {
     config_to_c(&Config::default())
 }
 
-/// The seeds' algorithm exactly: 6 buckets of 5 s with decay 3, weights `rate^3`, the weighted cascade,
-/// a fixed limit of 100 (the core's `Config::cascade()`).
+/// The original cascade exactly: the weighted family with 6 buckets of 5 s and decay 3, weights
+/// `rate^3` and the weighted random cascade, and a fixed limit of 100 (the core's `Config::cascade()`).
 ///
 /// Thread safety: a pure function; safe from any thread.
 #[no_mangle]
@@ -177,16 +136,28 @@ mod tests {
     #[test]
     fn unknown_tags_and_bad_values_name_their_field() {
         type Case = (fn(&mut weir_config), weir_status, &'static str);
-        let cases: [Case; 8] = [
+        let weighted = |c: &mut weir_config| c.algorithm.family = WEIR_ALGORITHM_WEIGHTED;
+        let cases: [Case; 9] = [
             (
-                |c| c.policy = 4,
+                |c| c.algorithm.family = 2,
                 WEIR_ERR_INVALID_ARGUMENT,
-                "policy: 4 is not one of",
+                "algorithm.family: 2 is not one of",
             ),
             (
-                |c| c.health.model = 9,
+                |c| {
+                    c.algorithm.family = WEIR_ALGORITHM_WEIGHTED;
+                    c.algorithm.weighted.health.model = 9;
+                },
                 WEIR_ERR_INVALID_ARGUMENT,
-                "health.model: 9",
+                "algorithm.weighted.health.model: 9",
+            ),
+            (
+                |c| {
+                    c.algorithm.family = WEIR_ALGORITHM_WEIGHTED;
+                    c.algorithm.weighted.draw = 3;
+                },
+                WEIR_ERR_INVALID_ARGUMENT,
+                "algorithm.weighted.draw: 3",
             ),
             (
                 |c| c.limit.algorithm = 7,
@@ -210,19 +181,22 @@ mod tests {
                 "limit.vegas.beta.kind: 2",
             ),
             (
-                |c| c.weight_exponent = f64::NAN,
+                |c| {
+                    c.algorithm.family = WEIR_ALGORITHM_WEIGHTED;
+                    c.algorithm.weighted.weight_exponent = f64::NAN;
+                },
                 WEIR_ERR_INVALID_CONFIG,
-                "weight_exponent",
+                "algorithm.weighted.weight_exponent",
+            ),
+            (
+                |c| c.algorithm.lowest_score.penalty = -1.0,
+                WEIR_ERR_INVALID_CONFIG,
+                "algorithm.lowest_score.penalty",
             ),
             (
                 |c| c.max_waiters = (1 << 20) + 1,
                 WEIR_ERR_INVALID_CONFIG,
                 "max_waiters",
-            ),
-            (
-                |c| c.policy = WEIR_POLICY_CASCADE,
-                WEIR_ERR_INVALID_CONFIG,
-                "WEIR_POLICY_LOWEST_SCORE",
             ),
         ];
         for (change, status, text) in cases {
@@ -232,5 +206,28 @@ mod tests {
             assert_eq!(e.status, status, "{}", e.message);
             assert!(e.message.contains(text), "{:?} lacks {text:?}", e.message);
         }
+        // Every family goes with every draw and model: nothing left to refuse between them.
+        for model in [WEIR_HEALTH_BUCKETS, WEIR_HEALTH_EWMA] {
+            for draw in [
+                WEIR_DRAW_CASCADE,
+                WEIR_DRAW_CASCADE_APPROX,
+                WEIR_DRAW_WEIGHTED_PICK,
+            ] {
+                let mut c = weir_config_default();
+                weighted(&mut c);
+                c.algorithm.weighted.health.model = model;
+                c.algorithm.weighted.draw = draw;
+                assert!(config_from_c(&c).is_ok(), "{model} {draw}");
+            }
+        }
+        // The family not chosen is not read: junk in its parameters and tags is ignored.
+        let mut c = weir_config_default();
+        c.algorithm.weighted.health.model = u32::MAX;
+        c.algorithm.weighted.draw = u32::MAX;
+        c.algorithm.weighted.floor = f64::NAN;
+        assert_eq!(config_from_c(&c), Ok(Config::default()));
+        let mut c = weir_config_cascade();
+        c.algorithm.lowest_score.success_half_life_ns = 0;
+        assert_eq!(config_from_c(&c), Ok(Config::cascade()));
     }
 }

@@ -142,8 +142,13 @@ impl Fuzz<'_> {
             _ => weir_config_default(),
         };
         match self.input.u8() % 4 {
-            0 => c.health = weir_health_buckets_default(),
-            1 => c.health = weir_health_ewma_default(),
+            0 => c.algorithm = weir_algorithm_lowest_score_default(),
+            1 => c.algorithm = weir_algorithm_weighted_default(),
+            _ => {}
+        }
+        match self.input.u8() % 4 {
+            0 => c.algorithm.weighted.health = weir_health_buckets_default(),
+            1 => c.algorithm.weighted.health = weir_health_ewma_default(),
             _ => {}
         }
         c.limit = match self.input.u8() % 10 {
@@ -156,7 +161,7 @@ impl Fuzz<'_> {
             6 => weir_limit_windowed_default(),
             _ => c.limit,
         };
-        c.policy = u32::from(self.input.u8() % 4);
+        c.algorithm.weighted.draw = u32::from(self.input.u8() % 3);
         // A few fields set to edgy values; most configurations stay valid.
         let mutations = match self.input.u8() % 4 {
             0 => self.input.u8() % 4,
@@ -164,21 +169,23 @@ impl Fuzz<'_> {
         };
         for _ in 0..mutations {
             let i = &mut self.input;
-            match i.u8() % 42 {
-                0 => c.health.model = i.edgy_u32() % 4,
-                1 => c.health.decay.success_half_life_ns = i.edgy_u64(),
-                2 => c.health.decay.failure_half_life_ns = i.edgy_u64(),
-                3 => c.health.decay.throttled_cost = i.edgy_f64() as f32,
-                4 => c.health.decay.client_error_cost = i.edgy_f64() as f32,
-                5 => c.health.decay.penalty = i.edgy_f64() as f32,
-                6 => c.health.decay.ratio_penalty = i.edgy_f64() as f32,
-                7 => c.health.buckets.count = i.edgy_u32(),
-                8 => c.health.buckets.width_ns = i.edgy_u64(),
-                9 => c.health.buckets.decay = i.edgy_f64(),
-                10 => c.health.ewma.half_life = i.edgy_u32(),
-                11 => c.weight_exponent = i.edgy_f64(),
-                12 => c.floor = i.edgy_f64(),
-                13 => c.policy = i.edgy_u32(),
+            let l = &mut c.algorithm.lowest_score;
+            let w = &mut c.algorithm.weighted;
+            match i.u8() % 43 {
+                0 => c.algorithm.family = i.edgy_u32() % 3,
+                1 => l.success_half_life_ns = i.edgy_u64(),
+                2 => l.failure_half_life_ns = i.edgy_u64(),
+                3 => l.throttled_cost = i.edgy_f64() as f32,
+                4 => l.client_error_cost = i.edgy_f64() as f32,
+                5 => l.penalty = i.edgy_f64() as f32,
+                6 => l.ratio_penalty = i.edgy_f64() as f32,
+                7 => w.health.buckets.count = i.edgy_u32(),
+                8 => w.health.buckets.width_ns = i.edgy_u64(),
+                9 => w.health.buckets.decay = i.edgy_f64(),
+                10 => w.health.ewma.half_life = i.edgy_u32(),
+                11 => w.weight_exponent = i.edgy_f64(),
+                12 => w.floor = i.edgy_f64(),
+                13 => w.draw = i.edgy_u32(),
                 14 => c.limit.algorithm = i.edgy_u32() % 8,
                 15 => c.limit.fixed.limit = i.edgy_u32(),
                 16 => c.limit.aimd.initial_limit = i.edgy_u32(),
@@ -204,8 +211,9 @@ impl Fuzz<'_> {
                 36 => c.limit.windowed.min_window_ns = i.edgy_u64(),
                 37 => c.limit.windowed.window.kind = i.edgy_u32() % 3,
                 38 => c.limit.windowed.window.capacity = i.edgy_u32(),
-                39 => c.health.decay.dropped_cost = i.edgy_f64() as f32,
+                39 => l.dropped_cost = i.edgy_f64() as f32,
                 40 => c.limit.ciad.rtt_tolerance = i.edgy_f64(),
+                41 => w.health.model = i.edgy_u32() % 3,
                 _ => c.max_waiters = i.edgy_u32(),
             }
         }

@@ -51,7 +51,7 @@ static int check_count = 0;
 
 /* Whether an error message names a Rust item instead of what this header declares: a core constant
  * (MAX_NODES; the header's constants are WEIR_MAX_*), a Rust path (Config::default) or type (f64), or a
- * core variant (LowestScore; the header has WEIR_POLICY_LOWEST_SCORE). */
+ * core variant (LowestScore; the header has WEIR_ALGORITHM_LOWEST_SCORE). */
 static inline int check_names_rust(const char *message) {
     for (const char *p = strstr(message, "MAX_"); p != NULL; p = strstr(p + 1, "MAX_")) {
         if (p - message < 5 || strncmp(p - 5, "WEIR_", 5) != 0) {

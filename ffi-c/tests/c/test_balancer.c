@@ -47,7 +47,7 @@ static weir_balancer *make(weir_config config, size_t capacity) {
     return b;
 }
 
-/* The seeds' configuration with a fixed limit of `limit`. */
+/* The original cascade's configuration with a fixed limit of `limit`. */
 static weir_config fixed(uint32_t limit) {
     weir_config c = weir_config_cascade();
     c.limit.fixed.limit = limit;
@@ -152,19 +152,23 @@ static void test_status_names(void) {
 
 static void test_presets(void) {
     weir_config d = weir_config_default();
-    CHECK(d.health.model == WEIR_HEALTH_DECAY);
-    CHECK(d.health.decay.success_half_life_ns == 1 * SEC);
-    CHECK(d.health.decay.failure_half_life_ns == 30 * SEC);
-    CHECK(d.health.decay.dropped_cost == 1.0f);
-    CHECK(d.health.decay.throttled_cost == 0.1f);
-    CHECK(d.health.decay.client_error_cost == 0.01f);
-    CHECK(d.health.decay.penalty == 10.0f);
-    CHECK(d.health.decay.ratio_penalty == 16.0f);
-    CHECK(d.health.buckets.count == 6 && d.health.buckets.width_ns == 5 * SEC);
-    CHECK(d.health.buckets.decay == 3.0);
-    CHECK(d.health.ewma.half_life == 32);
-    CHECK(d.weight_exponent == 3.0 && d.floor == 0.0001);
-    CHECK(d.policy == WEIR_POLICY_LOWEST_SCORE);
+    CHECK(d.algorithm.family == WEIR_ALGORITHM_LOWEST_SCORE);
+    const weir_lowest_score *ls = &d.algorithm.lowest_score;
+    CHECK(ls->success_half_life_ns == 1 * SEC);
+    CHECK(ls->failure_half_life_ns == 30 * SEC);
+    CHECK(ls->dropped_cost == 1.0f);
+    CHECK(ls->throttled_cost == 0.1f);
+    CHECK(ls->client_error_cost == 0.01f);
+    CHECK(ls->penalty == 10.0f);
+    CHECK(ls->ratio_penalty == 16.0f);
+    /* The family not chosen holds the original cascade's parameters. */
+    const weir_weighted *w = &d.algorithm.weighted;
+    CHECK(w->health.model == WEIR_HEALTH_BUCKETS);
+    CHECK(w->health.buckets.count == 6 && w->health.buckets.width_ns == 5 * SEC);
+    CHECK(w->health.buckets.decay == 3.0);
+    CHECK(w->health.ewma.half_life == 32);
+    CHECK(w->draw == WEIR_DRAW_CASCADE);
+    CHECK(w->weight_exponent == 3.0 && w->floor == 0.0001);
     CHECK(d.limit.algorithm == WEIR_LIMIT_CIAD);
     CHECK(d.limit.ciad.initial_limit == 20 && d.limit.ciad.min_limit == 1);
     CHECK(d.limit.ciad.max_limit == 1000000 && d.limit.ciad.backoff_ratio == 0.9);
@@ -172,22 +176,32 @@ static void test_presets(void) {
     CHECK(d.seed == 0 && d.max_waiters == 1024);
 
     weir_config s = weir_config_cascade();
-    CHECK(s.health.model == WEIR_HEALTH_BUCKETS);
-    CHECK(s.health.buckets.count == 6 && s.health.buckets.width_ns == 5 * SEC);
-    CHECK(s.health.buckets.decay == 3.0);
-    CHECK(s.weight_exponent == 3.0 && s.floor == 0.0001);
-    CHECK(s.policy == WEIR_POLICY_CASCADE);
+    CHECK(s.algorithm.family == WEIR_ALGORITHM_WEIGHTED);
+    w = &s.algorithm.weighted;
+    CHECK(w->health.model == WEIR_HEALTH_BUCKETS);
+    CHECK(w->health.buckets.count == 6 && w->health.buckets.width_ns == 5 * SEC);
+    CHECK(w->health.buckets.decay == 3.0);
+    CHECK(w->draw == WEIR_DRAW_CASCADE);
+    CHECK(w->weight_exponent == 3.0 && w->floor == 0.0001);
+    CHECK(s.algorithm.lowest_score.success_half_life_ns == 1 * SEC);
     CHECK(s.limit.algorithm == WEIR_LIMIT_FIXED && s.limit.fixed.limit == 100);
     CHECK(s.seed == 0 && s.max_waiters == 1024);
 
-    weir_health h = weir_health_decay_default();
-    CHECK(h.model == WEIR_HEALTH_DECAY && h.decay.success_half_life_ns == 1 * SEC);
-    CHECK(h.decay.failure_half_life_ns == 30 * SEC && h.decay.ratio_penalty == 16.0f);
-    h = weir_health_buckets_default();
+    weir_algorithm a = weir_algorithm_lowest_score_default();
+    CHECK(a.family == WEIR_ALGORITHM_LOWEST_SCORE);
+    CHECK(a.lowest_score.success_half_life_ns == 1 * SEC);
+    CHECK(a.lowest_score.failure_half_life_ns == 30 * SEC && a.lowest_score.ratio_penalty == 16.0f);
+    CHECK(a.weighted.health.model == WEIR_HEALTH_BUCKETS && a.weighted.draw == WEIR_DRAW_CASCADE);
+    a = weir_algorithm_weighted_default();
+    CHECK(a.family == WEIR_ALGORITHM_WEIGHTED && a.weighted.health.model == WEIR_HEALTH_BUCKETS);
+    CHECK(a.weighted.health.buckets.count == 6 && a.weighted.health.buckets.decay == 3.0);
+    CHECK(a.weighted.draw == WEIR_DRAW_CASCADE && a.weighted.weight_exponent == 3.0);
+    CHECK(a.weighted.floor == 0.0001 && a.lowest_score.penalty == 10.0f);
+    weir_health h = weir_health_buckets_default();
     CHECK(h.model == WEIR_HEALTH_BUCKETS && h.buckets.count == 6 && h.buckets.decay == 3.0);
-    CHECK(h.buckets.width_ns == 5 * SEC && h.decay.penalty == 10.0f);
+    CHECK(h.buckets.width_ns == 5 * SEC && h.ewma.half_life == 32);
     h = weir_health_ewma_default();
-    CHECK(h.model == WEIR_HEALTH_EWMA && h.ewma.half_life == 32);
+    CHECK(h.model == WEIR_HEALTH_EWMA && h.ewma.half_life == 32 && h.buckets.count == 6);
 
     weir_limit l = weir_limit_fixed_default();
     CHECK(l.algorithm == WEIR_LIMIT_FIXED && l.fixed.limit == 100);
@@ -229,25 +243,32 @@ static void test_presets(void) {
     CHECK(l.vegas.initial_limit == 20); /* the wrapped algorithm's parameters are Vegas' defaults */
 }
 
-/* Every model and algorithm accepted, and a balancer built from each reports its configuration. */
+/* Every family, model, draw and limit algorithm accepted, and a balancer built from each reports its
+ * configuration. */
 static void test_valid_configs(void) {
     const weir_limit limits[] = {
         weir_limit_fixed_default(),    weir_limit_aimd_default(), weir_limit_vegas_default(),
         weir_limit_gradient_default(), weir_limit_gradient2_default(),
         weir_limit_ciad_default(),     weir_limit_windowed_default(),
     };
-    const weir_health models[] = {weir_health_decay_default(), weir_health_buckets_default(),
-                                  weir_health_ewma_default()};
-    const weir_policy policies[] = {WEIR_POLICY_LOWEST_SCORE, WEIR_POLICY_CASCADE,
-                                    WEIR_POLICY_CASCADE_APPROX, WEIR_POLICY_WEIGHTED_PICK};
-    for (size_t m = 0; m < 3; m++) {
-        for (size_t p = 0; p < 4; p++) {
+    /* The weighted family with each model and each draw: no pair is refused. */
+    const weir_health models[] = {weir_health_buckets_default(), weir_health_ewma_default()};
+    const weir_draw draws[] = {WEIR_DRAW_CASCADE, WEIR_DRAW_CASCADE_APPROX, WEIR_DRAW_WEIGHTED_PICK};
+    for (size_t m = 0; m < 2; m++) {
+        for (size_t p = 0; p < 3; p++) {
             weir_config c = weir_config_default();
-            c.health = models[m];
-            c.policy = policies[p];
-            /* The decay model goes with the lowest score, and only with it. */
-            weir_status want = (m == 0) == (p == 0) ? WEIR_OK : WEIR_ERR_INVALID_CONFIG;
-            CHECK_STATUS(weir_config_validate(&c), want);
+            c.algorithm = weir_algorithm_weighted_default();
+            c.algorithm.weighted.health = models[m];
+            c.algorithm.weighted.draw = draws[p];
+            CHECK_OK(weir_config_validate(&c));
+            weir_balancer *b = make(c, 2);
+            weir_config back;
+            memset(&back, SENTINEL, sizeof back);
+            CHECK_OK(weir_balancer_config(b, &back));
+            CHECK(back.algorithm.family == WEIR_ALGORITHM_WEIGHTED);
+            CHECK(back.algorithm.weighted.health.model == models[m].model);
+            CHECK(back.algorithm.weighted.draw == draws[p]);
+            weir_balancer_free(b);
         }
     }
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
@@ -260,8 +281,8 @@ static void test_valid_configs(void) {
         memset(&back, SENTINEL, sizeof back);
         CHECK_OK(weir_balancer_config(b, &back));
         CHECK(back.limit.algorithm == limits[i].algorithm);
-        CHECK(back.seed == 1000 + i && back.policy == c.policy && back.max_waiters == 1024);
-        CHECK(back.health.model == WEIR_HEALTH_DECAY);
+        CHECK(back.seed == 1000 + i && back.max_waiters == 1024);
+        CHECK(back.algorithm.family == WEIR_ALGORITHM_LOWEST_SCORE);
         size_t capacity = 0;
         CHECK_OK(weir_balancer_capacity(b, &capacity));
         CHECK(capacity == 2);
@@ -279,12 +300,14 @@ static void test_valid_configs(void) {
         CHECK(back.limit.algorithm == WEIR_LIMIT_WINDOWED && back.limit.windowed.inner == inner);
         weir_balancer_free(b);
     }
-    weir_balancer *seeds = make(weir_config_cascade(), 1);
+    weir_balancer *cascade = make(weir_config_cascade(), 1);
     weir_config back;
-    CHECK_OK(weir_balancer_config(seeds, &back));
-    CHECK(back.health.model == WEIR_HEALTH_BUCKETS && back.policy == WEIR_POLICY_CASCADE);
+    CHECK_OK(weir_balancer_config(cascade, &back));
+    CHECK(back.algorithm.family == WEIR_ALGORITHM_WEIGHTED);
+    CHECK(back.algorithm.weighted.health.model == WEIR_HEALTH_BUCKETS);
+    CHECK(back.algorithm.weighted.draw == WEIR_DRAW_CASCADE);
     CHECK(back.limit.algorithm == WEIR_LIMIT_FIXED && back.limit.fixed.limit == 100);
-    weir_balancer_free(seeds);
+    weir_balancer_free(cascade);
     weir_balancer_free(NULL); /* a no-op */
 }
 
@@ -292,8 +315,11 @@ static void test_refused_configs(void) {
     const weir_config d = weir_config_default();
     const weir_config s = weir_config_cascade();
     /* Unknown tags: WEIR_ERR_INVALID_ARGUMENT, naming the field. */
-    CHECK_REFUSED(d, c_.health.model = 3, WEIR_ERR_INVALID_ARGUMENT, "health.model");
-    CHECK_REFUSED(d, c_.policy = 4, WEIR_ERR_INVALID_ARGUMENT, "policy");
+    CHECK_REFUSED(d, c_.algorithm.family = 2, WEIR_ERR_INVALID_ARGUMENT, "algorithm.family");
+    CHECK_REFUSED(s, c_.algorithm.weighted.health.model = 2, WEIR_ERR_INVALID_ARGUMENT,
+                  "algorithm.weighted.health.model");
+    CHECK_REFUSED(s, c_.algorithm.weighted.draw = 3, WEIR_ERR_INVALID_ARGUMENT,
+                  "algorithm.weighted.draw");
     CHECK_REFUSED(d, c_.limit.algorithm = 7, WEIR_ERR_INVALID_ARGUMENT, "limit.algorithm");
     CHECK_REFUSED(d, (c_.limit = weir_limit_windowed_default(), c_.limit.windowed.inner = 6),
                   WEIR_ERR_INVALID_ARGUMENT, "limit.windowed.inner");
@@ -309,34 +335,42 @@ static void test_refused_configs(void) {
                   (c_.limit = weir_limit_gradient2_default(), c_.limit.gradient2.queue_size.kind = 2),
                   WEIR_ERR_INVALID_ARGUMENT, "limit.gradient2.queue_size.kind");
 
-    /* Refused values: WEIR_ERR_INVALID_CONFIG, naming the field. Health models: */
-    CHECK_REFUSED(d, c_.health.decay.success_half_life_ns = 0, WEIR_ERR_INVALID_CONFIG,
-                  "health.decay.success_half_life_ns");
-    CHECK_REFUSED(d, c_.health.decay.failure_half_life_ns = 3601 * SEC, WEIR_ERR_INVALID_CONFIG,
-                  "failure_half_life_ns must be between 1 ms and 1 hour");
-    CHECK_REFUSED(d, c_.health.decay.dropped_cost = NAN, WEIR_ERR_INVALID_CONFIG, "dropped_cost");
-    CHECK_REFUSED(d, c_.health.decay.throttled_cost = 1.5f, WEIR_ERR_INVALID_CONFIG,
+    /* Refused values: WEIR_ERR_INVALID_CONFIG, naming the field. The lowest-score family: */
+    CHECK_REFUSED(d, c_.algorithm.lowest_score.success_half_life_ns = 0, WEIR_ERR_INVALID_CONFIG,
+                  "algorithm.lowest_score.success_half_life_ns");
+    CHECK_REFUSED(d, c_.algorithm.lowest_score.failure_half_life_ns = 3601 * SEC,
+                  WEIR_ERR_INVALID_CONFIG, "failure_half_life_ns must be between 1 ms and 1 hour");
+    CHECK_REFUSED(d, c_.algorithm.lowest_score.dropped_cost = NAN, WEIR_ERR_INVALID_CONFIG,
+                  "algorithm.lowest_score.dropped_cost");
+    CHECK_REFUSED(d, c_.algorithm.lowest_score.throttled_cost = 1.5f, WEIR_ERR_INVALID_CONFIG,
                   "throttled_cost");
-    CHECK_REFUSED(d, c_.health.decay.client_error_cost = -0.5f, WEIR_ERR_INVALID_CONFIG,
+    CHECK_REFUSED(d, c_.algorithm.lowest_score.client_error_cost = -0.5f, WEIR_ERR_INVALID_CONFIG,
                   "client_error_cost");
-    CHECK_REFUSED(d, c_.health.decay.penalty = 2e6f, WEIR_ERR_INVALID_CONFIG, "penalty");
-    CHECK_REFUSED(d, c_.health.decay.ratio_penalty = -1.0f, WEIR_ERR_INVALID_CONFIG,
+    CHECK_REFUSED(d, c_.algorithm.lowest_score.penalty = 2e6f, WEIR_ERR_INVALID_CONFIG,
+                  "algorithm.lowest_score.penalty");
+    CHECK_REFUSED(d, c_.algorithm.lowest_score.ratio_penalty = -1.0f, WEIR_ERR_INVALID_CONFIG,
                   "ratio_penalty");
-    CHECK_REFUSED(s, c_.health.buckets.count = 0, WEIR_ERR_INVALID_CONFIG, "count");
-    CHECK_REFUSED(s, c_.health.buckets.count = 9, WEIR_ERR_INVALID_CONFIG, "count");
-    CHECK_REFUSED(s, c_.health.buckets.width_ns = 0, WEIR_ERR_INVALID_CONFIG, "width_ns");
-    CHECK_REFUSED(s, c_.health.buckets.decay = 0.5, WEIR_ERR_INVALID_CONFIG, "decay");
-    CHECK_REFUSED(s, c_.health = weir_health_ewma_default(); c_.health.ewma.half_life = 0,
-                  WEIR_ERR_INVALID_CONFIG, "half_life");
-    CHECK_REFUSED(d, c_.policy = WEIR_POLICY_CASCADE, WEIR_ERR_INVALID_CONFIG,
-                  "WEIR_POLICY_LOWEST_SCORE");
-    CHECK_REFUSED(s, c_.policy = WEIR_POLICY_LOWEST_SCORE, WEIR_ERR_INVALID_CONFIG,
-                  "WEIR_HEALTH_DECAY");
+    /* The weighted family: */
+    CHECK_REFUSED(s, c_.algorithm.weighted.health.buckets.count = 0, WEIR_ERR_INVALID_CONFIG,
+                  "algorithm.weighted.health.buckets.count");
+    CHECK_REFUSED(s, c_.algorithm.weighted.health.buckets.count = 9, WEIR_ERR_INVALID_CONFIG,
+                  "count");
+    CHECK_REFUSED(s, c_.algorithm.weighted.health.buckets.width_ns = 0, WEIR_ERR_INVALID_CONFIG,
+                  "width_ns");
+    CHECK_REFUSED(s, c_.algorithm.weighted.health.buckets.decay = 0.5, WEIR_ERR_INVALID_CONFIG,
+                  "decay");
+    CHECK_REFUSED(s,
+                  c_.algorithm.weighted.health = weir_health_ewma_default();
+                  c_.algorithm.weighted.health.ewma.half_life = 0,
+                  WEIR_ERR_INVALID_CONFIG, "algorithm.weighted.health.ewma.half_life");
+    CHECK_REFUSED(s, c_.algorithm.weighted.weight_exponent = 0.0, WEIR_ERR_INVALID_CONFIG,
+                  "algorithm.weighted.weight_exponent");
+    CHECK_REFUSED(s, c_.algorithm.weighted.weight_exponent = 65.0, WEIR_ERR_INVALID_CONFIG,
+                  "weight_exponent");
+    CHECK_REFUSED(s, c_.algorithm.weighted.floor = 0.0, WEIR_ERR_INVALID_CONFIG,
+                  "algorithm.weighted.floor");
+    CHECK_REFUSED(s, c_.algorithm.weighted.floor = 1.5, WEIR_ERR_INVALID_CONFIG, "floor");
     /* The top level: */
-    CHECK_REFUSED(s, c_.weight_exponent = 0.0, WEIR_ERR_INVALID_CONFIG, "weight_exponent");
-    CHECK_REFUSED(s, c_.weight_exponent = 65.0, WEIR_ERR_INVALID_CONFIG, "weight_exponent");
-    CHECK_REFUSED(s, c_.floor = 0.0, WEIR_ERR_INVALID_CONFIG, "floor");
-    CHECK_REFUSED(s, c_.floor = 1.5, WEIR_ERR_INVALID_CONFIG, "floor");
     CHECK_REFUSED(d, c_.max_waiters = (1u << 20) + 1, WEIR_ERR_INVALID_CONFIG, "max_waiters");
     /* Every limit algorithm: */
     CHECK_REFUSED(d, (c_.limit = weir_limit_fixed_default(), c_.limit.fixed.limit = 1u << 24),
@@ -847,7 +881,7 @@ static void test_errno(void) {
 }
 
 static void test_snapshots(void) {
-    /* The decay model: counters and penalty in the snapshot. */
+    /* The lowest-score family: counters and penalty in the snapshot. */
     weir_config c = weir_config_default();
     c.limit = weir_limit_fixed_default();
     weir_balancer *b = make(c, 4);

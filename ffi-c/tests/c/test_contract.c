@@ -75,7 +75,8 @@ static const char *const covered[] = {
     "weir_config_default",
     "weir_config_cascade",
     "weir_config_validate",
-    "weir_health_decay_default",
+    "weir_algorithm_lowest_score_default",
+    "weir_algorithm_weighted_default",
     "weir_health_buckets_default",
     "weir_health_ewma_default",
     "weir_limit_fixed_default",
@@ -339,9 +340,10 @@ static void test_null_arguments(void) {
     uint64_t t0 = weir_now_ns();
     CHECK(weir_now_ns() >= t0);
     CHECK(weir_status_str(-5) != NULL && weir_last_error_message() != NULL);
-    CHECK(weir_config_default().policy == WEIR_POLICY_LOWEST_SCORE);
-    CHECK(weir_config_cascade().policy == WEIR_POLICY_CASCADE);
-    CHECK(weir_health_decay_default().model == WEIR_HEALTH_DECAY);
+    CHECK(weir_config_default().algorithm.family == WEIR_ALGORITHM_LOWEST_SCORE);
+    CHECK(weir_config_cascade().algorithm.family == WEIR_ALGORITHM_WEIGHTED);
+    CHECK(weir_algorithm_lowest_score_default().family == WEIR_ALGORITHM_LOWEST_SCORE);
+    CHECK(weir_algorithm_weighted_default().family == WEIR_ALGORITHM_WEIGHTED);
     CHECK(weir_health_buckets_default().model == WEIR_HEALTH_BUCKETS);
     CHECK(weir_health_ewma_default().model == WEIR_HEALTH_EWMA);
     CHECK(weir_limit_fixed_default().algorithm == WEIR_LIMIT_FIXED);
@@ -387,10 +389,12 @@ static void test_enum_ranges(void) {
     gradient2.limit = weir_limit_gradient2_default();
     windowed.limit = weir_limit_windowed_default();
 
-    BAD_TAG(d, c_.policy = 4, "policy");
-    BAD_TAG(s, c_.policy = huge, "policy");
-    BAD_TAG(d, c_.health.model = 3, "health.model");
-    BAD_TAG(s, c_.health.model = huge, "health.model");
+    BAD_TAG(d, c_.algorithm.family = 2, "algorithm.family");
+    BAD_TAG(s, c_.algorithm.family = huge, "algorithm.family");
+    BAD_TAG(s, c_.algorithm.weighted.health.model = 2, "algorithm.weighted.health.model");
+    BAD_TAG(s, c_.algorithm.weighted.health.model = huge, "algorithm.weighted.health.model");
+    BAD_TAG(s, c_.algorithm.weighted.draw = 3, "algorithm.weighted.draw");
+    BAD_TAG(s, c_.algorithm.weighted.draw = huge, "algorithm.weighted.draw");
     BAD_TAG(d, c_.limit.algorithm = 7, "limit.algorithm");
     BAD_TAG(d, c_.limit.algorithm = huge, "limit.algorithm");
     BAD_TAG(windowed, c_.limit.windowed.inner = WEIR_LIMIT_WINDOWED, "limit.windowed.inner");
@@ -414,13 +418,20 @@ static void test_enum_ranges(void) {
 
     /* Only the chosen parameter set is read: junk in the others is ignored. */
     weir_config c = d;
-    c.health.buckets.count = 0;
-    c.health.ewma.half_life = 0;
+    c.algorithm.weighted.health.model = huge;
+    c.algorithm.weighted.draw = huge;
+    c.algorithm.weighted.health.buckets.count = 0;
+    c.algorithm.weighted.health.ewma.half_life = 0;
+    c.algorithm.weighted.floor = 0.0;
     c.limit.vegas.alpha.kind = huge;
     c.limit.gradient.queue_size.kind = huge;
     c.limit.windowed.inner = huge;
     c.limit.windowed.window.kind = huge;
     c.limit.aimd.timeout_ns = 0;
+    CHECK_OK(weir_config_validate(&c));
+    c = s;
+    c.algorithm.lowest_score.success_half_life_ns = 0;
+    c.algorithm.lowest_score.penalty = -1.0f;
     CHECK_OK(weir_config_validate(&c));
 
     /* Outcomes: 6, 7 and UINT32_MAX leave the lease in flight and change nothing. */
@@ -627,7 +638,7 @@ static void test_outputs_only_on_success(void) {
     weir_balancer *nb;
     FILL(nb);
     weir_config bad = weir_config_default();
-    bad.floor = -1.0;
+    bad.algorithm.lowest_score.penalty = -1.0f;
     CHECK_STATUS(weir_balancer_new(&bad, 1, &nb), WEIR_ERR_INVALID_CONFIG);
     CHECK_UNTOUCHED(nb);
     bad = weir_config_default();
@@ -705,10 +716,17 @@ static void test_messages_use_the_headers_names(void) {
     CHECK(!check_names_rust(weir_last_error_message()));
 
     config = weir_config_default();
-    config.policy = WEIR_POLICY_CASCADE;
+    config.algorithm.family = 7;
+    CHECK_STATUS(weir_config_validate(&config), WEIR_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("algorithm.family: 7 is not one of");
+    CHECK_MESSAGE("WEIR_ALGORITHM_LOWEST_SCORE (0), WEIR_ALGORITHM_WEIGHTED (1)");
+    CHECK(!check_names_rust(weir_last_error_message()));
+
+    config = weir_config_cascade();
+    config.algorithm.weighted.health = weir_health_ewma_default();
+    config.algorithm.weighted.health.ewma.half_life = 0;
     CHECK_STATUS(weir_config_validate(&config), WEIR_ERR_INVALID_CONFIG);
-    CHECK_MESSAGE("WEIR_POLICY_LOWEST_SCORE");
-    CHECK_MESSAGE("WEIR_HEALTH_DECAY");
+    CHECK_MESSAGE("algorithm.weighted.health.ewma.half_life must be at least 1");
     CHECK(!check_names_rust(weir_last_error_message()));
 
     config = weir_config_default();

@@ -105,16 +105,22 @@ static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0;
 
 /* ---- the configuration ---------------------------------------------------------------------- */
 
-static int algorithm_from_word(const char *w, uint32_t *out) {
-    static const char *const names[] = {"fixed", "aimd", "vegas", "gradient", "gradient2", "ciad",
-                                        "windowed"};
-    for (uint32_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+/* One word among `names`, written to `*out` as its index (the tags are numbered in the same order). */
+static int word_index(const char *w, const char *const *names, uint32_t count, uint32_t *out) {
+    for (uint32_t i = 0; i < count; i++) {
         if (strcmp(w, names[i]) == 0) {
-            *out = i; /* WEIR_LIMIT_FIXED .. WEIR_LIMIT_WINDOWED, in this order */
+            *out = i;
             return 1;
         }
     }
     return 0;
+}
+
+static int limit_from_word(const char *w, uint32_t *out) {
+    /* WEIR_LIMIT_FIXED .. WEIR_LIMIT_WINDOWED, in this order */
+    static const char *const names[] = {"fixed", "aimd", "vegas", "gradient", "gradient2", "ciad",
+                                        "windowed"};
+    return word_index(w, names, sizeof names / sizeof names[0], out);
 }
 
 static int set_threshold(weir_vegas_threshold *t, const char *sub, const char *v) {
@@ -241,7 +247,7 @@ static int set_algorithm_field(weir_limit *l, uint32_t alg, const char *f, const
 
 static int set_limit_key(weir_limit *l, const char *key, const char *v) {
     if (strcmp(key, "limit") == 0) {
-        return algorithm_from_word(v, &l->algorithm);
+        return limit_from_word(v, &l->algorithm);
     }
     if (strncmp(key, "limit.", 6) != 0) {
         return 0;
@@ -251,7 +257,7 @@ static int set_limit_key(weir_limit *l, const char *key, const char *v) {
         return set_algorithm_field(l, l->algorithm, f, v);
     }
     if (strcmp(f, "inner") == 0) {
-        return algorithm_from_word(v, &l->windowed.inner) && l->windowed.inner != WEIR_LIMIT_WINDOWED;
+        return limit_from_word(v, &l->windowed.inner) && l->windowed.inner != WEIR_LIMIT_WINDOWED;
     }
     if (strncmp(f, "inner.", 6) == 0) {
         return set_algorithm_field(l, l->windowed.inner, f + 6, v);
@@ -276,46 +282,52 @@ static int set_limit_key(weir_limit *l, const char *key, const char *v) {
     return 0;
 }
 
+/* One field of the weighted family, `f` after "algorithm.". */
+static int set_weighted_field(weir_weighted *w, const char *f, const char *v) {
+    static const char *const models[] = {"buckets", "ewma"}; /* WEIR_HEALTH_BUCKETS, _EWMA */
+    static const char *const draws[] = {"cascade", "cascade_approx", "weighted_pick"};
+    if (strcmp(f, "health") == 0) return word_index(v, models, 2, &w->health.model);
+    if (w->health.model == WEIR_HEALTH_BUCKETS) {
+        if (strcmp(f, "health.count") == 0) return parse_u32(v, &w->health.buckets.count);
+        if (strcmp(f, "health.width_ns") == 0) return parse_u64(v, &w->health.buckets.width_ns);
+        if (strcmp(f, "health.decay") == 0) return parse_f64(v, &w->health.buckets.decay);
+    }
+    if (w->health.model == WEIR_HEALTH_EWMA && strcmp(f, "health.half_life") == 0) {
+        return parse_u32(v, &w->health.ewma.half_life);
+    }
+    /* WEIR_DRAW_CASCADE .. WEIR_DRAW_WEIGHTED_PICK, in this order */
+    if (strcmp(f, "draw") == 0) return word_index(v, draws, 3, &w->draw);
+    if (strcmp(f, "weight_exponent") == 0) return parse_f64(v, &w->weight_exponent);
+    if (strcmp(f, "floor") == 0) return parse_f64(v, &w->floor);
+    return 0;
+}
+
+/* One field of the lowest-score family, `f` after "algorithm.". */
+static int set_lowest_score_field(weir_lowest_score *l, const char *f, const char *v) {
+    if (strcmp(f, "success_half_life_ns") == 0) return parse_u64(v, &l->success_half_life_ns);
+    if (strcmp(f, "failure_half_life_ns") == 0) return parse_u64(v, &l->failure_half_life_ns);
+    if (strcmp(f, "dropped_cost") == 0) return parse_f32(v, &l->dropped_cost);
+    if (strcmp(f, "throttled_cost") == 0) return parse_f32(v, &l->throttled_cost);
+    if (strcmp(f, "client_error_cost") == 0) return parse_f32(v, &l->client_error_cost);
+    if (strcmp(f, "penalty") == 0) return parse_f32(v, &l->penalty);
+    if (strcmp(f, "ratio_penalty") == 0) return parse_f32(v, &l->ratio_penalty);
+    return 0;
+}
+
 static int set_config_key(weir_config *c, const char *key, const char *v) {
-    if (strcmp(key, "health") == 0) {
-        if (strcmp(v, "decay") == 0) {
-            c->health.model = WEIR_HEALTH_DECAY;
-        } else if (strcmp(v, "buckets") == 0) {
-            c->health.model = WEIR_HEALTH_BUCKETS;
-        } else if (strcmp(v, "ewma") == 0) {
-            c->health.model = WEIR_HEALTH_EWMA;
-        } else {
-            return 0;
-        }
-        return 1;
+    weir_algorithm *a = &c->algorithm;
+    if (strcmp(key, "algorithm") == 0) {
+        /* WEIR_ALGORITHM_LOWEST_SCORE, WEIR_ALGORITHM_WEIGHTED, in this order */
+        static const char *const families[] = {"lowest_score", "weighted"};
+        return word_index(v, families, 2, &a->family);
     }
-    weir_decay_health *d = &c->health.decay;
-    if (strcmp(key, "health.success_half_life_ns") == 0) return parse_u64(v, &d->success_half_life_ns);
-    if (strcmp(key, "health.failure_half_life_ns") == 0) return parse_u64(v, &d->failure_half_life_ns);
-    if (strcmp(key, "health.dropped_cost") == 0) return parse_f32(v, &d->dropped_cost);
-    if (strcmp(key, "health.throttled_cost") == 0) return parse_f32(v, &d->throttled_cost);
-    if (strcmp(key, "health.client_error_cost") == 0) return parse_f32(v, &d->client_error_cost);
-    if (strcmp(key, "health.penalty") == 0) return parse_f32(v, &d->penalty);
-    if (strcmp(key, "health.ratio_penalty") == 0) return parse_f32(v, &d->ratio_penalty);
-    if (strcmp(key, "health.count") == 0) return parse_u32(v, &c->health.buckets.count);
-    if (strcmp(key, "health.width_ns") == 0) return parse_u64(v, &c->health.buckets.width_ns);
-    if (strcmp(key, "health.decay") == 0) return parse_f64(v, &c->health.buckets.decay);
-    if (strcmp(key, "health.half_life") == 0) return parse_u32(v, &c->health.ewma.half_life);
-    if (strcmp(key, "weight_exponent") == 0) return parse_f64(v, &c->weight_exponent);
-    if (strcmp(key, "floor") == 0) return parse_f64(v, &c->floor);
-    if (strcmp(key, "policy") == 0) {
-        static const char *const names[] = {"lowest_score", "cascade", "cascade_approx",
-                                            "weighted_pick"};
-        for (uint32_t i = 0; i < 4; i++) {
-            if (strcmp(v, names[i]) == 0) {
-                c->policy = i; /* WEIR_POLICY_LOWEST_SCORE .. WEIR_POLICY_WEIGHTED_PICK */
-                return 1;
-            }
-        }
-        return 0;
+    if (strncmp(key, "algorithm.", 10) == 0) {
+        const char *f = key + 10;
+        return a->family == WEIR_ALGORITHM_WEIGHTED ? set_weighted_field(&a->weighted, f, v)
+                                                    : set_lowest_score_field(&a->lowest_score, f, v);
     }
-    if (strcmp(key, "seed") == 0) return parse_u64(v, &c->seed);
     if (strcmp(key, "max_waiters") == 0) return parse_u32(v, &c->max_waiters);
+    if (strcmp(key, "seed") == 0) return parse_u64(v, &c->seed);
     return set_limit_key(&c->limit, key, v);
 }
 
@@ -497,7 +509,6 @@ static long replay_file(const char *path) {
     }
     replay r = {path, 0, 0};
     weir_config config = weir_config_default();
-    config.health = weir_health_decay_default();
     config.limit = weir_limit_fixed_default();
     size_t capacity = 0;
     weir_balancer *b = NULL;
@@ -520,7 +531,7 @@ static long replay_file(const char *path) {
         }
         if (r.line == 1) {
             if (strcmp(line, "weir-trace 4\n") != 0) {
-                MISMATCH(&r, "not a version 2 trace");
+                MISMATCH(&r, "not a version 4 trace");
             }
             continue;
         }

@@ -1,0 +1,204 @@
+//! The algorithm families: the `WEIR_ALGORITHM_*` tags, `weir_algorithm` with each family's parameters,
+//! the lowest-score family's `weir_lowest_score`, the `weir_algorithm_*_default()` fillers, and the
+//! conversions to and from the core's [`Algorithm`]. The weighted family's parameters are in
+//! `weighted.rs`.
+
+use super::unknown;
+use super::weighted::{weighted_from_c, weighted_to_c, weir_weighted};
+use crate::boundary::Error;
+use weir_core::balance::{Algorithm, LowestScore, Weighted};
+
+/// Algorithm family (a `weir_algorithm`'s `family`): one of the `WEIR_ALGORITHM_*` values.
+#[allow(non_camel_case_types)]
+pub type weir_algorithm_family = u32;
+/// The default: the node with room whose in-flight count plus failure penalty is lowest
+/// (`weir_algorithm.lowest_score`).
+pub const WEIR_ALGORITHM_LOWEST_SCORE: weir_algorithm_family = 0;
+/// The original cascade and its variants: a weight per node from its success rate, and a weighted
+/// random draw among the nodes with room (`weir_algorithm.weighted`).
+pub const WEIR_ALGORITHM_WEIGHTED: weir_algorithm_family = 1;
+
+/// The lowest-score family's parameters: two time-decayed counters per node, successes and failures,
+/// and the failure penalty they give (defaults: 1 s, 30 s, 1, 0.1, 0.01, 10, 16).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_lowest_score {
+    /// Half-life of the success counter, ns; 1 ms ..= 1 hour.
+    pub success_half_life_ns: u64,
+    /// Half-life of the failure counter, ns; 1 ms ..= 1 hour.
+    pub failure_half_life_ns: u64,
+    /// What a Dropped outcome (503, 504, a timeout) adds to the failures; in [0, 1]. 1 (a whole
+    /// failure) by default; 0.1 reads a shedding node as busy rather than broken (see the Rust docs of
+    /// `LowestScore::dropped_cost`).
+    pub dropped_cost: f32,
+    /// What a Throttled outcome (429) adds to the failures; in [0, 1].
+    pub throttled_cost: f32,
+    /// What a ClientError outcome (another 4xx) adds to the failures; in [0, 1].
+    pub client_error_cost: f32,
+    /// Penalty per recent failure, in in-flight requests; in [0, 1e6].
+    pub penalty: f32,
+    /// Penalty per doubling of failures over successes; in [0, 1e6].
+    pub ratio_penalty: f32,
+}
+
+/// The algorithm a balancer decides by: `family` says which of the two parameter sets is used.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_algorithm {
+    /// `WEIR_ALGORITHM_LOWEST_SCORE` or `WEIR_ALGORITHM_WEIGHTED`.
+    pub family: weir_algorithm_family,
+    /// Used when `family` is `WEIR_ALGORITHM_LOWEST_SCORE`.
+    pub lowest_score: weir_lowest_score,
+    /// Used when `family` is `WEIR_ALGORITHM_WEIGHTED`.
+    pub weighted: weir_weighted,
+}
+
+impl From<LowestScore> for weir_lowest_score {
+    fn from(l: LowestScore) -> Self {
+        weir_lowest_score {
+            success_half_life_ns: l.success_half_life_ns,
+            failure_half_life_ns: l.failure_half_life_ns,
+            dropped_cost: l.dropped_cost,
+            throttled_cost: l.throttled_cost,
+            client_error_cost: l.client_error_cost,
+            penalty: l.penalty,
+            ratio_penalty: l.ratio_penalty,
+        }
+    }
+}
+
+impl From<weir_lowest_score> for LowestScore {
+    fn from(l: weir_lowest_score) -> Self {
+        LowestScore {
+            success_half_life_ns: l.success_half_life_ns,
+            failure_half_life_ns: l.failure_half_life_ns,
+            dropped_cost: l.dropped_cost,
+            throttled_cost: l.throttled_cost,
+            client_error_cost: l.client_error_cost,
+            penalty: l.penalty,
+            ratio_penalty: l.ratio_penalty,
+        }
+    }
+}
+
+/// Both families' defaults (the weighted family's are the original cascade's), with `family` chosen.
+fn algorithm_with(family: weir_algorithm_family) -> weir_algorithm {
+    weir_algorithm {
+        family,
+        lowest_score: LowestScore::DEFAULT.into(),
+        weighted: weighted_to_c(Weighted::CASCADE),
+    }
+}
+
+/// The C form of a core algorithm: its family's parameters over the other family's defaults.
+pub(super) fn algorithm_to_c(algorithm: Algorithm) -> weir_algorithm {
+    match algorithm {
+        Algorithm::LowestScore(l) => weir_algorithm {
+            lowest_score: l.into(),
+            ..algorithm_with(WEIR_ALGORITHM_LOWEST_SCORE)
+        },
+        Algorithm::Weighted(w) => weir_algorithm {
+            weighted: weighted_to_c(w),
+            ..algorithm_with(WEIR_ALGORITHM_WEIGHTED)
+        },
+    }
+}
+
+/// The core algorithm a C one describes (validated with the whole configuration); an unknown tag of
+/// the chosen family is `WEIR_ERR_INVALID_ARGUMENT`, naming its field. The other family's parameters
+/// are not read.
+pub(super) fn algorithm_from_c(c: &weir_algorithm) -> Result<Algorithm, Error> {
+    Ok(match c.family {
+        WEIR_ALGORITHM_LOWEST_SCORE => Algorithm::LowestScore(c.lowest_score.into()),
+        WEIR_ALGORITHM_WEIGHTED => Algorithm::Weighted(weighted_from_c(&c.weighted)?),
+        k => {
+            return Err(unknown(
+                "algorithm.family",
+                k,
+                "WEIR_ALGORITHM_LOWEST_SCORE (0), WEIR_ALGORITHM_WEIGHTED (1)",
+            ))
+        }
+    })
+}
+
+/// The lowest-score family with its defaults (successes halve every 1 s, failures every 30 s; costs 1,
+/// 0.1, 0.01; penalties 10 and 16), the default configuration's. The weighted family's parameters hold
+/// the original cascade's.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_algorithm_lowest_score_default() -> weir_algorithm {
+    algorithm_with(WEIR_ALGORITHM_LOWEST_SCORE)
+}
+
+/// The weighted family with the original cascade's parameters (6 buckets of 5 s with decay 3, the
+/// weighted random cascade, weights `rate^3`, a floor of 0.0001). The lowest-score family's parameters
+/// hold its defaults.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_algorithm_weighted_default() -> weir_algorithm {
+    algorithm_with(WEIR_ALGORITHM_WEIGHTED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{
+        weir_health_ewma_default, WEIR_DRAW_CASCADE_APPROX, WEIR_DRAW_WEIGHTED_PICK,
+    };
+    use core::time::Duration;
+    use weir_core::balance::{Draw, EwmaHealth, WeightedHealth};
+
+    #[test]
+    fn the_fillers_are_the_cores_families() {
+        assert_eq!(
+            algorithm_from_c(&weir_algorithm_lowest_score_default()),
+            Ok(Algorithm::LOWEST_SCORE)
+        );
+        assert_eq!(
+            algorithm_from_c(&weir_algorithm_weighted_default()),
+            Ok(Algorithm::CASCADE)
+        );
+        // Each filler holds the other family's defaults too: switching the tag gives that family.
+        let mut a = weir_algorithm_lowest_score_default();
+        a.family = WEIR_ALGORITHM_WEIGHTED;
+        assert_eq!(a, weir_algorithm_weighted_default());
+    }
+
+    #[test]
+    fn every_family_and_draw_round_trips() {
+        let slow = LowestScore::with_half_lives(Duration::from_secs(2), Duration::from_secs(120));
+        let pick = Weighted {
+            health: WeightedHealth::Ewma(EwmaHealth { half_life: 7 }),
+            draw: Draw::WeightedPick,
+            weight_exponent: 2.5,
+            floor: 0.01,
+        };
+        for core in [
+            Algorithm::LowestScore(slow),
+            Algorithm::Weighted(pick),
+            Algorithm::Weighted(Weighted {
+                draw: Draw::CascadeApprox,
+                ..Weighted::CASCADE
+            }),
+        ] {
+            assert_eq!(algorithm_from_c(&algorithm_to_c(core)), Ok(core));
+        }
+        let mut c = weir_algorithm_weighted_default();
+        c.weighted.health = weir_health_ewma_default();
+        c.weighted.health.ewma.half_life = 7;
+        c.weighted.draw = WEIR_DRAW_WEIGHTED_PICK;
+        c.weighted.weight_exponent = 2.5;
+        c.weighted.floor = 0.01;
+        assert_eq!(algorithm_from_c(&c), Ok(Algorithm::Weighted(pick)));
+        c.weighted.draw = WEIR_DRAW_CASCADE_APPROX;
+        assert!(matches!(
+            algorithm_from_c(&c),
+            Ok(Algorithm::Weighted(Weighted {
+                draw: Draw::CascadeApprox,
+                ..
+            }))
+        ));
+    }
+}
