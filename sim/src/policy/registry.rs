@@ -1,7 +1,7 @@
 //! The policies a report compares: weir's (the default marked) and the field's baselines.
 
-use weir::limit::{AimdLimit, CiadLimit, Gradient2Limit, LimitAlgorithm, VegasLimit};
 use weir::balance::{Algorithm, Draw, Weighted, WeightedHealth};
+use weir::limit::{AimdLimit, CiadLimit, Gradient2Limit, LimitAlgorithm, VegasLimit};
 use weir::Config;
 
 use crate::policy::baseline::dialogue::Strategy;
@@ -69,24 +69,12 @@ fn cascade_with(change: fn(&mut Weighted)) -> Config {
 }
 
 fn weir(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
-    Box::new(WeirPolicy::new(
-        Config {
-            seed,
-            ..config
-        },
-        servers,
-    ))
+    Box::new(WeirPolicy::new(Config { seed, ..config }, servers))
 }
 
 /// [`weir`], waiting for room (`acquire_wait`) instead of failing fast.
 fn waiting(config: Config, servers: usize, seed: u64) -> Box<dyn Balance> {
-    Box::new(WeirPolicy::waiting(
-        Config {
-            seed,
-            ..config
-        },
-        servers,
-    ))
+    Box::new(WeirPolicy::waiting(Config { seed, ..config }, servers))
 }
 
 /// A waiting policy's refusals: they wait in the core's bounded queue, of the default's size.
