@@ -3,7 +3,8 @@
 
 use crate::process::{cargo, run};
 use crate::{
-    ctest, dist, doc_paths, embedded, example, loom, msrv, nostd, prometheus, publish, py, sim,
+    ctest, dist, doc_paths, embedded, example, install, loom, msrv, nostd, prometheus, publish, py,
+    sim,
 };
 use std::time::Instant;
 
@@ -95,6 +96,9 @@ pub(crate) fn ci() {
     prometheus::prometheus();
     example::c_example();
     dist::check();
+    // The README's install commands from a checkout: the Rust one here, `pip install ./py` in `py`, the
+    // wheel's in `wheel --test` (see `install.rs`).
+    install::install_check();
     py::py();
     py::wheel(&["--test".into()]);
     publish::publish_check();

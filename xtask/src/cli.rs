@@ -16,14 +16,14 @@ pub(crate) struct Command {
 }
 
 /// Every subcommand, in the order of the list.
-pub(crate) const COMMANDS: [Command; 18] = [
+pub(crate) const COMMANDS: [Command; 19] = [
     Command {
         name: "ci",
         about: "every check CI runs, failing on the first error",
         usage: "usage: cargo xtask ci
 Every check CI runs, in order, stopping at the first failure: doc-paths, fmt, clippy with warnings denied,
-the tests, ctest, nostd, msrv, embedded, loom, the examples, prometheus, c-example, dist-c --check, py,
-publish-check, the API docs and sim. It installs what it needs (rustup targets and toolchains, QEMU,
+the tests, ctest, nostd, msrv, embedded, loom, the examples, prometheus, c-example, dist-c --check,
+install-check, py, wheel --test, publish-check, the API docs and sim. It installs what it needs (rustup targets and toolchains, QEMU,
 Prometheus, the Python venv).",
     },
     Command {
@@ -109,6 +109,15 @@ target/py-venv, and checks their contents and metadata. With --test, installs th
 with no Rust in reach and runs the test suite against it, then builds the sdist in an empty directory.",
     },
     Command {
+        name: "install-check",
+        about: "the README's install commands from a checkout, as a user types them",
+        usage: "usage: cargo xtask install-check
+Checks that the README and the guides write the install commands CI runs (this one's; `pip install ./py`,
+which py runs; the wheel's, which wheel --test runs), then runs `cargo add --path path/to/weir/core` in
+a scratch project with this checkout for path/to/weir, checks the line it writes against core/README.md
+and `cargo check`s a main using weir::Config::default(), offline (see xtask/src/install.rs).",
+    },
+    Command {
         name: "bench-py",
         about: "the Python timings, then benches/RESULTS.md",
         usage: "usage: cargo xtask bench-py
@@ -185,6 +194,7 @@ pub(crate) enum Job {
         /// Also test the wheel in a fresh venv without Rust, and build the sdist.
         test: bool,
     },
+    InstallCheck,
     BenchPy,
     Embedded {
         bless: bool,
@@ -284,6 +294,7 @@ fn job(name: &str, args: &[String]) -> Result<Job, String> {
             [flag] if flag == "--test" => Ok(Job::Wheel { test: true }),
             _ => Err(format!("takes --test at most, got {args:?}")),
         },
+        "install-check" => none(Job::InstallCheck),
         "bench-py" => none(Job::BenchPy),
         "embedded" => match args {
             [] => Ok(Job::Embedded { bless: false }),

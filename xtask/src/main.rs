@@ -4,10 +4,11 @@
 //!   denied, all tests, the `no_std` builds for bare-metal and microcontroller targets, the published
 //!   crates with the declared MSRV (`msrv`), the firmware example under QEMU (`embedded`), the loom
 //!   models, the READMEs' examples (as doc tests), the failover example, the C example (`c-example`),
-//!   the installed C library (`dist-c --check`), the Python package (`py`, and its wheel and sdist:
-//!   `wheel --test`), weir-lb-tower (its tonic feature, its hyper example, and that example's `/metrics`
-//!   scraped by a real Prometheus: `prometheus`), the packages as crates.io gets them (`publish-check`)
-//!   and the API docs, warnings denied (see `ci.rs`).
+//!   the installed C library (`dist-c --check`), the README's install commands from a checkout
+//!   (`install-check`), the Python package (`py`, and its wheel and sdist: `wheel --test`), weir-lb-tower
+//!   (its tonic feature, its hyper example, and that example's `/metrics` scraped by a real Prometheus:
+//!   `prometheus`), the packages as crates.io gets them (`publish-check`) and the API docs, warnings
+//!   denied (see `ci.rs`).
 //! - `cargo xtask doc-paths`: every `.rs` file and every module that a comment names exists (see
 //!   `doc_paths.rs`); `ci` runs it first.
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
@@ -33,6 +34,8 @@
 //!   `mypy --strict`; `cargo xtask wheel`: the abi3 wheel and the sdist, checked (`--test`, which `ci`
 //!   runs: the wheel tested in a fresh venv with no Rust, the sdist built by pip); `cargo xtask
 //!   bench-py`: the Python timings, then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
+//! - `cargo xtask install-check`: the install commands of the README and the guides are the ones CI runs,
+//!   and `cargo add --path path/to/weir/core` builds in a scratch project (see `install.rs`).
 //! - `cargo xtask embedded`: the firmware example on QEMU's Cortex-M4F and Cortex-M0 boards, checked, and
 //!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the firmware
 //!   guide, `examples/embedded/README.md` (see `embedded.rs`).
@@ -57,6 +60,7 @@ mod doc_paths;
 mod embedded;
 mod example;
 mod fuzz;
+mod install;
 mod loom;
 mod msrv;
 mod nostd;
@@ -113,6 +117,7 @@ fn main() {
         } else {
             Vec::new()
         }),
+        Job::InstallCheck => install::install_check(),
         Job::BenchPy => py::bench_py(),
         Job::Embedded { bless } => embedded::embedded(bless),
         Job::PublishCheck => publish::publish_check(),

@@ -8,8 +8,8 @@
 //! Its builds go to `target/py`, beside the workspace's.
 //!
 //! `cargo xtask py`, in order: the venv; `cargo fmt --check` and `clippy -D warnings` on `py/`;
-//! `pip install ./py` (the user's command: maturin as the PEP 517 backend, fetched by pip); pytest
-//! (`py/tests`, warnings as errors; the HTTP integrations' tests run real local servers);
+//! `pip install ./py` (the user's command, [`CHECKOUT_INSTALL`]: maturin as the PEP 517 backend, fetched
+//! by pip); pytest (`py/tests`, warnings as errors; the HTTP integrations' tests run real local servers);
 //! `python -m mypy.stubtest weir._weir`; `mypy --strict` on the package, the examples, the benchmark
 //! script and the typing tests that must pass (`py/tests/typing/pass_*.py`); then each typing test that
 //! must fail (`py/tests/typing/fail_*.py`) must fail with exactly the errors its `# E: ...` comments name
@@ -103,9 +103,26 @@ fn run_in(dir: &str, program: &str, args: &[&str], envs: &[(String, String)]) {
     env::set_current_dir(here).unwrap_or_else(|e| fail(&format!("cannot go back: {e}")));
 }
 
-/// Installs the package into the venv as a user would: `pip install ./py`. A venv made before the
-/// distribution was renamed `weir-lb` may still hold the old `weir` distribution, whose record names the
-/// same files: it is removed first, so that neither ever deletes the other's files.
+/// The install from a checkout, as the README and `py/README.md` write it and as [`install`] runs it
+/// (`cargo xtask install-check` checks that the pages hold it).
+pub(crate) const CHECKOUT_INSTALL: &str = "pip install ./py";
+
+/// The install of the built wheel where there is no Rust, as the README and `py/README.md` write it: run
+/// where the wheel is, `*` standing for the rest of its name, by `cargo xtask wheel --test` (see
+/// `py/wheel.rs`).
+pub(crate) const WHEEL_INSTALL: &str = "pip install weir_lb-*.whl";
+
+/// A command of the pages (`pip ...`) as the venv's program and its arguments.
+fn venv_command(venv: &Path, command: &'static str) -> (String, Vec<&'static str>) {
+    let mut words = command.split_whitespace();
+    let program = words.next().unwrap_or_else(|| fail("an empty command"));
+    (path(&venv_bin(venv, program)), words.collect())
+}
+
+/// Installs the package into the venv as a user would: [`CHECKOUT_INSTALL`] with the venv's pip, which
+/// builds and reinstalls a directory's package each time. A venv made before the distribution was renamed
+/// `weir-lb` may still hold the old `weir` distribution, whose record names the same files: it is removed
+/// first, so that neither ever deletes the other's files.
 fn install(venv: &Path, envs: &[(String, String)]) {
     let python = path(&venv_bin(venv, "python"));
     run_in(
@@ -114,20 +131,8 @@ fn install(venv: &Path, envs: &[(String, String)]) {
         &["-m", "pip", "uninstall", "--quiet", "--yes", "weir"],
         envs,
     );
-    run_in(
-        ".",
-        &python,
-        &[
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--force-reinstall",
-            "--no-deps",
-            "./py",
-        ],
-        envs,
-    );
+    let (pip, args) = venv_command(venv, CHECKOUT_INSTALL);
+    run_in(".", &pip, &args, envs);
 }
 
 /// `cargo xtask py`: lint, install, test, check the stubs and the types.

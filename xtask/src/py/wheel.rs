@@ -12,7 +12,9 @@
 //! ([`test_without_rust`]); the sdist is built into a wheel by `pip wheel` from an empty directory, and
 //! that wheel is checked as the other ([`build_sdist`]).
 
-use super::{path, run_in, system_python, venv, venv_bin, venv_env, TOOLS};
+use super::{
+    path, run_in, system_python, venv, venv_bin, venv_command, venv_env, TOOLS, WHEEL_INSTALL,
+};
 use crate::process::{fail, run};
 use crate::workspace::target_dir;
 use std::collections::BTreeSet;
@@ -434,8 +436,9 @@ fn metadata_problems(metadata: Option<&str>, project: &Project, readme: &str) ->
 /// Installs `wheel` into a fresh venv (`dir/venv`, not the build venv) and runs the test suite against
 /// it, with no Rust in reach: [`without_rust`]'s environment, for pip too (`--only-binary :all:`, so it
 /// can build nothing), from `dir`, where `import weir` cannot find the source tree's package. The wheel
-/// is installed with its extras, which bring the pinned httpx, requests and prometheus-client of [`TOOLS`]; the suite's own
-/// `test_package.py` checks that it imports the installed package, as this function does before.
+/// is installed first as the pages say ([`install_as_the_pages_say`]), then with its extras, which bring
+/// the pinned httpx, requests and prometheus-client of [`TOOLS`]; the suite's own `test_package.py`
+/// checks that it imports the installed package, as this function does before.
 fn test_without_rust(wheel: &Path, dir: &Path) {
     let venv = dir.join("venv");
     run(&system_python(), &["-m", "venv", &path(&venv)], &[]);
@@ -469,6 +472,7 @@ fn test_without_rust(wheel: &Path, dir: &Path) {
         set.join(" "),
         unset.join(" ")
     );
+    install_as_the_pages_say(wheel, &venv);
     run_checked(cmd);
 
     let out = without_rust(
@@ -517,6 +521,35 @@ fn test_without_rust(wheel: &Path, dir: &Path) {
         &venv,
         dir,
     ));
+}
+
+/// [`WHEEL_INSTALL`], the pages' command, as a user runs it with no Rust: with the venv's pip, in the
+/// wheel's directory, the pattern standing for the wheel (which it must match, as a shell's would).
+fn install_as_the_pages_say(wheel: &Path, venv: &Path) {
+    let (pip, words) = venv_command(venv, WHEEL_INSTALL);
+    let name = wheel
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut args: Vec<&str> = match words.split_last() {
+        Some((pattern, rest)) if glob_matches(pattern, &name) => rest.to_vec(),
+        _ => fail(&format!("`{WHEEL_INSTALL}` does not name the wheel {name}")),
+    };
+    args.push(&name);
+    let dir = wheel
+        .parent()
+        .unwrap_or_else(|| fail("the wheel has no directory"));
+    run_checked(without_rust(&pip, &args, venv, dir));
+}
+
+/// Whether `name` matches `pattern`, a file name with one `*` at most.
+fn glob_matches(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        Some((start, end)) => {
+            name.len() >= start.len() + end.len() && name.starts_with(start) && name.ends_with(end)
+        }
+        None => name == pattern,
+    }
 }
 
 /// One of the [`TOOLS`] pins, by its package's name.
@@ -779,6 +812,22 @@ Text.
             [with_cargo.join("cargo")]
         );
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_pages_pattern_matches_the_wheel_only() {
+        let wheel = "weir_lb-0.1.0-cp39-abi3-manylinux_2_34_x86_64.whl";
+        let pattern = WHEEL_INSTALL.split_whitespace().last().unwrap();
+        assert!(glob_matches(pattern, wheel));
+        assert!(glob_matches(pattern, "weir_lb-.whl"));
+        assert!(!glob_matches(pattern, "weir_lb-0.1.0.tar.gz"));
+        assert!(!glob_matches(
+            pattern,
+            "weir-0.1.0-cp39-abi3-linux_x86_64.whl"
+        ));
+        assert!(!glob_matches("ab*ba", "aba"));
+        assert!(glob_matches("a.whl", "a.whl"));
+        assert!(!glob_matches("a.whl", "b.whl"));
     }
 
     #[test]
