@@ -1,9 +1,9 @@
 //! # weir
 //!
-//! The package is `weir-lb` on crates.io (`weir` was taken); the library is `weir`. `cargo add weir-lb` gives
-//! the `std` conveniences and every algorithm (the default features); `cargo add weir-lb
-//! --no-default-features --features decay,ciad` the `no_std` core with only [`Config::default()`]'s
-//! algorithms (README.md, "Feature flags and targets").
+//! The package is `weir-lb` (the name is reserved on crates.io for the first release; until then
+//! `cargo add --path path/to/weir/core` from a checkout); the library is `weir`. The default features give
+//! the `std` conveniences and every algorithm; `--no-default-features --features decay,ciad` the `no_std`
+//! core with only [`Config::default()`]'s algorithms (README.md, "Feature flags and targets").
 //!
 //! Adaptive load balancing as one exact, lock-free, allocation-free core. A client asks a [`Balancer`] which
 //! backend node to call; the balancer answers from each node's recent failures and concurrency limit,

@@ -1,6 +1,8 @@
 //! # weir-lb-tower
 //!
-//! `cargo add weir-lb-tower weir-lb`: the library is `weir_tower`, the core it builds on `weir`.
+//! `cargo add --path path/to/weir/integrations/tower` and `cargo add --path path/to/weir/core` from a
+//! checkout (`cargo add weir-lb-tower weir-lb` after the first release): the library is `weir_tower`, the
+//! core it builds on `weir`.
 //!
 //! weir as a tower [`Service`](tower::Service): [`Balance`] sends each request to the inner service that
 //! weir picks (its node with room whose recent failures and calls in flight score lowest, under an
