@@ -72,7 +72,7 @@ struct Abi {
     acquire: unsafe extern "C" fn(Handle, u64, *mut Lease) -> Status,
     acquire_with_rng: unsafe extern "C" fn(Handle, u64, *mut Rng, *mut Lease) -> Status,
     release: unsafe extern "C" fn(Handle, *const Lease, u32, u64) -> Status,
-    seed: unsafe extern "C" fn(u64) -> Rng,
+    rng_seed: unsafe extern "C" fn(u64) -> Rng,
 }
 
 fn library() -> Option<PathBuf> {
@@ -106,7 +106,7 @@ impl Abi {
             acquire: get(lib, "weir_balancer_acquire"),
             acquire_with_rng: get(lib, "weir_balancer_acquire_with_rng"),
             release: get(lib, "weir_balancer_release"),
-            seed: get(lib, "weir_rng_seed"),
+            rng_seed: get(lib, "weir_rng_seed"),
         })
     }
 
@@ -145,7 +145,7 @@ impl<'a> CLoad<'a> {
             ring: [Lease::default(); OUTSTANDING],
             next: 0,
             // SAFETY: a pure function.
-            rng: unsafe { (abi.seed)(SEED) },
+            rng: unsafe { (abi.rng_seed)(SEED) },
             own_rng,
             d: Driver::new(n, SEED),
         };

@@ -3,27 +3,27 @@
 //! One iteration is one pair of the workload in `weir_benches::workload` (a window of 8 leases, scripted
 //! virtual time, mixed outcomes, per-node failure rates so weights differ; any refused acquire panics).
 //! Benchmark ids (criterion writes each one's estimates to `<target>/criterion/<id>/new/estimates.json`).
-//! Two configurations run throughout (see `weir_benches`): *default* is `Config::default()` (decay
-//! health, lowest score, CIAD limit with a fast start), *seeds* is `Config::cascade()` (6 buckets of 5 s,
-//! weighted cascade, fixed limit 100).
+//! Two configurations run throughout (see `weir_benches`): *default* is `Config::default()` (the
+//! lowest-score family, CIAD limit with a fast start), *cascade* is `Config::cascade()` (6 buckets of
+//! 5 s, weighted cascade, fixed limit 100).
 //!
 //! - `pair/weir-default/{3,16,64,256,1024}`: the new default; `pair/weir-default-fixed/{n}`: the same with
-//!   the seeds' fixed limit of 100 instead of CIAD (what the limiter costs);
-//! - `pair/weir-{cascade,approx,pick}-{buckets,ewma}/{n}`: the seeds' configuration with each of its
-//!   policies and health models (`weir-cascade-buckets` is `Config::cascade()` itself); over 1,024 nodes
-//!   only the new default, the seeds and the baselines run;
-//! - `pair/mutex/{n}`: the seeds' algorithm behind one `Mutex<Vec<..>>` (`weir_benches::MutexBalancer`);
+//!   the cascade's fixed limit of 100 instead of CIAD (what the limiter costs);
+//! - `pair/weir-{cascade,approx,pick}-{buckets,ewma}/{n}`: the cascade with each of the weighted family's
+//!   draws and success-rate models (`weir-cascade-buckets` is `Config::cascade()` itself); over 1,024
+//!   nodes only the new default, the cascade and the baselines run;
+//! - `pair/mutex/{n}`: the cascade behind one `Mutex<Vec<..>>` (`weir_benches::MutexBalancer`);
 //! - `pair/tower-peak-ewma/{n}`, `pair/tower-pending/{n}`: tower 0.5 `Balance` (p2c) with `PeakEwma` or
 //!   `PendingRequests` over `n` always-ready services (see `tower_load`);
-//! - `capacity/{default,seeds}-3/{3,65536}`: each configuration's pair over 3 members in a balancer of 3
+//! - `capacity/{default,cascade}-3/{3,65536}`: each configuration's pair over 3 members in a balancer of 3
 //!   slots and of 65,536;
-//! - `limiter/{default,seeds}-{fixed,aimd,vegas,gradient,gradient2,ciad,windowed}/16`: each
+//! - `limiter/{default,cascade}-{fixed,aimd,vegas,gradient,gradient2,ciad,windowed}/16`: each
 //!   configuration's pair with each limit algorithm at its defaults (so `default-ciad` is dialogue's CIAD
 //!   without the default's fast start), fed RTTs from the virtual clock;
 //! - `floor/cas`, `floor/fastrand`, `floor/driver`, `floor/scan/{n}`: one uncontended compare-and-swap,
 //!   one random draw, the workload's own bookkeeping without a balancer, one scan of `n` padded atomics;
 //! - `threads/round-trip`: one core-to-core round trip (ping-pong on one padded word);
-//!   `threads/{default,seeds}-t{k}/16`, `threads/mutex-t{k}/16`: `k` threads on one balancer, the time
+//!   `threads/{default,cascade}-t{k}/16`, `threads/mutex-t{k}/16`: `k` threads on one balancer, the time
 //!   per pair of one thread (k = 2, and 4, 8, 16 where the machine has that many cores).
 //!
 //! Lines starting with `weir-bench-fact:` are read by `cargo xtask bench` (memory, the helpers' times).
@@ -36,8 +36,8 @@ use std::time::Duration;
 use weir::Config;
 use weir_benches::{
     bases, config, default_fixed, limiters, weir_memory, with_limit, Cas, Crew, DriverLoad,
-    MutexBalancer, MutexLoad, PaddedScan, RoundTrip, WeirLoad, Workload, FLEET, HEALTHS,
-    NODE_COUNTS, POLICIES, SPARSE_CAPACITY,
+    MutexBalancer, MutexLoad, PaddedScan, RoundTrip, WeirLoad, Workload, DRAWS, FLEET, HEALTHS,
+    NODE_COUNTS, SPARSE_CAPACITY,
 };
 
 mod tower_load;
@@ -96,10 +96,10 @@ fn pair(c: &mut Criterion) {
                 n,
                 &mut WeirLoad::new(n, default_fixed()),
             );
-            for (pn, policy) in POLICIES {
+            for (dn, draw) in DRAWS {
                 for (hn, health) in HEALTHS {
-                    let mut w = WeirLoad::new(n, config(policy, health));
-                    bench(&mut g, &format!("weir-{pn}-{hn}"), n, &mut w);
+                    let mut w = WeirLoad::new(n, config(draw, health));
+                    bench(&mut g, &format!("weir-{dn}-{hn}"), n, &mut w);
                 }
             }
         }

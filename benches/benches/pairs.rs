@@ -7,12 +7,12 @@
 //!                           with two counts: the difference divided by the difference of the counts is
 //!                           the instructions per pair, construction cancelling out)
 //! pairs allocations         allocations per pair of every workload at N = 16, as `weir-bench-fact:` lines
-//! pairs interleave          weir's new default and the seeds' configuration (3, 16 and 64 nodes, every
+//! pairs interleave          weir's new default and the cascade (3, 16 and 64 nodes, every
 //!                           limiter on each, 3 members in the largest capacity), the Mutex baseline
 //!                           and tower at 16 nodes in interleaved rounds of about 2 ms each: per
 //!                           workload the median and 10th percentile time per pair over rounds, and
 //!                           the median over rounds of each one's time over the new default's pair
-//!                           (`vs_default`) and over the seeds' (`vs_seeds`) in the same round, as
+//!                           (`vs_default`) and over the cascade's (`vs_cascade`) in the same round, as
 //!                           `weir-bench-fact:` lines
 //! pairs list                the workload names
 //! ```
@@ -24,10 +24,10 @@
 //!
 //! With no arguments (`cargo bench --bench pairs`, or `cargo test --benches`) it does `allocations`.
 //! Names are the criterion ids' function names: `weir-default` (`Config::default()`),
-//! `weir-default-fixed` (the same with the seeds' fixed limit of 100), `weir-{cascade,approx,pick}-
-//! {buckets,ewma}` (`Config::cascade()` with that policy and health model), `sparse-{default,seeds}` (N
-//! members in a balancer of `SPARSE_CAPACITY` slots), `mutex`, `tower-peak-ewma`, `tower-pending`,
-//! `limiter-{default,seeds}-{fixed,aimd,...}`, and the floors `driver`, `cas`, `fastrand`, `scan`. The
+//! `weir-default-fixed` (the same with the cascade's fixed limit of 100), `weir-{cascade,approx,pick}-
+//! {buckets,ewma}` (`Config::cascade()` with that draw and success-rate model), `sparse-{default,cascade}`
+//! (N members in a balancer of `SPARSE_CAPACITY` slots), `mutex`, `tower-peak-ewma`, `tower-pending`,
+//! `limiter-{default,cascade}-{fixed,aimd,...}`, and the floors `driver`, `cas`, `fastrand`, `scan`. The
 //! counting allocator installed here costs a few instructions per allocation (weir and the Mutex
 //! baseline make none per pair; tower's count includes them).
 
@@ -38,7 +38,7 @@ use weir::Config;
 use weir_alloc_counter::{allocations, CountingAlloc};
 use weir_benches::{
     bases, config, default_fixed, limiters, with_limit, Cas, DriverLoad, MutexLoad, PaddedScan,
-    WeirLoad, Workload, HEALTHS, POLICIES, SPARSE_CAPACITY,
+    WeirLoad, Workload, DRAWS, HEALTHS, SPARSE_CAPACITY,
 };
 
 mod tower_load;
@@ -77,10 +77,10 @@ trait Act {
 
 /// Builds workload `name` over `n` nodes and hands it to `act`; false if there is no such workload.
 fn with_workload(name: &str, n: usize, act: &mut impl Act) -> bool {
-    for (pn, policy) in POLICIES {
+    for (dn, draw) in DRAWS {
         for (hn, health) in HEALTHS {
-            if name == format!("weir-{pn}-{hn}") {
-                act.on(WeirLoad::new(n, config(policy, health)));
+            if name == format!("weir-{dn}-{hn}") {
+                act.on(WeirLoad::new(n, config(draw, health)));
                 return true;
             }
         }
@@ -114,9 +114,9 @@ fn with_workload(name: &str, n: usize, act: &mut impl Act) -> bool {
 
 fn names() -> Vec<String> {
     let mut out: Vec<String> = vec!["weir-default".into(), "weir-default-fixed".into()];
-    for (pn, _) in POLICIES {
+    for (dn, _) in DRAWS {
         for (hn, _) in HEALTHS {
-            out.push(format!("weir-{pn}-{hn}"));
+            out.push(format!("weir-{dn}-{hn}"));
         }
     }
     for (base, _) in bases() {
@@ -190,20 +190,20 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// The interleaved workloads' name in the report: the fixed-limit limiter pairs are the pairs of
-/// `weir-default-fixed` and of the seeds (`weir-cascade-buckets`), and are reported under those names.
+/// `weir-default-fixed` and of the cascade (`weir-cascade-buckets`), and are reported under those names.
 fn reported_name(name: &str) -> &str {
     match name {
         "limiter-default-fixed" => "weir-default-fixed",
-        "limiter-seeds-fixed" => "weir-cascade-buckets",
+        "limiter-cascade-fixed" => "weir-cascade-buckets",
         _ => name,
     }
 }
 
 /// The references of the same-round ratios: `vs_default` against the new default's pair over the same
-/// number of nodes, `vs_seeds` against the seeds' pair.
+/// number of nodes, `vs_cascade` against the cascade's pair.
 const REFERENCES: [(&str, &str); 2] = [
     ("vs_default", "weir-default"),
-    ("vs_seeds", "weir-cascade-buckets"),
+    ("vs_cascade", "weir-cascade-buckets"),
 ];
 
 /// See the module docs.
@@ -220,12 +220,12 @@ fn interleave() {
             ("tower-peak-ewma", 16),
             ("tower-pending", 16),
             ("weir-default", 64),
-            ("limiter-seeds-fixed", 64),
+            ("limiter-cascade-fixed", 64),
             ("mutex", 64),
             ("weir-default", 3),
-            ("limiter-seeds-fixed", 3),
+            ("limiter-cascade-fixed", 3),
             ("sparse-default", 3),
-            ("sparse-seeds", 3),
+            ("sparse-cascade", 3),
         ]
         .map(|(n, k)| (n.to_string(), k)),
     );

@@ -13,20 +13,22 @@
 //!
 //! The configurations benchmarked are named here, so ids, RESULTS.md and the tests agree. Two bases:
 //!
-//! - **the new default**, [`Config::default()`] (benchmark name `weir-default`): [`HealthModel::DECAY`],
-//!   [`Policy::LowestScore`], a CIAD limit with a fast start; and `weir-default-fixed`, the same with the
-//!   seeds' fixed limit of 100 ([`default_fixed`]), which tells the limiter's cost from the rest;
-//! - **the seeds' configuration**, [`Config::cascade()`] (`weir-cascade-buckets`): 6 buckets of 5 s, the
-//!   weighted cascade, a fixed limit of 100; `weir-{policy}-{health}` swaps its policy and health model
-//!   ([`config`]).
+//! - **the new default**, [`Config::default()`] (benchmark name `weir-default`): the lowest-score family
+//!   ([`Algorithm::LOWEST_SCORE`]), a CIAD limit with a fast start; and `weir-default-fixed`, the same
+//!   with the cascade's fixed limit of 100 ([`default_fixed`]), which tells the limiter's cost from the
+//!   rest;
+//! - **the cascade**, [`Config::cascade()`] (`weir-cascade-buckets`): 6 buckets of 5 s, the weighted
+//!   cascade, a fixed limit of 100; `weir-{draw}-{health}` swaps its draw and its success-rate model
+//!   within the weighted family ([`config`]).
 //!
 //! ```
-//! use weir::{balance::Policy, limit::LimitAlgorithm, Config};
+//! use weir::{balance::Draw, limit::LimitAlgorithm, Config};
 //! let names: Vec<&str> = weir_benches::limiters().iter().map(|(n, _)| *n).collect();
 //! assert_eq!(names, ["fixed", "aimd", "vegas", "gradient", "gradient2", "ciad", "windowed"]);
-//! // The seeds' pair is `Config::cascade()` exactly; the default pair is `Config::default()` exactly.
-//! assert_eq!(weir_benches::config(Policy::Cascade, weir_benches::HEALTHS[0].1), Config::cascade());
+//! // The cascade's pair is `Config::cascade()` exactly; the default pair is `Config::default()` exactly.
+//! assert_eq!(weir_benches::config(Draw::Cascade, weir_benches::HEALTHS[0].1), Config::cascade());
 //! assert_eq!(weir_benches::bases()[0], ("default", Config::default()));
+//! assert_eq!(weir_benches::bases()[1], ("cascade", Config::cascade()));
 //! assert!(matches!(weir_benches::default_fixed().limit, LimitAlgorithm::Fixed(f) if f.limit == 100));
 //! ```
 
@@ -43,7 +45,8 @@ pub use workload::{Driver, DriverLoad, MutexLoad, WeirLoad, Workload, OUTSTANDIN
 use criterion::Criterion;
 use std::time::Duration;
 use weir::{
-    balance::HealthModel, balance::Policy, limit::AimdLimit, limit::CiadLimit, limit::FixedLimit,
+    balance::Algorithm, balance::Draw, balance::EwmaHealth, balance::Weighted,
+    balance::WeightedHealth, limit::AimdLimit, limit::CiadLimit, limit::FixedLimit,
     limit::Gradient2Limit, limit::GradientLimit, limit::LimitAlgorithm, limit::VegasLimit,
     limit::WindowedLimit, Config,
 };
@@ -71,27 +74,27 @@ pub fn criterion_defaults() -> Criterion {
 
 /// Node counts of the hot-path benchmarks.
 pub const NODE_COUNTS: [usize; 5] = [3, 16, 64, 256, FLEET];
-/// The largest fleet benchmarked: only the new default, the seeds and the baselines run over it (the
+/// The largest fleet benchmarked: only the new default, the cascade and the baselines run over it (the
 /// other configurations' rows stop at 256).
 pub const FLEET: usize = 1_024;
 
 /// The capacity of the sparse workloads: the most slots a balancer can have ([`weir::balance::MAX_NODES`]).
 pub const SPARSE_CAPACITY: usize = weir::balance::MAX_NODES;
 
-/// The EWMA health model benchmarked beside the seeds' buckets: a half-life of 20 outcomes.
-pub const EWMA: HealthModel = HealthModel::Ewma(weir::balance::EwmaHealth { half_life: 20 });
+/// The EWMA success-rate model benchmarked beside the cascade's buckets: a half-life of 20 outcomes.
+pub const EWMA: WeightedHealth = WeightedHealth::Ewma(EwmaHealth { half_life: 20 });
 
-/// The seeds' weighted selection policies, by benchmark name (the default's [`Policy::LowestScore`]
-/// pairs only with [`HealthModel::Decay`]: it is benchmarked as the default, see [`bases`]).
-pub const POLICIES: [(&str, Policy); 3] = [
-    ("cascade", Policy::Cascade),
-    ("approx", Policy::CascadeApprox),
-    ("pick", Policy::WeightedPick),
+/// The weighted family's draws, by benchmark name (the lowest-score family is benchmarked as the
+/// default, see [`bases`]).
+pub const DRAWS: [(&str, Draw); 3] = [
+    ("cascade", Draw::Cascade),
+    ("approx", Draw::CascadeApprox),
+    ("pick", Draw::WeightedPick),
 ];
 
-/// The seeds' health models, by benchmark name.
-pub const HEALTHS: [(&str, HealthModel); 2] =
-    [("buckets", HealthModel::SEED_BUCKETS), ("ewma", EWMA)];
+/// The weighted family's success-rate models, by benchmark name.
+pub const HEALTHS: [(&str, WeightedHealth); 2] =
+    [("buckets", WeightedHealth::BUCKETS), ("ewma", EWMA)];
 
 /// Every limit algorithm with its defaults, by benchmark name (`Windowed` wraps the default Vegas).
 pub fn limiters() -> [(&'static str, LimitAlgorithm); 7] {
@@ -115,34 +118,40 @@ pub fn limiters() -> [(&'static str, LimitAlgorithm); 7] {
     ]
 }
 
-/// The config of benchmark `weir-{policy}-{health}`: the seeds' configuration ([`Config::cascade()`]) with
-/// that policy and health model.
-pub fn config(policy: Policy, health: HealthModel) -> Config {
+/// The config of benchmark `weir-{draw}-{health}`: the cascade ([`Config::cascade()`]) with that draw
+/// and success-rate model.
+pub fn config(draw: Draw, health: WeightedHealth) -> Config {
     Config {
-        policy,
-        health,
+        algorithm: Algorithm::Weighted(Weighted {
+            health,
+            draw,
+            ..Weighted::CASCADE
+        }),
         ..Config::cascade()
     }
 }
 
-/// The seeds' fixed limit (100 per node), which [`default_fixed`] puts into the new default.
-pub fn seeds_limit() -> LimitAlgorithm {
+/// The cascade's fixed limit (100 per node), which [`default_fixed`] puts into the new default.
+pub fn cascade_limit() -> LimitAlgorithm {
     Config::cascade().limit
 }
 
-/// The new default with the seeds' fixed limit of 100 instead of its CIAD limit (benchmark name
+/// The new default with the cascade's fixed limit of 100 instead of its CIAD limit (benchmark name
 /// `weir-default-fixed`): the default pair less what its limiter costs.
 pub fn default_fixed() -> Config {
     Config {
-        limit: seeds_limit(),
+        limit: cascade_limit(),
         ..Config::default()
     }
 }
 
 /// The two configurations that the limiter, capacity and multi-thread benchmarks run on, by name: the
-/// new default ([`Config::default()`]) and the seeds' ([`Config::cascade()`]).
+/// new default ([`Config::default()`]) and the cascade ([`Config::cascade()`]).
 pub fn bases() -> [(&'static str, Config); 2] {
-    [("default", Config::default()), ("seeds", Config::cascade())]
+    [
+        ("default", Config::default()),
+        ("cascade", Config::cascade()),
+    ]
 }
 
 /// `base` with `limit` in place of its own: the config of benchmark `limiter/{base}-{limit}`.

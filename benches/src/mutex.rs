@@ -1,10 +1,10 @@
 //! The `Mutex<Vec<..>>` baseline.
 //!
-//! [`MutexBalancer`] is the algorithm of [the seeds' configuration](weir::Config::seeds) written the plain
+//! [`MutexBalancer`] is the algorithm of [the cascade](weir::Config::cascade) written the plain
 //! way: every node's state in one `std::sync::Mutex<Vec<Node>>`, buckets rotated eagerly whenever a node
 //! is touched, and every node's success rate and weight recomputed from its buckets on every acquire. It
 //! makes the same decisions as [`weir::Balancer`] with [`weir::Config::cascade()`] (the unit tests below
-//! check this against weir itself), so against the seeds' pair the benchmarks compare implementations,
+//! check this against weir itself), so against the cascade's pair the benchmarks compare implementations,
 //! not algorithms (against the new default, [`weir::Config::default()`], they compare both):
 //!
 //! - health: per node a window of [`BUCKET_COUNT`] buckets of [`BUCKET_WIDTH_NS`] each holding
@@ -27,13 +27,13 @@
 use fastrand::Rng;
 use std::sync::{Mutex, PoisonError};
 
-/// Buckets in a node's window (the seeds': 6).
+/// Buckets in a node's window (the cascade's: 6).
 pub const BUCKET_COUNT: usize = 6;
-/// Width of one bucket in nanoseconds (the seeds': 5 s).
+/// Width of one bucket in nanoseconds (the cascade's: 5 s).
 pub const BUCKET_WIDTH_NS: u64 = 5_000_000_000;
-/// Fixed per-node concurrency limit (the seeds': 100).
+/// Fixed per-node concurrency limit (the cascade's: 100).
 pub const LIMIT: u32 = 100;
-/// Recovery floor, divided by the number of active nodes (the seeds': 0.0001).
+/// Recovery floor, divided by the number of active nodes (the cascade's: 0.0001).
 pub const FLOOR: f64 = 0.0001;
 /// Bucket weights by age: `3^-age`, newest first.
 const AGE_WEIGHTS: [f64; BUCKET_COUNT] = [
@@ -115,7 +115,7 @@ fn weight_of(rate: f64) -> f64 {
     rate * rate * rate
 }
 
-/// The seeds' algorithm (bucket health, `rate³` weights, weighted pick among nodes below a fixed limit
+/// The cascade (bucket health, `rate³` weights, weighted pick among nodes below a fixed limit
 /// of 100) over nodes `0..n`, all state behind one mutex.
 #[derive(Debug)]
 pub struct MutexBalancer {

@@ -15,16 +15,16 @@
 //!   the balancer's draws come from its own seeded generator.
 //!
 //! Setup asserts that every lease is granted: a pair panics if an acquire is refused (a benchmark of
-//! refusals would measure the wrong thing). Under the seeds' fixed limit of 100 a refusal would be a
-//! bug; the new default's CIAD limit starts at 20 and backs off on timeouts, and its lowest-score policy
+//! refusals would measure the wrong thing). Under the cascade's fixed limit of 100 a refusal would be a
+//! bug; the new default's CIAD limit starts at 20 and backs off on timeouts, and the lowest-score family
 //! may give up on a node much worse than a full one, so there the tests below check that the workload,
 //! as benchmarked, is never refused. [`Driver::floor`] is the workload alone, without a balancer: the
 //! harness cost included in every pair.
 //!
 //! The workload reports `Success`, `Failure` and `Dropped` only, as it did before the outcomes
-//! `Throttled` and `ClientError` existed, so that the seeds' figures stay comparable across runs.
+//! `Throttled` and `ClientError` existed, so that the cascade's figures stay comparable across runs.
 //!
-//! How the two configurations meet it: the seeds' weighted cascade spreads calls by weight, so every
+//! How the two configurations meet it: the cascade's weighted draw spreads calls by weight, so every
 //! node, failing ones included, keeps getting calls; the new default's lowest score sends each call to
 //! the node with room whose `in_flight + penalty` is lowest, so once a node has failed (a penalty of 10
 //! per recent failure, fading with a 30 s half-life) the clean nodes (every fifth) take nearly every
@@ -444,15 +444,16 @@ mod tests {
         w
     }
 
-    /// Every seeds-based configuration the benchmarks run (each policy and health model, each limiter):
-    /// no refusal (a pair would panic), weights differ, and afterwards the counters are conserved exactly.
+    /// Every configuration of the weighted family the benchmarks run (each draw and success-rate model,
+    /// each limiter): no refusal (a pair would panic), weights differ, and afterwards the counters are
+    /// conserved exactly.
     #[test]
-    fn every_seeds_config_runs_without_refusals() {
-        for (pn, policy) in crate::POLICIES {
+    fn every_weighted_config_runs_without_refusals() {
+        for (dn, draw) in crate::DRAWS {
             for (hn, health) in crate::HEALTHS {
                 for (name, limit) in crate::limiters() {
-                    let what = format!("{pn}-{hn} {name}");
-                    let config = crate::with_limit(crate::config(policy, health), limit);
+                    let what = format!("{dn}-{hn} {name}");
+                    let config = crate::with_limit(crate::config(draw, health), limit);
                     let w = run_clean(16, config, 20_000, &what);
                     let now = w.d.now();
                     let weights: Vec<f64> = w.balancer().nodes(now).map(|n| n.weight).collect();

@@ -38,10 +38,10 @@ use facts::{load, INSTRUCTIONS, TIMING};
 use std::fs;
 use std::path::Path;
 
-/// The new default's pair (`Config::default()`) and the seeds' (`Config::cascade()`), by workload name.
+/// The new default's pair (`Config::default()`) and the cascade's (`Config::cascade()`), by workload name.
 const DEFAULT: &str = "weir-default";
 const DEFAULT_FIXED: &str = "weir-default-fixed";
-const SEEDS: &str = "weir-cascade-buckets";
+const CASCADE: &str = "weir-cascade-buckets";
 
 pub(crate) const USAGE: &str = "\
 usage: cargo xtask bench [CRITERION ARGS..]   the criterion benches, allocations, interleaved rounds

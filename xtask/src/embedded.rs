@@ -12,7 +12,7 @@
 //! same (instruction counts and peak stack included), requires both boards to print the same decisions,
 //! and runs each footprint binary (each checks that every call was granted and reports its peak stack
 //! and the deepest stack of each of weir's calls) twice: built with every algorithm, and built alone with
-//! only its preset's algorithms (`--no-default-features --features default-config` or `seeds-config`).
+//! only its preset's algorithms (`--no-default-features --features default-config` or `cascade-config`).
 //! On the Cortex-M0, with only the preset's algorithms, a call that uses more than [`CALL_STACK_BOUND`]
 //! bytes of stack fails the run.
 //!
@@ -76,7 +76,7 @@ const CALL_STACK_BOUND: u64 = 1024;
 const BUDGET_TARGET: &str = "thumbv6m-none-eabi";
 /// The example's binaries: the firmware, then the footprint baseline and the two configurations.
 const FIRMWARE: &str = "weir-embedded";
-const FOOTPRINTS: [&str; 3] = ["footprint-none", "footprint-default", "footprint-seeds"];
+const FOOTPRINTS: [&str; 3] = ["footprint-none", "footprint-default", "footprint-cascade"];
 /// The firmware guide, which holds the table.
 const README: &str = "examples/embedded/README.md";
 /// The firmware's decisions (its shares, stats and checks, the same on every board) from before the
@@ -194,9 +194,9 @@ pub(crate) fn embedded(bless: bool) {
             FOOTPRINTS[2],
             "--no-default-features",
             "--features",
-            "seeds-config",
+            "cascade-config",
         ]);
-        let seeds = footprint(FOOTPRINTS[2]);
+        let cascade = footprint(FOOTPRINTS[2]);
         rows.push(Row {
             board,
             firmware: Binary {
@@ -209,7 +209,7 @@ pub(crate) fn embedded(bless: bool) {
             none,
             every,
             default,
-            seeds,
+            cascade,
             run: first,
         });
     }
@@ -217,9 +217,9 @@ pub(crate) fn embedded(bless: bool) {
     let mut over = Vec::new();
     for row in rows.iter().filter(|r| r.board.target == BUDGET_TARGET) {
         // What a firmware that names its algorithms links. With every algorithm linked the `Balancer`
-        // is larger (its configuration holds every limiter's parameters) and `Balancer::new` goes a
-        // few bytes past the bound; the table shows it.
-        for (preset, binary) in [("default()", &row.default), ("seeds()", &row.seeds)] {
+        // is larger (its configuration holds every limiter's parameters) and `Balancer::new` goes
+        // past the bound; the table shows it.
+        for (preset, binary) in [("default()", &row.default), ("cascade()", &row.cascade)] {
             for (call, bytes) in binary.report.calls() {
                 if bytes > CALL_STACK_BOUND {
                     over.push(format!("{call} with {preset}: {bytes} bytes"));

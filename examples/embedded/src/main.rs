@@ -8,9 +8,9 @@
 //! stats, then checks:
 //!
 //! - before the failure, every node carries at least 5 % of the calls (a fair share is 12.5 %);
-//! - once the balancer has learnt, the failing node carries less than its bound (default 1 %, seeds 5 %:
-//!   the seeds' window still holds node 3's successes from its first second, so its rate falls only as
-//!   failures outnumber them) and every healthy node at least 8 % (a fair share of 7 is 14.3 %);
+//! - once the balancer has learnt, the failing node carries less than its bound (default 1 %, cascade
+//!   5 %: the cascade's window still holds node 3's successes from its first second, so its rate falls
+//!   only as failures outnumber them) and every healthy node at least 8 % (a fair share of 7 is 14.3 %);
 //! - every counter is conserved: the balancer's acquired, released-by-outcome, rejected and in-flight
 //!   counts equal the firmware's own, nothing is left in flight on any node, and nothing was stale.
 //!
@@ -400,10 +400,10 @@ fn main() -> ! {
         weir::LOCK_FREE
     );
     // Default: a failing node's first failures outweigh every in-flight count, so it loses its calls
-    // within the learning second. Seeds: its 5 s bucket still holds about 125 successes from its healthy
+    // within the learning second. Cascade: its 5 s bucket still holds about 125 successes from its healthy
     // second, so its rate^3 weight falls only as its failures outnumber them.
     let mut failed = scenario("default", Config::default(), 10);
-    failed += scenario("seeds", Config::cascade(), 50);
+    failed += scenario("cascade", Config::cascade(), 50);
 
     let Some(mut core) = cortex_m::Peripherals::take() else {
         hprintln!("weir-embedded: FAIL: the core peripherals were taken");
@@ -422,7 +422,10 @@ fn main() -> ! {
             failed += 1;
         }
     }
-    for (name, config) in [("default", Config::default()), ("seeds", Config::cascade())] {
+    for (name, config) in [
+        ("default", Config::default()),
+        ("cascade", Config::cascade()),
+    ] {
         match bench(config, &mut core.SYST) {
             Some(ticks) => hprintln!(
                 "bench {name}: {BENCH_PAIRS} acquire+release pairs in {ticks} SysTick ticks"

@@ -3,7 +3,7 @@
 //! [`INSTRUCTIONS`]. Without valgrind it says SKIPPED, loudly, and the report keeps the last counts.
 
 use super::facts::{machine, save, shell, Facts, INSTRUCTIONS};
-use super::{DEFAULT, SEEDS};
+use super::{CASCADE, DEFAULT};
 use crate::process::{fail, run};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -43,13 +43,13 @@ const COUNTED: &[(&str, usize)] = &[
     ("limiter-default-gradient2", 16),
     ("limiter-default-ciad", 16),
     ("limiter-default-windowed", 16),
-    ("limiter-seeds-fixed", 16),
-    ("limiter-seeds-aimd", 16),
-    ("limiter-seeds-vegas", 16),
-    ("limiter-seeds-gradient", 16),
-    ("limiter-seeds-gradient2", 16),
-    ("limiter-seeds-ciad", 16),
-    ("limiter-seeds-windowed", 16),
+    ("limiter-cascade-fixed", 16),
+    ("limiter-cascade-aimd", 16),
+    ("limiter-cascade-vegas", 16),
+    ("limiter-cascade-gradient", 16),
+    ("limiter-cascade-gradient2", 16),
+    ("limiter-cascade-ciad", 16),
+    ("limiter-cascade-windowed", 16),
     ("driver", 16),
     ("cas", 16),
     ("fastrand", 16),
@@ -58,35 +58,35 @@ const COUNTED: &[(&str, usize)] = &[
 
 /// The pairs whose instructions callgrind breaks down, at 16 and 64 nodes (so the breakdown also shows
 /// what each added node costs, and where).
-pub(super) const BROKEN_DOWN: [&str; 2] = [DEFAULT, SEEDS];
+pub(super) const BROKEN_DOWN: [&str; 2] = [DEFAULT, CASCADE];
 const BREAKDOWN_NODES: [usize; 2] = [16, 64];
 
 /// Functions of weir's pair whose inclusive instruction counts the breakdown shows (a function that a
 /// configuration does not call is shown as a dash): the symbol, a short name, what it is.
 pub(super) const BREAKDOWN: &[(&str, &str, &str)] = &[
     (
-        "weir::balance::balancer::Balancer<S>::acquire",
+        "weir::balance::balancer::Balancer<S,W>::acquire",
         "Balancer::acquire",
         "acquire",
     ),
     (
-        "weir::balance::policy::choose_fast",
-        "policy::choose_fast",
+        "weir::balance::algorithm::Prepared::choose_fast",
+        "Prepared::choose_fast",
         "acquire: the first choice (scan + pick)",
     ),
     (
-        "weir::balance::policy::lowest::lowest",
-        "policy::lowest",
+        "weir::balance::lowest::scan::lowest",
+        "lowest::scan::lowest",
         "of which the lowest score (key scan, ties, pick)",
     ),
     (
-        "weir::balance::balancer::Balancer<S>::rotate",
+        "weir::balance::balancer::Balancer<S,W>::rotate",
         "Balancer::rotate",
         "acquire: the clock's rotation, every node refreshed once per clock epoch (250 ms under \
-         decay, 5 s under buckets; here every 250 or 5,000 pairs), amortised",
+         the lowest-score family, 5 s under buckets; here every 250 or 5,000 pairs), amortised",
     ),
     (
-        "weir::balance::balancer::Balancer<S>::release",
+        "weir::balance::balancer::Balancer<S,W>::release",
         "Balancer::release",
         "release",
     ),
@@ -95,9 +95,10 @@ pub(super) const BREAKDOWN: &[(&str, &str, &str)] = &[
         "Health::record",
         "release: the health record (with its refresh)",
     ),
+    // `Health::refresh` is inlined into its callers: it retries `try_refresh`, which stays a function.
     (
-        "weir::balance::health::Health::refresh",
-        "Health::refresh",
+        "weir::balance::health::Health::try_refresh",
+        "Health::try_refresh",
         "the cached weight or penalty recomputed (by releases and rotations)",
     ),
     (
@@ -262,8 +263,9 @@ fn breakdown(exe: &str, out: &Path, facts: &mut Facts) {
 
 /// The inclusive count of each [`BREAKDOWN`] function in `callgrind_annotate --inclusive=yes` output.
 /// callgrind_annotate also lists the parts of a function inlined from other source files (iterators,
-/// atomics, ...) as entries of their own; the entry of the function's own file includes them and is
-/// the largest.
+/// atomics, ...) as entries of their own, and a generic function instantiated in the bench may appear
+/// twice under its own file (by the relative and by the absolute path); the largest entry is the
+/// function's whole inclusive count.
 fn inclusive_counts(text: &str) -> Vec<(&'static str, u64)> {
     BREAKDOWN
         .iter()
@@ -315,22 +317,32 @@ mod tests {
     #[test]
     fn inclusive_counts_take_each_functions_own_entry() {
         let text = "\
-106,229,256 (100.0%)  PROGRAM TOTALS
-62,277,399 (58.63%)  core/src/balance/balancer.rs:weir::balance::balancer::Balancer<S>::acquire [/w/pairs]
-48,528,000 (45.68%)  core/src/balance/policy/lowest.rs:weir::balance::policy::lowest::lowest [/w/pairs]
- 7,000,000 ( 6.59%)  /rustc/x/library/core/src/iter/adapters/zip.rs:weir::balance::policy::lowest::lowest
- 5,000,000 ( 4.00%)  core/src/balance/policy/lowest.rs:weir::balance::policy::lowest::lowest_in [/w/pairs]
-202,953,122 (75.58%)  => core/src/balance/policy/lowest.rs:weir::balance::policy::lowest::lowest (100,008x)
- 7,100,000 ( 6.68%)  core/src/limit/mod.rs:<weir::limit::LimitAlgorithm as weir::limit::Limit>::update [/w/pairs]";
+87,296,442 (100.0%)  PROGRAM TOTALS
+40,944,413 (46.90%)  /w/core/src/balance/balancer.rs:weir::balance::balancer::Balancer<S,W>::acquire
+37,444,931 (42.89%)  core/src/balance/balancer.rs:weir::balance::balancer::Balancer<S,W>::acquire [/w/pairs]
+30,322,881 (34.74%)  /w/core/src/balance/algorithm.rs:weir::balance::algorithm::Prepared::choose_fast
+17,882,776 (20.49%)  core/src/balance/lowest/scan.rs:weir::balance::algorithm::Prepared::choose_fast
+ 3,210,823 ( 3.68%)  /rustc/x/library/core/src/slice/mod.rs:weir::balance::algorithm::Prepared::choose_fast
+ 5,000,000 ( 4.00%)  core/src/balance/lowest/scan.rs:weir::balance::lowest::scan::lowest_in [/w/pairs]
+202,953,122 (75.58%)  => core/src/balance/algorithm.rs:weir::balance::algorithm::Prepared::choose_fast (100,008x)
+ 1,340,376 ( 1.54%)  core/src/balance/health.rs:weir::balance::health::Health::try_refresh [/w/pairs]
+ 8,200,218 ( 9.39%)  /w/core/src/limit/mod.rs:<weir::limit::LimitAlgorithm as weir::limit::Limit>::update";
         let got = inclusive_counts(text);
         assert_eq!(
             got,
             [
-                ("weir::balance::balancer::Balancer<S>::acquire", 62_277_399),
-                ("weir::balance::policy::lowest::lowest", 48_528_000),
+                (
+                    "weir::balance::balancer::Balancer<S,W>::acquire",
+                    40_944_413
+                ),
+                (
+                    "weir::balance::algorithm::Prepared::choose_fast",
+                    30_322_881
+                ),
+                ("weir::balance::health::Health::try_refresh", 1_340_376),
                 (
                     "<weir::limit::LimitAlgorithm as weir::limit::Limit>::update",
-                    7_100_000
+                    8_200_218
                 ),
             ]
         );

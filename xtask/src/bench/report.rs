@@ -18,8 +18,7 @@ const TEMPLATE: &str = include_str!("report/template.md");
 /// The heading of the section `cargo xtask bench-py` writes into RESULTS.md (`py/bench/bench.py`).
 const PYTHON_SECTION: &str = "## Python\n";
 
-/// The configurations of the seeds' algorithm, by workload name less `weir-`, in the order of the
-/// template's columns.
+/// The configurations benchmarked, by workload name less `weir-`, in the order of the template's columns.
 const CONFIGURATIONS: [&str; 8] = [
     "default",
     "default-fixed",
@@ -40,7 +39,7 @@ const LIMITERS: [&str; 7] = [
     "windowed",
 ];
 const NODES: [usize; 5] = [3, 16, 64, 256, 1_024];
-/// The node counts of every configuration's row (1,024 nodes run only the new default, the seeds and
+/// The node counts of every configuration's row (1,024 nodes run only the new default, the cascade and
 /// the baselines).
 const CONFIGURATION_NODES: [usize; 4] = [3, 16, 64, 256];
 
@@ -69,7 +68,7 @@ fn render(t: &Facts, i: &Facts) -> String {
     let slots = [
         runs(t, i),
         targets::targets(&d),
-        one_thread::against_seeds(&d),
+        one_thread::against_cascade(&d),
         one_thread::c_abi(&d),
         one_thread::one_pair(&d),
         one_thread::configurations(&d),

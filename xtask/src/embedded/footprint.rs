@@ -8,13 +8,13 @@ use std::fmt::Write as _;
 use std::process::Command;
 
 /// Budgets on the Cortex-M0 with only a preset's algorithms, in bytes: weir's flash with `default()`,
-/// its peak stack with `default()`, its flash with `seeds()`. Printed, met or missed, with the table;
+/// its peak stack with `default()`, its flash with `cascade()`. Printed, met or missed, with the table;
 /// exact byte counts follow the compiler, so a miss is reported, not failed (the guide says what each
 /// missed figure costs and why).
 const BUDGETS: [(&str, u64); 3] = [
     ("weir's flash, `default()`", 24 * 1024),
     ("weir's peak stack, `default()`", 1536),
-    ("weir's flash, `seeds()`", 16 * 1024),
+    ("weir's flash, `cascade()`", 16 * 1024),
 ];
 /// The guide's table lies between these two lines.
 pub(super) const BEGIN: &str = "<!-- embedded-table: begin (cargo xtask embedded --bless) -->";
@@ -84,11 +84,11 @@ pub(super) struct Row<'a> {
     pub(super) board: &'a Board,
     pub(super) firmware: Binary,
     pub(super) none: Binary,
-    /// The `default()` and `seeds()` footprint binaries with every algorithm linked.
+    /// The `default()` and `cascade()` footprint binaries with every algorithm linked.
     pub(super) every: (Binary, Binary),
     /// Each with only its preset's algorithms.
     pub(super) default: Binary,
-    pub(super) seeds: Binary,
+    pub(super) cascade: Binary,
     pub(super) run: FirmwareRun,
 }
 
@@ -169,26 +169,26 @@ pub(super) fn table(rows: &[Row], toolchain: &str) -> String {
         }
     };
     line(
-        "weir's flash, only the preset's algorithms, `default()` / `seeds()`",
-        &|r| pair(r.weir(&r.default).0.flash, r.weir(&r.seeds).0.flash),
+        "weir's flash, only the preset's algorithms, `default()` / `cascade()`",
+        &|r| pair(r.weir(&r.default).0.flash, r.weir(&r.cascade).0.flash),
     );
     line(
-        "weir's flash, every algorithm linked, `default()` / `seeds()`",
+        "weir's flash, every algorithm linked, `default()` / `cascade()`",
         &|r| pair(r.weir(&r.every.0).0.flash, r.weir(&r.every.1).0.flash),
     );
     line("weir's static RAM (8 slots and its statics)", &|r| {
-        pair(r.weir(&r.default).0.ram, r.weir(&r.seeds).0.ram)
+        pair(r.weir(&r.default).0.ram, r.weir(&r.cascade).0.ram)
     });
     line(
-        "weir's peak stack, only the preset's algorithms, `default()` / `seeds()`",
-        &|r| pair(r.weir(&r.default).1, r.weir(&r.seeds).1),
+        "weir's peak stack, only the preset's algorithms, `default()` / `cascade()`",
+        &|r| pair(r.weir(&r.default).1, r.weir(&r.cascade).1),
     );
     line(
-        "the `Balancer` value (in the stack above), `default()` / `seeds()` (the example: both)",
+        "the `Balancer` value (in the stack above), `default()` / `cascade()` (the example: both)",
         &|r| {
             format!(
                 "{} ({} B)",
-                pair(r.default.report.balancer, r.seeds.report.balancer),
+                pair(r.default.report.balancer, r.cascade.report.balancer),
                 thousands(r.run.balancer_bytes)
             )
         },
@@ -198,11 +198,11 @@ pub(super) fn table(rows: &[Row], toolchain: &str) -> String {
             "`default()`",
             (|r: &Row| r.default.report) as fn(&Row) -> FootprintReport,
         ),
-        ("`seeds()`", |r: &Row| r.seeds.report),
+        ("`cascade()`", |r: &Row| r.cascade.report),
         ("`default()`, every algorithm linked", |r: &Row| {
             r.every.0.report
         }),
-        ("`seeds()`, every algorithm linked", |r: &Row| {
+        ("`cascade()`, every algorithm linked", |r: &Row| {
             r.every.1.report
         }),
     ] {
@@ -221,7 +221,7 @@ pub(super) fn table(rows: &[Row], toolchain: &str) -> String {
         );
     }
     line(
-        "instructions per acquire+release, `default()` / `seeds()`",
+        "instructions per acquire+release, `default()` / `cascade()`",
         &|r| {
             let per_pair: Vec<String> = r
                 .run
@@ -247,7 +247,7 @@ pub(super) fn table(rows: &[Row], toolchain: &str) -> String {
         let measured = [
             r.weir(&r.default).0.flash,
             r.weir(&r.default).1,
-            r.weir(&r.seeds).0.flash,
+            r.weir(&r.cascade).0.flash,
         ];
         let _ = write!(
             t,

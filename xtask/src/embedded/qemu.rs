@@ -105,10 +105,10 @@ fn parse_firmware(text: &str) -> Result<FirmwareRun, String> {
     if benches
         .iter()
         .map(|b| b.0.as_str())
-        .ne(["default", "seeds"])
+        .ne(["default", "cascade"])
     {
         return Err(format!(
-            "expected timings for default and seeds, got {benches:?}"
+            "expected timings for default and cascade, got {benches:?}"
         ));
     }
     let calibration = calibration.ok_or("no calibration line")?;
@@ -246,7 +246,7 @@ mod tests {
                     default: shares\n\
                     calibration: 2000000 instructions in 50000 SysTick ticks\n\
                     bench default: 2000 acquire+release pairs in 150000 SysTick ticks\n\
-                    bench seeds: 2000 acquire+release pairs in 200000 SysTick ticks\n\
+                    bench cascade: 2000 acquire+release pairs in 200000 SysTick ticks\n\
                     stack: 9728 of 13776 bytes at most in use\n\
                     weir-embedded: PASS\n";
         let run = parse_firmware(text).unwrap();
@@ -255,7 +255,7 @@ mod tests {
             run.benches,
             [
                 ("default".to_string(), 2000, 150_000),
-                ("seeds".to_string(), 2000, 200_000)
+                ("cascade".to_string(), 2000, 200_000)
             ]
         );
         assert_eq!(run.calibration, (2_000_000, 50_000));
@@ -263,7 +263,7 @@ mod tests {
         assert!(parse_firmware(&text.replace("stack: 9728", "stack: x")).is_err());
         assert_eq!(
             FootprintReport::parse(
-                "footprint-seeds: 1000 of 1000 calls granted; stack 1780 bytes at most; calls: new 852 \
+                "footprint-cascade: 1000 of 1000 calls granted; stack 1780 bytes at most; calls: new 852 \
                  add 392 acquire 836 release 476 bytes at most; Balancer 352 bytes\n"
             ),
             Some(FootprintReport {
@@ -276,17 +276,17 @@ mod tests {
             })
         );
         assert_eq!(
-            FootprintReport::parse("footprint-seeds: 1000 of 1000 calls granted\n"),
+            FootprintReport::parse("footprint-cascade: 1000 of 1000 calls granted\n"),
             None
         );
         assert_eq!(
-            FootprintReport::parse("footprint-seeds: ...; stack 1780 bytes at most\n"),
+            FootprintReport::parse("footprint-cascade: ...; stack 1780 bytes at most\n"),
             None
         );
         assert_eq!(run.decisions, "default: shares\nweir-embedded: PASS\n");
         assert!(parse_firmware(&text.replace("calibration: ", "")).is_err());
         assert!(parse_firmware(&text.replace("PASS", "FAIL (1 checks)")).is_err());
-        assert!(parse_firmware(&text.replace("bench seeds", "bench other")).is_err());
+        assert!(parse_firmware(&text.replace("bench cascade", "bench other")).is_err());
         assert!(parse_firmware(&text.replace("150000", "x")).is_err());
     }
 }

@@ -2,7 +2,7 @@
 //! "Memory and allocations".
 
 use super::super::instructions::{BREAKDOWN, BROKEN_DOWN, LONG_RUN, SHORT_RUN};
-use super::super::{DEFAULT, DEFAULT_FIXED, SEEDS};
+use super::super::{CASCADE, DEFAULT, DEFAULT_FIXED};
 use super::data::{count, per_node, ratio, signed, Data};
 use super::{fill, rows, slot, Slot, CONFIGURATIONS};
 
@@ -28,7 +28,7 @@ pub(super) fn instructions(d: &Data) -> Vec<Slot> {
     let by_nodes = [
         ("new default", DEFAULT),
         ("new default, Fixed(100)", DEFAULT_FIXED),
-        ("seeds", SEEDS),
+        ("cascade", CASCADE),
         ("Mutex<Vec> baseline", "mutex"),
     ]
     .map(|(label, name)| {

@@ -2,7 +2,7 @@
 //! from them that several sections show) and how it writes numbers.
 
 use super::super::facts::Facts;
-use super::super::{DEFAULT_FIXED, SEEDS};
+use super::super::{CASCADE, DEFAULT_FIXED};
 use super::LIMITERS;
 
 /// A one-way transfer above this is the scheduler's doing, not the cache's (see
@@ -90,7 +90,7 @@ impl Data<'_> {
         let fixed = if base == "default" {
             DEFAULT_FIXED
         } else {
-            SEEDS
+            CASCADE
         };
         Some(
             self.interleaved_p10(&format!("limiter-{base}-{l}"), 16)?

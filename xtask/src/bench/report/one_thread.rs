@@ -1,13 +1,13 @@
-//! The sections on one thread's pairs: the new default against the seeds, the C ABI, weir against its
+//! The sections on one thread's pairs: the new default against the cascade, the C ABI, weir against its
 //! baselines, every configuration, the limit algorithms and the floors.
 
-use super::super::{DEFAULT, DEFAULT_FIXED, SEEDS};
+use super::super::{CASCADE, DEFAULT, DEFAULT_FIXED};
 use super::data::{count, div, ns, ratio, signed, times, Data};
 use super::{rows, slot, Slot, CONFIGURATIONS, CONFIGURATION_NODES, LIMITERS, NODES};
 
-/// "The new default against the seeds": each step's cost at 16 nodes and per added node.
-pub(super) fn against_seeds(d: &Data) -> Vec<Slot> {
-    let (s16, seeds_i16) = (d.pair(SEEDS, 16), d.instr(SEEDS, 16));
+/// "The new default against the cascade": each step's cost at 16 nodes and per added node.
+pub(super) fn against_cascade(d: &Data) -> Vec<Slot> {
+    let (s16, cascade_i16) = (d.pair(CASCADE, 16), d.instr(CASCADE, 16));
     let row = |(label, name): (&str, &str)| {
         let v = d.pair(name, 16);
         let iv = d.instr(name, 16);
@@ -16,17 +16,17 @@ pub(super) fn against_seeds(d: &Data) -> Vec<Slot> {
             ns(v),
             signed(v.zip(s16).map(|(a, b)| a - b), 1),
             count(iv),
-            signed(iv.zip(seeds_i16).map(|(a, b)| a - b), 0),
+            signed(iv.zip(cascade_i16).map(|(a, b)| a - b), 0),
             signed(d.pair_per_node(name), 2),
             signed(d.instr_per_node(name), 1),
         )
     };
     let steps = [
-        ("seeds (`Config::cascade()`)", SEEDS),
+        ("cascade (`Config::cascade()`)", CASCADE),
         ("new default, Fixed(100)", DEFAULT_FIXED),
         ("new default (`Config::default()`)", DEFAULT),
     ];
-    vec![slot("default_vs_seeds", steps.map(row).join("\n"))]
+    vec![slot("default_vs_cascade", steps.map(row).join("\n"))]
 }
 
 /// "The C ABI": the Rust pair and the two C pairs, criterion and interleaved.
@@ -65,7 +65,7 @@ pub(super) fn c_abi(d: &Data) -> Vec<Slot> {
 /// interleaved cross-check.
 pub(super) fn one_pair(d: &Data) -> Vec<Slot> {
     let row = |n: usize| {
-        let (dv, sv) = (d.pair(DEFAULT, n), d.pair(SEEDS, n));
+        let (dv, sv) = (d.pair(DEFAULT, n), d.pair(CASCADE, n));
         let (m, p, q) = (
             d.pair("mutex", n),
             d.pair("tower-peak-ewma", n),
@@ -101,15 +101,15 @@ pub(super) fn one_pair(d: &Data) -> Vec<Slot> {
     vec![
         slot("one_pair", NODES.map(row).join("\n")),
         slot("cross_default_16", cross(DEFAULT, 16)),
-        slot("cross_seeds_16", cross(SEEDS, 16)),
+        slot("cross_cascade_16", cross(CASCADE, 16)),
         slot("cross_mutex_16", cross("mutex", 16)),
         slot("cross_peak_ewma_16", cross("tower-peak-ewma", 16)),
         slot("cross_pending_16", cross("tower-pending", 16)),
         slot("cross_default_64", cross(DEFAULT, 64)),
-        slot("cross_seeds_64", cross(SEEDS, 64)),
+        slot("cross_cascade_64", cross(CASCADE, 64)),
         slot("cross_mutex_64", cross("mutex", 64)),
         slot("cross_default_3", cross(DEFAULT, 3)),
-        slot("cross_seeds_3", cross(SEEDS, 3)),
+        slot("cross_cascade_3", cross(CASCADE, 3)),
     ]
 }
 
@@ -147,7 +147,7 @@ pub(super) fn limiters(d: &Data) -> Vec<Slot> {
     };
     vec![
         slot("limiters_default", table("default")),
-        slot("limiters_seeds", table("seeds")),
+        slot("limiters_cascade", table("cascade")),
     ]
 }
 
@@ -183,17 +183,17 @@ pub(super) fn floors(d: &Data) -> Vec<Slot> {
         ("floor", one(|(floor, _, _)| floor)),
         ("floor_default", one(|(_, dv, _)| dv)),
         ("floor_default_above", one(|(floor, dv, _)| dv - floor)),
-        ("floor_seeds", one(|(_, _, sv)| sv)),
-        ("floor_seeds_above", one(|(floor, _, sv)| sv - floor)),
+        ("floor_cascade", one(|(_, _, sv)| sv)),
+        ("floor_cascade_above", one(|(floor, _, sv)| sv - floor)),
     ]
 }
 
 /// At 16 nodes, five CAS + one scan + one draw + the driver (the floor of a pair), with the new default's
-/// and the seeds' pairs; `None` unless all were measured.
+/// and the cascade's pairs; `None` unless all were measured.
 fn floor_sum(d: &Data) -> Option<(f64, f64, f64)> {
     let floor = 5.0 * d.ns("floor/cas")?
         + d.ns("floor/scan/16")?
         + d.ns("floor/fastrand")?
         + d.ns("floor/driver")?;
-    Some((floor, d.pair(DEFAULT, 16)?, d.pair(SEEDS, 16)?))
+    Some((floor, d.pair(DEFAULT, 16)?, d.pair(CASCADE, 16)?))
 }

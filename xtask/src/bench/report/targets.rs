@@ -1,7 +1,7 @@
 //! The "Targets" section: each goal at 16 nodes with its value and verdict, from criterion and from the
 //! interleaved cross-check.
 
-use super::super::{DEFAULT, DEFAULT_FIXED, SEEDS};
+use super::super::{CASCADE, DEFAULT, DEFAULT_FIXED};
 use super::data::{div, opt, verdict, worst, Data};
 use super::{slot, Slot};
 
@@ -54,9 +54,9 @@ fn ns2(x: f64) -> String {
     format!("{x:.2} ns")
 }
 
-/// One pair's cost: time, instructions, against the seeds, through the C ABI.
+/// One pair's cost: time, instructions, against the cascade, through the C ABI.
 fn one_pair(d: &Data) -> Vec<Row> {
-    let (t16, s16) = (d.pair(DEFAULT, 16), d.pair(SEEDS, 16));
+    let (t16, s16) = (d.pair(DEFAULT, 16), d.pair(CASCADE, 16));
     let rust = d.ns("c_abi/rust/16");
     vec![
         (
@@ -70,14 +70,14 @@ fn one_pair(d: &Data) -> Vec<Row> {
             dash(),
         ),
         (
-            "new default pair ≤ 1.1x the seeds' pair (same run)".into(),
+            "new default pair ≤ 1.1x the cascade's pair (same run)".into(),
             at_most(div(t16, s16), 1.1, "x", x2),
-            at_most(d.interleaved("weir-default.16.vs_seeds"), 1.1, "x", x2),
+            at_most(d.interleaved("weir-default.16.vs_cascade"), 1.1, "x", x2),
         ),
         (
-            "the same with Fixed(100) instead of CIAD ≤ 1.1x the seeds' pair (where the cost comes from)".into(),
+            "the same with Fixed(100) instead of CIAD ≤ 1.1x the cascade's pair (where the cost comes from)".into(),
             at_most(div(d.pair(DEFAULT_FIXED, 16), s16), 1.1, "x", x2),
-            at_most(d.interleaved("weir-default-fixed.16.vs_seeds"), 1.1, "x", x2),
+            at_most(d.interleaved("weir-default-fixed.16.vs_cascade"), 1.1, "x", x2),
         ),
         (
             "C pair ≤ 1.1x the Rust pair (`weir_balancer_acquire_with_rng` + `weir_balancer_release` through libweir.so, new default, same run)".into(),
@@ -94,7 +94,7 @@ fn one_pair(d: &Data) -> Vec<Row> {
 
 /// Sparse capacity, and the baselines.
 fn baselines(d: &Data) -> Vec<Row> {
-    let (t16, s16) = (d.pair(DEFAULT, 16), d.pair(SEEDS, 16));
+    let (t16, s16) = (d.pair(DEFAULT, 16), d.pair(CASCADE, 16));
     let mutex16 = d.pair("mutex", 16);
     // Scans cover the slots in use: three members cost the same in 3 slots as in 65,536.
     let sparse = |base: &str| {
@@ -110,9 +110,9 @@ fn baselines(d: &Data) -> Vec<Row> {
             at_most(d.interleaved("sparse-default.3.vs_default"), 1.5, "x", x2),
         ),
         (
-            "seeds: 3 members at capacity 65,536 ≤ 1.5x capacity 3".into(),
-            at_most(sparse("seeds"), 1.5, "x", x2),
-            at_most(d.interleaved("sparse-seeds.3.vs_seeds"), 1.5, "x", x2),
+            "cascade: 3 members at capacity 65,536 ≤ 1.5x capacity 3".into(),
+            at_most(sparse("cascade"), 1.5, "x", x2),
+            at_most(d.interleaved("sparse-cascade.3.vs_cascade"), 1.5, "x", x2),
         ),
         (
             "new default: ≥ 3x faster than the Mutex baseline".into(),
@@ -120,9 +120,9 @@ fn baselines(d: &Data) -> Vec<Row> {
             at_least(d.interleaved("mutex.16.vs_default"), 3.0, "x", x2),
         ),
         (
-            "seeds: ≥ 3x faster than the Mutex baseline (the same algorithm)".into(),
+            "cascade: ≥ 3x faster than the Mutex baseline (the same algorithm)".into(),
             at_least(div(mutex16, s16), 3.0, "x", x2),
-            at_least(d.interleaved("mutex.16.vs_seeds"), 3.0, "x", x2),
+            at_least(d.interleaved("mutex.16.vs_cascade"), 3.0, "x", x2),
         ),
         (
             "new default: ≥ 10x faster than tower Balance + PeakEwma".into(),
@@ -140,7 +140,7 @@ fn baselines(d: &Data) -> Vec<Row> {
 /// What an added node costs either configuration, in time and in instructions.
 fn added_node(d: &Data) -> Vec<Row> {
     let instructions = |x: f64| format!("{x:.1}");
-    [("new default", DEFAULT), ("seeds", SEEDS)]
+    [("new default", DEFAULT), ("cascade", CASCADE)]
         .into_iter()
         .flat_map(|(label, name)| {
             [
@@ -195,7 +195,7 @@ fn threads(d: &Data) -> Vec<Row> {
             dash(),
         ),
         (
-            "zero allocations per pair (both configurations, the seeds' every policy and health model, every limiter on both)".into(),
+            "zero allocations per pair (both configurations, the weighted family's every draw and success-rate model, every limiter on both)".into(),
             at_most(weir_allocs, 0.0, "", |x| format!("{x:.3}")),
             dash(),
         ),
@@ -217,9 +217,9 @@ fn limiters(d: &Data) -> Vec<Row> {
             cell(worst(|l| d.interleaved_over_fixed("default", l))),
         ),
         (
-            "seeds: each limiter adds ≤ 10 ns over Fixed".into(),
-            cell(worst(|l| d.over_fixed("seeds", l))),
-            cell(worst(|l| d.interleaved_over_fixed("seeds", l))),
+            "cascade: each limiter adds ≤ 10 ns over Fixed".into(),
+            cell(worst(|l| d.over_fixed("cascade", l))),
+            cell(worst(|l| d.interleaved_over_fixed("cascade", l))),
         ),
     ]
 }

@@ -1,12 +1,16 @@
 //! The section "Two threads on one balancer": the two configurations and the Mutex baseline shared by two
 //! threads, read against the core-to-core round trip; then more threads, where a run measured them.
 
-use super::super::{DEFAULT, SEEDS};
+use super::super::{CASCADE, DEFAULT};
 use super::data::{ns, opt, ratio, Data};
 use super::{slot, Slot};
 
 /// The columns: the threads benchmark's name and the single-thread pair's workload.
-const COLUMNS: [(&str, &str); 3] = [("default", DEFAULT), ("seeds", SEEDS), ("mutex", "mutex")];
+const COLUMNS: [(&str, &str); 3] = [
+    ("default", DEFAULT),
+    ("cascade", CASCADE),
+    ("mutex", "mutex"),
+];
 
 /// Thread counts beyond two that a run may have measured.
 const MORE: [usize; 3] = [4, 8, 16];
@@ -67,9 +71,9 @@ fn more_threads(d: &Data) -> Option<String> {
             let at = |name: &str| d.ns(&format!("threads/{name}-t{k}/16"));
             let default = at("default")?;
             Some(format!(
-                "{k} threads: new default {} ns per pair per thread, seeds {} ns, Mutex {} ns.",
+                "{k} threads: new default {} ns per pair per thread, cascade {} ns, Mutex {} ns.",
                 ns(Some(default)),
-                ns(at("seeds")),
+                ns(at("cascade")),
                 ns(at("mutex"))
             ))
         })

@@ -8,5 +8,5 @@ use cortex_m_rt::entry;
 #[entry]
 fn main() -> ! {
     let (granted, stacks) = weir_embedded::footprint(weir::Config::cascade());
-    weir_embedded::report("footprint-seeds", granted, stacks)
+    weir_embedded::report("footprint-cascade", granted, stacks)
 }
