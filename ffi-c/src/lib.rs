@@ -42,7 +42,7 @@
 //! | `overload/` | `weir_shedder`, `weir_cpu_sampler`, `weir_throttle`, `weir_retry_budget` |
 //! | `backoff.rs` | `weir_backoff` |
 //! | `subset.rs` | `weir_subset_*`: which backends each client connects to |
-//! | `fuzz.rs` | the fuzz target over the whole ABI (tests and `cargo fuzz` only) |
+//! | `fuzz/` | the fuzz target over the whole ABI (tests and `cargo fuzz` only) |
 //! | here | the version functions, this table |
 
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -31,7 +31,7 @@ Prometheus, the Python venv).",
         about: "every .rs file and module that a comment names exists",
         usage: "usage: cargo xtask doc-paths
 Checks that every `.rs` file a comment names exists, and every module a Rust comment names (\"see
-`policy`\", \"the `policy` module\", `balance::policy`) (see xtask/src/doc_paths.rs).",
+`policy`\", \"the `policy` module\", `balance::policy`) (see xtask/src/doc_paths/mod.rs).",
     },
     Command {
         name: "sim",
@@ -86,7 +86,7 @@ xtask/src/prometheus.rs).",
        cargo xtask dist-c --check
 --prefix installs include/weir.h, libweir.a, libweir.so and lib/pkgconfig/weir.pc into DIR (release-c
 build); --check installs into a temporary prefix and builds the example against it (see
-xtask/src/dist.rs).",
+xtask/src/dist/mod.rs).",
     },
     Command {
         name: "fuzz",
@@ -98,7 +98,7 @@ xtask/src/dist.rs).",
         about: "the Python package: lint, install, pytest, stubtest, mypy",
         usage: "usage: cargo xtask py
 In the venv target/py-venv: fmt and clippy on py/, `pip install ./py`, pytest, stubtest and mypy --strict
-(see xtask/src/py.rs).",
+(see xtask/src/py/mod.rs).",
     },
     Command {
         name: "wheel",
@@ -130,7 +130,7 @@ of benches/RESULTS.md.",
         usage: "usage: cargo xtask embedded [--bless]
 Builds examples/embedded for QEMU's Cortex-M4F and Cortex-M0 boards, runs it there as a test and prints
 the table of flash, RAM and instructions; --bless writes the table into the README (see
-xtask/src/embedded.rs).",
+xtask/src/embedded/mod.rs).",
     },
     Command {
         name: "nostd",

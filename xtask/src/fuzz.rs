@@ -1,9 +1,9 @@
-//! `cargo xtask fuzz [--seconds N] [--stable]`: the fuzz target over the C ABI (`ffi-c/src/fuzz.rs`)
+//! `cargo xtask fuzz [--seconds N] [--stable]`: the fuzz target over the C ABI (`ffi-c/src/fuzz/mod.rs`)
 //! for about N seconds (default 60), then how many executions it made and what it found.
 //!
 //! With a nightly toolchain and cargo-fuzz installed (`cargo install cargo-fuzz`) it runs libFuzzer on
 //! `ffi-c/fuzz` (target `c_abi`); otherwise, or with `--stable`, the stable driver: the `#[ignore]`d
-//! test `for_a_while` of `ffi-c/src/fuzz.rs` in release, which runs seeded random sequences through the
+//! test `for_a_while` of `ffi-c/src/fuzz/mod.rs` in release, which runs seeded random sequences through the
 //! same interpreter. It says which one ran. Nothing here is part of `cargo xtask ci`: CI never needs nightly
 //! (the stable driver's short test runs in `cargo test`).
 

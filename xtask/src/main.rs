@@ -10,14 +10,14 @@
 //!   `prometheus`), the packages as crates.io gets them (`publish-check`) and the API docs, warnings
 //!   denied (see `ci.rs`).
 //! - `cargo xtask doc-paths`: every `.rs` file and every module that a comment names exists (see
-//!   `doc_paths.rs`); `ci` runs it first.
+//!   `doc_paths/mod.rs`); `ci` runs it first.
 //! - `cargo xtask sim`: the main job: every simulator scenario with every policy (release build), a summary
 //!   table on stdout and the report, CSVs and charts in `target/sim/` (arguments go to `weir-sim`);
 //!   `cargo xtask sim --scenarios DIR`: the same for the scenario files `DIR/*.toml` (see `sim/README.md`
 //!   and `sim.rs`).
 //! - `cargo xtask bench`: the criterion benchmarks (weir, its baselines, floors, limiters, threads),
 //!   then `benches/RESULTS.md`; `cargo xtask bench --instructions`: the valgrind instruction counts,
-//!   then `benches/RESULTS.md` (see `bench.rs`).
+//!   then `benches/RESULTS.md` (see `bench/mod.rs`).
 //! - `cargo xtask ctest`: the C ABI's C and C++ test programs under ASan/UBSan, the header alone as C99,
 //!   C11 and C++17, and `weir-lb-ffi`'s tests (see `ctest.rs`); `cargo xtask header` regenerates
 //!   `include/weir.h`.
@@ -26,19 +26,19 @@
 //!   back through its query API: the failing node's failures counted, its share falling (see
 //!   `prometheus.rs`).
 //! - `cargo xtask dist-c --prefix DIR`: installs the C header, libraries and `weir.pc` into DIR;
-//!   `--check` installs into a temporary prefix and builds the example against it (see `dist.rs`).
+//!   `--check` installs into a temporary prefix and builds the example against it (see `dist/mod.rs`).
 //! - `cargo xtask fuzz [--seconds N] [--stable]`: the fuzz target over the C ABI for N seconds (default
 //!   60): cargo-fuzz where nightly and cargo-fuzz are installed, the stable driver otherwise (see
 //!   `fuzz.rs`).
 //! - `cargo xtask py`: the Python package in its own venv: lint, `pip install ./py`, pytest, stubtest,
 //!   `mypy --strict`; `cargo xtask wheel`: the abi3 wheel and the sdist, checked (`--test`, which `ci`
 //!   runs: the wheel tested in a fresh venv with no Rust, the sdist built by pip); `cargo xtask
-//!   bench-py`: the Python timings, then the "Python" section of `benches/RESULTS.md` (see `py.rs`).
+//!   bench-py`: the Python timings, then the "Python" section of `benches/RESULTS.md` (see `py/mod.rs`).
 //! - `cargo xtask install-check`: the install commands of the README and the guides are the ones CI runs,
 //!   and `cargo add --path path/to/weir/core` builds in a scratch project (see `install.rs`).
 //! - `cargo xtask embedded`: the firmware example on QEMU's Cortex-M4F and Cortex-M0 boards, checked, and
 //!   the table of flash, RAM and instructions it costs; `--bless` writes the table into the firmware
-//!   guide, `examples/embedded/README.md` (see `embedded.rs`).
+//!   guide, `examples/embedded/README.md` (see `embedded/mod.rs`).
 //! - `cargo xtask publish-check`: the published crates (`weir-lb`, `weir-lb-ffi`, `weir-lb-tower`)
 //!   packaged and built together as crates.io gets them, with their licences (see `publish.rs`).
 //! - `cargo xtask msrv`: the published crates built with the toolchain `rust-version` names (see

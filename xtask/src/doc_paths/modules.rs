@@ -1,4 +1,4 @@
-//! The module names of Rust comments (see `doc_paths.rs`, "How a module name resolves"): which
+//! The module names of Rust comments (see `doc_paths/mod.rs`, "How a module name resolves"): which
 //! backticked names are read as modules, and the repository's modules, crates and words they resolve
 //! against.
 
@@ -254,7 +254,7 @@ impl Modules {
         crates.iter().any(|k| !self.in_crate(k, name).is_empty())
     }
 
-    /// See the module docs of `doc_paths.rs`: the first segment is `crate`, a crate's name or a module of
+    /// See the module docs of `doc_paths/mod.rs`: the first segment is `crate`, a crate's name or a module of
     /// the commenting crate (else the path is not this check's: a dependency's, the standard library's);
     /// each next segment a child module of the one before, or, last or capitalized, an item in it. A path
     /// that resolves nowhere still passes when an outside crate is called as its first segment is.

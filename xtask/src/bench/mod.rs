@@ -21,7 +21,7 @@
 //! it from the saved files.
 //!
 //! By job: `timing.rs` runs the criterion benches, `instructions.rs` counts instructions under valgrind,
-//! `facts.rs` is what both save (and the machine they ran on), `report.rs` writes RESULTS.md from it
+//! `facts.rs` is what both save (and the machine they ran on), `report/mod.rs` writes RESULTS.md from it
 //! (its prose is the template `report/template.md`), `tower.rs` is weir-tower's bench and section, and
 //! `metrics.rs` the scrape's.
 

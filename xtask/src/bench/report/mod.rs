@@ -13,7 +13,7 @@ use super::{metrics, tower};
 use data::Data;
 
 /// The document, with a slot wherever a value goes.
-const TEMPLATE: &str = include_str!("report/template.md");
+const TEMPLATE: &str = include_str!("template.md");
 
 /// The heading of the section `cargo xtask bench-py` writes into RESULTS.md (`py/bench/bench.py`).
 const PYTHON_SECTION: &str = "## Python\n";

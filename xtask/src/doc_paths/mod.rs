@@ -103,7 +103,7 @@ pub(crate) fn doc_paths() {
     if !stale.is_empty() {
         fail(&format!(
             "{} comment(s) name a .rs file or a module that does not exist (see \
-             `xtask/src/doc_paths.rs` for how a name resolves)",
+             `xtask/src/doc_paths/mod.rs` for how a name resolves)",
             stale.len()
         ));
     }
