@@ -349,7 +349,7 @@ proptest! {
                 let before = a.limit(&st);
                 let after = a.update(&st, s, *random);
                 let timed_out = matches!(a, LimitAlgorithm::Aimd(l) if s.rtt_ns > l.timeout_ns);
-                // With an RTT tolerance a slow success is a drop (ciad.rs tests that rule).
+                // With an RTT tolerance a slow success is a drop (ciad/mod.rs tests that rule).
                 let latency = matches!(a, LimitAlgorithm::Ciad(l) if l.rtt_tolerance > 0.0);
                 if s.dropped || timed_out {
                     prop_assert!(after <= before, "{:?}: drop raised {} to {}", a, before, after);
