@@ -192,7 +192,7 @@ def test_no_room_waits_then_fails_and_no_node_fails() -> None:
     with HttpServer() as server:
         for wait in (0, 0.05):
             transport = weir.httpx.Transport(
-                [server.url], balancer=weir.Balancer(limit=weir.Fixed(1), seed=1), wait=wait
+                [server.url], balancer=weir.Balancer(config=weir.Config(limit=weir.Fixed(1), seed=1)), wait=wait
             )
             with httpx.Client(transport=transport, base_url="http://users") as client:
                 with client.stream("GET", "/"):
@@ -209,7 +209,7 @@ def test_no_room_waits_then_fails_and_no_node_fails() -> None:
 def test_async_no_room_waits_off_the_loop_then_fails() -> None:
     async def main(url: str) -> weir.Balancer:
         transport = weir.httpx.AsyncTransport(
-            [url], balancer=weir.Balancer(limit=weir.Fixed(1), seed=1), wait=0.05
+            [url], balancer=weir.Balancer(config=weir.Config(limit=weir.Fixed(1), seed=1)), wait=0.05
         )
         async with httpx.AsyncClient(transport=transport, base_url="http://users") as client:
             async with client.stream("GET", "/"):
@@ -294,7 +294,7 @@ def test_the_balancers_classify_and_an_inner_transport() -> None:
             raise httpx.ConnectError("refused", request=request)
         return httpx.Response(503 if request.url.path == "/busy" else 200, text="read already")
 
-    balancer = weir.Balancer(seed=1, classify=lambda e: O.IGNORED)
+    balancer = weir.Balancer(config=weir.Config(seed=1), classify=lambda e: O.IGNORED)
     mock = httpx.MockTransport(refuse)
     transport = weir.httpx.Transport(["http://10.9.9.9"], balancer=balancer, transport=mock)
     with httpx.Client(transport=transport, base_url="http://users") as client:

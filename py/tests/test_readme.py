@@ -76,7 +76,7 @@ def test_the_contract_lease_by_hand_example_runs() -> None:
         calls.append(node)
         return False
 
-    scope: Dict[str, Any] = {"backends": weir.Balancer(["a"], seed=1), "call": call}
+    scope: Dict[str, Any] = {"backends": weir.Balancer(["a"], weir.Config(seed=1)), "call": call}
     exec(compile(block(CONTRACT_BLOCKS, "try_acquire"), "CONTRACT.md", "exec"), scope)
     assert calls == ["a"]
     assert scope["backends"].stats().released(weir.Outcome.FAILURE) == 1
