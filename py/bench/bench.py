@@ -5,7 +5,7 @@ same algorithm written in pure Python (measured in the same run).
 
 The pure-Python baseline is a faithful port of the default configuration's decision path as the core runs
 it on every pair: time-decayed success and failure counters per node (half-lives 1 s and 30 s, 2^20 ns
-ticks), the penalty `10 * F + 16 * log2(1 + F / (S + 1))` cached per node, the LOWEST_SCORE scan (lowest
+ticks), the penalty `10 * F + 16 * log2(1 + F / (S + 1))` cached per node, the lowest-score scan (lowest
 `in_flight + penalty` among nodes with room, ties broken at random, dialogue's give-up rule), and a CIAD
 limit with fast start per node. Like weir it is safe to share between threads, so each call takes a lock
 (weir needs none: its state is atomics). The timing loop is the same for both: `lease = b.acquire()`,
@@ -189,7 +189,7 @@ def main() -> int:
     parser.add_argument("--results", type=Path, help="write the Python section of this RESULTS.md")
     args = parser.parse_args()
     names = [f"10.0.0.{i}:8080" for i in range(NODES)]
-    b = weir.Balancer(names, seed=1)
+    b = weir.Balancer(names, weir.Config(seed=1))
     pb = PyBalancer(names, seed=1)
     weir_ns = pair_ns(b.acquire)
     py_ns = pair_ns(pb.acquire)

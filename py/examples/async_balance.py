@@ -13,7 +13,7 @@ from typing import Dict, List
 
 import weir
 
-backends = weir.Balancer(["replica-a", "replica-b", "replica-c"], limit=weir.Fixed(4))
+backends = weir.Balancer(["replica-a", "replica-b", "replica-c"], weir.Config(limit=weir.Fixed(4)))
 shedder = weir.Shedder(cpu_threshold=900)
 # replica-c is broken: it fails four calls in five.
 FAILURE_RATE: Dict[str, float] = {"replica-a": 0.0, "replica-b": 0.01, "replica-c": 0.8}

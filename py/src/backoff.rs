@@ -1,5 +1,5 @@
-//! `Backoff`: the seed's responsive exponential backoff. It goes up on each failure and down after a run of
-//! consecutive successes, randomized and capped; each call returns the seconds to sleep. The Python
+//! `Backoff`: AutoSleeper's responsive exponential backoff. It goes up on each failure and down after a
+//! run of consecutive successes, randomized and capped; each call returns the seconds to sleep. The Python
 //! package (`weir/__init__.py`) subclasses it to add `sleep()`, `await asleep()` and the `@weir.retry`
 //! decorator.
 
@@ -39,7 +39,7 @@ fn step_name(s: Step) -> &'static str {
 /// Responsive exponential backoff: `on_failure()` and `on_success()` return the seconds to wait before the
 /// next call. The interval starts at `initial` on the first failure, grows by `up_multiplier` per failure
 /// up to `max`, shrinks by `down_multiplier` after `down_threshold` consecutive successes, and drops to 0
-/// once below `initial`. `jitter` is 'proportional' (the seed's: `jitter_factor`, at most `jitter_max`
+/// once below `initial`. `jitter` is 'proportional' (AutoSleeper's: `jitter_factor`, at most `jitter_max`
 /// seconds either way), 'full', 'equal', 'decorrelated' or 'none'.
 ///
 /// GIL: thread-safe and lock-free (one atomic word); draws from the thread's generator (seeded from
@@ -76,7 +76,7 @@ impl Backoff {
                 "unreachable: the default jitter is proportional",
             ));
         };
-        // Some(None): not given (the seed's proportional jitter); None: `jitter=None` (no jitter).
+        // Some(None): not given (AutoSleeper's proportional jitter); None: `jitter=None` (no jitter).
         let kind = match jitter {
             Some(None) => "proportional".to_string(),
             None => "none".to_string(),
@@ -191,7 +191,7 @@ impl Backoff {
         self.core.reset();
     }
 
-    /// The seed's statistics as a dict: invocations, went_up, went_down, slept, sleep (seconds).
+    /// AutoSleeper's statistics as a dict: invocations, went_up, went_down, slept, sleep (seconds).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.core.stats();
         let d = PyDict::new(py);

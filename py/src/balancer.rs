@@ -22,7 +22,7 @@
 //! first lookup (its object is gone from `Members`) is handed back as ignored and the acquire tries again:
 //! it is then ordered after the removal, as if it had started a moment later.
 
-use crate::config::{health_from, health_to, limit_from, limit_to, policy_from, policy_name};
+use crate::config::{algorithm_name, config_from, limit_name, Config};
 use crate::convert::{int_in, now_ns, weir_err, weir_type, Timeout};
 use crate::lease::{Granted, Lease};
 use crate::metrics::{node_name, Format};
@@ -36,11 +36,8 @@ use pyo3::types::{PyDict, PyInt, PyTuple};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use weir::balance::{
-    MembershipError, NodeSnapshot, NodeState, Policy, RawLease, Rejected, MAX_NODES,
-};
-use weir::limit::{CiadLimit, LimitAlgorithm};
-use weir::{Config, HeapBalancer, Outcome};
+use weir::balance::{MembershipError, NodeSnapshot, NodeState, RawLease, Rejected, MAX_NODES};
+use weir::{HeapBalancer, Outcome};
 
 /// The first id given to a node that is not its own id.
 const AUTO_ID_START: u64 = 1 << 63;
@@ -122,15 +119,12 @@ impl Inner {
 
 /// An adaptive load balancer over nodes that are any hashable objects.
 ///
-/// `Balancer(nodes=(), *, policy=None, health=None, limit=None, weight_exponent=3.0, floor=1e-4,
-/// seed=None, capacity=None, max_waiters=1024, classify=None)`. The defaults are weir's default
-/// algorithm: health `Decay()`, policy `Policy.LOWEST_SCORE`, limit `Ciad(fast_start=True)`. A weighted
-/// policy without a health model gets `Buckets()`; a `Buckets` or `Ewma` health without a policy gets
-/// `Policy.CASCADE`.
-/// `seed=None` draws a random seed; an int makes the decisions reproducible. `capacity` is the number of
-/// node slots (default: twice the nodes given, at least 16): removed nodes hold their slot until their
-/// leases finish. `classify` turns the exception that ends a lease's `with` block (or `lease.raised`) into
-/// an outcome: a callable `(BaseException) -> weir.Outcome`, by default `weir.outcome_for_exception`.
+/// `Balancer(nodes=(), config=None, *, capacity=None, classify=None)`. `config` is a `weir.Config`, by
+/// default `Config()`: weir's default algorithm (`LowestScore()`, `Ciad(fast_start=True)`); a config whose
+/// seed is None gets a random one, which `balancer.config.seed` tells. `capacity` is the number of node
+/// slots (default: twice the nodes given, at least 16): removed nodes hold their slot until their leases
+/// finish. `classify` turns the exception that ends a lease's `with` block (or `lease.raised`) into an
+/// outcome: a callable `(BaseException) -> weir.Outcome`, by default `weir.outcome_for_exception`.
 ///
 /// GIL: thread-safe without a Python-side lock (free-threading included). Each call holds the GIL only for
 /// the core call (nanoseconds); `acquire(timeout=...)` releases it while it waits.
@@ -314,19 +308,12 @@ impl Balancer {
 #[pymethods]
 impl Balancer {
     #[new]
-    #[pyo3(signature = (nodes=None, *, policy=None, health=None, limit=None, weight_exponent=None, floor=None, seed=None, capacity=None, max_waiters=None, classify=None), text_signature = "(nodes=(), *, policy=None, health=None, limit=None, weight_exponent=3.0, floor=0.0001, seed=None, capacity=None, max_waiters=1024, classify=None)")]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (nodes=None, config=None, *, capacity=None, classify=None), text_signature = "(nodes=(), config=None, *, capacity=None, classify=None)")]
     fn new(
         py: Python<'_>,
         nodes: Option<&Bound<'_, PyAny>>,
-        policy: Option<&Bound<'_, PyAny>>,
-        health: Option<&Bound<'_, PyAny>>,
-        limit: Option<&Bound<'_, PyAny>>,
-        weight_exponent: Option<&Bound<'_, PyAny>>,
-        floor: Option<&Bound<'_, PyAny>>,
-        seed: Option<&Bound<'_, PyAny>>,
+        config: Option<&Bound<'_, PyAny>>,
         capacity: Option<&Bound<'_, PyAny>>,
-        max_waiters: Option<&Bound<'_, PyAny>>,
         classify: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let classify = match classify.filter(|c| !c.is_none()) {
@@ -338,54 +325,14 @@ impl Balancer {
             }
             c => c.map(|c| c.clone().unbind()),
         };
-        let mut config = Config::default();
-        let policy = policy
-            .filter(|p| !p.is_none())
-            .map(policy_from)
-            .transpose()?;
-        let health = health
-            .filter(|h| !h.is_none())
-            .map(health_from)
-            .transpose()?;
-        match (policy, health) {
-            (Some(p), Some(h)) => {
-                config.policy = p;
-                config.health = h;
-            }
-            (Some(p), None) => {
-                config.policy = p;
-                if p != Policy::LowestScore {
-                    config.health = weir::balance::HealthModel::SEED_BUCKETS;
-                }
-            }
-            (None, Some(h)) => {
-                config.health = h;
-                if !matches!(h, weir::balance::HealthModel::Decay(_)) {
-                    config.policy = Policy::Cascade;
-                }
-            }
-            (None, None) => {}
-        }
-        if let Some(l) = limit.filter(|l| !l.is_none()) {
-            config.limit = limit_from(l)?;
-        }
-        if let Some(w) = weight_exponent {
-            config.weight_exponent = crate::convert::float(w, "weight_exponent")?;
-        }
-        if let Some(f) = floor {
-            config.floor = crate::convert::float(f, "floor")?;
-        }
-        config.seed = match seed.filter(|s| !s.is_none()) {
-            Some(s) => int_in(s, "seed", 0, u64::MAX)?,
-            None => fastrand::u64(..),
+        let draw_seed = || fastrand::u64(..);
+        let config = match config.filter(|c| !c.is_none()) {
+            Some(c) => config_from(c)?.get().resolved(draw_seed),
+            None => weir::Config {
+                seed: draw_seed(),
+                ..weir::Config::default()
+            },
         };
-        if let Some(m) = max_waiters {
-            config.max_waiters =
-                int_in(m, "max_waiters", 0, u64::from(weir::balance::MAX_WAITERS))? as u32;
-        }
-        config
-            .validate()
-            .map_err(|e| crate::config::config_error(e, "Balancer"))?;
         // Collect the nodes first: an iterator is consumed once, and a bad node fails before any state.
         let nodes: Vec<Bound<'_, PyAny>> = match nodes.filter(|n| !n.is_none()) {
             Some(n) => {
@@ -575,9 +522,9 @@ impl Balancer {
         Lease::waiting(py, &self.inner, timeout.ns())
     }
 
-    /// A retry's lease: the policy over the members not in `tried` (the nodes the request already
-    /// tried), so that a retry goes to another node while one has room; if none of them has room (or
-    /// all are tried), the ordinary acquire over all decides. Raises NoCapacity or NoNodes as
+    /// A retry's lease: the algorithm's choice among the members not in `tried` (the nodes the request
+    /// already tried), so that a retry goes to another node while one has room; if none of them has room
+    /// (or all are tried), the ordinary acquire over all decides. Raises NoCapacity or NoNodes as
     /// `acquire` does; objects in `tried` that are not members are ignored. Whether a request may be
     /// sent twice is the caller's decision; bound the retries with a `weir.RetryBudget`. `now` and
     /// `rng` as for `acquire`.
@@ -737,41 +684,11 @@ impl Balancer {
     fn slots_in_use(&self) -> usize {
         self.inner.core.slots_in_use()
     }
-    /// The health model.
+    /// The configuration, as a `weir.Config` with the seed in use (drawn at random when the one given had
+    /// none): given to another balancer, it configures that one the same way.
     #[getter]
-    fn health(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        health_to(py, self.inner.core.config().health)
-    }
-    /// The policy, as a `weir.Policy`.
-    #[getter]
-    fn policy(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let name = policy_name(self.inner.core.config().policy);
-        Ok(weir_type(py, "Policy")?.call1((name,))?.unbind())
-    }
-    /// The limit algorithm.
-    #[getter]
-    fn limit(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        limit_to(py, self.inner.core.config().limit)
-    }
-    /// The weighted policies' weight exponent.
-    #[getter]
-    fn weight_exponent(&self) -> f64 {
-        self.inner.core.config().weight_exponent
-    }
-    /// The weighted policies' recovery floor.
-    #[getter]
-    fn floor(&self) -> f64 {
-        self.inner.core.config().floor
-    }
-    /// The seed of the per-thread generators (drawn at random when none was given).
-    #[getter]
-    fn seed(&self) -> u64 {
-        self.inner.core.config().seed
-    }
-    /// The most callers that may wait for room at once.
-    #[getter]
-    fn max_waiters(&self) -> u32 {
-        self.inner.core.config().max_waiters
+    fn config(&self) -> Config {
+        Config::of_balancer(*self.inner.core.config())
     }
     /// The exception classifier of this balancer's leases: the `classify=` given, else
     /// `weir.outcome_for_exception`.
@@ -786,19 +703,11 @@ impl Balancer {
     fn __repr__(&self, py: Python<'_>) -> String {
         let c = self.inner.core.config();
         format!(
-            "<weir.Balancer {} nodes, capacity {}, policy {}, limit {}>",
+            "<weir.Balancer {} nodes, capacity {}, algorithm {}, limit {}>",
             self.__len__(py),
             self.inner.core.capacity(),
-            policy_name(c.policy),
-            match c.limit {
-                LimitAlgorithm::Fixed(_) => "Fixed",
-                LimitAlgorithm::Aimd(_) => "Aimd",
-                LimitAlgorithm::Vegas(_) => "Vegas",
-                LimitAlgorithm::Gradient(_) => "Gradient",
-                LimitAlgorithm::Gradient2(_) => "Gradient2",
-                LimitAlgorithm::Ciad(CiadLimit { .. }) => "Ciad",
-                LimitAlgorithm::Windowed(_) => "Windowed",
-            }
+            algorithm_name(c.algorithm),
+            limit_name(c.limit)
         )
     }
 }

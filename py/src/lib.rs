@@ -10,7 +10,7 @@
 //! | file | what |
 //! |---|---|
 //! | `convert.rs` | seconds and `timedelta` to nanoseconds, the clock, integers, the lazily imported Python types |
-//! | `config/` | health models, policies and limit algorithms as small frozen classes |
+//! | `config/` | `Config`, the algorithm families and limit algorithms as small frozen classes |
 //! | `balancer.rs` | `Balancer`: membership, acquire, snapshots; the node-object table |
 //! | `lease.rs` | `Lease`: context manager, explicit outcomes, release on garbage collection |
 //! | `wait.rs` | the lease in waiting: waiting for room on an asyncio loop (or a parked thread), no thread each |

@@ -22,7 +22,7 @@ import weir
 
 def full(nodes: Tuple[str, ...] = ("n",), max_waiters: int = 1024) -> Tuple[weir.Balancer[str], weir.Lease[str]]:
     """A balancer whose only slot is held (Fixed(1) on one node), and the lease that holds it."""
-    b = weir.Balancer(list(nodes), limit=weir.Fixed(1), seed=3, max_waiters=max_waiters)
+    b = weir.Balancer(list(nodes), weir.Config(limit=weir.Fixed(1), max_waiters=max_waiters, seed=3))
     return b, b.acquire()
 
 
@@ -451,7 +451,7 @@ def test_leases_are_conserved_under_a_churn_of_cancellations_and_timeouts() -> N
     # Two event loops on two threads and two blocking threads share one balancer of 2 x Fixed(2): tasks
     # wait with short timeouts, are cancelled at random (some at the instant of a handover), and the
     # threads wait with acquire(timeout=...). Afterwards every lease is accounted for, exactly.
-    b = weir.Balancer(["a", "b"], limit=weir.Fixed(2), seed=5, max_waiters=64)
+    b = weir.Balancer(["a", "b"], weir.Config(limit=weir.Fixed(2), max_waiters=64, seed=5))
     LOOPS, TASKS, ROUNDS, THREADS, THREAD_ROUNDS = 2, 40, 50, 2, 300
     lock = threading.Lock()
     counted = {"success": 0, "failure": 0, "timeout": 0, "cancelled": 0, "full": 0}

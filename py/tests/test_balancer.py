@@ -15,56 +15,54 @@ import pytest
 import weir
 
 
-def fixed(n: int, nodes: Any = ("a", "b"), **kw: Any) -> weir.Balancer:
-    return weir.Balancer(list(nodes), limit=weir.Fixed(n), seed=1, **kw)
+def fixed(n: int, nodes: Any = ("a", "b"), max_waiters: int = 1024, capacity: Any = None) -> weir.Balancer:
+    return weir.Balancer(list(nodes), weir.Config(limit=weir.Fixed(n), max_waiters=max_waiters, seed=1), capacity=capacity)
 
 
 def test_defaults_are_the_cores() -> None:
-    b = weir.Balancer(["x"], seed=3)
-    assert b.policy is weir.Policy.LOWEST_SCORE
-    assert b.health == weir.Decay()
-    assert b.limit == weir.Ciad(fast_start=True)
-    assert (b.weight_exponent, b.floor, b.seed, b.max_waiters) == (3.0, 1e-4, 3, 1024)
+    b = weir.Balancer(["x"], weir.Config(seed=3))
+    assert b.config == weir.Config(algorithm=weir.LowestScore(), limit=weir.Ciad(fast_start=True), seed=3)
+    assert b.config.algorithm == weir.LowestScore() and b.config.max_waiters == 1024
     assert b.capacity == 16
-    assert "1 nodes" in repr(b)
+    assert repr(b) == "<weir.Balancer 1 nodes, capacity 16, algorithm LowestScore, limit Ciad>"
+    # No config is the default configuration.
+    assert weir.Balancer(config=None).config.algorithm == weir.LowestScore()
 
 
-def test_seeds_preset_and_policy_pairing() -> None:
-    s = weir.Balancer.seeds(["a"], seed=0)
+def test_the_cascade_preset() -> None:
+    s = weir.Balancer(["a"], weir.Config.cascade(seed=0))
     assert isinstance(s, weir.Balancer)
-    assert (s.policy, s.health, s.limit) == (weir.Policy.CASCADE, weir.Buckets(), weir.Fixed(100))
-    # A weighted policy alone gets the bucket window; an average health alone gets the cascade.
-    assert weir.Balancer(policy=weir.Policy.WEIGHTED_PICK).health == weir.Buckets()
-    assert weir.Balancer(health=weir.Ewma()).policy is weir.Policy.CASCADE
-    assert weir.Balancer(policy="cascade_approx").policy is weir.Policy.CASCADE_APPROX
-    with pytest.raises(ValueError, match="LOWEST_SCORE goes with health Decay"):
-        weir.Balancer(policy=weir.Policy.CASCADE, health=weir.Decay())
+    assert s.config == weir.Config(algorithm=weir.Weighted(), limit=weir.Fixed(100), seed=0)
+    w = s.config.algorithm
+    assert isinstance(w, weir.Weighted)
+    assert (w.health, w.draw, w.weight_exponent, w.floor) == (weir.Buckets(), weir.Draw.CASCADE, 3.0, 1e-4)
+    assert repr(s).endswith("algorithm Weighted(cascade), limit Fixed>")
 
 
 def test_random_seed_when_none() -> None:
-    seeds = {weir.Balancer().seed for _ in range(4)}
-    assert len(seeds) > 1
+    seeds = {weir.Balancer().config.seed for _ in range(4)}
+    assert len(seeds) > 1 and None not in seeds
+    # One configuration without a seed: each balancer draws its own, and tells it.
+    shared = weir.Config(limit=weir.Fixed(3))
+    a, b = weir.Balancer(["n"], shared), weir.Balancer(["n"], shared)
+    assert shared.seed is None and a.config.seed != b.config.seed
+    assert a.config == weir.Config(limit=weir.Fixed(3), seed=a.config.seed)
+    # balancer.config, seed included, configures another balancer the same way.
+    assert weir.Balancer(["n"], a.config).config == a.config
 
 
 @pytest.mark.parametrize(
     "kwargs, exc, match",
     [
-        ({"weight_exponent": float("nan")}, ValueError, "weight_exponent must not be NaN"),
-        ({"weight_exponent": 0.0}, ValueError, "weight_exponent must be finite and in"),
-        ({"weight_exponent": "3"}, TypeError, "weight_exponent must be a float"),
-        ({"floor": 2.0}, ValueError, "floor must be finite and in"),
-        ({"floor": -1.0}, ValueError, "floor must be finite"),
-        ({"seed": -1}, ValueError, "seed must be between"),
-        ({"seed": 2**64}, ValueError, "seed must be between"),
-        ({"seed": 1.5}, TypeError, "seed must be an int"),
         ({"capacity": 0}, ValueError, "capacity must be between 1 and 65536"),
         ({"capacity": 65537}, ValueError, "capacity"),
         ({"capacity": True}, TypeError, "capacity must be an int, not bool"),
-        ({"max_waiters": 2**21}, ValueError, "max_waiters must be between"),
-        ({"policy": "fastest"}, ValueError, "policy must be one of"),
-        ({"policy": 3}, TypeError, "policy must be a weir.Policy"),
-        ({"health": "decay"}, TypeError, "health must be weir.Decay"),
-        ({"limit": 100}, TypeError, "limit must be weir.Fixed"),
+        ({"config": {"seed": 1}}, TypeError, "config must be a weir.Config, not dict"),
+        ({"config": weir.LowestScore()}, TypeError, r"not LowestScore \(an algorithm goes in weir.Config\(algorithm=...\)\)"),
+        ({"config": weir.Fixed(3)}, TypeError, r"not Fixed \(a limit goes in weir.Config\(limit=...\)\)"),
+        ({"seed": 1}, TypeError, "seed"),
+        ({"limit": weir.Fixed(1)}, TypeError, "limit"),
+        ({"policy": "cascade"}, TypeError, "policy"),
     ],
 )
 def test_bad_construction(kwargs: dict[str, Any], exc: type[Exception], match: str) -> None:
@@ -92,7 +90,7 @@ def test_nodes_are_any_hashable_objects() -> None:
         port: int
 
     nodes = ["10.0.0.7:8080", ("h", 1), Backend("h", 2), 7, 2**64 - 1, -3, 1.5, None]
-    b = weir.Balancer(nodes, limit=weir.Fixed(1), seed=2)
+    b = weir.Balancer(nodes, weir.Config(limit=weir.Fixed(1), seed=2))
     assert len(b) == len(nodes)
     assert list(b) == nodes
     for n in nodes:
@@ -265,7 +263,7 @@ def test_waiting_acquire_gets_a_released_slot() -> None:
 
 def test_explicit_rng_reproduces_draws() -> None:
     def picks(seed: int) -> list[Any]:
-        b = weir.Balancer.seeds(list(range(8)), seed=0)
+        b = weir.Balancer(list(range(8)), weir.Config.cascade(seed=0))
         rng = weir.Rng(seed)
         out = []
         for i in range(50):

@@ -12,10 +12,14 @@ import weir
 
 
 def test_defaults_are_the_cores() -> None:
-    d = weir.Decay()
+    c = weir.Config()
+    assert (c.algorithm, c.limit, c.max_waiters, c.seed) == (weir.LowestScore(), weir.Ciad(fast_start=True), 1024, None)
+    d = weir.LowestScore()
     assert (d.success_half_life, d.failure_half_life, d.throttled_cost, d.client_error_cost) == (1.0, 30.0, 0.1, 0.01)
-    assert d.dropped_cost == 1.0 and weir.Decay(dropped_cost=0.1).dropped_cost == 0.1
+    assert d.dropped_cost == 1.0 and weir.LowestScore(dropped_cost=0.1).dropped_cost == 0.1
     assert (d.penalty, d.ratio_penalty) == (10.0, 16.0)
+    w = weir.Weighted()
+    assert (w.health, w.draw, w.weight_exponent, w.floor) == (weir.Buckets(), weir.Draw.CASCADE, 3.0, 1e-4)
     bk = weir.Buckets()
     assert (bk.count, bk.width, bk.decay) == (6, 5.0, 3.0)
     assert weir.Ewma().half_life == 32
@@ -33,13 +37,13 @@ def test_defaults_are_the_cores() -> None:
     g2 = weir.Gradient2()
     assert (g2.initial_limit, g2.min_limit, g2.max_limit, g2.smoothing, g2.queue_size) == (20, 20, 200, 0.2, 4)
     assert (g2.long_window, g2.rtt_tolerance, g2.drop_backoff) == (600, 1.5, None)
-    c = weir.Ciad()
-    assert (c.initial_limit, c.min_limit, c.max_limit, c.backoff_ratio, c.fast_start) == (20, 1, 1_000_000, 0.9, False)
-    assert c.rtt_tolerance == 0.0 and weir.Ciad(rtt_tolerance=2).rtt_tolerance == 2.0
+    ci = weir.Ciad()
+    assert (ci.initial_limit, ci.min_limit, ci.max_limit, ci.backoff_ratio, ci.fast_start) == (20, 1, 1_000_000, 0.9, False)
+    assert ci.rtt_tolerance == 0.0 and weir.Ciad(rtt_tolerance=2).rtt_tolerance == 2.0
     assert weir.Ciad(rtt_tolerance=2.0) != c and "rtt_tolerance=2" in repr(weir.Ciad(rtt_tolerance=2.0))
-    w = weir.Windowed()
-    assert (w.inner, w.min_window, w.max_window, w.min_samples, w.window) == (weir.Vegas(), 1.0, 1.0, 10, None)
-    assert w.min_rtt_threshold == 0.0001
+    wi = weir.Windowed()
+    assert (wi.inner, wi.min_window, wi.max_window, wi.min_samples, wi.window) == (weir.Vegas(), 1.0, 1.0, 10, None)
+    assert wi.min_rtt_threshold == 0.0001
     p = weir.Percentile(0.75, capacity=8)
     assert (p.percentile, p.capacity) == (0.75, 8)
     assert weir.Sqrt().min == 4 and weir.Log10().k == 1
@@ -54,22 +58,73 @@ def test_values_round_trip_and_compare() -> None:
     w = weir.Windowed(weir.Aimd(timeout=timedelta(milliseconds=40)), window=weir.Percentile(0.5, 4), min_samples=2)
     assert w.inner == weir.Aimd(timeout=0.04)
     assert w.window == weir.Percentile(0.5, capacity=4)
-    for obj in (weir.Decay(), weir.Buckets(width=0.1), weir.Ewma(), v, weir.Gradient(), weir.Gradient2(), w):
+    for obj in (weir.LowestScore(), weir.Weighted(), weir.Config(), weir.Buckets(width=0.1), weir.Ewma(), v,
+                weir.Gradient(), weir.Gradient2(), w):
         assert repr(obj).startswith(type(obj).__name__ + "(")
-    assert weir.Decay(success_half_life=timedelta(seconds=2)).success_half_life == 2.0
-    assert weir.Balancer(limit=w).limit == w
+    assert weir.LowestScore(success_half_life=timedelta(seconds=2)).success_half_life == 2.0
+    assert weir.Balancer(config=weir.Config(limit=w)).config.limit == w
+
+
+def test_the_algorithm_families_and_the_config() -> None:
+    pick = weir.Weighted(health=weir.Ewma(half_life=20), draw=weir.Draw.WEIGHTED_PICK, weight_exponent=2.5)
+    assert (pick.health, pick.draw, pick.weight_exponent, pick.floor) == (weir.Ewma(half_life=20), weir.Draw.WEIGHTED_PICK, 2.5, 1e-4)
+    # A draw may be given by its value; None is the default health.
+    assert weir.Weighted(draw="cascade_approx").draw is weir.Draw.CASCADE_APPROX
+    assert weir.Weighted(health=None) == weir.Weighted()
+    assert [d.value for d in weir.Draw] == ["cascade", "cascade_approx", "weighted_pick"]
+    assert repr(pick) == "Weighted(health=Ewma(half_life=20), draw=Draw.WEIGHTED_PICK, weight_exponent=2.5, floor=0.0001)"
+    assert repr(weir.LowestScore(penalty=4)) == (
+        "LowestScore(success_half_life=1.0, failure_half_life=30.0, dropped_cost=1.0, throttled_cost=0.1, "
+        "client_error_cost=0.01, penalty=4.0, ratio_penalty=16.0)"
+    )
+    c = weir.Config(algorithm=pick, limit=weir.Fixed(7), max_waiters=0, seed=9)
+    assert (c.algorithm, c.limit, c.max_waiters, c.seed) == (pick, weir.Fixed(7), 0, 9)
+    assert repr(c) == f"Config(algorithm={pick!r}, limit=Fixed(7), max_waiters=0, seed=9)"
+    assert repr(weir.Config()) == f"Config(algorithm={weir.LowestScore()!r}, limit={weir.Ciad(fast_start=True)!r}, max_waiters=1024, seed=None)"
+    # Equal values compare and hash equal; a field apart makes them differ.
+    assert c == weir.Config(algorithm=weir.Weighted(health=weir.Ewma(half_life=20), draw="weighted_pick", weight_exponent=2.5),
+                            limit=weir.Fixed(7), max_waiters=0, seed=9)
+    assert hash(weir.Config(seed=1)) == hash(weir.Config(seed=1))
+    assert len({weir.Config(), weir.Config(seed=0), weir.Config(seed=1), weir.Config.cascade()}) == 4
+    assert weir.Weighted() != weir.Weighted(draw=weir.Draw.WEIGHTED_PICK) and weir.Weighted() != weir.LowestScore()
+    assert hash(weir.LowestScore()) == hash(weir.LowestScore()) and hash(weir.Weighted()) == hash(weir.Weighted())
+    # The cascade: the weighted family's defaults and a fixed limit of 100.
+    cascade = weir.Config.cascade(seed=4, max_waiters=8)
+    assert cascade == weir.Config(algorithm=weir.Weighted(), limit=weir.Fixed(100), max_waiters=8, seed=4)
+    assert weir.Config.cascade().seed is None and weir.Config.cascade().max_waiters == 1024
 
 
 BAD: list[tuple[Callable[..., Any], dict[str, Any], type[Exception], str]] = [
-    (weir.Decay, {"success_half_life": 0.0001}, ValueError, "between 1 ms and 1 hour"),
-    (weir.Decay, {"failure_half_life": 7200}, ValueError, "between 1 ms and 1 hour"),
-    (weir.Decay, {"throttled_cost": 2.0}, ValueError, "throttled_cost and client_error_cost"),
-    (weir.Decay, {"dropped_cost": -0.5}, ValueError, "dropped_cost, throttled_cost"),
-    (weir.Decay, {"dropped_cost": math.nan}, ValueError, "dropped_cost must not be NaN"),
-    (weir.Decay, {"client_error_cost": math.nan}, ValueError, "client_error_cost must not be NaN"),
-    (weir.Decay, {"penalty": math.inf}, ValueError, "penalty must be finite"),
-    (weir.Decay, {"ratio_penalty": -1.0}, ValueError, "penalty and ratio_penalty"),
-    (weir.Decay, {"success_half_life": "1s"}, TypeError, "success_half_life must be a number of seconds"),
+    (weir.LowestScore, {"success_half_life": 0.0001}, ValueError, "between 1 ms and 1 hour"),
+    (weir.LowestScore, {"failure_half_life": 7200}, ValueError, "between 1 ms and 1 hour"),
+    (weir.LowestScore, {"throttled_cost": 2.0}, ValueError, "throttled_cost and client_error_cost"),
+    (weir.LowestScore, {"dropped_cost": -0.5}, ValueError, "dropped_cost, throttled_cost"),
+    (weir.LowestScore, {"dropped_cost": math.nan}, ValueError, "dropped_cost must not be NaN"),
+    (weir.LowestScore, {"client_error_cost": math.nan}, ValueError, "client_error_cost must not be NaN"),
+    (weir.LowestScore, {"penalty": math.inf}, ValueError, "penalty must be finite"),
+    (weir.LowestScore, {"ratio_penalty": -1.0}, ValueError, "penalty and ratio_penalty"),
+    (weir.LowestScore, {"success_half_life": "1s"}, TypeError, "success_half_life must be a number of seconds"),
+    (weir.Weighted, {"weight_exponent": math.nan}, ValueError, "weight_exponent must not be NaN"),
+    (weir.Weighted, {"weight_exponent": 0.0}, ValueError, "Weighted: weight_exponent must be finite and in"),
+    (weir.Weighted, {"weight_exponent": "3"}, TypeError, "weight_exponent must be a float"),
+    (weir.Weighted, {"floor": 2.0}, ValueError, "Weighted: floor must be finite and in"),
+    (weir.Weighted, {"floor": -1.0}, ValueError, "floor must be finite"),
+    (weir.Weighted, {"health": "buckets"}, TypeError, "health must be weir.Buckets or weir.Ewma, not str"),
+    (weir.Weighted, {"health": weir.LowestScore()}, TypeError, "health must be weir.Buckets or weir.Ewma"),
+    (weir.Weighted, {"draw": "fastest"}, ValueError, "draw must be one of 'cascade', 'cascade_approx', 'weighted_pick'"),
+    (weir.Weighted, {"draw": "lowest_score"}, ValueError, "it is the other family, weir.LowestScore"),
+    (weir.Weighted, {"draw": 3}, TypeError, "draw must be a weir.Draw, not int"),
+    (weir.Weighted, {"draw": weir.Outcome.SUCCESS}, TypeError, "draw must be a weir.Draw, not Outcome"),
+    (weir.Config, {"algorithm": weir.Buckets()}, TypeError, r"not Buckets \(a success-rate model goes in weir.Weighted\(health=...\)\)"),
+    (weir.Config, {"algorithm": "lowest_score"}, TypeError, "algorithm must be weir.LowestScore or weir.Weighted, not str"),
+    (weir.Config, {"limit": 100}, TypeError, "limit must be weir.Fixed"),
+    (weir.Config, {"max_waiters": 2**21}, ValueError, "max_waiters must be between 0 and 1048576"),
+    (weir.Config, {"max_waiters": -1}, ValueError, "max_waiters must be between"),
+    (weir.Config, {"seed": -1}, ValueError, "seed must be between"),
+    (weir.Config, {"seed": 2**64}, ValueError, "seed must be between"),
+    (weir.Config, {"seed": 1.5}, TypeError, "seed must be an int"),
+    (weir.Config.cascade, {"seed": "1"}, TypeError, "seed must be an int"),
+    (weir.Config.cascade, {"max_waiters": 2**21}, ValueError, "max_waiters must be between"),
     (weir.Buckets, {"count": 0}, ValueError, "count must be between 1 and 8"),
     (weir.Buckets, {"count": 9}, ValueError, "count must be between 1 and 8"),
     (weir.Buckets, {"width": 0}, ValueError, "width must be at least 1 ns"),
@@ -121,4 +176,8 @@ def test_positional_misuse_is_refused() -> None:
     with pytest.raises(TypeError):
         weir.Aimd(20)  # type: ignore[misc]
     with pytest.raises(TypeError):
-        weir.Decay(1.0)  # type: ignore[misc]
+        weir.LowestScore(1.0)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        weir.Config(weir.LowestScore())  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        weir.Config.cascade(1)  # type: ignore[misc]

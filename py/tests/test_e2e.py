@@ -54,11 +54,12 @@ def servers() -> Iterator[Tuple[str, str, str]]:
         s.server_close()
 
 
-@pytest.mark.parametrize("preset", ["default", "seeds"])
+@pytest.mark.parametrize("preset", ["default", "cascade"])
 def test_failing_server_loses_its_traffic(servers: Tuple[str, str, str], preset: str) -> None:
     healthy, failing, slow = servers
     nodes = [healthy, failing, slow]
-    b = weir.Balancer(nodes, seed=5) if preset == "default" else weir.Balancer.seeds(nodes, seed=5)
+    config = weir.Config(seed=5) if preset == "default" else weir.Config.cascade(seed=5)
+    b = weir.Balancer(nodes, config)
     log: List[Tuple[float, str, bool]] = []
     lock = threading.Lock()
 
@@ -93,7 +94,7 @@ def test_failing_server_loses_its_traffic(servers: Tuple[str, str, str], preset:
     assert share < 0.05, f"failing server's share {share:.3f}"
     print(f"successes {successes}/{total}, failing share after its first failure {share:.4f}, counts {counts_of(log, servers)}")
     # Under the default, the slow server also gets less than the healthy one (its calls stay in flight
-    # longer, which its score counts); the seeds' cascade weighs success rates only.
+    # longer, which its score counts); the original cascade weighs success rates only.
     counts = {u: sum(node == u for _, node, _ in log) for u in servers}
     if preset == "default":
         assert counts[slow] < counts[healthy]

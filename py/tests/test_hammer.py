@@ -13,7 +13,7 @@ PAIRS = 100_000
 
 def test_eight_threads_conserve_every_counter() -> None:
     nodes = [f"n{i}" for i in range(16)]
-    b = weir.Balancer(nodes, limit=weir.Fixed(1000), seed=11)
+    b = weir.Balancer(nodes, weir.Config(limit=weir.Fixed(1000), seed=11))
     outcomes = list(weir.Outcome)
     counts = [[0] * 6 for _ in range(THREADS)]
     busy = [0] * THREADS
@@ -57,7 +57,7 @@ def test_node_objects_stay_right_under_membership_churn() -> None:
     and the counters are conserved."""
     ints = list(range(8))
     tuples = [("node", k) for k in range(8)]
-    b = weir.Balancer(ints + tuples, limit=weir.Fixed(1000), capacity=64, seed=3)
+    b = weir.Balancer(ints + tuples, weir.Config(limit=weir.Fixed(1000), seed=3), capacity=64)
     stop = threading.Event()
     seen: dict[int, object] = {}
     errors: list[str] = []

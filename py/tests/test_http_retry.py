@@ -107,7 +107,7 @@ def test_a_request_meeting_a_broken_node_succeeds_on_the_next(kind: str, broken:
     with HttpServer() as healthy, servers[broken]() as bad:
         client = Client(kind, [bad.url, healthy.url])
         statuses = []
-        # The default policy breaks ties at random: the broken node is met within a few requests, and
+        # The default algorithm breaks ties at random: the broken node is met within a few requests, and
         # avoided after.
         for _ in range(100):
             statuses.append(client.send())

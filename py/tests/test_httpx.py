@@ -192,7 +192,7 @@ def test_no_room_waits_then_fails_and_no_node_fails() -> None:
     with HttpServer() as server:
         for wait in (0, 0.05):
             transport = weir.httpx.Transport(
-                [server.url], balancer=weir.Balancer(limit=weir.Fixed(1), seed=1), wait=wait
+                [server.url], balancer=weir.Balancer(config=weir.Config(limit=weir.Fixed(1), seed=1)), wait=wait
             )
             with httpx.Client(transport=transport, base_url="http://users") as client:
                 with client.stream("GET", "/"):
@@ -209,7 +209,7 @@ def test_no_room_waits_then_fails_and_no_node_fails() -> None:
 def test_async_no_room_waits_off_the_loop_then_fails() -> None:
     async def main(url: str) -> weir.Balancer:
         transport = weir.httpx.AsyncTransport(
-            [url], balancer=weir.Balancer(limit=weir.Fixed(1), seed=1), wait=0.05
+            [url], balancer=weir.Balancer(config=weir.Config(limit=weir.Fixed(1), seed=1)), wait=0.05
         )
         async with httpx.AsyncClient(transport=transport, base_url="http://users") as client:
             async with client.stream("GET", "/"):
@@ -288,13 +288,70 @@ def test_members_follow_a_list_that_changes_under_threads() -> None:
         assert a.requests + b.requests == 201
 
 
+def answer_with_the_host(request: httpx.Request) -> httpx.Response:
+    """An inner transport's answer: the host the request was rewritten to."""
+    return httpx.Response(200, text=request.url.host)
+
+
+def test_a_list_that_moves_to_other_nodes_never_leaves_the_balancer_empty() -> None:
+    """While the list moves from [a] to [b], b joins before a leaves: a request on another thread finds a
+    member at every step, never an empty balancer (NoNodes)."""
+    sizes: List[int] = []
+
+    class Watched(weir.Balancer[str]):
+        """Records its member count after each change of membership."""
+
+        def add(self, node: str) -> None:
+            super().add(node)
+            sizes.append(len(self))
+
+        def remove(self, node: str) -> None:
+            super().remove(node)
+            sizes.append(len(self))
+
+    current = ["http://a.test"]
+    mock = httpx.MockTransport(answer_with_the_host)
+    transport = weir.httpx.Transport(lambda: current, balancer=Watched(), transport=mock)
+    with httpx.Client(transport=transport, base_url="http://users") as client:
+        assert client.get("/").text == "a.test" and sizes == [1]
+        current = ["http://b.test"]
+        assert client.get("/").text == "b.test"
+        assert sizes == [1, 2, 1]
+        current = ["http://c.test", "http://d.test"]
+        client.get("/")
+        assert sizes == [1, 2, 1, 2, 3, 2]
+    assert sorted(transport.balancer) == ["http://c.test", "http://d.test"]
+
+
+def test_a_full_balancer_makes_room_from_the_departing_nodes() -> None:
+    current = ["http://a.test"]
+    balancer = weir.Balancer(config=weir.Config(seed=1), capacity=1)
+    mock = httpx.MockTransport(answer_with_the_host)
+    transport = weir.httpx.Transport(lambda: current, balancer=balancer, transport=mock)
+    with httpx.Client(transport=transport, base_url="http://users") as client:
+        assert client.get("/").text == "a.test"
+        # No slot for b until a leaves: a leaves first.
+        current = ["http://b.test"]
+        assert client.get("/").text == "b.test"
+        assert list(balancer) == ["http://b.test"]
+        # A departing node whose lease is in flight keeps its slot until the lease ends: the change
+        # cannot be made yet, and is made at the first request after.
+        held = balancer.acquire()
+        current = ["http://c.test"]
+        with pytest.raises(weir.CapacityFull):
+            client.get("/")
+        assert held.succeeded() is False
+        assert client.get("/").text == "c.test"
+        assert list(balancer) == ["http://c.test"]
+
+
 def test_the_balancers_classify_and_an_inner_transport() -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/down":
             raise httpx.ConnectError("refused", request=request)
         return httpx.Response(503 if request.url.path == "/busy" else 200, text="read already")
 
-    balancer = weir.Balancer(seed=1, classify=lambda e: O.IGNORED)
+    balancer = weir.Balancer(config=weir.Config(seed=1), classify=lambda e: O.IGNORED)
     mock = httpx.MockTransport(refuse)
     transport = weir.httpx.Transport(["http://10.9.9.9"], balancer=balancer, transport=mock)
     with httpx.Client(transport=transport, base_url="http://users") as client:

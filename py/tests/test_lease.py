@@ -14,7 +14,7 @@ import weir
 
 
 def one(limit: int = 5) -> weir.Balancer:
-    return weir.Balancer(["n"], limit=weir.Fixed(limit), seed=4)
+    return weir.Balancer(["n"], weir.Config(limit=weir.Fixed(limit), seed=4))
 
 
 def released(b: weir.Balancer) -> tuple[int, ...]:
@@ -201,7 +201,7 @@ def test_garbage_collected_lease_is_released_as_ignored() -> None:
 
 
 def test_lease_attributes_and_repr() -> None:
-    b = weir.Balancer([42], limit=weir.Fixed(5), seed=1)
+    b = weir.Balancer([42], weir.Config(limit=weir.Fixed(5), seed=1))
     lease = b.acquire(now=1.5)
     assert (lease.node, lease.id, lease.acquired_at, lease.in_flight) == (42, 42, 1.5, 1)
     assert "node=42 in flight" in repr(lease)

@@ -34,7 +34,7 @@ HELD: list = []
 
 def make() -> weir.Balancer[str]:
     """Three nodes, one in lame duck, one failed call, one call in flight."""
-    b = weir.Balancer(["a", "b", "c"], seed=3)
+    b = weir.Balancer(["a", "b", "c"], weir.Config(seed=3))
     b.set_lame_duck("c")
     lease = b.try_acquire(now=1.0)
     assert lease is not None
@@ -124,7 +124,7 @@ def test_the_overload_tools_write_their_families() -> None:
     assert got[("weir_backoff_steps_total", (("direction", "up"),))] == 1
 
 
-@pytest.mark.parametrize("name", ["default", "seeds"])
+@pytest.mark.parametrize("name", ["cascade", "default"])
 def test_after_a_trace_the_text_is_the_committed_one(name: str) -> None:
     # The same file the Rust and C suites compare their text with, byte for byte.
     want = (VECTORS / "metrics" / f"{name}.prom").read_text()
@@ -138,7 +138,7 @@ def test_after_a_trace_the_text_is_the_committed_one(name: str) -> None:
 
 
 def test_every_committed_text_is_compared() -> None:
-    assert sorted(p.stem for p in (VECTORS / "metrics").glob("*.prom")) == ["default", "seeds"]
+    assert sorted(p.stem for p in (VECTORS / "metrics").glob("*.prom")) == ["cascade", "default"]
 
 
 def test_the_collector_serves_the_text_through_a_registry() -> None:
@@ -169,7 +169,7 @@ def test_metrics_text_is_one_line_per_sample() -> None:
 def test_metrics_read_while_threads_hammer_end_with_their_counts() -> None:
     import threading
 
-    b = weir.Balancer([f"n{i}" for i in range(4)], limit=weir.Fixed(2), seed=5)
+    b = weir.Balancer([f"n{i}" for i in range(4)], weir.Config(limit=weir.Fixed(2), seed=5))
     released = [0] * 4
     busy = [0] * 4
     done = threading.Event()

@@ -60,7 +60,10 @@ def keyword_params(f: Callable[..., Any]) -> List[str]:
 
 
 CLASSES = [
-    weir.Decay,
+    weir.Config,
+    weir.Config.cascade,
+    weir.LowestScore,
+    weir.Weighted,
     weir.Buckets,
     weir.Ewma,
     weir.Fixed,
@@ -91,7 +94,7 @@ def test_constructors(cls: Callable[..., Any]) -> None:
 
 
 def test_balancer_and_lease_methods() -> None:
-    b = weir.Balancer(["a", 0, 2**64 - 1], limit=weir.Fixed(2), seed=1)
+    b = weir.Balancer(["a", 0, 2**64 - 1], weir.Config(limit=weir.Fixed(2), seed=1))
     for name in ("add", "remove", "set_lame_duck", "node", "__contains__"):
         for v in HOSTILE:
             call_safely(getattr(b, name), v)
@@ -101,7 +104,7 @@ def test_balancer_and_lease_methods() -> None:
                 call_safely(getattr(b, name), **{param: v})
     for v in HOSTILE:
         call_safely(b.set_lame_duck, "a", v)
-    lease = weir.Balancer(["n"], seed=1).acquire()
+    lease = weir.Balancer(["n"], weir.Config(seed=1)).acquire()
     for name in ("release", "http_status", "raised"):
         for v in HOSTILE:
             call_safely(getattr(lease, name), v)
@@ -112,7 +115,7 @@ def test_balancer_and_lease_methods() -> None:
         call_safely(lease.__exit__, v, None, None)
     # A classifier answering anything: the lease still goes back, and what escapes is an Exception.
     for v in HOSTILE:
-        answering = weir.Balancer(["n"], seed=1, classify=lambda e, v=v: v)
+        answering = weir.Balancer(["n"], weir.Config(seed=1), classify=lambda e, v=v: v)
         call_safely(answering.acquire().__exit__, RuntimeError, RuntimeError(), None)
         call_safely(answering.acquire().raised, TimeoutError())
         assert answering.stats().in_flight == 0

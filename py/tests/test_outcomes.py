@@ -194,7 +194,7 @@ def test_every_errno_is_read_as_c_and_rust_read_it() -> None:
         assert named.get(number, O.FAILURE) is want, errno.errorcode[number]
         assert weir.outcome_for_exception(exc) is want, errno.errorcode[number]
         # The same through a lease, as the HTTP integrations release theirs.
-        b = weir.Balancer(["n"], seed=1)
+        b = weir.Balancer(["n"], weir.Config(seed=1))
         b.acquire().raised(exc)
         assert b.stats().by_outcome == one_hot(want), errno.errorcode[number]
 
@@ -214,7 +214,7 @@ def test_timeout_and_cancelled_are_aliases() -> None:
     assert (O.TIMEOUT.value, O.CANCELLED.value) == (2, 3)
     assert O["TIMEOUT"] is O.DROPPED and O(3) is O.IGNORED and O(3).name == "IGNORED"
     assert list(O) == [O.SUCCESS, O.FAILURE, O.DROPPED, O.IGNORED, O.THROTTLED, O.CLIENT_ERROR]
-    b = weir.Balancer(["n"], seed=1)
+    b = weir.Balancer(["n"], weir.Config(seed=1))
     b.acquire().release(O.TIMEOUT)
     b.acquire().release(O.CANCELLED)
     assert b.stats().by_outcome == (0, 0, 1, 1, 0, 0)
@@ -228,7 +228,7 @@ def one_hot(outcome: O) -> Tuple[int, ...]:
 
 @pytest.mark.parametrize("exc, outcome", TABLE, ids=IDS)
 def test_a_with_block_records_the_table(exc: BaseException, outcome: O) -> None:
-    b = weir.Balancer(["n"], seed=1)
+    b = weir.Balancer(["n"], weir.Config(seed=1))
     with pytest.raises(type(exc)):
         with b.acquire():
             raise exc
@@ -238,7 +238,7 @@ def test_a_with_block_records_the_table(exc: BaseException, outcome: O) -> None:
 
 @pytest.mark.parametrize("exc, outcome", TABLE, ids=IDS)
 def test_an_async_with_block_records_the_table(exc: BaseException, outcome: O) -> None:
-    b = weir.Balancer(["n"], seed=1)
+    b = weir.Balancer(["n"], weir.Config(seed=1))
 
     async def call() -> None:
         async with b.acquire():
@@ -252,13 +252,13 @@ def test_an_async_with_block_records_the_table(exc: BaseException, outcome: O) -
 
 @pytest.mark.parametrize("exc, outcome", TABLE, ids=IDS)
 def test_lease_raised_records_the_table(exc: BaseException, outcome: O) -> None:
-    b = weir.Balancer(["n"], seed=1)
+    b = weir.Balancer(["n"], weir.Config(seed=1))
     assert b.acquire().raised(exc) is True
     assert b.stats().by_outcome == one_hot(outcome)
 
 
 def test_a_task_cancelled_inside_async_with_is_ignored() -> None:
-    b = weir.Balancer(["n"], seed=1)
+    b = weir.Balancer(["n"], weir.Config(seed=1))
     entered = asyncio.Event()
 
     async def call() -> None:
@@ -282,7 +282,7 @@ def test_an_asyncio_deadline_is_dropped_inside_the_block_and_ignored_outside() -
     """`asyncio.wait_for` (or `asyncio.timeout`) cancels the work it bounds and raises TimeoutError outside
     it: around the lease's block, the block sees only the cancellation (IGNORED); inside, the exit sees
     the TimeoutError (DROPPED). Deadlines belong inside the block."""
-    b = weir.Balancer(["n"], seed=1)
+    b = weir.Balancer(["n"], weir.Config(seed=1))
 
     async def inside() -> None:
         async with b.acquire():
@@ -305,7 +305,7 @@ def test_a_deadline_inside_the_block_is_dropped_and_the_callers_cancel_ignored()
     """The deadline form needs nothing of weir's own: `asyncio.timeout` inside a lease's block records
     TIMEOUT (DROPPED) when it passes, and the caller cancelling the task before then records CANCELLED
     (IGNORED), whichever way the lease is held (`async with`, or `lease.raised` by hand)."""
-    b = weir.Balancer(["n"], seed=1)
+    b = weir.Balancer(["n"], weir.Config(seed=1))
     entered = asyncio.Event()
 
     async def call(deadline: float) -> None:
@@ -351,7 +351,7 @@ def classify(exc: BaseException) -> O:
 
 
 def test_a_balancers_classify_decides_sync_and_async() -> None:
-    b = weir.Balancer(["n"], seed=1, classify=classify)
+    b = weir.Balancer(["n"], weir.Config(seed=1), classify=classify)
     assert b.classify is classify
     with pytest.raises(QuotaExceeded):
         with b.acquire():
@@ -374,9 +374,9 @@ def test_a_balancers_classify_decides_sync_and_async() -> None:
     assert b.stats().released(O.SUCCESS) == 1
 
 
-def test_the_default_classifier_and_seeds() -> None:
+def test_the_default_classifier_and_the_cascade() -> None:
     assert weir.Balancer().classify is weir.outcome_for_exception
-    b = weir.Balancer.seeds(["n"], seed=1, classify=lambda e: O.IGNORED)
+    b = weir.Balancer(["n"], weir.Config.cascade(seed=1), classify=lambda e: O.IGNORED)
     with pytest.raises(RuntimeError):
         with b.acquire():
             raise RuntimeError
@@ -394,7 +394,7 @@ def test_the_default_classifier_and_seeds() -> None:
 def test_a_failing_classifier_still_releases_then_raises(
     bad: Callable[[BaseException], Any], error: Type[BaseException]
 ) -> None:
-    b = weir.Balancer(["n"], seed=1, classify=bad)
+    b = weir.Balancer(["n"], weir.Config(seed=1), classify=bad)
     with pytest.raises(error) as raised:
         with b.acquire():
             raise TimeoutError
@@ -413,7 +413,7 @@ def test_a_failing_classifier_still_releases_then_raises(
 def test_bad_classify_and_raised_arguments() -> None:
     with pytest.raises(TypeError, match="classify must be a callable"):
         weir.Balancer(["n"], classify=3)  # type: ignore[arg-type]
-    b = weir.Balancer(["n"], seed=1)
+    b = weir.Balancer(["n"], weir.Config(seed=1))
     lease = b.acquire()
     with pytest.raises(TypeError, match="exc must be an exception"):
         lease.raised("timeout")  # type: ignore[arg-type]
@@ -425,7 +425,7 @@ def test_bad_classify_and_raised_arguments() -> None:
 
 
 def test_an_exit_given_only_the_type_classifies_an_instance() -> None:
-    b = weir.Balancer(["n"], seed=1)
+    b = weir.Balancer(["n"], weir.Config(seed=1))
     b.acquire().__exit__(TimeoutError, None, None)
     b.acquire().__exit__(asyncio.CancelledError, None, None)
     b.acquire().__exit__(int, None, None)

@@ -68,7 +68,7 @@ def test_exception_tree() -> None:
 
 
 def test_lease_async_entry_is_an_already_done_awaitable() -> None:
-    b = weir.Balancer(["n"], seed=1)
+    b = weir.Balancer(["n"], weir.Config(seed=1))
     lease = b.acquire()
     ready = lease.__aenter__()
     assert iter(ready) is ready and ready.__await__() is ready
@@ -84,7 +84,9 @@ def test_lease_async_entry_is_an_already_done_awaitable() -> None:
 # Every public class's constructor, as help() and inspect show it: the real defaults, checked against
 # what the class does when they are omitted.
 CONSTRUCTORS = {
-    "Decay": ({}, {"success_half_life": 1.0, "failure_half_life": 30.0, "penalty": 10.0}),
+    "Config": ({}, {"algorithm": None, "limit": None, "max_waiters": 1024, "seed": None}),
+    "LowestScore": ({}, {"success_half_life": 1.0, "failure_half_life": 30.0, "penalty": 10.0}),
+    "Weighted": ({}, {"health": None, "draw": "cascade", "weight_exponent": 3.0, "floor": 0.0001}),
     "Buckets": ({}, {"count": 6, "width": 5.0, "decay": 3.0}),
     "Ewma": ({}, {"half_life": 32}),
     "Log10": ({}, {"k": 1}),
@@ -101,7 +103,7 @@ CONSTRUCTORS = {
     "Shedder": ({}, {"window": 5.0, "buckets": 50, "cpu_threshold": 900, "cool_off": 1.0}),
     "Throttle": ({}, {"window": 120.0, "k": 2.0, "retry_ratio": 0.1}),
     "Backoff": ({}, {"initial": 0.5, "max": 900.0, "jitter": "proportional", "jitter_max": 120.0}),
-    "Balancer": ({}, {"nodes": (), "weight_exponent": 3.0, "floor": 1e-4, "max_waiters": 1024}),
+    "Balancer": ({}, {"nodes": (), "config": None, "capacity": None}),
 }
 
 
@@ -128,11 +130,15 @@ def test_help_shows_the_real_defaults_under_the_module_weir(name: str) -> None:
         plain, spelled = cls(**required), cls(**required, **shown)
         compared = 0
         for attr in ("window", "buckets", "cpu_threshold", "cool_off", "k", "max_rejection", "retry_ratio",
-                     "initial", "max", "weight_exponent", "floor", "max_waiters", "policy", "health", "limit"):
+                     "initial", "max", "capacity", "classify"):
             if hasattr(plain, attr):
                 assert getattr(plain, attr) == getattr(spelled, attr), attr
                 compared += 1
         assert compared >= 2
+        if name == "Balancer":
+            # The same configuration but for the seed, which each draws at random.
+            assert plain.config == weir.Config(seed=plain.config.seed)
+            assert spelled.config == weir.Config(seed=spelled.config.seed)
         if name == "Backoff":
             # The same draws give the same delays: the multipliers, threshold and jitter are the defaults too.
             steps = [True] * 12 + [False] * 40
@@ -150,6 +156,6 @@ def test_help_points_at_weir_not_the_native_module() -> None:
         assert f"in module weir\n" in text, text[:200]
         assert "see weir._weir" not in text and "see ``weir._weir" not in text
     text = pydoc.render_doc(weir.Balancer, renderer=pydoc.plaintext)
-    assert "weight_exponent: 'float' = 3.0" in text and "max_waiters: 'int' = 1024" in text
+    assert "config: 'Optional[Config]' = None" in text and "capacity: 'Optional[int]' = None" in text
     assert weir.Balancer[str] is not weir.Balancer and weir.Balancer[str].__origin__ is weir.Balancer
     assert weir.Lease[int].__args__ == (int,)

@@ -76,7 +76,7 @@ def test_the_contract_lease_by_hand_example_runs() -> None:
         calls.append(node)
         return False
 
-    scope: Dict[str, Any] = {"backends": weir.Balancer(["a"], seed=1), "call": call}
+    scope: Dict[str, Any] = {"backends": weir.Balancer(["a"], weir.Config(seed=1)), "call": call}
     exec(compile(block(CONTRACT_BLOCKS, "try_acquire"), "CONTRACT.md", "exec"), scope)
     assert calls == ["a"]
     assert scope["backends"].stats().released(weir.Outcome.FAILURE) == 1
@@ -151,12 +151,22 @@ def test_the_py_readme_metrics_example_runs(capsys: pytest.CaptureFixture[str]) 
     assert 'weir_node_in_flight{service="orders",node="db-2"} 0\n' in capsys.readouterr().out
 
 
+def test_the_contract_configuration_example_runs() -> None:
+    scope = run(block(CONTRACT_BLOCKS, "weir.Config.cascade("), [], {})
+    backends, cascade = scope["backends"], scope["cascade"]
+    # The spelled-out configuration is the default one, and the preset the cascade with its seed.
+    assert backends.config == weir.Balancer(["db-1"], weir.Config(seed=backends.config.seed)).config
+    assert scope["config"] == weir.Config() and sorted(backends) == ["db-1", "db-2"]
+    assert cascade.config == weir.Config(algorithm=weir.Weighted(), limit=weir.Fixed(100), seed=7)
+
+
 def test_every_python_block_of_these_pages_is_run() -> None:
     """Each block is one that a test above runs, so a new block needs a test."""
     run_by_tests = {
         block(ROOT_BLOCKS, "weir.httpx.Transport"),
         block(CONTRACT_BLOCKS, "urllib.request.urlopen"),
         block(CONTRACT_BLOCKS, "try_acquire"),
+        block(CONTRACT_BLOCKS, "weir.Config.cascade("),
         block(PY_BLOCKS, "weir.httpx.Transport", "users"),
         block(PY_BLOCKS, "retry_budget=budget"),
         block(PY_BLOCKS, "weir.httpx.AsyncTransport"),

@@ -136,7 +136,7 @@ def test_a_streamed_body_holds_its_lease_until_read_or_closed() -> None:
 def test_no_room_waits_then_fails_and_no_node_fails() -> None:
     with HttpServer() as server:
         for wait in (0, 0.05):
-            balancer = weir.Balancer(limit=weir.Fixed(1), seed=1)
+            balancer = weir.Balancer(config=weir.Config(limit=weir.Fixed(1), seed=1))
             adapter = weir.requests.Adapter([server.url], balancer=balancer, wait=wait)
             with session(adapter) as s:
                 with s.get("http://users/", stream=True):
@@ -163,7 +163,7 @@ def test_members_follow_a_callable() -> None:
 
 def test_the_balancers_classify_is_used() -> None:
     with Fleet() as fleet:
-        balancer = weir.Balancer(seed=1, classify=lambda e: O.THROTTLED)
+        balancer = weir.Balancer(config=weir.Config(seed=1), classify=lambda e: O.THROTTLED)
         adapter = weir.requests.Adapter([fleet.refusing.url], balancer=balancer)
         with session(adapter) as s:
             with pytest.raises(requests.ConnectionError):

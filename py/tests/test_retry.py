@@ -10,7 +10,7 @@ import weir
 
 
 def test_a_retry_goes_elsewhere_while_another_has_room() -> None:
-    b: weir.Balancer[str] = weir.Balancer(["a", "b", "c", "d"], seed=1)
+    b: weir.Balancer[str] = weir.Balancer(["a", "b", "c", "d"], weir.Config(seed=1))
     rng = weir.Rng(5)
     seen: dict[str, int] = {}
     for i in range(200):
@@ -22,8 +22,8 @@ def test_a_retry_goes_elsewhere_while_another_has_room() -> None:
 
 def test_all_or_nothing_excluded_is_the_ordinary_acquire() -> None:
     for tried in ([], ["a", "b", "c"], (n for n in ["x"])):
-        plain: weir.Balancer[str] = weir.Balancer(["a", "b", "c"], seed=2)
-        retrying: weir.Balancer[str] = weir.Balancer(["a", "b", "c"], seed=2)
+        plain: weir.Balancer[str] = weir.Balancer(["a", "b", "c"], weir.Config(seed=2))
+        retrying: weir.Balancer[str] = weir.Balancer(["a", "b", "c"], weir.Config(seed=2))
         r1, r2 = weir.Rng(9), weir.Rng(9)
         for i in range(100):
             one = plain.acquire(now=float(i), rng=r1)
@@ -42,7 +42,7 @@ def test_refusals_are_those_of_acquire() -> None:
     with pytest.raises(weir.NoNodes):
         empty.acquire_excluding(["a"], now=0.0)
     assert empty.stats().rejected_no_active == 1
-    one: weir.Balancer[str] = weir.Balancer(["a"], limit=weir.Fixed(1))
+    one: weir.Balancer[str] = weir.Balancer(["a"], weir.Config(limit=weir.Fixed(1)))
     held = one.acquire_excluding(["a"], now=0.0)
     assert held.node == "a"  # the only node, tried already: the ordinary acquire takes it
     with pytest.raises(weir.NoCapacity):

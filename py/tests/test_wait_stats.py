@@ -17,7 +17,7 @@ TASKS = 40
 
 
 def one_slot() -> weir.Balancer:
-    return weir.Balancer(["a"], limit=weir.Fixed(1), seed=1)
+    return weir.Balancer(["a"], weir.Config(limit=weir.Fixed(1), seed=1))
 
 
 def waits(st: weir.Stats) -> tuple[int, int, int, int, int]:
@@ -104,7 +104,7 @@ def test_racing_acquire_async_that_all_succeed_are_no_refusal() -> None:
 
 
 def test_refusals_are_the_calls_that_gave_no_lease() -> None:
-    b = weir.Balancer(["a"], limit=weir.Fixed(1), seed=1, max_waiters=0)
+    b = weir.Balancer(["a"], weir.Config(limit=weir.Fixed(1), max_waiters=0, seed=1))
     held = b.acquire()
     assert b.try_acquire() is None  # a refusal: the caller got None
     with pytest.raises(weir.NoCapacity, match="concurrency limit"):

@@ -37,7 +37,7 @@ class Mismatch(AssertionError):
     pass
 
 
-class Config:
+class ConfigLines:
     """The `config` lines: every key once, each consumed exactly once."""
 
     def __init__(self, pairs: Dict[str, str]) -> None:
@@ -62,27 +62,38 @@ class Config:
             raise Mismatch(f"{key}: not a bool: {v}")
         return v == "true"
 
-    def health(self) -> Any:
-        kind = self.get("health")
-        if kind == "decay":
-            return weir.Decay(
-                success_half_life=secs(self.u("health.success_half_life_ns")),
-                failure_half_life=secs(self.u("health.failure_half_life_ns")),
-                dropped_cost=f32(self.get("health.dropped_cost")),
-                throttled_cost=f32(self.get("health.throttled_cost")),
-                client_error_cost=f32(self.get("health.client_error_cost")),
-                penalty=f32(self.get("health.penalty")),
-                ratio_penalty=f32(self.get("health.ratio_penalty")),
+    def algorithm(self) -> Any:
+        kind = self.get("algorithm")
+        if kind == "lowest_score":
+            return weir.LowestScore(
+                success_half_life=secs(self.u("algorithm.success_half_life_ns")),
+                failure_half_life=secs(self.u("algorithm.failure_half_life_ns")),
+                dropped_cost=f32(self.get("algorithm.dropped_cost")),
+                throttled_cost=f32(self.get("algorithm.throttled_cost")),
+                client_error_cost=f32(self.get("algorithm.client_error_cost")),
+                penalty=f32(self.get("algorithm.penalty")),
+                ratio_penalty=f32(self.get("algorithm.ratio_penalty")),
             )
+        if kind == "weighted":
+            return weir.Weighted(
+                health=self.health("algorithm.health"),
+                draw=weir.Draw(self.get("algorithm.draw")),
+                weight_exponent=self.f("algorithm.weight_exponent"),
+                floor=self.f("algorithm.floor"),
+            )
+        raise Mismatch(f"unknown algorithm {kind}")
+
+    def health(self, p: str) -> Any:
+        kind = self.get(p)
         if kind == "buckets":
             return weir.Buckets(
-                count=self.u("health.count"),
-                width=secs(self.u("health.width_ns")),
-                decay=self.f("health.decay"),
+                count=self.u(p + ".count"),
+                width=secs(self.u(p + ".width_ns")),
+                decay=self.f(p + ".decay"),
             )
         if kind == "ewma":
-            return weir.Ewma(half_life=self.u("health.half_life"))
-        raise Mismatch(f"unknown health {kind}")
+            return weir.Ewma(half_life=self.u(p + ".half_life"))
+        raise Mismatch(f"unknown health {kind} under {p}")
 
     def threshold(self, key: str) -> Any:
         kind = self.get(key)
@@ -170,20 +181,18 @@ class Config:
         raise Mismatch(f"unknown limit {kind} under {p}")
 
     def balancer(self, capacity: int) -> weir.Balancer:
-        health = self.health()
-        b = weir.Balancer(
-            health=health,
-            policy=weir.Policy(self.get("policy")),
+        config = weir.Config(
+            algorithm=self.algorithm(),
             limit=self.limit("limit"),
-            weight_exponent=self.f("weight_exponent"),
-            floor=self.f("floor"),
-            seed=self.u("seed"),
             max_waiters=self.u("max_waiters"),
-            capacity=capacity,
+            seed=self.u("seed"),
         )
         unused = set(self.pairs) - self.used
         if unused:
             raise Mismatch(f"unknown config keys {sorted(unused)}")
+        b = weir.Balancer(config=config, capacity=capacity)
+        if b.config != config:
+            raise Mismatch(f"the balancer's configuration {b.config!r} is not the one given, {config!r}")
         return b
 
 
@@ -244,7 +253,7 @@ def replay(path: Path, at_end: Optional[Callable[[weir.Balancer, int], None]] = 
                     raise Mismatch(f"{path.name}:{lineno}: repeated key {k}")
                 pairs[k] = v
         elif kind == "capacity":
-            b = Config(pairs).balancer(int(f[1]))
+            b = ConfigLines(pairs).balancer(int(f[1]))
         elif kind == "rng":
             rng = weir.Rng(int(f[1]))
         elif kind == "node":

@@ -53,6 +53,7 @@ from weir._types import (
     ClockMismatch,
     CpuUnavailable,
     Criticality,
+    Draw,
     DuplicateNode,
     LeaseError,
     NodeInfo,
@@ -61,7 +62,6 @@ from weir._types import (
     Outcome,
     OutcomeCounts,
     Overloaded,
-    Policy,
     RetryBudgetExhausted,
     RetryError,
     Stats,
@@ -76,14 +76,15 @@ from weir._weir import (
     Aimd,
     Buckets,
     Ciad,
+    Config,
     CpuSampler,
-    Decay,
     Ewma,
     Fixed,
     Gradient,
     Gradient2,
     Lease,
     Log10,
+    LowestScore,
     Percentile,
     Promise,
     RetryBudget,
@@ -91,6 +92,7 @@ from weir._weir import (
     Sqrt,
     Throttle,
     Vegas,
+    Weighted,
     Windowed,
     deterministic_subset,
     monotonic,
@@ -109,10 +111,11 @@ __all__ = [
     "CapacityFull",
     "Ciad",
     "ClockMismatch",
+    "Config",
     "CpuSampler",
     "CpuUnavailable",
     "Criticality",
-    "Decay",
+    "Draw",
     "DuplicateNode",
     "Ewma",
     "Fixed",
@@ -121,6 +124,7 @@ __all__ = [
     "Lease",
     "LeaseError",
     "Log10",
+    "LowestScore",
     "MAX_LIMIT",
     "MAX_NODES",
     "MAX_WAITERS",
@@ -131,7 +135,6 @@ __all__ = [
     "OutcomeCounts",
     "Overloaded",
     "Percentile",
-    "Policy",
     "Promise",
     "RetryBudget",
     "RetryBudgetExhausted",
@@ -145,6 +148,7 @@ __all__ = [
     "UnknownNode",
     "Vegas",
     "WeirError",
+    "Weighted",
     "Windowed",
     "deterministic_subset",
     "monotonic",
@@ -183,15 +187,14 @@ class Balancer(_weir.Balancer[N]):
     """An adaptive load balancer over nodes that are any hashable objects (``Balancer[N]`` for nodes of
     type ``N``: ``lease.node`` is an ``N``).
 
-    ``nodes`` are the first members. The defaults are weir's default algorithm: health ``Decay()``, policy
-    ``Policy.LOWEST_SCORE``, limit ``Ciad(fast_start=True)``; a weighted ``policy`` without a ``health``
-    gets ``Buckets()``, and a ``Buckets`` or ``Ewma`` health without a ``policy`` gets ``Policy.CASCADE``.
-    ``weight_exponent`` and ``floor`` shape the weighted policies' weights (``success_rate **
-    weight_exponent``, at least ``floor``). ``seed=None`` draws a random seed; an int makes the decisions
-    reproducible. ``capacity`` is the number of node slots (``None``: twice the nodes given, at least 16):
-    removed nodes hold their slot until their leases finish. ``max_waiters`` bounds the callers that wait
-    for room at once (0: nobody waits). ``classify`` (a callable ``(BaseException) -> Outcome``, by
-    default :func:`outcome_for_exception`) decides the outcome of a lease whose ``with`` block raised.
+    ``nodes`` are the first members. ``config`` is a :class:`Config`, the algorithm and everything it
+    decides by; ``None`` is ``Config()``, weir's default algorithm (``LowestScore()``, a
+    ``Ciad(fast_start=True)`` limit), and ``Config.cascade()`` is the original cascade. A config whose
+    ``seed`` is ``None`` gets a random seed; ``balancer.config`` is the configuration with the seed in use
+    (give it to another balancer to configure it the same way). ``capacity`` is the number of node slots
+    (``None``: twice the nodes given, at least 16): removed nodes hold their slot until their leases
+    finish. ``classify`` (a callable ``(BaseException) -> Outcome``, by default
+    :func:`outcome_for_exception`) decides the outcome of a lease whose ``with`` block raised.
 
     Thread-safe without a Python-side lock (free-threading included); each call holds the GIL only for
     the core call, and ``acquire(timeout=...)`` releases it while it waits. In asyncio code,
@@ -204,52 +207,12 @@ class Balancer(_weir.Balancer[N]):
     def __new__(
         cls,
         nodes: Optional[Iterable[N]] = (),
+        config: Optional[Config] = None,
         *,
-        policy: Union[Policy, str, None] = None,
-        health: Union[Decay, Buckets, Ewma, None] = None,
-        limit: Union[Fixed, Aimd, Vegas, Gradient, Gradient2, Ciad, Windowed, None] = None,
-        weight_exponent: float = 3.0,
-        floor: float = 1e-4,
-        seed: Optional[int] = None,
         capacity: Optional[int] = None,
-        max_waiters: int = 1024,
         classify: Optional[Callable[[BaseException], Outcome]] = None,
     ) -> Self:
-        return super().__new__(
-            cls,
-            nodes,
-            policy=policy,
-            health=health,
-            limit=limit,
-            weight_exponent=weight_exponent,
-            floor=floor,
-            seed=seed,
-            capacity=capacity,
-            max_waiters=max_waiters,
-            classify=classify,
-        )
-
-    @classmethod
-    def seeds(
-        cls,
-        nodes: Optional[Iterable[N]] = (),
-        *,
-        seed: Optional[int] = None,
-        capacity: Optional[int] = None,
-        max_waiters: int = 1024,
-        classify: Optional[Callable[[BaseException], Outcome]] = None,
-    ) -> Self:
-        """The seeds' algorithm exactly: ``Buckets()`` health, ``Policy.CASCADE``, ``Fixed(100)``."""
-        return cls(
-            nodes,
-            policy=Policy.CASCADE,
-            health=Buckets(),
-            limit=Fixed(100),
-            seed=seed,
-            capacity=capacity,
-            max_waiters=max_waiters,
-            classify=classify,
-        )
+        return super().__new__(cls, nodes, config, capacity=capacity, classify=classify)
 
     async def acquire_async(self, *, timeout: Optional[Seconds] = 0) -> Lease[N]:
         """Grants a lease, waiting for room without blocking the event loop and without a thread.
@@ -333,12 +296,12 @@ class Shedder(_weir.Shedder):
 
 
 class Backoff(_weir.Backoff):
-    """The seed's responsive exponential backoff: ``on_failure()`` and ``on_success()`` return the seconds
+    """AutoSleeper's responsive exponential backoff: ``on_failure()`` and ``on_success()`` return the seconds
     to wait before the next call, and :meth:`sleep`, :meth:`asleep` and :meth:`retry` wait them.
 
     The interval starts at ``initial`` on the first failure, grows by ``up_multiplier`` per failure up to
     ``max``, shrinks by ``down_multiplier`` after ``down_threshold`` consecutive successes, and drops to 0
-    once below ``initial``. ``jitter`` is ``'proportional'`` (the seed's: ``jitter_factor`` of the
+    once below ``initial``. ``jitter`` is ``'proportional'`` (AutoSleeper's: ``jitter_factor`` of the
     interval, at most ``jitter_max`` seconds either way), ``'full'``, ``'equal'``, ``'decorrelated'`` or
     ``'none'``; ``seed=None`` draws a random seed.
 

@@ -13,7 +13,7 @@ import time
 from datetime import timedelta
 from typing import Awaitable, Callable, Dict, Generic, Iterable, List, Optional, Tuple, TypeVar, Union
 
-from weir._types import LeaseError, Outcome, RetryBudgetExhausted, WeirError
+from weir._types import CapacityFull, LeaseError, Outcome, RetryBudgetExhausted, WeirError
 from weir._weir import Backoff, Balancer, Lease, RetryBudget
 
 __all__ = [
@@ -229,7 +229,8 @@ class Members(Generic[B, T]):
     ``make(capacity=...)`` with room for the nodes. ``parse`` turns a base URL into what a request is
     rewritten with, and refuses a bad one (ValueError) before anything changes.
 
-    Thread-safe: a change of membership is made under a lock; looking up a node's parsed URL is not.
+    Thread-safe: a change of membership is made under a lock, new nodes joining before departing ones
+    leave (so the balancer is never empty on the way); looking up a node's parsed URL takes no lock.
     """
 
     def __init__(
@@ -269,12 +270,25 @@ class Members(Generic[B, T]):
                 raise TypeError(f"a node must be a base URL (str), not {type(node).__name__}")
         # Parse every node first: a bad one changes nothing.
         bases = {node: self._bases.get(node) or self._parse(node) for node in current}
-        for node in list(self.balancer):
-            if node not in bases:
-                self.balancer.remove(node)
+        # The new nodes join before the departing ones leave: while a list moves from [a] to [b], a
+        # request on another thread finds a member (b, or a a moment longer), never an empty balancer.
+        departing = [node for node in self.balancer if node not in bases]
         for node in bases:
-            if node not in self.balancer:
-                self.balancer.add(node)
+            if node in self.balancer:
+                continue
+            while True:
+                try:
+                    self.balancer.add(node)
+                    break
+                except CapacityFull:
+                    # No free slot: a departing node's may be one. They leave one at a time until the
+                    # node fits (a node with leases in flight keeps its slot until they end); with
+                    # none left to leave, the error stands and the next refresh tries again.
+                    if not departing:
+                        raise
+                    self.balancer.remove(departing.pop(0))
+        for node in departing:
+            self.balancer.remove(node)
         # One assignment: a reader sees the old table or the new one.
         self._bases = bases
         self._last = current

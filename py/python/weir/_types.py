@@ -34,7 +34,7 @@ __all__ = [
     "CpuUnavailable",
     "Outcome",
     "Criticality",
-    "Policy",
+    "Draw",
     "OutcomeCounts",
     "NodeInfo",
     "Stats",
@@ -123,7 +123,7 @@ class CpuUnavailable(WeirError, OSError):
 
 class _NamedIntEnum(enum.IntEnum):
     """An IntEnum whose ``str()`` and ``format()`` give its name, ``Outcome.SUCCESS``, as a plain Enum's
-    do (``weir.Policy``'s included), and as an IntEnum's did before Python 3.11, where they became the
+    do (``weir.Draw``'s included), and as an IntEnum's did before Python 3.11, where they became the
     bare number (``0``) so that IntEnums could replace int constants without changing any output. weir's
     codes are not such constants: they matter only across the Rust and C boundary, where ``int(x)``
     gives them, so a printed outcome says which one it is, the same on every Python version."""
@@ -184,17 +184,16 @@ class Criticality(_NamedIntEnum):
     SHEDDABLE = 3
 
 
-class Policy(enum.Enum):
-    """How a node is chosen."""
+class Draw(enum.Enum):
+    """How the weighted family (:class:`weir.Weighted`) draws a node from the weights; a draw may be given
+    as its value too (``Weighted(draw="weighted_pick")``)."""
 
-    LOWEST_SCORE = "lowest_score"
-    """The default: the node with room whose in-flight count plus failure penalty is lowest (health Decay)."""
     CASCADE = "cascade"
-    """The seeds': a weighted random order by success rate, the first node with room (Buckets or Ewma)."""
+    """The original cascade's: a weighted random order of the nodes by success rate, the first with room."""
     CASCADE_APPROX = "cascade_approx"
     """The gist's cheaper approximation of the cascade."""
     WEIGHTED_PICK = "weighted_pick"
-    """One weighted random pick among the nodes with room."""
+    """The cascade's later variant: one weighted random pick among the nodes with room."""
 
 
 class OutcomeCounts(NamedTuple):
@@ -225,11 +224,11 @@ class NodeInfo(Generic[N]):
     success_rate: float
     weight: float
     successes: float
-    """The decay model's success counter (0.0 under the other models)."""
+    """The lowest-score family's success counter (0.0 under the weighted family)."""
     failures: float
-    """The decay model's failure counter (0.0 under the other models)."""
+    """The lowest-score family's failure counter (0.0 under the weighted family)."""
     penalty: float
-    """The decay model's penalty in in-flight requests: the node's score is ``in_flight + penalty``."""
+    """The lowest-score family's penalty in in-flight requests: the node's score is ``in_flight + penalty``."""
     limit: int
     """The current concurrency limit."""
     in_flight: int

@@ -7,7 +7,7 @@ from types import GenericAlias
 from typing_extensions import Self, TypeVar as _TypeVarDefault
 from typing import Any, Awaitable, Callable, Generator, Generic, Hashable, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar, final
 
-from weir._types import NodeInfo, Outcome, Policy, Stats
+from weir._types import Draw, NodeInfo, Outcome, Stats
 
 _Seconds = float | timedelta
 _T = TypeVar("_T")
@@ -16,7 +16,9 @@ _N = _TypeVarDefault("_N", bound=Hashable, default=Any)
 _Threshold = int | Log10
 _Step = Literal["log10"] | float
 _Queue = int | Sqrt
-_Health = Decay | Buckets | Ewma
+_Health = Buckets | Ewma
+_Algorithm = LowestScore | Weighted
+_DrawName = Literal["cascade", "cascade_approx", "weighted_pick"]
 _Limit = Fixed | Aimd | Vegas | Gradient | Gradient2 | Ciad | Windowed
 # Constant labels of a metrics text: a mapping or (name, value) pairs.
 _Labels = Mapping[str, str] | Iterable[tuple[str, str]]
@@ -29,14 +31,15 @@ __all__ = [
     "Balancer",
     "Buckets",
     "Ciad",
+    "Config",
     "CpuSampler",
-    "Decay",
     "Ewma",
     "Fixed",
     "Gradient",
     "Gradient2",
     "Lease",
     "Log10",
+    "LowestScore",
     "MAX_LIMIT",
     "MAX_NODES",
     "MAX_WAITERS",
@@ -49,6 +52,7 @@ __all__ = [
     "Sqrt",
     "Throttle",
     "Vegas",
+    "Weighted",
     "Windowed",
     "__version__",
     "deterministic_subset",
@@ -79,10 +83,32 @@ class Rng:
     def __new__(cls, seed: int) -> Self: ...
     def next_u64(self) -> int: ...
 
-# Health models
+# The configuration and the algorithm families
 
 @final
-class Decay:
+class Config:
+    def __new__(cls,
+        *,
+        algorithm: _Algorithm | None = None,
+        limit: _Limit | None = None,
+        max_waiters: int | None = 1024,
+        seed: int | None = None,
+    ) -> Self: ...
+    @classmethod
+    def cascade(cls, *, seed: int | None = None, max_waiters: int | None = 1024) -> Self: ...
+    @property
+    def algorithm(self) -> _Algorithm: ...
+    @property
+    def limit(self) -> _Limit: ...
+    @property
+    def max_waiters(self) -> int: ...
+    @property
+    def seed(self) -> int | None: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class LowestScore:
     def __new__(cls,
         *,
         success_half_life: _Seconds | None = 1.0,
@@ -107,6 +133,26 @@ class Decay:
     def penalty(self) -> float: ...
     @property
     def ratio_penalty(self) -> float: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Weighted:
+    def __new__(cls,
+        *,
+        health: _Health | None = None,
+        draw: Draw | _DrawName | None = "cascade",
+        weight_exponent: float | None = 3.0,
+        floor: float | None = 0.0001,
+    ) -> Self: ...
+    @property
+    def health(self) -> _Health: ...
+    @property
+    def draw(self) -> Draw: ...
+    @property
+    def weight_exponent(self) -> float: ...
+    @property
+    def floor(self) -> float: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
@@ -348,15 +394,9 @@ class Windowed:
 class Balancer(Generic[_N]):
     def __new__(cls,
         nodes: Iterable[_N] | None = (),
+        config: Config | None = None,
         *,
-        policy: Policy | str | None = None,
-        health: _Health | None = None,
-        limit: _Limit | None = None,
-        weight_exponent: float | None = 3.0,
-        floor: float | None = 0.0001,
-        seed: int | None = None,
         capacity: int | None = None,
-        max_waiters: int | None = 1024,
         classify: _Classify | None = None,
     ) -> Self: ...
     def add(self, node: _N) -> None: ...
@@ -380,19 +420,7 @@ class Balancer(Generic[_N]):
     @property
     def slots_in_use(self) -> int: ...
     @property
-    def health(self) -> _Health: ...
-    @property
-    def policy(self) -> Policy: ...
-    @property
-    def limit(self) -> _Limit: ...
-    @property
-    def weight_exponent(self) -> float: ...
-    @property
-    def floor(self) -> float: ...
-    @property
-    def seed(self) -> int: ...
-    @property
-    def max_waiters(self) -> int: ...
+    def config(self) -> Config: ...
     @property
     def classify(self) -> _Classify: ...
 

@@ -1,0 +1,112 @@
+//! `LowestScore`: the lowest-score family's parameters (the default algorithm's).
+
+use super::{check_algorithm, f32_arg, f32_shown, fmt_f, hash_str};
+use crate::convert::{duration_ns, secs};
+use pyo3::prelude::*;
+use weir::balance::{Algorithm, LowestScore as Params};
+
+/// The default algorithm: each call goes to the node with room whose score, its calls in flight plus a
+/// failure penalty from two time-decayed counters (successes and failures), is lowest.
+///
+/// GIL: immutable; safe to share between threads.
+#[pyclass(frozen, module = "weir")]
+pub struct LowestScore {
+    pub(super) params: Params,
+}
+
+#[pymethods]
+impl LowestScore {
+    #[new]
+    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, dropped_cost=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None), text_signature = "(*, success_half_life=1.0, failure_half_life=30.0, dropped_cost=1.0, throttled_cost=0.1, client_error_cost=0.01, penalty=10.0, ratio_penalty=16.0)")]
+    fn new(
+        success_half_life: Option<&Bound<'_, PyAny>>,
+        failure_half_life: Option<&Bound<'_, PyAny>>,
+        dropped_cost: Option<&Bound<'_, PyAny>>,
+        throttled_cost: Option<&Bound<'_, PyAny>>,
+        client_error_cost: Option<&Bound<'_, PyAny>>,
+        penalty: Option<&Bound<'_, PyAny>>,
+        ratio_penalty: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut p = Params::DEFAULT;
+        if let Some(v) = success_half_life {
+            p.success_half_life_ns = duration_ns(v, "success_half_life")?;
+        }
+        if let Some(v) = failure_half_life {
+            p.failure_half_life_ns = duration_ns(v, "failure_half_life")?;
+        }
+        if let Some(v) = dropped_cost {
+            p.dropped_cost = f32_arg(v, "dropped_cost")?;
+        }
+        if let Some(v) = throttled_cost {
+            p.throttled_cost = f32_arg(v, "throttled_cost")?;
+        }
+        if let Some(v) = client_error_cost {
+            p.client_error_cost = f32_arg(v, "client_error_cost")?;
+        }
+        if let Some(v) = penalty {
+            p.penalty = f32_arg(v, "penalty")?;
+        }
+        if let Some(v) = ratio_penalty {
+            p.ratio_penalty = f32_arg(v, "ratio_penalty")?;
+        }
+        check_algorithm(Algorithm::LowestScore(p), "LowestScore")?;
+        Ok(LowestScore { params: p })
+    }
+
+    /// Seconds after which a success counts half (default 1.0).
+    #[getter]
+    fn success_half_life(&self) -> f64 {
+        secs(self.params.success_half_life_ns)
+    }
+    /// Seconds after which a failure counts half (default 30.0).
+    #[getter]
+    fn failure_half_life(&self) -> f64 {
+        secs(self.params.failure_half_life_ns)
+    }
+    /// What a DROPPED outcome (503, 504, a timeout) adds to the failures (default 1.0: a whole
+    /// failure; 0.1 reads a node that sheds as busy rather than broken).
+    #[getter]
+    fn dropped_cost(&self) -> f64 {
+        f32_shown(self.params.dropped_cost)
+    }
+    /// What a THROTTLED outcome (429) adds to the failures (default 0.1).
+    #[getter]
+    fn throttled_cost(&self) -> f64 {
+        f32_shown(self.params.throttled_cost)
+    }
+    /// What a CLIENT_ERROR outcome (another 4xx) adds to the failures (default 0.01).
+    #[getter]
+    fn client_error_cost(&self) -> f64 {
+        f32_shown(self.params.client_error_cost)
+    }
+    /// Penalty per recent failure, in in-flight requests (default 10).
+    #[getter]
+    fn penalty(&self) -> f64 {
+        f32_shown(self.params.penalty)
+    }
+    /// Penalty per doubling of failures over successes (default 16).
+    #[getter]
+    fn ratio_penalty(&self) -> f64 {
+        f32_shown(self.params.ratio_penalty)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "LowestScore(success_half_life={}, failure_half_life={}, dropped_cost={}, throttled_cost={}, client_error_cost={}, penalty={}, ratio_penalty={})",
+            fmt_f(self.success_half_life()),
+            fmt_f(self.failure_half_life()),
+            fmt_f(self.dropped_cost()),
+            fmt_f(self.throttled_cost()),
+            fmt_f(self.client_error_cost()),
+            fmt_f(self.penalty()),
+            fmt_f(self.ratio_penalty())
+        )
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<LowestScore>()
+            .is_ok_and(|o| o.get().params == self.params)
+    }
+    fn __hash__(&self) -> u64 {
+        hash_str(&self.__repr__())
+    }
+}

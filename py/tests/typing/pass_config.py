@@ -1,0 +1,33 @@
+"""Type-checked by `cargo xtask py` with `mypy --strict`, never run: a configuration is built from the
+algorithm families and a limit, and a balancer built from one keeps its node type."""
+
+from __future__ import annotations
+
+import weir
+
+pick = weir.Weighted(health=weir.Ewma(half_life=20), draw=weir.Draw.WEIGHTED_PICK)
+by_value = weir.Weighted(draw="cascade_approx")
+config = weir.Config(algorithm=pick, limit=weir.Aimd(), max_waiters=0, seed=7)
+cascade: weir.Balancer[str] = weir.Balancer(["http://a", "http://b"], weir.Config.cascade(seed=1))
+default = weir.Balancer([("10.0.0.7", 8080)], config=None, capacity=32)  # Balancer[Tuple[str, int]]
+
+
+def describe(c: weir.Config) -> str:
+    algorithm = c.algorithm
+    if isinstance(algorithm, weir.LowestScore):
+        return f"lowest score, penalty {algorithm.penalty}"
+    draw: weir.Draw = algorithm.draw
+    seed: int | None = c.seed
+    return f"weighted, {draw.value}, seed {seed}"
+
+
+def host_of(b: weir.Balancer[tuple[str, int]]) -> str:
+    seed: int | None = b.config.seed
+    with b.acquire() as lease:
+        return f"{lease.node[0]} ({seed})"
+
+
+describe(config)
+describe(cascade.config)
+host_of(default)
+print(by_value)
