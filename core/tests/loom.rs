@@ -553,3 +553,34 @@ fn shrink_races_add() {
         assert_eq!((st.active_nodes, st.released(Outcome::Success)), (1, 1));
     });
 }
+
+/// An acquire whose scan races a member's replacement: node 2 in slot 1, slot 0 free; another thread adds
+/// node 3 (into slot 0, which the scan may have passed) and then removes node 2 (from slot 1, which the
+/// scan may not have reached). A member is in rotation at every instant, so the acquire never answers
+/// `NoActiveNodes`: a scan that saw neither node reads the active count, which holds node 3 once it is
+/// published, and scans again (`Balancer::missed_a_member`).
+#[test]
+fn acquire_races_a_replacement() {
+    model(2, || {
+        let b = Arc::new(balancer(2, 100));
+        b.add(1).unwrap();
+        b.add(2).unwrap();
+        b.remove(1).unwrap();
+        let t = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.add(3).unwrap();
+                b.remove(2).unwrap();
+            })
+        };
+        let got = b.acquire(0, &mut Rng::with_seed(1));
+        t.join().unwrap();
+        let l = got.expect("a member is in rotation at every instant");
+        assert!([2, 3].contains(&l.node_id()));
+        // Node 2 may have been removed while its lease was out: a stale release then.
+        let _ = b.release(l, Outcome::Success, 1);
+        let st = b.stats();
+        assert_conserved(&st);
+        assert_eq!((st.active_nodes, st.in_flight), (1, 0));
+    });
+}

@@ -454,8 +454,8 @@ fn trio(third: ServerSpec) -> Vec<ServerSpec> {
     ]
 }
 
-/// The seeds' load: 10 clients, Poisson 300 requests/s for 60 s, 2 s deadline.
-fn seeds_load(mut s: Scenario) -> Scenario {
+/// The blog post's load (the original cascade's): 10 clients, Poisson 300 requests/s for 60 s, 2 s deadline.
+fn cascade_load(mut s: Scenario) -> Scenario {
     s.arrivals = vec![Arrivals::poisson(300.0, 60 * SEC)];
     s.clients.timeout = Some(2 * SEC);
     s
@@ -509,7 +509,7 @@ fn flapping(
 
 /// Seed 000: the control. Three equal servers; every policy should succeed on everything.
 pub fn all_healthy() -> Scenario {
-    seeds_load(base(
+    cascade_load(base(
         "all_healthy",
         "Seed 000's baseline: three equal servers (20 ms, capacity 50), 300 requests/s for 60 s.",
         trio(ServerSpec::new("c", Behavior::linear(20 * MS, 50))),
@@ -518,7 +518,7 @@ pub fn all_healthy() -> Scenario {
 
 /// Seed 000: one node down, fast-failing (connections refused) from 10 s to 40 s.
 pub fn one_down_fast() -> Scenario {
-    seeds_load(base(
+    cascade_load(base(
         "one_down_fast",
         "Seed 000: one of three servers refuses connections from 10 s to 40 s, then comes back.",
         trio(
@@ -536,7 +536,7 @@ pub fn one_timing_out() -> Scenario {
         latency: Latency::Never,
         status: StatusFn::Fixed(200),
     };
-    seeds_load(base(
+    cascade_load(base(
         "one_timing_out",
         "Seed 000: one of three servers black-holes requests from 10 s to 40 s (2 s client deadline).",
         trio(
@@ -549,7 +549,7 @@ pub fn one_timing_out() -> Scenario {
 
 /// Seed 000: a flaky node, failing each request at random with probability 0.5.
 pub fn flaky() -> Scenario {
-    seeds_load(base(
+    cascade_load(base(
         "flaky",
         "Seed 000: one of three servers answers 500 to half its requests, at random, all along.",
         trio(ServerSpec::new(
@@ -561,7 +561,7 @@ pub fn flaky() -> Scenario {
 
 /// Seed 000: flapping on the scale of seconds: healthy and failing (fast 500s) in turns of 2 s.
 pub fn flapping_fast() -> Scenario {
-    seeds_load(base(
+    cascade_load(base(
         "flapping_fast",
         "Seed 000: one of three servers flaps between healthy and fast 500s every 2 s from 10 s to 50 s.",
         trio(flapping(
@@ -577,7 +577,7 @@ pub fn flapping_fast() -> Scenario {
 
 /// Seed 000: flapping on the scale of tens of seconds: 20 s turns over two minutes.
 pub fn flapping_slow() -> Scenario {
-    let mut s = seeds_load(base(
+    let mut s = cascade_load(base(
         "flapping_slow",
         "Seed 000: one of three servers flaps between healthy and fast 500s every 20 s from 10 s to 110 s.",
         trio(flapping(
@@ -596,7 +596,7 @@ pub fn flapping_slow() -> Scenario {
 /// Seed 000: one node slow from CPU contention, which improves with less load: its latency grows with
 /// its queue three times faster than the others' (60 ms base, capacity 10), under a 300 ms deadline.
 pub fn cpu_contention() -> Scenario {
-    let mut s = seeds_load(base(
+    let mut s = cascade_load(base(
         "cpu_contention",
         "Seed 000: one server is contended (60 ms base, capacity 10: a third of its share keeps it fast); \
          300 ms client deadline.",
@@ -614,7 +614,7 @@ pub fn network_degraded() -> Scenario {
             .then(20 * SEC, Behavior::ok(200 * MS))
             .then(40 * SEC, Behavior::ok(20 * MS))
     };
-    let mut s = seeds_load(base(
+    let mut s = cascade_load(base(
         "network_degraded",
         "Seed 000: all three servers take 200 ms (load does not matter) from 20 s to 40 s; 150 ms deadline. \
          Nothing can succeed then; what matters is recovering at once afterwards.",
@@ -628,7 +628,7 @@ pub fn network_degraded() -> Scenario {
 /// replaced by e at 40 s, and e is broken (fast 500s).
 pub fn nodes_replaced() -> Scenario {
     let ok = Behavior::linear(20 * MS, 50);
-    let mut s = seeds_load(base(
+    let mut s = cascade_load(base(
         "nodes_replaced",
         "Seed 000: a drains at 20 s and is replaced by d at 22 s; b is replaced at 40 s by e, which answers \
          fast 500s.",
@@ -659,7 +659,7 @@ pub fn combination() -> Scenario {
             .then(30 * SEC, Behavior::DOWN)
             .then(60 * SEC, ok)
     };
-    let mut s = seeds_load(base(
+    let mut s = cascade_load(base(
         "combination",
         "Seed 000: c succeeds half the time all along; a and b refuse connections from 30 s to 60 s, \
          when c is the best there is.",
@@ -740,7 +740,7 @@ pub fn thundering_herd() -> Scenario {
 /// server also fails 20 % of the good ones with 500s. A balancer that counts 4xx as failures sees every
 /// node as sick and the real difference blurred.
 pub fn bad_caller_4xx() -> Scenario {
-    let mut s = seeds_load(base(
+    let mut s = cascade_load(base(
         "bad_caller_4xx",
         "Seed 000: 40 % of requests are the caller's fault (fast 404s, never successes); c also answers 500 \
          to 20 % of the rest. The oracle is 60 %.",
@@ -1333,7 +1333,7 @@ pub fn sre_subsetting_deterministic() -> Scenario {
 /// ([linkerd2-proxy#4537](https://github.com/linkerd/linkerd2-proxy/pull/4537)).
 pub fn fast_429s_one_node() -> Scenario {
     let ok = Behavior::ok(50 * MS);
-    seeds_load(base(
+    cascade_load(base(
         "fast_429s_one_node",
         "Reference §8: one of three 50 ms servers answers 429 in 1 ms from 10 s to 40 s (the sinkhole \
          that latency- and load-based balancers fall into).",
@@ -1356,7 +1356,7 @@ pub fn two_of_three_failing() -> Scenario {
             .then(10 * SEC, Behavior::status(500, MS))
             .then(40 * SEC, ok)
     };
-    seeds_load(base(
+    cascade_load(base(
         "two_of_three_failing",
         "Reference §8: two of three 20 ms servers answer fast 500s from 10 s to 40 s (ejection limits \
          that cannot eject 2 of 3).",

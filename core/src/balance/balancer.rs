@@ -15,7 +15,7 @@ use crate::balance::word::{self, ACTIVE, LAME_DUCK};
 use crate::error::ConfigError;
 use crate::internal::pad::cache_padded;
 use crate::internal::splitmix::SplitMix64;
-use crate::internal::sync::{AtomicU64, Ordering::*};
+use crate::internal::sync::{fence, AtomicU64, Ordering::*};
 use crate::limit::{Limit, Sample};
 use fastrand::Rng;
 
@@ -269,10 +269,11 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     /// ```
     #[inline]
     pub fn acquire_uncounted(&self, now: u64, rng: &mut Rng) -> Result<Lease, Rejected> {
-        let slots = self.used();
+        let mut slots = self.used();
         if let Some(seen) = self.clock.due(now) {
             self.rotate(now, seen);
         }
+        let mut rescans = 0;
         // The first choice is over the scan words alone (one word per node); if the node it names has no
         // room, the choices go on over the nodes with room (see `Prepared::choose_fast` in
         // `algorithm.rs`).
@@ -286,6 +287,10 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
             };
             let i = match choice {
                 Choice::Try(i) => i,
+                Choice::Reject(Rejected::NoActiveNodes) if self.missed_a_member(&mut rescans) => {
+                    slots = self.used();
+                    continue;
+                }
                 Choice::Reject(r) => return Err(r),
             };
             let Some(s) = slots.get(i) else { continue };
@@ -294,6 +299,31 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
             }
             // The node filled up (or left) after the scan: the walk goes on.
         }
+    }
+
+    /// Whether a scan that found no active node raced a membership change, and should scan again. A scan
+    /// reads the slots one at a time: a node added into a slot it had passed, while the only other
+    /// member leaves from a slot it had not reached yet, is seen by neither read. The active count
+    /// holds a member only once it is published (`change_active` runs after the publishing
+    /// compare-and-swap), so a count above 0 means the next scan can find one. At most
+    /// [`RESCANS`] rescans per acquire: under membership changes that never stop, the answer is the last
+    /// scan's. Single-threaded, the count and the scan always agree, so no rescan happens and the draws
+    /// are those of one scan.
+    #[cold]
+    #[inline(never)]
+    fn missed_a_member(&self, rescans: &mut u32) -> bool {
+        if *rescans >= RESCANS {
+            return false;
+        }
+        *rescans += 1;
+        // Acquire fence: the scan's relaxed loads of the control words now synchronise with the
+        // membership changes whose writes they read (each is a Release or AcqRel compare-and-swap). A
+        // scan that read a slot emptied by a removal thus sees, from here on, everything that happened
+        // before that removal: an add of the same thread that came first, published and counted.
+        fence(Acquire);
+        // Acquire: pairs with the AcqRel update of `change_active`, which follows the member's
+        // publication, so a rescan sees the member counted.
+        (self.active.load(Acquire) >> 32) != 0
     }
 
     /// A retry's acquire: the configured algorithm over the members whose ids are not in `exclude` (the
@@ -701,6 +731,10 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
         st
     }
 }
+
+/// The most times one acquire scans again after a scan found no active node while the active count held
+/// one (see `Balancer::missed_a_member`).
+const RESCANS: u32 = 2;
 
 /// Reserves one in-flight slot on `s` if it is active and below its limit; returns the control word it
 /// replaced and the new in-flight count.

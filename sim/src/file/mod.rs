@@ -140,7 +140,7 @@ pub fn parse(text: &str) -> Result<Scenario, Error> {
 ///
 /// ```
 /// use std::path::Path;
-/// let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/seeds");
+/// let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/cascade");
 /// let s = weir_sim::file::load(&dir.join("flaky.toml")).unwrap();
 /// assert_eq!(s, weir_sim::scenarios::flaky());
 /// let e = weir_sim::file::load(&dir.join("no_such_file.toml")).unwrap_err();
@@ -166,7 +166,7 @@ pub fn load(path: &Path) -> Result<Scenario, Error> {
 ///
 /// ```
 /// use std::path::Path;
-/// let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/seeds");
+/// let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/cascade");
 /// let two = [dir.join("flaky.toml"), dir.join("combination.toml")];
 /// let names: Vec<String> = weir_sim::file::load_all(&two).unwrap().into_iter().map(|s| s.name).collect();
 /// assert_eq!(names, ["flaky", "combination"]);
