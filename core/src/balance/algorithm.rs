@@ -145,6 +145,20 @@ pub(crate) enum Choice {
 }
 
 impl Prepared {
+    /// Records `outcome` on `h` and refreshes its cached value ([`Health::record`] with the configured
+    /// family). Not generic: one copy, compiled here with the families' code. The balancer is generic over
+    /// its storage and compiled where it is used; called from there, the generic `Health::record` would
+    /// reach the families' private helpers across crates, where they cannot be inlined.
+    pub(crate) fn record_outcome(&self, h: &Health, now: u64, outcome: Outcome, scope: Scope<'_>) {
+        h.record(self, now, outcome, scope);
+    }
+
+    /// Recomputes `h`'s cached value ([`Health::refresh`] with the configured family); not generic, as
+    /// [`record_outcome`](Self::record_outcome).
+    pub(crate) fn refresh_cache(&self, h: &Health, now: u64, scope: Scope<'_>) {
+        h.refresh(self, now, scope);
+    }
+
     /// What the limiter is told of `outcome`: a sample marked dropped (`Some(true)`), a success sample
     /// (`Some(false)`), or nothing; each family says which (see [`Outcome`]).
     #[inline]

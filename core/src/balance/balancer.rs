@@ -215,8 +215,9 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     /// `Health::reset`).
     pub(crate) fn refresh_all(&self, now: u64) {
         for s in self.used() {
-            s.health
-                .refresh(&self.prepared.algorithm, now, self.scope(s));
+            self.prepared
+                .algorithm
+                .refresh_cache(&s.health, now, self.scope(s));
         }
     }
 
@@ -468,7 +469,7 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
         };
         let algorithm = &self.prepared.algorithm;
         algorithm.rotate(self.used(), now, self.clock.horizon(seen), epoch, |s| {
-            s.health.refresh(algorithm, now, self.scope(s));
+            algorithm.refresh_cache(&s.health, now, self.scope(s));
         });
     }
 
@@ -536,8 +537,9 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
                 now_ns: now,
             });
         if live {
-            s.health
-                .record(&self.prepared.algorithm, now, outcome, self.scope(s));
+            self.prepared
+                .algorithm
+                .record_outcome(&s.health, now, outcome, self.scope(s));
             // Counted before the decrement below, like the health: the decrement that drains a removed
             // node's slot is then the last write of its node, so an add that claims the slot reads every
             // count of the node it replaces (see `add`). Relaxed: statistics, ordered by that decrement.

@@ -368,13 +368,15 @@ impl Prepared {
 /// holds, and which is off the stack before the full scan runs (`None`): inlined into the acquire beside
 /// the lowest-score scan's, or holding its buffer under the full scan's, the frames would add up past
 /// 1 KiB on a Cortex-M0 (see `cargo xtask embedded`). Only below 64 bits: on the hosts, where stacks are
-/// large, the call would cost the cascade's pair instructions for no gain.
+/// large, the call would cost the cascade's pair instructions for no gain, so there it is inlined.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
 #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 fn fast_draw(draw: Draw, slots: &[NodeSlot], rng: &mut Rng) -> Option<Choice> {
     draw::draw_by(draw, slots, rng, |s| s.health.units())
 }
 
 /// As [`fast_draw`], over the nodes with room.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
 #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 fn room_draw(draw: Draw, slots: &[NodeSlot], rng: &mut Rng) -> Option<Choice> {
     draw::draw_by(draw, slots, rng, draw::room_units)
