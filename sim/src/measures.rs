@@ -5,9 +5,13 @@
 //!   the second a request arrived) is back within [`RECOVERY_POINTS`] of its level before the first fault
 //!   and stays there for [`RECOVERY_HOLD`] seconds (or until the load ends); never, if not by then.
 //!   Nothing to measure when a fault lasts until the load ends.
-//! - **ramp-back**: for each server whose fault ended (a recovered node, or a node added later), the
-//!   seconds from the fault's end until the server receives at least [`RAMP_SHARE`] of its fair share of one
-//!   second's attempts (one over the servers in rotation); the slowest such server.
+//! - **ramp-back**: for each server whose fault ended (a recovered node, or a node added later) and that
+//!   then stays healthy for [`RAMP_HEALTHY`] seconds (or until the load ends, if that comes first: no other
+//!   fault of it begins meanwhile), the seconds from the fault's end until the first of
+//!   [`RAMP_HOLD`] consecutive seconds in each of which the server receives at least [`RAMP_SHARE`] of its
+//!   fair share of the second's attempts (one over the servers in rotation); the slowest such server.
+//!   Beside it, the *kept share*: the least, over those servers, of the share of the attempts each
+//!   received over its healthy span (from the fault's end), over its fair share.
 //! - **overload answers**: the 503 and 429 answers the policy's traffic drew from the servers.
 //! - **peak concentration**: over the seconds in which every server is healthy (no fault window touches
 //!   them) and enough attempts were sent to read a share ([`CONCENTRATION_MIN`] per server in rotation),
@@ -21,8 +25,12 @@ use crate::model::{Action, Scenario, SEC};
 pub const RECOVERY_POINTS: f64 = 1.0;
 /// ... for this many consecutive seconds.
 pub const RECOVERY_HOLD: usize = 3;
-/// Ramped back: at least this fraction of the fair share.
-pub const RAMP_SHARE: f64 = 0.8;
+/// Ramped back: at least this fraction of the fair share, in each of [`RAMP_HOLD`] consecutive seconds.
+pub const RAMP_SHARE: f64 = 0.9;
+/// ... for this many consecutive seconds.
+pub const RAMP_HOLD: usize = 5;
+/// A recovered server is measured only if it then stays healthy this long (or until the load ends).
+pub const RAMP_HEALTHY: u64 = 30;
 /// A second's concentration is read only with at least this many attempts per server in rotation.
 pub const CONCENTRATION_MIN: u64 = 20;
 
@@ -34,8 +42,12 @@ pub type Seconds = Option<f64>;
 pub struct Measures {
     /// Seconds to recover after the last fault; `None` when the scenario has no fault.
     pub recovery: Option<Seconds>,
-    /// Seconds until the slowest recovered or new server gets its share; `None` when none recovers.
+    /// Seconds until the slowest recovered or new server holds its share; `None` when none recovers and
+    /// stays healthy.
     pub ramp_back: Option<Seconds>,
+    /// The least share a recovered or new server received over its healthy span, over its fair share;
+    /// `None` when none recovers and stays healthy.
+    pub kept_share: Option<f64>,
     /// 503 and 429 answers drawn.
     pub overload_answers: u64,
     /// Largest share of one healthy second over the fair share; `None` when no second qualifies.
@@ -73,30 +85,52 @@ impl Measures {
                 .map(|s| (s as f64 * SEC as f64 - last_end as f64).max(0.0) / SEC as f64)
         });
         let mut ramp_back: Option<Seconds> = None;
+        let mut kept_share: Option<f64> = None;
+        let total_at = |s: usize| -> u64 {
+            cell.sent_per_second
+                .iter()
+                .map(|v| v.get(s).copied().unwrap_or(0))
+                .sum()
+        };
         for f in &faults {
             let Some(server) = f.server else { continue };
             if f.to >= load_end {
                 // Still faulty when the load ends: nothing came back.
                 continue;
             }
+            // Healthy from the fault's end for `RAMP_HEALTHY` s, or until the load ends: no other fault of
+            // this server starts in that span.
+            let healthy_to = (f.to + RAMP_HEALTHY * SEC).min(load_end);
+            if faults
+                .iter()
+                .any(|g| g.server == Some(server) && g.from >= f.to && g.from < healthy_to)
+            {
+                continue;
+            }
             let sent = cell.sent_per_second.get(server);
-            let from = (f.to / SEC) as usize;
-            let back = (from..seconds).find(|&s| {
-                let total: u64 = cell
-                    .sent_per_second
-                    .iter()
-                    .map(|v| v.get(s).copied().unwrap_or(0))
-                    .sum();
-                let mine = sent.and_then(|v| v.get(s)).copied().unwrap_or(0);
-                let fair = 1.0 / in_rotation(scenario, s as u64 * SEC).max(1) as f64;
-                total > 0 && mine as f64 / total as f64 >= RAMP_SHARE * fair
-            });
+            let mine = |s: usize| sent.and_then(|v| v.get(s)).copied().unwrap_or(0);
+            let fair = |s: usize| 1.0 / in_rotation(scenario, s as u64 * SEC).max(1) as f64;
+            let holds = |s: usize| {
+                let total = total_at(s);
+                total > 0 && mine(s) as f64 / total as f64 >= RAMP_SHARE * fair(s)
+            };
+            // Whole seconds from the fault's end to the end of the healthy span.
+            let (from, to) = (f.to.div_ceil(SEC) as usize, ((healthy_to / SEC) as usize).min(seconds));
+            let back = (from..to)
+                .find(|&s| s + RAMP_HOLD <= to && (s..s + RAMP_HOLD).all(holds));
             let t = back.map(|s| (s as f64 * SEC as f64 - f.to as f64).max(0.0) / SEC as f64);
             ramp_back = Some(match (ramp_back, t) {
                 (None, t) => t,
                 (Some(None), _) | (_, None) => None,
                 (Some(Some(a)), Some(b)) => Some(a.max(b)),
             });
+            let (got, expected) = (from..to).fold((0.0, 0.0), |(g, e), s| {
+                (g + mine(s) as f64, e + total_at(s) as f64 * fair(s))
+            });
+            if expected > 0.0 {
+                let share = got / expected;
+                kept_share = Some(kept_share.map_or(share, |k: f64| k.min(share)));
+            }
         }
         let mut peak: Option<f64> = None;
         for s in 0..seconds {
@@ -121,6 +155,7 @@ impl Measures {
         Measures {
             recovery,
             ramp_back,
+            kept_share,
             overload_answers: cell.overload_answers,
             peak_concentration: peak,
         }
@@ -242,29 +277,75 @@ mod tests {
         assert_eq!((m.recovery, m.ramp_back), (None, None));
     }
 
+    /// `sent[0]` given per second from 8 s (the fault's end), the other three servers sharing the rest of
+    /// 1,000 attempts a second.
+    fn recovering(from_8s: &[u64]) -> Vec<Vec<u64>> {
+        let mut sent = vec![vec![250; 20]; 4];
+        sent[0][5..8].fill(0);
+        for (k, &v) in from_8s.iter().enumerate() {
+            sent[0][8 + k] = v;
+            for other in &mut sent[1..] {
+                other[8 + k] = (1000 - v) / 3;
+            }
+        }
+        sent
+    }
+
     #[test]
-    fn ramp_back_is_the_first_second_at_four_fifths_of_the_fair_share() {
+    fn ramp_back_is_the_first_of_five_seconds_at_nine_tenths_of_the_fair_share() {
         let s = scenario(vec![Fault {
             server: Some(0),
             from: 5 * SEC,
             to: 8 * SEC,
         }]);
-        let mut sent = vec![vec![250; 20]; 4];
-        // Server 0 gets nothing until 10 s, 150 of 1000 at 10 s (0.6 of fair), 200 at 11 s (0.8).
-        sent[0][5..10].fill(0);
-        sent[0][10] = 150;
-        sent[0][11] = 200;
-        for v in &mut sent[1..] {
-            v[10] = (1000 - 150) / 3;
-            v[11] = 800 / 3;
-        }
-        let m = Measures::of(&s, &cell(&[100; 20], sent.clone()));
+        // Nothing at 8 and 9 s, 150 of 999 at 10 s (0.6 of fair), then 225 (0.9) from 11 s on. The
+        // load's whole seconds are 0..19 (its last arrival is just before 20 s).
+        let mut back = vec![0, 0, 150];
+        back.extend([225; 9]);
+        let m = Measures::of(&s, &cell(&[100; 20], recovering(&back)));
         assert_eq!(m.ramp_back, Some(Some(3.0)), "11 s - 8 s");
-        for v in &mut sent[0][11..] {
-            *v = 0;
+        // The kept share over 8..19 s: (150 + 8 x 225) / (11 x 999 / 4).
+        let kept = m.kept_share.unwrap();
+        assert!((kept - (150.0 + 8.0 * 225.0) / (11.0 * 249.75)).abs() < 1e-12, "{kept}");
+        // A dip below 0.9 at 13 s: the five seconds hold only from 14 s (14..19), 6 s after the end.
+        let mut dip = back.clone();
+        dip[5] = 200;
+        let m = Measures::of(&s, &cell(&[100; 20], recovering(&dip)));
+        assert_eq!(m.ramp_back, Some(Some(6.0)));
+        // Another dip at 16 s: no five seconds in a row before the load ends.
+        dip[8] = 200;
+        let m = Measures::of(&s, &cell(&[100; 20], recovering(&dip)));
+        assert_eq!(m.ramp_back, Some(None));
+        // 0.8 of the share, which the old measure took as ramped back, is not.
+        let m = Measures::of(&s, &cell(&[100; 20], recovering(&[200; 12])));
+        assert_eq!(m.ramp_back, Some(None));
+    }
+
+    #[test]
+    fn ramp_back_reads_only_a_server_that_stays_healthy() {
+        // Server 0 fails again 9 s after its first fault ends, and gets nothing after its first fault
+        // for good: that recovery is not measured; the last one, healthy until the load ends, is.
+        let s = scenario(vec![
+            Fault {
+                server: Some(0),
+                from: 2 * SEC,
+                to: 3 * SEC,
+            },
+            Fault {
+                server: Some(0),
+                from: 12 * SEC,
+                to: 13 * SEC,
+            },
+        ]);
+        let mut sent = vec![vec![250; 20]; 4];
+        sent[0][2..14].fill(0);
+        for s in 2..14 {
+            for other in &mut sent[1..] {
+                other[s] = 1000 / 3;
+            }
         }
         let m = Measures::of(&s, &cell(&[100; 20], sent));
-        assert_eq!(m.ramp_back, Some(None));
+        assert_eq!(m.ramp_back, Some(Some(1.0)), "14 s - 13 s");
     }
 
     #[test]

@@ -87,6 +87,9 @@ pub fn at_capacity() -> Vec<Scenario> {
         capacity_retry_storm_budget(),
         capacity_proxies_dead_node(),
         capacity_many_clients(),
+        capacity_clients_join(),
+        capacity_slower_replacement(),
+        capacity_contended_step(),
     ]
 }
 
@@ -442,6 +445,91 @@ pub fn capacity_many_clients() -> Scenario {
         40,
     );
     s.clients.count = 200;
+    s
+}
+
+/// At capacity: the client fleet restarts while the servers are loaded, then a node blips.
+pub fn capacity_clients_join() -> Scenario {
+    let rps = contended_rps(4, 0.7);
+    let mut s = capacity(
+        "capacity_clients_join",
+        "At capacity (70 %): four contended servers, Poisson 3,294 requests/s for 45 s from 10 clients at \
+         a time; from 10 s the client fleet restarts one client a second (each replaced by a fresh one, \
+         which has never seen the servers idle: its first calls find them 70 % busy), and at 25 s server d \
+         answers 500 for 3 s. The fresh clients must not need idle servers to find the knee.",
+        contended_four(
+            contended("d")
+                .then(25 * SEC, contended_behavior().with_status(StatusFn::Fixed(500)))
+                .then(28 * SEC, contended_behavior()),
+        ),
+        rps,
+        45,
+    );
+    // Client i sends a tenth of the load until 10 + i s; client 10 + i takes its share from then on.
+    let share = |client: usize, start: u64, end: u64| Arrivals {
+        start,
+        client: Some(client),
+        ..Arrivals::poisson(rps / 10.0, end - start)
+    };
+    s.arrivals = (0..10)
+        .flat_map(|i| {
+            let switch = (10 + i as u64) * SEC;
+            [share(i, 0, switch), share(10 + i, switch, 45 * SEC)]
+        })
+        .collect();
+    s.clients.count = 20;
+    s
+}
+
+/// At capacity: a server replaced by one twice as slow.
+pub fn capacity_slower_replacement() -> Scenario {
+    let slow = Behavior::linear(40 * MS, 40).with_status(StatusFn::AboveCapacity {
+        code: 503,
+        capacity: 60,
+    });
+    let mut s = capacity(
+        "capacity_slower_replacement",
+        "At capacity (60 %): four contended servers, Poisson 3,000 requests/s for 45 s; at 15 s d is \
+         replaced by e, a machine twice as slow (40 ms alone, the same 40 in progress before it slows): e \
+         can serve half of d's share. Sent its fair share, e passes its knee; the others have room for \
+         the rest.",
+        vec![
+            contended("a"),
+            contended("b"),
+            contended("c"),
+            contended("d"),
+            ServerSpec::new("e", slow).absent(),
+        ],
+        contended_rps(4, 0.6),
+        45,
+    );
+    s.actions = vec![(15 * SEC, Action::Remove(3)), (15 * SEC, Action::Add(4))];
+    s
+}
+
+/// At capacity: the load steps up by 40 % on contended servers, no node failing.
+pub fn capacity_contended_step() -> Scenario {
+    let rps = contended_rps(4, 0.5);
+    let mut s = capacity(
+        "capacity_contended_step",
+        "At capacity (50 %): four contended servers, Poisson 2,667 requests/s for 45 s, plus 40 % more \
+         from 10 s to 30 s (each server then 35 of its 40 before the knee in progress on average). No \
+         server fails, but unlike the queueing servers of capacity_load_step, a contended server that a \
+         burst pushes past its knee serves less, not more: the fleet must carry the step without crossing \
+         it, and settle when the step ends.",
+        contended_four(contended("d")),
+        rps,
+        45,
+    );
+    s.arrivals.push(Arrivals {
+        start: 10 * SEC,
+        ..Arrivals::poisson(0.4 * rps, 20 * SEC)
+    });
+    s.faults = vec![Fault {
+        server: None,
+        from: 10 * SEC,
+        to: 30 * SEC,
+    }];
     s
 }
 

@@ -40,7 +40,8 @@ When no retry is made, the request ends as its last attempt did: that response, 
 client's timeout applies to each attempt, and an error while the client reads the body of the response it
 was handed is not retried.
 
-Importing this module imports httpx (``pip install "weir-lb[httpx]"``); ``import weir`` does not.
+Importing this module imports httpx (``pip install "./py[httpx]"`` from a checkout; ``weir-lb[httpx]``
+after the first release); ``import weir`` does not.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""weir's metrics for prometheus_client: a custom collector (``pip install "weir-lb[prometheus]"``).
+"""weir's metrics for prometheus_client: a custom collector (``pip install "./py[prometheus]"``
+from a checkout; ``weir-lb[prometheus]`` after the first release).
 
 Every weir object with a ``metrics_text()`` (``Balancer``, ``Shedder``, ``Throttle``, ``Backoff``) writes
 the metric set of docs/metrics.md as Prometheus text, from the core's own writer. ``Collector`` hands that

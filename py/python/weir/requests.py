@@ -34,7 +34,8 @@ the retry. When no retry is made, the request ends as its last attempt did: that
 error. ``timeout`` applies to each attempt. Unlike urllib3's ``max_retries`` (which retries on the same
 node, and stays off by default), these retries go elsewhere and are bounded by the budget.
 
-Importing this module imports requests (``pip install "weir-lb[requests]"``); ``import weir`` does not.
+Importing this module imports requests (``pip install "./py[requests]"`` from a checkout;
+``weir-lb[requests]`` after the first release); ``import weir`` does not.
 """
 
 from __future__ import annotations

@@ -474,11 +474,12 @@ impl Report {
                 let k = &self.seeds[s][i];
                 let m = self.measures[s][i].first().copied().unwrap_or_default();
                 format!(
-                    "{:.1} | {:.0} | {} | {}",
+                    "{:.1} | {:.0} | {} | {}{}",
                     k.success.mean,
                     k.client_mean_ms.mean,
                     seconds_text(m.recovery),
-                    seconds_text(m.ramp_back)
+                    seconds_text(m.ramp_back),
+                    kept_text(m.kept_share)
                 )
             };
             let _ = writeln!(
@@ -528,8 +529,10 @@ impl Report {
              spread = busiest server's attempts / mean attempts per server. Each scenario also has the \
              measures of recovery and herding: *recovery*, after the last fault ends, the seconds until the \
              fleet's success rate (1 s buckets) is back within {} point of its level before the fault and \
-             stays there {} s; *ramp-back*, the seconds until a recovered or new node receives at least \
-             {:.0} % of its fair share of a second's attempts (the slowest such node); *overload answers*, \
+             stays there {} s; *ramp-back*, for a recovered or new node that then stays healthy {} s (or until \
+             the load ends), the seconds until it receives at least {:.0} % of its fair share of the attempts \
+             in each of {} consecutive seconds (the slowest such node), with in brackets the share of the \
+             attempts it kept over that healthy span, over its fair share (the least such node's); *overload answers*, \
              the 503 and 429 answers the policy's traffic drew; *peak concentration*, while every server \
              is healthy, the largest share of one second's attempts that one server received, over its \
              fair share (1.00: even).\n\n",
@@ -540,7 +543,9 @@ impl Report {
             },
             crate::measures::RECOVERY_POINTS,
             crate::measures::RECOVERY_HOLD,
+            crate::measures::RAMP_HEALTHY,
             100.0 * crate::measures::RAMP_SHARE,
+            crate::measures::RAMP_HOLD,
         );
         out.push_str("## Summary (mean success %)\n\n");
         out.push_str(&self.summary());
@@ -646,12 +651,13 @@ impl Report {
             };
             let _ = writeln!(
                 out,
-                "| {}{} | {}{} | {}{} | {} | {} |",
+                "| {}{} | {}{} | {}{}{} | {} | {} |",
                 p.name,
                 if p.default { " (default)" } else { "" },
                 seconds_text(first.recovery),
                 elsewhere(|x| x.recovery),
                 seconds_text(first.ramp_back),
+                kept_text(first.kept_share),
                 elsewhere(|x| x.ramp_back),
                 first.overload_answers,
                 first
@@ -666,8 +672,8 @@ impl Report {
     /// fields where there is nothing to measure, `never` where it never happened.
     pub fn measures_csv(&self) -> String {
         let mut out = String::from(
-            "scenario,policy,default,healthy_utilization,recovery_s,ramp_back_s,overload_answers,\
-             peak_concentration\n",
+            "scenario,policy,default,healthy_utilization,recovery_s,ramp_back_s,kept_share,\
+             overload_answers,peak_concentration\n",
         );
         let secs = |v: Option<crate::measures::Seconds>| match v {
             None => String::new(),
@@ -682,12 +688,13 @@ impl Report {
                 let m = m.first().copied().unwrap_or_default();
                 let _ = writeln!(
                     out,
-                    "{},{},{},{utilization},{},{},{},{}",
+                    "{},{},{},{utilization},{},{},{},{},{}",
                     scenario.name,
                     p.name,
                     p.default,
                     secs(m.recovery),
                     secs(m.ramp_back),
+                    m.kept_share.map_or(String::new(), |k| format!("{k:.3}")),
                     m.overload_answers,
                     m.peak_concentration
                         .map_or(String::new(), |c| format!("{c:.3}")),
@@ -900,4 +907,9 @@ fn codes(c: &CellResult) -> String {
         .map(|(k, v)| format!("{k}: {v}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The kept share beside a ramp-back, as the tables show it: ` (0.93)`, or nothing where there is none.
+fn kept_text(k: Option<f64>) -> String {
+    k.map_or(String::new(), |k| format!(" ({k:.2})"))
 }
