@@ -115,9 +115,11 @@ impl Measures {
                 total > 0 && mine(s) as f64 / total as f64 >= RAMP_SHARE * fair(s)
             };
             // Whole seconds from the fault's end to the end of the healthy span.
-            let (from, to) = (f.to.div_ceil(SEC) as usize, ((healthy_to / SEC) as usize).min(seconds));
-            let back = (from..to)
-                .find(|&s| s + RAMP_HOLD <= to && (s..s + RAMP_HOLD).all(holds));
+            let (from, to) = (
+                f.to.div_ceil(SEC) as usize,
+                ((healthy_to / SEC) as usize).min(seconds),
+            );
+            let back = (from..to).find(|&s| s + RAMP_HOLD <= to && (s..s + RAMP_HOLD).all(holds));
             let t = back.map(|s| (s as f64 * SEC as f64 - f.to as f64).max(0.0) / SEC as f64);
             ramp_back = Some(match (ramp_back, t) {
                 (None, t) => t,
@@ -306,7 +308,10 @@ mod tests {
         assert_eq!(m.ramp_back, Some(Some(3.0)), "11 s - 8 s");
         // The kept share over 8..19 s: (150 + 8 x 225) / (11 x 999 / 4).
         let kept = m.kept_share.unwrap();
-        assert!((kept - (150.0 + 8.0 * 225.0) / (11.0 * 249.75)).abs() < 1e-12, "{kept}");
+        assert!(
+            (kept - (150.0 + 8.0 * 225.0) / (11.0 * 249.75)).abs() < 1e-12,
+            "{kept}"
+        );
         // A dip below 0.9 at 13 s: the five seconds hold only from 14 s (14..19), 6 s after the end.
         let mut dip = back.clone();
         dip[5] = 200;

@@ -21,7 +21,10 @@ const TWINS: [Twin; 27] = [
     ("cascade/network_degraded.toml", scenarios::network_degraded),
     ("cascade/nodes_replaced.toml", scenarios::nodes_replaced),
     ("cascade/combination.toml", scenarios::combination),
-    ("cascade/cascading_failure.toml", scenarios::cascading_failure),
+    (
+        "cascade/cascading_failure.toml",
+        scenarios::cascading_failure,
+    ),
     ("cascade/thundering_herd.toml", scenarios::thundering_herd),
     ("cascade/bad_caller_4xx.toml", scenarios::bad_caller_4xx),
     (
