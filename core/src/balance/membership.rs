@@ -140,7 +140,8 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     }
 
     /// Removes a node at once. Its leases in flight stay valid to release (they are reported as
-    /// [`ReleaseError::NodeRemoved`]); its slot is reused only once they all are.
+    /// [`ReleaseError::NodeRemoved`](crate::balance::ReleaseError::NodeRemoved)); its slot is reused only
+    /// once they all are.
     ///
     /// ```
     /// use weir::balance::{MembershipError, ReleaseError};

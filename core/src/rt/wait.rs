@@ -72,7 +72,7 @@ impl fmt::Display for WaitError {
 impl std::error::Error for WaitError {}
 
 impl From<WaitError> for Rejected {
-    /// The refusal a waiting acquire's error is counted as in [`Stats`]: [`Rejected::NoActiveNodes`] for
+    /// The refusal a waiting acquire's error is counted as in [`Stats`](crate::balance::Stats): [`Rejected::NoActiveNodes`] for
     /// [`WaitError::NoActiveNodes`], [`Rejected::AllBusy`] for the others (no room came in time, or
     /// there was no room to wait in).
     ///
@@ -158,7 +158,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S, Waiters> {
     }
 
     /// Acquires a lease, waiting for room as long as it takes: a future that any executor can poll
-    /// (it is woken through the [`Waker`] of its latest poll; it needs no runtime). It joins the queue on
+    /// (it is woken through the [`Waker`](core::task::Waker) of its latest poll; it needs no runtime). It joins the queue on
     /// its first poll. It has no timer: bound the wait with the executor's (`tokio::time::timeout(d,
     /// b.acquire_async())`); dropping the future leaves the queue, and a lease already handed to it goes
     /// back (released as [`Outcome::Ignored`], which serves the next waiter). A dropped future counts as a
@@ -390,7 +390,7 @@ pub struct WaitOwned<S: AsRef<[NodeSlot]>> {
 impl<'a, S: AsRef<[NodeSlot]>> Wait<'a, S> {
     /// Ends the wait because the caller's deadline passed. The async forms have no timer of their own;
     /// a caller that bounds a wait with its own (a `select!` on a sleep, a service's deadline) tells the
-    /// balancer here, and the wait counts as timed out in [`Stats`] (`waits_timed_out`, and the answer
+    /// balancer here, and the wait counts as timed out in [`Stats`](crate::balance::Stats) (`waits_timed_out`, and the answer
     /// as a refusal in `rejected_all_busy`), where dropping the future counts it as cancelled (the caller
     /// stopped asking). It leaves the queue and answers [`WaitError::Timeout`], unless a lease was handed
     /// to it already: a lease handed over wins over a deadline passed at the same time (as in
