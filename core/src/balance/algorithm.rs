@@ -225,11 +225,7 @@ impl Prepared {
             #[cfg(feature = "decay")]
             Prepared::Lowest(p) => p.rotate(used, now, horizon, epoch, refresh),
             #[cfg(any(feature = "buckets", feature = "ewma"))]
-            Prepared::Weighted(w) => {
-                if w.rotates() {
-                    used.iter().for_each(refresh);
-                }
-            }
+            Prepared::Weighted(w) => w.rotate(used, refresh),
         }
     }
 
@@ -259,13 +255,7 @@ impl Prepared {
             #[cfg(feature = "decay")]
             Prepared::Lowest(_) => v.rate,
             #[cfg(any(feature = "buckets", feature = "ewma"))]
-            Prepared::Weighted(w) => {
-                if v.floored {
-                    v.rate.max(w.floor / f64::from(active.max(1)))
-                } else {
-                    v.rate
-                }
-            }
+            Prepared::Weighted(w) => w.reported_rate(v, active),
         }
     }
 

@@ -74,7 +74,7 @@ impl Clock {
     /// acquire moved the clock first.
     #[inline]
     pub(crate) fn claim(&self, now: u64, seen: u64) -> Option<u64> {
-        let epoch = self.epoch_at(now);
+        let epoch = self.width.epoch(now);
         // `epoch * width <= now`: the product cannot overflow.
         let start = epoch.saturating_mul(self.width_ns);
         // AcqRel: orders the refreshes that follow after the claim, and the claim after the rotation it
@@ -88,13 +88,6 @@ impl Clock {
             return None;
         }
         Some(epoch)
-    }
-
-    /// The epoch of `now`: `now / width`, the last epoch (`u64::MAX`, reached only by 1 ns epochs)
-    /// folded into the one before it, as the bucket window folds it.
-    #[inline]
-    pub(crate) fn epoch_at(&self, now: u64) -> u64 {
-        self.width.div(now).min(u64::MAX - 1)
     }
 
     /// The latest `now` a release is dated at while the rotation word is `rotation`: the end of the epoch

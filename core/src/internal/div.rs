@@ -40,6 +40,19 @@ impl Divisor {
         let hi = (self.c >> 64) * n as u128 + (lo >> 64);
         (hi >> 64) as u64
     }
+
+    /// The epoch of `now` in epochs of `d`: `now / d`, the last epoch (`u64::MAX`, reached only with
+    /// `d = 1`) folded into the one before it, so that `epoch + 1` never saturates (the bucket window keeps
+    /// its newest epoch + 1; the balancer's clock dates its epochs as the window does).
+    #[inline(always)]
+    pub(crate) const fn epoch(self, now: u64) -> u64 {
+        let e = self.div(now);
+        if e == u64::MAX {
+            u64::MAX - 1
+        } else {
+            e
+        }
+    }
 }
 
 /// `⌊(2^128 − 1) / d⌋` for `d ≥ 2`, from 64-bit operations: the high half is `⌊(2^64 − 1) / d⌋`, the

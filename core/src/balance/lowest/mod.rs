@@ -179,42 +179,7 @@ impl Prepared {
             per_doubling: 0.0,
         },
     };
-}
 
-impl Family for Prepared {
-    /// Records `outcome` as the family reads it (see [`LowestScore`]): a success adds 1 to the
-    /// successes; `Failure` 1 to the failures, `Dropped`, `Throttled` and `ClientError` their costs;
-    /// `Ignored` nothing.
-    #[inline(always)]
-    fn record(&self, h: &Health, now: u64, outcome: Outcome) -> bool {
-        h.record_decay(self, now, outcome)
-    }
-
-    /// The penalty, and its fixed point for the scan word.
-    #[inline]
-    fn reading(&self, h: &Health, at: u64, _: Scope<'_>) -> (f32, u64) {
-        let pen = h.decayed(at, self).2 as f32;
-        (pen, word::fixed(pen))
-    }
-
-    fn view(&self, h: &Health, now: u64) -> View {
-        h.view_decay(self, now)
-    }
-
-    /// [`SCAN_ABSENT`](word::SCAN_ABSENT), above every key, so that the fast scan, which reads no state,
-    /// passes the slot over.
-    #[inline]
-    fn absent_units(&self) -> u64 {
-        word::SCAN_ABSENT
-    }
-
-    /// Both counters start empty.
-    fn first_word(&self) -> u64 {
-        0
-    }
-}
-
-impl Prepared {
     /// What the limiter is told of `outcome`: a drop on `Failure` and `Dropped`, as dialogue's endpoint
     /// limiter does on a 500; a success sample on `Success` and `ClientError` (the node answered);
     /// nothing on `Throttled` (a 429 asks to try elsewhere; backing off on it starves a node that
@@ -248,6 +213,39 @@ impl Prepared {
             s.health.settle_counters(now, self, forget);
             refresh(s);
         }
+    }
+}
+
+impl Family for Prepared {
+    /// Records `outcome` as the family reads it (see [`LowestScore`]): a success adds 1 to the
+    /// successes; `Failure` 1 to the failures, `Dropped`, `Throttled` and `ClientError` their costs;
+    /// `Ignored` nothing.
+    #[inline(always)]
+    fn record(&self, h: &Health, now: u64, outcome: Outcome) -> bool {
+        h.record_decay(self, now, outcome)
+    }
+
+    /// The penalty, and its fixed point for the scan word.
+    #[inline]
+    fn reading(&self, h: &Health, at: u64, _: Scope<'_>) -> (f32, u64) {
+        let pen = h.decayed(at, self).2 as f32;
+        (pen, word::fixed(pen))
+    }
+
+    fn view(&self, h: &Health, now: u64) -> View {
+        h.view_decay(self, now)
+    }
+
+    /// [`SCAN_ABSENT`](word::SCAN_ABSENT), above every key, so that the fast scan, which reads no state,
+    /// passes the slot over.
+    #[inline]
+    fn absent_units(&self) -> u64 {
+        word::SCAN_ABSENT
+    }
+
+    /// Both counters start empty.
+    fn first_word(&self) -> u64 {
+        0
     }
 }
 

@@ -160,11 +160,10 @@ pub(super) fn tag(v: u64) -> u64 {
 pub(super) fn bucket(epoch: u64, finished: u64, succeeded: u64) -> u64 {
     ((epoch & TAG_MASK) << TAG_SHIFT) | (finished << COUNT_BITS) | succeeded
 }
-/// The bucket epoch of `now`. The last epoch, `u64::MAX`, is folded into the one before it so that
-/// `last = epoch + 1` never saturates (only 1 ns buckets reach it).
+/// The bucket epoch of `now` (see [`Divisor::epoch`]: `last = epoch + 1` never saturates).
 #[inline]
 pub(super) fn epoch_at(now: u64, width: Divisor) -> u64 {
-    width.div(now).min(u64::MAX - 1)
+    width.epoch(now)
 }
 /// The most recent epoch `<= newest` whose low 16 bits are `t`.
 #[inline]

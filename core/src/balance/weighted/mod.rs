@@ -307,22 +307,39 @@ impl Prepared {
         (w, word::units_of(w))
     }
 
+    /// The recovery floor's rate with `active` nodes in rotation: `floor / active`.
+    #[inline]
+    fn floor_rate(&self, active: u32) -> f64 {
+        self.floor / f64::from(active.max(1))
+    }
+
     /// The recovery floor's weight with `active` nodes in rotation: `(floor / active) ^ exponent`.
     #[inline]
     pub(crate) fn floor_weight(&self, active: u32) -> f32 {
-        self.weight.of(self.floor / f64::from(active.max(1))) as f32
+        self.weight.of(self.floor_rate(active)) as f32
     }
 
-    /// Whether the clock's rotation refreshes the weights: under the window, where a bucket may leave it
-    /// when the clock enters a new epoch; the average has no buckets, so its rotation only keeps the clock
-    /// that dates releases.
+    /// The success rate a snapshot reports for a reading: floored where the floor applies (the sticky
+    /// and average rates), with `active` nodes in rotation.
+    pub(crate) fn reported_rate(&self, v: &View, active: u32) -> f64 {
+        if v.floored {
+            v.rate.max(self.floor_rate(active))
+        } else {
+            v.rate
+        }
+    }
+
+    /// The clock's rotation: under the window, where a bucket may leave it when the clock enters a new
+    /// epoch, every slot's weight is refreshed (`refresh`); the average has no buckets, so its rotation
+    /// only keeps the clock that dates releases.
     #[inline]
-    pub(crate) fn rotates(&self) -> bool {
+    #[cfg_attr(not(feature = "buckets"), allow(unused_variables))]
+    pub(crate) fn rotate(&self, used: &[NodeSlot], refresh: impl Fn(&NodeSlot)) {
         match self.model {
             #[cfg(feature = "buckets")]
-            Model::Buckets(_) => true,
+            Model::Buckets(_) => used.iter().for_each(refresh),
             #[cfg(feature = "ewma")]
-            Model::Ewma(_) => false,
+            Model::Ewma(_) => {}
         }
     }
 
