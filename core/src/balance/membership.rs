@@ -53,7 +53,7 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
         for (i, s) in slots.iter().enumerate() {
             // Acquire: a drained slot's last releases happen-before our reset of its health.
             let c = s.ctl.load(Acquire);
-            if word::state(c) == VACANT && word::inflight(c) == 0 {
+            if is_free(c) {
                 let claimed = word::pack(CLAIMED, word::generation(c) + 1, initial, 0);
                 if s.ctl.compare_exchange(c, claimed, AcqRel, Relaxed).is_ok() {
                     mine = Some((i, s, claimed));
