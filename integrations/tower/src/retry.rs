@@ -17,7 +17,7 @@
 //!   (default: 20 % of the requests plus 10 a second, over 10 s). A spent budget ends the request with
 //!   its last attempt's answer or error, and counts the refusal in the budget's `denied`. The budget is
 //!   asked once the retry has a lease on another node (after the pause), so that the retries it counts
-//!   are the ones sent; a budget already spent ends the request before the pause;
+//!   are the ones sent; a budget already spent is not paused for, and ends the request at once;
 //! - a node has room: when none has (every other node is tried or full, and so is the one tried), the
 //!   request ends with its last answer, and the budget is not charged;
 //! - the pause before it, from a shared [`Backoff`] ([`DEFAULT_BACKOFF`]: fully jittered, from 25 ms up
@@ -510,7 +510,8 @@ impl Tried {
 enum Step {
     /// An attempt is in flight under its lease.
     Calling,
-    /// An attempt failed and a retry was admitted: pausing, then acquiring a lease elsewhere.
+    /// An attempt failed and may be retried: pausing, then acquiring a lease elsewhere, which the budget
+    /// admits or refuses.
     Pausing,
     /// The retry's lease is held: waiting for the node's service to be ready.
     Readying,
@@ -568,8 +569,6 @@ pin_project! {
         // The failed attempt's answer, kept until a retry is sent: the request's answer if none is.
         last: Option<Result<F::Ok, BoxError>>,
         retries_left: u32,
-        // The budget admitted the retry being prepared.
-        admitted: bool,
         tried: Tried,
         shared: Option<Arc<Shared<S>>>,
         balancer: Option<Arc<HeapBalancer>>,
@@ -606,7 +605,6 @@ impl<S, Req, F: TryFuture, C, P> RetryFuture<S, Req, F, C, P> {
             spare,
             last: None,
             retries_left: shared.retries,
-            admitted: false,
             tried: Tried::new(node),
             shared: Some(shared),
             requests,
@@ -628,7 +626,6 @@ impl<S, Req, F: TryFuture, C, P> RetryFuture<S, Req, F, C, P> {
             spare: None,
             last: None,
             retries_left: 0,
-            admitted: false,
             tried: Tried::new(0),
             shared: None,
             balancer: None,
@@ -687,20 +684,15 @@ where
                         *this.step = Step::Done;
                         return Poll::Ready(answer.map_err(Error::Inner));
                     }
-                    // A spent budget answers now (and counts the refusal), before any pause.
-                    *this.admitted = false;
-                    let now = monotonic_now();
-                    if shared.budget.stats(now).available == 0 {
-                        if shared.budget.try_retry(now).is_err() {
-                            *this.step = Step::Done;
-                            return Poll::Ready(answer.map_err(Error::Inner));
-                        }
-                        // The window moved on meanwhile and admitted it.
-                        *this.admitted = true;
-                    }
                     // The pause is the backoff's answer to this failure; the retry goes ahead if it
-                    // ends before the deadline.
-                    let pause = shared.pause();
+                    // ends before the deadline. A budget already spent is not paused for: the lease is
+                    // asked for at once, and the budget refuses the retry there (or admits it, if the
+                    // window moved on meanwhile), so that it is still asked only with a node to go to.
+                    let pause = if shared.budget.stats(monotonic_now()).available == 0 {
+                        Duration::ZERO
+                    } else {
+                        shared.pause()
+                    };
                     if !this.deadline.allows(pause) {
                         *this.step = Step::Done;
                         return Poll::Ready(answer.map_err(Error::Inner));
@@ -753,9 +745,9 @@ where
                     let id = lease.node_id();
                     let held = Held::new(Arc::clone(balancer), lease);
                     // The budget admits the retry once it has a node to go to, so that the retries
-                    // it counts are the ones sent. Refused by a caller that raced for its last
-                    // retry, the lease goes back unused (`Ignored`, with `held`).
-                    if !*this.admitted && shared.budget.try_retry(monotonic_now()).is_err() {
+                    // it counts are the ones sent. Refused (spent, or by a caller that raced for its
+                    // last retry), the lease goes back unused (`Ignored`, with `held`).
+                    if shared.budget.try_retry(monotonic_now()).is_err() {
                         drop(held);
                         return Poll::Ready(finish(this.step, this.last));
                     }
