@@ -87,11 +87,12 @@ compile_error!(
     feature = "vegas",
     feature = "gradient",
     feature = "gradient2",
-    feature = "ciad"
+    feature = "ciad",
+    feature = "knee"
 )))]
 compile_error!(
     "weir needs a limit algorithm: enable `ciad` (the default's), `fixed` (the cascade's), `aimd`, `vegas`, \
-     `gradient`, `gradient2`, or `algorithms` for every one (see README.md, \"Feature flags\")"
+     `gradient`, `gradient2`, `knee`, or `algorithms` for every one (see README.md, \"Feature flags\")"
 );
 
 pub mod backoff;

@@ -260,8 +260,9 @@ fn files_cover_every_case() {
         LimitAlgorithm::Gradient2(_) => 4,
         LimitAlgorithm::Ciad(_) => 5,
         LimitAlgorithm::Windowed(_) => 6,
+        LimitAlgorithm::Knee(_) => 7,
     };
-    for a in 0..7 {
+    for a in 0..8 {
         assert!(
             configs.iter().any(|c| algorithm(c) == a),
             "limit algorithm {a}"

@@ -13,6 +13,7 @@
 //! | [`GradientLimit`] | Netflix `GradientLimit` (v1) | RTT vs. minimum RTT; drops |
 //! | [`Gradient2Limit`] | Netflix `Gradient2Limit` (recommended there) | RTT vs. long-term average RTT |
 //! | [`CiadLimit`] | palantir dialogue's per-host limiter | drops; cautious `1/limit` increase |
+//! | [`KneeLimit`] | weir's; the knee as TCP Vegas and BBR read it | RTT vs. a slow-drifting no-load RTT, shared by every client of a server; drops |
 //! | [`WindowedLimit`] | Netflix `WindowedLimit` | any of the above, fed one aggregate per time window |
 //!
 //! # Conformance with Netflix concurrency-limits
@@ -63,7 +64,11 @@ mod ciad;
 mod fixed;
 mod gradient;
 mod gradient2;
+#[cfg(feature = "knee")]
+mod knee;
 mod measure;
+#[cfg(any(feature = "ciad-latency", feature = "knee"))]
+mod rtt;
 mod state;
 mod vegas;
 #[cfg(feature = "windowed")]
@@ -72,11 +77,15 @@ mod windowed;
 pub use aimd::AimdLimit;
 pub use ciad::CiadLimit;
 #[cfg(feature = "ciad-latency")]
-pub use ciad::{BASELINE_DRIFT_NS, RTT_SMOOTHING};
+pub use ciad::BASELINE_DRIFT_NS;
 pub use fixed::FixedLimit;
 pub use gradient::GradientLimit;
 pub use gradient2::Gradient2Limit;
+#[cfg(feature = "knee")]
+pub use knee::{KneeLimit, KNEE_BASELINE_DRIFT_NS};
 pub use measure::QueueSize;
+#[cfg(any(feature = "ciad-latency", feature = "knee"))]
+pub use rtt::RTT_SMOOTHING;
 pub use state::{LimitState, LIMIT_WORDS, PERCENTILE_CAPACITY};
 pub use vegas::{VegasLimit, VegasStep, VegasThreshold};
 #[cfg(feature = "windowed")]
@@ -174,6 +183,9 @@ pub enum InnerAlgorithm {
     #[cfg(feature = "ciad")]
     /// [`CiadLimit`].
     Ciad(CiadLimit),
+    #[cfg(feature = "knee")]
+    /// [`KneeLimit`].
+    Knee(KneeLimit),
 }
 
 /// The limit algorithm every node of a balancer uses, chosen in [`Config`](crate::balance::Config).
@@ -211,6 +223,10 @@ pub enum LimitAlgorithm {
     /// Cautious increase, aggressive decrease ([`CiadLimit`]); with a fast start, the default
     /// configuration's limit ([`LimitAlgorithm::default`]).
     Ciad(CiadLimit),
+    #[cfg(feature = "knee")]
+    /// A cap at the server's knee, read from its latency, which every client of the server sees
+    /// ([`KneeLimit`]).
+    Knee(KneeLimit),
     #[cfg(feature = "windowed")]
     /// Any of the above fed one aggregate sample per time window ([`WindowedLimit`]).
     Windowed(WindowedLimit),
@@ -231,6 +247,8 @@ impl From<InnerAlgorithm> for LimitAlgorithm {
             InnerAlgorithm::Gradient2(l) => LimitAlgorithm::Gradient2(l),
             #[cfg(feature = "ciad")]
             InnerAlgorithm::Ciad(l) => LimitAlgorithm::Ciad(l),
+            #[cfg(feature = "knee")]
+            InnerAlgorithm::Knee(l) => LimitAlgorithm::Knee(l),
         }
     }
 }
@@ -297,7 +315,8 @@ dispatch!(InnerAlgorithm {
     "vegas" Vegas,
     "gradient" Gradient,
     "gradient2" Gradient2,
-    "ciad" Ciad
+    "ciad" Ciad,
+    "knee" Knee
 });
 dispatch!(LimitAlgorithm {
     "fixed" Fixed,
@@ -306,6 +325,7 @@ dispatch!(LimitAlgorithm {
     "gradient" Gradient,
     "gradient2" Gradient2,
     "ciad" Ciad,
+    "knee" Knee,
     "windowed" Windowed
 });
 
@@ -405,6 +425,9 @@ pub(crate) mod tests {
                 (l.initial_limit, l.min_limit, l.max_limit) = (initial, min, max)
             }
             InnerAlgorithm::Ciad(l) => {
+                (l.initial_limit, l.min_limit, l.max_limit) = (initial, min, max)
+            }
+            InnerAlgorithm::Knee(l) => {
                 (l.initial_limit, l.min_limit, l.max_limit) = (initial, min, max)
             }
         }

@@ -1,5 +1,6 @@
 //! Property tests over every algorithm: for any sample sequence the limit stays within the algorithm's
-//! bounds and its estimate finite; drops never raise AIMD or CIAD and successes never lower them; runs are
+//! bounds and its estimate finite; drops never raise AIMD, CIAD or the knee limit, and successes never lower
+//! the loss-only ones; runs are
 //! deterministic under a seed; validation accepts exactly the initial limits within the bounds;
 //! unvalidated parameters (NaN, infinities, min > max, a start out of bounds) never panic.
 
@@ -18,6 +19,7 @@ fn as_inner(a: &LimitAlgorithm) -> InnerAlgorithm {
         LimitAlgorithm::Gradient(l) => InnerAlgorithm::Gradient(l),
         LimitAlgorithm::Gradient2(l) => InnerAlgorithm::Gradient2(l),
         LimitAlgorithm::Ciad(l) => InnerAlgorithm::Ciad(l),
+        LimitAlgorithm::Knee(l) => InnerAlgorithm::Knee(l),
         LimitAlgorithm::Windowed(w) => w.inner,
     }
 }
@@ -41,6 +43,7 @@ fn start_bounds(a: InnerAlgorithm) -> (u32, u32) {
         InnerAlgorithm::Gradient(l) => (l.min_limit, l.max_limit),
         InnerAlgorithm::Gradient2(l) => (l.min_limit, l.max_limit),
         InnerAlgorithm::Ciad(l) => (l.min_limit, l.max_limit),
+        InnerAlgorithm::Knee(l) => (l.min_limit, l.max_limit),
     }
 }
 
@@ -58,7 +61,8 @@ fn with_initial(a: &LimitAlgorithm, initial: u32) -> LimitAlgorithm {
 /// The algorithm's `f64` estimate, if it keeps one.
 fn estimate(a: &LimitAlgorithm, st: &LimitState) -> Option<f64> {
     match as_inner(a) {
-        InnerAlgorithm::Fixed(_) | InnerAlgorithm::Aimd(_) => None,
+        // The knee limit's is fixed point: an integer, never NaN.
+        InnerAlgorithm::Fixed(_) | InnerAlgorithm::Aimd(_) | InnerAlgorithm::Knee(_) => None,
         InnerAlgorithm::Ciad(_) => Some(f64::from_bits(st.load(0) & !RAMP_OVER)),
         _ => Some(st.load_f64(0)),
     }
@@ -131,6 +135,27 @@ fn ciad() -> impl Strategy<Value = CiadLimit> {
                 backoff_ratio,
                 fast_start,
                 rtt_tolerance,
+            },
+        )
+}
+
+fn knee() -> impl Strategy<Value = KneeLimit> {
+    (
+        1u32..20,
+        0u32..300,
+        any::<u32>(),
+        ratio(),
+        1.0..4.0f64,
+        0.0..=1.0f64,
+    )
+        .prop_map(
+            |(min_limit, extra, pick, backoff_ratio, knee, at)| KneeLimit {
+                initial_limit: min_limit + pick % (extra + 1),
+                min_limit,
+                max_limit: min_limit + extra,
+                backoff_ratio,
+                knee,
+                hold: 1.0 + (knee - 1.0) * at,
             },
         )
 }
@@ -231,6 +256,7 @@ fn inner() -> impl Strategy<Value = InnerAlgorithm> {
         gradient().prop_map(InnerAlgorithm::Gradient),
         gradient2().prop_map(InnerAlgorithm::Gradient2),
         ciad().prop_map(InnerAlgorithm::Ciad),
+        knee().prop_map(InnerAlgorithm::Knee),
     ]
 }
 
@@ -335,14 +361,15 @@ proptest! {
     }
 
     #[test]
-    fn drops_never_raise_aimd_or_ciad(
+    fn drops_never_raise_aimd_ciad_or_knee(
         aimd in aimd(),
         ciad in ciad(),
+        knee in knee(),
         samples in samples(),
     ) {
         // The generators keep the initial limit inside the bounds, as validation requires (unvalidated,
         // AIMD lifts one below min_limit to min_limit on its first update, drop or not, as Netflix's does).
-        for a in [LimitAlgorithm::Aimd(aimd), LimitAlgorithm::Ciad(ciad)] {
+        for a in [LimitAlgorithm::Aimd(aimd), LimitAlgorithm::Ciad(ciad), LimitAlgorithm::Knee(knee)] {
             let st = LimitState::new();
             a.reset(&st);
             for (s, random) in &samples {
@@ -350,7 +377,8 @@ proptest! {
                 let after = a.update(&st, s, *random);
                 let timed_out = matches!(a, LimitAlgorithm::Aimd(l) if s.rtt_ns > l.timeout_ns);
                 // With an RTT tolerance a slow success is a drop (ciad/mod.rs tests that rule).
-                let latency = matches!(a, LimitAlgorithm::Ciad(l) if l.rtt_tolerance > 0.0);
+                let latency = matches!(a, LimitAlgorithm::Ciad(l) if l.rtt_tolerance > 0.0)
+                    || matches!(a, LimitAlgorithm::Knee(_));
                 if s.dropped || timed_out {
                     prop_assert!(after <= before, "{:?}: drop raised {} to {}", a, before, after);
                 } else if !latency {
@@ -401,6 +429,7 @@ proptest! {
                 long_window: i4, rtt_tolerance: f1, drop_backoff: flags[2].then_some(f2),
             }),
             InnerAlgorithm::Ciad(CiadLimit { initial_limit: i0, min_limit: i1, max_limit: i2, backoff_ratio: f0, fast_start: flags[0], rtt_tolerance: f1 }),
+            InnerAlgorithm::Knee(KneeLimit { initial_limit: i0, min_limit: i1, max_limit: i2, backoff_ratio: f0, knee: f1, hold: f2 }),
         ];
         for inner in inners {
             let window = if flags[1] {

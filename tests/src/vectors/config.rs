@@ -8,7 +8,7 @@ use weir::balance::{
     Algorithm, BucketHealth, Draw, EwmaHealth, LowestScore, Weighted, WeightedHealth,
 };
 use weir::limit::{
-    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
+    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm, KneeLimit,
     LimitAlgorithm, QueueSize, SampleWindow, VegasLimit, VegasStep, VegasThreshold, WindowedLimit,
 };
 use weir::Config;
@@ -89,6 +89,7 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
         LimitAlgorithm::Gradient(l) => inner(&mut out, "limit", InnerAlgorithm::Gradient(l)),
         LimitAlgorithm::Gradient2(l) => inner(&mut out, "limit", InnerAlgorithm::Gradient2(l)),
         LimitAlgorithm::Ciad(l) => inner(&mut out, "limit", InnerAlgorithm::Ciad(l)),
+        LimitAlgorithm::Knee(l) => inner(&mut out, "limit", InnerAlgorithm::Knee(l)),
     }
     out.put("max_waiters", c.max_waiters);
     out.put("seed", c.seed);
@@ -192,6 +193,15 @@ fn inner(out: &mut Tokens, p: &str, a: InnerAlgorithm) {
             out.put(&k("backoff_ratio"), float(l.backoff_ratio));
             out.put(&k("fast_start"), l.fast_start);
             out.put(&k("rtt_tolerance"), float(l.rtt_tolerance));
+        }
+        InnerAlgorithm::Knee(l) => {
+            out.put(p, "knee");
+            out.put(&k("initial_limit"), l.initial_limit);
+            out.put(&k("min_limit"), l.min_limit);
+            out.put(&k("max_limit"), l.max_limit);
+            out.put(&k("backoff_ratio"), float(l.backoff_ratio));
+            out.put(&k("knee"), float(l.knee));
+            out.put(&k("hold"), float(l.hold));
         }
     }
 }
@@ -426,6 +436,14 @@ fn parse_inner(k: &mut Keys, p: &str, word: (String, usize)) -> Result<InnerAlgo
             backoff_ratio: k.f64(&f("backoff_ratio"))?,
             fast_start: k.bool(&f("fast_start"))?,
             rtt_tolerance: k.f64(&f("rtt_tolerance"))?,
+        }),
+        "knee" => InnerAlgorithm::Knee(KneeLimit {
+            initial_limit: k.u32(&f("initial_limit"))?,
+            min_limit: k.u32(&f("min_limit"))?,
+            max_limit: k.u32(&f("max_limit"))?,
+            backoff_ratio: k.f64(&f("backoff_ratio"))?,
+            knee: k.f64(&f("knee"))?,
+            hold: k.f64(&f("hold"))?,
         }),
         _ => return Err(unknown(p, word)),
     })

@@ -12,7 +12,7 @@ use weir::balance::{
     Algorithm, BucketHealth, Draw, EwmaHealth, LowestScore, NodeState, Weighted, WeightedHealth,
 };
 use weir::limit::{
-    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
+    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm, KneeLimit,
     LimitAlgorithm, QueueSize, SampleWindow, VegasLimit, VegasStep, VegasThreshold, WindowedLimit,
 };
 use weir::{Config, Outcome, Rng};
@@ -146,6 +146,25 @@ pub fn specs() -> Vec<Spec> {
             },
             capacity: 6,
             script: Script::Random(random(3, 600, 6, 24)),
+        },
+        Spec {
+            name: "decay-lowest-score-knee",
+            about: "The default's family with a knee limit (knee 1.5, hold 1.25, ratio 0.75, 4 in 1..12): \
+                    the random RTTs read as cuts, holds and growth, and drops cut to what was in flight.",
+            config: Config {
+                limit: LimitAlgorithm::Knee(KneeLimit {
+                    initial_limit: 4,
+                    min_limit: 1,
+                    max_limit: 12,
+                    backoff_ratio: 0.75,
+                    knee: 1.5,
+                    hold: 1.25,
+                }),
+                seed: 13,
+                ..Config::default()
+            },
+            capacity: 5,
+            script: Script::Random(random(13, 600, 5, 20)),
         },
         Spec {
             name: "buckets-cascade-approx-gradient2",

@@ -1,40 +1,27 @@
 //! CIAD's opt-in latency signal ([`CiadLimit::rtt_tolerance`], feature `ciad-latency`): the smoothed RTT
-//! and its baseline in limit words 1 and 2, and whether a success finds the node past its knee (see the
-//! parent module's docs).
+//! and its baseline in limit words 1 and 2 (kept by the shared tracker, `limit/rtt.rs`), and whether a
+//! success finds the node past its knee (see the parent module's docs).
 
 use super::CiadLimit;
+use crate::limit::rtt::{Tracker, TICK_SHIFT};
 use crate::limit::{LimitState, Sample};
-
-/// With [`rtt_tolerance`](CiadLimit::rtt_tolerance) on, each success moves the node's smoothed RTT
-/// `1 / RTT_SMOOTHING` of the way to its own RTT: about the last sixteen calls.
-pub const RTT_SMOOTHING: u64 = 16;
 
 /// With [`rtt_tolerance`](CiadLimit::rtt_tolerance) on, the time (2^33 ns, about 8.6 s) over which the
 /// baseline catches up with a smoothed RTT above it: each sample moves it the fraction of the gap that
 /// the time since the previous sample is of this, all of it after this long. Under steady traffic that
 /// is a half-life of about 6 s: a latency that lasts longer than a few seconds is the node's new
 /// normal, not a queue.
-pub const BASELINE_DRIFT_NS: u64 = DRIFT_TICKS << TICK_SHIFT;
+pub const BASELINE_DRIFT_NS: u64 = TRACKER.drift_ticks << TICK_SHIFT;
 
-/// The baseline's timestamps are in ticks of 2^20 ns (about 1.05 ms), modulo 2^24 (about 4.9 hours),
-/// in the low bits of its word.
-const TICK_SHIFT: u32 = 20;
-const TICK_BITS: u32 = 24;
-const TICK_MASK: u64 = (1 << TICK_BITS) - 1;
-/// [`BASELINE_DRIFT_NS`] in ticks.
-const DRIFT_TICKS: u64 = 1 << 13;
-/// RTTs are read up to 2^40 - 1 ns (about 18 minutes), so that the baseline fits beside its tick.
-const MAX_RTT_NS: u64 = (1 << 40) - 1;
-
-/// Word of the smoothed RTT.
-const SMOOTHED: usize = 1;
-/// Word of the baseline RTT and its tick.
-const BASELINE: usize = 2;
+/// CIAD's baseline: the first success's RTT, then the lowest smoothed RTT, drifting as above.
+const TRACKER: Tracker = Tracker {
+    drift_ticks: 1 << 13,
+    warmup: 1,
+};
 
 /// Forgets the node's RTTs (a node being added).
 pub(super) fn reset(state: &LimitState) {
-    state.store(SMOOTHED, 0);
-    state.store(BASELINE, 0);
+    crate::limit::rtt::reset(state);
 }
 
 impl CiadLimit {
@@ -46,46 +33,7 @@ impl CiadLimit {
         if self.rtt_tolerance == 0.0 || sample.dropped || sample.rtt_ns == 0 {
             return false;
         }
-        self.over_baseline(state, sample)
-    }
-
-    /// [`too_slow`](Self::too_slow)'s work, out of line: one copy however many times `update` is
-    /// inlined (a Cortex-M0's flash budget).
-    #[inline(never)]
-    fn over_baseline(&self, state: &LimitState, sample: &Sample) -> bool {
-        // Integer nanoseconds throughout: on a microcontroller without an FPU every `f64` operation is
-        // a library call, and this rule must fit the firmware's flash budget.
-        let rtt = sample.rtt_ns.min(MAX_RTT_NS);
-        let mut smoothed = rtt;
-        let _ = state.update(SMOOTHED, |s| {
-            if s != 0 {
-                smoothed = if rtt >= s {
-                    s + (rtt - s) / RTT_SMOOTHING
-                } else {
-                    s - (s - rtt) / RTT_SMOOTHING
-                };
-            }
-            Some(smoothed)
-        });
-        let at = (sample.now_ns >> TICK_SHIFT) & TICK_MASK;
-        let mut baseline = smoothed;
-        let _ = state.update(BASELINE, |w| {
-            let (b, t) = (w >> TICK_BITS, w & TICK_MASK);
-            if w != 0 && smoothed > b {
-                // Ages read as negative (a sample dated before the stored tick) count as 0.
-                let age = match at.wrapping_sub(t) & TICK_MASK {
-                    a if a > TICK_MASK / 2 => 0,
-                    a => a.min(DRIFT_TICKS),
-                };
-                // gap < 2^40 and age <= 2^13: the product fits.
-                baseline = b + (smoothed - b) * age / DRIFT_TICKS;
-            }
-            Some(baseline << TICK_BITS | at)
-        });
-        // In fixed point with 8 fractional bits: smoothed < 2^40, and a tolerance above 2^12 (which no
-        // RTT can exceed in practice) acts as 2^12, so neither product overflows.
-        let tolerance = ((self.rtt_tolerance * 256.0) as u64).min(1 << 20);
-        smoothed * 256 > tolerance * baseline
+        TRACKER.observe(state, sample).above(self.rtt_tolerance)
     }
 }
 
@@ -93,6 +41,7 @@ impl CiadLimit {
 mod tests {
     use super::*;
     use crate::error::ConfigError;
+    use crate::limit::rtt::{BASELINE, SMOOTHED};
     use crate::limit::Limit;
 
     const MS: u64 = 1_000_000;

@@ -26,7 +26,7 @@
 //! refuses, which is its cliff, not its knee: past the knee a server's latency climbs while it still
 //! answers, every call holds its slot longer, and the fleet can settle in an overload that no single
 //! failure explains. With `rtt_tolerance = t`, each success moves the node's smoothed RTT
-//! 1/[`RTT_SMOOTHING`] (1/16) of the way to its own RTT; the baseline is the lowest smoothed RTT, which
+//! 1/[`RTT_SMOOTHING`](super::RTT_SMOOTHING) (1/16) of the way to its own RTT; the baseline is the lowest smoothed RTT, which
 //! drifts up towards the current one over [`BASELINE_DRIFT_NS`] (about 6 s half-life), so a node that
 //! stays slower (a new deploy, a farther zone) becomes the new normal within seconds instead of being
 //! throttled for good. A success whose smoothed RTT exceeds `t` times the baseline (compared in
@@ -42,7 +42,7 @@ const RAMP_OVER: u64 = 1 << 63;
 #[cfg(feature = "ciad-latency")]
 mod latency;
 #[cfg(feature = "ciad-latency")]
-pub use latency::{BASELINE_DRIFT_NS, RTT_SMOOTHING};
+pub use latency::BASELINE_DRIFT_NS;
 
 /// CIAD limit parameters. Defaults are dialogue's: initial 20, min 1, max 1,000,000, ratio 0.9, no fast
 /// start, no RTT tolerance (loss only).

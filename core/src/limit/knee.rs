@@ -1,0 +1,491 @@
+//! A limit at the server's knee, shared by every client of the server through its latency.
+//!
+//! Loss-based limits (AIMD, CIAD) let each client of a shared server grow until the server refuses:
+//! that is its cliff. A server that is contended (its threads, locks or disks fight each other) loses
+//! throughput past its *knee*, long before the cliff: every call holds its slot longer, fewer calls
+//! finish per second, and a fleet pushed past the knee by a fault can stay there after the fault
+//! ends, since the load that arrives no longer fits in what the slowed server serves. No client sees
+//! the other clients' load, but all of them see the same latency. So each client caps its calls to a
+//! node by that node's smoothed RTT over its no-load RTT, its *ratio*:
+//!
+//! - ratio above [`knee`](KneeLimit::knee) (2: calls queue as long as they are served), or a drop
+//!   (503, 429, timeout): the limit falls to `backoff_ratio x min(limit, in flight)`, so a limit far above
+//!   what was in flight falls at once to what was, and calls keep cutting it while the ratio stays high.
+//!   Every client of the server cuts together, the server's in-flight falls below its knee, its
+//!   throughput comes back, and the backlog drains: the way out of the high state.
+//! - ratio between [`hold`](KneeLimit::hold) (1.75) and the knee: the limit holds. The band keeps a
+//!   server that sits at its knee from cutting and growing on alternate calls.
+//! - ratio below `hold`: a success that found the node nearly full (in flight at least
+//!   `backoff_ratio x limit`) raises the limit by 1 until the node's first cut (a slow start, doubling per
+//!   round trip) and by `1 / limit` after it (about 1 per round trip).
+//!
+//! The smoothed RTT moves 1/16 of the way to each success's RTT (drops and zero RTTs are not service
+//! times and are not read). The no-load RTT (the *baseline*) is the lowest smoothed RTT once it has seen
+//! 16 calls, so one lucky call is not the baseline; it drifts up towards a higher smoothed RTT over
+//! [`KNEE_BASELINE_DRIFT_NS`] (about 4.6 minutes), slowly enough that an overload of several seconds
+//! still reads as one, and fast enough that a node that stays slower (a new deploy, a farther zone) is
+//! its own new normal within minutes. CIAD's opt-in [`rtt_tolerance`](super::CiadLimit::rtt_tolerance)
+//! reads the same ratio with a baseline that drifts in seconds, and only as a drop: it finds the knee
+//! but cannot hold a server below it through a lasting overload.
+//!
+//! What it cannot see: a client that starts while its servers are already loaded learns a baseline
+//! above the no-load RTT, and its knee lies further out than the other clients'. The clients that were
+//! there first still cut, and a drop cuts a newcomer's limit as anyone's.
+//!
+//! State: word 0 holds the limit in fixed point (`limit x 2^16`, bits 39..0) with bit 63 set after the
+//! node's first cut, so the limit and the end of the slow start change together in one
+//! compare-and-swap and each sample applies to the limit exactly once. Words 1 and 2 hold the smoothed
+//! RTT and the baseline (`rtt.rs`); they change in their own compare-and-swaps, so a sample that
+//! interleaves with another may read a ratio one sample older, which moves the moment of a cut by one
+//! sample and never takes the limit out of its bounds. Integers throughout (no `f64` per call beyond
+//! reading the parameters), for microcontrollers without an FPU.
+
+use super::rtt::{self, Tracker, TICK_SHIFT};
+use super::{check_limits, check_tolerance, Limit, LimitState, Sample, MAX_LIMIT};
+use crate::error::ConfigError;
+
+/// How long (2^38 ns, about 4.6 minutes) a [`KneeLimit`]'s baseline takes to catch up with a smoothed
+/// RTT above it (see the module docs).
+pub const KNEE_BASELINE_DRIFT_NS: u64 = TRACKER.drift_ticks << TICK_SHIFT;
+
+const TRACKER: Tracker = Tracker {
+    drift_ticks: 1 << 18,
+    warmup: rtt::RTT_SMOOTHING,
+};
+
+/// Bit 63 of word 0: the node has been cut at least once (its slow start is over).
+const CUT: u64 = 1 << 63;
+/// Fractional bits of the fixed-point limit.
+const FRAC: u32 = 16;
+const ONE: u64 = 1 << FRAC;
+/// The limit's bits in word 0.
+const LIMIT_MASK: u64 = (1 << 40) - 1;
+
+/// Knee limit parameters (see the module docs). Defaults: initial 8, min 1, max 1,000, ratio 0.9,
+/// knee 2, hold 1.75.
+///
+/// ```
+/// use weir::limit::{KneeLimit, Limit, LimitState, Sample};
+/// let knee = KneeLimit::default();
+/// let state = LimitState::new();
+/// knee.reset(&state);
+/// let ok = |rtt_ms: u64, inflight: u32| Sample { rtt_ns: rtt_ms * 1_000_000, inflight, dropped: false, now_ns: 0 };
+/// // Full calls at 10 ms: +1 each (the slow start), the first 16 of them teaching the baseline.
+/// let grown: Vec<u32> = (0..20).map(|_| knee.update(&state, &ok(10, knee.limit(&state)), 0)).collect();
+/// assert_eq!(grown[19], 28);
+/// // The server passes its knee: calls take 60 ms while 12 are in flight. The smoothed RTT climbs
+/// // 13.1, 16.1 (no growth: the node is not full), 18.8 (held: past 1.75x), 21.4 ms: past twice the
+/// // baseline, each call cuts the limit to 0.9 x min(limit, 12).
+/// let cut: Vec<u32> = (0..12).map(|_| knee.update(&state, &ok(60, 12), 0)).collect();
+/// assert_eq!(cut, [28, 28, 28, 10, 9, 8, 7, 7, 6, 5, 5, 4]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KneeLimit {
+    /// The limit of a fresh node: `min_limit <= initial_limit <= max_limit`, or
+    /// [`validate`](Limit::validate) refuses it with [`ConfigError::LimitRange`].
+    pub initial_limit: u32,
+    /// The limit never goes below this; at least 1.
+    pub min_limit: u32,
+    /// The limit never goes above this; at most [`MAX_LIMIT`].
+    pub max_limit: u32,
+    /// The factor of a cut, and the fraction of the limit in flight that a success must have seen to
+    /// raise the limit; in [0.5, 1.0), or [`ConfigError::BackoffRatio`].
+    pub backoff_ratio: f64,
+    /// The ratio of smoothed RTT to baseline above which a success cuts the limit; finite and at least
+    /// 1, or [`ConfigError::RttTolerance`].
+    pub knee: f64,
+    /// The ratio at or below which a success may raise the limit (between it and `knee` the limit
+    /// holds); finite, at least 1 and at most `knee`, or [`ConfigError::RttTolerance`].
+    pub hold: f64,
+}
+
+impl Default for KneeLimit {
+    fn default() -> Self {
+        KneeLimit {
+            initial_limit: 8,
+            min_limit: 1,
+            max_limit: 1_000,
+            backoff_ratio: 0.9,
+            knee: 2.0,
+            hold: 1.75,
+        }
+    }
+}
+
+/// What one sample does to the limit.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Step {
+    Cut,
+    Hold,
+    Grow,
+}
+
+impl KneeLimit {
+    /// The step `sample` calls for; feeds its RTT to the tracker when it is a success's.
+    #[inline]
+    fn step(&self, state: &LimitState, sample: &Sample) -> Step {
+        if sample.dropped {
+            return Step::Cut;
+        }
+        if sample.rtt_ns == 0 {
+            return Step::Grow;
+        }
+        let reading = TRACKER.observe(state, sample);
+        if reading.above(self.knee) {
+            Step::Cut
+        } else if reading.above(self.hold) {
+            Step::Hold
+        } else {
+            Step::Grow
+        }
+    }
+
+    /// The next limit word after `step` from `w`, or `None` for no change. `b` is the backoff ratio in
+    /// fixed point; `l < 2^40` and `b < 2^16`, so no product overflows.
+    #[inline]
+    fn next(&self, w: u64, step: Step, inflight: u32, b: u64) -> Option<u64> {
+        let (l, cut) = (w & LIMIT_MASK, w & CUT);
+        let (min, max) = (
+            u64::from(self.min_limit.max(1)) << FRAC,
+            u64::from(self.max_limit.min(MAX_LIMIT)) << FRAC,
+        );
+        let next = match step {
+            Step::Hold => return None,
+            Step::Cut => {
+                let base = l.min(u64::from(inflight) << FRAC);
+                return Some(CUT | ((base * b) >> FRAC).clamp(min, max.max(min)));
+            }
+            Step::Grow if u64::from(inflight) >= (l * b) >> (2 * FRAC) => {
+                let inc = if cut != 0 {
+                    (ONE << FRAC) / l.max(ONE)
+                } else {
+                    ONE
+                };
+                (l + inc).clamp(min, max.max(min))
+            }
+            Step::Grow => return None,
+        };
+        Some(cut | next)
+    }
+
+    /// The exact fixed-point limit (tests).
+    #[cfg(test)]
+    fn exact(state: &LimitState) -> f64 {
+        (state.load(0) & LIMIT_MASK) as f64 / ONE as f64
+    }
+}
+
+/// The published limit of a word 0.
+#[inline]
+fn publish(w: u64) -> u32 {
+    (((w & LIMIT_MASK) >> FRAC) as u32).min(MAX_LIMIT)
+}
+
+impl Limit for KneeLimit {
+    fn initial_limit(&self) -> u32 {
+        self.initial_limit
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        check_limits(self.initial_limit, self.min_limit, self.max_limit)?;
+        if self.min_limit == 0 {
+            return Err(ConfigError::LimitRange);
+        }
+        // Written so that NaN fails too.
+        if !(self.backoff_ratio >= 0.5 && self.backoff_ratio < 1.0) {
+            return Err(ConfigError::BackoffRatio);
+        }
+        check_tolerance(self.knee)?;
+        check_tolerance(self.hold)?;
+        if self.hold > self.knee {
+            return Err(ConfigError::RttTolerance);
+        }
+        Ok(())
+    }
+
+    fn reset(&self, state: &LimitState) {
+        state.store(0, u64::from(self.initial_limit.min(MAX_LIMIT)) << FRAC);
+        rtt::reset(state);
+    }
+
+    #[inline]
+    fn update(&self, state: &LimitState, sample: &Sample, _random: u64) -> u32 {
+        let step = self.step(state, sample);
+        // Rounded up, so that 0.9 x 10 is 9 and not 8.9999; in [2^15, 2^16] for a valid ratio, and at
+        // most 2^16 (no cut) for any other.
+        let scaled = self.backoff_ratio * ONE as f64;
+        let b = (scaled as u64)
+            .saturating_add(u64::from(scaled > (scaled as u64) as f64))
+            .min(ONE);
+        match state.update(0, |w| self.next(w, step, sample.inflight, b)) {
+            Ok(w) => publish(self.next(w, step, sample.inflight, b).unwrap_or(w)),
+            Err(w) => publish(w),
+        }
+    }
+
+    fn limit(&self, state: &LimitState) -> u32 {
+        publish(state.load(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limit::MAX_LIMIT;
+    use crate::limit::{tests::check_start_rule, InnerAlgorithm};
+
+    const MS: u64 = 1_000_000;
+
+    fn ok(rtt_ms: u64, inflight: u32, at_ms: u64) -> Sample {
+        Sample {
+            rtt_ns: rtt_ms * MS,
+            inflight,
+            dropped: false,
+            now_ns: at_ms * MS,
+        }
+    }
+
+    fn fresh(k: KneeLimit) -> LimitState {
+        let st = LimitState::new();
+        k.reset(&st);
+        st
+    }
+
+    #[test]
+    fn a_drop_cuts_to_the_ratio_of_what_was_in_flight() {
+        let k = KneeLimit {
+            initial_limit: 40,
+            ..KneeLimit::default()
+        };
+        let st = fresh(k);
+        let drop = Sample {
+            dropped: true,
+            ..ok(5, 10, 0)
+        };
+        // 0.9 x min(40, 10) = 9, not 36: the limit was far above what the node really held.
+        assert_eq!(k.update(&st, &drop, 0), 9);
+        assert!((KneeLimit::exact(&st) - 9.0).abs() < 1e-3);
+        // A drop with more in flight than the limit cuts from the limit.
+        assert_eq!(
+            k.update(
+                &st,
+                &Sample {
+                    inflight: 50,
+                    ..drop
+                },
+                0
+            ),
+            8
+        );
+        // Down to the floor, never below.
+        for _ in 0..40 {
+            k.update(&st, &drop, 0);
+        }
+        assert_eq!(k.limit(&st), 1);
+        assert_eq!(KneeLimit::exact(&st), 1.0);
+        // A drop's RTT is not the node's service time: the RTT words are untouched.
+        assert_eq!((st.load(1), st.load(2)), (0, 0));
+    }
+
+    #[test]
+    fn slow_start_until_the_first_cut_then_one_per_round_trip() {
+        let k = KneeLimit::default();
+        let st = fresh(k);
+        // Full successes: +1 each from 8.
+        for i in 0..10 {
+            let l = k.limit(&st);
+            assert_eq!(k.update(&st, &ok(10, l, i), 0), l + 1);
+        }
+        assert_eq!(k.limit(&st), 18);
+        // Not full (in flight below floor(0.9 x 18) = 16): nothing changes.
+        assert_eq!(k.update(&st, &ok(10, 15, 10), 0), 18);
+        // A drop ends the slow start: 0.9 x 18 = 16.2, then +1/16.2 per full success.
+        let drop = Sample {
+            dropped: true,
+            ..ok(10, 18, 11)
+        };
+        assert_eq!(k.update(&st, &drop, 0), 16);
+        k.update(&st, &ok(10, 16, 12), 0);
+        let after = KneeLimit::exact(&st);
+        assert!((after - (16.2 + 1.0 / 16.2)).abs() < 1e-3, "{after}");
+    }
+
+    #[test]
+    fn the_hold_band_neither_cuts_nor_grows() {
+        let k = KneeLimit::default();
+        let st = fresh(k);
+        // 32 calls at 10 ms: the baseline is 10 ms and the limit 40.
+        for i in 0..32 {
+            k.update(&st, &ok(10, k.limit(&st), i), 0);
+        }
+        let l = k.limit(&st);
+        assert_eq!(l, 40);
+        // Calls at 19 ms: the smoothed RTT climbs towards 1.9x, growing the limit until it passes 1.75x
+        // and holding it from then on, through the hold band (1.75-2).
+        let mut held = None;
+        let mut seen_hold = 0;
+        for i in 0..200 {
+            let before = k.limit(&st);
+            let after = k.update(&st, &ok(19, before, 32 + i), 0);
+            let r = st.load(1) & ((1 << 40) - 1);
+            if r * 4 > 7 * 10 * MS {
+                seen_hold += 1;
+                assert_eq!(after, *held.get_or_insert(before));
+            } else {
+                assert_eq!(after, before + 1);
+            }
+        }
+        assert!(seen_hold > 150 && held > Some(l), "{seen_hold} {held:?}");
+    }
+
+    #[test]
+    fn a_lasting_overload_keeps_cutting_where_ciad_forgives_it() {
+        use crate::limit::CiadLimit;
+        let k = KneeLimit::default();
+        let st = fresh(k);
+        let ciad = CiadLimit {
+            rtt_tolerance: 2.0,
+            fast_start: true,
+            ..CiadLimit::default()
+        };
+        let cst = LimitState::new();
+        ciad.reset(&cst);
+        // 10 s at 10 ms, one call per ms, then 20 s at 50 ms: the server stuck past its knee.
+        let mut t = 0;
+        while t < 10_000 {
+            k.update(&st, &ok(10, k.limit(&st), t), 0);
+            ciad.update(&cst, &ok(10, ciad.limit(&cst), t), 0);
+            t += 1;
+        }
+        let mut knee_high = 0;
+        let mut ciad_high = 0;
+        while t < 30_000 {
+            k.update(&st, &ok(50, k.limit(&st), t), 0);
+            ciad.update(&cst, &ok(50, ciad.limit(&cst), t), 0);
+            if t >= 20_000 {
+                knee_high = knee_high.max(k.limit(&st));
+                ciad_high = ciad_high.max(ciad.limit(&cst));
+            }
+            t += 1;
+        }
+        // The knee limit stays at its floor for the whole overload; CIAD's baseline has drifted up
+        // to the overload's latency within seconds and its limit grows again.
+        assert_eq!(knee_high, 1);
+        assert!(ciad_high > 20, "{ciad_high}");
+    }
+
+    #[test]
+    fn a_node_that_stays_slower_becomes_its_own_normal_within_minutes() {
+        let k = KneeLimit::default();
+        let st = fresh(k);
+        for i in 0..100 {
+            k.update(&st, &ok(10, k.limit(&st), i), 0);
+        }
+        // From here the node answers in 30 ms, one call per 100 ms (a slower deploy).
+        let mut floored = None;
+        let mut grows_again = None;
+        for i in 1..6_000u64 {
+            let at = 100 + i * 100;
+            let l = k.update(&st, &ok(30, k.limit(&st), at), 0);
+            match (floored, grows_again) {
+                (None, _) if l == 1 => floored = Some(at),
+                (Some(_), None) if l > 1 => grows_again = Some(at),
+                _ => {}
+            }
+        }
+        // It cuts to the floor within seconds, and grows again once the baseline has drifted past 30 ms
+        // over 1.75: 10 + 20 (1 - e^(-t / 275 s)) > 17.1 ms from t = 121 s.
+        assert!(floored < Some(5_000), "{floored:?}");
+        let again = grows_again.expect("the slower node is its own normal within the run");
+        assert!((90_000..200_000).contains(&again), "{again}");
+    }
+
+    #[test]
+    fn zero_rtts_grow_without_touching_the_rtt_words() {
+        let k = KneeLimit::default();
+        let st = fresh(k);
+        assert_eq!(k.update(&st, &ok(0, 8, 0), 0), 9);
+        assert_eq!((st.load(1), st.load(2)), (0, 0));
+    }
+
+    #[test]
+    fn the_limit_stays_within_bounds_at_the_edges() {
+        let k = KneeLimit {
+            initial_limit: MAX_LIMIT,
+            min_limit: MAX_LIMIT,
+            max_limit: MAX_LIMIT,
+            ..KneeLimit::default()
+        };
+        let st = fresh(k);
+        assert_eq!(k.update(&st, &ok(1, u32::MAX, 0), 0), MAX_LIMIT);
+        let drop = Sample {
+            dropped: true,
+            ..ok(1, 0, 1)
+        };
+        assert_eq!(k.update(&st, &drop, 0), MAX_LIMIT);
+        // An unvalidated backoff ratio still gives a limit within bounds.
+        for b in [f64::NAN, -1.0, 2.0, f64::INFINITY] {
+            let k = KneeLimit {
+                backoff_ratio: b,
+                ..KneeLimit::default()
+            };
+            let st = fresh(k);
+            for s in [ok(1, 8, 0), drop] {
+                assert!((1..=1_000).contains(&k.update(&st, &s, 0)), "{b}");
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_an_initial_limit_outside_min_max() {
+        let d = InnerAlgorithm::Knee(KneeLimit::default());
+        check_start_rule(d, &[(1, 1_000), (5, 10), (5, 5), (1, MAX_LIMIT)]);
+    }
+
+    #[test]
+    fn rejects_bad_parameters() {
+        let base = KneeLimit::default();
+        assert_eq!(base.validate(), Ok(()));
+        for bad in [
+            KneeLimit {
+                min_limit: 0,
+                ..base
+            },
+            KneeLimit {
+                initial_limit: 0,
+                ..base
+            },
+            KneeLimit {
+                max_limit: 1 << 24,
+                ..base
+            },
+        ] {
+            assert_eq!(bad.validate(), Err(ConfigError::LimitRange), "{bad:?}");
+        }
+        for r in [f64::NAN, 1.0, 0.49, f64::INFINITY] {
+            let bad = KneeLimit {
+                backoff_ratio: r,
+                ..base
+            };
+            assert_eq!(bad.validate(), Err(ConfigError::BackoffRatio));
+        }
+        for (knee, hold) in [
+            (f64::NAN, 1.5),
+            (0.5, 0.5),
+            (f64::INFINITY, 1.5),
+            (2.0, f64::NAN),
+            (2.0, 0.9),
+            (2.0, 2.5),
+        ] {
+            let bad = KneeLimit { knee, hold, ..base };
+            assert_eq!(
+                bad.validate(),
+                Err(ConfigError::RttTolerance),
+                "{knee} {hold}"
+            );
+        }
+        for (knee, hold) in [(1.0, 1.0), (2.0, 2.0), (3.0, 1.0)] {
+            assert_eq!(KneeLimit { knee, hold, ..base }.validate(), Ok(()));
+        }
+    }
+}
