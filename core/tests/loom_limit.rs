@@ -11,8 +11,8 @@
 use loom::sync::Arc;
 use loom::thread;
 use weir::limit::{
-    AimdLimit, CiadLimit, Gradient2Limit, InnerAlgorithm, Limit, LimitAlgorithm, LimitState,
-    Sample, SampleWindow, VegasLimit, WindowedLimit,
+    AimdLimit, CiadLimit, Gradient2Limit, InnerAlgorithm, KneeLimit, Limit, LimitAlgorithm,
+    LimitState, Sample, SampleWindow, VegasLimit, WindowedLimit,
 };
 
 fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
@@ -87,6 +87,39 @@ fn ciad_two_drops_apply_exactly_once() {
         // floor(20 * 0.9) = 18, floor(18 * 0.9) = floor(16.2) = 16.
         assert_eq!(end, 16);
         assert_eq!((a.min(b), a.max(b)), (16, 18));
+    });
+}
+
+#[test]
+fn knee_two_drops_apply_exactly_once() {
+    model(3, || {
+        let knee = LimitAlgorithm::Knee(KneeLimit::default());
+        let drop = sample(1_000, 8, true, 1_000);
+        let (a, b, end) = race(knee, &[], drop, drop);
+        // 0.9 x min(8, 8) = 7.2, then 0.9 x 7.2 = 6.48 in either order; a lost update would end at 7.
+        assert_eq!(end, 6);
+        assert_eq!((a.min(b), a.max(b)), (6, 7));
+    });
+}
+
+#[test]
+fn knee_a_slow_success_racing_a_drop_stays_in_bounds() {
+    model(3, || {
+        let knee = LimitAlgorithm::Knee(KneeLimit::default());
+        // 16 full calls at 1 us teach the baseline and grow the limit 8 -> 10 (slow start, until the
+        // 8 in flight are below 0.9 x 10); then a success at 10 us (smoothed 1.56 us: below the hold
+        // band, so it grows the limit) races a drop.
+        let fast: Vec<Sample> = (0..16)
+            .map(|i| sample(1_000, 8, false, 1_000 + i))
+            .collect();
+        let slow = sample(10_000, 24, false, 2_000);
+        let drop = sample(1_000, 24, true, 2_000);
+        let (a, b, end) = race(knee, &fast, slow, drop);
+        for v in [a, b, end] {
+            assert!((1..=1_000).contains(&v), "{a} {b} {end}");
+        }
+        // Serially: grow to 11 then cut to 9.9, or cut to 9 then grow by 1/9 (the slow start is over).
+        assert_eq!(end, 9, "{a} {b}");
     });
 }
 

@@ -8,11 +8,16 @@
 //! the other clients' load, but all of them see the same latency. So each client caps its calls to a
 //! node by that node's smoothed RTT over its no-load RTT, its *ratio*:
 //!
-//! - ratio above [`knee`](KneeLimit::knee) (2: calls queue as long as they are served), or a drop
-//!   (503, 429, timeout): the limit falls to `backoff_ratio x min(limit, in flight)`, so a limit far above
-//!   what was in flight falls at once to what was, and calls keep cutting it while the ratio stays high.
-//!   Every client of the server cuts together, the server's in-flight falls below its knee, its
-//!   throughput comes back, and the backlog drains: the way out of the high state.
+//! - ratio above [`knee`](KneeLimit::knee) (2: calls queue as long as they are served): the limit
+//!   falls to what was in flight when the call was sent, if it was above it, and then by
+//!   `1 - backoff_ratio` (0.1), on every such call. A window of `limit` calls past the knee so takes
+//!   about one multiplicative cut of `backoff_ratio` per round trip, as TCP's congestion avoidance does
+//!   per window, without a clock: a cut on each call would take one per call for as long as the
+//!   smoothed RTT lags behind (some 16 calls), far below the knee, and leave the server idle while
+//!   the limits grow back. Every client of the server eases together, the server's in-flight falls
+//!   below its knee, its throughput comes back, and the backlog drains: the way out of the high state.
+//! - a drop (503, 429, timeout): the limit falls to `backoff_ratio x min(limit, in flight)` at once, as
+//!   CIAD's does, so a limit far above what was in flight falls to what was.
 //! - ratio between [`hold`](KneeLimit::hold) (1.75) and the knee: the limit holds. The band keeps a
 //!   server that sits at its knee from cutting and growing on alternate calls.
 //! - ratio below `hold`: a success that found the node nearly full (in flight at least
@@ -39,6 +44,11 @@
 //! interleaves with another may read a ratio one sample older, which moves the moment of a cut by one
 //! sample and never takes the limit out of its bounds. Integers throughout (no `f64` per call beyond
 //! reading the parameters), for microcontrollers without an FPU.
+//!
+//! `core/tests/knee.rs` runs independent clients against one contended server: after a 3 s stall at
+//! 60 % load the knee limits drain it where CIAD's stay past the knee for good, and through a step to
+//! 130 % of what it serves at its knee they keep it serving three quarters of that where CIAD's let it
+//! collapse to a fifth.
 
 use super::rtt::{self, Tracker, TICK_SHIFT};
 use super::{check_limits, check_tolerance, Limit, LimitState, Sample, MAX_LIMIT};
@@ -75,9 +85,13 @@ const LIMIT_MASK: u64 = (1 << 40) - 1;
 /// assert_eq!(grown[19], 28);
 /// // The server passes its knee: calls take 60 ms while 12 are in flight. The smoothed RTT climbs
 /// // 13.1, 16.1 (no growth: the node is not full), 18.8 (held: past 1.75x), 21.4 ms: past twice the
-/// // baseline, each call cuts the limit to 0.9 x min(limit, 12).
-/// let cut: Vec<u32> = (0..12).map(|_| knee.update(&state, &ok(60, 12), 0)).collect();
-/// assert_eq!(cut, [28, 28, 28, 10, 9, 8, 7, 7, 6, 5, 5, 4]);
+/// // baseline, a call brings the limit down to the 12 in flight, less 0.1 (11.9), and each next call by
+/// // 0.1 (11.8, ..., 10.9).
+/// let eased: Vec<u32> = (0..14).map(|_| knee.update(&state, &ok(60, 12), 0)).collect();
+/// assert_eq!(eased, [28, 28, 28, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 10]);
+/// // A drop cuts at once: 0.9 x min(limit, in flight).
+/// let drop = Sample { dropped: true, ..ok(60, 12) };
+/// assert_eq!(knee.update(&state, &drop, 0), 9);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct KneeLimit {
@@ -88,11 +102,12 @@ pub struct KneeLimit {
     pub min_limit: u32,
     /// The limit never goes above this; at most [`MAX_LIMIT`].
     pub max_limit: u32,
-    /// The factor of a cut, and the fraction of the limit in flight that a success must have seen to
-    /// raise the limit; in [0.5, 1.0), or [`ConfigError::BackoffRatio`].
+    /// The factor of a drop's cut (and `1 -` it the step down of a call past the knee), and the
+    /// fraction of the limit in flight that a success must have seen to raise the limit; in [0.5, 1.0),
+    /// or [`ConfigError::BackoffRatio`].
     pub backoff_ratio: f64,
-    /// The ratio of smoothed RTT to baseline above which a success cuts the limit; finite and at least
-    /// 1, or [`ConfigError::RttTolerance`].
+    /// The ratio of smoothed RTT to baseline above which a success brings the limit down; finite and
+    /// at least 1, or [`ConfigError::RttTolerance`].
     pub knee: f64,
     /// The ratio at or below which a success may raise the limit (between it and `knee` the limit
     /// holds); finite, at least 1 and at most `knee`, or [`ConfigError::RttTolerance`].
@@ -115,7 +130,10 @@ impl Default for KneeLimit {
 /// What one sample does to the limit.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Step {
-    Cut,
+    /// A drop: a multiplicative cut.
+    Drop,
+    /// Past the knee: a step down of `1 - backoff_ratio`.
+    Ease,
     Hold,
     Grow,
 }
@@ -125,14 +143,14 @@ impl KneeLimit {
     #[inline]
     fn step(&self, state: &LimitState, sample: &Sample) -> Step {
         if sample.dropped {
-            return Step::Cut;
+            return Step::Drop;
         }
         if sample.rtt_ns == 0 {
             return Step::Grow;
         }
         let reading = TRACKER.observe(state, sample);
         if reading.above(self.knee) {
-            Step::Cut
+            Step::Ease
         } else if reading.above(self.hold) {
             Step::Hold
         } else {
@@ -151,9 +169,13 @@ impl KneeLimit {
         );
         let next = match step {
             Step::Hold => return None,
-            Step::Cut => {
+            Step::Drop => {
                 let base = l.min(u64::from(inflight) << FRAC);
                 return Some(CUT | ((base * b) >> FRAC).clamp(min, max.max(min)));
+            }
+            Step::Ease => {
+                let base = l.min(u64::from(inflight) << FRAC);
+                return Some(CUT | base.saturating_sub(ONE - b).clamp(min, max.max(min)));
             }
             Step::Grow if u64::from(inflight) >= (l * b) >> (2 * FRAC) => {
                 let inc = if cut != 0 {
@@ -381,12 +403,12 @@ mod tests {
         for i in 0..100 {
             k.update(&st, &ok(10, k.limit(&st), i), 0);
         }
-        // From here the node answers in 30 ms, one call per 100 ms (a slower deploy).
+        // From here the node answers in 30 ms, one call per 100 ms, so one at a time (a slower deploy).
         let mut floored = None;
         let mut grows_again = None;
         for i in 1..6_000u64 {
             let at = 100 + i * 100;
-            let l = k.update(&st, &ok(30, k.limit(&st), at), 0);
+            let l = k.update(&st, &ok(30, 1, at), 0);
             match (floored, grows_again) {
                 (None, _) if l == 1 => floored = Some(at),
                 (Some(_), None) if l > 1 => grows_again = Some(at),

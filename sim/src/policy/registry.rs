@@ -1,7 +1,7 @@
 //! The policies a report compares: weir's (the default marked) and the field's baselines.
 
 use weir::balance::{Algorithm, Draw, Weighted, WeightedHealth};
-use weir::limit::{AimdLimit, CiadLimit, Gradient2Limit, LimitAlgorithm, VegasLimit};
+use weir::limit::{AimdLimit, CiadLimit, Gradient2Limit, KneeLimit, LimitAlgorithm, VegasLimit};
 use weir::Config;
 
 use crate::policy::baseline::dialogue::Strategy;
@@ -126,6 +126,15 @@ pub fn all() -> Vec<PolicyDef> {
                     success counts as a drop while the node's smoothed RTT is over twice its baseline)",
             default: false,
             kind: Kind::Balancer(|n, seed| waiting(rtt_tolerant(), n, seed)),
+            refused: default_queue(),
+        },
+        PolicyDef {
+            name: "weir-knee",
+            about: "weir's default configuration with the knee limit in place of CIAD (KneeLimit: each \
+                    node's calls capped where its smoothed RTT passes twice its slow-drifting no-load RTT, \
+                    which every client of the server sees)",
+            default: false,
+            kind: Kind::Balancer(|n, seed| waiting(knee(), n, seed)),
             refused: default_queue(),
         },
         PolicyDef {
@@ -358,6 +367,14 @@ fn rtt_tolerant() -> Config {
         limit.rtt_tolerance = 2.0;
     }
     c
+}
+
+/// `Config::default()` with the knee limit's defaults in place of CIAD.
+fn knee() -> Config {
+    Config {
+        limit: LimitAlgorithm::Knee(KneeLimit::default()),
+        ..Config::default()
+    }
 }
 
 #[cfg(test)]
