@@ -138,6 +138,14 @@ pub fn all() -> Vec<PolicyDef> {
             refused: default_queue(),
         },
         PolicyDef {
+            name: "weir-knee-forgiving",
+            about: "weir-knee with the lowest-score family's failure half-life at 2 s in place of 30 s (a \
+                    node that failed is forgiven within seconds of answering well again)",
+            default: false,
+            kind: Kind::Balancer(|n, seed| waiting(knee_forgiving(), n, seed)),
+            refused: default_queue(),
+        },
+        PolicyDef {
             name: "weir-dropped-cost",
             about: "weir's default configuration with the lowest-score family's dropped_cost at 0.1 (a 503 or \
                     timeout adds a tenth of a failure to the penalty, as a 429 does, and the limit still backs \
@@ -375,6 +383,15 @@ fn knee() -> Config {
         limit: LimitAlgorithm::Knee(KneeLimit::default()),
         ..Config::default()
     }
+}
+
+/// [`knee`] with the lowest-score family's failure half-life at 2 s.
+fn knee_forgiving() -> Config {
+    let mut c = knee();
+    if let Algorithm::LowestScore(lowest) = &mut c.algorithm {
+        lowest.failure_half_life_ns = 2_000_000_000;
+    }
+    c
 }
 
 #[cfg(test)]
