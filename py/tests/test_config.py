@@ -41,6 +41,11 @@ def test_defaults_are_the_cores() -> None:
     assert (ci.initial_limit, ci.min_limit, ci.max_limit, ci.backoff_ratio, ci.fast_start) == (20, 1, 1_000_000, 0.9, False)
     assert ci.rtt_tolerance == 0.0 and weir.Ciad(rtt_tolerance=2).rtt_tolerance == 2.0
     assert weir.Ciad(rtt_tolerance=2.0) != c and "rtt_tolerance=2" in repr(weir.Ciad(rtt_tolerance=2.0))
+    kn = weir.Knee()
+    assert (kn.initial_limit, kn.min_limit, kn.max_limit, kn.backoff_ratio, kn.knee, kn.hold) == (8, 1, 1000, 0.9, 2.0, 1.75)
+    assert weir.Knee(knee=3, hold=1).knee == 3.0 and weir.Knee(knee=3, hold=1).hold == 1.0
+    assert weir.Knee(knee=1.0, hold=1.0, backoff_ratio=0.5, min_limit=8).min_limit == 8  # the rules' edges
+    assert repr(kn) == "Knee(initial_limit=8, min_limit=1, max_limit=1000, backoff_ratio=0.9, knee=2.0, hold=1.75)"
     wi = weir.Windowed()
     assert (wi.inner, wi.min_window, wi.max_window, wi.min_samples, wi.window) == (weir.Vegas(), 1.0, 1.0, 10, None)
     assert wi.min_rtt_threshold == 0.0001
@@ -55,11 +60,19 @@ def test_values_round_trip_and_compare() -> None:
     assert v == weir.Vegas(alpha=2, beta=weir.Log10(4), increase=1.25, smoothing=0.5)
     assert v != weir.Vegas() and v != "Vegas"
     assert hash(weir.Ciad()) == hash(weir.Ciad())
+    assert weir.Knee(hold=1.5) == weir.Knee(hold=1.5) and hash(weir.Knee(hold=1.5)) == hash(weir.Knee(hold=1.5))
+    assert weir.Knee() != weir.Knee(hold=1.5) and weir.Knee() != weir.Ciad()
+    # A knee limit inside a windowed one, and as a balancer's limit, comes back as it went in.
+    wk = weir.Windowed(weir.Knee(initial_limit=4, backoff_ratio=0.75), min_samples=3)
+    assert wk.inner == weir.Knee(initial_limit=4, backoff_ratio=0.75) and repr(wk).startswith("Windowed(Knee(initial_limit=4,")
+    assert weir.Balancer(config=weir.Config(limit=wk)).config.limit == wk
+    knee_config = weir.Config(limit=weir.Knee(max_limit=12), seed=1)
+    assert weir.Balancer(config=knee_config).config == knee_config
     w = weir.Windowed(weir.Aimd(timeout=timedelta(milliseconds=40)), window=weir.Percentile(0.5, 4), min_samples=2)
     assert w.inner == weir.Aimd(timeout=0.04)
     assert w.window == weir.Percentile(0.5, capacity=4)
     for obj in (weir.LowestScore(), weir.Weighted(), weir.Config(), weir.Buckets(width=0.1), weir.Ewma(), v,
-                weir.Gradient(), weir.Gradient2(), w):
+                weir.Gradient(), weir.Gradient2(), weir.Ciad(), weir.Knee(), w):
         assert repr(obj).startswith(type(obj).__name__ + "(")
     assert weir.LowestScore(success_half_life=timedelta(seconds=2)).success_half_life == 2.0
     assert weir.Balancer(config=weir.Config(limit=w)).config.limit == w
@@ -154,6 +167,10 @@ BAD: list[tuple[Callable[..., Any], dict[str, Any], type[Exception], str]] = [
     (weir.Gradient2, {"drop_backoff": 0.1}, ValueError, "backoff_ratio must be in"),
     (weir.Ciad, {"min_limit": 0, "initial_limit": 0}, ValueError, "min_limit <= initial_limit"),
     (weir.Ciad, {"fast_start": "yes"}, TypeError, "fast_start must be a bool"),
+    (weir.Knee, {"min_limit": 0, "initial_limit": 0}, ValueError, "min_limit <= initial_limit"),
+    (weir.Knee, {"initial_limit": 2000}, ValueError, "min_limit <= initial_limit <= max_limit"),
+    (weir.Knee, {"knee": "2"}, TypeError, "knee must be a float"),
+    (weir.Knee, {"hold": 1.5j}, TypeError, "hold must be a float"),
     (weir.Windowed, {"inner": weir.Windowed()}, ValueError, "inner must not be another Windowed"),
     (weir.Windowed, {"inner": 3}, TypeError, "limit must be weir.Fixed"),
     (weir.Windowed, {"min_window": 2.0}, ValueError, "min_window and max_window must satisfy"),
@@ -164,6 +181,37 @@ BAD: list[tuple[Callable[..., Any], dict[str, Any], type[Exception], str]] = [
     (weir.Log10, {"k": -1}, ValueError, "k must be between 0 and"),
     (weir.Sqrt, {"min": 2**24}, ValueError, "min must be between 0 and"),
 ]
+
+
+# Knee's bad parameters raise what Ciad's do: the same exception type, and the same message in the same
+# words (the class, then the rule) where the rule is the same one; the RTT tolerance rule names the
+# parameters it checks.
+RANGE = "the limits must satisfy min_limit <= initial_limit <= max_limit <= MAX_LIMIT (Vegas: min_limit is 1; Ciad and Knee: min_limit >= 1; Fixed: limit <= MAX_LIMIT)"
+BACKOFF = "backoff_ratio must be in [0.5, 1.0) ([0.5, 1.0] for Gradient; drop_backoff for Gradient2)"
+KNEE_RULE = "Knee: knee and hold must be finite and >= 1, and hold <= knee"
+BAD_LIKE_CIAD: list[tuple[dict[str, Any], str, dict[str, Any], str]] = [
+    ({"backoff_ratio": 1.0}, f"Ciad: {BACKOFF}", {"backoff_ratio": 1.0}, f"Knee: {BACKOFF}"),
+    ({"backoff_ratio": 0.4}, f"Ciad: {BACKOFF}", {"backoff_ratio": 0.4}, f"Knee: {BACKOFF}"),
+    ({"min_limit": 0, "initial_limit": 0}, f"Ciad: {RANGE}", {"min_limit": 0, "initial_limit": 0}, f"Knee: {RANGE}"),
+    ({"max_limit": 4}, f"Ciad: {RANGE}", {"max_limit": 4}, f"Knee: {RANGE}"),
+    ({"rtt_tolerance": math.nan}, "rtt_tolerance must not be NaN", {"knee": math.nan}, "knee must not be NaN"),
+    ({"rtt_tolerance": math.nan}, "rtt_tolerance must not be NaN", {"hold": math.nan}, "hold must not be NaN"),
+    ({"rtt_tolerance": 0.5}, "Ciad: rtt_tolerance must be finite and >= 1", {"knee": 0.5, "hold": 0.5}, KNEE_RULE),
+    ({"rtt_tolerance": math.inf}, "Ciad: rtt_tolerance must be finite and >= 1", {"knee": math.inf}, KNEE_RULE),
+    ({"rtt_tolerance": 0.5}, "Ciad: rtt_tolerance must be finite and >= 1", {"hold": 0.5}, KNEE_RULE),
+    ({"rtt_tolerance": 0.5}, "Ciad: rtt_tolerance must be finite and >= 1", {"hold": 2.5}, KNEE_RULE),
+    ({"rtt_tolerance": 0.5}, "Ciad: rtt_tolerance must be finite and >= 1", {"knee": 1.5, "hold": 1.75}, KNEE_RULE),
+]
+
+
+@pytest.mark.parametrize("ciad, ciad_says, knee, knee_says", BAD_LIKE_CIAD, ids=str)
+def test_bad_knee_values_raise_as_ciads_do(ciad: dict[str, Any], ciad_says: str, knee: dict[str, Any], knee_says: str) -> None:
+    with pytest.raises(ValueError) as c:
+        weir.Ciad(**ciad)
+    with pytest.raises(ValueError) as k:
+        weir.Knee(**knee)
+    assert type(k.value) is type(c.value) is ValueError
+    assert (str(c.value), str(k.value)) == (ciad_says, knee_says)
 
 
 @pytest.mark.parametrize("cls, kwargs, exc, match", BAD, ids=lambda x: getattr(x, "__name__", None) or str(x))

@@ -72,6 +72,7 @@ CLASSES = [
     weir.Gradient,
     weir.Gradient2,
     weir.Ciad,
+    weir.Knee,
     weir.Windowed,
     weir.Log10,
     weir.Sqrt,

@@ -6,13 +6,24 @@ from pathlib import Path
 
 import pytest
 
-from vectors import VECTORS, Mismatch, replay
+import weir
+from vectors import VECTORS, ConfigLines, Mismatch, replay
 
 FILES = sorted(VECTORS.glob("*.trace"))
 
 
 def test_all_trace_files_are_found() -> None:
     assert len(FILES) >= 11
+    # Together they cover every limit algorithm (as the Rust suite checks), so each one is replayed here.
+    limits = {
+        kv.split("=", 1)[1]
+        for path in FILES
+        for line in path.read_text().split("\n")
+        if line.startswith("config ")
+        for kv in line.split(" ")[1:]
+        if kv.startswith(("limit=", "limit.inner="))
+    }
+    assert limits == {"fixed", "aimd", "vegas", "gradient", "gradient2", "ciad", "knee", "windowed"}
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -31,3 +42,16 @@ def test_a_changed_answer_is_caught(tmp_path: Path) -> None:
     bad.write_text("\n".join(src))
     with pytest.raises(Mismatch, match=f"bad.trace:{i + 1}: acquire"):
         replay(bad)
+
+
+def test_a_windowed_knee_limit_is_read() -> None:
+    # No trace wraps the knee limit in a windowed one; its keys are read as the spec writes them.
+    inner = {"initial_limit": "4", "min_limit": "2", "max_limit": "12", "backoff_ratio": "0.75", "knee": "1.5", "hold": "1.25"}
+    pairs = {"limit": "windowed", "limit.inner": "knee", **{f"limit.inner.{k}": v for k, v in inner.items()}}
+    pairs.update({"limit.min_window_ns": "1000000", "limit.max_window_ns": "2000000", "limit.min_samples": "3",
+                  "limit.min_rtt_threshold_ns": "1000", "limit.window": "average"})
+    lines = ConfigLines(pairs)
+    want = weir.Windowed(weir.Knee(initial_limit=4, min_limit=2, max_limit=12, backoff_ratio=0.75, knee=1.5, hold=1.25),
+                         min_window=0.001, max_window=0.002, min_samples=3, min_rtt_threshold=1e-6)
+    assert lines.limit("limit") == want
+    assert lines.used == set(pairs)

@@ -166,6 +166,15 @@ class ConfigLines:
                 fast_start=self.b(p + ".fast_start"),
                 rtt_tolerance=self.f(p + ".rtt_tolerance"),
             )
+        if kind == "knee":
+            return weir.Knee(
+                initial_limit=self.u(p + ".initial_limit"),
+                min_limit=self.u(p + ".min_limit"),
+                max_limit=self.u(p + ".max_limit"),
+                backoff_ratio=self.f(p + ".backoff_ratio"),
+                knee=self.f(p + ".knee"),
+                hold=self.f(p + ".hold"),
+            )
         if kind == "windowed" and p == "limit":
             window = self.get("limit.window")
             return weir.Windowed(

@@ -19,10 +19,10 @@ _Queue = int | Sqrt
 _Health = Buckets | Ewma
 _Algorithm = LowestScore | Weighted
 _DrawName = Literal["cascade", "cascade_approx", "weighted_pick"]
-_Limit = Fixed | Aimd | Vegas | Gradient | Gradient2 | Ciad | Windowed
+_Limit = Fixed | Aimd | Vegas | Gradient | Gradient2 | Ciad | Knee | Windowed
 # Constant labels of a metrics text: a mapping or (name, value) pairs.
 _Labels = Mapping[str, str] | Iterable[tuple[str, str]]
-_InnerLimit = Fixed | Aimd | Vegas | Gradient | Gradient2 | Ciad
+_InnerLimit = Fixed | Aimd | Vegas | Gradient | Gradient2 | Ciad | Knee
 _Classify = Callable[[BaseException], Outcome]
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "Fixed",
     "Gradient",
     "Gradient2",
+    "Knee",
     "Lease",
     "Log10",
     "LowestScore",
@@ -360,6 +361,32 @@ class Ciad:
     def fast_start(self) -> bool: ...
     @property
     def rtt_tolerance(self) -> float: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Knee:
+    def __new__(cls,
+        *,
+        initial_limit: int | None = 8,
+        min_limit: int | None = 1,
+        max_limit: int | None = 1000,
+        backoff_ratio: float | None = 0.9,
+        knee: float | None = 2.0,
+        hold: float | None = 1.75,
+    ) -> Self: ...
+    @property
+    def initial_limit(self) -> int: ...
+    @property
+    def min_limit(self) -> int: ...
+    @property
+    def max_limit(self) -> int: ...
+    @property
+    def backoff_ratio(self) -> float: ...
+    @property
+    def knee(self) -> float: ...
+    @property
+    def hold(self) -> float: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 

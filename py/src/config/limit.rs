@@ -1,4 +1,4 @@
-//! The limit algorithms: `Fixed`, `Aimd`, `Vegas`, `Gradient`, `Gradient2`, `Ciad` and `Windowed`.
+//! The limit algorithms: `Fixed`, `Aimd`, `Vegas`, `Gradient`, `Gradient2`, `Ciad`, `Knee` and `Windowed`.
 
 use super::parts::{
     opt_f, queue_from, queue_repr, queue_to, step_from, step_repr, step_to, threshold_from,
@@ -9,8 +9,8 @@ use crate::convert::{boolean, duration_ns, float, int_in, secs};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use weir::limit::{
-    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm, Limit,
-    LimitAlgorithm, SampleWindow, VegasLimit, WindowedLimit,
+    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm, KneeLimit,
+    Limit, LimitAlgorithm, SampleWindow, VegasLimit, WindowedLimit,
 };
 
 /// Reads an optional keyword into `$slot` with `$conv`.
@@ -541,6 +541,92 @@ impl Ciad {
     }
 }
 
+/// A cap at each server's latency knee, which every client of the server reads alike: the limit is cut
+/// to `backoff_ratio` of what was in flight while a node's smoothed RTT is over `knee` times its slowly
+/// drifting no-load RTT (or on a drop), holds between `hold` and `knee` times, and grows below `hold`.
+///
+/// GIL: immutable.
+#[pyclass(frozen, module = "weir")]
+pub struct Knee {
+    l: KneeLimit,
+}
+
+#[pymethods]
+impl Knee {
+    #[new]
+    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, backoff_ratio=None, knee=None, hold=None), text_signature = "(*, initial_limit=8, min_limit=1, max_limit=1000, backoff_ratio=0.9, knee=2.0, hold=1.75)")]
+    fn new(
+        initial_limit: Option<&Bound<'_, PyAny>>,
+        min_limit: Option<&Bound<'_, PyAny>>,
+        max_limit: Option<&Bound<'_, PyAny>>,
+        backoff_ratio: Option<&Bound<'_, PyAny>>,
+        knee: Option<&Bound<'_, PyAny>>,
+        hold: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut l = KneeLimit::default();
+        set!(initial_limit, l.initial_limit, limit_arg);
+        set!(min_limit, l.min_limit, limit_arg);
+        set!(max_limit, l.max_limit, limit_arg);
+        set!(backoff_ratio, l.backoff_ratio, float);
+        set!(knee, l.knee, float);
+        set!(hold, l.hold, float);
+        Ok(Knee {
+            l: checked(l, "Knee")?,
+        })
+    }
+    /// A fresh node's limit (default 8).
+    #[getter]
+    fn initial_limit(&self) -> u32 {
+        self.l.initial_limit
+    }
+    /// The lowest limit, at least 1 (default 1).
+    #[getter]
+    fn min_limit(&self) -> u32 {
+        self.l.min_limit
+    }
+    /// The highest limit (default 1000).
+    #[getter]
+    fn max_limit(&self) -> u32 {
+        self.l.max_limit
+    }
+    /// The factor of a cut, and the fraction of the limit in flight that a success must have seen to
+    /// raise it, in [0.5, 1) (default 0.9).
+    #[getter]
+    fn backoff_ratio(&self) -> f64 {
+        self.l.backoff_ratio
+    }
+    /// The ratio of smoothed RTT to no-load RTT above which a success cuts the limit, finite and >= 1
+    /// (default 2.0).
+    #[getter]
+    fn knee(&self) -> f64 {
+        self.l.knee
+    }
+    /// The ratio at or below which a success may raise the limit (between it and `knee` the limit
+    /// holds), finite, >= 1 and <= `knee` (default 1.75).
+    #[getter]
+    fn hold(&self) -> f64 {
+        self.l.hold
+    }
+    fn __repr__(&self) -> String {
+        let l = &self.l;
+        format!(
+            "Knee(initial_limit={}, min_limit={}, max_limit={}, backoff_ratio={}, knee={}, hold={})",
+            l.initial_limit,
+            l.min_limit,
+            l.max_limit,
+            fmt_f(l.backoff_ratio),
+            fmt_f(l.knee),
+            fmt_f(l.hold)
+        )
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<Knee>().is_ok_and(|o| o.get().l == self.l)
+    }
+    fn __hash__(&self) -> u64 {
+        hash_str(&self.__repr__())
+    }
+}
+
 /// Any other algorithm fed one aggregate sample per time window (Netflix's WindowedLimit).
 ///
 /// GIL: immutable.
@@ -570,6 +656,7 @@ impl Windowed {
                 LimitAlgorithm::Gradient(x) => InnerAlgorithm::Gradient(x),
                 LimitAlgorithm::Gradient2(x) => InnerAlgorithm::Gradient2(x),
                 LimitAlgorithm::Ciad(x) => InnerAlgorithm::Ciad(x),
+                LimitAlgorithm::Knee(x) => InnerAlgorithm::Knee(x),
                 LimitAlgorithm::Windowed(_) => {
                     return Err(PyValueError::new_err(
                         "inner must not be another Windowed limit",
@@ -691,11 +778,14 @@ pub fn limit_from(v: &Bound<'_, PyAny>) -> PyResult<LimitAlgorithm> {
     if let Ok(x) = v.cast::<Ciad>() {
         return Ok(LimitAlgorithm::Ciad(x.get().l));
     }
+    if let Ok(x) = v.cast::<Knee>() {
+        return Ok(LimitAlgorithm::Knee(x.get().l));
+    }
     if let Ok(x) = v.cast::<Windowed>() {
         return Ok(LimitAlgorithm::Windowed(x.get().l));
     }
     Err(PyTypeError::new_err(format!(
-        "limit must be weir.Fixed, Aimd, Vegas, Gradient, Gradient2, Ciad or Windowed, not {}",
+        "limit must be weir.Fixed, Aimd, Vegas, Gradient, Gradient2, Ciad, Knee or Windowed, not {}",
         v.get_type().name()?
     )))
 }
@@ -709,6 +799,7 @@ pub fn limit_to(py: Python<'_>, l: LimitAlgorithm) -> PyResult<Py<PyAny>> {
         LimitAlgorithm::Gradient(l) => Py::new(py, Gradient { l })?.into_any(),
         LimitAlgorithm::Gradient2(l) => Py::new(py, Gradient2 { l })?.into_any(),
         LimitAlgorithm::Ciad(l) => Py::new(py, Ciad { l })?.into_any(),
+        LimitAlgorithm::Knee(l) => Py::new(py, Knee { l })?.into_any(),
         LimitAlgorithm::Windowed(l) => Py::new(py, Windowed { l })?.into_any(),
     })
 }

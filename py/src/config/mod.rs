@@ -1,16 +1,16 @@
 //! The balancer's configuration as small frozen classes with keyword parameters and the core's defaults:
 //! `Config` (the whole of it), the algorithm families (`LowestScore`, `Weighted` with its success-rate
 //! models `Buckets` and `Ewma`), limit algorithms (`Fixed`, `Aimd`, `Vegas`, `Gradient`, `Gradient2`,
-//! `Ciad`, `Windowed`) and their parts (`Log10`, `Sqrt`, `Percentile`). Each constructor checks its values
-//! with the core's own validation and raises `ValueError` or `TypeError` naming the parameter. Durations
-//! are float seconds (or `datetime.timedelta`), as everywhere in the package.
+//! `Ciad`, `Knee`, `Windowed`) and their parts (`Log10`, `Sqrt`, `Percentile`). Each constructor checks its
+//! values with the core's own validation and raises `ValueError` or `TypeError` naming the parameter.
+//! Durations are float seconds (or `datetime.timedelta`), as everywhere in the package.
 //!
 //! | file | what |
 //! |---|---|
 //! | `lowest.rs` | `LowestScore`: the lowest-score family (the default's) |
 //! | `weighted.rs` | `Weighted` (the original cascade's family), its draws, `Buckets`, `Ewma` |
 //! | `parts.rs` | `Log10`, `Sqrt`, `Percentile`: the parts some limit algorithms take |
-//! | `limit.rs` | `Fixed`, `Aimd`, `Vegas`, `Gradient`, `Gradient2`, `Ciad`, `Windowed` |
+//! | `limit.rs` | `Fixed`, `Aimd`, `Vegas`, `Gradient`, `Gradient2`, `Ciad`, `Knee`, `Windowed` |
 //! | here | `Config`, the refused-configuration message, the argument readers |
 
 mod limit;
@@ -19,7 +19,7 @@ mod parts;
 mod weighted;
 
 use crate::convert::{float, int_in};
-use limit::{limit_from, limit_to, Aimd, Ciad, Fixed, Gradient, Gradient2, Vegas, Windowed};
+use limit::{limit_from, limit_to, Aimd, Ciad, Fixed, Gradient, Gradient2, Knee, Vegas, Windowed};
 use lowest::LowestScore;
 use parts::{Log10, Percentile, Sqrt};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -42,6 +42,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Gradient>()?;
     m.add_class::<Gradient2>()?;
     m.add_class::<Ciad>()?;
+    m.add_class::<Knee>()?;
     m.add_class::<Windowed>()?;
     m.add_class::<Log10>()?;
     m.add_class::<Sqrt>()?;
@@ -239,6 +240,7 @@ pub fn limit_name(l: LimitAlgorithm) -> &'static str {
         LimitAlgorithm::Gradient(_) => "Gradient",
         LimitAlgorithm::Gradient2(_) => "Gradient2",
         LimitAlgorithm::Ciad(_) => "Ciad",
+        LimitAlgorithm::Knee(_) => "Knee",
         LimitAlgorithm::Windowed(_) => "Windowed",
     }
 }
@@ -275,13 +277,17 @@ pub fn config_error(e: ConfigError, what: &str) -> PyErr {
         ConfigError::HalfLife => "half_life must be at least 1 outcome",
         ConfigError::LimitRange => {
             "the limits must satisfy min_limit <= initial_limit <= max_limit <= MAX_LIMIT \
-             (Vegas: min_limit is 1; Ciad: min_limit >= 1; Fixed: limit <= MAX_LIMIT)"
+             (Vegas: min_limit is 1; Ciad and Knee: min_limit >= 1; Fixed: limit <= MAX_LIMIT)"
         }
         ConfigError::BackoffRatio => {
             "backoff_ratio must be in [0.5, 1.0) ([0.5, 1.0] for Gradient; drop_backoff for Gradient2)"
         }
         ConfigError::Timeout => "timeout must be at least 1 ns",
         ConfigError::Smoothing => "smoothing must be in [0, 1]",
+        // The one class whose parameters the core's RTT tolerance rule checks under other names.
+        ConfigError::RttTolerance if what == "Knee" => {
+            "knee and hold must be finite and >= 1, and hold <= knee"
+        }
         ConfigError::RttTolerance => "rtt_tolerance must be finite and >= 1",
         ConfigError::ProbeInterval => "probe_interval must be between 1 and 2**30 (or None)",
         ConfigError::ProbeMultiplier => "probe_multiplier must be at least 1",

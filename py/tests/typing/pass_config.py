@@ -10,6 +10,9 @@ by_value = weir.Weighted(draw="cascade_approx")
 config = weir.Config(algorithm=pick, limit=weir.Aimd(), max_waiters=0, seed=7)
 cascade: weir.Balancer[str] = weir.Balancer(["http://a", "http://b"], weir.Config.cascade(seed=1))
 default = weir.Balancer([("10.0.0.7", 8080)], config=None, capacity=32)  # Balancer[Tuple[str, int]]
+knee = weir.Config(limit=weir.Knee(knee=3.0, hold=2.0))
+windowed_knee = weir.Windowed(weir.Knee(backoff_ratio=0.75))
+hold: float = weir.Knee().hold
 
 
 def describe(c: weir.Config) -> str:
@@ -30,4 +33,4 @@ def host_of(b: weir.Balancer[tuple[str, int]]) -> str:
 describe(config)
 describe(cascade.config)
 host_of(default)
-print(by_value)
+print(by_value, knee, windowed_knee.inner, hold)
