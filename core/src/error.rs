@@ -39,17 +39,18 @@ pub enum ConfigError {
     HalfLife,
     /// Limits must satisfy `min_limit <= initial_limit <= max_limit <= MAX_LIMIT`
     /// ([`MAX_LIMIT`](crate::limit::MAX_LIMIT)): an initial limit outside the bounds is refused, not
-    /// clamped. Vegas' `min_limit` is 1; CIAD's `min_limit` must be at least 1; a fixed `limit` must be
-    /// at most `MAX_LIMIT`.
+    /// clamped. Vegas' `min_limit` is 1; CIAD's and the knee limit's `min_limit` must be at least 1; a
+    /// fixed `limit` must be at most `MAX_LIMIT`.
     LimitRange,
-    /// A backoff ratio must be in [0.5, 1.0) (AIMD, CIAD, Gradient2's `drop_backoff`), or [0.5, 1.0]
+    /// A backoff ratio must be in [0.5, 1.0) (AIMD, CIAD, the knee limit, Gradient2's `drop_backoff`), or [0.5, 1.0]
     /// (Gradient).
     BackoffRatio,
     /// AIMD `timeout_ns` must be at least 1.
     Timeout,
     /// `smoothing` must be in [0, 1].
     Smoothing,
-    /// `rtt_tolerance` must be finite and at least 1.
+    /// `rtt_tolerance` must be finite and at least 1; so must a knee limit's `knee` and `hold`, with
+    /// `hold <= knee`.
     RttTolerance,
     /// Gradient `probe_interval` must be between 1 and 2^30 (or `None`).
     ProbeInterval,
@@ -100,7 +101,9 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::Timeout => "timeout_ns must be at least 1",
             ConfigError::Smoothing => "smoothing must be in [0, 1]",
-            ConfigError::RttTolerance => "rtt_tolerance must be finite and >= 1",
+            ConfigError::RttTolerance => {
+                "rtt_tolerance (or a knee limit's knee and hold, hold <= knee) must be finite and >= 1"
+            }
             ConfigError::ProbeInterval => "probe_interval must be between 1 and 2^30",
             ConfigError::ProbeMultiplier => "probe_multiplier must be at least 1",
             ConfigError::VegasStep => "Vegas increase/decrease factors must be finite and > 0",
