@@ -320,8 +320,13 @@ static void test_refused_configs(void) {
                   "algorithm.weighted.health.model");
     CHECK_REFUSED(s, c_.algorithm.weighted.draw = 3, WEIR_ERR_INVALID_ARGUMENT,
                   "algorithm.weighted.draw");
-    CHECK_REFUSED(d, c_.limit.algorithm = 7, WEIR_ERR_INVALID_ARGUMENT, "limit.algorithm");
+    CHECK_REFUSED(d, c_.limit.algorithm = WEIR_LIMIT_KNEE + 1, WEIR_ERR_INVALID_ARGUMENT,
+                  "limit.algorithm");
     CHECK_REFUSED(d, (c_.limit = weir_limit_windowed_default(), c_.limit.windowed.inner = 6),
+                  WEIR_ERR_INVALID_ARGUMENT, "limit.windowed.inner");
+    CHECK_REFUSED(d,
+                  (c_.limit = weir_limit_windowed_default(),
+                   c_.limit.windowed.inner = WEIR_LIMIT_KNEE + 1),
                   WEIR_ERR_INVALID_ARGUMENT, "limit.windowed.inner");
     CHECK_REFUSED(d, (c_.limit = weir_limit_windowed_default(), c_.limit.windowed.window.kind = 2),
                   WEIR_ERR_INVALID_ARGUMENT, "limit.windowed.window.kind");

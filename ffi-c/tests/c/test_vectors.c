@@ -117,9 +117,9 @@ static int word_index(const char *w, const char *const *names, uint32_t count, u
 }
 
 static int limit_from_word(const char *w, uint32_t *out) {
-    /* WEIR_LIMIT_FIXED .. WEIR_LIMIT_WINDOWED, in this order */
+    /* WEIR_LIMIT_FIXED .. WEIR_LIMIT_KNEE, in this order */
     static const char *const names[] = {"fixed", "aimd", "vegas", "gradient", "gradient2", "ciad",
-                                        "windowed"};
+                                        "windowed", "knee"};
     return word_index(w, names, sizeof names / sizeof names[0], out);
 }
 
@@ -239,6 +239,14 @@ static int set_algorithm_field(weir_limit *l, uint32_t alg, const char *f, const
         if (strcmp(f, "backoff_ratio") == 0) return parse_f64(v, &l->ciad.backoff_ratio);
         if (strcmp(f, "fast_start") == 0) return parse_bool(v, &l->ciad.fast_start);
         if (strcmp(f, "rtt_tolerance") == 0) return parse_f64(v, &l->ciad.rtt_tolerance);
+        return 0;
+    case WEIR_LIMIT_KNEE:
+        if (strcmp(f, "initial_limit") == 0) return parse_u32(v, &l->knee.initial_limit);
+        if (strcmp(f, "min_limit") == 0) return parse_u32(v, &l->knee.min_limit);
+        if (strcmp(f, "max_limit") == 0) return parse_u32(v, &l->knee.max_limit);
+        if (strcmp(f, "backoff_ratio") == 0) return parse_f64(v, &l->knee.backoff_ratio);
+        if (strcmp(f, "knee") == 0) return parse_f64(v, &l->knee.knee);
+        if (strcmp(f, "hold") == 0) return parse_f64(v, &l->knee.hold);
         return 0;
     default:
         return 0;
@@ -788,7 +796,7 @@ int main(void) {
     }
     closedir(d);
     qsort(names, count, sizeof names[0], by_name);
-    REQUIRE(count >= 11); /* the files tests/vectors/README.md lists */
+    REQUIRE(count >= 13); /* the files tests/vectors/README.md lists */
     long total = 0;
     for (size_t i = 0; i < count; i++) {
         long steps = replay_file(names[i]);
