@@ -764,6 +764,50 @@ static long replay_file(const char *path) {
     return r.failed ? -1 : steps;
 }
 
+/* The knee limit's keys, at the top level and wrapped (no file wraps it yet: this is the parse a
+ * windowed-knee file would need), set the fields they name and nothing the other algorithms read. */
+static void test_knee_keys(void) {
+    static const char *const top[][2] = {
+        {"limit", "knee"},           {"limit.initial_limit", "5"}, {"limit.min_limit", "2"},
+        {"limit.max_limit", "40"},   {"limit.backoff_ratio", "0.6"}, {"limit.knee", "3.5"},
+        {"limit.hold", "1.5"},
+    };
+    static const char *const wrapped[][2] = {
+        {"limit", "windowed"},             {"limit.inner", "knee"},
+        {"limit.inner.initial_limit", "5"}, {"limit.inner.min_limit", "2"},
+        {"limit.inner.max_limit", "40"},    {"limit.inner.backoff_ratio", "0.6"},
+        {"limit.inner.knee", "3.5"},        {"limit.inner.hold", "1.5"},
+        {"limit.min_samples", "3"},
+    };
+    const weir_config base = weir_config_default();
+    for (int round = 0; round < 2; round++) {
+        weir_config c = base;
+        size_t n = round == 0 ? sizeof top / sizeof top[0] : sizeof wrapped / sizeof wrapped[0];
+        for (size_t i = 0; i < n; i++) {
+            const char *const *kv = round == 0 ? top[i] : wrapped[i];
+            int ok = set_config_key(&c, kv[0], kv[1]);
+            CHECK(ok);
+            if (!ok) {
+                fprintf(stderr, "knee keys: `%s=%s` not parsed\n", kv[0], kv[1]);
+            }
+        }
+        CHECK(c.limit.algorithm == (round == 0 ? WEIR_LIMIT_KNEE : WEIR_LIMIT_WINDOWED));
+        CHECK(round == 0 || (c.limit.windowed.inner == WEIR_LIMIT_KNEE &&
+                             c.limit.windowed.min_samples == 3));
+        CHECK(c.limit.knee.initial_limit == 5 && c.limit.knee.min_limit == 2);
+        CHECK(c.limit.knee.max_limit == 40 && c.limit.knee.backoff_ratio == 0.6);
+        CHECK(c.limit.knee.knee == 3.5 && c.limit.knee.hold == 1.5);
+        CHECK(c.limit.ciad.initial_limit == base.limit.ciad.initial_limit &&
+              c.limit.ciad.min_limit == base.limit.ciad.min_limit &&
+              c.limit.ciad.max_limit == base.limit.ciad.max_limit &&
+              c.limit.ciad.backoff_ratio == base.limit.ciad.backoff_ratio);
+        CHECK_OK(weir_config_validate(&c));
+        /* Another algorithm's field is not the knee's. */
+        CHECK(!set_config_key(&c, round == 0 ? "limit.fast_start" : "limit.inner.fast_start",
+                              "true"));
+    }
+}
+
 static int is_trace(const char *name) {
     size_t n = strlen(name);
     return n > 6 && strcmp(name + n - 6, ".trace") == 0;
@@ -774,6 +818,7 @@ static int by_name(const void *a, const void *b) {
 }
 
 int main(void) {
+    test_knee_keys();
     const char *dir = getenv("WEIR_VECTORS_DIR");
     if (dir == NULL) {
         dir = "tests/vectors";
