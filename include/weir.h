@@ -530,6 +530,41 @@ typedef struct weir_ciad_limit {
 } weir_ciad_limit;
 
 /**
+ * Knee (weir's: 8, 1, 1000, 0.9, knee 2, hold 1.75): the limit of a node whose smoothed RTT is past
+ * `knee` times its no-load RTT is cut to `backoff_ratio` times what was in flight, held while the
+ * ratio is between `hold` and `knee`, and grown below `hold`; every client of a server sees its RTT,
+ * so they all cut together.
+ */
+typedef struct weir_knee_limit {
+  /**
+   * The limit a fresh node starts with; within [min_limit, max_limit].
+   */
+  uint32_t initial_limit;
+  /**
+   * The lowest limit; at least 1.
+   */
+  uint32_t min_limit;
+  /**
+   * The highest limit; at most 2^24 - 1.
+   */
+  uint32_t max_limit;
+  /**
+   * Multiplier of a cut, and the fraction of the limit a success must find in flight to grow it; in
+   * [0.5, 1).
+   */
+  double backoff_ratio;
+  /**
+   * The ratio of smoothed RTT to no-load RTT above which a success cuts the limit; finite, >= 1.
+   */
+  double knee;
+  /**
+   * The ratio at or below which a success may grow the limit (between it and `knee` the limit
+   * holds); finite, >= 1 and <= knee.
+   */
+  double hold;
+} weir_knee_limit;
+
+/**
  * Which RTT a window reports (`weir_sample_window.kind`).
  */
 typedef uint32_t weir_sample_window_kind;
@@ -615,6 +650,10 @@ typedef struct weir_limit {
    * `WEIR_LIMIT_CIAD`'s parameters.
    */
   struct weir_ciad_limit ciad;
+  /**
+   * `WEIR_LIMIT_KNEE`'s parameters.
+   */
+  struct weir_knee_limit knee;
   /**
    * `WEIR_LIMIT_WINDOWED`'s parameters (the inner algorithm's are above).
    */
@@ -1485,6 +1524,12 @@ typedef struct weir_backoff_statistics {
 #define WEIR_LIMIT_WINDOWED 6
 
 /**
+ * weir's knee limit (`weir_limit.knee`); numbered after the wrapper, since a published value
+ * never changes.
+ */
+#define WEIR_LIMIT_KNEE 7
+
+/**
  * The threshold is `value`.
  */
 #define WEIR_VEGAS_THRESHOLD_CONSTANT 0
@@ -2083,6 +2128,13 @@ struct weir_limit weir_limit_gradient2_default(void);
  * Thread safety: a pure function; safe from any thread.
  */
 struct weir_limit weir_limit_ciad_default(void);
+
+/**
+ * The knee limit with weir's defaults.
+ *
+ * Thread safety: a pure function; safe from any thread.
+ */
+struct weir_limit weir_limit_knee_default(void);
 
 /**
  * The windowed wrapper with Netflix's defaults, around Vegas (set `windowed.inner` and that

@@ -5,7 +5,8 @@
 
 use super::{
     weir_config, weir_limit, WEIR_LIMIT_AIMD, WEIR_LIMIT_CIAD, WEIR_LIMIT_FIXED,
-    WEIR_LIMIT_GRADIENT, WEIR_LIMIT_GRADIENT2, WEIR_LIMIT_VEGAS, WEIR_LIMIT_WINDOWED,
+    WEIR_LIMIT_GRADIENT, WEIR_LIMIT_GRADIENT2, WEIR_LIMIT_KNEE, WEIR_LIMIT_VEGAS,
+    WEIR_LIMIT_WINDOWED,
 };
 use crate::boundary::Error;
 use weir_core::balance::{ConfigError, MAX_BUCKETS, MAX_NODES, MAX_WAITERS};
@@ -57,9 +58,10 @@ pub(crate) fn config_error(e: ConfigError, c: &weir_config) -> Error {
             WEIR_LIMIT_VEGAS => "limit.vegas: initial_limit must be within [1, max_limit] and \
                                  max_limit at most 2^24 - 1 (16,777,215)"
                 .to_owned(),
-            WEIR_LIMIT_CIAD => "limit.ciad: min_limit must be at least 1, and min_limit <= \
-                                initial_limit <= max_limit <= 2^24 - 1 (16,777,215)"
-                .to_owned(),
+            WEIR_LIMIT_CIAD | WEIR_LIMIT_KNEE => format!(
+                "{limit}: min_limit must be at least 1, and min_limit <= initial_limit <= \
+                 max_limit <= 2^24 - 1 (16,777,215)"
+            ),
             _ => format!(
                 "{limit}: the limits must satisfy min_limit <= initial_limit <= max_limit <= \
                  2^24 - 1 (16,777,215)"
@@ -75,6 +77,9 @@ pub(crate) fn config_error(e: ConfigError, c: &weir_config) -> Error {
         ConfigError::RttTolerance => match inner_algorithm(&c.limit) {
             WEIR_LIMIT_CIAD => {
                 "limit.ciad.rtt_tolerance must be 0 (off) or finite and >= 1".to_owned()
+            }
+            WEIR_LIMIT_KNEE => {
+                "limit.knee: knee and hold must be finite and >= 1, and hold <= knee".to_owned()
             }
             _ => format!("{limit}.rtt_tolerance must be finite and >= 1"),
         },
@@ -126,6 +131,7 @@ fn limit_path(limit: &weir_limit) -> &'static str {
         WEIR_LIMIT_GRADIENT => "limit.gradient",
         WEIR_LIMIT_GRADIENT2 => "limit.gradient2",
         WEIR_LIMIT_CIAD => "limit.ciad",
+        WEIR_LIMIT_KNEE => "limit.knee",
         _ => "limit",
     }
 }
@@ -141,7 +147,7 @@ mod tests {
     #[test]
     fn every_refused_config_is_named_in_the_headers_words() {
         type Case = (fn(&mut weir_config), &'static str);
-        let cases: [Case; 32] = [
+        let cases: [Case; 37] = [
             (
                 |c| c.algorithm.weighted.health.buckets.count = 0,
                 "algorithm.weighted.health.buckets.count must be between 1 and 8",
@@ -207,6 +213,10 @@ mod tests {
                 "limit.ciad: min_limit must be at least 1",
             ),
             (
+                |c| c.limit = limit(weir_limit_knee_default(), |l| l.knee.min_limit = 0),
+                "limit.knee: min_limit must be at least 1, and min_limit <= initial_limit",
+            ),
+            (
                 |c| {
                     c.limit = limit(weir_limit_windowed_default(), |l| {
                         l.windowed.inner = WEIR_LIMIT_GRADIENT2;
@@ -237,6 +247,10 @@ mod tests {
                 "limit.gradient2.drop_backoff must be in [0.5, 1)",
             ),
             (
+                |c| c.limit = limit(weir_limit_knee_default(), |l| l.knee.backoff_ratio = 1.0),
+                "limit.knee.backoff_ratio must be in [0.5, 1)",
+            ),
+            (
                 |c| c.limit = limit(weir_limit_aimd_default(), |l| l.aimd.timeout_ns = 0),
                 "limit.aimd.timeout_ns",
             ),
@@ -255,6 +269,23 @@ mod tests {
             (
                 |c| c.limit = limit(weir_limit_ciad_default(), |l| l.ciad.rtt_tolerance = 0.5),
                 "limit.ciad.rtt_tolerance must be 0 (off) or",
+            ),
+            (
+                |c| c.limit = limit(weir_limit_knee_default(), |l| l.knee.hold = 2.5),
+                "limit.knee: knee and hold must be finite and >= 1, and hold <= knee",
+            ),
+            (
+                |c| c.limit = limit(weir_limit_knee_default(), |l| l.knee.knee = f64::NAN),
+                "limit.knee: knee and hold must be finite",
+            ),
+            (
+                |c| {
+                    c.limit = limit(weir_limit_windowed_default(), |l| {
+                        l.windowed.inner = WEIR_LIMIT_KNEE;
+                        l.knee.hold = 0.5;
+                    })
+                },
+                "limit.knee: knee and hold must be finite and >= 1",
             ),
             (
                 |c| {

@@ -6,7 +6,7 @@
 use super::unknown;
 use crate::boundary::Error;
 use weir_core::limit::{
-    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm,
+    AimdLimit, CiadLimit, FixedLimit, Gradient2Limit, GradientLimit, InnerAlgorithm, KneeLimit,
     LimitAlgorithm, QueueSize, SampleWindow, VegasLimit, VegasStep, VegasThreshold, WindowedLimit,
 };
 
@@ -28,6 +28,9 @@ pub const WEIR_LIMIT_GRADIENT2: weir_limit_algorithm = 4;
 pub const WEIR_LIMIT_CIAD: weir_limit_algorithm = 5;
 /// Netflix's windowed wrapper around the algorithm named by `weir_limit.windowed.inner`.
 pub const WEIR_LIMIT_WINDOWED: weir_limit_algorithm = 6;
+/// weir's knee limit (`weir_limit.knee`); numbered after the wrapper, since a published value
+/// never changes.
+pub const WEIR_LIMIT_KNEE: weir_limit_algorithm = 7;
 
 /// How a Vegas threshold depends on the limit (`weir_vegas_threshold.kind`).
 #[allow(non_camel_case_types)]
@@ -208,6 +211,29 @@ pub struct weir_ciad_limit {
     pub rtt_tolerance: f64,
 }
 
+/// Knee (weir's: 8, 1, 1000, 0.9, knee 2, hold 1.75): the limit of a node whose smoothed RTT is past
+/// `knee` times its no-load RTT is cut to `backoff_ratio` times what was in flight, held while the
+/// ratio is between `hold` and `knee`, and grown below `hold`; every client of a server sees its RTT,
+/// so they all cut together.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct weir_knee_limit {
+    /// The limit a fresh node starts with; within [min_limit, max_limit].
+    pub initial_limit: u32,
+    /// The lowest limit; at least 1.
+    pub min_limit: u32,
+    /// The highest limit; at most 2^24 - 1.
+    pub max_limit: u32,
+    /// Multiplier of a cut, and the fraction of the limit a success must find in flight to grow it; in
+    /// [0.5, 1).
+    pub backoff_ratio: f64,
+    /// The ratio of smoothed RTT to no-load RTT above which a success cuts the limit; finite, >= 1.
+    pub knee: f64,
+    /// The ratio at or below which a success may grow the limit (between it and `knee` the limit
+    /// holds); finite, >= 1 and <= knee.
+    pub hold: f64,
+}
+
 /// Which RTT a windowed limit reports per window.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -257,6 +283,8 @@ pub struct weir_limit {
     pub gradient2: weir_gradient2_limit,
     /// `WEIR_LIMIT_CIAD`'s parameters.
     pub ciad: weir_ciad_limit,
+    /// `WEIR_LIMIT_KNEE`'s parameters.
+    pub knee: weir_knee_limit,
     /// `WEIR_LIMIT_WINDOWED`'s parameters (the inner algorithm's are above).
     pub windowed: weir_windowed_limit,
 }
@@ -368,6 +396,17 @@ fn ciad_to_c(c: CiadLimit) -> weir_ciad_limit {
     }
 }
 
+fn knee_to_c(k: KneeLimit) -> weir_knee_limit {
+    weir_knee_limit {
+        initial_limit: k.initial_limit,
+        min_limit: k.min_limit,
+        max_limit: k.max_limit,
+        backoff_ratio: k.backoff_ratio,
+        knee: k.knee,
+        hold: k.hold,
+    }
+}
+
 fn window_to_c(w: SampleWindow) -> weir_sample_window {
     match w {
         SampleWindow::Average => weir_sample_window {
@@ -399,6 +438,7 @@ fn limit_defaults(algorithm: weir_limit_algorithm) -> weir_limit {
         gradient: gradient_to_c(GradientLimit::default()),
         gradient2: gradient2_to_c(Gradient2Limit::default()),
         ciad: ciad_to_c(CiadLimit::default()),
+        knee: knee_to_c(KneeLimit::default()),
         windowed: weir_windowed_limit {
             inner: match w.inner {
                 InnerAlgorithm::Vegas(_) => WEIR_LIMIT_VEGAS,
@@ -441,6 +481,10 @@ pub(super) fn limit_to_c(limit: LimitAlgorithm) -> weir_limit {
             c.ciad = ciad_to_c(x);
             WEIR_LIMIT_CIAD
         }
+        InnerAlgorithm::Knee(k) => {
+            c.knee = knee_to_c(k);
+            WEIR_LIMIT_KNEE
+        }
     };
     c.algorithm = match limit {
         LimitAlgorithm::Fixed(f) => inner_to_c(&mut c, InnerAlgorithm::Fixed(f)),
@@ -449,6 +493,7 @@ pub(super) fn limit_to_c(limit: LimitAlgorithm) -> weir_limit {
         LimitAlgorithm::Gradient(g) => inner_to_c(&mut c, InnerAlgorithm::Gradient(g)),
         LimitAlgorithm::Gradient2(g) => inner_to_c(&mut c, InnerAlgorithm::Gradient2(g)),
         LimitAlgorithm::Ciad(x) => inner_to_c(&mut c, InnerAlgorithm::Ciad(x)),
+        LimitAlgorithm::Knee(k) => inner_to_c(&mut c, InnerAlgorithm::Knee(k)),
         LimitAlgorithm::Windowed(w) => {
             c.windowed = weir_windowed_limit {
                 inner: inner_to_c(&mut c, w.inner),
@@ -566,12 +611,21 @@ fn inner_from_c(
             fast_start: c.ciad.fast_start,
             rtt_tolerance: c.ciad.rtt_tolerance,
         }),
+        WEIR_LIMIT_KNEE => InnerAlgorithm::Knee(KneeLimit {
+            initial_limit: c.knee.initial_limit,
+            min_limit: c.knee.min_limit,
+            max_limit: c.knee.max_limit,
+            backoff_ratio: c.knee.backoff_ratio,
+            knee: c.knee.knee,
+            hold: c.knee.hold,
+        }),
         k => {
             return Err(unknown(
                 field,
                 k,
                 "WEIR_LIMIT_FIXED (0), WEIR_LIMIT_AIMD (1), WEIR_LIMIT_VEGAS (2), \
-                 WEIR_LIMIT_GRADIENT (3), WEIR_LIMIT_GRADIENT2 (4), WEIR_LIMIT_CIAD (5)",
+                 WEIR_LIMIT_GRADIENT (3), WEIR_LIMIT_GRADIENT2 (4), WEIR_LIMIT_CIAD (5), \
+                 WEIR_LIMIT_KNEE (7)",
             ))
         }
     })
@@ -580,11 +634,11 @@ fn inner_from_c(
 /// The core limit a C one describes (validated with the whole configuration); an unknown tag is
 /// `WEIR_ERR_INVALID_ARGUMENT`, naming its field.
 pub(super) fn limit_from_c(c: &weir_limit) -> Result<LimitAlgorithm, Error> {
-    if c.algorithm > WEIR_LIMIT_WINDOWED {
+    if c.algorithm > WEIR_LIMIT_KNEE {
         return Err(unknown(
             "limit.algorithm",
             c.algorithm,
-            "WEIR_LIMIT_FIXED (0) .. WEIR_LIMIT_WINDOWED (6)",
+            "WEIR_LIMIT_FIXED (0) .. WEIR_LIMIT_KNEE (7)",
         ));
     }
     if c.algorithm != WEIR_LIMIT_WINDOWED {
@@ -662,6 +716,14 @@ pub extern "C" fn weir_limit_ciad_default() -> weir_limit {
     limit_defaults(WEIR_LIMIT_CIAD)
 }
 
+/// The knee limit with weir's defaults.
+///
+/// Thread safety: a pure function; safe from any thread.
+#[no_mangle]
+pub extern "C" fn weir_limit_knee_default() -> weir_limit {
+    limit_defaults(WEIR_LIMIT_KNEE)
+}
+
 /// The windowed wrapper with Netflix's defaults, around Vegas (set `windowed.inner` and that
 /// algorithm's parameters to wrap another).
 ///
@@ -703,6 +765,10 @@ mod tests {
                 LimitAlgorithm::Ciad(CiadLimit::default()),
             ),
             (
+                weir_limit_knee_default(),
+                LimitAlgorithm::Knee(KneeLimit::default()),
+            ),
+            (
                 weir_limit_windowed_default(),
                 LimitAlgorithm::Windowed(WindowedLimit::default()),
             ),
@@ -735,6 +801,12 @@ mod tests {
                 rtt_tolerance: 2.5,
                 ..CiadLimit::default()
             }),
+            InnerAlgorithm::Knee(KneeLimit {
+                backoff_ratio: 0.75,
+                knee: 1.5,
+                hold: 1.25,
+                ..KneeLimit::default()
+            }),
         ] {
             let core = LimitAlgorithm::Windowed(WindowedLimit {
                 inner,
@@ -746,5 +818,41 @@ mod tests {
             });
             assert_eq!(limit_from_c(&limit_to_c(core)).unwrap(), core);
         }
+    }
+
+    /// Each knee field lands in its own core field (a round trip alone would not see two swapped in
+    /// both directions), at the top level and wrapped.
+    #[test]
+    fn knee_fields_are_the_cores_by_name() {
+        let mut c = weir_limit_knee_default();
+        c.knee = weir_knee_limit {
+            initial_limit: 5,
+            min_limit: 2,
+            max_limit: 40,
+            backoff_ratio: 0.6,
+            knee: 3.5,
+            hold: 1.5,
+        };
+        let core = KneeLimit {
+            initial_limit: 5,
+            min_limit: 2,
+            max_limit: 40,
+            backoff_ratio: 0.6,
+            knee: 3.5,
+            hold: 1.5,
+        };
+        assert_eq!(limit_from_c(&c).unwrap(), LimitAlgorithm::Knee(core));
+        assert_eq!(limit_to_c(LimitAlgorithm::Knee(core)).knee, c.knee);
+        c.algorithm = WEIR_LIMIT_WINDOWED;
+        c.windowed.inner = WEIR_LIMIT_KNEE;
+        match limit_from_c(&c).unwrap() {
+            LimitAlgorithm::Windowed(w) => assert_eq!(w.inner, InnerAlgorithm::Knee(core)),
+            other => panic!("not windowed: {other:?}"),
+        }
+        // The next value after the knee is no algorithm, at the top level or wrapped.
+        c.windowed.inner = WEIR_LIMIT_KNEE + 1;
+        assert!(limit_from_c(&c).is_err());
+        c.algorithm = WEIR_LIMIT_KNEE + 1;
+        assert!(limit_from_c(&c).is_err());
     }
 }

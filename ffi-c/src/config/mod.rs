@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `algorithm.rs` | `weir_algorithm`: the lowest-score and weighted families, `weir_lowest_score` |
 //! | `weighted.rs` | `weir_weighted`: the weighted family's success-rate models (`weir_health`) and draws |
-//! | `limit.rs` | `weir_limit`: fixed, AIMD, Vegas, Gradient, Gradient2, CIAD and the windowed wrapper |
+//! | `limit.rs` | `weir_limit`: fixed, AIMD, Vegas, Gradient, Gradient2, CIAD, knee and the windowed wrapper |
 //! | `error.rs` | the core's refusals in the header's words (field paths, ranges as the header states them) |
 //! | here | `weir_config`, the presets, the conversion of the whole and the refused-tag message |
 
@@ -137,7 +137,7 @@ mod tests {
     fn unknown_tags_and_bad_values_name_their_field() {
         type Case = (fn(&mut weir_config), weir_status, &'static str);
         let weighted = |c: &mut weir_config| c.algorithm.family = WEIR_ALGORITHM_WEIGHTED;
-        let cases: [Case; 9] = [
+        let cases: [Case; 10] = [
             (
                 |c| c.algorithm.family = 2,
                 WEIR_ERR_INVALID_ARGUMENT,
@@ -160,9 +160,9 @@ mod tests {
                 "algorithm.weighted.draw: 3",
             ),
             (
-                |c| c.limit.algorithm = 7,
+                |c| c.limit.algorithm = WEIR_LIMIT_KNEE + 1,
                 WEIR_ERR_INVALID_ARGUMENT,
-                "limit.algorithm: 7",
+                "limit.algorithm: 8 is not one of WEIR_LIMIT_FIXED (0) .. WEIR_LIMIT_KNEE (7)",
             ),
             (
                 |c| {
@@ -171,6 +171,14 @@ mod tests {
                 },
                 WEIR_ERR_INVALID_ARGUMENT,
                 "limit.windowed.inner: 6",
+            ),
+            (
+                |c| {
+                    c.limit.algorithm = WEIR_LIMIT_WINDOWED;
+                    c.limit.windowed.inner = WEIR_LIMIT_KNEE + 1;
+                },
+                WEIR_ERR_INVALID_ARGUMENT,
+                "limit.windowed.inner: 8",
             ),
             (
                 |c| {

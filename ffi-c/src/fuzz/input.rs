@@ -151,7 +151,7 @@ impl Fuzz<'_> {
             1 => c.algorithm.weighted.health = weir_health_ewma_default(),
             _ => {}
         }
-        c.limit = match self.input.u8() % 10 {
+        c.limit = match self.input.u8() % 11 {
             0 => weir_limit_fixed_default(),
             1 => weir_limit_aimd_default(),
             2 => weir_limit_vegas_default(),
@@ -159,6 +159,7 @@ impl Fuzz<'_> {
             4 => weir_limit_gradient2_default(),
             5 => weir_limit_ciad_default(),
             6 => weir_limit_windowed_default(),
+            7 => weir_limit_knee_default(),
             _ => c.limit,
         };
         c.algorithm.weighted.draw = u32::from(self.input.u8() % 3);
@@ -171,7 +172,7 @@ impl Fuzz<'_> {
             let i = &mut self.input;
             let l = &mut c.algorithm.lowest_score;
             let w = &mut c.algorithm.weighted;
-            match i.u8() % 43 {
+            match i.u8() % 47 {
                 0 => c.algorithm.family = i.edgy_u32() % 3,
                 1 => l.success_half_life_ns = i.edgy_u64(),
                 2 => l.failure_half_life_ns = i.edgy_u64(),
@@ -186,7 +187,7 @@ impl Fuzz<'_> {
                 11 => w.weight_exponent = i.edgy_f64(),
                 12 => w.floor = i.edgy_f64(),
                 13 => w.draw = i.edgy_u32(),
-                14 => c.limit.algorithm = i.edgy_u32() % 8,
+                14 => c.limit.algorithm = i.edgy_u32() % 9,
                 15 => c.limit.fixed.limit = i.edgy_u32(),
                 16 => c.limit.aimd.initial_limit = i.edgy_u32(),
                 17 => c.limit.aimd.max_limit = i.edgy_u32(),
@@ -207,13 +208,17 @@ impl Fuzz<'_> {
                 32 => c.limit.gradient2.drop_backoff_enabled = i.u8() & 1 == 1,
                 33 => c.limit.ciad.min_limit = i.edgy_u32(),
                 34 => c.limit.ciad.backoff_ratio = i.edgy_f64(),
-                35 => c.limit.windowed.inner = i.edgy_u32() % 8,
+                35 => c.limit.windowed.inner = i.edgy_u32() % 9,
                 36 => c.limit.windowed.min_window_ns = i.edgy_u64(),
                 37 => c.limit.windowed.window.kind = i.edgy_u32() % 3,
                 38 => c.limit.windowed.window.capacity = i.edgy_u32(),
                 39 => l.dropped_cost = i.edgy_f64() as f32,
                 40 => c.limit.ciad.rtt_tolerance = i.edgy_f64(),
                 41 => w.health.model = i.edgy_u32() % 3,
+                42 => c.limit.knee.min_limit = i.edgy_u32(),
+                43 => c.limit.knee.backoff_ratio = i.edgy_f64(),
+                44 => c.limit.knee.knee = i.edgy_f64(),
+                45 => c.limit.knee.hold = i.edgy_f64(),
                 _ => c.max_waiters = i.edgy_u32(),
             }
         }

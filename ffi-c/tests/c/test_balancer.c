@@ -235,6 +235,10 @@ static void test_presets(void) {
     l = weir_limit_ciad_default();
     CHECK(l.algorithm == WEIR_LIMIT_CIAD && l.ciad.fast_start == false);
     CHECK(l.ciad.initial_limit == 20 && l.ciad.min_limit == 1 && l.ciad.max_limit == 1000000);
+    l = weir_limit_knee_default();
+    CHECK(l.algorithm == WEIR_LIMIT_KNEE && l.knee.initial_limit == 8);
+    CHECK(l.knee.min_limit == 1 && l.knee.max_limit == 1000 && l.knee.backoff_ratio == 0.9);
+    CHECK(l.knee.knee == 2.0 && l.knee.hold == 1.75);
     l = weir_limit_windowed_default();
     CHECK(l.algorithm == WEIR_LIMIT_WINDOWED && l.windowed.inner == WEIR_LIMIT_VEGAS);
     CHECK(l.windowed.min_window_ns == 1 * SEC && l.windowed.max_window_ns == 1 * SEC);
@@ -249,7 +253,7 @@ static void test_valid_configs(void) {
     const weir_limit limits[] = {
         weir_limit_fixed_default(),    weir_limit_aimd_default(), weir_limit_vegas_default(),
         weir_limit_gradient_default(), weir_limit_gradient2_default(),
-        weir_limit_ciad_default(),     weir_limit_windowed_default(),
+        weir_limit_ciad_default(),     weir_limit_knee_default(), weir_limit_windowed_default(),
     };
     /* The weighted family with each model and each draw: no pair is refused. */
     const weir_health models[] = {weir_health_buckets_default(), weir_health_ewma_default()};
@@ -289,7 +293,10 @@ static void test_valid_configs(void) {
         weir_balancer_free(b);
     }
     /* The wrapper around every other algorithm. */
-    for (weir_limit_algorithm inner = WEIR_LIMIT_FIXED; inner < WEIR_LIMIT_WINDOWED; inner++) {
+    for (weir_limit_algorithm inner = WEIR_LIMIT_FIXED; inner <= WEIR_LIMIT_KNEE; inner++) {
+        if (inner == WEIR_LIMIT_WINDOWED) {
+            continue;
+        }
         weir_config c = weir_config_default();
         c.limit = weir_limit_windowed_default();
         c.limit.windowed.inner = inner;
@@ -311,6 +318,65 @@ static void test_valid_configs(void) {
     weir_balancer_free(NULL); /* a no-op */
 }
 
+/* A knee limit's parameters out of range: refused as WEIR_ERR_INVALID_CONFIG naming the field, by
+ * validation and construction (which writes no balancer, see CHECK_REFUSED), at the top level and
+ * wrapped; the edge values are accepted, and a refusal leaves nothing behind that a valid knee limit
+ * built next would see. */
+static void test_refused_knee(void) {
+    weir_config k = weir_config_default();
+    k.limit = weir_limit_knee_default();
+    weir_config w = k;
+    w.limit.algorithm = WEIR_LIMIT_WINDOWED;
+    w.limit.windowed.inner = WEIR_LIMIT_KNEE;
+    const weir_config bases[] = {k, w};
+    for (size_t i = 0; i < 2; i++) {
+        CHECK_REFUSED(bases[i], (c_.limit.knee.knee = 2.0, c_.limit.knee.hold = 2.5),
+                      WEIR_ERR_INVALID_CONFIG, "limit.knee: knee and hold must be finite and >= 1, "
+                                               "and hold <= knee");
+        CHECK_REFUSED(bases[i], c_.limit.knee.knee = NAN, WEIR_ERR_INVALID_CONFIG,
+                      "limit.knee: knee and hold");
+        CHECK_REFUSED(bases[i], c_.limit.knee.hold = INFINITY, WEIR_ERR_INVALID_CONFIG,
+                      "limit.knee: knee and hold");
+        CHECK_REFUSED(bases[i], (c_.limit.knee.knee = 0.5, c_.limit.knee.hold = 0.5),
+                      WEIR_ERR_INVALID_CONFIG, "limit.knee: knee and hold");
+        CHECK_REFUSED(bases[i], c_.limit.knee.backoff_ratio = 1.0, WEIR_ERR_INVALID_CONFIG,
+                      "limit.knee.backoff_ratio must be in [0.5, 1)");
+        CHECK_REFUSED(bases[i], c_.limit.knee.backoff_ratio = 0.25, WEIR_ERR_INVALID_CONFIG,
+                      "limit.knee.backoff_ratio");
+        CHECK_REFUSED(bases[i], c_.limit.knee.min_limit = 0, WEIR_ERR_INVALID_CONFIG,
+                      "limit.knee: min_limit must be at least 1");
+        CHECK_REFUSED(bases[i], c_.limit.knee.initial_limit = 2000, WEIR_ERR_INVALID_CONFIG,
+                      "limit.knee: min_limit must be at least 1, and min_limit <= initial_limit");
+        CHECK_REFUSED(bases[i], c_.limit.knee.max_limit = 1u << 24, WEIR_ERR_INVALID_CONFIG,
+                      "max_limit <= 2^24 - 1");
+    }
+    /* The edges: hold == knee == 1 and the lowest ratio are valid. */
+    weir_config edge = k;
+    edge.limit.knee.knee = 1.0;
+    edge.limit.knee.hold = 1.0;
+    edge.limit.knee.backoff_ratio = 0.5;
+    CHECK_OK(weir_config_validate(&edge));
+    /* Built after the refusals: a knee balancer whose nodes start at the configured limit, and which
+     * reports the configuration it was given. */
+    k.limit.knee.initial_limit = 3;
+    k.limit.knee.knee = 3.0;
+    k.limit.knee.hold = 2.0;
+    weir_balancer *b = make(k, 2);
+    weir_config back;
+    memset(&back, SENTINEL, sizeof back);
+    CHECK_OK(weir_balancer_config(b, &back));
+    CHECK(back.limit.algorithm == WEIR_LIMIT_KNEE && back.limit.knee.initial_limit == 3);
+    CHECK(back.limit.knee.knee == 3.0 && back.limit.knee.hold == 2.0);
+    CHECK(back.limit.knee.backoff_ratio == 0.9 && back.limit.knee.max_limit == 1000);
+    CHECK_OK(weir_balancer_add(b, 1));
+    weir_node_info info;
+    CHECK_OK(weir_balancer_node_snapshot(b, 1, 0, &info));
+    CHECK(info.limit == 3 && info.in_flight == 0);
+    weir_balancer_statistics s = stats(b);
+    CHECK(s.active_nodes == 1 && s.acquired == 0);
+    weir_balancer_free(b);
+}
+
 static void test_refused_configs(void) {
     const weir_config d = weir_config_default();
     const weir_config s = weir_config_cascade();
@@ -320,8 +386,13 @@ static void test_refused_configs(void) {
                   "algorithm.weighted.health.model");
     CHECK_REFUSED(s, c_.algorithm.weighted.draw = 3, WEIR_ERR_INVALID_ARGUMENT,
                   "algorithm.weighted.draw");
-    CHECK_REFUSED(d, c_.limit.algorithm = 7, WEIR_ERR_INVALID_ARGUMENT, "limit.algorithm");
+    CHECK_REFUSED(d, c_.limit.algorithm = WEIR_LIMIT_KNEE + 1, WEIR_ERR_INVALID_ARGUMENT,
+                  "limit.algorithm");
     CHECK_REFUSED(d, (c_.limit = weir_limit_windowed_default(), c_.limit.windowed.inner = 6),
+                  WEIR_ERR_INVALID_ARGUMENT, "limit.windowed.inner");
+    CHECK_REFUSED(d,
+                  (c_.limit = weir_limit_windowed_default(),
+                   c_.limit.windowed.inner = WEIR_LIMIT_KNEE + 1),
                   WEIR_ERR_INVALID_ARGUMENT, "limit.windowed.inner");
     CHECK_REFUSED(d, (c_.limit = weir_limit_windowed_default(), c_.limit.windowed.window.kind = 2),
                   WEIR_ERR_INVALID_ARGUMENT, "limit.windowed.window.kind");
@@ -1064,6 +1135,7 @@ int main(void) {
     test_presets();
     test_valid_configs();
     test_refused_configs();
+    test_refused_knee();
     test_membership();
     test_acquire();
     test_acquire_with_rng();

@@ -2,6 +2,7 @@
  * naming the argument and writes nothing; integers standing for enums are range-checked; a lease
  * released twice, forged or foreign changes nothing; outputs are written only on success. The program
  * reads include/weir.h and fails if the header declares a function this file does not exercise. */
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -85,6 +86,7 @@ static const char *const covered[] = {
     "weir_limit_gradient_default",
     "weir_limit_gradient2_default",
     "weir_limit_ciad_default",
+    "weir_limit_knee_default",
     "weir_limit_windowed_default",
 };
 
@@ -352,6 +354,7 @@ static void test_null_arguments(void) {
     CHECK(weir_limit_gradient_default().algorithm == WEIR_LIMIT_GRADIENT);
     CHECK(weir_limit_gradient2_default().algorithm == WEIR_LIMIT_GRADIENT2);
     CHECK(weir_limit_ciad_default().algorithm == WEIR_LIMIT_CIAD);
+    CHECK(weir_limit_knee_default().algorithm == WEIR_LIMIT_KNEE);
     CHECK(weir_limit_windowed_default().algorithm == WEIR_LIMIT_WINDOWED);
 }
 
@@ -395,10 +398,10 @@ static void test_enum_ranges(void) {
     BAD_TAG(s, c_.algorithm.weighted.health.model = huge, "algorithm.weighted.health.model");
     BAD_TAG(s, c_.algorithm.weighted.draw = 3, "algorithm.weighted.draw");
     BAD_TAG(s, c_.algorithm.weighted.draw = huge, "algorithm.weighted.draw");
-    BAD_TAG(d, c_.limit.algorithm = 7, "limit.algorithm");
+    BAD_TAG(d, c_.limit.algorithm = WEIR_LIMIT_KNEE + 1, "limit.algorithm");
     BAD_TAG(d, c_.limit.algorithm = huge, "limit.algorithm");
     BAD_TAG(windowed, c_.limit.windowed.inner = WEIR_LIMIT_WINDOWED, "limit.windowed.inner");
-    BAD_TAG(windowed, c_.limit.windowed.inner = 7, "limit.windowed.inner");
+    BAD_TAG(windowed, c_.limit.windowed.inner = WEIR_LIMIT_KNEE + 1, "limit.windowed.inner");
     BAD_TAG(windowed, c_.limit.windowed.inner = huge, "limit.windowed.inner");
     BAD_TAG(windowed, c_.limit.windowed.window.kind = 2, "limit.windowed.window.kind");
     BAD_TAG(windowed, c_.limit.windowed.window.kind = huge, "limit.windowed.window.kind");
@@ -428,6 +431,8 @@ static void test_enum_ranges(void) {
     c.limit.windowed.inner = huge;
     c.limit.windowed.window.kind = huge;
     c.limit.aimd.timeout_ns = 0;
+    c.limit.knee.min_limit = 0;
+    c.limit.knee.hold = NAN;
     CHECK_OK(weir_config_validate(&c));
     c = s;
     c.algorithm.lowest_score.success_half_life_ns = 0;

@@ -1,5 +1,6 @@
 /* One balancer hammered from 8 threads while another thread changes membership, then every counter
- * checked exactly against what the threads counted; and the same with waiting acquires that queue. */
+ * checked exactly against what the threads counted (with a CIAD limit, then a knee limit); and the same
+ * with waiting acquires that queue. */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -178,12 +179,8 @@ static void check_counters(const weir_balancer *b, const struct tally *total) {
     }
 }
 
-static void test_hammer(void) {
-    /* The default algorithm with an adaptive limit kept small, so that nodes fill up. */
-    weir_config c = weir_config_default();
-    c.limit.ciad.initial_limit = 2;
-    c.limit.ciad.max_limit = MAX_LIMIT;
-    c.seed = 2024;
+/* The hammer on a balancer built from `c`, whose limit never exceeds MAX_LIMIT; `name` in the report. */
+static void hammer_config(const char *name, weir_config c) {
     weir_balancer *b = NULL;
     CHECK_OK(weir_balancer_new(&c, 8, &b));
     REQUIRE(b != NULL);
@@ -230,12 +227,26 @@ static void test_hammer(void) {
     for (int o = 0; o < WEIR_OUTCOME_COUNT; o++) {
         CHECK(total.released[o] > 0);
     }
-    printf("hammer: %llu leases, %llu busy, %llu without active nodes, %llu stale, %llu "
+    printf("hammer (%s): %llu leases, %llu busy, %llu without active nodes, %llu stale, %llu "
            "membership changes\n",
-           (unsigned long long)total.acquired, (unsigned long long)total.all_busy,
+           name, (unsigned long long)total.acquired, (unsigned long long)total.all_busy,
            (unsigned long long)total.no_active, (unsigned long long)total.stale,
            (unsigned long long)churn.changes);
     weir_balancer_free(b);
+}
+
+static void test_hammer(void) {
+    /* The default algorithm with an adaptive limit kept small, so that nodes fill up: CIAD (the
+     * default's), and the knee limit, whose RTT tracker is the other shared state a sample updates. */
+    weir_config c = weir_config_default();
+    c.limit.ciad.initial_limit = 2;
+    c.limit.ciad.max_limit = MAX_LIMIT;
+    c.seed = 2024;
+    hammer_config("ciad", c);
+    c.limit = weir_limit_knee_default();
+    c.limit.knee.initial_limit = 2;
+    c.limit.knee.max_limit = MAX_LIMIT;
+    hammer_config("knee", c);
 }
 
 static void *waiter(void *arg) {
