@@ -17,7 +17,7 @@
 //!   `PendingRequests` over `n` always-ready services (see `tower_load`);
 //! - `capacity/{default,cascade}-3/{3,65536}`: each configuration's pair over 3 members in a balancer of 3
 //!   slots and of 65,536;
-//! - `limiter/{default,cascade}-{fixed,aimd,vegas,gradient,gradient2,ciad,windowed}/16`: each
+//! - `limiter/{default,cascade}-{fixed,aimd,vegas,gradient,gradient2,ciad,knee,windowed}/16`: each
 //!   configuration's pair with each limit algorithm at its defaults (so `default-ciad` is dialogue's CIAD
 //!   without the default's fast start), fed RTTs from the virtual clock;
 //! - `floor/cas`, `floor/fastrand`, `floor/driver`, `floor/scan/{n}`: one uncontended compare-and-swap,

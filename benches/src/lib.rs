@@ -24,7 +24,7 @@
 //! ```
 //! use weir::{balance::Draw, limit::LimitAlgorithm, Config};
 //! let names: Vec<&str> = weir_benches::limiters().iter().map(|(n, _)| *n).collect();
-//! assert_eq!(names, ["fixed", "aimd", "vegas", "gradient", "gradient2", "ciad", "windowed"]);
+//! assert_eq!(names, ["fixed", "aimd", "vegas", "gradient", "gradient2", "ciad", "knee", "windowed"]);
 //! // The cascade's pair is `Config::cascade()` exactly; the default pair is `Config::default()` exactly.
 //! assert_eq!(weir_benches::config(Draw::Cascade, weir_benches::HEALTHS[0].1), Config::cascade());
 //! assert_eq!(weir_benches::bases()[0], ("default", Config::default()));
@@ -47,8 +47,8 @@ use std::time::Duration;
 use weir::{
     balance::Algorithm, balance::Draw, balance::EwmaHealth, balance::Weighted,
     balance::WeightedHealth, limit::AimdLimit, limit::CiadLimit, limit::FixedLimit,
-    limit::Gradient2Limit, limit::GradientLimit, limit::LimitAlgorithm, limit::VegasLimit,
-    limit::WindowedLimit, Config,
+    limit::Gradient2Limit, limit::GradientLimit, limit::KneeLimit, limit::LimitAlgorithm,
+    limit::VegasLimit, limit::WindowedLimit, Config,
 };
 
 /// Criterion's settings for every criterion bench here (`hot_path`, `c_abi`, `tower_service`): one set, so
@@ -97,7 +97,7 @@ pub const HEALTHS: [(&str, WeightedHealth); 2] =
     [("buckets", WeightedHealth::BUCKETS), ("ewma", EWMA)];
 
 /// Every limit algorithm with its defaults, by benchmark name (`Windowed` wraps the default Vegas).
-pub fn limiters() -> [(&'static str, LimitAlgorithm); 7] {
+pub fn limiters() -> [(&'static str, LimitAlgorithm); 8] {
     [
         ("fixed", LimitAlgorithm::Fixed(FixedLimit::default())),
         ("aimd", LimitAlgorithm::Aimd(AimdLimit::default())),
@@ -111,6 +111,7 @@ pub fn limiters() -> [(&'static str, LimitAlgorithm); 7] {
             LimitAlgorithm::Gradient2(Gradient2Limit::default()),
         ),
         ("ciad", LimitAlgorithm::Ciad(CiadLimit::default())),
+        ("knee", LimitAlgorithm::Knee(KneeLimit::default())),
         (
             "windowed",
             LimitAlgorithm::Windowed(WindowedLimit::default()),

@@ -29,13 +29,14 @@ const CONFIGURATIONS: [&str; 8] = [
     "pick-buckets",
     "pick-ewma",
 ];
-const LIMITERS: [&str; 7] = [
+const LIMITERS: [&str; 8] = [
     "fixed",
     "aimd",
     "vegas",
     "gradient",
     "gradient2",
     "ciad",
+    "knee",
     "windowed",
 ];
 const NODES: [usize; 5] = [3, 16, 64, 256, 1_024];
