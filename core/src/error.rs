@@ -77,6 +77,9 @@ pub enum ConfigError {
     OutcomeCost,
     /// `penalty` and `ratio_penalty` must be finite and in [0, 10^6].
     Penalty,
+    /// [`LowestScore`](crate::balance::LowestScore)'s `probe_fraction` and `forgiveness` must be finite
+    /// and in [0, 1].
+    Probation,
 }
 
 impl fmt::Display for ConfigError {
@@ -94,7 +97,7 @@ impl fmt::Display for ConfigError {
             ConfigError::HalfLife => "half_life must be at least 1 outcome",
             ConfigError::LimitRange => {
                 "limits must satisfy min_limit <= initial_limit <= max_limit <= MAX_LIMIT \
-                 (Vegas: min_limit is 1; CIAD: min_limit >= 1; Fixed: limit <= MAX_LIMIT)"
+                 (Vegas: min_limit is 1; CIAD, Knee: min_limit >= 1; Fixed: limit <= MAX_LIMIT)"
             }
             ConfigError::BackoffRatio => {
                 "backoff_ratio must be in [0.5, 1.0) ([0.5, 1.0] for Gradient)"
@@ -124,6 +127,7 @@ impl fmt::Display for ConfigError {
                 "dropped_cost, throttled_cost and client_error_cost must be finite and in [0, 1]"
             }
             ConfigError::Penalty => "penalty and ratio_penalty must be finite and in [0, 1e6]",
+            ConfigError::Probation => "probe_fraction and forgiveness must be finite and in [0, 1]",
         })
     }
 }

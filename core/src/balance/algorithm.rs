@@ -176,7 +176,7 @@ impl Prepared {
     pub(crate) fn choose_fast(&self, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
         match self {
             #[cfg(feature = "decay")]
-            Prepared::Lowest(_) => lowest::lowest_fast(slots, rng),
+            Prepared::Lowest(l) => lowest::lowest_fast(slots, rng, l.probe),
             #[cfg(any(feature = "buckets", feature = "ewma"))]
             Prepared::Weighted(w) => w.choose_fast(slots, rng),
         }

@@ -38,6 +38,9 @@ pub const K: Constants = {
         client_error_cost,
         penalty,
         ratio_penalty,
+        // Probation is off in the default: no probes, no forgiveness.
+        probe_fraction: _,
+        forgiveness: _,
     } = LowestScore::DEFAULT;
     Constants {
         a: penalty as f64,

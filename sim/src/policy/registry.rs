@@ -146,6 +146,15 @@ pub fn all() -> Vec<PolicyDef> {
             refused: default_queue(),
         },
         PolicyDef {
+            name: "weir-knee-probation",
+            about: "weir-knee with probation: a hundredth of the acquires try a random member \
+                    (LowestScore::probe_fraction 0.01), and each success halves its node's failures \
+                    (forgiveness 0.5), so a recovered node earns its share back by answering",
+            default: false,
+            kind: Kind::Balancer(|n, seed| waiting(knee_probation(), n, seed)),
+            refused: default_queue(),
+        },
+        PolicyDef {
             name: "weir-dropped-cost",
             about: "weir's default configuration with the lowest-score family's dropped_cost at 0.1 (a 503 or \
                     timeout adds a tenth of a failure to the penalty, as a 429 does, and the limit still backs \
@@ -390,6 +399,16 @@ fn knee_forgiving() -> Config {
     let mut c = knee();
     if let Algorithm::LowestScore(lowest) = &mut c.algorithm {
         lowest.failure_half_life_ns = 2_000_000_000;
+    }
+    c
+}
+
+/// [`knee`] with probation: probes to 1 % of the acquires, and each success halving the failures.
+fn knee_probation() -> Config {
+    let mut c = knee();
+    if let Algorithm::LowestScore(lowest) = &mut c.algorithm {
+        lowest.probe_fraction = 0.01;
+        lowest.forgiveness = 0.5;
     }
     c
 }

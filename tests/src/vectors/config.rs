@@ -25,6 +25,8 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
             client_error_cost,
             penalty,
             ratio_penalty,
+            probe_fraction,
+            forgiveness,
         }) => {
             out.put("algorithm", "lowest_score");
             out.put("algorithm.success_half_life_ns", success_half_life_ns);
@@ -34,6 +36,8 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
             out.put("algorithm.client_error_cost", float32(client_error_cost));
             out.put("algorithm.penalty", float32(penalty));
             out.put("algorithm.ratio_penalty", float32(ratio_penalty));
+            out.put("algorithm.probe_fraction", float32(probe_fraction));
+            out.put("algorithm.forgiveness", float32(forgiveness));
         }
         Algorithm::Weighted(Weighted {
             health,
@@ -283,6 +287,8 @@ pub(super) fn parse(tokens: Vec<(String, String, usize)>) -> Result<Config, Pars
             client_error_cost: k.f32("algorithm.client_error_cost")?,
             penalty: k.f32("algorithm.penalty")?,
             ratio_penalty: k.f32("algorithm.ratio_penalty")?,
+            probe_fraction: k.f32("algorithm.probe_fraction")?,
+            forgiveness: k.f32("algorithm.forgiveness")?,
         }),
         (w, _) if w == "weighted" => {
             let health = match k.word("algorithm.health")? {

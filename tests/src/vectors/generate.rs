@@ -133,6 +133,8 @@ pub fn specs() -> Vec<Spec> {
                     client_error_cost: 0.05,
                     penalty: 8.0,
                     ratio_penalty: 12.5,
+                    probe_fraction: 0.0,
+                    forgiveness: 0.0,
                 }),
                 limit: LimitAlgorithm::Aimd(AimdLimit {
                     initial_limit: 6,
@@ -165,6 +167,23 @@ pub fn specs() -> Vec<Spec> {
             },
             capacity: 5,
             script: Script::Random(random(13, 600, 5, 20)),
+        },
+        Spec {
+            name: "decay-lowest-score-probation",
+            about: "The default's family with probation: a fifth of the acquires probe a random member \
+                    with room (probe_fraction 0.2, so that 600 steps hold many), each success takes 0.5 of \
+                    its node's failures away (forgiveness 0.5); CIAD limit with fast start.",
+            config: Config {
+                algorithm: Algorithm::LowestScore(LowestScore {
+                    probe_fraction: 0.2,
+                    forgiveness: 0.5,
+                    ..LowestScore::DEFAULT
+                }),
+                seed: 17,
+                ..Config::default()
+            },
+            capacity: 6,
+            script: Script::Random(random(17, 600, 6, 24)),
         },
         Spec {
             name: "buckets-cascade-approx-gradient2",

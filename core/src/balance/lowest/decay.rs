@@ -185,6 +185,9 @@ impl Health {
         };
         let halving = if is_failure { &d.failure } else { &d.success };
         self.add_decayed(is_failure, amount, now, halving);
+        if !is_failure && d.keep < 1.0 && !self.no_failures() {
+            self.forgive(d, now);
+        }
         // With no failures the penalty is 0 whatever the successes: nothing to recompute (see
         // `add_decayed` for why a failure recorded meanwhile cannot miss this success).
         is_failure || !self.no_failures()
@@ -220,6 +223,22 @@ impl Health {
             // Relaxed: `has_data` is a statistic for snapshots.
             self.last.store(1, Relaxed);
         }
+    }
+
+    /// A success's [`forgiveness`](super::LowestScore::forgiveness): the failure counter keeps `d.keep`
+    /// of its value at `now`, in one compare-and-swap (a failure recorded meanwhile is kept whole: the
+    /// loop reads it again). The caller refreshes the penalty, as for any success on a node with failures.
+    #[inline(never)]
+    fn forgive(&self, d: &Prepared, now: u64) {
+        let at = tick(now);
+        // SeqCst: as the failure counter's other writes (see `add_decayed`).
+        let _ = self.ring[1].fetch_update(SeqCst, SeqCst, |w| {
+            // A counter settled meanwhile stays the zero word.
+            (w != 0).then(|| {
+                let v = read(w, at, &d.failure);
+                added(w, at, -v * (1.0 - d.keep), &d.failure)
+            })
+        });
     }
 
     /// The success and failure counters read at `now`, and the penalty they give.

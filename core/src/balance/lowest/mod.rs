@@ -75,6 +75,20 @@ pub struct LowestScore {
     pub penalty: f32,
     /// Penalty per doubling of failures over successes (default 16); finite, in [0, 10^6].
     pub ratio_penalty: f32,
+    /// Probation, the calls that find out whether an avoided node has recovered (default 0, none;
+    /// finite, in [0, 1]): the fraction of acquires whose first try is a slot drawn uniformly at random
+    /// instead of the lowest score. A node that failed is avoided while its penalty lasts, so without
+    /// them nothing tells it has recovered before its failures fade (30 s half-life); with them it gets
+    /// a trickle of real calls (a draw that lands on a full, absent or leaving slot makes no call, and the
+    /// acquire goes on as usual). 0.01 sends a hundredth of the calls to a random member, so a dead
+    /// node costs about `0.01 / n` of the calls it would fail. Each draw takes one number from the
+    /// acquire's generator; at 0 none is taken, so the decisions are the same as without the field.
+    pub probe_fraction: f32,
+    /// What each success takes from its node's failures (default 0, nothing; finite, in [0, 1]): 0.5
+    /// halves them, so a node that answers well again is forgiven within a few calls instead of over the
+    /// failure half-life, while a node that keeps failing is not (its successes are few). With
+    /// `probe_fraction`, a recovered node earns its traffic back by answering, not by waiting.
+    pub forgiveness: f32,
 }
 
 impl LowestScore {
@@ -89,6 +103,8 @@ impl LowestScore {
         client_error_cost: 0.01,
         penalty: 10.0,
         ratio_penalty: 16.0,
+        probe_fraction: 0.0,
+        forgiveness: 0.0,
     };
 
     /// [`LowestScore::DEFAULT`] with other half-lives, given as [`Duration`]s (saturating at `u64::MAX`
@@ -125,6 +141,9 @@ impl LowestScore {
         if !(coefficient(self.penalty) && coefficient(self.ratio_penalty)) {
             return Err(ConfigError::Penalty);
         }
+        if !(cost(self.probe_fraction) && cost(self.forgiveness)) {
+            return Err(ConfigError::Probation);
+        }
         out.success.fill(self.success_half_life_ns);
         out.failure.fill(self.failure_half_life_ns);
         out.dropped = f64::from(self.dropped_cost);
@@ -134,6 +153,9 @@ impl LowestScore {
             per_failure: f64::from(self.penalty),
             per_doubling: f64::from(self.ratio_penalty),
         };
+        // In [0, 2^32]: a draw below it probes (exact at 0 and 1).
+        out.probe = (f64::from(self.probe_fraction) * PROBE_ONE as f64) as u64;
+        out.keep = 1.0 - f64::from(self.forgiveness);
         Ok(())
     }
 
@@ -164,7 +186,14 @@ pub(crate) struct Prepared {
     pub(crate) throttled: f64,
     pub(crate) client_error: f64,
     pub(crate) penalty: Penalty,
+    /// [`LowestScore::probe_fraction`] in units of 2^-32 (0: no probes, and no draw).
+    pub(crate) probe: u64,
+    /// What a success leaves of its node's failures: `1 - forgiveness` (1: all, and no write).
+    pub(crate) keep: f64,
 }
+
+/// [`Prepared::probe`] of a fraction of 1.
+pub(crate) const PROBE_ONE: u64 = 1 << 32;
 
 impl Prepared {
     /// What [`LowestScore::prepare_into`] overwrites: every field.
@@ -178,6 +207,8 @@ impl Prepared {
             per_failure: 0.0,
             per_doubling: 0.0,
         },
+        probe: 0,
+        keep: 1.0,
     };
 
     /// What the limiter is told of `outcome`: a drop on `Failure` and `Dropped`, as dialogue's endpoint

@@ -72,8 +72,17 @@ const GIVE_UP_FLOOR: u64 = 6 << P_FRACTION;
 /// random, which cost more than the rest of the pass. So ties are counted with a compare and a carry, and
 /// their places are kept only as the count at the end of each chunk of [`CHUNK`] nodes; the tie drawn is
 /// found again from those marks.
+///
+/// With `probe` above 0 ([`LowestScore::probe_fraction`](super::LowestScore::probe_fraction) in units
+/// of 2^-32), a draw below it makes the first try a member with room drawn uniformly at random instead
+/// (see [`probe_draw`]): probation.
 #[inline]
-pub(crate) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+pub(crate) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng, probe: u64) -> Choice {
+    if probe != 0 && u64::from(rng.u32(..)) < probe {
+        if let Some(i) = probe_draw(slots, rng) {
+            return Choice::Try(i);
+        }
+    }
     if slots.len() > SAMPLE_ABOVE {
         return sampled(slots, rng);
     }
@@ -114,6 +123,23 @@ pub(crate) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
         // The keys changed meanwhile: the full rules decide.
         None => lowest(slots, rng),
     }
+}
+
+/// How many slots a probe draws before it gives up (see [`probe_draw`]).
+const PROBE_DRAWS: usize = 8;
+
+/// A probe's node: slots drawn uniformly at random until one holds an active node with room, at most
+/// [`PROBE_DRAWS`] of them, so every member with room is equally likely however sparse the slots (a
+/// balancer with spare capacity); `None` if none of the draws found one (the acquire then decides as
+/// usual). Out of line: only probes pay for it.
+#[inline(never)]
+fn probe_draw(slots: &[NodeSlot], rng: &mut Rng) -> Option<usize> {
+    if slots.is_empty() {
+        return None;
+    }
+    (0..PROBE_DRAWS)
+        .map(|_| rng.usize(..slots.len()))
+        .find(|&i| slots.get(i).is_some_and(|s| key(s) < FULL))
 }
 
 /// Above this many slots, the first try of an acquire compares [`SAMPLES`] members drawn at random
