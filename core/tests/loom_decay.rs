@@ -305,3 +305,38 @@ fn racing_drops_publish_the_newest_limit() {
         );
     });
 }
+
+/// Forgiveness (`LowestScore::forgiveness` 0.5) racing a failure on a node with one failure: each
+/// success's halving is one compare-and-swap on the failure counter, as each failure's addition is, so
+/// the result is one of the two serial orders, never a lost write: success first, 1 / 2 + 1 = 1.5;
+/// failure first, (1 + 1) / 2 = 1 (a lost failure would leave 0.5, a lost halving 2).
+#[test]
+fn decay_forgiveness_races_failure() {
+    model(3, || {
+        let config = Config {
+            algorithm: weir::balance::Algorithm::LowestScore(LowestScore {
+                forgiveness: 0.5,
+                ..LowestScore::DEFAULT
+            }),
+            ..Config::default()
+        };
+        let b = Arc::new(Balancer::new(vec![NodeSlot::new(), NodeSlot::new()], config).unwrap());
+        b.add(1).unwrap();
+        b.add(2).unwrap();
+        let first = lease_on(&b, 1, 0);
+        b.release(first, Outcome::Failure, 0).unwrap();
+        let (ok, failed) = (lease_on(&b, 1, 0), lease_on(&b, 1, 0));
+        let b2 = b.clone();
+        let t = thread::spawn(move || b2.release(ok, Outcome::Success, 0));
+        assert_eq!(b.release(failed, Outcome::Failure, 0), Ok(()));
+        assert_eq!(t.join().unwrap(), Ok(()));
+        assert_conserved(&b.stats());
+        let n = b.node(1, 0).unwrap();
+        assert!(n.failures == 1.5 || n.failures == 1.0, "{n:?}");
+        // The penalty read is the formula's of those counters.
+        assert!(
+            (n.penalty - penalty(n.successes, n.failures)).abs() < 1e-9,
+            "{n:?}"
+        );
+    });
+}

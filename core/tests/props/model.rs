@@ -52,6 +52,8 @@ pub mod decay {
         pub client_error: f64,
         pub per_failure: f64,
         pub per_doubling: f64,
+        /// What a success leaves of the failures: `1 - forgiveness`.
+        pub keep: f64,
     }
 
     pub fn tick(now: u64) -> u32 {
@@ -127,6 +129,9 @@ pub fn decay_params(config: &Config) -> Option<decay::Params> {
             client_error_cost,
             penalty,
             ratio_penalty,
+            // Probes draw from the generator: the strategies keep them off, so the model's picks hold.
+            probe_fraction: _,
+            forgiveness,
         }) => Some(decay::Params {
             s: decay::TICK_NS as f64 / success_half_life_ns as f64,
             f: decay::TICK_NS as f64 / failure_half_life_ns as f64,
@@ -135,6 +140,7 @@ pub fn decay_params(config: &Config) -> Option<decay::Params> {
             client_error: f64::from(client_error_cost),
             per_failure: f64::from(penalty),
             per_doubling: f64::from(ratio_penalty),
+            keep: 1.0 - f64::from(forgiveness),
         }),
         Algorithm::Weighted(_) => None,
     }
@@ -444,6 +450,12 @@ impl Model {
                             (successes, k.s)
                         };
                         *w = decay::added(*w, decay::tick(t), amount, per_tick);
+                        // Forgiveness: a success keeps `keep` of the failures, read at its tick.
+                        if outcome == Outcome::Success && k.keep < 1.0 && *failures != 0 {
+                            let at = decay::tick(t);
+                            let v = decay::read(*failures, at, k.f);
+                            *failures = decay::added(*failures, at, -v * (1.0 - k.keep), k.f);
+                        }
                         *has_data = true;
                         // A success with no failure recorded leaves the penalty at 0: no refresh.
                         refresh = failure || *failures != 0;

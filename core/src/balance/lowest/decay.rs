@@ -287,6 +287,71 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
+    /// The runtime form of `LowestScore::DEFAULT` with `forgiveness`.
+    fn forgiving(forgiveness: f32) -> Prepared {
+        let mut d = Prepared::UNPREPARED;
+        super::super::LowestScore {
+            forgiveness,
+            ..super::super::LowestScore::DEFAULT
+        }
+        .prepare_into(&mut d)
+        .unwrap();
+        d
+    }
+
+    #[test]
+    fn each_success_takes_its_share_of_the_failures() {
+        let h = Health::new();
+        let d = forgiving(0.5);
+        for _ in 0..4 {
+            h.record_decay(&d, S, Outcome::Failure);
+        }
+        assert_eq!(h.decayed(S, &d).1, 4.0);
+        // Each success halves the failures (read at its own time, so after their decay too).
+        assert!(h.record_decay(&d, S, Outcome::Success));
+        assert_eq!(h.decayed(S, &d).1, 2.0);
+        h.record_decay(&d, S, Outcome::Success);
+        assert_eq!(h.decayed(S, &d).1, 1.0);
+        // A 4xx is an answer but not a success: nothing is forgiven.
+        h.record_decay(&d, S, Outcome::ClientError);
+        assert_eq!(h.decayed(S, &d).1, f64::from(1.01f32));
+        // Without forgiveness a success leaves the failures alone.
+        let (h, d) = (Health::new(), forgiving(0.0));
+        h.record_decay(&d, S, Outcome::Failure);
+        h.record_decay(&d, S, Outcome::Success);
+        assert_eq!(h.decayed(S, &d).1, 1.0);
+        // On a node with no failures a success writes nothing to them.
+        let (h, d) = (Health::new(), forgiving(1.0));
+        h.record_decay(&d, S, Outcome::Success);
+        assert!(h.no_failures());
+    }
+
+    #[test]
+    fn probation_is_validated() {
+        use crate::error::ConfigError;
+        let lowest = |probe_fraction, forgiveness| super::super::LowestScore {
+            probe_fraction,
+            forgiveness,
+            ..super::super::LowestScore::DEFAULT
+        };
+        let mut d = Prepared::UNPREPARED;
+        for (p, f) in [(0.0, 0.0), (1.0, 1.0), (0.01, 0.5)] {
+            assert_eq!(lowest(p, f).prepare_into(&mut d), Ok(()));
+        }
+        for (p, f) in [
+            (f32::NAN, 0.0),
+            (-0.01, 0.0),
+            (1.01, 0.0),
+            (0.0, f32::INFINITY),
+            (0.0, -1.0),
+        ] {
+            assert_eq!(
+                lowest(p, f).prepare_into(&mut d),
+                Err(ConfigError::Probation),
+                "{p} {f}"
+            );
+        }
+    }
     #[test]
     fn decay_halves_per_half_life() {
         let h = Halving::new(TICK_NS * 100);

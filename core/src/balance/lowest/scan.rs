@@ -444,7 +444,7 @@ mod tests {
                     0
                 };
                 let mut rng = gen.clone();
-                match lowest_fast(&slots, &mut rng) {
+                match lowest_fast(&slots, &mut rng, 0) {
                     Choice::Try(i) => assert_eq!(i, ties[nth], "n {n}, round {round}"),
                     Choice::Reject(r) => panic!("n {n}, round {round}: rejected {r:?}"),
                 }
@@ -474,9 +474,50 @@ mod tests {
     }
 
     fn pick(slots: &[NodeSlot], rng: &mut Rng) -> usize {
-        match lowest_fast(slots, rng) {
+        pick_probing(slots, rng, 0)
+    }
+
+    fn pick_probing(slots: &[NodeSlot], rng: &mut Rng, probe: u64) -> usize {
+        match lowest_fast(slots, rng, probe) {
             Choice::Try(i) => i,
             Choice::Reject(r) => panic!("rejected {r:?}"),
+        }
+    }
+
+    /// Probes: a penalised node among idle ones gets about `probe / n` of the picks (a member with room
+    /// drawn uniformly, absent and full slots drawn again), never with probes off; every probe of a
+    /// fraction of 1 is a uniform draw among the members with room, however sparse the slots.
+    #[test]
+    fn probes_reach_a_penalised_node_in_proportion() {
+        use crate::balance::lowest::PROBE_ONE;
+        // Slots 0 and 4 absent, 3 full, 5 penalised (a score of 50): members with room 1, 2, 5.
+        let keys = [
+            None,
+            Some((0, 0, true)),
+            Some((0, 0, true)),
+            Some((3, 0, false)),
+            None,
+            Some((0, 50 << P_FRACTION, true)),
+        ];
+        let slots = slots_with(&keys);
+        let mut rng = Rng::with_seed(3);
+        let count = |rng: &mut Rng, probe: u64| {
+            let mut c = [0u32; 6];
+            for _ in 0..30_000 {
+                c[pick_probing(&slots, rng, probe)] += 1;
+            }
+            c
+        };
+        assert_eq!(count(&mut rng, 0)[5], 0);
+        // A tenth of the picks probe; a third of the probes land on slot 5 (8 draws find a member
+        // with room but for (1/2)^8 of them): about 1,000 of 30,000.
+        let tenth = count(&mut rng, PROBE_ONE / 10);
+        assert!((800..1_200).contains(&tenth[5]), "{tenth:?}");
+        // Every pick a probe: members with room a third each; absent and full slots never.
+        let all = count(&mut rng, PROBE_ONE);
+        assert_eq!((all[0], all[3], all[4]), (0, 0, 0), "{all:?}");
+        for i in [1, 2, 5] {
+            assert!((9_400..10_600).contains(&all[i]), "{all:?}");
         }
     }
 
