@@ -18,6 +18,9 @@ def test_defaults_are_the_cores() -> None:
     assert (d.success_half_life, d.failure_half_life, d.throttled_cost, d.client_error_cost) == (1.0, 30.0, 0.1, 0.01)
     assert d.dropped_cost == 1.0 and weir.LowestScore(dropped_cost=0.1).dropped_cost == 0.1
     assert (d.penalty, d.ratio_penalty) == (10.0, 16.0)
+    assert (d.probe_fraction, d.forgiveness) == (0.0, 0.0)
+    probation = weir.LowestScore(probe_fraction=0.01, forgiveness=0.5)
+    assert (probation.probe_fraction, probation.forgiveness, probation.ratio_penalty) == (0.01, 0.5, 16.0)
     w = weir.Weighted()
     assert (w.health, w.draw, w.weight_exponent, w.floor) == (weir.Buckets(), weir.Draw.CASCADE, 3.0, 1e-4)
     bk = weir.Buckets()
@@ -88,8 +91,16 @@ def test_the_algorithm_families_and_the_config() -> None:
     assert repr(pick) == "Weighted(health=Ewma(half_life=20), draw=Draw.WEIGHTED_PICK, weight_exponent=2.5, floor=0.0001)"
     assert repr(weir.LowestScore(penalty=4)) == (
         "LowestScore(success_half_life=1.0, failure_half_life=30.0, dropped_cost=1.0, throttled_cost=0.1, "
-        "client_error_cost=0.01, penalty=4.0, ratio_penalty=16.0)"
+        "client_error_cost=0.01, penalty=4.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0)"
     )
+    # Probation's fields read back from the repr, and each one sets the algorithm apart.
+    probation = weir.LowestScore(probe_fraction=0.2, forgiveness=0.5)
+    assert repr(probation).endswith("ratio_penalty=16.0, probe_fraction=0.2, forgiveness=0.5)")
+    assert eval(repr(probation), {"LowestScore": weir.LowestScore}) == probation
+    assert hash(probation) == hash(weir.LowestScore(probe_fraction=0.2, forgiveness=0.5))
+    assert len({weir.LowestScore(), probation, weir.LowestScore(probe_fraction=0.2), weir.LowestScore(forgiveness=0.5)}) == 4
+    probation_config = weir.Config(algorithm=probation, seed=3)
+    assert weir.Balancer(config=probation_config).config.algorithm == probation
     c = weir.Config(algorithm=pick, limit=weir.Fixed(7), max_waiters=0, seed=9)
     assert (c.algorithm, c.limit, c.max_waiters, c.seed) == (pick, weir.Fixed(7), 0, 9)
     assert repr(c) == f"Config(algorithm={pick!r}, limit=Fixed(7), max_waiters=0, seed=9)"
@@ -116,6 +127,10 @@ BAD: list[tuple[Callable[..., Any], dict[str, Any], type[Exception], str]] = [
     (weir.LowestScore, {"client_error_cost": math.nan}, ValueError, "client_error_cost must not be NaN"),
     (weir.LowestScore, {"penalty": math.inf}, ValueError, "penalty must be finite"),
     (weir.LowestScore, {"ratio_penalty": -1.0}, ValueError, "penalty and ratio_penalty"),
+    (weir.LowestScore, {"probe_fraction": 2.0}, ValueError, "probe_fraction and forgiveness"),
+    (weir.LowestScore, {"forgiveness": -0.5}, ValueError, "probe_fraction and forgiveness"),
+    (weir.LowestScore, {"probe_fraction": "0.1"}, TypeError, "probe_fraction must be a float"),
+    (weir.LowestScore, {"forgiveness": True}, TypeError, "forgiveness must be a float, not bool"),
     (weir.LowestScore, {"success_half_life": "1s"}, TypeError, "success_half_life must be a number of seconds"),
     (weir.Weighted, {"weight_exponent": math.nan}, ValueError, "weight_exponent must not be NaN"),
     (weir.Weighted, {"weight_exponent": 0.0}, ValueError, "Weighted: weight_exponent must be finite and in"),
@@ -212,6 +227,32 @@ def test_bad_knee_values_raise_as_ciads_do(ciad: dict[str, Any], ciad_says: str,
         weir.Knee(**knee)
     assert type(k.value) is type(c.value) is ValueError
     assert (str(c.value), str(k.value)) == (ciad_says, knee_says)
+
+
+# Probation's two fractions: out of [0, 1] is the core's rule, named by the class; NaN and the infinities
+# are refused on the way in, as every f32 parameter's are, naming the parameter.
+PROBATION = "LowestScore: probe_fraction and forgiveness must be finite and in [0, 1]"
+
+
+@pytest.mark.parametrize("name", ["probe_fraction", "forgiveness"])
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        (math.nan, "{name} must not be NaN"),
+        (-0.01, PROBATION),
+        (1.01, PROBATION),
+        (math.inf, "{name} must be finite, got inf"),
+        (-math.inf, "{name} must be finite, got -inf"),
+    ],
+    ids=str,
+)
+def test_probation_fractions_outside_0_to_1_are_refused(name: str, value: float, says: str) -> None:
+    with pytest.raises(ValueError) as e:
+        weir.LowestScore(**{name: value})
+    assert type(e.value) is ValueError and str(e.value) == says.format(name=name)
+    # The edges are in.
+    for edge in (0.0, 1.0):
+        assert getattr(weir.LowestScore(**{name: edge}), name) == edge
 
 
 @pytest.mark.parametrize("cls, kwargs, exc, match", BAD, ids=lambda x: getattr(x, "__name__", None) or str(x))

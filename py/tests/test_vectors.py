@@ -26,6 +26,19 @@ def test_all_trace_files_are_found() -> None:
     assert limits == {"fixed", "aimd", "vegas", "gradient", "gradient2", "ciad", "knee", "windowed"}
 
 
+def test_probation_is_replayed_with_its_fractions(tmp_path: Path) -> None:
+    # The probation trace runs both fractions, and each is read: the same file with either one off (the
+    # default, 0) is refused, so the exact replay above depends on both reaching the balancer.
+    src = (VECTORS / "decay-lowest-score-probation.trace").read_text()
+    for key, value in (("probe_fraction", "0.2"), ("forgiveness", "0.5")):
+        line = f"config algorithm.{key}={value}\n"
+        assert src.count(line) == 1, key
+        off = tmp_path / f"{key}-off.trace"
+        off.write_text(src.replace(line, f"config algorithm.{key}=0.0\n"))
+        with pytest.raises(Mismatch, match=f"{key}-off.trace:"):
+            replay(off)
+
+
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_trace_replays_exactly(path: Path) -> None:
     assert replay(path) > 0

@@ -73,6 +73,8 @@ class ConfigLines:
                 client_error_cost=f32(self.get("algorithm.client_error_cost")),
                 penalty=f32(self.get("algorithm.penalty")),
                 ratio_penalty=f32(self.get("algorithm.ratio_penalty")),
+                probe_fraction=f32(self.get("algorithm.probe_fraction")),
+                forgiveness=f32(self.get("algorithm.forgiveness")),
             )
         if kind == "weighted":
             return weir.Weighted(

@@ -17,7 +17,8 @@ pub struct LowestScore {
 #[pymethods]
 impl LowestScore {
     #[new]
-    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, dropped_cost=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None), text_signature = "(*, success_half_life=1.0, failure_half_life=30.0, dropped_cost=1.0, throttled_cost=0.1, client_error_cost=0.01, penalty=10.0, ratio_penalty=16.0)")]
+    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, dropped_cost=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None, probe_fraction=None, forgiveness=None), text_signature = "(*, success_half_life=1.0, failure_half_life=30.0, dropped_cost=1.0, throttled_cost=0.1, client_error_cost=0.01, penalty=10.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0)")]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         success_half_life: Option<&Bound<'_, PyAny>>,
         failure_half_life: Option<&Bound<'_, PyAny>>,
@@ -26,6 +27,8 @@ impl LowestScore {
         client_error_cost: Option<&Bound<'_, PyAny>>,
         penalty: Option<&Bound<'_, PyAny>>,
         ratio_penalty: Option<&Bound<'_, PyAny>>,
+        probe_fraction: Option<&Bound<'_, PyAny>>,
+        forgiveness: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut p = Params::DEFAULT;
         if let Some(v) = success_half_life {
@@ -48,6 +51,12 @@ impl LowestScore {
         }
         if let Some(v) = ratio_penalty {
             p.ratio_penalty = f32_arg(v, "ratio_penalty")?;
+        }
+        if let Some(v) = probe_fraction {
+            p.probe_fraction = f32_arg(v, "probe_fraction")?;
+        }
+        if let Some(v) = forgiveness {
+            p.forgiveness = f32_arg(v, "forgiveness")?;
         }
         check_algorithm(Algorithm::LowestScore(p), "LowestScore")?;
         Ok(LowestScore { params: p })
@@ -89,16 +98,32 @@ impl LowestScore {
     fn ratio_penalty(&self) -> f64 {
         f32_shown(self.params.ratio_penalty)
     }
+    /// Probation: the fraction of acquires whose first try is a member with room drawn at random instead
+    /// of the lowest score, so that an avoided node gets a trickle of calls that tell whether it has
+    /// recovered (default 0.0, none; 0.01 sends a hundredth of the calls to a random member).
+    #[getter]
+    fn probe_fraction(&self) -> f64 {
+        f32_shown(self.params.probe_fraction)
+    }
+    /// The fraction of its node's failures each success takes away (default 0.0, nothing; 0.5 halves
+    /// them, so a node that answers well again is forgiven within a few calls, not over the failure
+    /// half-life).
+    #[getter]
+    fn forgiveness(&self) -> f64 {
+        f32_shown(self.params.forgiveness)
+    }
     fn __repr__(&self) -> String {
         format!(
-            "LowestScore(success_half_life={}, failure_half_life={}, dropped_cost={}, throttled_cost={}, client_error_cost={}, penalty={}, ratio_penalty={})",
+            "LowestScore(success_half_life={}, failure_half_life={}, dropped_cost={}, throttled_cost={}, client_error_cost={}, penalty={}, ratio_penalty={}, probe_fraction={}, forgiveness={})",
             fmt_f(self.success_half_life()),
             fmt_f(self.failure_half_life()),
             fmt_f(self.dropped_cost()),
             fmt_f(self.throttled_cost()),
             fmt_f(self.client_error_cost()),
             fmt_f(self.penalty()),
-            fmt_f(self.ratio_penalty())
+            fmt_f(self.ratio_penalty()),
+            fmt_f(self.probe_fraction()),
+            fmt_f(self.forgiveness())
         )
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {

@@ -13,6 +13,8 @@ default = weir.Balancer([("10.0.0.7", 8080)], config=None, capacity=32)  # Balan
 knee = weir.Config(limit=weir.Knee(knee=3.0, hold=2.0))
 windowed_knee = weir.Windowed(weir.Knee(backoff_ratio=0.75))
 hold: float = weir.Knee().hold
+probation = weir.Config(algorithm=weir.LowestScore(probe_fraction=0.01, forgiveness=0.5))
+forgiveness: float = weir.LowestScore().forgiveness
 
 
 def describe(c: weir.Config) -> str:
@@ -33,4 +35,4 @@ def host_of(b: weir.Balancer[tuple[str, int]]) -> str:
 describe(config)
 describe(cascade.config)
 host_of(default)
-print(by_value, knee, windowed_knee.inner, hold)
+print(by_value, knee, windowed_knee.inner, hold, probation, forgiveness)
