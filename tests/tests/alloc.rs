@@ -64,7 +64,7 @@ fn configs() -> Vec<Config> {
     // The default algorithm (the lowest-score family): the default itself, and narrow half-lives (1 ms
     // and 3 ms: the clock's epoch is 250 µs, so rotations recompute every penalty every few calls, and
     // counters fade below 2^-20 and are settled to zero within the counted region), with each kind of
-    // limit. The narrow one keeps the default's penalty coefficients.
+    // limit. The narrow one keeps the default's penalty coefficients and has probation on.
     let LowestScore {
         penalty,
         ratio_penalty,
@@ -78,6 +78,9 @@ fn configs() -> Vec<Config> {
         client_error_cost: 0.25,
         penalty,
         ratio_penalty,
+        // Probation on: probes and forgiveness allocate nothing either.
+        probe_fraction: 0.05,
+        forgiveness: 0.5,
     });
     out.push(Config::default());
     for limit in limits.into_iter().chain([Config::default().limit]) {
