@@ -134,7 +134,7 @@ typedef uint32_t weir_algorithm_family;
 
 /**
  * The lowest-score family's parameters: two time-decayed counters per node, successes and failures,
- * and the failure penalty they give (defaults: 1 s, 30 s, 1, 0.1, 0.01, 10, 16).
+ * the failure penalty they give, and probation (defaults: 1 s, 30 s, 1, 0.1, 0.01, 10, 16, 0, 0).
  */
 typedef struct weir_lowest_score {
   /**
@@ -167,6 +167,20 @@ typedef struct weir_lowest_score {
    * Penalty per doubling of failures over successes; in [0, 1e6].
    */
   float ratio_penalty;
+  /**
+   * Probation: the fraction of acquires whose first try is a member with room drawn at random
+   * instead of the lowest score, so an avoided node gets a trickle of calls that tell whether it has
+   * recovered; in [0, 1]. 0 (none) by default, and then no acquire draws from its generator for it,
+   * so the decisions are those without the field (see the Rust docs of
+   * `LowestScore::probe_fraction`).
+   */
+  float probe_fraction;
+  /**
+   * The fraction of a node's decayed failures each of its successes takes away; in [0, 1]. 0
+   * (nothing) by default; 0.5 halves them, so a node that answers well again is forgiven within a few
+   * calls rather than over the failure half-life.
+   */
+  float forgiveness;
 } weir_lowest_score;
 
 /**
@@ -2057,8 +2071,8 @@ weir_status weir_config_validate(const struct weir_config *config);
 
 /**
  * The lowest-score family with its defaults (successes halve every 1 s, failures every 30 s; costs 1,
- * 0.1, 0.01; penalties 10 and 16), the default configuration's. The weighted family's parameters hold
- * the original cascade's.
+ * 0.1, 0.01; penalties 10 and 16; no probation: probe fraction and forgiveness 0), the default
+ * configuration's. The weighted family's parameters hold the original cascade's.
  *
  * Thread safety: a pure function; safe from any thread.
  */

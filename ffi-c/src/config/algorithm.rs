@@ -19,7 +19,7 @@ pub const WEIR_ALGORITHM_LOWEST_SCORE: weir_algorithm_family = 0;
 pub const WEIR_ALGORITHM_WEIGHTED: weir_algorithm_family = 1;
 
 /// The lowest-score family's parameters: two time-decayed counters per node, successes and failures,
-/// and the failure penalty they give (defaults: 1 s, 30 s, 1, 0.1, 0.01, 10, 16).
+/// the failure penalty they give, and probation (defaults: 1 s, 30 s, 1, 0.1, 0.01, 10, 16, 0, 0).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct weir_lowest_score {
@@ -39,6 +39,16 @@ pub struct weir_lowest_score {
     pub penalty: f32,
     /// Penalty per doubling of failures over successes; in [0, 1e6].
     pub ratio_penalty: f32,
+    /// Probation: the fraction of acquires whose first try is a member with room drawn at random
+    /// instead of the lowest score, so an avoided node gets a trickle of calls that tell whether it has
+    /// recovered; in [0, 1]. 0 (none) by default, and then no acquire draws from its generator for it,
+    /// so the decisions are those without the field (see the Rust docs of
+    /// `LowestScore::probe_fraction`).
+    pub probe_fraction: f32,
+    /// The fraction of a node's decayed failures each of its successes takes away; in [0, 1]. 0
+    /// (nothing) by default; 0.5 halves them, so a node that answers well again is forgiven within a few
+    /// calls rather than over the failure half-life.
+    pub forgiveness: f32,
 }
 
 /// The algorithm a balancer decides by: `family` says which of the two parameter sets is used.
@@ -63,6 +73,8 @@ impl From<LowestScore> for weir_lowest_score {
             client_error_cost: l.client_error_cost,
             penalty: l.penalty,
             ratio_penalty: l.ratio_penalty,
+            probe_fraction: l.probe_fraction,
+            forgiveness: l.forgiveness,
         }
     }
 }
@@ -77,6 +89,8 @@ impl From<weir_lowest_score> for LowestScore {
             client_error_cost: l.client_error_cost,
             penalty: l.penalty,
             ratio_penalty: l.ratio_penalty,
+            probe_fraction: l.probe_fraction,
+            forgiveness: l.forgiveness,
         }
     }
 }
@@ -122,8 +136,8 @@ pub(super) fn algorithm_from_c(c: &weir_algorithm) -> Result<Algorithm, Error> {
 }
 
 /// The lowest-score family with its defaults (successes halve every 1 s, failures every 30 s; costs 1,
-/// 0.1, 0.01; penalties 10 and 16), the default configuration's. The weighted family's parameters hold
-/// the original cascade's.
+/// 0.1, 0.01; penalties 10 and 16; no probation: probe fraction and forgiveness 0), the default
+/// configuration's. The weighted family's parameters hold the original cascade's.
 ///
 /// Thread safety: a pure function; safe from any thread.
 #[no_mangle]
@@ -175,8 +189,14 @@ mod tests {
             weight_exponent: 2.5,
             floor: 0.01,
         };
+        let probation = LowestScore {
+            probe_fraction: 0.01,
+            forgiveness: 1.0,
+            ..slow
+        };
         for core in [
             Algorithm::LowestScore(slow),
+            Algorithm::LowestScore(probation),
             Algorithm::Weighted(pick),
             Algorithm::Weighted(Weighted {
                 draw: Draw::CascadeApprox,
@@ -200,5 +220,43 @@ mod tests {
                 ..
             }))
         ));
+    }
+
+    /// Each lowest-score field lands in its own core field and comes back from it (a round trip alone
+    /// would not see two fields of one type swapped both ways): every value differs from the others and
+    /// from its default, and the whole is valid.
+    #[test]
+    fn lowest_score_fields_are_the_cores_by_name() {
+        let c = weir_lowest_score {
+            success_half_life_ns: 2_000_000,
+            failure_half_life_ns: 3_000_000,
+            dropped_cost: 0.25,
+            throttled_cost: 0.125,
+            client_error_cost: 0.0625,
+            penalty: 7.0,
+            ratio_penalty: 9.0,
+            probe_fraction: 0.2,
+            forgiveness: 0.5,
+        };
+        let core = LowestScore {
+            success_half_life_ns: 2_000_000,
+            failure_half_life_ns: 3_000_000,
+            dropped_cost: 0.25,
+            throttled_cost: 0.125,
+            client_error_cost: 0.0625,
+            penalty: 7.0,
+            ratio_penalty: 9.0,
+            probe_fraction: 0.2,
+            forgiveness: 0.5,
+        };
+        assert_eq!(LowestScore::from(c), core);
+        assert_eq!(weir_lowest_score::from(core), c);
+        let mut config = crate::config::weir_config_default();
+        config.algorithm.lowest_score = c;
+        let back = crate::config::config_from_c(&config).map(|k| k.algorithm);
+        assert_eq!(back, Ok(Algorithm::LowestScore(core)));
+        // Probation is off in the filler, as in the core's default.
+        let d = weir_algorithm_lowest_score_default().lowest_score;
+        assert_eq!((d.probe_fraction, d.forgiveness), (0.0, 0.0));
     }
 }

@@ -50,6 +50,9 @@ pub(crate) fn config_error(e: ConfigError, c: &weir_config) -> Error {
         ConfigError::Penalty => "algorithm.lowest_score.penalty and ratio_penalty must be finite \
                                  and in [0, 1e6]"
             .to_owned(),
+        ConfigError::Probation => "algorithm.lowest_score.probe_fraction and forgiveness must be \
+                                   finite and in [0, 1]"
+            .to_owned(),
         ConfigError::MaxWaiters => "max_waiters must be at most 2^20 (1,048,576)".to_owned(),
         ConfigError::LimitRange => match inner_algorithm(&c.limit) {
             WEIR_LIMIT_FIXED => {
@@ -147,7 +150,7 @@ mod tests {
     #[test]
     fn every_refused_config_is_named_in_the_headers_words() {
         type Case = (fn(&mut weir_config), &'static str);
-        let cases: [Case; 37] = [
+        let cases: [Case; 41] = [
             (
                 |c| c.algorithm.weighted.health.buckets.count = 0,
                 "algorithm.weighted.health.buckets.count must be between 1 and 8",
@@ -191,6 +194,22 @@ mod tests {
             (
                 |c| *c = lowest_score(|l| l.penalty = -1.0),
                 "algorithm.lowest_score.penalty",
+            ),
+            (
+                |c| *c = lowest_score(|l| l.probe_fraction = f32::NAN),
+                "algorithm.lowest_score.probe_fraction and forgiveness must be finite and in [0, 1]",
+            ),
+            (
+                |c| *c = lowest_score(|l| l.probe_fraction = 1.01),
+                "algorithm.lowest_score.probe_fraction",
+            ),
+            (
+                |c| *c = lowest_score(|l| l.forgiveness = -0.01),
+                "algorithm.lowest_score.probe_fraction and forgiveness",
+            ),
+            (
+                |c| *c = lowest_score(|l| l.forgiveness = f32::INFINITY),
+                "algorithm.lowest_score.probe_fraction and forgiveness",
             ),
             (
                 |c| c.max_waiters = (1 << 20) + 1,

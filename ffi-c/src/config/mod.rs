@@ -137,7 +137,7 @@ mod tests {
     fn unknown_tags_and_bad_values_name_their_field() {
         type Case = (fn(&mut weir_config), weir_status, &'static str);
         let weighted = |c: &mut weir_config| c.algorithm.family = WEIR_ALGORITHM_WEIGHTED;
-        let cases: [Case; 10] = [
+        let cases: [Case; 11] = [
             (
                 |c| c.algorithm.family = 2,
                 WEIR_ERR_INVALID_ARGUMENT,
@@ -202,6 +202,11 @@ mod tests {
                 "algorithm.lowest_score.penalty",
             ),
             (
+                |c| c.algorithm.lowest_score.forgiveness = 1.5,
+                WEIR_ERR_INVALID_CONFIG,
+                "algorithm.lowest_score.probe_fraction and forgiveness",
+            ),
+            (
                 |c| c.max_waiters = (1 << 20) + 1,
                 WEIR_ERR_INVALID_CONFIG,
                 "max_waiters",
@@ -236,6 +241,7 @@ mod tests {
         assert_eq!(config_from_c(&c), Ok(Config::default()));
         let mut c = weir_config_cascade();
         c.algorithm.lowest_score.success_half_life_ns = 0;
+        c.algorithm.lowest_score.probe_fraction = f32::NAN;
         assert_eq!(config_from_c(&c), Ok(Config::cascade()));
     }
 }

@@ -95,6 +95,29 @@ impl Bytes<'_> {
             _ => f64::from_bits(self.u64()),
         }
     }
+    /// An f32 for a fraction in [0, 1], often at or just past an end of that range in f32 steps (which
+    /// [`Bytes::edgy_f64`]'s values lose in the conversion), or one of its values.
+    pub(super) fn edgy_fraction(&mut self) -> f32 {
+        match self.u8() % 2 {
+            0 => self.pick(&[
+                0.0,
+                -0.0,
+                f32::from_bits(1),
+                -f32::from_bits(1),
+                0.2,
+                0.5,
+                1.0 - f32::EPSILON / 2.0,
+                1.0,
+                1.0 + f32::EPSILON,
+                -0.01,
+                1.01,
+                f32::NAN,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+            ]),
+            _ => self.edgy_f64() as f32,
+        }
+    }
 }
 
 impl Fuzz<'_> {
@@ -172,7 +195,7 @@ impl Fuzz<'_> {
             let i = &mut self.input;
             let l = &mut c.algorithm.lowest_score;
             let w = &mut c.algorithm.weighted;
-            match i.u8() % 47 {
+            match i.u8() % 49 {
                 0 => c.algorithm.family = i.edgy_u32() % 3,
                 1 => l.success_half_life_ns = i.edgy_u64(),
                 2 => l.failure_half_life_ns = i.edgy_u64(),
@@ -219,6 +242,8 @@ impl Fuzz<'_> {
                 43 => c.limit.knee.backoff_ratio = i.edgy_f64(),
                 44 => c.limit.knee.knee = i.edgy_f64(),
                 45 => c.limit.knee.hold = i.edgy_f64(),
+                46 => l.probe_fraction = i.edgy_fraction(),
+                47 => l.forgiveness = i.edgy_fraction(),
                 _ => c.max_waiters = i.edgy_u32(),
             }
         }

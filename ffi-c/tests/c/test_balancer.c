@@ -2,6 +2,7 @@
  * their values, validation naming the field, membership and its errors, the three acquires, release of
  * every outcome, the HTTP and errno mappings, snapshots, counters, versions and status names. */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -161,6 +162,7 @@ static void test_presets(void) {
     CHECK(ls->client_error_cost == 0.01f);
     CHECK(ls->penalty == 10.0f);
     CHECK(ls->ratio_penalty == 16.0f);
+    CHECK(ls->probe_fraction == 0.0f && ls->forgiveness == 0.0f); /* probation off */
     /* The family not chosen holds the original cascade's parameters. */
     const weir_weighted *w = &d.algorithm.weighted;
     CHECK(w->health.model == WEIR_HEALTH_BUCKETS);
@@ -184,6 +186,8 @@ static void test_presets(void) {
     CHECK(w->draw == WEIR_DRAW_CASCADE);
     CHECK(w->weight_exponent == 3.0 && w->floor == 0.0001);
     CHECK(s.algorithm.lowest_score.success_half_life_ns == 1 * SEC);
+    CHECK(s.algorithm.lowest_score.probe_fraction == 0.0f);
+    CHECK(s.algorithm.lowest_score.forgiveness == 0.0f);
     CHECK(s.limit.algorithm == WEIR_LIMIT_FIXED && s.limit.fixed.limit == 100);
     CHECK(s.seed == 0 && s.max_waiters == 1024);
 
@@ -191,6 +195,7 @@ static void test_presets(void) {
     CHECK(a.family == WEIR_ALGORITHM_LOWEST_SCORE);
     CHECK(a.lowest_score.success_half_life_ns == 1 * SEC);
     CHECK(a.lowest_score.failure_half_life_ns == 30 * SEC && a.lowest_score.ratio_penalty == 16.0f);
+    CHECK(a.lowest_score.probe_fraction == 0.0f && a.lowest_score.forgiveness == 0.0f);
     CHECK(a.weighted.health.model == WEIR_HEALTH_BUCKETS && a.weighted.draw == WEIR_DRAW_CASCADE);
     a = weir_algorithm_weighted_default();
     CHECK(a.family == WEIR_ALGORITHM_WEIGHTED && a.weighted.health.model == WEIR_HEALTH_BUCKETS);
@@ -377,6 +382,104 @@ static void test_refused_knee(void) {
     weir_balancer_free(b);
 }
 
+/* A two-node default balancer (fixed limit) with probation's `probe_fraction` and `forgiveness`: node 2
+ * fails 4 calls then succeeds once; returns how many of 200 acquires after that (each released at
+ * once as ignored) land on node 2, and writes node 2's failures after its success to `*failures` if
+ * not NULL. */
+static int probation_reaches(float probe_fraction, float forgiveness, double *failures) {
+    weir_config c = weir_config_default();
+    c.limit = weir_limit_fixed_default();
+    c.algorithm.lowest_score.probe_fraction = probe_fraction;
+    c.algorithm.lowest_score.forgiveness = forgiveness;
+    weir_balancer *b = make(c, 2);
+    CHECK_OK(weir_balancer_add(b, 1));
+    CHECK_OK(weir_balancer_add(b, 2));
+    weir_rng rng = weir_rng_seed(7);
+    const uint64_t not_node_2 = 1;
+    weir_lease l;
+    for (int i = 0; i < 5; i++) {
+        CHECK_OK(weir_balancer_acquire_excluding(b, MS, &not_node_2, 1, &rng, &l));
+        CHECK(l.node_id == 2);
+        CHECK_OK(weir_balancer_release(b, &l, i < 4 ? WEIR_OUTCOME_FAILURE : WEIR_OUTCOME_SUCCESS,
+                                       MS));
+    }
+    weir_node_info info;
+    CHECK_OK(weir_balancer_node_snapshot(b, 2, MS, &info));
+    if (failures != NULL) {
+        *failures = info.failures;
+    }
+    int reached = 0;
+    for (int i = 0; i < 200; i++) {
+        CHECK_OK(weir_balancer_acquire_with_rng(b, 2 * MS, &rng, &l));
+        reached += l.node_id == 2;
+        CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_IGNORED, 2 * MS));
+    }
+    weir_balancer_free(b);
+    return reached;
+}
+
+/* Probation's two fractions out of [0, 1] or not finite: refused as WEIR_ERR_INVALID_CONFIG with the
+ * header's words, by validation and construction (which writes no balancer, see CHECK_REFUSED); the
+ * ends and -0 are accepted, and a refusal leaves nothing behind that a valid probation balancer built
+ * next would see: it reports the fractions it was given and decides. */
+static void test_refused_probation(void) {
+    const weir_config d = weir_config_default();
+    const char *const why = "invalid config: algorithm.lowest_score.probe_fraction and forgiveness "
+                            "must be finite and in [0, 1]";
+    const float bad[] = {NAN, -0.01f, 1.01f, INFINITY, -INFINITY, 1.0f + FLT_EPSILON};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_REFUSED(d, c_.algorithm.lowest_score.probe_fraction = bad[i], WEIR_ERR_INVALID_CONFIG,
+                      why);
+        CHECK(strcmp(weir_last_error_message(), why) == 0);
+        CHECK_REFUSED(d, c_.algorithm.lowest_score.forgiveness = bad[i], WEIR_ERR_INVALID_CONFIG,
+                      why);
+        CHECK(strcmp(weir_last_error_message(), why) == 0);
+        /* One bad field is enough, whatever the other holds. */
+        CHECK_REFUSED(d,
+                      (c_.algorithm.lowest_score.probe_fraction = 0.5f,
+                       c_.algorithm.lowest_score.forgiveness = bad[i]),
+                      WEIR_ERR_INVALID_CONFIG, why);
+    }
+    /* Another refused field of the family keeps its own message: the checks come in the core's order. */
+    CHECK_REFUSED(d,
+                  (c_.algorithm.lowest_score.penalty = -1.0f,
+                   c_.algorithm.lowest_score.probe_fraction = NAN),
+                  WEIR_ERR_INVALID_CONFIG, "algorithm.lowest_score.penalty and ratio_penalty");
+    /* The ends of the range, and -0. */
+    const float edges[][2] = {{0.0f, 0.0f}, {1.0f, 1.0f}, {-0.0f, -0.0f}, {0.2f, 0.5f}};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        weir_config c = d;
+        c.algorithm.lowest_score.probe_fraction = edges[i][0];
+        c.algorithm.lowest_score.forgiveness = edges[i][1];
+        CHECK_OK(weir_config_validate(&c));
+    }
+    /* Built after the refusals: the balancer reports the fractions it was given, and decides by them. */
+    weir_config p = d;
+    p.algorithm.lowest_score.probe_fraction = 1.0f;
+    p.algorithm.lowest_score.forgiveness = 0.5f;
+    weir_balancer *b = make(p, 1);
+    weir_config back;
+    memset(&back, SENTINEL, sizeof back);
+    CHECK_OK(weir_balancer_config(b, &back));
+    CHECK(back.algorithm.family == WEIR_ALGORITHM_LOWEST_SCORE);
+    CHECK(back.algorithm.lowest_score.probe_fraction == 1.0f);
+    CHECK(back.algorithm.lowest_score.forgiveness == 0.5f);
+    CHECK(back.algorithm.lowest_score.ratio_penalty == 16.0f);
+    weir_balancer_free(b);
+    const int off = probation_reaches(0.0f, 0.0f, NULL);
+    const int all = probation_reaches(1.0f, 0.0f, NULL);
+    CHECK(off == 0);              /* the failed node is avoided */
+    CHECK(all > 60 && all < 140); /* every first try a probe: about half land on it */
+    /* Forgiveness: the one success on the failed node takes away none, half or all of its failures. */
+    double failures[3];
+    (void)probation_reaches(0.0f, 0.0f, &failures[0]);
+    (void)probation_reaches(0.0f, 0.5f, &failures[1]);
+    (void)probation_reaches(0.0f, 1.0f, &failures[2]);
+    CHECK(failures[0] > 3.9 && failures[0] <= 4.0);
+    CHECK(failures[1] > 1.9 && failures[1] <= 2.0);
+    CHECK(failures[2] == 0.0);
+}
+
 static void test_refused_configs(void) {
     const weir_config d = weir_config_default();
     const weir_config s = weir_config_cascade();
@@ -421,6 +524,10 @@ static void test_refused_configs(void) {
                   "algorithm.lowest_score.penalty");
     CHECK_REFUSED(d, c_.algorithm.lowest_score.ratio_penalty = -1.0f, WEIR_ERR_INVALID_CONFIG,
                   "ratio_penalty");
+    CHECK_REFUSED(d, c_.algorithm.lowest_score.probe_fraction = 1.01f, WEIR_ERR_INVALID_CONFIG,
+                  "algorithm.lowest_score.probe_fraction");
+    CHECK_REFUSED(d, c_.algorithm.lowest_score.forgiveness = -0.01f, WEIR_ERR_INVALID_CONFIG,
+                  "forgiveness"); /* every value: test_refused_probation */
     /* The weighted family: */
     CHECK_REFUSED(s, c_.algorithm.weighted.health.buckets.count = 0, WEIR_ERR_INVALID_CONFIG,
                   "algorithm.weighted.health.buckets.count");
@@ -1136,6 +1243,7 @@ int main(void) {
     test_valid_configs();
     test_refused_configs();
     test_refused_knee();
+    test_refused_probation();
     test_membership();
     test_acquire();
     test_acquire_with_rng();

@@ -437,6 +437,8 @@ static void test_enum_ranges(void) {
     c = s;
     c.algorithm.lowest_score.success_half_life_ns = 0;
     c.algorithm.lowest_score.penalty = -1.0f;
+    c.algorithm.lowest_score.probe_fraction = NAN;
+    c.algorithm.lowest_score.forgiveness = 2.0f;
     CHECK_OK(weir_config_validate(&c));
 
     /* Outcomes: 6, 7 and UINT32_MAX leave the lease in flight and change nothing. */
@@ -644,6 +646,10 @@ static void test_outputs_only_on_success(void) {
     FILL(nb);
     weir_config bad = weir_config_default();
     bad.algorithm.lowest_score.penalty = -1.0f;
+    CHECK_STATUS(weir_balancer_new(&bad, 1, &nb), WEIR_ERR_INVALID_CONFIG);
+    CHECK_UNTOUCHED(nb);
+    bad = weir_config_default();
+    bad.algorithm.lowest_score.forgiveness = NAN;
     CHECK_STATUS(weir_balancer_new(&bad, 1, &nb), WEIR_ERR_INVALID_CONFIG);
     CHECK_UNTOUCHED(nb);
     bad = weir_config_default();

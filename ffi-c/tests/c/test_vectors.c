@@ -319,6 +319,8 @@ static int set_lowest_score_field(weir_lowest_score *l, const char *f, const cha
     if (strcmp(f, "client_error_cost") == 0) return parse_f32(v, &l->client_error_cost);
     if (strcmp(f, "penalty") == 0) return parse_f32(v, &l->penalty);
     if (strcmp(f, "ratio_penalty") == 0) return parse_f32(v, &l->ratio_penalty);
+    if (strcmp(f, "probe_fraction") == 0) return parse_f32(v, &l->probe_fraction);
+    if (strcmp(f, "forgiveness") == 0) return parse_f32(v, &l->forgiveness);
     return 0;
 }
 
@@ -808,6 +810,30 @@ static void test_knee_keys(void) {
     }
 }
 
+/* Probation's keys set the lowest-score fields they name and nothing else; the weighted family has no
+ * such keys, and the format no spelling for NaN. */
+static void test_probation_keys(void) {
+    const weir_config base = weir_config_default();
+    weir_config c = base;
+    CHECK(set_config_key(&c, "algorithm", "lowest_score"));
+    CHECK(set_config_key(&c, "algorithm.probe_fraction", "0.2"));
+    CHECK(set_config_key(&c, "algorithm.forgiveness", "0.5"));
+    CHECK(c.algorithm.lowest_score.probe_fraction == 0.2f);
+    CHECK(c.algorithm.lowest_score.forgiveness == 0.5f);
+    const weir_lowest_score *l = &c.algorithm.lowest_score, *b = &base.algorithm.lowest_score;
+    CHECK(l->success_half_life_ns == b->success_half_life_ns &&
+          l->failure_half_life_ns == b->failure_half_life_ns);
+    CHECK(l->dropped_cost == b->dropped_cost && l->throttled_cost == b->throttled_cost &&
+          l->client_error_cost == b->client_error_cost);
+    CHECK(l->penalty == b->penalty && l->ratio_penalty == b->ratio_penalty);
+    CHECK_OK(weir_config_validate(&c));
+    CHECK(!set_config_key(&c, "algorithm.probe_fraction", "nan"));
+    CHECK(!set_config_key(&c, "algorithm.forgiveness", ""));
+    CHECK(set_config_key(&c, "algorithm", "weighted"));
+    CHECK(!set_config_key(&c, "algorithm.probe_fraction", "0.2"));
+    CHECK(!set_config_key(&c, "algorithm.forgiveness", "0.5"));
+}
+
 static int is_trace(const char *name) {
     size_t n = strlen(name);
     return n > 6 && strcmp(name + n - 6, ".trace") == 0;
@@ -819,6 +845,7 @@ static int by_name(const void *a, const void *b) {
 
 int main(void) {
     test_knee_keys();
+    test_probation_keys();
     const char *dir = getenv("WEIR_VECTORS_DIR");
     if (dir == NULL) {
         dir = "tests/vectors";
@@ -841,16 +868,21 @@ int main(void) {
     }
     closedir(d);
     qsort(names, count, sizeof names[0], by_name);
-    REQUIRE(count >= 13); /* the files tests/vectors/README.md lists */
+    REQUIRE(count >= 14); /* the files tests/vectors/README.md lists */
     long total = 0;
+    int probation_replayed = 0; /* the one file that runs probation, bit for bit */
     for (size_t i = 0; i < count; i++) {
         long steps = replay_file(names[i]);
         if (steps >= 0) {
             printf("  %s: %ld steps match\n", names[i], steps);
             total += steps;
+            const char *base = strrchr(names[i], '/');
+            probation_replayed |= steps > 0 && base != NULL &&
+                                  strcmp(base + 1, "decay-lowest-score-probation.trace") == 0;
         }
         free(names[i]);
     }
+    CHECK(probation_replayed);
     printf("%zu trace files, %ld steps replayed\n", count, total);
     CHECK(metrics_compared == 2); /* the .prom files of tests/vectors/metrics */
     return check_summary("test_vectors");
