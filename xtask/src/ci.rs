@@ -11,11 +11,12 @@ use std::time::Instant;
 /// The algorithm selections that core/README.md documents, beside `algorithms` (all of them): the
 /// default's (`Config::default()`), the cascade's (`Config::cascade()`), and one of each other health model
 /// and limiter family. `cargo xtask ci` lints each on its own.
-const FEATURE_SETS: [&str; 4] = [
+const FEATURE_SETS: [&str; 5] = [
     "decay,ciad",
     "buckets,fixed",
     "ewma,aimd",
     "decay,vegas,gradient,gradient2,windowed",
+    "decay,knee",
 ];
 
 /// Runs every check, in CI's order; the first failure stops it.
