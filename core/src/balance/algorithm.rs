@@ -175,8 +175,18 @@ impl Prepared {
     /// it names may turn out to be full, and the acquire then goes on with [`choose`](Self::choose).
     pub(crate) fn choose_fast(&self, slots: &[NodeSlot], rng: &mut Rng) -> Choice {
         match self {
-            #[cfg(feature = "decay")]
-            Prepared::Lowest(l) => lowest::lowest_fast(slots, rng, l.probe),
+            // Probation: with that chance, a probe first (see `lowest::probe`).
+            #[cfg(feature = "probation")]
+            Prepared::Lowest(l) => {
+                if l.probe != 0 {
+                    if let Some(i) = lowest::probe(slots, rng, l.probe) {
+                        return Choice::Try(i);
+                    }
+                }
+                lowest::lowest_fast(slots, rng)
+            }
+            #[cfg(all(feature = "decay", not(feature = "probation")))]
+            Prepared::Lowest(_) => lowest::lowest_fast(slots, rng),
             #[cfg(any(feature = "buckets", feature = "ewma"))]
             Prepared::Weighted(w) => w.choose_fast(slots, rng),
         }

@@ -185,6 +185,7 @@ impl Health {
         };
         let halving = if is_failure { &d.failure } else { &d.success };
         self.add_decayed(is_failure, amount, now, halving);
+        #[cfg(feature = "probation")]
         if !is_failure && d.keep < 1.0 && !self.no_failures() {
             self.forgive(d, now);
         }
@@ -228,6 +229,7 @@ impl Health {
     /// A success's [`forgiveness`](super::LowestScore::forgiveness): the failure counter keeps `d.keep`
     /// of its value at `now`, in one compare-and-swap (a failure recorded meanwhile is kept whole: the
     /// loop reads it again). The caller refreshes the penalty, as for any success on a node with failures.
+    #[cfg(feature = "probation")]
     #[inline(never)]
     fn forgive(&self, d: &Prepared, now: u64) {
         let at = tick(now);
@@ -288,6 +290,7 @@ mod tests {
     const S: u64 = 1_000_000_000;
 
     /// The runtime form of `LowestScore::DEFAULT` with `forgiveness`.
+    #[cfg(feature = "probation")]
     fn forgiving(forgiveness: f32) -> Prepared {
         let mut d = Prepared::UNPREPARED;
         super::super::LowestScore {
@@ -299,6 +302,7 @@ mod tests {
         d
     }
 
+    #[cfg(feature = "probation")]
     #[test]
     fn each_success_takes_its_share_of_the_failures() {
         let h = Health::new();
@@ -326,6 +330,7 @@ mod tests {
         assert!(h.no_failures());
     }
 
+    #[cfg(feature = "probation")]
     #[test]
     fn probation_is_validated() {
         use crate::error::ConfigError;

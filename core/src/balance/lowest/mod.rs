@@ -18,6 +18,8 @@ mod decay;
 mod scan;
 
 pub(crate) use decay::{Halving, Penalty};
+#[cfg(feature = "probation")]
+pub(crate) use scan::probe;
 pub(crate) use scan::{lowest, lowest_excluding, lowest_fast, SAMPLE_ABOVE};
 
 use crate::balance::health::{Family, Health, Scope, View};
@@ -83,11 +85,17 @@ pub struct LowestScore {
     /// acquire goes on as usual). 0.01 sends a hundredth of the calls to a random member, so a dead
     /// node costs about `0.01 / n` of the calls it would fail. Each draw takes one number from the
     /// acquire's generator; at 0 none is taken, so the decisions are the same as without the field.
+    ///
+    /// Needs the `probation` feature (in `algorithms`, so in every default, C and Python build).
+    #[cfg(feature = "probation")]
     pub probe_fraction: f32,
     /// What each success takes from its node's failures (default 0, nothing; finite, in [0, 1]): 0.5
     /// halves them, so a node that answers well again is forgiven within a few calls instead of over the
     /// failure half-life, while a node that keeps failing is not (its successes are few). With
     /// `probe_fraction`, a recovered node earns its traffic back by answering, not by waiting.
+    ///
+    /// Needs the `probation` feature.
+    #[cfg(feature = "probation")]
     pub forgiveness: f32,
 }
 
@@ -103,7 +111,9 @@ impl LowestScore {
         client_error_cost: 0.01,
         penalty: 10.0,
         ratio_penalty: 16.0,
+        #[cfg(feature = "probation")]
         probe_fraction: 0.0,
+        #[cfg(feature = "probation")]
         forgiveness: 0.0,
     };
 
@@ -141,6 +151,7 @@ impl LowestScore {
         if !(coefficient(self.penalty) && coefficient(self.ratio_penalty)) {
             return Err(ConfigError::Penalty);
         }
+        #[cfg(feature = "probation")]
         if !(cost(self.probe_fraction) && cost(self.forgiveness)) {
             return Err(ConfigError::Probation);
         }
@@ -153,9 +164,12 @@ impl LowestScore {
             per_failure: f64::from(self.penalty),
             per_doubling: f64::from(self.ratio_penalty),
         };
-        // In [0, 2^32]: a draw below it probes (exact at 0 and 1).
-        out.probe = (f64::from(self.probe_fraction) * PROBE_ONE as f64) as u64;
-        out.keep = 1.0 - f64::from(self.forgiveness);
+        #[cfg(feature = "probation")]
+        {
+            // In [0, 2^32]: a draw below it probes (exact at 0 and 1).
+            out.probe = (f64::from(self.probe_fraction) * PROBE_ONE as f64) as u64;
+            out.keep = 1.0 - f64::from(self.forgiveness);
+        }
         Ok(())
     }
 
@@ -186,13 +200,16 @@ pub(crate) struct Prepared {
     pub(crate) throttled: f64,
     pub(crate) client_error: f64,
     pub(crate) penalty: Penalty,
-    /// [`LowestScore::probe_fraction`] in units of 2^-32 (0: no probes, and no draw).
+    /// `LowestScore::probe_fraction` in units of 2^-32 (0: no probes, and no draw).
+    #[cfg(feature = "probation")]
     pub(crate) probe: u64,
     /// What a success leaves of its node's failures: `1 - forgiveness` (1: all, and no write).
+    #[cfg(feature = "probation")]
     pub(crate) keep: f64,
 }
 
-/// [`Prepared::probe`] of a fraction of 1.
+/// `Prepared::probe` of a fraction of 1.
+#[cfg(feature = "probation")]
 pub(crate) const PROBE_ONE: u64 = 1 << 32;
 
 impl Prepared {
@@ -207,7 +224,9 @@ impl Prepared {
             per_failure: 0.0,
             per_doubling: 0.0,
         },
+        #[cfg(feature = "probation")]
         probe: 0,
+        #[cfg(feature = "probation")]
         keep: 1.0,
     };
 

@@ -72,17 +72,8 @@ const GIVE_UP_FLOOR: u64 = 6 << P_FRACTION;
 /// random, which cost more than the rest of the pass. So ties are counted with a compare and a carry, and
 /// their places are kept only as the count at the end of each chunk of [`CHUNK`] nodes; the tie drawn is
 /// found again from those marks.
-///
-/// With `probe` above 0 ([`LowestScore::probe_fraction`](super::LowestScore::probe_fraction) in units
-/// of 2^-32), a draw below it makes the first try a member with room drawn uniformly at random instead
-/// (see [`probe_draw`]): probation.
 #[inline]
-pub(crate) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng, probe: u64) -> Choice {
-    if probe != 0 && u64::from(rng.u32(..)) < probe {
-        if let Some(i) = probe_draw(slots, rng) {
-            return Choice::Try(i);
-        }
-    }
+pub(crate) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     if slots.len() > SAMPLE_ABOVE {
         return sampled(slots, rng);
     }
@@ -125,16 +116,20 @@ pub(crate) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng, probe: u64) -> Choi
     }
 }
 
-/// How many slots a probe draws before it gives up (see [`probe_draw`]).
+/// How many slots a probe draws before it gives up (see [`probe`]).
+#[cfg(feature = "probation")]
 const PROBE_DRAWS: usize = 8;
 
-/// A probe's node: slots drawn uniformly at random until one holds an active node with room, at most
-/// [`PROBE_DRAWS`] of them, so every member with room is equally likely however sparse the slots (a
-/// balancer with spare capacity); `None` if none of the draws found one (the acquire then decides as
-/// usual). Out of line: only probes pay for it.
+/// Probation ([`LowestScore::probe_fraction`](super::LowestScore::probe_fraction), `threshold` in units
+/// of 2^-32, above 0): with that chance, the first try of an acquire is a probe, a member with room
+/// drawn uniformly at random instead of the lowest score. Slots are drawn until one holds an active node
+/// with room, at most [`PROBE_DRAWS`] of them, so every member with room is equally likely however
+/// sparse the slots (a balancer with spare capacity); `None` (no probe, or none of the draws found a
+/// member with room) leaves the acquire to decide as usual. Out of line: only probes pay for it.
+#[cfg(feature = "probation")]
 #[inline(never)]
-fn probe_draw(slots: &[NodeSlot], rng: &mut Rng) -> Option<usize> {
-    if slots.is_empty() {
+pub(crate) fn probe(slots: &[NodeSlot], rng: &mut Rng, threshold: u64) -> Option<usize> {
+    if u64::from(rng.u32(..)) >= threshold || slots.is_empty() {
         return None;
     }
     (0..PROBE_DRAWS)
@@ -444,7 +439,7 @@ mod tests {
                     0
                 };
                 let mut rng = gen.clone();
-                match lowest_fast(&slots, &mut rng, 0) {
+                match lowest_fast(&slots, &mut rng) {
                     Choice::Try(i) => assert_eq!(i, ties[nth], "n {n}, round {round}"),
                     Choice::Reject(r) => panic!("n {n}, round {round}: rejected {r:?}"),
                 }
@@ -474,11 +469,7 @@ mod tests {
     }
 
     fn pick(slots: &[NodeSlot], rng: &mut Rng) -> usize {
-        pick_probing(slots, rng, 0)
-    }
-
-    fn pick_probing(slots: &[NodeSlot], rng: &mut Rng, probe: u64) -> usize {
-        match lowest_fast(slots, rng, probe) {
+        match lowest_fast(slots, rng) {
             Choice::Try(i) => i,
             Choice::Reject(r) => panic!("rejected {r:?}"),
         }
@@ -487,6 +478,7 @@ mod tests {
     /// Probes: a penalised node among idle ones gets about `probe / n` of the picks (a member with room
     /// drawn uniformly, absent and full slots drawn again), never with probes off; every probe of a
     /// fraction of 1 is a uniform draw among the members with room, however sparse the slots.
+    #[cfg(feature = "probation")]
     #[test]
     fn probes_reach_a_penalised_node_in_proportion() {
         use crate::balance::lowest::PROBE_ONE;
@@ -501,10 +493,15 @@ mod tests {
         ];
         let slots = slots_with(&keys);
         let mut rng = Rng::with_seed(3);
-        let count = |rng: &mut Rng, probe: u64| {
+        // As `Prepared::choose_fast` does: a probe, else the lowest score.
+        let count = |rng: &mut Rng, threshold: u64| {
             let mut c = [0u32; 6];
             for _ in 0..30_000 {
-                c[pick_probing(&slots, rng, probe)] += 1;
+                let i = match super::probe(&slots, rng, threshold) {
+                    Some(i) => i,
+                    None => pick(&slots, rng),
+                };
+                c[i] += 1;
             }
             c
         };
