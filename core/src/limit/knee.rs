@@ -16,8 +16,9 @@
 //!   smoothed RTT lags behind (some 16 calls), far below the knee, and leave the server idle while
 //!   the limits grow back. Every client of the server eases together, the server's in-flight falls
 //!   below its knee, its throughput comes back, and the backlog drains: the way out of the high state.
-//! - a drop (503, 429, timeout): the limit falls to `backoff_ratio x min(limit, in flight)` at once, as
-//!   CIAD's does, so a limit far above what was in flight falls to what was.
+//! - a drop (a timeout or an overload answer, as the balancer feeds the limiter one): the limit falls to
+//!   `backoff_ratio x min(limit, in flight)` at once, as CIAD's does, so a limit far above what was in
+//!   flight falls to what was.
 //! - ratio between [`hold`](KneeLimit::hold) (1.75) and the knee: the limit holds. The band keeps a
 //!   server that sits at its knee from cutting and growing on alternate calls.
 //! - ratio below `hold`: a success that found the node nearly full (in flight at least
@@ -48,7 +49,7 @@
 //! `core/tests/knee.rs` runs independent clients against one contended server: after a 3 s stall at
 //! 60 % load the knee limits drain it where CIAD's stay past the knee for good, and through a step to
 //! 130 % of what it serves at its knee they keep it serving three quarters of that where CIAD's let it
-//! collapse to a fifth.
+//! collapse below a third.
 
 use super::rtt::{self, Tracker, TICK_SHIFT};
 use super::{check_limits, check_tolerance, Limit, LimitState, Sample, MAX_LIMIT};

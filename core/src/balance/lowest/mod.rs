@@ -78,13 +78,14 @@ pub struct LowestScore {
     /// Penalty per doubling of failures over successes (default 16); finite, in [0, 10^6].
     pub ratio_penalty: f32,
     /// Probation, the calls that find out whether an avoided node has recovered (default 0, none;
-    /// finite, in [0, 1]): the fraction of acquires whose first try is a slot drawn uniformly at random
-    /// instead of the lowest score. A node that failed is avoided while its penalty lasts, so without
-    /// them nothing tells it has recovered before its failures fade (30 s half-life); with them it gets
-    /// a trickle of real calls (a draw that lands on a full, absent or leaving slot makes no call, and the
-    /// acquire goes on as usual). 0.01 sends a hundredth of the calls to a random member, so a dead
-    /// node costs about `0.01 / n` of the calls it would fail. Each draw takes one number from the
-    /// acquire's generator; at 0 none is taken, so the decisions are the same as without the field.
+    /// finite, in [0, 1]): the fraction of acquires whose first try is a member with room drawn
+    /// uniformly at random instead of the lowest score. A node that failed is avoided while its penalty
+    /// lasts, so without them nothing tells it has recovered before its failures fade (30 s half-life);
+    /// with them it gets a trickle of real calls. A probe draws up to 8 slots to find a member with
+    /// room; if none of them holds one, the acquire goes on as usual. 0.01 sends a hundredth of the
+    /// calls to a random member, so a dead node costs about `0.01 / n` of the calls it would fail.
+    /// Probes take numbers from the acquire's generator; at 0 none is taken, so the decisions are the
+    /// same as without the field.
     ///
     /// Needs the `probation` feature (in `algorithms`, so in every default, C and Python build).
     #[cfg(feature = "probation")]
