@@ -444,17 +444,22 @@ impl Model {
                         Outcome::Ignored => (false, 0.0),
                     };
                     if outcome != Outcome::Ignored {
-                        let (w, per_tick) = if failure {
-                            (&mut *failures, k.f)
+                        if failure {
+                            *failures = decay::added(*failures, decay::tick(t), amount, k.f);
                         } else {
-                            (successes, k.s)
-                        };
-                        *w = decay::added(*w, decay::tick(t), amount, per_tick);
-                        // Forgiveness: a success keeps `keep` of the failures, read at its tick.
+                            *successes = decay::added(*successes, decay::tick(t), amount, k.s);
+                        }
+                        // Forgiveness: a success keeps `keep` of the failures, read at its tick, or
+                        // none once what it keeps weighs less than one call in flight.
                         if outcome == Outcome::Success && k.keep < 1.0 && *failures != 0 {
                             let at = decay::tick(t);
                             let v = decay::read(*failures, at, k.f);
-                            *failures = decay::added(*failures, at, -v * (1.0 - k.keep), k.f);
+                            let s = decay::read(*successes, at, k.s);
+                            *failures = if decay::penalty(v * k.keep, s, &k) < 1.0 {
+                                0
+                            } else {
+                                decay::added(*failures, at, v * k.keep - v, k.f)
+                            };
                         }
                         *has_data = true;
                         // A success with no failure recorded leaves the penalty at 0: no refresh.

@@ -227,18 +227,28 @@ impl Health {
     }
 
     /// A success's [`forgiveness`](super::LowestScore::forgiveness): the failure counter keeps `d.keep`
-    /// of its value at `now`, in one compare-and-swap (a failure recorded meanwhile is kept whole: the
-    /// loop reads it again). The caller refreshes the penalty, as for any success on a node with failures.
+    /// of its value at `now`, or nothing once what it keeps would weigh less than one call in flight
+    /// (against the successes as they read now), in one compare-and-swap (a failure recorded meanwhile
+    /// is kept whole: the loop reads it again). The caller refreshes the penalty, as for any success on
+    /// a node with failures.
     #[cfg(feature = "probation")]
     #[inline(never)]
     fn forgive(&self, d: &Prepared, now: u64) {
         let at = tick(now);
-        // SeqCst: as the failure counter's other writes (see `add_decayed`).
+        // SeqCst: as the counters' other accesses (see `add_decayed`).
+        let successes = read(self.ring[0].load(SeqCst), at, &d.success);
         let _ = self.ring[1].fetch_update(SeqCst, SeqCst, |w| {
             // A counter settled meanwhile stays the zero word.
             (w != 0).then(|| {
                 let v = read(w, at, &d.failure);
-                added(w, at, -v * (1.0 - d.keep), &d.failure)
+                let left = v * d.keep;
+                // What would weigh less than one call in flight is forgiven whole: at light load any
+                // penalty loses to an idle peer, and halving alone takes some 20 successes to reach 0.
+                if penalty(left, successes, &d.penalty) < 1.0 {
+                    0
+                } else {
+                    added(w, at, left - v, &d.failure)
+                }
             })
         });
     }
@@ -324,6 +334,16 @@ mod tests {
         h.record_decay(&d, S, Outcome::Failure);
         h.record_decay(&d, S, Outcome::Success);
         assert_eq!(h.decayed(S, &d).1, 1.0);
+        // What would weigh less than one call in flight goes whole: against 3 successes, 0.125 failures
+        // weigh 1.25 + 16 log2(1 + 0.125 / 4) = 1.96 and stay; against 4, 0.0625 would weigh 0.91.
+        let (h, d) = (Health::new(), forgiving(0.5));
+        h.record_decay(&d, S, Outcome::Failure);
+        for _ in 0..3 {
+            h.record_decay(&d, S, Outcome::Success);
+        }
+        assert_eq!(h.decayed(S, &d).1, 0.125);
+        h.record_decay(&d, S, Outcome::Success);
+        assert!(h.no_failures());
         // On a node with no failures a success writes nothing to them.
         let (h, d) = (Health::new(), forgiving(1.0));
         h.record_decay(&d, S, Outcome::Success);

@@ -92,7 +92,9 @@ pub struct LowestScore {
     pub probe_fraction: f32,
     /// What each success takes from its node's failures (default 0, nothing; finite, in [0, 1]): 0.5
     /// halves them, so a node that answers well again is forgiven within a few calls instead of over the
-    /// failure half-life, while a node that keeps failing is not (its successes are few). With
+    /// failure half-life, while a node that keeps failing is not (its successes are few). Once what a
+    /// success would leave weighs less than one call in flight, it takes all of it: at light load any
+    /// penalty loses to an idle peer, and halving alone would need some 20 successes to reach 0. With
     /// `probe_fraction`, a recovered node earns its traffic back by answering, not by waiting.
     ///
     /// Needs the `probation` feature.
