@@ -240,10 +240,12 @@ impl Limit for KneeLimit {
         let b = (scaled as u64)
             .saturating_add(u64::from(scaled > (scaled as u64) as f64))
             .min(ONE);
-        match state.update(0, |w| self.next(w, step, sample.inflight, b)) {
-            Ok(w) => publish(self.next(w, step, sample.inflight, b).unwrap_or(w)),
-            Err(w) => publish(w),
-        }
+        let mut after = 0;
+        let r = state.update(0, |w| {
+            after = self.next(w, step, sample.inflight, b)?;
+            Some(after)
+        });
+        publish(r.map_or_else(|w| w, |_| after))
     }
 
     fn limit(&self, state: &LimitState) -> u32 {
