@@ -451,7 +451,9 @@ impl Model {
                         }
                         // Forgiveness: a success keeps `keep` of the failures, read at its tick, or
                         // none once what it keeps weighs less than one call in flight.
-                        if outcome == Outcome::Success && k.keep < 1.0 && *failures != 0 {
+                        let forgives =
+                            outcome == Outcome::Success && k.keep < 1.0 && *failures != 0;
+                        if forgives {
                             let at = decay::tick(t);
                             let v = decay::read(*failures, at, k.f);
                             let s = decay::read(*successes, at, k.s);
@@ -462,8 +464,9 @@ impl Model {
                             };
                         }
                         *has_data = true;
-                        // A success with no failure recorded leaves the penalty at 0: no refresh.
-                        refresh = failure || *failures != 0;
+                        // A success with no failure recorded leaves the penalty at 0: no refresh. One
+                        // that forgave refreshes, even where it emptied the counter.
+                        refresh = failure || forgives || *failures != 0;
                     }
                 } else if outcome.as_cascade() != Outcome::Ignored {
                     let success = outcome == Outcome::Success;

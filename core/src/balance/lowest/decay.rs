@@ -143,11 +143,15 @@ fn added(w: u64, at: u32, amount: f64, h: &Halving) -> u64 {
     if w == 0 {
         return pack(amount as f32, at);
     }
+    stored(w, at, read(w, at, h) + amount)
+}
+
+/// The word `w` (not the zero word) holding `value` as read at tick `at`.
+#[inline]
+fn stored(w: u64, at: u32, value: f64) -> u64 {
     let (_, t) = unpack(w);
-    let a = age(t, at);
-    let value = read(w, at, h) + amount;
     // A record dated before the stored tick keeps that tick (age 0).
-    let at = if a == 0 { t } else { at };
+    let at = if age(t, at) == 0 { t } else { at };
     // An `f32` counter saturates at its largest finite value, never at infinity.
     pack((value as f32).min(f32::MAX), at)
 }
@@ -188,6 +192,8 @@ impl Health {
         #[cfg(feature = "probation")]
         if !is_failure && d.keep < 1.0 && !self.no_failures() {
             self.forgive(d, now);
+            // Refresh even where the forgiveness emptied the counter: the cached penalty is the old one.
+            return true;
         }
         // With no failures the penalty is 0 whatever the successes: nothing to recompute (see
         // `add_decayed` for why a failure recorded meanwhile cannot miss this success).
@@ -240,14 +246,13 @@ impl Health {
         let _ = self.ring[1].fetch_update(SeqCst, SeqCst, |w| {
             // A counter settled meanwhile stays the zero word.
             (w != 0).then(|| {
-                let v = read(w, at, &d.failure);
-                let left = v * d.keep;
+                let left = read(w, at, &d.failure) * d.keep;
                 // What would weigh less than one call in flight is forgiven whole: at light load any
                 // penalty loses to an idle peer, and halving alone takes some 20 successes to reach 0.
                 if penalty(left, successes, &d.penalty) < 1.0 {
                     0
                 } else {
-                    added(w, at, left - v, &d.failure)
+                    stored(w, at, left)
                 }
             })
         });
@@ -342,7 +347,8 @@ mod tests {
             h.record_decay(&d, S, Outcome::Success);
         }
         assert_eq!(h.decayed(S, &d).1, 0.125);
-        h.record_decay(&d, S, Outcome::Success);
+        // The counter is emptied, and the cached penalty (still the old one) must be recomputed.
+        assert!(h.record_decay(&d, S, Outcome::Success));
         assert!(h.no_failures());
         // On a node with no failures a success writes nothing to them.
         let (h, d) = (Health::new(), forgiving(1.0));
