@@ -9,7 +9,7 @@
 //! Two ways past the knee, each checked against CIAD on the same arrivals:
 //! - a load step above what the server serves at its knee: CIAD lets in-flight grow to the sum of the
 //!   clients' limits and the server's throughput collapses; the knee limits keep it near its knee,
-//!   serving three quarters of its capacity;
+//!   serving five sixths of its capacity;
 //! - a 3 s stall at 60 % load (a pause, a failover): the calls that pile up leave the server past its
 //!   knee, serving less than arrives, so under CIAD it never comes back (a metastable overload); the knee
 //!   limits drain it within seconds.
@@ -179,11 +179,13 @@ fn independent_clients_hold_a_contended_server_at_its_knee_through_a_load_step()
     // Loss only: the clients fill their limits (10 x 20), the server serves a tenth of its capacity.
     assert!(loss.in_progress > 6.0 * KNEE, "{loss:?}");
     assert!(loss.goodput < 0.3 * CAPACITY, "{loss:?}");
-    // The knee limits keep the server near its knee (their ratio of 2 lies at 1.4 x KNEE in progress
-    // here, where it serves 70 %), serving about three quarters of its capacity: they overshoot while
-    // the smoothed RTTs lag and undershoot while the limits grow back.
-    assert!(latency.in_progress < 1.4 * KNEE, "{latency:?}");
-    assert!(latency.goodput > 0.7 * CAPACITY, "{latency:?}");
+    // The knee limits keep the server near its knee, serving some five sixths of its capacity (83 %;
+    // the average's ratio of 2 alone lies at 1.4 x KNEE in progress here, where it serves 70 %): each
+    // call past the knee cuts before the smoothed RTTs catch up, so the clients overshoot little, and
+    // they undershoot while the limits grow back. Reading only the average, they served 76 % at 1.17 x
+    // KNEE in progress.
+    assert!(latency.in_progress < 1.1 * KNEE, "{latency:?}");
+    assert!(latency.goodput > 0.8 * CAPACITY, "{latency:?}");
 }
 
 #[test]

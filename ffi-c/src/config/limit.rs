@@ -211,10 +211,10 @@ pub struct weir_ciad_limit {
     pub rtt_tolerance: f64,
 }
 
-/// Knee (weir's: 8, 1, 1000, 0.9, knee 2, hold 1.75): the limit of a node whose smoothed RTT is past
-/// `knee` times its no-load RTT is cut to `backoff_ratio` times what was in flight, held while the
-/// ratio is between `hold` and `knee`, and grown below `hold`; every client of a server sees its RTT,
-/// so they all cut together.
+/// Knee (weir's: 8, 1, 1000, 0.9, knee 2, hold 1.75): the limit of a node whose smoothed RTT, or one
+/// call's RTT, is past `knee` times its no-load RTT is cut to `backoff_ratio` times what was in flight,
+/// held while the smoothed ratio is between `hold` and `knee`, and grown below `hold`; every client of
+/// a server sees its RTT, so they all cut together.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct weir_knee_limit {

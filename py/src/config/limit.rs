@@ -542,8 +542,9 @@ impl Ciad {
 }
 
 /// A cap at each server's latency knee, which every client of the server reads alike: the limit is cut
-/// to `backoff_ratio` of what was in flight while a node's smoothed RTT is over `knee` times its slowly
-/// drifting no-load RTT (or on a drop), holds between `hold` and `knee` times, and grows below `hold`.
+/// to `backoff_ratio` of what was in flight while a node's smoothed RTT, or one call's RTT, is over
+/// `knee` times its slowly drifting no-load RTT (or on a drop), holds between `hold` and `knee` times,
+/// and grows below `hold`.
 ///
 /// GIL: immutable.
 #[pyclass(frozen, module = "weir")]
