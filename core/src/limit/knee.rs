@@ -288,6 +288,17 @@ mod tests {
         st
     }
 
+    /// The default limit after 32 full calls at 10 ms (at 0..32 ms): the baseline is 10 ms and the
+    /// limit 40.
+    fn at_10ms() -> (KneeLimit, LimitState) {
+        let k = KneeLimit::default();
+        let st = fresh(k);
+        for i in 0..32 {
+            k.update(&st, &ok(10, k.limit(&st), i), 0);
+        }
+        (k, st)
+    }
+
     #[test]
     fn a_drop_cuts_to_the_ratio_of_what_was_in_flight() {
         let k = KneeLimit {
@@ -349,12 +360,7 @@ mod tests {
 
     #[test]
     fn the_hold_band_neither_cuts_nor_grows() {
-        let k = KneeLimit::default();
-        let st = fresh(k);
-        // 32 calls at 10 ms: the baseline is 10 ms and the limit 40.
-        for i in 0..32 {
-            k.update(&st, &ok(10, k.limit(&st), i), 0);
-        }
+        let (k, st) = at_10ms();
         let l = k.limit(&st);
         assert_eq!(l, 40);
         // Calls at 19 ms: the smoothed RTT climbs towards 1.9x, growing the limit until it passes 1.75x
@@ -377,12 +383,7 @@ mod tests {
 
     #[test]
     fn one_call_past_the_knee_eases_before_the_average_does() {
-        let k = KneeLimit::default();
-        let st = fresh(k);
-        // 32 calls at 10 ms: the baseline is 10 ms and the limit 40.
-        for i in 0..32 {
-            k.update(&st, &ok(10, k.limit(&st), i), 0);
-        }
+        let (k, st) = at_10ms();
         assert_eq!(k.limit(&st), 40);
         // One call of 25 ms while 30 were in flight: past twice the baseline on its own, though it moves
         // the smoothed RTT only to 10.9 ms. The limit falls to the 30 in flight, less 0.1.
