@@ -1,6 +1,12 @@
 //! Real local servers for the tests: hyper 1 servers on 127.0.0.1 that answer 200, 500 or slowly,
-//! naming themselves in an `x-node` header and counting their requests; a hyper-util client service per
-//! server; and a `Discover` stream fed from a channel.
+//! naming themselves in an `x-node` header and counting their requests; backends with a fixed capacity
+//! (`limited`); a hyper-util client service per server; and a `Discover` stream fed from a channel.
+
+#[allow(
+    dead_code,
+    reason = "tests/at_capacity.rs alone uses the limited backends"
+)]
+pub mod limited;
 
 use futures_core::Stream;
 use http::{Request, Response};
@@ -10,6 +16,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::{Client, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
@@ -55,46 +62,65 @@ impl Server {
 
 /// Starts a server on 127.0.0.1 (an ephemeral port) in the current runtime.
 pub async fn serve(name: &'static str, behaviour: Behaviour) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let hits = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&hits);
+    let addr = listen(move |_| {
+        counter.fetch_add(1, SeqCst);
+        async move {
+            let status = match behaviour {
+                Behaviour::Healthy => 200,
+                Behaviour::Fails => 500,
+                Behaviour::Slow(d) => {
+                    tokio::time::sleep(d).await;
+                    200
+                }
+                Behaviour::FailsFrom(t) if std::time::Instant::now() >= t => 500,
+                Behaviour::FailsFrom(_) => 200,
+            };
+            answer(name, status)
+        }
+    })
+    .await;
+    Server { addr, hits }
+}
+
+/// A response with `status`, naming the server `name` in its `x-node` header.
+fn answer(name: &'static str, status: u16) -> Response<Full<&'static [u8]>> {
+    Response::builder()
+        .status(status)
+        .header("x-node", name)
+        .body(Full::new(&b"weir"[..]))
+        .unwrap()
+}
+
+/// Listens on 127.0.0.1 (an ephemeral port) and serves every connection's requests, HTTP/1, with
+/// `respond`, in tasks of the current runtime.
+async fn listen<F, A>(respond: F) -> SocketAddr
+where
+    F: Fn(Request<Incoming>) -> A + Clone + Send + 'static,
+    A: Future<Output = Response<Full<&'static [u8]>>> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 return;
             };
-            let counter = Arc::clone(&counter);
-            let answer = hyper::service::service_fn(move |_: Request<Incoming>| {
-                counter.fetch_add(1, SeqCst);
-                async move {
-                    let status = match behaviour {
-                        Behaviour::Healthy => 200,
-                        Behaviour::Fails => 500,
-                        Behaviour::Slow(d) => {
-                            tokio::time::sleep(d).await;
-                            200
-                        }
-                        Behaviour::FailsFrom(t) if std::time::Instant::now() >= t => 500,
-                        Behaviour::FailsFrom(_) => 200,
-                    };
-                    let response = Response::builder()
-                        .status(status)
-                        .header("x-node", name)
-                        .body(Full::new(&b"weir"[..]))
-                        .unwrap();
-                    Ok::<_, Infallible>(response)
-                }
+            let respond = respond.clone();
+            let service = hyper::service::service_fn(move |request| {
+                let response = respond(request);
+                async move { Ok::<_, Infallible>(response.await) }
             });
             tokio::spawn(async move {
                 let io = TokioIo::new(stream);
                 let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, answer)
+                    .serve_connection(io, service)
                     .await;
             });
         }
     });
-    Server { addr, hits }
+    addr
 }
 
 /// An address where nothing listens: connections are refused.
