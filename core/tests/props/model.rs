@@ -54,6 +54,16 @@ pub mod decay {
         pub per_doubling: f64,
         /// What a success leaves of the failures: `1 - forgiveness`.
         pub keep: f64,
+        /// The clock epoch (a quarter of the shorter half-life) in ticks: failures last written longer
+        /// ago than this go whole with a success.
+        pub quiet: u32,
+    }
+
+    /// Whether the word `w` was last written more than `ticks` before tick `at` (a tick after `at`
+    /// reads as age 0).
+    pub fn older_than(w: u64, at: u32, ticks: u32) -> bool {
+        let age = at.wrapping_sub(w as u32);
+        age <= i32::MAX as u32 && age > ticks
     }
 
     pub fn tick(now: u64) -> u32 {
@@ -141,6 +151,7 @@ pub fn decay_params(config: &Config) -> Option<decay::Params> {
             per_failure: f64::from(penalty),
             per_doubling: f64::from(ratio_penalty),
             keep: 1.0 - f64::from(forgiveness),
+            quiet: (success_half_life_ns.min(failure_half_life_ns) / 4 / decay::TICK_NS) as u32,
         }),
         Algorithm::Weighted(_) => None,
     }
@@ -450,14 +461,17 @@ impl Model {
                             *successes = decay::added(*successes, decay::tick(t), amount, k.s);
                         }
                         // Forgiveness: a success keeps `keep` of the failures, read at its tick, or
-                        // none once what it keeps weighs less than one call in flight.
+                        // none once what it keeps weighs less than one call in flight, or once they
+                        // were last written more than an epoch before.
                         let forgives =
                             outcome == Outcome::Success && k.keep < 1.0 && *failures != 0;
                         if forgives {
                             let at = decay::tick(t);
                             let v = decay::read(*failures, at, k.f);
                             let s = decay::read(*successes, at, k.s);
-                            *failures = if decay::penalty(v * k.keep, s, &k) < 1.0 {
+                            *failures = if decay::older_than(*failures, at, k.quiet)
+                                || decay::penalty(v * k.keep, s, &k) < 1.0
+                            {
                                 0
                             } else {
                                 decay::added(*failures, at, v * k.keep - v, k.f)

@@ -47,7 +47,9 @@ pub struct weir_lowest_score {
     pub probe_fraction: f32,
     /// The fraction of a node's decayed failures each of its successes takes away; in [0, 1]. 0
     /// (nothing) by default; 0.5 halves them, so a node that answers well again is forgiven within a few
-    /// calls rather than over the failure half-life.
+    /// calls rather than over the failure half-life. A success takes all of them where they were last
+    /// written more than a clock epoch before (250 ms by default): a probe answered well by a node
+    /// avoided since its last failure.
     pub forgiveness: f32,
 }
 

@@ -107,7 +107,8 @@ impl LowestScore {
     }
     /// The fraction of its node's failures each success takes away (default 0.0, nothing; 0.5 halves
     /// them, so a node that answers well again is forgiven within a few calls, not over the failure
-    /// half-life).
+    /// half-life); all of them where they were last written more than a clock epoch before (250 ms by
+    /// default), as after a probe answered well by a node avoided since its last failure.
     #[getter]
     fn forgiveness(&self) -> f64 {
         f32_shown(self.params.forgiveness)

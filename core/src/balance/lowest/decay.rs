@@ -234,9 +234,10 @@ impl Health {
 
     /// A success's [`forgiveness`](super::LowestScore::forgiveness): the failure counter keeps `d.keep`
     /// of its value at `now`, or nothing once what it keeps would weigh less than one call in flight
-    /// (against the successes as they read now), in one compare-and-swap (a failure recorded meanwhile
-    /// is kept whole: the loop reads it again). The caller refreshes the penalty, as for any success on
-    /// a node with failures.
+    /// (against the successes as they read now) or once the counter was last written more than a clock
+    /// epoch (`d.quiet` ticks) before, in one compare-and-swap (a failure recorded meanwhile is kept
+    /// whole: the loop reads it again). The caller refreshes the penalty, as for any success on a node
+    /// with failures.
     #[cfg(feature = "probation")]
     #[inline(never)]
     fn forgive(&self, d: &Prepared, now: u64) {
@@ -246,6 +247,12 @@ impl Health {
         let _ = self.ring[1].fetch_update(SeqCst, SeqCst, |w| {
             // A counter settled meanwhile stays the zero word.
             (w != 0).then(|| {
+                // No failure, nor forgiveness, for a whole epoch, then a success: the node answered well
+                // after a rotation of penalties had passed its last failure, as a probe to a recovered
+                // node does. A node that keeps failing writes the counter again with each failure.
+                if age(unpack(w).1, at) > d.quiet {
+                    return 0;
+                }
                 let left = read(w, at, &d.failure) * d.keep;
                 // What would weigh less than one call in flight is forgiven whole: at light load any
                 // penalty loses to an idle peer, and halving alone takes some 20 successes to reach 0.
@@ -354,6 +361,45 @@ mod tests {
         let (h, d) = (Health::new(), forgiving(1.0));
         h.record_decay(&d, S, Outcome::Success);
         assert!(h.no_failures());
+    }
+
+    #[cfg(feature = "probation")]
+    #[test]
+    fn a_success_after_an_epoch_without_failures_forgives_them_all() {
+        let d = forgiving(0.5);
+        // The default's epoch: a quarter of the 1 s success half-life, in ticks.
+        assert_eq!(d.quiet, (250_000_000 >> TICK_SHIFT) as u32);
+        let epoch = u64::from(d.quiet) << TICK_SHIFT;
+        let h = Health::new();
+        for _ in 0..8 {
+            h.record_decay(&d, S, Outcome::Failure);
+        }
+        // Within the epoch of the last failure a success halves them.
+        h.record_decay(&d, S + epoch, Outcome::Success);
+        let left = h.decayed(S + epoch, &d).1;
+        assert!(
+            (left - 4.0 * d.failure.factor(d.quiet)).abs() < 1e-3,
+            "{left}"
+        );
+        // Its forgiveness wrote the counter: an epoch later (not more) a success halves again.
+        h.record_decay(&d, S + 2 * epoch, Outcome::Success);
+        assert!(!h.no_failures());
+        // Once the counter was last written more than an epoch before, a success takes the rest.
+        assert!(h.record_decay(&d, S + 3 * epoch + TICK_NS * 2, Outcome::Success));
+        assert!(h.no_failures());
+        // A node that keeps failing writes its counter each time: a success an epoch after the first of
+        // its failures, but soon after the last, only halves them.
+        let h = Health::new();
+        for i in 0..4 {
+            h.record_decay(&d, S + i * epoch, Outcome::Failure);
+        }
+        h.record_decay(&d, S + 3 * epoch + TICK_NS * 2, Outcome::Success);
+        assert!(!h.no_failures());
+        // Without forgiveness a quiet epoch forgives nothing either.
+        let (h, d) = (Health::new(), forgiving(0.0));
+        h.record_decay(&d, S, Outcome::Failure);
+        h.record_decay(&d, 10 * S, Outcome::Success);
+        assert!(!h.no_failures());
     }
 
     #[cfg(feature = "probation")]

@@ -94,8 +94,13 @@ pub struct LowestScore {
     /// halves them, so a node that answers well again is forgiven within a few calls instead of over the
     /// failure half-life, while a node that keeps failing is not (its successes are few). Once what a
     /// success would leave weighs less than one call in flight, it takes all of it: at light load any
-    /// penalty loses to an idle peer, and halving alone would need some 20 successes to reach 0. With
-    /// `probe_fraction`, a recovered node earns its traffic back by answering, not by waiting.
+    /// penalty loses to an idle peer, and halving alone would need some 20 successes to reach 0. It also
+    /// takes all of them where the node's failures were last written (by a failure, or by forgiveness)
+    /// more than a clock epoch before (a quarter of the shorter half-life, 250 ms by default): a node
+    /// avoided since its last failure hears only probes, and one that answers a probe well at least an
+    /// epoch after it last failed has recovered, as Finagle's and Linkerd's probation read one request;
+    /// a node that keeps failing writes its counter with each failure, so its rare successes only halve
+    /// it. With `probe_fraction`, a recovered node earns its traffic back by answering, not by waiting.
     ///
     /// Needs the `probation` feature.
     #[cfg(feature = "probation")]
@@ -172,6 +177,8 @@ impl LowestScore {
             // In [0, 2^32]: a draw below it probes (exact at 0 and 1).
             out.probe = (f64::from(self.probe_fraction) * PROBE_ONE as f64) as u64;
             out.keep = 1.0 - f64::from(self.forgiveness);
+            // At most an hour over 4 in ticks of about 1 ms: within u32.
+            out.quiet = (self.clock_ns() >> decay::TICK_SHIFT) as u32;
         }
         Ok(())
     }
@@ -209,6 +216,10 @@ pub(crate) struct Prepared {
     /// What a success leaves of its node's failures: `1 - forgiveness` (1: all, and no write).
     #[cfg(feature = "probation")]
     pub(crate) keep: f64,
+    /// The clock epoch in counter ticks: a success forgives the whole of failures last written longer
+    /// ago than this.
+    #[cfg(feature = "probation")]
+    pub(crate) quiet: u32,
 }
 
 /// `Prepared::probe` of a fraction of 1.
@@ -231,6 +242,8 @@ impl Prepared {
         probe: 0,
         #[cfg(feature = "probation")]
         keep: 1.0,
+        #[cfg(feature = "probation")]
+        quiet: 0,
     };
 
     /// What the limiter is told of `outcome`: a drop on `Failure` and `Dropped`, as dialogue's endpoint
