@@ -134,7 +134,7 @@ typedef uint32_t weir_algorithm_family;
 
 /**
  * The lowest-score family's parameters: two time-decayed counters per node, successes and failures,
- * the failure penalty they give, and probation (defaults: 1 s, 30 s, 1, 0.1, 0.01, 10, 16, 0, 0).
+ * the failure penalty they give, and probation (defaults: 1 s, 30 s, 0.1, 0.1, 0.01, 10, 16, 0, 0).
  */
 typedef struct weir_lowest_score {
   /**
@@ -146,9 +146,9 @@ typedef struct weir_lowest_score {
    */
   uint64_t failure_half_life_ns;
   /**
-   * What a Dropped outcome (503, 504, a timeout) adds to the failures; in [0, 1]. 1 (a whole
-   * failure) by default; 0.1 reads a shedding node as busy rather than broken (see the Rust docs of
-   * `LowestScore::dropped_cost`).
+   * What a Dropped outcome (503, 504, a timeout) adds to the failures; in [0, 1]. 0.1 by default,
+   * as a 429: a shedding node is busy rather than broken, and its limit backs off on each drop; 1
+   * counts a drop as a whole failure, as a 500 (see the Rust docs of `LowestScore::dropped_cost`).
    */
   float dropped_cost;
   /**

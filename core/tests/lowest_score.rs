@@ -15,9 +15,10 @@
 //!
 //! Every expected number is derived from the family's default constants as `LowestScore::DEFAULT` holds
 //! them (see [`K`]): `a = penalty` (10), `b = ratio_penalty` (16), the half-lives (1 s for successes,
-//! 30 s for failures) and the costs of a 429 (0.1) and another 4xx (0.01). The numbers quoted in the
-//! comments are those of these defaults; a change of the defaults changes them, and fails an assertion
-//! only where it changes what a scenario does (each scenario asserts the preconditions it relies on).
+//! 30 s for failures) and the costs of a 503 or timeout (0.1), a 429 (0.1) and another 4xx (0.01). The
+//! numbers quoted in the comments are those of these defaults; a change of the defaults changes them, and
+//! fails an assertion only where it changes what a scenario does (each scenario asserts the preconditions
+//! it relies on).
 
 mod common;
 use common::{f_at_penalty_one, penalty, K};
@@ -131,14 +132,14 @@ fn expected(keys: &[(u64, u64, bool, u32)]) -> Result<Vec<u64>, Rejected> {
 
 #[test]
 fn snapshot_penalty_is_the_formula_for_exact_sequences() {
-    let b = balancer(6, fixed(100));
+    let b = balancer(7, fixed(100));
     // At one instant, no decay: the counters are the sums of the amounts, each stored as an `f32`.
     record(&b, 1, 0, &[Outcome::Failure]);
     record(
         &b,
         2,
         0,
-        &[Outcome::Failure, Outcome::Dropped, Outcome::Failure],
+        &[Outcome::Failure, Outcome::Failure, Outcome::Failure],
     );
     record(&b, 3, 0, &[Outcome::Success, Outcome::Failure]);
     record(&b, 4, 0, &[Outcome::Throttled]);
@@ -154,15 +155,18 @@ fn snapshot_penalty_is_the_formula_for_exact_sequences() {
         0,
         &[Outcome::Success, Outcome::Success, Outcome::Ignored],
     );
-    let (t, c) = (cost(K.throttled), cost(K.client_error));
-    let want: [(u64, f64, f64, f64); 6] = [
-        // (id, F, S, P): a F + b log2(1 + F / (S + 1)); with the defaults 26, 62, 19.36, 3.2, 0.215, 0.
+    record(&b, 7, 0, &[Outcome::Dropped]);
+    let (d, t, c) = (cost(K.dropped), cost(K.throttled), cost(K.client_error));
+    let want: [(u64, f64, f64, f64); 7] = [
+        // (id, F, S, P): a F + b log2(1 + F / (S + 1)); with the defaults 26, 62, 19.36, 3.2, 0.215, 0,
+        // 3.2.
         (1, 1.0, 0.0, K.a + K.b),
         (2, 3.0, 0.0, 3.0 * K.a + 2.0 * K.b),
         (3, 1.0, 1.0, K.a + K.b * 1.5f64.log2()),
         (4, t, 0.0, penalty(t, 0.0)),
         (5, c, 1.0, penalty(c, 1.0)),
         (6, 0.0, 2.0, 0.0),
+        (7, d, 0.0, penalty(d, 0.0)),
     ];
     for (id, f, s, p) in want {
         let n = b.node(id, 0).unwrap();
@@ -176,9 +180,10 @@ fn snapshot_penalty_is_the_formula_for_exact_sequences() {
     // The exact ones, bit for bit (log2 of 2 and 4 is exact in any libm): a + b = 26 and 3 a + 2 b = 62.
     assert_eq!(b.node(1, 0).unwrap().penalty, K.a + K.b);
     assert_eq!(b.node(2, 0).unwrap().penalty, 3.0 * K.a + 2.0 * K.b);
-    // A 429 costs a tenth of a 500 and a 4xx a hundredth: 3.2 < 26 / 5 and 0.215 < 3.2 / 5.
+    // A 503 or timeout and a 429, load signals, cost a tenth of a 500 and a 4xx a hundredth: 3.2 < 26 / 5
+    // and 0.215 < 3.2 / 5.
     let p = |id| b.node(id, 0).unwrap().penalty;
-    assert!(p(4) < p(1) / 5.0 && p(5) < p(4) / 5.0);
+    assert!(p(7) < p(1) / 5.0 && p(4) < p(1) / 5.0 && p(5) < p(4) / 5.0);
     // A node with no data has penalty 0 and is fully trusted.
     let fresh = balancer(1, fixed(1));
     let n = fresh.node(1, 0).unwrap();

@@ -16,7 +16,7 @@ def test_defaults_are_the_cores() -> None:
     assert (c.algorithm, c.limit, c.max_waiters, c.seed) == (weir.LowestScore(), weir.Ciad(fast_start=True), 1024, None)
     d = weir.LowestScore()
     assert (d.success_half_life, d.failure_half_life, d.throttled_cost, d.client_error_cost) == (1.0, 30.0, 0.1, 0.01)
-    assert d.dropped_cost == 1.0 and weir.LowestScore(dropped_cost=0.1).dropped_cost == 0.1
+    assert d.dropped_cost == 0.1 and weir.LowestScore(dropped_cost=1.0).dropped_cost == 1.0
     assert (d.penalty, d.ratio_penalty) == (10.0, 16.0)
     assert (d.probe_fraction, d.forgiveness) == (0.0, 0.0)
     probation = weir.LowestScore(probe_fraction=0.01, forgiveness=0.5)
@@ -90,7 +90,7 @@ def test_the_algorithm_families_and_the_config() -> None:
     assert [d.value for d in weir.Draw] == ["cascade", "cascade_approx", "weighted_pick"]
     assert repr(pick) == "Weighted(health=Ewma(half_life=20), draw=Draw.WEIGHTED_PICK, weight_exponent=2.5, floor=0.0001)"
     assert repr(weir.LowestScore(penalty=4)) == (
-        "LowestScore(success_half_life=1.0, failure_half_life=30.0, dropped_cost=1.0, throttled_cost=0.1, "
+        "LowestScore(success_half_life=1.0, failure_half_life=30.0, dropped_cost=0.1, throttled_cost=0.1, "
         "client_error_cost=0.01, penalty=4.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0)"
     )
     # Probation's fields read back from the repr, and each one sets the algorithm apart.

@@ -39,7 +39,7 @@ use fastrand::Rng;
 /// |---------------|-------------------|--------------------------------|
 /// | `Success`     | successes + 1     | a success                      |
 /// | `Failure`     | failures + 1      | a failure                      |
-/// | `Dropped`     | failures + `dropped_cost` (1) | a failure          |
+/// | `Dropped`     | failures + `dropped_cost` (0.1) | a failure        |
 /// | `Throttled`   | failures + `throttled_cost` (0.1) | a failure (as `Dropped`) |
 /// | `ClientError` | failures + `client_error_cost` (0.01) | nothing (as `Ignored`) |
 /// | `Ignored`     | nothing           | nothing                        |

@@ -33,8 +33,8 @@ pub enum Outcome {
     Success = 0,
     /// A real error of the node: a 5xx, connection refused or reset.
     Failure = 1,
-    /// Timeout or overload: 503, 504, a deadline hit. Counts against health and makes the limiter back
-    /// off.
+    /// Timeout or overload: 503, 504, a deadline hit. Makes the limiter back off; the default model counts
+    /// it as a tenth of a failure (a busy node, not a broken one: `LowestScore::dropped_cost`).
     Dropped = 2,
     /// Not the node's fault and not the caller's to report (a cancelled call): recorded nowhere but the
     /// outcome counters.

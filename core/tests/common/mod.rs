@@ -22,7 +22,7 @@ pub struct Constants {
     /// Half-lives in nanoseconds: successes (1 s) and failures (30 s).
     pub hs: u64,
     pub hf: u64,
-    /// What a 503 or timeout (1), a 429 (0.1) and another 4xx (0.01) add to the failures.
+    /// What a 503 or timeout (0.1), a 429 (0.1) and another 4xx (0.01) add to the failures.
     pub dropped: f32,
     pub throttled: f32,
     pub client_error: f32,

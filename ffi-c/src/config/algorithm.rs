@@ -19,7 +19,7 @@ pub const WEIR_ALGORITHM_LOWEST_SCORE: weir_algorithm_family = 0;
 pub const WEIR_ALGORITHM_WEIGHTED: weir_algorithm_family = 1;
 
 /// The lowest-score family's parameters: two time-decayed counters per node, successes and failures,
-/// the failure penalty they give, and probation (defaults: 1 s, 30 s, 1, 0.1, 0.01, 10, 16, 0, 0).
+/// the failure penalty they give, and probation (defaults: 1 s, 30 s, 0.1, 0.1, 0.01, 10, 16, 0, 0).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct weir_lowest_score {
@@ -27,9 +27,9 @@ pub struct weir_lowest_score {
     pub success_half_life_ns: u64,
     /// Half-life of the failure counter, ns; 1 ms ..= 1 hour.
     pub failure_half_life_ns: u64,
-    /// What a Dropped outcome (503, 504, a timeout) adds to the failures; in [0, 1]. 1 (a whole
-    /// failure) by default; 0.1 reads a shedding node as busy rather than broken (see the Rust docs of
-    /// `LowestScore::dropped_cost`).
+    /// What a Dropped outcome (503, 504, a timeout) adds to the failures; in [0, 1]. 0.1 by default,
+    /// as a 429: a shedding node is busy rather than broken, and its limit backs off on each drop; 1
+    /// counts a drop as a whole failure, as a 500 (see the Rust docs of `LowestScore::dropped_cost`).
     pub dropped_cost: f32,
     /// What a Throttled outcome (429) adds to the failures; in [0, 1].
     pub throttled_cost: f32,

@@ -157,7 +157,7 @@ static void test_presets(void) {
     const weir_lowest_score *ls = &d.algorithm.lowest_score;
     CHECK(ls->success_half_life_ns == 1 * SEC);
     CHECK(ls->failure_half_life_ns == 30 * SEC);
-    CHECK(ls->dropped_cost == 1.0f);
+    CHECK(ls->dropped_cost == 0.1f);
     CHECK(ls->throttled_cost == 0.1f);
     CHECK(ls->client_error_cost == 0.01f);
     CHECK(ls->penalty == 10.0f);

@@ -114,7 +114,7 @@ class LowestScore:
         *,
         success_half_life: _Seconds | None = 1.0,
         failure_half_life: _Seconds | None = 30.0,
-        dropped_cost: float | None = 1.0,
+        dropped_cost: float | None = 0.1,
         throttled_cost: float | None = 0.1,
         client_error_cost: float | None = 0.01,
         penalty: float | None = 10.0,

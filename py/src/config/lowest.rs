@@ -17,7 +17,7 @@ pub struct LowestScore {
 #[pymethods]
 impl LowestScore {
     #[new]
-    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, dropped_cost=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None, probe_fraction=None, forgiveness=None), text_signature = "(*, success_half_life=1.0, failure_half_life=30.0, dropped_cost=1.0, throttled_cost=0.1, client_error_cost=0.01, penalty=10.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0)")]
+    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, dropped_cost=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None, probe_fraction=None, forgiveness=None), text_signature = "(*, success_half_life=1.0, failure_half_life=30.0, dropped_cost=0.1, throttled_cost=0.1, client_error_cost=0.01, penalty=10.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         success_half_life: Option<&Bound<'_, PyAny>>,

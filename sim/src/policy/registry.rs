@@ -155,15 +155,6 @@ pub fn all() -> Vec<PolicyDef> {
             refused: default_queue(),
         },
         PolicyDef {
-            name: "weir-dropped-cost",
-            about: "weir's default configuration with the lowest-score family's dropped_cost at 0.1 (a 503 or \
-                    timeout adds a tenth of a failure to the penalty, as a 429 does, and the limit still backs \
-                    off)",
-            default: false,
-            kind: Kind::Balancer(|n, seed| waiting(drops_as_busy(), n, seed)),
-            refused: default_queue(),
-        },
-        PolicyDef {
             name: "weir-lowest-score-failfast",
             about: "weir's default configuration through the plain acquire",
             default: false,
@@ -366,15 +357,6 @@ pub fn all() -> Vec<PolicyDef> {
 /// The policy called `name`.
 pub fn find(name: &str) -> Option<PolicyDef> {
     all().into_iter().find(|p| p.name == name)
-}
-
-/// `Config::default()` with the lowest-score family's `dropped_cost` at 0.1 (the default's family).
-fn drops_as_busy() -> Config {
-    let mut c = Config::default();
-    if let Algorithm::LowestScore(lowest) = &mut c.algorithm {
-        lowest.dropped_cost = 0.1;
-    }
-    c
 }
 
 /// `Config::default()` with CIAD's opt-in RTT tolerance of 2 (the default's limit is CIAD).

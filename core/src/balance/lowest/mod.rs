@@ -41,6 +41,11 @@ use crate::error::ConfigError;
 /// fade: a failure's weight halves every `failure_half_life_ns` (30 s), a success's every
 /// `success_half_life_ns` (1 s).
 ///
+/// Outcomes weigh as what they say: a health signal (`Failure`: a 500, a reset or refused connection)
+/// is a whole failure and moves traffic away; a load signal (`Dropped`: a 503, 504 or timeout, and
+/// `Throttled`: a 429) a tenth of one, while the node's limit backs off on a drop, so that a node that
+/// sheds a share of its calls keeps its traffic and a dead node among such nodes loses its own.
+///
 /// ```
 /// use core::time::Duration;
 /// use weir::balance::{Algorithm, LowestScore};
@@ -55,18 +60,20 @@ pub struct LowestScore {
     pub success_half_life_ns: u64,
     /// Half-life of the failure counter in nanoseconds (default 30 s); 1 ms ..= 1 hour.
     pub failure_half_life_ns: u64,
-    /// What a `Dropped` outcome (503, 504, a timeout) adds to the failures (default 1, a whole failure);
-    /// finite, in [0, 1].
+    /// What a `Dropped` outcome (503, 504, a timeout) adds to the failures (default 0.1, as
+    /// `throttled_cost`); finite, in [0, 1].
     ///
-    /// A node that sheds load (503) is busy, not broken, and its limiter already backs off on each drop.
-    /// Where healthy nodes answer a share of their calls with 503 (a fleet near its capacity, a server
-    /// that sheds to protect itself), their drops count against them as much as a dead node's failures
-    /// do against it: the count penalty balances counts, not rates, so a node failing every call keeps
-    /// about the noise rate's share of a healthy node's calls (with two nodes shedding 5 %: 2.0 % of all
-    /// calls at 10 calls/s, 4.8 % at 100,000). At 0.1 (as `throttled_cost`) it keeps under 0.5 % at
-    /// every rate from 10 to 100,000 calls/s, with 2 % or 5 % noise (`core/tests/noise.rs`). A node that
-    /// times out every call still loses its traffic: each timeout adds a tenth of a failure, the ratio
-    /// term grows with its failures over its successes, and each timeout cuts its limit.
+    /// A 503 or a timeout is a load signal: the node is busy, not broken, and its limiter backs off on
+    /// each drop; the penalty, which moves traffic away, is for health signals (a 500, a reset or refused
+    /// connection, a whole failure each). At 1 a drop counts as a whole failure too, and where healthy
+    /// nodes answer a share of their calls with 503 (a fleet near its capacity, a server that sheds to
+    /// protect itself), their drops weigh as much as a dead node's failures: the penalty then balances
+    /// counts, not rates, and a node failing every call keeps about the noise rate's share of a healthy
+    /// node's calls (with two nodes shedding 5 %: 2.0 % of all calls at 10 calls/s, 4.8 % at 100,000).
+    /// At the default 0.1 it keeps under 0.5 % at every rate from 10 to 100,000 calls/s, with 2 % or 5 %
+    /// noise (`core/tests/noise.rs`). A node that times out every call still loses its traffic: each
+    /// timeout adds a tenth of a failure, the ratio term grows with its failures over its successes, and
+    /// each timeout cuts its limit. 1 suits servers whose 503 means down rather than busy.
     pub dropped_cost: f32,
     /// What a `Throttled` outcome (429) adds to the failures (default 0.1); finite, in [0, 1].
     pub throttled_cost: f32,
@@ -108,13 +115,13 @@ pub struct LowestScore {
 }
 
 impl LowestScore {
-    /// The defaults: successes halve every second, failures every 30 s; a 503 or timeout costs a whole
-    /// failure, a 429 0.1 of one, another 4xx 0.01; penalty 10 per failure plus 16 per doubling of
-    /// failures over successes.
+    /// The defaults: successes halve every second, failures every 30 s; a 500 costs a whole failure, a
+    /// 503, a timeout or a 429 0.1 of one, another 4xx 0.01; penalty 10 per failure plus 16 per doubling
+    /// of failures over successes.
     pub const DEFAULT: LowestScore = LowestScore {
         success_half_life_ns: 1_000_000_000,
         failure_half_life_ns: 30_000_000_000,
-        dropped_cost: 1.0,
+        dropped_cost: 0.1,
         throttled_cost: 0.1,
         client_error_cost: 0.01,
         penalty: 10.0,
