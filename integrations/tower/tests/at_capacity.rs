@@ -12,9 +12,10 @@
 //!   level before the fault within 2 s of the fault's end, and stays there 2 s; and the recovered backend
 //!   *ramps back*: it receives at least 90 % of its fair share (a quarter) of the requests in each of 5
 //!   consecutive seconds, the first of them within 5 s of its recovery (issue 41's and the simulator's
-//!   ramp-back). The knee limit with probation meets both (its probes find the recovered backend, each
-//!   success halving its failures); the default's figures are printed: it recovers the fleet's success,
-//!   but its recovered backend mostly stays out while its failures fade (30 s half-life): no ramp-back
+//!   ramp-back). The knee limit with probation meets both (its probes find the recovered backend, and a
+//!   success a clock epoch after its last failure forgives them); the default's figures are printed: it
+//!   recovers the fleet's success, but its recovered backend mostly stays out while its failures fade
+//!   (30 s half-life): no ramp-back
 //!   within the run in 15 of 23 runs here (it came back more often when other work loaded the CPU).
 //! - **A slow backend**: backend 3's service takes 20 times as long (200 ms: 20 requests a second), the
 //!   load the same 960 requests a second (60 % of the four's nominal capacity, 80 % of the three healthy
