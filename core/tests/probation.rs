@@ -1,7 +1,8 @@
 //! Probation (the at-capacity issue's ramp-back): a node that failed and then recovers gets its share
 //! back only if something calls it and its answers count. `LowestScore::probe_fraction` sends a trickle
 //! of calls to random members; `LowestScore::forgiveness` lets each success take part of the node's
-//! failures away. Either alone leaves the recovered node out, as the default does, for minutes.
+//! failures away, and all of them once they were last written more than a clock epoch before. Either
+//! alone leaves the recovered node out, as the default does, for minutes.
 
 mod common;
 use common::load::Load;
@@ -16,6 +17,16 @@ const SEC: u64 = 1_000 * MS;
 /// Returns node 3's share of the calls per second from 15 s, for `secs` seconds, and its share during
 /// its fault (from 6 s, once it is learnt).
 fn recovered_share(probe_fraction: f32, forgiveness: f32, secs: u64) -> (Vec<f64>, f64) {
+    recovered_share_at(MS, probe_fraction, forgiveness, secs)
+}
+
+/// [`recovered_share`] with one call every `every` ns.
+fn recovered_share_at(
+    every: u64,
+    probe_fraction: f32,
+    forgiveness: f32,
+    secs: u64,
+) -> (Vec<f64>, f64) {
     let config = Config {
         algorithm: Algorithm::LowestScore(LowestScore {
             probe_fraction,
@@ -25,7 +36,7 @@ fn recovered_share(probe_fraction: f32, forgiveness: f32, secs: u64) -> (Vec<f64
         ..Config::default()
     };
     let mut l = Load::new(&[1, 2, 3], config, 11);
-    l.run_until((15 + secs) * SEC, MS, |id, t, _| {
+    l.run_until((15 + secs) * SEC, every, |id, t, _| {
         Some(match id {
             3 if (5 * SEC..15 * SEC).contains(&t) => (MS, Outcome::Failure),
             _ => (10 * MS, Outcome::Success),
@@ -67,4 +78,21 @@ fn either_alone_leaves_the_recovered_node_out_like_the_default() {
             "probes {probe}, forgiveness {forgive}"
         );
     }
+}
+
+#[test]
+fn at_light_load_one_success_after_a_quiet_epoch_brings_the_node_back() {
+    // 250 calls/s (under one call in flight per node): probes reach node 3 about once a second, and the
+    // first that succeeds an epoch after its last failure takes all of them. Halving alone took 7 s.
+    let (after, _) = recovered_share_at(4 * MS, 0.01, 0.5, 30);
+    eprintln!("250 calls/s: {after:.2?}");
+    let at = ramped_back(&after).expect("ramped back within 30 s");
+    assert!(at <= 3, "ramped back from {at} s after the recovery");
+    // 100 calls/s: a probe reaches node 3 every 3 s or so, and from the first success on it holds its
+    // share (counted on average: a hundred calls a second are too few for every second to show it).
+    // Halving alone left it out for 20 s.
+    let (after, _) = recovered_share_at(10 * MS, 0.01, 0.5, 20);
+    eprintln!("100 calls/s: {after:.2?}");
+    let held = after[5..].iter().sum::<f64>() / (after.len() - 5) as f64;
+    assert!(held >= 0.9 / 3.0, "{held}");
 }
