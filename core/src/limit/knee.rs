@@ -161,8 +161,9 @@ impl KneeLimit {
             return Step::Grow;
         }
         let reading = TRACKER.observe(state, sample);
-        // The call itself or the average past the knee (see the module docs).
-        if reading.call_above(sample.rtt_ns, self.knee) || reading.above(self.knee) {
+        // The call itself or the average past the knee (see the module docs): one comparison, of the
+        // larger.
+        if reading.rtt_above(sample.rtt_ns.max(reading.smoothed), self.knee) {
             Step::Ease
         } else if reading.above(self.hold) {
             Step::Hold

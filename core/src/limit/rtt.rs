@@ -57,28 +57,20 @@ pub(super) struct Reading {
 }
 
 impl Reading {
-    /// Whether the smoothed RTT is more than `ratio` times the baseline (compared in fixed point, the
-    /// ratio to 1/256; a ratio above 2^12, which no RTT can exceed in practice, acts as 2^12, so neither
-    /// product overflows). `false` while there is no baseline.
+    /// Whether the smoothed RTT is more than `ratio` times the baseline (see
+    /// [`rtt_above`](Self::rtt_above)).
     #[inline]
     pub fn above(self, ratio: f64) -> bool {
-        self.exceeds(self.smoothed, ratio)
+        self.rtt_above(self.smoothed, ratio)
     }
 
-    /// Whether one call's own RTT, `rtt_ns`, is more than `ratio` times the baseline (compared as
-    /// [`above`](Self::above) does; an RTT above [`MAX_RTT_NS`] reads as it). `false` while there is no
-    /// baseline.
+    /// Whether `rtt_ns` is more than `ratio` times the baseline, compared in fixed point: the ratio to
+    /// 1/256, a ratio above 2^12 (which no RTT can exceed in practice) acting as 2^12, and an RTT above
+    /// [`MAX_RTT_NS`] as it, so neither product overflows. `false` while there is no baseline.
     #[inline]
-    pub fn call_above(self, rtt_ns: u64, ratio: f64) -> bool {
-        self.exceeds(rtt_ns.min(MAX_RTT_NS), ratio)
-    }
-
-    /// `rtt > ratio x baseline` in fixed point: `rtt < 2^40` and the ratio at most 2^12 (2^20 in
-    /// 1/256ths), so neither product overflows.
-    #[inline]
-    fn exceeds(self, rtt: u64, ratio: f64) -> bool {
+    pub fn rtt_above(self, rtt_ns: u64, ratio: f64) -> bool {
         let r = ((ratio * 256.0) as u64).min(1 << 20);
-        self.baseline != 0 && rtt * 256 > r * self.baseline
+        self.baseline != 0 && rtt_ns.min(MAX_RTT_NS) * 256 > r * self.baseline
     }
 }
 
