@@ -75,7 +75,7 @@ pub enum ConfigError {
     DecayHalfLife,
     /// `dropped_cost`, `throttled_cost` and `client_error_cost` must be finite and in [0, 1].
     OutcomeCost,
-    /// `penalty` and `ratio_penalty` must be finite and in [0, 10^6].
+    /// `penalty` and `ratio_penalty` must be finite and in [0, 10^6], and `slow_ratio` 0 or in [1, 64].
     Penalty,
     /// [`LowestScore`](crate::balance::LowestScore)'s `probe_fraction` and `forgiveness` must be finite
     /// and in [0, 1].
@@ -126,7 +126,9 @@ impl fmt::Display for ConfigError {
             ConfigError::OutcomeCost => {
                 "dropped_cost, throttled_cost and client_error_cost must be finite and in [0, 1]"
             }
-            ConfigError::Penalty => "penalty and ratio_penalty must be finite and in [0, 1e6]",
+            ConfigError::Penalty => {
+                "penalty and ratio_penalty must be finite and in [0, 1e6], slow_ratio 0 or in [1, 64]"
+            }
             ConfigError::Probation => "probe_fraction and forgiveness must be finite and in [0, 1]",
         })
     }

@@ -19,6 +19,7 @@ use crate::balance::slot::NodeSlot;
 #[cfg(any(feature = "buckets", feature = "ewma"))]
 use crate::balance::weighted::{self, Weighted};
 use crate::error::ConfigError;
+use crate::internal::sync::AtomicU64;
 use fastrand::Rng;
 
 /// The algorithm a balancer decides by: a family, with its parameters. A family's parameters hold only
@@ -149,8 +150,27 @@ impl Prepared {
     /// family). Not generic: one copy, compiled here with the families' code. The balancer is generic over
     /// its storage and compiled where it is used; called from there, the generic `Health::record` would
     /// reach the families' private helpers across crates, where they cannot be inlined.
-    pub(crate) fn record_outcome(&self, h: &Health, now: u64, outcome: Outcome, scope: Scope<'_>) {
-        h.record(self, now, outcome, scope);
+    pub(crate) fn record_outcome(
+        &self,
+        h: &Health,
+        now: u64,
+        outcome: Outcome,
+        rtt_ns: u64,
+        scope: Scope<'_>,
+    ) {
+        match self {
+            // The slowness term: a success's RTT goes into the node's estimate, and a change of its
+            // slowness code refreshes the scan word as a change of penalty does.
+            #[cfg(feature = "decay")]
+            Prepared::Lowest(p) if p.slow != 0.0 => {
+                let moved =
+                    outcome == Outcome::Success && h.note_rtt(p, now, rtt_ns, scope.fastest);
+                if p.record(h, now, outcome) || moved {
+                    h.refresh(self, now, scope);
+                }
+            }
+            _ => h.record(self, now, outcome, scope),
+        }
     }
 
     /// Recomputes `h`'s cached value ([`Health::refresh`] with the configured family); not generic, as
@@ -229,11 +249,12 @@ impl Prepared {
         now: u64,
         horizon: u64,
         epoch: u64,
+        fastest: &AtomicU64,
         refresh: impl Fn(&NodeSlot),
     ) {
         match self {
             #[cfg(feature = "decay")]
-            Prepared::Lowest(p) => p.rotate(used, now, horizon, epoch, refresh),
+            Prepared::Lowest(p) => p.rotate(used, now, horizon, epoch, fastest, refresh),
             #[cfg(any(feature = "buckets", feature = "ewma"))]
             Prepared::Weighted(w) => w.rotate(used, refresh),
         }

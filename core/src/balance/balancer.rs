@@ -47,6 +47,9 @@ pub struct Balancer<S: AsRef<[NodeSlot]>, W: Waiting = ()> {
     /// weight `(floor / count)^exponent` as `f32` bits in the low 32 (0 in the lowest-score family): one
     /// word, so the two never disagree.
     pub(crate) active: AtomicU64,
+    /// The lowest-score family's fastest latency estimate, `f32` bits (see `lowest/pace.rs`): written by
+    /// the clock's rotation, read by the refreshes of the nodes' scan words.
+    pub(crate) fastest: AtomicU64,
     /// The balancer's clock (see `clock.rs`): its rotation word is read by every acquire and written once
     /// per epoch, as read-mostly as `active`.
     pub(crate) clock: Clock,
@@ -123,6 +126,7 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
             slots,
             prepared: Prepared::unprepared(config),
             active: AtomicU64::new(0),
+            fastest: AtomicU64::new(0),
             clock: Clock::unset(),
             span: AtomicU64::new(0),
             peak: AtomicU64::new(0),
@@ -207,6 +211,7 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
             rotation: self.clock.word(),
             active: &self.active,
             ctl: &s.ctl,
+            fastest: &self.fastest,
         }
     }
 
@@ -468,9 +473,16 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
             return;
         };
         let algorithm = &self.prepared.algorithm;
-        algorithm.rotate(self.used(), now, self.clock.horizon(seen), epoch, |s| {
-            algorithm.refresh_cache(&s.health, now, self.scope(s));
-        });
+        algorithm.rotate(
+            self.used(),
+            now,
+            self.clock.horizon(seen),
+            epoch,
+            &self.fastest,
+            |s| {
+                algorithm.refresh_cache(&s.health, now, self.scope(s));
+            },
+        );
     }
 
     /// Reports the outcome of a lease's call; `now` is monotonic nanoseconds.
@@ -537,9 +549,13 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
                 now_ns: now,
             });
         if live {
-            self.prepared
-                .algorithm
-                .record_outcome(&s.health, now, outcome, self.scope(s));
+            self.prepared.algorithm.record_outcome(
+                &s.health,
+                now,
+                outcome,
+                now.saturating_sub(lease.start),
+                self.scope(s),
+            );
             // Counted before the decrement below, like the health: the decrement that drains a removed
             // node's slot is then the last write of its node, so an add that claims the slot reads every
             // count of the node it replaces (see `add`). Relaxed: statistics, ordered by that decrement.

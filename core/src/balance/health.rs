@@ -60,6 +60,10 @@ pub(crate) struct Scope<'a> {
     pub(crate) active: &'a AtomicU64,
     /// The node's control word: only an active node has a cached value.
     pub(crate) ctl: &'a AtomicU64,
+    /// The balancer's fastest latency estimate (`f32` bits; the lowest-score family's slowness term, see
+    /// `lowest/pace.rs`).
+    #[cfg_attr(not(feature = "decay"), allow(dead_code))]
+    pub(crate) fastest: &'a AtomicU64,
 }
 
 /// A consistent reading of a node's health: each family fills in what it keeps, over [`View::EMPTY`].
@@ -288,6 +292,7 @@ pub(crate) mod testing {
         pub(crate) rotation: AtomicU64,
         pub(crate) active: AtomicU64,
         pub(crate) ctl: AtomicU64,
+        pub(crate) fastest: AtomicU64,
     }
 
     impl Words {
@@ -296,6 +301,7 @@ pub(crate) mod testing {
                 rotation: AtomicU64::new(start),
                 active: AtomicU64::new((1 << 32) | u64::from(floor.to_bits())),
                 ctl: AtomicU64::new(word::pack(word::ACTIVE, 0, 100, 0)),
+                fastest: AtomicU64::new(0),
             }
         }
 
@@ -304,6 +310,7 @@ pub(crate) mod testing {
                 rotation: &self.rotation,
                 active: &self.active,
                 ctl: &self.ctl,
+                fastest: &self.fastest,
             }
         }
     }

@@ -98,6 +98,41 @@ pub(crate) fn fixed(p: f32) -> u64 {
     (f64::from(p) * f64::from(1u32 << P_FRACTION)) as u64
 }
 
+/// The lowest-score family's slowness code in the scan word: bits 49..56, above the penalty (below 2^49,
+/// see [`lowest_units`]). A node's calls in flight count `1 + code / 4` times each in its score (see
+/// `lowest/pace.rs`); code 0, the node is not slow, and the score is `in_flight + penalty` exactly.
+#[cfg_attr(not(feature = "decay"), allow(dead_code))]
+pub(crate) const SLOW_SHIFT: u32 = 49;
+/// The slowness code's bits in the scan word.
+#[cfg_attr(not(feature = "decay"), allow(dead_code))]
+pub(crate) const SLOW_BITS: u64 = 0xFF << SLOW_SHIFT;
+/// One step of the slowness code, in the fixed point of a score: a quarter of a call in flight.
+#[cfg_attr(not(feature = "decay"), allow(dead_code))]
+pub(crate) const SLOW_STEP: u32 = P_FRACTION - 2;
+
+/// The lowest-score family's scan word of an active node: its penalty in fixed point (`fixed`) and its
+/// slowness code. A node whose calls count `m = 1 + code / 4` times scores `(in_flight + 1) * m - 1 +
+/// penalty` (the cost that tower's and Finagle's peak EWMA give, `(in_flight + 1) * latency`, over the
+/// fastest node's latency, less 1 so that a node that is not slow scores `in_flight + penalty`): the
+/// `m - 1` is added here, the product by [`score`].
+#[cfg_attr(not(feature = "decay"), allow(dead_code))]
+#[inline]
+pub(crate) fn lowest_units(penalty: u64, code: u64) -> u64 {
+    // Below 2^49: a penalty of at most 2^48 plus at most 255 * 2^14.
+    (penalty + (code << SLOW_STEP)) | (code << SLOW_SHIFT)
+}
+
+/// A node's score in the lowest-score family, in fixed point: `in_flight * m` plus the scan word's
+/// penalty part (see [`lowest_units`]), with `m` in fixed point from its slowness code. Below 2^50 for
+/// every active node (`in_flight < 2^24`, `m < 2^22`); the absent scan word, which holds no code, keeps
+/// its key above every other.
+#[cfg_attr(not(feature = "decay"), allow(dead_code))]
+#[inline(always)]
+pub(crate) fn score(inflight: u64, units: u64) -> u64 {
+    let code = (units & SLOW_BITS) >> SLOW_SHIFT;
+    inflight * ((1 << P_FRACTION) + (code << SLOW_STEP)) + (units & !SLOW_BITS)
+}
+
 /// The scan word of a slot without an active node in the lowest-score family: above every score its
 /// scans form (`in_flight * 2^P_FRACTION + penalty`, below `2^49`) and above their flags (see
 /// `lowest/scan.rs`), so that its fast scan passes the slot over without reading its state.
@@ -133,6 +168,23 @@ mod tests {
         assert_eq!(units_of(1e-15), 0);
         let w = 0.123_456_79f32;
         assert_eq!(units_of(w), (f64::from(w) * 2f64.powi(46)).floor() as u64);
+    }
+
+    #[test]
+    fn a_slow_nodes_calls_count_as_its_code_says() {
+        let one = 1u64 << P_FRACTION;
+        // Code 0: `in_flight + penalty`, as without the term.
+        assert_eq!(score(3, lowest_units(one / 2, 0)), 3 * one + one / 2);
+        // Code 16, five times: `(in_flight + 1) * 5 - 1 + penalty`.
+        for inflight in [0, 1, 7] {
+            assert_eq!(
+                score(inflight, lowest_units(one, 16)),
+                ((inflight + 1) * 5 - 1) * one + one
+            );
+        }
+        // The largest code and penalty stay below the scans' flags, and the absent word above them.
+        assert!(score(FIELD_MASK, lowest_units(1 << 48, 0xFF)) < 1 << 50);
+        assert!(score(FIELD_MASK, SCAN_ABSENT) >= SCAN_ABSENT);
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub const K: Constants = {
         // Probation is off in the default: no probes, no forgiveness.
         probe_fraction: _,
         forgiveness: _,
+        // The slowness term reads latencies, which the penalty's model leaves out.
+        slow_ratio: _,
     } = LowestScore::DEFAULT;
     Constants {
         a: penalty as f64,

@@ -142,6 +142,8 @@ pub fn decay_params(config: &Config) -> Option<decay::Params> {
             // Probes draw from the generator: the strategies keep them off, so the model's picks hold.
             probe_fraction: _,
             forgiveness,
+            // The strategies keep the slowness term off (the model's scores read no RTT).
+            slow_ratio: _,
         }) => Some(decay::Params {
             s: decay::TICK_NS as f64 / success_half_life_ns as f64,
             f: decay::TICK_NS as f64 / failure_half_life_ns as f64,

@@ -155,6 +155,22 @@ pub fn all() -> Vec<PolicyDef> {
             refused: default_queue(),
         },
         PolicyDef {
+            name: "weir-slow",
+            about: "weir's default configuration with the slowness term (LowestScore::slow_ratio 2: a node \
+                    whose successes take twice the fastest node's time or more counts its calls in flight \
+                    that many times over)",
+            default: false,
+            kind: Kind::Balancer(|n, seed| waiting(slow(Config::default()), n, seed)),
+            refused: default_queue(),
+        },
+        PolicyDef {
+            name: "weir-knee-probation-slow",
+            about: "weir-knee-probation with the slowness term of weir-slow",
+            default: false,
+            kind: Kind::Balancer(|n, seed| waiting(slow(knee_probation()), n, seed)),
+            refused: default_queue(),
+        },
+        PolicyDef {
             name: "weir-lowest-score-failfast",
             about: "weir's default configuration through the plain acquire",
             default: false,
@@ -391,6 +407,14 @@ fn knee_probation() -> Config {
     if let Algorithm::LowestScore(lowest) = &mut c.algorithm {
         lowest.probe_fraction = 0.01;
         lowest.forgiveness = 0.5;
+    }
+    c
+}
+
+/// `c` with the slowness term at a ratio of 2.
+fn slow(mut c: Config) -> Config {
+    if let Algorithm::LowestScore(lowest) = &mut c.algorithm {
+        lowest.slow_ratio = 2.0;
     }
     c
 }

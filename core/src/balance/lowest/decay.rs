@@ -99,18 +99,18 @@ pub(crate) fn tick(now: u64) -> u32 {
 
 /// `(value, tick)` of a counter word.
 #[inline]
-fn unpack(w: u64) -> (f32, u32) {
+pub(super) fn unpack(w: u64) -> (f32, u32) {
     (f32::from_bits((w >> 32) as u32), w as u32)
 }
 
 #[inline]
-fn pack(value: f32, tick: u32) -> u64 {
+pub(super) fn pack(value: f32, tick: u32) -> u64 {
     (u64::from(value.to_bits()) << 32) | u64::from(tick)
 }
 
 /// The age from `from` to `to` in ticks, 0 if `to` is earlier (see the module docs).
 #[inline]
-fn age(from: u32, to: u32) -> u32 {
+pub(super) fn age(from: u32, to: u32) -> u32 {
     let a = to.wrapping_sub(from);
     if a > i32::MAX as u32 {
         0
@@ -292,6 +292,9 @@ impl Health {
         let at = tick(now);
         for (word, h) in self.ring[..2].iter().zip([&d.success, &d.failure]) {
             settle_word(word, at, h, forget);
+        }
+        if d.slow != 0.0 {
+            self.settle_estimate(at, d, forget);
         }
     }
 }

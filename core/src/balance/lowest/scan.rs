@@ -31,7 +31,7 @@ fn key(s: &NodeSlot) -> u64 {
     let inflight = word::inflight(c);
     // A node made active a moment ago may still hold the absent scan word until its membership refresh
     // lands: read it as a fresh node's (no penalty), not as absent.
-    let score = (inflight << P_FRACTION) + (s.health.units() & (KEY_ABSENT - 1));
+    let score = word::score(inflight, s.health.units() & (KEY_ABSENT - 1));
     if inflight < word::limit(c) {
         score
     } else {
@@ -281,7 +281,7 @@ fn nth_tie(
 fn fast_key(s: &NodeSlot) -> u64 {
     // Relaxed: as in `key`.
     let c = s.ctl.load(crate::internal::sync::Ordering::Relaxed);
-    (word::inflight(c) << P_FRACTION) + s.health.units()
+    word::score(word::inflight(c), s.health.units())
 }
 
 /// The lowest score over the nodes' keys, with a stack buffer sized to the balancer.
