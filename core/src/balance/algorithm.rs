@@ -203,10 +203,20 @@ impl Prepared {
                         return Choice::Try(i);
                     }
                 }
-                lowest::lowest_fast(slots, rng)
+                if l.slow != 0.0 {
+                    lowest::lowest_fast::<true>(slots, rng)
+                } else {
+                    lowest::lowest_fast::<false>(slots, rng)
+                }
             }
             #[cfg(all(feature = "decay", not(feature = "probation")))]
-            Prepared::Lowest(_) => lowest::lowest_fast(slots, rng),
+            Prepared::Lowest(l) => {
+                if l.slow != 0.0 {
+                    lowest::lowest_fast::<true>(slots, rng)
+                } else {
+                    lowest::lowest_fast::<false>(slots, rng)
+                }
+            }
             #[cfg(any(feature = "buckets", feature = "ewma"))]
             Prepared::Weighted(w) => w.choose_fast(slots, rng),
         }

@@ -73,7 +73,7 @@ const GIVE_UP_FLOOR: u64 = 6 << P_FRACTION;
 /// their places are kept only as the count at the end of each chunk of [`CHUNK`] nodes; the tie drawn is
 /// found again from those marks.
 #[inline]
-pub(crate) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
+pub(crate) fn lowest_fast<const SLOW: bool>(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     if slots.len() > SAMPLE_ABOVE {
         return sampled(slots, rng);
     }
@@ -89,7 +89,7 @@ pub(crate) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     for (c, nodes) in chunks.by_ref().enumerate() {
         // Always a whole chunk (`chunks_exact`), as an array so that its nodes are read unrolled.
         if let Some(nodes) = nodes.first_chunk() {
-            least.add_chunk(nodes, c * CHUNK);
+            least.add_chunk::<SLOW>(nodes, c * CHUNK);
         }
         if let Some(mark) = marks.get_mut(c) {
             // Exact: a mark counts at most the `MARKS * CHUNK` nodes of the marked chunks.
@@ -98,7 +98,7 @@ pub(crate) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     }
     let tail = slots.len() - chunks.remainder().len();
     for (j, s) in chunks.remainder().iter().enumerate() {
-        least.add(fast_key(s), tail + j);
+        least.add(fast_key::<SLOW>(s), tail + j);
     }
     let Least { best, first, ties } = least;
     if best >= KEY_ABSENT {
@@ -109,7 +109,7 @@ pub(crate) fn lowest_fast(slots: &[NodeSlot], rng: &mut Rng) -> Choice {
     if nth == 0 {
         return Choice::Try(first);
     }
-    match nth_tie(slots, best, first, nth, &marks) {
+    match nth_tie::<SLOW>(slots, best, first, nth, &marks) {
         Some(i) => Choice::Try(i),
         // The keys changed meanwhile: the full rules decide.
         None => lowest(slots, rng),
@@ -202,8 +202,8 @@ impl Least {
 
     /// A chunk's keys, its first at slot `at`.
     #[inline(always)]
-    fn add_chunk(&mut self, nodes: &[NodeSlot; CHUNK], at: usize) {
-        let keys = nodes.each_ref().map(fast_key);
+    fn add_chunk<const SLOW: bool>(&mut self, nodes: &[NodeSlot; CHUNK], at: usize) {
+        let keys = nodes.each_ref().map(fast_key::<SLOW>);
         if keys.iter().any(|&k| k < self.best) {
             // A new least key: node by node.
             for (j, &k) in keys.iter().enumerate() {
@@ -231,7 +231,7 @@ const MARKS: usize = 64;
 /// the marks of [`lowest_fast`]'s pass: the chunk that holds it is the first whose mark passes `nth`,
 /// and in it, its keys are read again. `None` if the keys changed meanwhile.
 #[inline]
-fn nth_tie(
+fn nth_tie<const SLOW: bool>(
     slots: &[NodeSlot],
     best: u64,
     first: usize,
@@ -258,7 +258,7 @@ fn nth_tie(
         // In a marked chunk: the `skip`th of its nodes whose key is `best`, with no branch per node.
         let (mut seen, mut at) = (0, None);
         for (i, s) in slots.iter().enumerate().skip(start).take(CHUNK) {
-            let hit = fast_key(s) == best;
+            let hit = fast_key::<SLOW>(s) == best;
             at = if hit && seen == skip { Some(i) } else { at };
             seen += usize::from(hit);
         }
@@ -266,7 +266,7 @@ fn nth_tie(
     }
     // Past the marked chunks: read on.
     for (i, s) in slots.iter().enumerate().skip(start) {
-        if fast_key(s) == best {
+        if fast_key::<SLOW>(s) == best {
             if skip == 0 {
                 return Some(i);
             }
@@ -276,12 +276,19 @@ fn nth_tie(
     None
 }
 
-/// A node's key for the fast scan (see [`lowest_fast`]).
+/// A node's key for the fast scan (see [`lowest_fast`]). `SLOW`: whether the slowness term is on (see
+/// `pace.rs`). Without it no scan word holds a slowness code, and the key is `in_flight * 2^16 + scan
+/// word`, two instructions, which is what most balancers run: the code's decoding and multiply cost a
+/// 16-node scan about a tenth of its acquire and release, so only a balancer that reads slowness pays.
 #[inline(always)]
-fn fast_key(s: &NodeSlot) -> u64 {
+fn fast_key<const SLOW: bool>(s: &NodeSlot) -> u64 {
     // Relaxed: as in `key`.
     let c = s.ctl.load(crate::internal::sync::Ordering::Relaxed);
-    word::score(word::inflight(c), s.health.units())
+    if SLOW {
+        word::score(word::inflight(c), s.health.units())
+    } else {
+        (word::inflight(c) << P_FRACTION) + s.health.units()
+    }
 }
 
 /// The lowest score over the nodes' keys, with a stack buffer sized to the balancer.
@@ -405,9 +412,15 @@ mod tests {
 
     /// `lowest_fast` against its definition: the node of least key, the `nth` of the ties in slot order
     /// with `nth` drawn as `rng.usize(..ties)` when there are several, over balancer sizes around the
-    /// chunks and the marked range, and keys from a few values so that ties are many.
+    /// chunks and the marked range, and keys from a few values so that ties are many; with the slowness
+    /// term, over scan words with slowness codes too, keyed by `word::score`.
     #[test]
     fn fast_scan_picks_the_drawn_tie_in_slot_order() {
+        fast_scan_picks_the_drawn_tie::<false>();
+        fast_scan_picks_the_drawn_tie::<true>();
+    }
+
+    fn fast_scan_picks_the_drawn_tie<const SLOW: bool>() {
         let mut gen = Rng::with_seed(7);
         for &n in &[1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 48, 63, 64] {
             let slots: Vec<NodeSlot> = (0..n).map(|_| NodeSlot::new()).collect();
@@ -420,13 +433,22 @@ mod tests {
                         0 => KEY_ABSENT,
                         1 => 21_600,
                         2 => 1 << P_FRACTION,
+                        // Calls counting twice (code 4), so with one in flight it ties a node with
+                        // penalty 1 or with three in flight and none.
+                        3 if SLOW => word::lowest_units(0, 4),
                         _ => 0,
                     };
                     s.ctl
                         .store(word::pack(word::ACTIVE, 0, 100, inflight), Relaxed);
                     s.health.set_units(units);
                 }
-                let keys: Vec<u64> = slots.iter().map(fast_key).collect();
+                let keys: Vec<u64> = slots
+                    .iter()
+                    .map(|s| {
+                        let c = s.ctl.load(Relaxed);
+                        word::score(word::inflight(c), s.health.units())
+                    })
+                    .collect();
                 let best = keys.iter().copied().min().unwrap_or(u64::MAX);
                 if best >= KEY_ABSENT {
                     continue;
@@ -439,7 +461,7 @@ mod tests {
                     0
                 };
                 let mut rng = gen.clone();
-                match lowest_fast(&slots, &mut rng) {
+                match lowest_fast::<SLOW>(&slots, &mut rng) {
                     Choice::Try(i) => assert_eq!(i, ties[nth], "n {n}, round {round}"),
                     Choice::Reject(r) => panic!("n {n}, round {round}: rejected {r:?}"),
                 }
@@ -469,7 +491,7 @@ mod tests {
     }
 
     fn pick(slots: &[NodeSlot], rng: &mut Rng) -> usize {
-        match lowest_fast(slots, rng) {
+        match lowest_fast::<false>(slots, rng) {
             Choice::Try(i) => i,
             Choice::Reject(r) => panic!("rejected {r:?}"),
         }
