@@ -134,7 +134,8 @@ typedef uint32_t weir_algorithm_family;
 
 /**
  * The lowest-score family's parameters: two time-decayed counters per node, successes and failures,
- * the failure penalty they give, and probation (defaults: 1 s, 30 s, 0.1, 0.1, 0.01, 10, 16, 0, 0).
+ * the failure penalty they give, probation and the slowness term (defaults: 1 s, 30 s, 0.1, 0.1, 0.01,
+ * 10, 16, 0, 0, 0).
  */
 typedef struct weir_lowest_score {
   /**
@@ -183,6 +184,17 @@ typedef struct weir_lowest_score {
    * avoided since its last failure.
    */
   float forgiveness;
+  /**
+   * Slow nodes: 0 (off, the default), or in [1, 64]. A node whose recent successes took at least this
+   * many times as long as the fastest node's counts each of its calls in flight that many times over
+   * (in steps of a quarter): the peak-EWMA cost `(in_flight + 1) * latency` over the fastest node's
+   * latency, so a node five times slower takes a call only when its peers have about five times its
+   * calls in flight. Below the ratio a node scores as without it. Each node's latency is an average
+   * of its successes' RTTs; the ratio beyond 1 fades at the failure half-life while the node gets no
+   * calls, so a slow node is tried again now and then. 2 reads a node as slow once it takes twice the
+   * fastest's time (see the Rust docs of `LowestScore::slow_ratio`).
+   */
+  float slow_ratio;
 } weir_lowest_score;
 
 /**
@@ -2073,8 +2085,9 @@ weir_status weir_config_validate(const struct weir_config *config);
 
 /**
  * The lowest-score family with its defaults (successes halve every 1 s, failures every 30 s; costs 1,
- * 0.1, 0.01; penalties 10 and 16; no probation: probe fraction and forgiveness 0), the default
- * configuration's. The weighted family's parameters hold the original cascade's.
+ * 0.1, 0.01; penalties 10 and 16; no probation: probe fraction and forgiveness 0; no slowness term:
+ * slow ratio 0), the default configuration's. The weighted family's parameters hold the original
+ * cascade's.
  *
  * Thread safety: a pure function; safe from any thread.
  */

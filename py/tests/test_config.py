@@ -18,7 +18,8 @@ def test_defaults_are_the_cores() -> None:
     assert (d.success_half_life, d.failure_half_life, d.throttled_cost, d.client_error_cost) == (1.0, 30.0, 0.1, 0.01)
     assert d.dropped_cost == 0.1 and weir.LowestScore(dropped_cost=1.0).dropped_cost == 1.0
     assert (d.penalty, d.ratio_penalty) == (10.0, 16.0)
-    assert (d.probe_fraction, d.forgiveness) == (0.0, 0.0)
+    assert (d.probe_fraction, d.forgiveness, d.slow_ratio) == (0.0, 0.0, 0.0)
+    assert weir.LowestScore(slow_ratio=2.5).slow_ratio == 2.5
     probation = weir.LowestScore(probe_fraction=0.01, forgiveness=0.5)
     assert (probation.probe_fraction, probation.forgiveness, probation.ratio_penalty) == (0.01, 0.5, 16.0)
     w = weir.Weighted()
@@ -91,16 +92,24 @@ def test_the_algorithm_families_and_the_config() -> None:
     assert repr(pick) == "Weighted(health=Ewma(half_life=20), draw=Draw.WEIGHTED_PICK, weight_exponent=2.5, floor=0.0001)"
     assert repr(weir.LowestScore(penalty=4)) == (
         "LowestScore(success_half_life=1.0, failure_half_life=30.0, dropped_cost=0.1, throttled_cost=0.1, "
-        "client_error_cost=0.01, penalty=4.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0)"
+        "client_error_cost=0.01, penalty=4.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0, slow_ratio=0.0)"
     )
     # Probation's fields read back from the repr, and each one sets the algorithm apart.
     probation = weir.LowestScore(probe_fraction=0.2, forgiveness=0.5)
-    assert repr(probation).endswith("ratio_penalty=16.0, probe_fraction=0.2, forgiveness=0.5)")
+    assert repr(probation).endswith("ratio_penalty=16.0, probe_fraction=0.2, forgiveness=0.5, slow_ratio=0.0)")
     assert eval(repr(probation), {"LowestScore": weir.LowestScore}) == probation
     assert hash(probation) == hash(weir.LowestScore(probe_fraction=0.2, forgiveness=0.5))
     assert len({weir.LowestScore(), probation, weir.LowestScore(probe_fraction=0.2), weir.LowestScore(forgiveness=0.5)}) == 4
     probation_config = weir.Config(algorithm=probation, seed=3)
     assert weir.Balancer(config=probation_config).config.algorithm == probation
+    # So does the slowness term's ratio, and a balancer built with it reports it.
+    slow = weir.LowestScore(slow_ratio=2.0)
+    assert repr(slow).endswith("forgiveness=0.0, slow_ratio=2.0)")
+    assert eval(repr(slow), {"LowestScore": weir.LowestScore}) == slow
+    assert hash(slow) == hash(weir.LowestScore(slow_ratio=2.0))
+    assert len({weir.LowestScore(), slow, weir.LowestScore(slow_ratio=4.0)}) == 3
+    back = weir.Balancer(config=weir.Config(algorithm=slow, seed=3)).config.algorithm
+    assert back == slow and back.slow_ratio == 2.0
     c = weir.Config(algorithm=pick, limit=weir.Fixed(7), max_waiters=0, seed=9)
     assert (c.algorithm, c.limit, c.max_waiters, c.seed) == (pick, weir.Fixed(7), 0, 9)
     assert repr(c) == f"Config(algorithm={pick!r}, limit=Fixed(7), max_waiters=0, seed=9)"
@@ -131,6 +140,8 @@ BAD: list[tuple[Callable[..., Any], dict[str, Any], type[Exception], str]] = [
     (weir.LowestScore, {"forgiveness": -0.5}, ValueError, "probe_fraction and forgiveness"),
     (weir.LowestScore, {"probe_fraction": "0.1"}, TypeError, "probe_fraction must be a float"),
     (weir.LowestScore, {"forgiveness": True}, TypeError, "forgiveness must be a float, not bool"),
+    (weir.LowestScore, {"slow_ratio": 0.5}, ValueError, "slow_ratio 0 or in \\[1, 64\\]"),
+    (weir.LowestScore, {"slow_ratio": "2"}, TypeError, "slow_ratio must be a float"),
     (weir.LowestScore, {"success_half_life": "1s"}, TypeError, "success_half_life must be a number of seconds"),
     (weir.Weighted, {"weight_exponent": math.nan}, ValueError, "weight_exponent must not be NaN"),
     (weir.Weighted, {"weight_exponent": 0.0}, ValueError, "Weighted: weight_exponent must be finite and in"),
@@ -253,6 +264,39 @@ def test_probation_fractions_outside_0_to_1_are_refused(name: str, value: float,
     # The edges are in.
     for edge in (0.0, 1.0):
         assert getattr(weir.LowestScore(**{name: edge}), name) == edge
+
+
+# The slowness term's ratio: neither 0 nor in [1, 64] is the core's rule, which it shares with the
+# penalties (one error, one message); NaN and the infinities are refused on the way in, naming the parameter.
+PENALTY = "LowestScore: penalty and ratio_penalty must be finite and in [0, 1e6], slow_ratio 0 or in [1, 64]"
+
+
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        (math.nan, "slow_ratio must not be NaN"),
+        (-1.0, PENALTY),
+        (0.5, PENALTY),
+        (1e-45, PENALTY),
+        (0.9999999, PENALTY),
+        (65.0, PENALTY),
+        (64.00001, PENALTY),
+        (math.inf, "slow_ratio must be finite, got inf"),
+        (-math.inf, "slow_ratio must be finite, got -inf"),
+    ],
+    ids=str,
+)
+def test_slow_ratios_outside_0_and_1_to_64_are_refused(value: float, says: str) -> None:
+    with pytest.raises(ValueError) as e:
+        weir.LowestScore(slow_ratio=value)
+    assert type(e.value) is ValueError and str(e.value) == says
+    # The same class and text as a penalty out of range.
+    with pytest.raises(ValueError) as p:
+        weir.LowestScore(penalty=-1.0)
+    assert type(p.value) is type(e.value) and str(p.value) == PENALTY
+    # 0, -0 and the ends of [1, 64] are in.
+    for edge in (0.0, -0.0, 1.0, 64.0):
+        assert weir.LowestScore(slow_ratio=edge).slow_ratio == edge
 
 
 @pytest.mark.parametrize("cls, kwargs, exc, match", BAD, ids=lambda x: getattr(x, "__name__", None) or str(x))

@@ -26,17 +26,26 @@ def test_all_trace_files_are_found() -> None:
     assert limits == {"fixed", "aimd", "vegas", "gradient", "gradient2", "ciad", "knee", "windowed"}
 
 
-def test_probation_is_replayed_with_its_fractions(tmp_path: Path) -> None:
-    # The probation trace runs both fractions, and each is read: the same file with either one off (the
-    # default, 0) is refused, so the exact replay above depends on both reaching the balancer.
-    src = (VECTORS / "decay-lowest-score-probation.trace").read_text()
-    for key, value in (("probe_fraction", "0.2"), ("forgiveness", "0.5")):
-        line = f"config algorithm.{key}={value}\n"
-        assert src.count(line) == 1, key
-        off = tmp_path / f"{key}-off.trace"
-        off.write_text(src.replace(line, f"config algorithm.{key}=0.0\n"))
-        with pytest.raises(Mismatch, match=f"{key}-off.trace:"):
-            replay(off)
+@pytest.mark.parametrize(
+    "name, key, value",
+    [
+        ("decay-lowest-score-probation.trace", "probe_fraction", "0.2"),
+        ("decay-lowest-score-probation.trace", "forgiveness", "0.5"),
+        ("decay-lowest-score-slow.trace", "slow_ratio", "2.0"),
+    ],
+    ids=lambda x: str(x),
+)
+def test_opt_in_terms_are_replayed_with_their_values(tmp_path: Path, name: str, key: str, value: str) -> None:
+    # The probation trace runs both fractions and the slow trace the slowness term, and each is read: the
+    # same file with one of them off (the default, 0) is refused, so the exact replay above depends on
+    # each reaching the balancer.
+    src = (VECTORS / name).read_text()
+    line = f"config algorithm.{key}={value}\n"
+    assert src.count(line) == 1, key
+    off = tmp_path / f"{key}-off.trace"
+    off.write_text(src.replace(line, f"config algorithm.{key}=0.0\n"))
+    with pytest.raises(Mismatch, match=f"{key}-off.trace:"):
+        replay(off)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

@@ -64,7 +64,8 @@ fn configs() -> Vec<Config> {
     // The default algorithm (the lowest-score family): the default itself, and narrow half-lives (1 ms
     // and 3 ms: the clock's epoch is 250 µs, so rotations recompute every penalty every few calls, and
     // counters fade below 2^-20 and are settled to zero within the counted region), with each kind of
-    // limit. The narrow one keeps the default's penalty coefficients and has probation on.
+    // limit. The narrow one keeps the default's penalty coefficients and has probation and the slowness
+    // term on.
     let LowestScore {
         penalty,
         ratio_penalty,
@@ -81,6 +82,8 @@ fn configs() -> Vec<Config> {
         // Probation on: probes and forgiveness allocate nothing either.
         probe_fraction: 0.05,
         forgiveness: 0.5,
+        // The slowness term on: the latency estimates and the rotation's reference allocate nothing.
+        slow_ratio: 2.0,
     });
     out.push(Config::default());
     for limit in limits.into_iter().chain([Config::default().limit]) {

@@ -9,7 +9,7 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use weir::balance::{Algorithm, Draw, Weighted, WeightedHealth};
+use weir::balance::{Algorithm, Draw, LowestScore, Weighted, WeightedHealth};
 use weir::limit::LimitAlgorithm;
 use weir::{Config, Outcome};
 use weir_tests::vectors::{
@@ -334,16 +334,63 @@ fn files_cover_every_case() {
     assert!(reseeds > 0 && lame_on > 0 && lame_off > 0 && readds > 0);
 }
 
+/// The generator's spec of the file `<name>.trace`.
+fn spec(name: &str) -> generate::Spec {
+    generate::specs()
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no spec named {name}"))
+}
+
 /// A trace built in memory replays, and a different generator seed makes it fail: the replay really
 /// depends on the trace's `rng` line.
 #[test]
 fn the_generator_seed_matters() {
-    let spec = generate::specs()
-        .into_iter()
-        .find(|s| s.name == "cascade")
-        .expect("the cascade's trace");
+    let spec = spec("cascade");
     let mut trace = generate::generate(&spec);
     assert!(replay(&trace).is_ok());
     trace.seed ^= 1;
     assert!(replay(&trace).is_err());
+}
+
+/// The slow trace covers the slowness term: its node 1, whose calls take eight times as long as the
+/// others', gets less than half the share of the acquires that the same script gives it without the
+/// term (`slow_ratio` 0), and the two files' picks part within the first half of the acquires.
+#[test]
+fn the_slow_trace_depends_on_its_slowness_term() {
+    let spec = spec("decay-lowest-score-slow");
+    let mut off = spec.clone();
+    off.config.algorithm = Algorithm::LowestScore(LowestScore {
+        slow_ratio: 0.0,
+        ..LowestScore::DEFAULT
+    });
+    assert_ne!(spec.config, off.config);
+    // Each acquire's answer, in order.
+    let picks = |s: &generate::Spec| -> Vec<Answer> {
+        generate::generate(s)
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Step(s) if matches!(s.op, Op::Acquire { .. }) => Some(s.answer),
+                _ => None,
+            })
+            .collect()
+    };
+    let (on, without) = (picks(&spec), picks(&off));
+    let share = |p: &[Answer]| {
+        let granted = p.iter().filter(|a| matches!(a, Answer::Node(_))).count();
+        let slow = p.iter().filter(|a| **a == Answer::Node(1)).count();
+        slow as f64 / granted as f64
+    };
+    let first = on.iter().zip(&without).position(|(a, b)| a != b);
+    let differ = on.iter().zip(&without).filter(|(a, b)| a != b).count();
+    eprintln!(
+        "slow trace: node 1 gets {:.3} of the acquires with the term, {:.3} without; first difference at \
+         acquire {first:?}, {differ} of {} picks differ",
+        share(&on),
+        share(&without),
+        on.len().min(without.len())
+    );
+    assert!(first.is_some_and(|i| i < on.len() / 2), "{first:?}");
+    assert!(share(&on) < share(&without) / 2.0);
 }

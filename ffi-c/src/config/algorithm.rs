@@ -19,7 +19,8 @@ pub const WEIR_ALGORITHM_LOWEST_SCORE: weir_algorithm_family = 0;
 pub const WEIR_ALGORITHM_WEIGHTED: weir_algorithm_family = 1;
 
 /// The lowest-score family's parameters: two time-decayed counters per node, successes and failures,
-/// the failure penalty they give, and probation (defaults: 1 s, 30 s, 0.1, 0.1, 0.01, 10, 16, 0, 0).
+/// the failure penalty they give, probation and the slowness term (defaults: 1 s, 30 s, 0.1, 0.1, 0.01,
+/// 10, 16, 0, 0, 0).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct weir_lowest_score {
@@ -51,6 +52,15 @@ pub struct weir_lowest_score {
     /// written more than a clock epoch before (250 ms by default): a probe answered well by a node
     /// avoided since its last failure.
     pub forgiveness: f32,
+    /// Slow nodes: 0 (off, the default), or in [1, 64]. A node whose recent successes took at least this
+    /// many times as long as the fastest node's counts each of its calls in flight that many times over
+    /// (in steps of a quarter): the peak-EWMA cost `(in_flight + 1) * latency` over the fastest node's
+    /// latency, so a node five times slower takes a call only when its peers have about five times its
+    /// calls in flight. Below the ratio a node scores as without it. Each node's latency is an average
+    /// of its successes' RTTs; the ratio beyond 1 fades at the failure half-life while the node gets no
+    /// calls, so a slow node is tried again now and then. 2 reads a node as slow once it takes twice the
+    /// fastest's time (see the Rust docs of `LowestScore::slow_ratio`).
+    pub slow_ratio: f32,
 }
 
 /// The algorithm a balancer decides by: `family` says which of the two parameter sets is used.
@@ -77,6 +87,7 @@ impl From<LowestScore> for weir_lowest_score {
             ratio_penalty: l.ratio_penalty,
             probe_fraction: l.probe_fraction,
             forgiveness: l.forgiveness,
+            slow_ratio: l.slow_ratio,
         }
     }
 }
@@ -93,6 +104,7 @@ impl From<weir_lowest_score> for LowestScore {
             ratio_penalty: l.ratio_penalty,
             probe_fraction: l.probe_fraction,
             forgiveness: l.forgiveness,
+            slow_ratio: l.slow_ratio,
         }
     }
 }
@@ -138,8 +150,9 @@ pub(super) fn algorithm_from_c(c: &weir_algorithm) -> Result<Algorithm, Error> {
 }
 
 /// The lowest-score family with its defaults (successes halve every 1 s, failures every 30 s; costs 1,
-/// 0.1, 0.01; penalties 10 and 16; no probation: probe fraction and forgiveness 0), the default
-/// configuration's. The weighted family's parameters hold the original cascade's.
+/// 0.1, 0.01; penalties 10 and 16; no probation: probe fraction and forgiveness 0; no slowness term:
+/// slow ratio 0), the default configuration's. The weighted family's parameters hold the original
+/// cascade's.
 ///
 /// Thread safety: a pure function; safe from any thread.
 #[no_mangle]
@@ -194,6 +207,7 @@ mod tests {
         let probation = LowestScore {
             probe_fraction: 0.01,
             forgiveness: 1.0,
+            slow_ratio: 64.0,
             ..slow
         };
         for core in [
@@ -239,6 +253,7 @@ mod tests {
             ratio_penalty: 9.0,
             probe_fraction: 0.2,
             forgiveness: 0.5,
+            slow_ratio: 2.5,
         };
         let core = LowestScore {
             success_half_life_ns: 2_000_000,
@@ -250,6 +265,7 @@ mod tests {
             ratio_penalty: 9.0,
             probe_fraction: 0.2,
             forgiveness: 0.5,
+            slow_ratio: 2.5,
         };
         assert_eq!(LowestScore::from(c), core);
         assert_eq!(weir_lowest_score::from(core), c);
@@ -257,8 +273,11 @@ mod tests {
         config.algorithm.lowest_score = c;
         let back = crate::config::config_from_c(&config).map(|k| k.algorithm);
         assert_eq!(back, Ok(Algorithm::LowestScore(core)));
-        // Probation is off in the filler, as in the core's default.
+        // Probation and the slowness term are off in the filler, as in the core's default.
         let d = weir_algorithm_lowest_score_default().lowest_score;
-        assert_eq!((d.probe_fraction, d.forgiveness), (0.0, 0.0));
+        assert_eq!(
+            (d.probe_fraction, d.forgiveness, d.slow_ratio),
+            (0.0, 0.0, 0.0)
+        );
     }
 }

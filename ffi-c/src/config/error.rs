@@ -48,7 +48,7 @@ pub(crate) fn config_error(e: ConfigError, c: &weir_config) -> Error {
                                      client_error_cost must be finite and in [0, 1]"
             .to_owned(),
         ConfigError::Penalty => "algorithm.lowest_score.penalty and ratio_penalty must be finite \
-                                 and in [0, 1e6]"
+                                 and in [0, 1e6], slow_ratio 0 or in [1, 64]"
             .to_owned(),
         ConfigError::Probation => "algorithm.lowest_score.probe_fraction and forgiveness must be \
                                    finite and in [0, 1]"
@@ -150,7 +150,7 @@ mod tests {
     #[test]
     fn every_refused_config_is_named_in_the_headers_words() {
         type Case = (fn(&mut weir_config), &'static str);
-        let cases: [Case; 41] = [
+        let cases: [Case; 44] = [
             (
                 |c| c.algorithm.weighted.health.buckets.count = 0,
                 "algorithm.weighted.health.buckets.count must be between 1 and 8",
@@ -194,6 +194,19 @@ mod tests {
             (
                 |c| *c = lowest_score(|l| l.penalty = -1.0),
                 "algorithm.lowest_score.penalty",
+            ),
+            (
+                |c| *c = lowest_score(|l| l.slow_ratio = 0.5),
+                "algorithm.lowest_score.penalty and ratio_penalty must be finite and in [0, 1e6], \
+                 slow_ratio 0 or in [1, 64]",
+            ),
+            (
+                |c| *c = lowest_score(|l| l.slow_ratio = f32::NAN),
+                "algorithm.lowest_score.penalty and ratio_penalty",
+            ),
+            (
+                |c| *c = lowest_score(|l| l.slow_ratio = 65.0),
+                "slow_ratio 0 or in [1, 64]",
             ),
             (
                 |c| *c = lowest_score(|l| l.probe_fraction = f32::NAN),

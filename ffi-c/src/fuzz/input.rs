@@ -118,6 +118,29 @@ impl Bytes<'_> {
             _ => self.edgy_f64() as f32,
         }
     }
+    /// An f32 for a slow ratio (0, or in [1, 64]), often at or just past an end of those ranges in f32
+    /// steps, or one of [`Bytes::edgy_fraction`]'s values.
+    pub(super) fn edgy_slow_ratio(&mut self) -> f32 {
+        match self.u8() % 2 {
+            0 => self.pick(&[
+                0.0,
+                -0.0,
+                f32::from_bits(1),
+                1.0 - f32::EPSILON / 2.0,
+                1.0,
+                1.0 + f32::EPSILON,
+                2.0,
+                5.0,
+                64.0 - f32::EPSILON * 32.0,
+                64.0,
+                64.0 + f32::EPSILON * 64.0,
+                65.0,
+                f32::NAN,
+                f32::INFINITY,
+            ]),
+            _ => self.edgy_fraction(),
+        }
+    }
 }
 
 impl Fuzz<'_> {
@@ -195,7 +218,7 @@ impl Fuzz<'_> {
             let i = &mut self.input;
             let l = &mut c.algorithm.lowest_score;
             let w = &mut c.algorithm.weighted;
-            match i.u8() % 49 {
+            match i.u8() % 50 {
                 0 => c.algorithm.family = i.edgy_u32() % 3,
                 1 => l.success_half_life_ns = i.edgy_u64(),
                 2 => l.failure_half_life_ns = i.edgy_u64(),
@@ -244,6 +267,7 @@ impl Fuzz<'_> {
                 45 => c.limit.knee.hold = i.edgy_f64(),
                 46 => l.probe_fraction = i.edgy_fraction(),
                 47 => l.forgiveness = i.edgy_fraction(),
+                48 => l.slow_ratio = i.edgy_slow_ratio(),
                 _ => c.max_waiters = i.edgy_u32(),
             }
         }

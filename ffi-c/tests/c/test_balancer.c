@@ -171,6 +171,7 @@ static void test_presets(void) {
     CHECK(ls->penalty == 10.0f);
     CHECK(ls->ratio_penalty == 16.0f);
     CHECK(ls->probe_fraction == 0.0f && ls->forgiveness == 0.0f); /* probation off */
+    CHECK(ls->slow_ratio == 0.0f);                                  /* the slowness term off */
     /* The family not chosen holds the original cascade's parameters. */
     const weir_weighted *w = &d.algorithm.weighted;
     CHECK(w->health.model == WEIR_HEALTH_BUCKETS);
@@ -196,6 +197,7 @@ static void test_presets(void) {
     CHECK(s.algorithm.lowest_score.success_half_life_ns == 1 * SEC);
     CHECK(s.algorithm.lowest_score.probe_fraction == 0.0f);
     CHECK(s.algorithm.lowest_score.forgiveness == 0.0f);
+    CHECK(s.algorithm.lowest_score.slow_ratio == 0.0f);
     CHECK(s.limit.algorithm == WEIR_LIMIT_FIXED && s.limit.fixed.limit == 100);
     CHECK(s.seed == 0 && s.max_waiters == 1024);
 
@@ -204,6 +206,7 @@ static void test_presets(void) {
     CHECK(a.lowest_score.success_half_life_ns == 1 * SEC);
     CHECK(a.lowest_score.failure_half_life_ns == 30 * SEC && a.lowest_score.ratio_penalty == 16.0f);
     CHECK(a.lowest_score.probe_fraction == 0.0f && a.lowest_score.forgiveness == 0.0f);
+    CHECK(a.lowest_score.slow_ratio == 0.0f);
     CHECK(a.weighted.health.model == WEIR_HEALTH_BUCKETS && a.weighted.draw == WEIR_DRAW_CASCADE);
     a = weir_algorithm_weighted_default();
     CHECK(a.family == WEIR_ALGORITHM_WEIGHTED && a.weighted.health.model == WEIR_HEALTH_BUCKETS);
@@ -382,18 +385,24 @@ static void test_refused_knee(void) {
     weir_balancer_free(b);
 }
 
+/* A balancer of `c` with a fixed limit (100), and nodes 1 and 2. */
+static weir_balancer *two_nodes(weir_config c) {
+    c.limit = weir_limit_fixed_default();
+    weir_balancer *b = make(c, 2);
+    CHECK_OK(weir_balancer_add(b, 1));
+    CHECK_OK(weir_balancer_add(b, 2));
+    return b;
+}
+
 /* A two-node default balancer (fixed limit) with probation's `probe_fraction` and `forgiveness`: node 2
  * fails 4 calls then succeeds once; returns how many of 200 acquires after that (each released at
  * once as ignored) land on node 2, and writes node 2's failures after its success to `*failures` if
  * not NULL. */
 static int probation_reaches(float probe_fraction, float forgiveness, double *failures) {
     weir_config c = weir_config_default();
-    c.limit = weir_limit_fixed_default();
     c.algorithm.lowest_score.probe_fraction = probe_fraction;
     c.algorithm.lowest_score.forgiveness = forgiveness;
-    weir_balancer *b = make(c, 2);
-    CHECK_OK(weir_balancer_add(b, 1));
-    CHECK_OK(weir_balancer_add(b, 2));
+    weir_balancer *b = two_nodes(c);
     weir_rng rng = weir_rng_seed(7);
     const uint64_t not_node_2 = 1;
     weir_lease l;
@@ -478,6 +487,77 @@ static void test_refused_probation(void) {
     CHECK(failures[2] == 0.0);
 }
 
+/* A two-node default balancer (fixed limit) with the slowness term at `slow_ratio`: four calls on
+ * each node, 5 ms on node 1 and 50 ms on node 2, over more than a clock epoch (so the rotation takes
+ * node 1's latency as the fastest); then, a second later, 9 acquires held at once: returns how many
+ * land on node 2. */
+static int slow_reaches(float slow_ratio) {
+    weir_config c = weir_config_default();
+    c.algorithm.lowest_score.slow_ratio = slow_ratio;
+    weir_balancer *b = two_nodes(c);
+    weir_rng rng = weir_rng_seed(11);
+    weir_lease l;
+    for (uint64_t i = 0; i < 4; i++) {
+        const uint64_t t = SEC + i * 300 * MS;
+        for (uint64_t node = 1; node <= 2; node++) {
+            const uint64_t other = 3 - node;
+            CHECK_OK(weir_balancer_acquire_excluding(b, t, &other, 1, &rng, &l));
+            CHECK(l.node_id == node);
+            const uint64_t rtt = (node == 1 ? 5 : 50) * MS;
+            CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, t + rtt));
+        }
+    }
+    weir_lease held[9];
+    int reached = 0;
+    for (int i = 0; i < 9; i++) {
+        CHECK_OK(weir_balancer_acquire_with_rng(b, 3 * SEC, &rng, &held[i]));
+        reached += held[i].node_id == 2;
+    }
+    for (int i = 0; i < 9; i++) {
+        CHECK_OK(weir_balancer_release(b, &held[i], WEIR_OUTCOME_IGNORED, 3 * SEC));
+    }
+    weir_balancer_free(b);
+    return reached;
+}
+
+/* The slowness term's ratio neither 0 nor in [1, 64], or not finite: refused as
+ * WEIR_ERR_INVALID_CONFIG with the penalties' message (the core's ConfigError::Penalty), by validation
+ * and construction (which writes no balancer, see CHECK_REFUSED); 0, -0 and the ends of [1, 64] are
+ * accepted, and a refusal leaves nothing behind that a valid balancer built next would see: it reports
+ * the ratio it was given and decides by it. */
+static void test_refused_slow_ratio(void) {
+    const weir_config d = weir_config_default();
+    const char *const why = "invalid config: algorithm.lowest_score.penalty and ratio_penalty must be "
+                            "finite and in [0, 1e6], slow_ratio 0 or in [1, 64]";
+    const float bad[] = {NAN,   -1.0f,    -FLT_MIN,  FLT_MIN, 0.5f, 1.0f - FLT_EPSILON / 2,
+                         65.0f, INFINITY, -INFINITY, 64.0f + 64 * FLT_EPSILON};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_REFUSED(d, c_.algorithm.lowest_score.slow_ratio = bad[i], WEIR_ERR_INVALID_CONFIG, why);
+        CHECK(strcmp(weir_last_error_message(), why) == 0);
+    }
+    const float good[] = {0.0f, -0.0f, 1.0f, 2.0f, 64.0f};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        weir_config c = d;
+        c.algorithm.lowest_score.slow_ratio = good[i];
+        CHECK_OK(weir_config_validate(&c));
+    }
+    /* Built after the refusals: the balancer reports the ratio it was given, and decides by it. */
+    weir_config p = d;
+    p.algorithm.lowest_score.slow_ratio = 2.0f;
+    weir_balancer *b = make(p, 1);
+    weir_config back = config_of(b);
+    CHECK(back.algorithm.family == WEIR_ALGORITHM_LOWEST_SCORE);
+    CHECK(back.algorithm.lowest_score.slow_ratio == 2.0f);
+    CHECK(back.algorithm.lowest_score.forgiveness == 0.0f);
+    weir_balancer_free(b);
+    /* Node 2, ten times slower, counts each call about ten times over: node 1 takes all nine calls
+     * (its ninth scores 8, node 2's first about 8.75); without the term they split evenly. */
+    const int on = slow_reaches(2.0f);
+    const int off = slow_reaches(0.0f);
+    CHECK(on == 0);
+    CHECK(off == 4 || off == 5);
+}
+
 static void test_refused_configs(void) {
     const weir_config d = weir_config_default();
     const weir_config s = weir_config_cascade();
@@ -526,6 +606,8 @@ static void test_refused_configs(void) {
                   "algorithm.lowest_score.probe_fraction");
     CHECK_REFUSED(d, c_.algorithm.lowest_score.forgiveness = -0.01f, WEIR_ERR_INVALID_CONFIG,
                   "forgiveness"); /* every value: test_refused_probation */
+    CHECK_REFUSED(d, c_.algorithm.lowest_score.slow_ratio = 0.5f, WEIR_ERR_INVALID_CONFIG,
+                  "slow_ratio 0 or in [1, 64]"); /* every value: test_refused_slow_ratio */
     /* The weighted family: */
     CHECK_REFUSED(s, c_.algorithm.weighted.health.buckets.count = 0, WEIR_ERR_INVALID_CONFIG,
                   "algorithm.weighted.health.buckets.count");
@@ -1242,6 +1324,7 @@ int main(void) {
     test_refused_configs();
     test_refused_knee();
     test_refused_probation();
+    test_refused_slow_ratio();
     test_membership();
     test_acquire();
     test_acquire_with_rng();

@@ -439,6 +439,7 @@ static void test_enum_ranges(void) {
     c.algorithm.lowest_score.penalty = -1.0f;
     c.algorithm.lowest_score.probe_fraction = NAN;
     c.algorithm.lowest_score.forgiveness = 2.0f;
+    c.algorithm.lowest_score.slow_ratio = 0.5f;
     CHECK_OK(weir_config_validate(&c));
 
     /* Outcomes: 6, 7 and UINT32_MAX leave the lease in flight and change nothing. */
@@ -650,6 +651,10 @@ static void test_outputs_only_on_success(void) {
     CHECK_UNTOUCHED(nb);
     bad = weir_config_default();
     bad.algorithm.lowest_score.forgiveness = NAN;
+    CHECK_STATUS(weir_balancer_new(&bad, 1, &nb), WEIR_ERR_INVALID_CONFIG);
+    CHECK_UNTOUCHED(nb);
+    bad = weir_config_default();
+    bad.algorithm.lowest_score.slow_ratio = 0.5f;
     CHECK_STATUS(weir_balancer_new(&bad, 1, &nb), WEIR_ERR_INVALID_CONFIG);
     CHECK_UNTOUCHED(nb);
     bad = weir_config_default();

@@ -321,6 +321,7 @@ static int set_lowest_score_field(weir_lowest_score *l, const char *f, const cha
     if (strcmp(f, "ratio_penalty") == 0) return parse_f32(v, &l->ratio_penalty);
     if (strcmp(f, "probe_fraction") == 0) return parse_f32(v, &l->probe_fraction);
     if (strcmp(f, "forgiveness") == 0) return parse_f32(v, &l->forgiveness);
+    if (strcmp(f, "slow_ratio") == 0) return parse_f32(v, &l->slow_ratio);
     return 0;
 }
 
@@ -810,6 +811,15 @@ static void test_knee_keys(void) {
     }
 }
 
+/* Whether two lowest-score families have the same half-lives, costs and penalties. */
+static int same_penalties(const weir_lowest_score *l, const weir_lowest_score *b) {
+    return l->success_half_life_ns == b->success_half_life_ns &&
+           l->failure_half_life_ns == b->failure_half_life_ns &&
+           l->dropped_cost == b->dropped_cost && l->throttled_cost == b->throttled_cost &&
+           l->client_error_cost == b->client_error_cost && l->penalty == b->penalty &&
+           l->ratio_penalty == b->ratio_penalty;
+}
+
 /* Probation's keys set the lowest-score fields they name and nothing else; the weighted family has no
  * such keys, and the format no spelling for NaN. */
 static void test_probation_keys(void) {
@@ -820,18 +830,32 @@ static void test_probation_keys(void) {
     CHECK(set_config_key(&c, "algorithm.forgiveness", "0.5"));
     CHECK(c.algorithm.lowest_score.probe_fraction == 0.2f);
     CHECK(c.algorithm.lowest_score.forgiveness == 0.5f);
-    const weir_lowest_score *l = &c.algorithm.lowest_score, *b = &base.algorithm.lowest_score;
-    CHECK(l->success_half_life_ns == b->success_half_life_ns &&
-          l->failure_half_life_ns == b->failure_half_life_ns);
-    CHECK(l->dropped_cost == b->dropped_cost && l->throttled_cost == b->throttled_cost &&
-          l->client_error_cost == b->client_error_cost);
-    CHECK(l->penalty == b->penalty && l->ratio_penalty == b->ratio_penalty);
+    CHECK(same_penalties(&c.algorithm.lowest_score, &base.algorithm.lowest_score));
+    CHECK(c.algorithm.lowest_score.slow_ratio == 0.0f);
     CHECK_OK(weir_config_validate(&c));
     CHECK(!set_config_key(&c, "algorithm.probe_fraction", "nan"));
     CHECK(!set_config_key(&c, "algorithm.forgiveness", ""));
     CHECK(set_config_key(&c, "algorithm", "weighted"));
     CHECK(!set_config_key(&c, "algorithm.probe_fraction", "0.2"));
     CHECK(!set_config_key(&c, "algorithm.forgiveness", "0.5"));
+}
+
+/* The slowness term's key sets the lowest-score field it names and nothing else; the weighted family
+ * has no such key. A value the core refuses parses, and is refused by validation. */
+static void test_slow_ratio_key(void) {
+    const weir_config base = weir_config_default();
+    weir_config c = base;
+    CHECK(set_config_key(&c, "algorithm.slow_ratio", "2.0"));
+    CHECK(c.algorithm.lowest_score.slow_ratio == 2.0f);
+    CHECK(same_penalties(&c.algorithm.lowest_score, &base.algorithm.lowest_score));
+    CHECK(c.algorithm.lowest_score.probe_fraction == 0.0f &&
+          c.algorithm.lowest_score.forgiveness == 0.0f);
+    CHECK_OK(weir_config_validate(&c));
+    CHECK(set_config_key(&c, "algorithm.slow_ratio", "0.5"));
+    CHECK_STATUS(weir_config_validate(&c), WEIR_ERR_INVALID_CONFIG);
+    CHECK(!set_config_key(&c, "algorithm.slow_ratio", "nan"));
+    CHECK(set_config_key(&c, "algorithm", "weighted"));
+    CHECK(!set_config_key(&c, "algorithm.slow_ratio", "2.0"));
 }
 
 static int is_trace(const char *name) {
@@ -846,6 +870,7 @@ static int by_name(const void *a, const void *b) {
 int main(void) {
     test_knee_keys();
     test_probation_keys();
+    test_slow_ratio_key();
     const char *dir = getenv("WEIR_VECTORS_DIR");
     if (dir == NULL) {
         dir = "tests/vectors";
@@ -868,21 +893,24 @@ int main(void) {
     }
     closedir(d);
     qsort(names, count, sizeof names[0], by_name);
-    REQUIRE(count >= 14); /* the files tests/vectors/README.md lists */
+    REQUIRE(count >= 15); /* the files tests/vectors/README.md lists */
     long total = 0;
-    int probation_replayed = 0; /* the one file that runs probation, bit for bit */
+    /* The files that run probation and the slowness term, each replayed bit for bit. */
+    const char *const opt_in[] = {"decay-lowest-score-probation.trace", "decay-lowest-score-slow.trace"};
+    int opt_in_replayed[2] = {0, 0};
     for (size_t i = 0; i < count; i++) {
         long steps = replay_file(names[i]);
         if (steps >= 0) {
             printf("  %s: %ld steps match\n", names[i], steps);
             total += steps;
             const char *base = strrchr(names[i], '/');
-            probation_replayed |= steps > 0 && base != NULL &&
-                                  strcmp(base + 1, "decay-lowest-score-probation.trace") == 0;
+            for (size_t k = 0; k < 2; k++) {
+                opt_in_replayed[k] |= steps > 0 && base != NULL && strcmp(base + 1, opt_in[k]) == 0;
+            }
         }
         free(names[i]);
     }
-    CHECK(probation_replayed);
+    CHECK(opt_in_replayed[0] && opt_in_replayed[1]);
     printf("%zu trace files, %ld steps replayed\n", count, total);
     CHECK(metrics_compared == 2); /* the .prom files of tests/vectors/metrics */
     return check_summary("test_vectors");

@@ -17,7 +17,7 @@ pub struct LowestScore {
 #[pymethods]
 impl LowestScore {
     #[new]
-    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, dropped_cost=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None, probe_fraction=None, forgiveness=None), text_signature = "(*, success_half_life=1.0, failure_half_life=30.0, dropped_cost=0.1, throttled_cost=0.1, client_error_cost=0.01, penalty=10.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0)")]
+    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, dropped_cost=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None, probe_fraction=None, forgiveness=None, slow_ratio=None), text_signature = "(*, success_half_life=1.0, failure_half_life=30.0, dropped_cost=0.1, throttled_cost=0.1, client_error_cost=0.01, penalty=10.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0, slow_ratio=0.0)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         success_half_life: Option<&Bound<'_, PyAny>>,
@@ -29,6 +29,7 @@ impl LowestScore {
         ratio_penalty: Option<&Bound<'_, PyAny>>,
         probe_fraction: Option<&Bound<'_, PyAny>>,
         forgiveness: Option<&Bound<'_, PyAny>>,
+        slow_ratio: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut p = Params::DEFAULT;
         if let Some(v) = success_half_life {
@@ -57,6 +58,9 @@ impl LowestScore {
         }
         if let Some(v) = forgiveness {
             p.forgiveness = f32_arg(v, "forgiveness")?;
+        }
+        if let Some(v) = slow_ratio {
+            p.slow_ratio = f32_arg(v, "slow_ratio")?;
         }
         check_algorithm(Algorithm::LowestScore(p), "LowestScore")?;
         Ok(LowestScore { params: p })
@@ -113,9 +117,19 @@ impl LowestScore {
     fn forgiveness(&self) -> f64 {
         f32_shown(self.params.forgiveness)
     }
+    /// Slow nodes (default 0.0, off; else in [1, 64]): a node whose recent successes took at least this
+    /// many times as long as the fastest node's counts each of its calls in flight that many times over,
+    /// so a node five times slower takes a call only when its peers have about five times its calls in
+    /// flight; below the ratio a node scores as without it. Its latency is an average of its successes'
+    /// RTTs, and the ratio beyond 1 fades at the failure half-life while it gets no calls, so a slow node
+    /// is tried again now and then (2 reads a node as slow once it takes twice the fastest's time).
+    #[getter]
+    fn slow_ratio(&self) -> f64 {
+        f32_shown(self.params.slow_ratio)
+    }
     fn __repr__(&self) -> String {
         format!(
-            "LowestScore(success_half_life={}, failure_half_life={}, dropped_cost={}, throttled_cost={}, client_error_cost={}, penalty={}, ratio_penalty={}, probe_fraction={}, forgiveness={})",
+            "LowestScore(success_half_life={}, failure_half_life={}, dropped_cost={}, throttled_cost={}, client_error_cost={}, penalty={}, ratio_penalty={}, probe_fraction={}, forgiveness={}, slow_ratio={})",
             fmt_f(self.success_half_life()),
             fmt_f(self.failure_half_life()),
             fmt_f(self.dropped_cost()),
@@ -124,7 +138,8 @@ impl LowestScore {
             fmt_f(self.penalty()),
             fmt_f(self.ratio_penalty()),
             fmt_f(self.probe_fraction()),
-            fmt_f(self.forgiveness())
+            fmt_f(self.forgiveness()),
+            fmt_f(self.slow_ratio())
         )
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {

@@ -310,7 +310,9 @@ pub fn config_error(e: ConfigError, what: &str) -> PyErr {
         ConfigError::OutcomeCost => {
             "dropped_cost, throttled_cost and client_error_cost must be finite and in [0, 1]"
         }
-        ConfigError::Penalty => "penalty and ratio_penalty must be finite and in [0, 1e6]",
+        ConfigError::Penalty => {
+            "penalty and ratio_penalty must be finite and in [0, 1e6], slow_ratio 0 or in [1, 64]"
+        }
         ConfigError::Probation => "probe_fraction and forgiveness must be finite and in [0, 1]",
         _ => return PyValueError::new_err(format!("{what}: {e}")),
     };

@@ -15,6 +15,8 @@ windowed_knee = weir.Windowed(weir.Knee(backoff_ratio=0.75))
 hold: float = weir.Knee().hold
 probation = weir.Config(algorithm=weir.LowestScore(probe_fraction=0.01, forgiveness=0.5))
 forgiveness: float = weir.LowestScore().forgiveness
+slow = weir.Config(algorithm=weir.LowestScore(slow_ratio=2.0))
+slow_ratio: float = weir.LowestScore().slow_ratio
 
 
 def describe(c: weir.Config) -> str:
@@ -35,4 +37,4 @@ def host_of(b: weir.Balancer[tuple[str, int]]) -> str:
 describe(config)
 describe(cascade.config)
 host_of(default)
-print(by_value, knee, windowed_knee.inner, hold, probation, forgiveness)
+print(by_value, knee, windowed_knee.inner, hold, probation, forgiveness, slow, slow_ratio)

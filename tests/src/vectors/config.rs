@@ -27,6 +27,7 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
             ratio_penalty,
             probe_fraction,
             forgiveness,
+            slow_ratio,
         }) => {
             out.put("algorithm", "lowest_score");
             out.put("algorithm.success_half_life_ns", success_half_life_ns);
@@ -38,6 +39,7 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
             out.put("algorithm.ratio_penalty", float32(ratio_penalty));
             out.put("algorithm.probe_fraction", float32(probe_fraction));
             out.put("algorithm.forgiveness", float32(forgiveness));
+            out.put("algorithm.slow_ratio", float32(slow_ratio));
         }
         Algorithm::Weighted(Weighted {
             health,
@@ -289,6 +291,7 @@ pub(super) fn parse(tokens: Vec<(String, String, usize)>) -> Result<Config, Pars
             ratio_penalty: k.f32("algorithm.ratio_penalty")?,
             probe_fraction: k.f32("algorithm.probe_fraction")?,
             forgiveness: k.f32("algorithm.forgiveness")?,
+            slow_ratio: k.f32("algorithm.slow_ratio")?,
         }),
         (w, _) if w == "weighted" => {
             let health = match k.word("algorithm.health")? {

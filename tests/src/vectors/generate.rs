@@ -1,11 +1,13 @@
-//! The generator of `tests/vectors/*.trace`: seeded random operation scripts and one hand-written script
-//! of edge cases, run on the real core, which supplies every expected value.
+//! The generator of `tests/vectors/*.trace`: seeded random operation scripts, a seeded script of calls
+//! with RTTs by node, and hand-written scripts of edge cases, run on the real core, which supplies every
+//! expected value.
 //!
 //! A random script decides each operation from its own generator (seeded per file) and from the state the
 //! balancer reports (which leases are held, who is a member), so every operation is meaningful; the
-//! balancer's generator is the trace's, untouched by the script. The edge script states the answer each
-//! of its operations must get, and generation panics if the core answers otherwise, so a file never
-//! silently stops covering the case it is named for.
+//! balancer's generator is the trace's, untouched by the script. The latency script releases each call
+//! when its RTT, drawn for its node, has passed, so that a slow node reads as slow. The edge script
+//! states the answer each of its operations must get, and generation panics if the core answers
+//! otherwise, so a file never silently stops covering the case it is named for.
 
 use super::{Answer, ErrorKind, Exclude, Item, Lines, Op, Runner, Step, Trace};
 use weir::balance::{
@@ -53,6 +55,8 @@ pub enum Script {
         /// The seed of the trace's generator.
         seed: u64,
     },
+    /// Calls that each take an RTT drawn for their node, one node's several times as long.
+    Latency(Latency),
 }
 
 /// The parameters of a random script.
@@ -74,6 +78,30 @@ pub struct Random {
     pub tick_ns: u64,
     /// Largest rare jump in time (1 step in 100), which lets windows age and counters decay.
     pub jump_ns: u64,
+}
+
+/// The parameters of a latency script: a fixed membership of healthy nodes, acquires at random
+/// intervals, and each lease released when its call is due.
+#[derive(Clone, Copy, Debug)]
+pub struct Latency {
+    /// Seed of the script's own generator (intervals, RTTs, outcomes).
+    pub script: u64,
+    /// Seed of the trace's generator (the balancer's draws).
+    pub seed: u64,
+    /// Steps in the file.
+    pub steps: usize,
+    /// The members (the first ids of the pool).
+    pub members: usize,
+    /// The script waits for a call to end instead of acquiring while it holds this many leases.
+    pub max_held: usize,
+    /// Largest time step between two operations.
+    pub tick_ns: u64,
+    /// The range of a call's RTT, nanoseconds, drawn at its acquire.
+    pub rtt_ns: (u64, u64),
+    /// The slow node: its calls' RTTs are `times` as long.
+    pub slow: u64,
+    /// How many times as long the slow node's calls take.
+    pub times: u64,
 }
 
 /// The node ids the scripts use: small ones, and the extremes of `u64`.
@@ -135,6 +163,7 @@ pub fn specs() -> Vec<Spec> {
                     ratio_penalty: 12.5,
                     probe_fraction: 0.0,
                     forgiveness: 0.0,
+                    slow_ratio: 0.0,
                 }),
                 limit: LimitAlgorithm::Aimd(AimdLimit {
                     initial_limit: 6,
@@ -184,6 +213,33 @@ pub fn specs() -> Vec<Spec> {
             },
             capacity: 6,
             script: Script::Random(random(17, 600, 6, 24)),
+        },
+        Spec {
+            name: "decay-lowest-score-slow",
+            about: "The default's family with the slowness term (slow_ratio 2), CIAD limit with fast \
+                    start: four members, calls of 20 to 60 ms, node 1's eight times as long, so that \
+                    its calls in flight count several times over once its RTTs read twice the fastest \
+                    node's.",
+            config: Config {
+                algorithm: Algorithm::LowestScore(LowestScore {
+                    slow_ratio: 2.0,
+                    ..LowestScore::DEFAULT
+                }),
+                seed: 19,
+                ..Config::default()
+            },
+            capacity: 4,
+            script: Script::Latency(Latency {
+                script: 19,
+                seed: 19 ^ 0x5EED,
+                steps: 300,
+                members: 4,
+                max_held: 24,
+                tick_ns: 8 * MS,
+                rtt_ns: (20 * MS, 60 * MS),
+                slow: 1,
+                times: 8,
+            }),
         },
         Spec {
             name: "buckets-cascade-approx-gradient2",
@@ -374,6 +430,7 @@ pub fn generate(spec: &Spec) -> Trace {
     let seed = match spec.script {
         Script::Random(r) => r.seed,
         Script::Edges { seed } | Script::RetryElsewhere { seed } => seed,
+        Script::Latency(l) => l.seed,
     };
     let trace = Trace {
         about: spec.about.split('\n').map(str::to_string).collect(),
@@ -392,6 +449,7 @@ pub fn generate(spec: &Spec) -> Trace {
         Script::Random(r) => random(&mut g, &r),
         Script::Edges { .. } => edges(&mut g),
         Script::RetryElsewhere { .. } => retry_elsewhere(&mut g),
+        Script::Latency(l) => latency(&mut g, &l),
     }
     g.trace
 }
@@ -450,17 +508,21 @@ impl Gen {
     }
 }
 
+/// A healthy node's outcome for a roll `r` in 0..100: mostly successes, a failure in 50.
+fn healthy(r: u32) -> Outcome {
+    match r {
+        0..94 => Outcome::Success,
+        94..96 => Outcome::Ignored,
+        96..98 => Outcome::ClientError,
+        _ => Outcome::Failure,
+    }
+}
+
 /// The outcome a node's call gets: each id has a character (healthy, flaky, failing then recovered,
 /// throttling), so that the health models have something to tell apart.
 fn outcome(id: u64, late: bool, s: &mut Rng) -> Outcome {
     use Outcome::*;
     let r = s.u32(..100);
-    let healthy = |r| match r {
-        0..94 => Success,
-        94..96 => Ignored,
-        96..98 => ClientError,
-        _ => Failure,
-    };
     match id % 4 {
         1 => healthy(r),
         2 => match r {
@@ -571,6 +633,46 @@ fn random(g: &mut Gen, r: &Random) {
             _ => {
                 if let (k, Answer::Node(id)) = g.acquire() {
                     held.push((k, id));
+                }
+            }
+        }
+    }
+}
+
+/// Runs a latency script (see [`Latency`]): an acquire at each step unless a call in flight is due or
+/// `max_held` are, then the earliest due released, at its end if that is later.
+fn latency(g: &mut Gen, l: &Latency) {
+    let mut s = Rng::with_seed(l.script);
+    for &id in &POOL[..l.members] {
+        assert_eq!(g.step(Op::Add { id }), Answer::Ok);
+    }
+    // Leases in flight: (when the call ends, number).
+    let mut held: Vec<(u64, u32)> = Vec::new();
+    while g.steps() < l.steps {
+        g.t += s.u64(..=l.tick_ns);
+        let due = held
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, h)| h.0)
+            .map(|(i, h)| (i, h.0));
+        match due {
+            Some((i, end)) if end <= g.t || held.len() >= l.max_held => {
+                g.t = g.t.max(end);
+                let (_, k) = held.swap_remove(i);
+                let o = healthy(s.u32(..100));
+                assert_eq!(
+                    g.step(Op::Release {
+                        lease: k,
+                        outcome: o
+                    }),
+                    Answer::Ok
+                );
+            }
+            _ => {
+                if let (k, Answer::Node(id)) = g.acquire() {
+                    let rtt = s.u64(l.rtt_ns.0..=l.rtt_ns.1);
+                    let rtt = if id == l.slow { rtt * l.times } else { rtt };
+                    held.push((g.t + rtt, k));
                 }
             }
         }
