@@ -36,7 +36,9 @@ use crate::internal::sync::AtomicU64;
 ///
 /// A counter read `t` ns after its last write is its value times `2^(-t / half_life)`. The node's
 /// penalty, in in-flight requests, is `penalty * F + ratio_penalty * log2(1 + F / (S + 1))`, and each
-/// call goes to the node with room whose `in_flight + penalty` is lowest.
+/// call goes to the node with room whose `in_flight + penalty` is lowest. The `log2` is weir's own,
+/// within 4e-15 of the exact value where `F < S + 1` (and within `2^-48` plus half an ulp of the result
+/// anywhere), exact at powers of two, with the same bits on every target.
 ///
 /// Counting in time rather than in outcomes is what moves traffic off a node that starts failing at
 /// once even at a few requests per second, and what brings a recovered node back as its failures

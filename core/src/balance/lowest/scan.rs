@@ -223,9 +223,11 @@ impl Least {
 
 /// Nodes per chunk of [`lowest_fast`]'s pass.
 const CHUNK: usize = 4;
-/// Chunks marked (the first `MARKS * CHUNK` slots, so that a mark fits a `u16`); a tie beyond them is
-/// found by reading on.
-const MARKS: usize = 64;
+/// Chunks marked: every chunk of a balancer the pass scans (at most [`SAMPLE_ABOVE`] slots; a larger one
+/// is sampled), each mark within a `u16`; a tie beyond them would be found by reading on. Each acquire
+/// zeroes the marks: 32 bytes, where marks for 256 slots took some 10 instructions of a 3-node pass.
+const MARKS: usize = SAMPLE_ABOVE / CHUNK;
+const _: () = assert!(MARKS * CHUNK >= SAMPLE_ABOVE && MARKS * CHUNK <= u16::MAX as usize);
 
 /// The place of the `nth` node (from 0, in slot order) whose key is `best`, `first` being the 0th, from
 /// the marks of [`lowest_fast`]'s pass: the chunk that holds it is the first whose mark passes `nth`,

@@ -34,7 +34,7 @@
 //! Gradient's no-load comparison, on an average rather than single samples, so a noisy latency
 //! distribution does not read as load.
 
-use super::{check_limits, publish, Limit, LimitState, Sample};
+use super::{check_limits, floor, publish, Limit, LimitState, Sample};
 use crate::error::ConfigError;
 
 const RAMP_OVER: u64 = 1 << 63;
@@ -121,8 +121,8 @@ impl CiadLimit {
         let (min, max) = (f64::from(self.min_limit), f64::from(self.max_limit));
         let (next, over) = if sample.dropped {
             // dialogue: Math.max(MIN_LIMIT, Math.floor(limit * BACKOFF_RATIO)).
-            (libm::floor(l * self.backoff_ratio).max(min), true)
-        } else if f64::from(sample.inflight) >= libm::floor(l * self.backoff_ratio) {
+            (floor(l * self.backoff_ratio).max(min), true)
+        } else if f64::from(sample.inflight) >= floor(l * self.backoff_ratio) {
             let inc = if self.fast_start && !ramp_over {
                 1.0
             } else {
