@@ -150,6 +150,7 @@ impl Prepared {
     /// family). Not generic: one copy, compiled here with the families' code. The balancer is generic over
     /// its storage and compiled where it is used; called from there, the generic `Health::record` would
     /// reach the families' private helpers across crates, where they cannot be inlined.
+    #[cfg_attr(not(feature = "decay"), allow(unused_variables))]
     pub(crate) fn record_outcome(
         &self,
         h: &Health,
