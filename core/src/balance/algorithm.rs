@@ -204,20 +204,10 @@ impl Prepared {
                         return Choice::Try(i);
                     }
                 }
-                if l.slow != 0.0 {
-                    lowest::lowest_fast::<true>(slots, rng)
-                } else {
-                    lowest::lowest_fast::<false>(slots, rng)
-                }
+                l.choose_fast(slots, rng)
             }
             #[cfg(all(feature = "decay", not(feature = "probation")))]
-            Prepared::Lowest(l) => {
-                if l.slow != 0.0 {
-                    lowest::lowest_fast::<true>(slots, rng)
-                } else {
-                    lowest::lowest_fast::<false>(slots, rng)
-                }
-            }
+            Prepared::Lowest(l) => l.choose_fast(slots, rng),
             #[cfg(any(feature = "buckets", feature = "ewma"))]
             Prepared::Weighted(w) => w.choose_fast(slots, rng),
         }

@@ -23,6 +23,7 @@ pub(crate) use decay::{Halving, Penalty};
 pub(crate) use scan::probe;
 pub(crate) use scan::{lowest, lowest_excluding, lowest_fast, SAMPLE_ABOVE};
 
+use crate::balance::algorithm::Choice;
 use crate::balance::health::{Family, Health, Scope, View};
 use crate::balance::outcome::Outcome;
 use crate::balance::slot::NodeSlot;
@@ -120,15 +121,16 @@ pub struct LowestScore {
     /// this many times as long as the fastest node's counts each of its calls in flight that many times
     /// over (in steps of a quarter), so that a node five times slower takes a call only when its peers
     /// have about five times its calls in flight: the peak-EWMA cost of tower and Finagle,
-    /// `(in_flight + 1) * latency`, over the fastest node's latency. Below the ratio a node scores `in_flight +
-    /// penalty` as without it: nodes of one kind differ in latency by their load and by chance, and
-    /// ranking them by it herds the calls onto whichever answered fastest. Each node's latency is an
+    /// `(in_flight + 1) * latency`, over the fastest node's latency. Below the ratio a node scores
+    /// `in_flight + penalty` as without it: nodes of one kind differ in latency by their load and by
+    /// chance, and ranking them by it herds the calls onto whichever answered fastest. Each node's latency is an
     /// average of its successes' RTTs (each moves it a quarter of the way); the fastest is taken at each
     /// clock epoch; the ratio beyond 1 fades at the failure half-life while the node gets no calls, as a
     /// failure would, so a slow node is tried again now and then, and kept out while it stays slow. 2
     /// reads a node as slow once it takes twice the fastest's time: among three peers with 0.1 to 1.5
     /// calls in flight each, a node five times slower then gets at most 0.01 % of the calls, and with 5 to
-    /// 20 each 1.1 % to 1.2 %, against 6 % to 20 % without it (`core/tests/slow.rs`). Validation: `ConfigError::Penalty`.
+    /// 20 each 1.1 % to 1.2 %, against 6 % to 20 % without it (`core/tests/slow.rs`). Validation:
+    /// `ConfigError::Penalty`.
     pub slow_ratio: f32,
 }
 
@@ -290,6 +292,17 @@ impl Prepared {
             Success | ClientError => Some(false),
             Failure | Dropped => Some(true),
             Throttled | Ignored => None,
+        }
+    }
+
+    /// The first try over the scan words ([`lowest_fast`]), with the slowness code read only where the
+    /// term is on (see `scan.rs`, `fast_key`).
+    #[inline]
+    pub(crate) fn choose_fast(&self, slots: &[NodeSlot], rng: &mut fastrand::Rng) -> Choice {
+        if self.slow != 0.0 {
+            lowest_fast::<true>(slots, rng)
+        } else {
+            lowest_fast::<false>(slots, rng)
         }
     }
 
