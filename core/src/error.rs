@@ -62,7 +62,8 @@ pub enum ConfigError {
     QueueSize,
     /// Gradient2 `long_window` must be at least 1.
     LongWindow,
-    /// Window times must satisfy `1 <= min_window_ns <= max_window_ns <= 1000 s`.
+    /// Window times must satisfy `1 <= min_window_ns <= max_window_ns <= 1000 s`; a knee limit's
+    /// `armed_for_ns` must be at most 1000 s.
     WindowTime,
     /// `min_samples` must be at least 1, and at most a percentile window's capacity.
     WindowSamples,
@@ -113,7 +114,8 @@ impl fmt::Display for ConfigError {
             ConfigError::QueueSize => "queue_size must be <= MAX_LIMIT",
             ConfigError::LongWindow => "long_window must be at least 1",
             ConfigError::WindowTime => {
-                "window times must satisfy 1 <= min_window_ns <= max_window_ns <= 1000 s"
+                "window times must satisfy 1 <= min_window_ns <= max_window_ns <= 1000 s \
+                 (a knee limit's armed_for_ns: at most 1000 s)"
             }
             ConfigError::WindowSamples => {
                 "min_samples must be at least 1, and at most the percentile window's capacity"

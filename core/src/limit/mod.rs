@@ -82,7 +82,7 @@ pub use fixed::FixedLimit;
 pub use gradient::GradientLimit;
 pub use gradient2::Gradient2Limit;
 #[cfg(feature = "knee")]
-pub use knee::{KneeLimit, KNEE_BASELINE_DRIFT_NS};
+pub use knee::{KneeLimit, KNEE_BASELINE_DRIFT_NS, KNEE_MAX_ARMED_NS};
 pub use measure::QueueSize;
 #[cfg(any(feature = "ciad-latency", feature = "knee"))]
 pub use rtt::RTT_SMOOTHING;

@@ -147,15 +147,17 @@ fn knee() -> impl Strategy<Value = KneeLimit> {
         ratio(),
         1.0..4.0f64,
         0.0..=1.0f64,
+        prop_oneof![Just(0), 1..=super::KNEE_MAX_ARMED_NS],
     )
         .prop_map(
-            |(min_limit, extra, pick, backoff_ratio, knee, at)| KneeLimit {
+            |(min_limit, extra, pick, backoff_ratio, knee, at, armed_for_ns)| KneeLimit {
                 initial_limit: min_limit + pick % (extra + 1),
                 min_limit,
                 max_limit: min_limit + extra,
                 backoff_ratio,
                 knee,
                 hold: 1.0 + (knee - 1.0) * at,
+                armed_for_ns,
             },
         )
 }
@@ -429,7 +431,7 @@ proptest! {
                 long_window: i4, rtt_tolerance: f1, drop_backoff: flags[2].then_some(f2),
             }),
             InnerAlgorithm::Ciad(CiadLimit { initial_limit: i0, min_limit: i1, max_limit: i2, backoff_ratio: f0, fast_start: flags[0], rtt_tolerance: f1 }),
-            InnerAlgorithm::Knee(KneeLimit { initial_limit: i0, min_limit: i1, max_limit: i2, backoff_ratio: f0, knee: f1, hold: f2 }),
+            InnerAlgorithm::Knee(KneeLimit { initial_limit: i0, min_limit: i1, max_limit: i2, backoff_ratio: f0, knee: f1, hold: f2, armed_for_ns: (u64::from(i7) << 32) | u64::from(i3) }),
         ];
         for inner in inners {
             let window = if flags[1] {
