@@ -132,7 +132,7 @@ pub fn all() -> Vec<PolicyDef> {
             name: "weir-knee",
             about: "weir's default configuration with the knee limit in place of CIAD (KneeLimit: each \
                     node's calls capped where its smoothed RTT passes twice its slow-drifting no-load RTT, \
-                    which every client of the server sees)",
+                    which every client of the server sees, within a minute of the node's last drop)",
             default: false,
             kind: Kind::Balancer(|n, seed| waiting(knee(), n, seed)),
             refused: default_queue(),
