@@ -54,7 +54,9 @@ pub enum Algorithm {
     /// Give-up rule (dialogue's): if a full node with more than 5 calls in flight scores no more than the
     /// best node with room, and the best node with room scores more than twice the highest such full
     /// node, the acquire is refused ([`Rejected::AllBusy`]) rather than sent to a node that much worse:
-    /// with a waiting acquire, it waits for the better node to have room.
+    /// with a waiting acquire, it waits for the better node to have room. Only a node with room that
+    /// carries a penalty (or a slowness code) is refused so: one that scores more by its calls in flight
+    /// alone is busier, not worse.
     ///
     /// Large fleets: above 64 members, the first try of an acquire compares 16 members drawn at random
     /// (the power of d choices, as P2C is the power of two) instead of every member, and takes the best
@@ -161,15 +163,24 @@ impl Prepared {
     ) {
         match self {
             // The slowness term: a success's RTT goes into the node's estimate, and a change of its
-            // slowness code refreshes the scan word as a change of penalty does.
+            // slowness code refreshes the scan word as a change of penalty does. Forgiveness reads when
+            // the call was sent (`now - rtt_ns`): a call sent before the node's last failure does not
+            // forgive it.
             #[cfg(feature = "decay")]
             Prepared::Lowest(p) if p.slow != 0.0 => {
                 let moved =
                     outcome == Outcome::Success && h.note_rtt(p, now, rtt_ns, scope.fastest);
-                if p.record(h, now, outcome) || moved {
+                if h.record_decay(p, now, outcome, now.saturating_sub(rtt_ns)) || moved {
                     h.refresh(self, now, scope);
                 }
             }
+            #[cfg(feature = "decay")]
+            Prepared::Lowest(p) => {
+                if h.record_decay(p, now, outcome, now.saturating_sub(rtt_ns)) {
+                    h.refresh(self, now, scope);
+                }
+            }
+            #[cfg(any(feature = "buckets", feature = "ewma"))]
             _ => h.record(self, now, outcome, scope),
         }
     }

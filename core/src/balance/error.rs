@@ -24,7 +24,7 @@ use core::fmt;
 pub enum Rejected {
     /// There are active nodes, but none takes the call: every one is at its concurrency limit, or, under
     /// [`Algorithm::LowestScore`](crate::balance::Algorithm::LowestScore), the nodes with room score more
-    /// than twice a full node (the give-up rule).
+    /// than twice a full node and carry a penalty (the give-up rule).
     AllBusy,
     /// There is no node in rotation (none added, all removed, or all in lame duck).
     NoActiveNodes,

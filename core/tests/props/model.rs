@@ -462,16 +462,23 @@ impl Model {
                         } else {
                             *successes = decay::added(*successes, decay::tick(t), amount, k.s);
                         }
-                        // Forgiveness: a success keeps `keep` of the failures, read at its tick, or
-                        // none once what it keeps weighs less than one call in flight, or once they
-                        // were last written more than an epoch before.
+                        // Forgiveness: a success of a call sent no earlier than the failures' last
+                        // write keeps `keep` of them, read at its tick, or none once what it keeps
+                        // weighs less than one call in flight, or once they were last written more
+                        // than an epoch before the call was sent. The call was sent at the lease's
+                        // acquire, or at the release's date if that is earlier.
                         let forgives =
                             outcome == Outcome::Success && k.keep < 1.0 && *failures != 0;
-                        if forgives {
+                        let sent = decay::tick(lease.acquired_at().min(t));
+                        let written_after = {
+                            let a = (*failures as u32).wrapping_sub(sent);
+                            a <= i32::MAX as u32 && a > 0
+                        };
+                        if forgives && !written_after {
                             let at = decay::tick(t);
                             let v = decay::read(*failures, at, k.f);
                             let s = decay::read(*successes, at, k.s);
-                            *failures = if decay::older_than(*failures, at, k.quiet)
+                            *failures = if decay::older_than(*failures, sent, k.quiet)
                                 || decay::penalty(v * k.keep, s, &k) < 1.0
                             {
                                 0

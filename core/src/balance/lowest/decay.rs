@@ -177,10 +177,14 @@ pub(crate) struct Penalty {
 }
 
 impl Health {
-    /// Records `outcome` as the family reads it (see [`Algorithm`](crate::balance::Algorithm)); returns
-    /// whether the cached penalty must be recomputed.
+    /// Records `outcome` of a call sent at `sent` as the family reads it (see
+    /// [`Algorithm`](crate::balance::Algorithm)); returns whether the cached penalty must be
+    /// recomputed. Only forgiveness reads `sent` (see [`forgive`](Self::forgive)).
     #[inline(always)]
-    pub(super) fn record_decay(&self, d: &Prepared, now: u64, outcome: Outcome) -> bool {
+    pub(crate) fn record_decay(&self, d: &Prepared, now: u64, outcome: Outcome, sent: u64) -> bool {
+        // Only forgiveness reads when the call was sent.
+        #[cfg(not(feature = "probation"))]
+        let _ = sent;
         let (is_failure, amount) = match outcome {
             Outcome::Success => (false, 1.0),
             Outcome::Failure => (true, 1.0),
@@ -193,7 +197,7 @@ impl Health {
         self.add_decayed(is_failure, amount, now, halving);
         #[cfg(feature = "probation")]
         if !is_failure && d.keep < 1.0 && !self.no_failures() {
-            self.forgive(d, now);
+            self.forgive(d, now, sent);
             // Refresh even where the forgiveness emptied the counter: the cached penalty is the old one.
             return true;
         }
@@ -234,26 +238,34 @@ impl Health {
         }
     }
 
-    /// A success's [`forgiveness`](super::LowestScore::forgiveness): the failure counter keeps `d.keep`
-    /// of its value at `now`, or nothing once what it keeps would weigh less than one call in flight
-    /// (against the successes as they read now) or once the counter was last written more than a clock
-    /// epoch (`d.quiet` ticks) before, in one compare-and-swap (a failure recorded meanwhile is kept
+    /// A success's [`forgiveness`](super::LowestScore::forgiveness), for a call sent at `sent`: nothing
+    /// if the failure counter was written after the call was sent (at a later tick); else the counter
+    /// keeps `d.keep` of its value at `now`, or nothing once what it keeps would weigh less than one
+    /// call in flight (against the successes as they read now) or once the counter was last written
+    /// more than a clock epoch (`d.quiet` ticks) before the call was sent, in one compare-and-swap (a failure recorded meanwhile is kept
     /// whole: the loop reads it again). The caller refreshes the penalty, as for any success on a node
     /// with failures.
     #[cfg(feature = "probation")]
     #[inline(never)]
-    fn forgive(&self, d: &Prepared, now: u64) {
-        let at = tick(now);
+    fn forgive(&self, d: &Prepared, now: u64, sent: u64) {
+        let (at, sent) = (tick(now), tick(sent));
         // SeqCst: as the counters' other accesses (see `add_decayed`).
         let successes = read(self.ring[0].load(SeqCst), at, &d.success);
         let _ = self.ring[1].fetch_update(SeqCst, SeqCst, |w| {
             // A counter settled meanwhile stays the zero word.
-            (w != 0).then(|| {
-                // No failure, nor forgiveness, for a whole epoch, then a success: the node answered well
-                // after a rotation of penalties had passed its last failure, as a probe to a recovered
-                // node does. A node that keeps failing writes the counter again with each failure.
-                if age(unpack(w).1, at) > d.quiet {
-                    return 0;
+            let written = unpack(w).1;
+            // A call sent before the counter's last write tells nothing of the node since: the calls
+            // in flight when a node starts to fail still succeed, and must not forgive it.
+            if w == 0 || age(sent, written) > 0 {
+                return None;
+            }
+            Some({
+                // Sent a whole epoch after the last failure (or forgiveness), and a success: the node
+                // answered well after a rotation of penalties had passed its last failure, as a probe
+                // to a recovered node does. A node that keeps failing writes the counter again with
+                // each failure.
+                if age(written, sent) > d.quiet {
+                    return Some(0);
                 }
                 let left = read(w, at, &d.failure) * d.keep;
                 // What would weigh less than one call in flight is forgiven whole: at light load any
@@ -337,36 +349,36 @@ mod tests {
         let h = Health::new();
         let d = forgiving(0.5);
         for _ in 0..4 {
-            h.record_decay(&d, S, Outcome::Failure);
+            h.record_decay(&d, S, Outcome::Failure, S);
         }
         assert_eq!(h.decayed(S, &d).1, 4.0);
         // Each success halves the failures (read at its own time, so after their decay too).
-        assert!(h.record_decay(&d, S, Outcome::Success));
+        assert!(h.record_decay(&d, S, Outcome::Success, S));
         assert_eq!(h.decayed(S, &d).1, 2.0);
-        h.record_decay(&d, S, Outcome::Success);
+        h.record_decay(&d, S, Outcome::Success, S);
         assert_eq!(h.decayed(S, &d).1, 1.0);
         // A 4xx is an answer but not a success: nothing is forgiven.
-        h.record_decay(&d, S, Outcome::ClientError);
+        h.record_decay(&d, S, Outcome::ClientError, S);
         assert_eq!(h.decayed(S, &d).1, f64::from(1.01f32));
         // Without forgiveness a success leaves the failures alone.
         let (h, d) = (Health::new(), forgiving(0.0));
-        h.record_decay(&d, S, Outcome::Failure);
-        h.record_decay(&d, S, Outcome::Success);
+        h.record_decay(&d, S, Outcome::Failure, S);
+        h.record_decay(&d, S, Outcome::Success, S);
         assert_eq!(h.decayed(S, &d).1, 1.0);
         // What would weigh less than one call in flight goes whole: against 3 successes, 0.125 failures
         // weigh 1.25 + 16 log2(1 + 0.125 / 4) = 1.96 and stay; against 4, 0.0625 would weigh 0.91.
         let (h, d) = (Health::new(), forgiving(0.5));
-        h.record_decay(&d, S, Outcome::Failure);
+        h.record_decay(&d, S, Outcome::Failure, S);
         for _ in 0..3 {
-            h.record_decay(&d, S, Outcome::Success);
+            h.record_decay(&d, S, Outcome::Success, S);
         }
         assert_eq!(h.decayed(S, &d).1, 0.125);
         // The counter is emptied, and the cached penalty (still the old one) must be recomputed.
-        assert!(h.record_decay(&d, S, Outcome::Success));
+        assert!(h.record_decay(&d, S, Outcome::Success, S));
         assert!(h.no_failures());
         // On a node with no failures a success writes nothing to them.
         let (h, d) = (Health::new(), forgiving(1.0));
-        h.record_decay(&d, S, Outcome::Success);
+        h.record_decay(&d, S, Outcome::Success, S);
         assert!(h.no_failures());
     }
 
@@ -379,34 +391,74 @@ mod tests {
         let epoch = u64::from(d.quiet) << TICK_SHIFT;
         let h = Health::new();
         for _ in 0..8 {
-            h.record_decay(&d, S, Outcome::Failure);
+            h.record_decay(&d, S, Outcome::Failure, S);
         }
         // Within the epoch of the last failure a success halves them.
-        h.record_decay(&d, S + epoch, Outcome::Success);
+        h.record_decay(&d, S + epoch, Outcome::Success, S + epoch);
         let left = h.decayed(S + epoch, &d).1;
         assert!(
             (left - 4.0 * d.failure.factor(d.quiet)).abs() < 1e-3,
             "{left}"
         );
         // Its forgiveness wrote the counter: an epoch later (not more) a success halves again.
-        h.record_decay(&d, S + 2 * epoch, Outcome::Success);
+        h.record_decay(&d, S + 2 * epoch, Outcome::Success, S + 2 * epoch);
         assert!(!h.no_failures());
         // Once the counter was last written more than an epoch before, a success takes the rest.
-        assert!(h.record_decay(&d, S + 3 * epoch + TICK_NS * 2, Outcome::Success));
+        assert!(h.record_decay(
+            &d,
+            S + 3 * epoch + TICK_NS * 2,
+            Outcome::Success,
+            S + 3 * epoch + TICK_NS * 2
+        ));
         assert!(h.no_failures());
         // A node that keeps failing writes its counter each time: a success an epoch after the first of
         // its failures, but soon after the last, only halves them.
         let h = Health::new();
         for i in 0..4 {
-            h.record_decay(&d, S + i * epoch, Outcome::Failure);
+            h.record_decay(&d, S + i * epoch, Outcome::Failure, S + i * epoch);
         }
-        h.record_decay(&d, S + 3 * epoch + TICK_NS * 2, Outcome::Success);
+        h.record_decay(
+            &d,
+            S + 3 * epoch + TICK_NS * 2,
+            Outcome::Success,
+            S + 3 * epoch + TICK_NS * 2,
+        );
         assert!(!h.no_failures());
         // Without forgiveness a quiet epoch forgives nothing either.
         let (h, d) = (Health::new(), forgiving(0.0));
-        h.record_decay(&d, S, Outcome::Failure);
-        h.record_decay(&d, 10 * S, Outcome::Success);
+        h.record_decay(&d, S, Outcome::Failure, S);
+        h.record_decay(&d, 10 * S, Outcome::Success, 10 * S);
         assert!(!h.no_failures());
+    }
+
+    /// A success forgives only if its call was sent after the failures were last written: the calls in
+    /// flight when a node starts to fail still succeed, however long after its last failure they end.
+    #[cfg(feature = "probation")]
+    #[test]
+    fn a_call_sent_before_the_last_failure_forgives_nothing() {
+        let d = forgiving(0.5);
+        let epoch = u64::from(d.quiet) << TICK_SHIFT;
+        let h = Health::new();
+        for _ in 0..8 {
+            h.record_decay(&d, S, Outcome::Failure, S);
+        }
+        let before = h.decayed(S, &d).1;
+        // Sent a second before the failures, ending two epochs after them: nothing forgiven, and the
+        // refresh still asked for (the cached penalty reads the success).
+        assert!(h.record_decay(&d, S + 2 * epoch, Outcome::Success, S - S / 1_000));
+        let kept = h.decayed(S, &d).1;
+        assert_eq!(kept, before);
+        // Sent at the failures' tick: halved.
+        h.record_decay(&d, S + 2 * epoch, Outcome::Success, S);
+        let left = h.decayed(S + 2 * epoch, &d).1;
+        assert!(
+            (left - 4.0 * d.failure.factor(2 * d.quiet)).abs() < 1e-3,
+            "{left}"
+        );
+        // Sent more than an epoch after the counter's last write (the halving, at S + 2 epochs): all.
+        let sent = S + 3 * epoch + 2 * TICK_NS;
+        h.record_decay(&d, sent + S, Outcome::Success, sent);
+        assert!(h.no_failures());
     }
 
     #[cfg(feature = "probation")]

@@ -93,8 +93,10 @@ pub struct LowestScore {
     /// finite, in [0, 1]): the fraction of acquires whose first try is a member with room drawn
     /// uniformly at random instead of the lowest score. A node that failed is avoided while its penalty
     /// lasts, so without them nothing tells it has recovered before its failures fade (30 s half-life);
-    /// with them it gets a trickle of real calls. A probe draws up to 8 slots to find a member with
-    /// room; if none of them holds one, the acquire goes on as usual. 0.01 sends a hundredth of the
+    /// with them it gets a trickle of real calls. A probe draws up to 8 slots to find a member; if that
+    /// member is full, or none of the draws holds one, the acquire goes on as usual (a full member is
+    /// not drawn again, so that while the healthy nodes are full the probes do not all fall on the one
+    /// node with room, a broken one). 0.01 sends a hundredth of the
     /// calls to a random member, so a dead node costs about `0.01 / n` of the calls it would fail.
     /// Probes take numbers from the acquire's generator; at 0 none is taken, so the decisions are the
     /// same as without the field.
@@ -102,16 +104,18 @@ pub struct LowestScore {
     /// Needs the `probation` feature (in `algorithms`, so in every default, C and Python build).
     #[cfg(feature = "probation")]
     pub probe_fraction: f32,
-    /// What each success takes from its node's failures (default 0, nothing; finite, in [0, 1]): 0.5
-    /// halves them, so a node that answers well again is forgiven within a few calls instead of over the
-    /// failure half-life, while a node that keeps failing is not (its successes are few). Once what a
-    /// success would leave weighs less than one call in flight, it takes all of it: at light load any
-    /// penalty loses to an idle peer, and halving alone would need some 20 successes to reach 0. It also
-    /// takes all of them where the node's failures were last written (by a failure, or by forgiveness)
-    /// more than a clock epoch before (a quarter of the shorter half-life, 250 ms by default): a node
-    /// avoided since its last failure hears only probes, and one that answers a probe well at least an
-    /// epoch after it last failed has recovered, as Finagle's and Linkerd's probation read one request;
-    /// a node that keeps failing writes its counter with each failure, so its rare successes only halve
+    /// What each success takes from its node's failures (default 0, nothing; finite, in [0, 1]), if its
+    /// call was sent after the failures were last written (the calls in flight when a node starts to
+    /// fail still succeed, and tell nothing of it since): 0.5 halves them, so a node that answers well
+    /// again is forgiven within a few calls instead of over the failure half-life, while a node that
+    /// keeps failing is not (its successes are few). Once what a success would leave weighs less than
+    /// one call in flight, it takes all of it: at light load any penalty loses to an idle peer, and
+    /// halving alone would need some 20 successes to reach 0. It also takes all of them where the
+    /// node's failures were last written (by a failure, or by forgiveness) more than a clock epoch
+    /// before the call was sent (a quarter of the shorter half-life, 250 ms by default): a node avoided
+    /// since its last failure hears only probes, and one that answers a probe well at least an epoch
+    /// after it last failed has recovered, as Finagle's and Linkerd's probation read one request; a
+    /// node that keeps failing writes its counter with each failure, so its rare successes only halve
     /// it. With `probe_fraction`, a recovered node earns its traffic back by answering, not by waiting.
     ///
     /// Needs the `probation` feature.
@@ -338,7 +342,7 @@ impl Family for Prepared {
     /// `Ignored` nothing.
     #[inline(always)]
     fn record(&self, h: &Health, now: u64, outcome: Outcome) -> bool {
-        h.record_decay(self, now, outcome)
+        h.record_decay(self, now, outcome, now)
     }
 
     /// The penalty, and its fixed point for the scan word.
