@@ -558,10 +558,11 @@ typedef struct weir_ciad_limit {
 } weir_ciad_limit;
 
 /**
- * Knee (weir's: 8, 1, 1000, 0.9, knee 2, hold 1.75): the limit of a node whose smoothed RTT, or one
- * call's RTT, is past `knee` times its no-load RTT is cut to `backoff_ratio` times what was in flight,
- * held while the smoothed ratio is between `hold` and `knee`, and grown below `hold`; every client of
- * a server sees its RTT, so they all cut together.
+ * Knee (weir's: 20, 1, 1000, 0.9, knee 2, hold 1.75, armed for 60 s): the limit of a node whose
+ * smoothed RTT, or one call's RTT, is past `knee` times its no-load RTT is cut to `backoff_ratio`
+ * times what was in flight, held while the smoothed ratio is between `hold` and `knee`, and grown
+ * below `hold`; every client of a server sees its RTT, so they all cut together. The latency is read
+ * so only within `armed_for_ns` of the node's last drop; outside it the limit moves on drops alone.
  */
 typedef struct weir_knee_limit {
   /**
@@ -590,6 +591,14 @@ typedef struct weir_knee_limit {
    * holds); finite, >= 1 and <= knee.
    */
   double hold;
+  /**
+   * How long after the node's last drop its latency is read as load, ns (60 s by default; kept to
+   * ticks of 2^30 ns, about a second); at most 1000 s. Outside it a success grows the limit as one
+   * below `hold` does and only drops cut it, as CIAD's do: a latency that rose while the node still
+   * answers every call (a farther zone, a server that queues but serves all it is sent) is not an
+   * overload. 0 reads the latency always.
+   */
+  uint64_t armed_for_ns;
 } weir_knee_limit;
 
 /**

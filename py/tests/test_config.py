@@ -46,10 +46,11 @@ def test_defaults_are_the_cores() -> None:
     assert ci.rtt_tolerance == 0.0 and weir.Ciad(rtt_tolerance=2).rtt_tolerance == 2.0
     assert weir.Ciad(rtt_tolerance=2.0) != c and "rtt_tolerance=2" in repr(weir.Ciad(rtt_tolerance=2.0))
     kn = weir.Knee()
-    assert (kn.initial_limit, kn.min_limit, kn.max_limit, kn.backoff_ratio, kn.knee, kn.hold) == (8, 1, 1000, 0.9, 2.0, 1.75)
+    assert (kn.initial_limit, kn.min_limit, kn.max_limit, kn.backoff_ratio, kn.knee, kn.hold) == (20, 1, 1000, 0.9, 2.0, 1.75)
+    assert kn.armed_for == 60.0
     assert weir.Knee(knee=3, hold=1).knee == 3.0 and weir.Knee(knee=3, hold=1).hold == 1.0
     assert weir.Knee(knee=1.0, hold=1.0, backoff_ratio=0.5, min_limit=8).min_limit == 8  # the rules' edges
-    assert repr(kn) == "Knee(initial_limit=8, min_limit=1, max_limit=1000, backoff_ratio=0.9, knee=2.0, hold=1.75)"
+    assert repr(kn) == "Knee(initial_limit=20, min_limit=1, max_limit=1000, backoff_ratio=0.9, knee=2.0, hold=1.75, armed_for=60.0)"
     wi = weir.Windowed()
     assert (wi.inner, wi.min_window, wi.max_window, wi.min_samples, wi.window) == (weir.Vegas(), 1.0, 1.0, 10, None)
     assert wi.min_rtt_threshold == 0.0001
@@ -70,7 +71,7 @@ def test_values_round_trip_and_compare() -> None:
     wk = weir.Windowed(weir.Knee(initial_limit=4, backoff_ratio=0.75), min_samples=3)
     assert wk.inner == weir.Knee(initial_limit=4, backoff_ratio=0.75) and repr(wk).startswith("Windowed(Knee(initial_limit=4,")
     assert weir.Balancer(config=weir.Config(limit=wk)).config.limit == wk
-    knee_config = weir.Config(limit=weir.Knee(max_limit=12), seed=1)
+    knee_config = weir.Config(limit=weir.Knee(initial_limit=4, max_limit=12), seed=1)
     assert weir.Balancer(config=knee_config).config == knee_config
     w = weir.Windowed(weir.Aimd(timeout=timedelta(milliseconds=40)), window=weir.Percentile(0.5, 4), min_samples=2)
     assert w.inner == weir.Aimd(timeout=0.04)
@@ -238,6 +239,42 @@ def test_bad_knee_values_raise_as_ciads_do(ciad: dict[str, Any], ciad_says: str,
         weir.Knee(**knee)
     assert type(k.value) is type(c.value) is ValueError
     assert (str(c.value), str(k.value)) == (ciad_says, knee_says)
+
+
+# The knee's arm, in seconds as every duration of this module: 0 (the latency read always), 1 ns and the
+# longest, 1000 s, are taken exactly; past 1000 s is the core's rule, named by the class; negative, NaN,
+# the wrong type or more than 2**64 - 1 ns are refused on the way in, naming the parameter.
+ARM = "Knee: armed_for must be at most 1000 s"
+
+
+@pytest.mark.parametrize("armed_for, ns", [(0, 0), (0.0, 0), (1e-9, 1), (timedelta(microseconds=1), 1_000),
+                                           (1000, 10**12), (1000.0, 10**12), (timedelta(seconds=1000), 10**12)],
+                         ids=str)
+def test_the_knee_arm_edges_are_accepted(armed_for: float | timedelta, ns: int) -> None:
+    k = weir.Knee(armed_for=armed_for)
+    assert k.armed_for == ns / 1e9
+    assert k == weir.Knee(armed_for=ns / 1e9) and float(repr(k).split("armed_for=")[1][:-1]) == ns / 1e9
+    config = weir.Config(limit=k, seed=3)
+    assert weir.Balancer(config=config).config.limit == k
+    assert weir.Windowed(k).inner == k
+
+
+@pytest.mark.parametrize("armed_for, error, says", [
+    (1000.000000001, ValueError, ARM),
+    (1001, ValueError, ARM),
+    (timedelta(seconds=1000, microseconds=1), ValueError, ARM),
+    (10**9, ValueError, ARM),
+    (2**64, ValueError, "armed_for is too large"),
+    (-1e-9, ValueError, "armed_for must not be negative"),
+    (math.nan, ValueError, "armed_for must not be NaN"),
+    (math.inf, ValueError, "armed_for is too large"),
+    (True, TypeError, "armed_for must be a number of seconds"),
+    ("60", TypeError, "armed_for must be a number of seconds"),
+], ids=str)
+def test_a_bad_knee_arm_is_refused(armed_for: Any, error: type[Exception], says: str) -> None:
+    with pytest.raises(error) as e:
+        weir.Knee(armed_for=armed_for)
+    assert str(e.value) == says if says == ARM else str(e.value).startswith(says), str(e.value)
 
 
 # Probation's two fractions: out of [0, 1] is the core's rule, named by the class; NaN and the infinities

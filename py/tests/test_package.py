@@ -99,7 +99,7 @@ CONSTRUCTORS = {
     "Gradient": ({}, {"initial_limit": 50, "probe_interval": 1000}),
     "Gradient2": ({}, {"queue_size": 4, "long_window": 600}),
     "Ciad": ({}, {"max_limit": 1_000_000, "fast_start": False}),
-    "Knee": ({}, {"initial_limit": 8, "max_limit": 1000, "knee": 2.0, "hold": 1.75}),
+    "Knee": ({}, {"initial_limit": 20, "max_limit": 1000, "knee": 2.0, "hold": 1.75, "armed_for": 60.0}),
     "Windowed": ({}, {"min_samples": 10, "min_rtt_threshold": 0.0001}),
     "CpuSampler": ({}, {"root": None}),
     "Shedder": ({}, {"window": 5.0, "buckets": 50, "cpu_threshold": 900, "cool_off": 1.0}),

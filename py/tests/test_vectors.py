@@ -53,6 +53,19 @@ def test_trace_replays_exactly(path: Path) -> None:
     assert replay(path) > 0
 
 
+@pytest.mark.parametrize("armed_for_ns", ["0", "1000000000000"])
+def test_the_knee_arm_is_replayed_with_its_value(tmp_path: Path, armed_for_ns: str) -> None:
+    # The knee trace arms a node for 5 s after a drop, and the arm is read: the same file with the latency
+    # read always (0), or with an arm that never lapses within it (1000 s), is refused.
+    src = (VECTORS / "decay-lowest-score-knee.trace").read_text()
+    line = "config limit.armed_for_ns=5000000000\n"
+    assert src.count(line) == 1
+    other = tmp_path / f"armed-{armed_for_ns}.trace"
+    other.write_text(src.replace(line, f"config limit.armed_for_ns={armed_for_ns}\n"))
+    with pytest.raises(Mismatch, match=f"armed-{armed_for_ns}.trace:"):
+        replay(other)
+
+
 def test_a_changed_answer_is_caught(tmp_path: Path) -> None:
     # The replay can fail: the same file with one acquire's answer changed is refused at that line.
     src = (VECTORS / "edges-decay.trace").read_text().split("\n")
@@ -68,12 +81,14 @@ def test_a_changed_answer_is_caught(tmp_path: Path) -> None:
 
 def test_a_windowed_knee_limit_is_read() -> None:
     # No trace wraps the knee limit in a windowed one; its keys are read as the spec writes them.
-    inner = {"initial_limit": "4", "min_limit": "2", "max_limit": "12", "backoff_ratio": "0.75", "knee": "1.5", "hold": "1.25"}
+    inner = {"initial_limit": "4", "min_limit": "2", "max_limit": "12", "backoff_ratio": "0.75", "knee": "1.5", "hold": "1.25",
+             "armed_for_ns": "7000000000"}
     pairs = {"limit": "windowed", "limit.inner": "knee", **{f"limit.inner.{k}": v for k, v in inner.items()}}
     pairs.update({"limit.min_window_ns": "1000000", "limit.max_window_ns": "2000000", "limit.min_samples": "3",
                   "limit.min_rtt_threshold_ns": "1000", "limit.window": "average"})
     lines = ConfigLines(pairs)
-    want = weir.Windowed(weir.Knee(initial_limit=4, min_limit=2, max_limit=12, backoff_ratio=0.75, knee=1.5, hold=1.25),
+    want = weir.Windowed(weir.Knee(initial_limit=4, min_limit=2, max_limit=12, backoff_ratio=0.75, knee=1.5, hold=1.25,
+                                   armed_for=7.0),
                          min_window=0.001, max_window=0.002, min_samples=3, min_rtt_threshold=1e-6)
     assert lines.limit("limit") == want
     assert lines.used == set(pairs)

@@ -177,6 +177,7 @@ class ConfigLines:
                 backoff_ratio=self.f(p + ".backoff_ratio"),
                 knee=self.f(p + ".knee"),
                 hold=self.f(p + ".hold"),
+                armed_for=secs(self.u(p + ".armed_for_ns")),
             )
         if kind == "windowed" and p == "limit":
             window = self.get("limit.window")

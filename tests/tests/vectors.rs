@@ -10,7 +10,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use weir::balance::{Algorithm, Draw, LowestScore, Weighted, WeightedHealth};
-use weir::limit::LimitAlgorithm;
+use weir::limit::{KneeLimit, LimitAlgorithm, KNEE_MAX_ARMED_NS};
 use weir::{Config, Outcome};
 use weir_tests::vectors::{
     generate, parse, replay, replay_file, replay_text, write, Answer, ErrorKind, Item, Op, Trace,
@@ -393,4 +393,65 @@ fn the_slow_trace_depends_on_its_slowness_term() {
     );
     assert!(first.is_some_and(|i| i < on.len() / 2), "{first:?}");
     assert!(share(&on) < share(&without) / 2.0);
+}
+
+/// The knee trace covers the knee's rules and its arm: its nodes' limits, step by step, differ from the
+/// same script's with no knee in reach (knee and hold 10^9: the latency never reads as load), with
+/// the latency read always (`armed_for_ns` 0: the nodes that never drop would ease and hold too), and
+/// with an arm that never lapses within the file (1000 s: the arm does lapse across the script's jumps
+/// in time and is set again by a later drop).
+#[test]
+fn the_knee_trace_depends_on_its_knee_and_its_arm() {
+    let spec = spec("decay-lowest-score-knee");
+    let LimitAlgorithm::Knee(knee) = spec.config.limit else {
+        panic!("not a knee limit: {:?}", spec.config.limit)
+    };
+    assert_eq!(knee.armed_for_ns, 5_000_000_000);
+    // Each step's (node, limit) pairs, in order.
+    let limits = |k: KneeLimit| -> Vec<Vec<(u64, u32)>> {
+        let mut s = spec.clone();
+        s.config.limit = LimitAlgorithm::Knee(k);
+        generate::generate(&s)
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Step(s) => Some(s.nodes.iter().map(|n| (n.id, n.limit)).collect()),
+                Item::Reseed(_) => None,
+            })
+            .collect()
+    };
+    let on = limits(knee);
+    for (what, other) in [
+        (
+            "no knee in reach",
+            KneeLimit {
+                knee: 1e9,
+                hold: 1e9,
+                ..knee
+            },
+        ),
+        (
+            "the latency read always",
+            KneeLimit {
+                armed_for_ns: 0,
+                ..knee
+            },
+        ),
+        (
+            "an arm of 1000 s",
+            KneeLimit {
+                armed_for_ns: KNEE_MAX_ARMED_NS,
+                ..knee
+            },
+        ),
+    ] {
+        let off = limits(other);
+        let first = on.iter().zip(&off).position(|(a, b)| a != b);
+        let differ = on.iter().zip(&off).filter(|(a, b)| a != b).count();
+        eprintln!(
+            "knee trace against {what}: first difference at step {first:?}, {differ} of {} steps differ",
+            on.len()
+        );
+        assert!(first.is_some_and(|i| i < on.len() / 2), "{what}: {first:?}");
+    }
 }

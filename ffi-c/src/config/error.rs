@@ -10,7 +10,7 @@ use super::{
 };
 use crate::boundary::Error;
 use weir_core::balance::{ConfigError, MAX_BUCKETS, MAX_NODES, MAX_WAITERS};
-use weir_core::limit::{MAX_LIMIT, PERCENTILE_CAPACITY};
+use weir_core::limit::{KNEE_MAX_ARMED_NS, MAX_LIMIT, PERCENTILE_CAPACITY};
 
 // The numbers the messages below (and the header's field comments) state, checked against the core.
 const _: () = assert!(MAX_NODES == 65_536);
@@ -18,6 +18,7 @@ const _: () = assert!(MAX_BUCKETS == 8);
 const _: () = assert!(MAX_LIMIT == (1 << 24) - 1);
 const _: () = assert!(PERCENTILE_CAPACITY == 10);
 const _: () = assert!(MAX_WAITERS == 1 << 20);
+const _: () = assert!(KNEE_MAX_ARMED_NS == 1_000_000_000_000);
 
 /// `e`, the core's refusal of `c` (or of a balancer's capacity), as a `WEIR_ERR_INVALID_CONFIG` whose
 /// message names the C field and the range the header gives it.
@@ -99,6 +100,14 @@ pub(crate) fn config_error(e: ConfigError, c: &weir_config) -> Error {
             format!("{limit}.queue_size.value must be at most 2^24 - 1 (16,777,215)")
         }
         ConfigError::LongWindow => "limit.gradient2.long_window must be at least 1".to_owned(),
+        // The core checks a wrapped algorithm before the wrapper's windows, so a knee whose arm is out
+        // of range is the refusal whenever it is.
+        ConfigError::WindowTime
+            if inner_algorithm(&c.limit) == WEIR_LIMIT_KNEE
+                && c.limit.knee.armed_for_ns > KNEE_MAX_ARMED_NS =>
+        {
+            "limit.knee.armed_for_ns must be at most 1000 s (10^12 ns)".to_owned()
+        }
         ConfigError::WindowTime => "limit.windowed: the windows must satisfy 1 <= min_window_ns \
                                     <= max_window_ns <= 1000 s"
             .to_owned(),
@@ -150,7 +159,7 @@ mod tests {
     #[test]
     fn every_refused_config_is_named_in_the_headers_words() {
         type Case = (fn(&mut weir_config), &'static str);
-        let cases: [Case; 44] = [
+        let cases: [Case; 48] = [
             (
                 |c| c.algorithm.weighted.health.buckets.count = 0,
                 "algorithm.weighted.health.buckets.count must be between 1 and 8",
@@ -318,6 +327,38 @@ mod tests {
                     })
                 },
                 "limit.knee: knee and hold must be finite and >= 1",
+            ),
+            (
+                |c| {
+                    c.limit = limit(weir_limit_knee_default(), |l| {
+                        l.knee.armed_for_ns = 1_000_000_000_001
+                    })
+                },
+                "limit.knee.armed_for_ns must be at most 1000 s (10^12 ns)",
+            ),
+            (
+                |c| c.limit = limit(weir_limit_knee_default(), |l| l.knee.armed_for_ns = u64::MAX),
+                "limit.knee.armed_for_ns",
+            ),
+            (
+                |c| {
+                    c.limit = limit(weir_limit_windowed_default(), |l| {
+                        l.windowed.inner = WEIR_LIMIT_KNEE;
+                        l.knee.armed_for_ns = u64::MAX;
+                        l.windowed.min_window_ns = 0;
+                    })
+                },
+                "limit.knee.armed_for_ns must be at most 1000 s",
+            ),
+            (
+                |c| {
+                    c.limit = limit(weir_limit_windowed_default(), |l| {
+                        l.windowed.inner = WEIR_LIMIT_KNEE;
+                        l.knee.armed_for_ns = 1_000_000_000_000;
+                        l.windowed.min_window_ns = 0;
+                    })
+                },
+                "limit.windowed: the windows must satisfy 1 <= min_window_ns",
             ),
             (
                 |c| {

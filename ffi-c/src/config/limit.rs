@@ -211,10 +211,11 @@ pub struct weir_ciad_limit {
     pub rtt_tolerance: f64,
 }
 
-/// Knee (weir's: 8, 1, 1000, 0.9, knee 2, hold 1.75): the limit of a node whose smoothed RTT, or one
-/// call's RTT, is past `knee` times its no-load RTT is cut to `backoff_ratio` times what was in flight,
-/// held while the smoothed ratio is between `hold` and `knee`, and grown below `hold`; every client of
-/// a server sees its RTT, so they all cut together.
+/// Knee (weir's: 20, 1, 1000, 0.9, knee 2, hold 1.75, armed for 60 s): the limit of a node whose
+/// smoothed RTT, or one call's RTT, is past `knee` times its no-load RTT is cut to `backoff_ratio`
+/// times what was in flight, held while the smoothed ratio is between `hold` and `knee`, and grown
+/// below `hold`; every client of a server sees its RTT, so they all cut together. The latency is read
+/// so only within `armed_for_ns` of the node's last drop; outside it the limit moves on drops alone.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct weir_knee_limit {
@@ -232,6 +233,12 @@ pub struct weir_knee_limit {
     /// The ratio at or below which a success may grow the limit (between it and `knee` the limit
     /// holds); finite, >= 1 and <= knee.
     pub hold: f64,
+    /// How long after the node's last drop its latency is read as load, ns (60 s by default; kept to
+    /// ticks of 2^30 ns, about a second); at most 1000 s. Outside it a success grows the limit as one
+    /// below `hold` does and only drops cut it, as CIAD's do: a latency that rose while the node still
+    /// answers every call (a farther zone, a server that queues but serves all it is sent) is not an
+    /// overload. 0 reads the latency always.
+    pub armed_for_ns: u64,
 }
 
 /// Which RTT a windowed limit reports per window.
@@ -404,6 +411,7 @@ fn knee_to_c(k: KneeLimit) -> weir_knee_limit {
         backoff_ratio: k.backoff_ratio,
         knee: k.knee,
         hold: k.hold,
+        armed_for_ns: k.armed_for_ns,
     }
 }
 
@@ -618,6 +626,7 @@ fn inner_from_c(
             backoff_ratio: c.knee.backoff_ratio,
             knee: c.knee.knee,
             hold: c.knee.hold,
+            armed_for_ns: c.knee.armed_for_ns,
         }),
         k => {
             return Err(unknown(
@@ -805,6 +814,7 @@ mod tests {
                 backoff_ratio: 0.75,
                 knee: 1.5,
                 hold: 1.25,
+                armed_for_ns: 0,
                 ..KneeLimit::default()
             }),
         ] {
@@ -832,6 +842,7 @@ mod tests {
             backoff_ratio: 0.6,
             knee: 3.5,
             hold: 1.5,
+            armed_for_ns: 7_000_000_000,
         };
         let core = KneeLimit {
             initial_limit: 5,
@@ -840,6 +851,7 @@ mod tests {
             backoff_ratio: 0.6,
             knee: 3.5,
             hold: 1.5,
+            armed_for_ns: 7_000_000_000,
         };
         assert_eq!(limit_from_c(&c).unwrap(), LimitAlgorithm::Knee(core));
         assert_eq!(limit_to_c(LimitAlgorithm::Knee(core)).knee, c.knee);

@@ -2,6 +2,7 @@
 //! configurations, valid and not.
 
 use super::*;
+use weir_core::limit::KNEE_MAX_ARMED_NS;
 
 /// The input, read as numbers; an exhausted input reads zeros.
 pub(super) struct Bytes<'a> {
@@ -141,6 +142,25 @@ impl Bytes<'_> {
             _ => self.edgy_fraction(),
         }
     }
+    /// A knee limit's `armed_for_ns` (at most 1000 s), often 0 (the latency read always), at or just
+    /// past that end, or at a drop tick's edge (2^30 ns), else one of [`Bytes::edgy_u64`]'s values.
+    pub(super) fn edgy_armed_ns(&mut self) -> u64 {
+        match self.u8() % 2 {
+            0 => self.pick(&[
+                0,
+                1,
+                (1 << 30) - 1,
+                1 << 30,
+                (1 << 30) + 1,
+                60_000_000_000,
+                KNEE_MAX_ARMED_NS - 1,
+                KNEE_MAX_ARMED_NS,
+                KNEE_MAX_ARMED_NS + 1,
+                u64::MAX,
+            ]),
+            _ => self.edgy_u64(),
+        }
+    }
 }
 
 impl Fuzz<'_> {
@@ -218,7 +238,7 @@ impl Fuzz<'_> {
             let i = &mut self.input;
             let l = &mut c.algorithm.lowest_score;
             let w = &mut c.algorithm.weighted;
-            match i.u8() % 50 {
+            match i.u8() % 51 {
                 0 => c.algorithm.family = i.edgy_u32() % 3,
                 1 => l.success_half_life_ns = i.edgy_u64(),
                 2 => l.failure_half_life_ns = i.edgy_u64(),
@@ -268,6 +288,7 @@ impl Fuzz<'_> {
                 46 => l.probe_fraction = i.edgy_fraction(),
                 47 => l.forgiveness = i.edgy_fraction(),
                 48 => l.slow_ratio = i.edgy_slow_ratio(),
+                49 => c.limit.knee.armed_for_ns = i.edgy_armed_ns(),
                 _ => c.max_waiters = i.edgy_u32(),
             }
         }

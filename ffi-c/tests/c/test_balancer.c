@@ -252,9 +252,9 @@ static void test_presets(void) {
     CHECK(l.algorithm == WEIR_LIMIT_CIAD && l.ciad.fast_start == false);
     CHECK(l.ciad.initial_limit == 20 && l.ciad.min_limit == 1 && l.ciad.max_limit == 1000000);
     l = weir_limit_knee_default();
-    CHECK(l.algorithm == WEIR_LIMIT_KNEE && l.knee.initial_limit == 8);
+    CHECK(l.algorithm == WEIR_LIMIT_KNEE && l.knee.initial_limit == 20);
     CHECK(l.knee.min_limit == 1 && l.knee.max_limit == 1000 && l.knee.backoff_ratio == 0.9);
-    CHECK(l.knee.knee == 2.0 && l.knee.hold == 1.75);
+    CHECK(l.knee.knee == 2.0 && l.knee.hold == 1.75 && l.knee.armed_for_ns == 60 * SEC);
     l = weir_limit_windowed_default();
     CHECK(l.algorithm == WEIR_LIMIT_WINDOWED && l.windowed.inner == WEIR_LIMIT_VEGAS);
     CHECK(l.windowed.min_window_ns == 1 * SEC && l.windowed.max_window_ns == 1 * SEC);
@@ -359,7 +359,21 @@ static void test_refused_knee(void) {
                       "limit.knee: min_limit must be at least 1, and min_limit <= initial_limit");
         CHECK_REFUSED(bases[i], c_.limit.knee.max_limit = 1u << 24, WEIR_ERR_INVALID_CONFIG,
                       "max_limit <= 2^24 - 1");
+        CHECK_REFUSED(bases[i], c_.limit.knee.armed_for_ns = 1000 * SEC + 1, WEIR_ERR_INVALID_CONFIG,
+                      "limit.knee.armed_for_ns must be at most 1000 s");
+        CHECK_REFUSED(bases[i], c_.limit.knee.armed_for_ns = UINT64_MAX, WEIR_ERR_INVALID_CONFIG,
+                      "limit.knee.armed_for_ns must be at most 1000 s");
+        /* The arm's edges are accepted: 0 (the latency read always), 1 ns and 1000 s. */
+        const uint64_t arms[] = {0, 1, 1000 * SEC};
+        for (size_t a = 0; a < 3; a++) {
+            weir_config ok = bases[i];
+            ok.limit.knee.armed_for_ns = arms[a];
+            CHECK_OK(weir_config_validate(&ok));
+        }
     }
+    /* A wrapped knee whose arm is in range and whose windows are not: the windows are named. */
+    CHECK_REFUSED(w, (c_.limit.knee.armed_for_ns = 1000 * SEC, c_.limit.windowed.min_window_ns = 0),
+                  WEIR_ERR_INVALID_CONFIG, "limit.windowed: the windows must satisfy");
     /* The edges: hold == knee == 1 and the lowest ratio are valid. */
     weir_config edge = k;
     edge.limit.knee.knee = 1.0;
@@ -371,10 +385,12 @@ static void test_refused_knee(void) {
     k.limit.knee.initial_limit = 3;
     k.limit.knee.knee = 3.0;
     k.limit.knee.hold = 2.0;
+    k.limit.knee.armed_for_ns = 1000 * SEC;
     weir_balancer *b = make(k, 2);
     weir_config back = config_of(b);
     CHECK(back.limit.algorithm == WEIR_LIMIT_KNEE && back.limit.knee.initial_limit == 3);
     CHECK(back.limit.knee.knee == 3.0 && back.limit.knee.hold == 2.0);
+    CHECK(back.limit.knee.armed_for_ns == 1000 * SEC);
     CHECK(back.limit.knee.backoff_ratio == 0.9 && back.limit.knee.max_limit == 1000);
     CHECK_OK(weir_balancer_add(b, 1));
     weir_node_info info;

@@ -433,6 +433,7 @@ static void test_enum_ranges(void) {
     c.limit.aimd.timeout_ns = 0;
     c.limit.knee.min_limit = 0;
     c.limit.knee.hold = NAN;
+    c.limit.knee.armed_for_ns = UINT64_MAX;
     CHECK_OK(weir_config_validate(&c));
     c = s;
     c.algorithm.lowest_score.success_half_life_ns = 0;

@@ -247,6 +247,7 @@ static int set_algorithm_field(weir_limit *l, uint32_t alg, const char *f, const
         if (strcmp(f, "backoff_ratio") == 0) return parse_f64(v, &l->knee.backoff_ratio);
         if (strcmp(f, "knee") == 0) return parse_f64(v, &l->knee.knee);
         if (strcmp(f, "hold") == 0) return parse_f64(v, &l->knee.hold);
+        if (strcmp(f, "armed_for_ns") == 0) return parse_u64(v, &l->knee.armed_for_ns);
         return 0;
     default:
         return 0;

@@ -377,12 +377,13 @@ class Ciad:
 class Knee:
     def __new__(cls,
         *,
-        initial_limit: int | None = 8,
+        initial_limit: int | None = 20,
         min_limit: int | None = 1,
         max_limit: int | None = 1000,
         backoff_ratio: float | None = 0.9,
         knee: float | None = 2.0,
         hold: float | None = 1.75,
+        armed_for: _Seconds | None = 60.0,
     ) -> Self: ...
     @property
     def initial_limit(self) -> int: ...
@@ -396,6 +397,8 @@ class Knee:
     def knee(self) -> float: ...
     @property
     def hold(self) -> float: ...
+    @property
+    def armed_for(self) -> float: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 

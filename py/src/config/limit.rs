@@ -544,7 +544,8 @@ impl Ciad {
 /// A cap at each server's latency knee, which every client of the server reads alike: the limit is cut
 /// to `backoff_ratio` of what was in flight while a node's smoothed RTT, or one call's RTT, is over
 /// `knee` times its slowly drifting no-load RTT (or on a drop), holds between `hold` and `knee` times,
-/// and grows below `hold`.
+/// and grows below `hold`. The latency is read so only within `armed_for` seconds of the node's last
+/// drop; outside it the limit grows on successes and is cut by drops alone.
 ///
 /// GIL: immutable.
 #[pyclass(frozen, module = "weir")]
@@ -555,7 +556,7 @@ pub struct Knee {
 #[pymethods]
 impl Knee {
     #[new]
-    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, backoff_ratio=None, knee=None, hold=None), text_signature = "(*, initial_limit=8, min_limit=1, max_limit=1000, backoff_ratio=0.9, knee=2.0, hold=1.75)")]
+    #[pyo3(signature = (*, initial_limit=None, min_limit=None, max_limit=None, backoff_ratio=None, knee=None, hold=None, armed_for=None), text_signature = "(*, initial_limit=20, min_limit=1, max_limit=1000, backoff_ratio=0.9, knee=2.0, hold=1.75, armed_for=60.0)")]
     fn new(
         initial_limit: Option<&Bound<'_, PyAny>>,
         min_limit: Option<&Bound<'_, PyAny>>,
@@ -563,6 +564,7 @@ impl Knee {
         backoff_ratio: Option<&Bound<'_, PyAny>>,
         knee: Option<&Bound<'_, PyAny>>,
         hold: Option<&Bound<'_, PyAny>>,
+        armed_for: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut l = KneeLimit::default();
         set!(initial_limit, l.initial_limit, limit_arg);
@@ -571,11 +573,12 @@ impl Knee {
         set!(backoff_ratio, l.backoff_ratio, float);
         set!(knee, l.knee, float);
         set!(hold, l.hold, float);
+        set!(armed_for, l.armed_for_ns, duration_ns);
         Ok(Knee {
             l: checked(l, "Knee")?,
         })
     }
-    /// A fresh node's limit (default 8).
+    /// A fresh node's limit (default 20).
     #[getter]
     fn initial_limit(&self) -> u32 {
         self.l.initial_limit
@@ -608,16 +611,26 @@ impl Knee {
     fn hold(&self) -> f64 {
         self.l.hold
     }
+    /// How many seconds after the node's last drop its latency is read as load, at most 1000 (default
+    /// 60.0; kept to ticks of 2**30 ns, about a second). Outside it a success grows the limit as one
+    /// below `hold` does and only drops cut it: a latency that rose while the node still answers every
+    /// call (a farther zone, a server that queues but serves all it is sent) is not an overload. 0.0
+    /// reads the latency always.
+    #[getter]
+    fn armed_for(&self) -> f64 {
+        secs(self.l.armed_for_ns)
+    }
     fn __repr__(&self) -> String {
         let l = &self.l;
         format!(
-            "Knee(initial_limit={}, min_limit={}, max_limit={}, backoff_ratio={}, knee={}, hold={})",
+            "Knee(initial_limit={}, min_limit={}, max_limit={}, backoff_ratio={}, knee={}, hold={}, armed_for={})",
             l.initial_limit,
             l.min_limit,
             l.max_limit,
             fmt_f(l.backoff_ratio),
             fmt_f(l.knee),
-            fmt_f(l.hold)
+            fmt_f(l.hold),
+            fmt_f(self.armed_for())
         )
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {

@@ -294,6 +294,8 @@ pub fn config_error(e: ConfigError, what: &str) -> PyErr {
         ConfigError::VegasStep => "increase/decrease factors must be finite and > 0",
         ConfigError::QueueSize => "queue_size must be <= MAX_LIMIT",
         ConfigError::LongWindow => "long_window must be at least 1",
+        // Only a Knee's own check refuses its arm: a Windowed or a Config holds Knees already checked.
+        ConfigError::WindowTime if what == "Knee" => "armed_for must be at most 1000 s",
         ConfigError::WindowTime => {
             "min_window and max_window must satisfy 1 ns <= min_window <= max_window <= 1000 s"
         }

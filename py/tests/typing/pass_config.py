@@ -3,6 +3,8 @@ algorithm families and a limit, and a balancer built from one keeps its node typ
 
 from __future__ import annotations
 
+import datetime
+
 import weir
 
 pick = weir.Weighted(health=weir.Ewma(half_life=20), draw=weir.Draw.WEIGHTED_PICK)
@@ -13,6 +15,8 @@ default = weir.Balancer([("10.0.0.7", 8080)], config=None, capacity=32)  # Balan
 knee = weir.Config(limit=weir.Knee(knee=3.0, hold=2.0))
 windowed_knee = weir.Windowed(weir.Knee(backoff_ratio=0.75))
 hold: float = weir.Knee().hold
+always = weir.Knee(armed_for=0)
+armed_for: float = weir.Knee(armed_for=datetime.timedelta(seconds=5)).armed_for
 probation = weir.Config(algorithm=weir.LowestScore(probe_fraction=0.01, forgiveness=0.5))
 forgiveness: float = weir.LowestScore().forgiveness
 slow = weir.Config(algorithm=weir.LowestScore(slow_ratio=2.0))
@@ -37,4 +41,4 @@ def host_of(b: weir.Balancer[tuple[str, int]]) -> str:
 describe(config)
 describe(cascade.config)
 host_of(default)
-print(by_value, knee, windowed_knee.inner, hold, probation, forgiveness, slow, slow_ratio)
+print(by_value, knee, windowed_knee.inner, hold, always, armed_for, probation, forgiveness, slow, slow_ratio)

@@ -208,6 +208,7 @@ fn inner(out: &mut Tokens, p: &str, a: InnerAlgorithm) {
             out.put(&k("backoff_ratio"), float(l.backoff_ratio));
             out.put(&k("knee"), float(l.knee));
             out.put(&k("hold"), float(l.hold));
+            out.put(&k("armed_for_ns"), l.armed_for_ns);
         }
     }
 }
@@ -453,6 +454,7 @@ fn parse_inner(k: &mut Keys, p: &str, word: (String, usize)) -> Result<InnerAlgo
             backoff_ratio: k.f64(&f("backoff_ratio"))?,
             knee: k.f64(&f("knee"))?,
             hold: k.f64(&f("hold"))?,
+            armed_for_ns: k.u64(&f("armed_for_ns"))?,
         }),
         _ => return Err(unknown(p, word)),
     })

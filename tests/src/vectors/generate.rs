@@ -180,8 +180,10 @@ pub fn specs() -> Vec<Spec> {
         },
         Spec {
             name: "decay-lowest-score-knee",
-            about: "The default's family with a knee limit (knee 1.5, hold 1.25, ratio 0.75, 4 in 1..12): \
-                    the random RTTs read as cuts, holds and growth, and drops cut to what was in flight.",
+            about: "The default's family with a knee limit (knee 1.5, hold 1.25, ratio 0.75, 4 in 1..12, \
+                    armed for 5 s after a drop): the random RTTs read as cuts, holds and growth on a \
+                    node that dropped a call in the last 5 s, as growth alone on the others, and drops \
+                    cut to what was in flight and arm the node.",
             config: Config {
                 limit: LimitAlgorithm::Knee(KneeLimit {
                     initial_limit: 4,
@@ -190,6 +192,10 @@ pub fn specs() -> Vec<Spec> {
                     backoff_ratio: 0.75,
                     knee: 1.5,
                     hold: 1.25,
+                    // Shorter than the default's minute, so that within the file's 50 s the
+                    // nodes that drop calls are armed, lose the arm across the script's jumps in time
+                    // and are armed again, while the ones that never drop grow past their knee.
+                    armed_for_ns: 5 * S,
                 }),
                 seed: 13,
                 ..Config::default()
