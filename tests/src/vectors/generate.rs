@@ -205,8 +205,8 @@ pub fn specs() -> Vec<Spec> {
         },
         Spec {
             name: "decay-lowest-score-probation",
-            about: "The default's family with probation: a fifth of the acquires probe a random member \
-                    with room (probe_fraction 0.2, so that 600 steps hold many), each success takes 0.5 of \
+            about: "The default's family with probation: a fifth of the acquires probe a random member, \
+                    if it has room (probe_fraction 0.2, so that 600 steps hold many), each success takes 0.5 of \
                     its node's failures away (forgiveness 0.5); CIAD limit with fast start.",
             config: Config {
                 algorithm: Algorithm::LowestScore(LowestScore {
