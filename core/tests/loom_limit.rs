@@ -105,7 +105,11 @@ fn knee_two_drops_apply_exactly_once() {
 #[test]
 fn knee_a_slow_success_racing_a_drop_stays_in_bounds() {
     model(3, || {
-        let knee = LimitAlgorithm::Knee(KneeLimit::default());
+        // A fresh node's limit of 8 (the default's is 20), as the figures below assume.
+        let knee = LimitAlgorithm::Knee(KneeLimit {
+            initial_limit: 8,
+            ..KneeLimit::default()
+        });
         // 16 full calls at 1 us teach the baseline and grow the limit 8 -> 10 (slow start, until the
         // 8 in flight are below 0.9 x 10); then a success at 1.8 us (below twice the baseline on its
         // own, smoothed 1.05 us: below the hold band, so it grows the limit) races a drop.
