@@ -36,8 +36,8 @@
 //!   `backoff_ratio x limit`) raises the limit by 1 until the node's first cut (a slow start, doubling per
 //!   round trip) and by `1 / limit` after it (about 1 per round trip).
 //!
-//! - armed by a drop: the latency is read as load (the first two rules past a drop, and the hold band)
-//!   only within [`armed_for_ns`](KneeLimit::armed_for_ns) (60 s) of the node's last drop; outside
+//! - armed by a drop: the latency is read as load (the two rules that ease past the knee, and the hold
+//!   band) only within [`armed_for_ns`](KneeLimit::armed_for_ns) (60 s) of the node's last drop; outside
 //!   it a success grows the limit as one below `hold` does, and only drops cut it, as CIAD's do. A
 //!   latency that rises while the node answers every call in time is not always an overload: a
 //!   server whose zone moved farther away, or one that queues but still serves all it is sent
@@ -64,17 +64,20 @@
 //!
 //! State: word 0 holds the limit in fixed point (`limit x 2^16`, bits 39..0), with bit 63 set after the
 //! node's first cut, bit 62 set by a drop and bits 61..40 the drop's tick (2^30 ns), so the limit, the
-//! end of the slow start and the arm change together in one compare-and-swap and each sample applies
-//! to the limit exactly once. Words 1 and 2 hold the smoothed
-//! RTT and the baseline (`rtt.rs`); they change in their own compare-and-swaps, so a sample that
-//! interleaves with another may read a ratio one sample older, which moves the moment of a cut by one
-//! sample and never takes the limit out of its bounds. Integers throughout (no `f64` per call beyond
-//! reading the parameters), for microcontrollers without an FPU.
+//! end of the slow start and the arm change together in one compare-and-swap and each sample applies to
+//! the limit exactly once. Words 1 and 2 hold the smoothed RTT and the baseline (`rtt.rs`); they change
+//! in their own compare-and-swaps, so a sample that interleaves with another may read a ratio one
+//! sample older, which moves the moment of a cut by one sample and never takes the limit out of its
+//! bounds. Integers throughout (no `f64` per call beyond reading the parameters), for microcontrollers
+//! without an FPU.
 //!
 //! `core/tests/knee.rs` runs independent clients against one contended server: after a 3 s stall at
 //! 60 % load the knee limits drain it where CIAD's stay past the knee for good, and through a step to
 //! 130 % of what it serves at its knee they keep it serving five sixths of that where CIAD's let it
-//! collapse below a third.
+//! collapse below a third. Its clients wait for every call there, so it reads the latency always
+//! (`armed_for_ns` 0); it runs each case again with clients that give up after 1 s, against the
+//! default: their timeouts arm the knee, which does as well, while CIAD with the same deadline drains
+//! from the stall too (its timeouts cut it) but still collapses through the step.
 
 use super::rtt::{self, Tracker, TICK_SHIFT};
 use super::{check_limits, check_tolerance, Limit, LimitState, Sample, MAX_LIMIT};
@@ -155,9 +158,10 @@ pub struct KneeLimit {
     /// holds); finite, at least 1 and at most `knee`, or [`ConfigError::RttTolerance`].
     pub hold: f64,
     /// How long after the node's last drop its latency is read as load (ns; default 60 s; at most
-    /// [`KNEE_MAX_ARMED_NS`], or [`ConfigError::WindowTime`]). Outside it the limit moves on drops
-    /// alone, as CIAD's does: a latency that rose while the node still answers every call (a farther
-    /// zone, a server that queues but still serves all it is sent) is not an overload. 0 reads the
+    /// [`KNEE_MAX_ARMED_NS`], or [`ConfigError::WindowTime`]). Outside it a success grows the limit
+    /// as one below `hold` does and only drops cut it, as CIAD's do: a latency that rose while the node
+    /// still answers every call (a farther zone, a server that queues but still serves all it is sent)
+    /// is not an overload. 0 reads the
     /// latency always. Kept to about a second (ticks of 2^30 ns).
     pub armed_for_ns: u64,
 }
