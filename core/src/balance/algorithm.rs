@@ -174,6 +174,8 @@ impl Prepared {
                     h.refresh(self, now, scope);
                 }
             }
+            // Without the term, its own arm: testing `slow` inside one arm cost every release of the
+            // default some 7 instructions (894 against 887 per pair at 3 nodes).
             #[cfg(feature = "decay")]
             Prepared::Lowest(p) => {
                 if h.record_decay(p, now, outcome, now.saturating_sub(rtt_ns)) {

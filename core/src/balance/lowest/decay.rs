@@ -242,9 +242,9 @@ impl Health {
     /// if the failure counter was written after the call was sent (at a later tick); else the counter
     /// keeps `d.keep` of its value at `now`, or nothing once what it keeps would weigh less than one
     /// call in flight (against the successes as they read now) or once the counter was last written
-    /// more than a clock epoch (`d.quiet` ticks) before the call was sent, in one compare-and-swap (a failure recorded meanwhile is kept
-    /// whole: the loop reads it again). The caller refreshes the penalty, as for any success on a node
-    /// with failures.
+    /// more than a clock epoch (`d.quiet` ticks) before the call was sent, in one compare-and-swap (a
+    /// failure recorded meanwhile is kept whole: the loop reads it again). The caller refreshes the
+    /// penalty, as for any success on a node with failures.
     #[cfg(feature = "probation")]
     #[inline(never)]
     fn forgive(&self, d: &Prepared, now: u64, sent: u64) {
@@ -259,22 +259,19 @@ impl Health {
             if w == 0 || age(sent, written) > 0 {
                 return None;
             }
-            Some({
-                // Sent a whole epoch after the last failure (or forgiveness), and a success: the node
-                // answered well after a rotation of penalties had passed its last failure, as a probe
-                // to a recovered node does. A node that keeps failing writes the counter again with
-                // each failure.
-                if age(written, sent) > d.quiet {
-                    return Some(0);
-                }
-                let left = read(w, at, &d.failure) * d.keep;
-                // What would weigh less than one call in flight is forgiven whole: at light load any
-                // penalty loses to an idle peer, and halving alone takes some 20 successes to reach 0.
-                if penalty(left, successes, &d.penalty) < 1.0 {
-                    0
-                } else {
-                    stored(w, at, left)
-                }
+            // Sent a whole epoch after the last failure (or forgiveness), and a success: the node
+            // answered well after a rotation of penalties had passed its last failure, as a probe to a
+            // recovered node does. A node that keeps failing writes the counter again with each failure.
+            if age(written, sent) > d.quiet {
+                return Some(0);
+            }
+            let left = read(w, at, &d.failure) * d.keep;
+            // What would weigh less than one call in flight is forgiven whole: at light load any
+            // penalty loses to an idle peer, and halving alone takes some 20 successes to reach 0.
+            Some(if penalty(left, successes, &d.penalty) < 1.0 {
+                0
+            } else {
+                stored(w, at, left)
             })
         });
     }

@@ -31,12 +31,19 @@ fn key(s: &NodeSlot) -> u64 {
     let inflight = word::inflight(c);
     // A node made active a moment ago may still hold the absent scan word until its membership refresh
     // lands: read it as a fresh node's (no penalty), not as absent.
-    let score = word::score(inflight, s.health.units() & (KEY_ABSENT - 1));
+    let score = word::score(inflight, penalty_units(s));
     if inflight < word::limit(c) {
         score
     } else {
         score | FULL
     }
+}
+
+/// The penalty part of a slot's scan word (its penalty and slowness code): 0 for a node that carries
+/// neither, and for a node made active a moment ago whose scan word still reads absent.
+#[inline(always)]
+fn penalty_units(s: &NodeSlot) -> u64 {
+    s.health.units() & (KEY_ABSENT - 1)
 }
 
 /// Key flag: the node is active and full.
@@ -126,8 +133,9 @@ const PROBE_DRAWS: usize = 8;
 /// active node, at most [`PROBE_DRAWS`] of them, so every member is equally likely however sparse the
 /// slots (a balancer with spare capacity); a full member is not drawn again, so each member gets
 /// `threshold / n` of the acquires whatever the others hold (drawing again until one had room sent
-/// every probe to the one node with room while its peers were full: a broken one). `None` (no probe,
-/// a full member, or no member in the draws) leaves the acquire to decide as usual. Out of line: only probes pay for it.
+/// every probe to the one node with room while its peers were full: a broken one). `None` (no probe, a
+/// full member, or no member in the draws) leaves the acquire to decide as usual. Out of line: only
+/// probes pay for it.
 #[cfg(feature = "probation")]
 #[inline(never)]
 pub(crate) fn probe(slots: &[NodeSlot], rng: &mut Rng, threshold: u64) -> Option<usize> {
@@ -390,10 +398,9 @@ fn lowest_in<const K: usize>(
         // limit grows back after an outage), and refusing every busier healthy node then would hold the
         // calls in the client.
         if let Some(t) = threshold {
-            let penalised = slots
-                .get(best_at)
-                .is_some_and(|s| s.health.units() & (KEY_ABSENT - 1) != 0);
-            if best > t * GIVE_UP_MULTIPLIER && penalised {
+            if best > t * GIVE_UP_MULTIPLIER
+                && slots.get(best_at).is_some_and(|s| penalty_units(s) != 0)
+            {
                 return Choice::Reject(Rejected::AllBusy);
             }
         }
