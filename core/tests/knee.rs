@@ -149,6 +149,7 @@ fn run(
                 inflight: c.inflight,
                 dropped: false,
                 now_ns: t,
+                load: None,
             };
             limit.update(&states[c.client], &sample, 0);
             if t >= measure_from {
@@ -168,6 +169,7 @@ fn run(
                     inflight: n,
                     dropped: true,
                     now_ns: t,
+                    load: None,
                 };
                 limit.update(&states[c], &sample, 0);
             }

@@ -27,6 +27,7 @@ fn sample(rtt_ns: u64, inflight: u32, dropped: bool, now_ns: u64) -> Sample {
         inflight,
         dropped,
         now_ns,
+        load: None,
     }
 }
 

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use weir::balance::{Algorithm, Draw, LowestScore, Weighted, WeightedHealth};
 use weir::limit::{KneeLimit, LimitAlgorithm, KNEE_MAX_ARMED_NS};
 use weir::{Config, Outcome};
+use weir_tests::vectors::generate::{Loads, Random, Script};
 use weir_tests::vectors::{
     generate, parse, replay, replay_file, replay_text, write, Answer, ErrorKind, Item, Op, Trace,
 };
@@ -399,7 +400,8 @@ fn the_slow_trace_depends_on_its_slowness_term() {
 /// same script's with no knee in reach (knee and hold 10^9: the latency never reads as load), with
 /// the latency read always (`armed_for_ns` 0: the nodes that never drop would ease and hold too), and
 /// with an arm that never lapses within the file (1000 s: the arm does lapse across the script's jumps
-/// in time and is set again by a later drop).
+/// in time and is set again by a later drop), and from the same script with its server load reports
+/// withheld (the reports are read on an armed node in place of the latency).
 #[test]
 fn the_knee_trace_depends_on_its_knee_and_its_arm() {
     let spec = spec("decay-lowest-score-knee");
@@ -421,6 +423,29 @@ fn the_knee_trace_depends_on_its_knee_and_its_arm() {
             .collect()
     };
     let on = limits(knee);
+    let Script::Random(script) = spec.script else {
+        panic!("not a random script")
+    };
+    assert_eq!(script.loads, Loads::Reported);
+    let mut withheld = spec.clone();
+    withheld.script = Script::Random(Random {
+        loads: Loads::Withheld,
+        ..script
+    });
+    let without_reports: Vec<Vec<(u64, u32)>> = generate::generate(&withheld)
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Step(s) => Some(s.nodes.iter().map(|n| (n.id, n.limit)).collect()),
+            Item::Reseed(_) => None,
+        })
+        .collect();
+    let first = on.iter().zip(&without_reports).position(|(a, b)| a != b);
+    eprintln!("knee trace against the same script without its load reports: first difference at step {first:?}");
+    assert!(
+        first.is_some_and(|i| i < on.len() / 2),
+        "without the reports: {first:?}"
+    );
     for (what, other) in [
         (
             "no knee in reach",

@@ -16,7 +16,7 @@ use crate::error::ConfigError;
 use crate::internal::pad::cache_padded;
 use crate::internal::splitmix::SplitMix64;
 use crate::internal::sync::{fence, AtomicU64, Ordering::*};
-use crate::limit::{Limit, Sample};
+use crate::limit::{Limit, Sample, ServerLoad};
 use fastrand::Rng;
 
 /// A health-weighted, concurrency-limited load balancer over a fixed set of node slots.
@@ -517,6 +517,58 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     /// assert_eq!(a.release(weir::Lease::from_raw(raw), Outcome::Success, 10), Ok(()));
     /// ```
     pub fn release(&self, lease: Lease, outcome: Outcome, now: u64) -> Result<(), ReleaseError> {
+        self.release_with(lease, outcome, now, None)
+    }
+
+    /// [`release`](Self::release) with the load the node's server reported in its answer (see
+    /// [`ServerLoad`]): the same release, and the limiter's sample carries the report. A
+    /// [`KneeLimit`](crate::limit::KneeLimit) reads it in place of the call's latency, so every client of
+    /// a server that reports its load finds the same knee, a client that joins a loaded fleet included
+    /// (within a minute of the node's last drop, as it reads the latency:
+    /// [`armed_for_ns`](crate::limit::KneeLimit::armed_for_ns)); the other limiters and the health
+    /// models ignore it. A report with an outcome the limiter does not
+    /// read (`Failure` in the weighted family, `Ignored`, `Throttled` in the lowest-score family) is
+    /// dropped with it.
+    ///
+    /// ```
+    /// use weir::limit::{KneeLimit, LimitAlgorithm, ServerLoad};
+    /// use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
+    /// let config = Config { limit: LimitAlgorithm::Knee(KneeLimit::default()), ..Config::default() };
+    /// let b = Balancer::new([const { NodeSlot::new() }; 1], config).unwrap();
+    /// b.add(1).unwrap();
+    /// let mut rng = Rng::with_seed(1);
+    /// let mut leases: Vec<_> = (0..20).map(|_| b.acquire(0, &mut rng).unwrap()).collect();
+    /// // The 20th call times out: the limit falls to 0.9 x 20 = 18, and the drop arms the knee.
+    /// b.release(leases.pop().unwrap(), Outcome::Dropped, 1_000_000).unwrap();
+    /// assert_eq!(b.node(1, 1_000_000).unwrap().limit, 18);
+    /// // The 19th answers with the server 20 % past its knee: eased to 18 less 0.1, 17.9.
+    /// let past = ServerLoad::from_utilization(1.2).unwrap();
+    /// b.release_loaded(leases.pop().unwrap(), Outcome::Success, 2_000_000, past).unwrap();
+    /// assert_eq!(b.node(1, 2_000_000).unwrap().limit, 17);
+    /// // At 90 % of its knee (the hold band, above 1.75 / 2): held.
+    /// let near = ServerLoad::from_utilization(0.9).unwrap();
+    /// b.release_loaded(leases.pop().unwrap(), Outcome::Success, 3_000_000, near).unwrap();
+    /// assert_eq!(b.node(1, 3_000_000).unwrap().limit, 17);
+    /// # for lease in leases { b.release(lease, Outcome::Success, 4_000_000).unwrap(); }
+    /// ```
+    pub fn release_loaded(
+        &self,
+        lease: Lease,
+        outcome: Outcome,
+        now: u64,
+        load: ServerLoad,
+    ) -> Result<(), ReleaseError> {
+        self.release_with(lease, outcome, now, Some(load))
+    }
+
+    #[inline]
+    fn release_with(
+        &self,
+        lease: Lease,
+        outcome: Outcome,
+        now: u64,
+        load: Option<ServerLoad>,
+    ) -> Result<(), ReleaseError> {
         if lease.balancer != self.tag {
             return Err(ReleaseError::InvalidLease);
         }
@@ -547,6 +599,7 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
                 inflight: lease.inflight,
                 dropped,
                 now_ns: now,
+                load,
             });
         if live {
             self.prepared.algorithm.record_outcome(

@@ -19,7 +19,7 @@ use core::time::Duration;
 /// let aimd = AimdLimit { initial_limit: 30, ..AimdLimit::default() };
 /// let state = LimitState::new();
 /// aimd.reset(&state);
-/// let drop = Sample { rtt_ns: 0, inflight: 0, dropped: true, now_ns: 0 };
+/// let drop = Sample { rtt_ns: 0, inflight: 0, dropped: true, now_ns: 0, load: None };
 /// assert_eq!(aimd.update(&state, &drop, 0), 27);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -144,6 +144,7 @@ mod tests {
             inflight,
             dropped: false,
             now_ns: rtt_ns,
+            load: None,
         }
     }
 

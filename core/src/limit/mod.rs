@@ -66,6 +66,7 @@ mod gradient;
 mod gradient2;
 #[cfg(feature = "knee")]
 mod knee;
+mod load;
 mod measure;
 #[cfg(any(feature = "ciad-latency", feature = "knee"))]
 mod rtt;
@@ -83,6 +84,7 @@ pub use gradient::GradientLimit;
 pub use gradient2::Gradient2Limit;
 #[cfg(feature = "knee")]
 pub use knee::{KneeLimit, KNEE_BASELINE_DRIFT_NS, KNEE_MAX_ARMED_NS};
+pub use load::{InvalidLoad, ServerLoad};
 pub use measure::QueueSize;
 #[cfg(any(feature = "ciad-latency", feature = "knee"))]
 pub use rtt::RTT_SMOOTHING;
@@ -103,7 +105,7 @@ pub const MAX_LIMIT: u32 = (1 << 24) - 1;
 /// ```
 /// use weir::limit::Sample;
 /// // Acquired at t = 1 ms as the 3rd request in flight, released at t = 3.5 ms.
-/// let s = Sample { rtt_ns: 2_500_000, inflight: 3, dropped: false, now_ns: 3_500_000 };
+/// let s = Sample { rtt_ns: 2_500_000, inflight: 3, dropped: false, now_ns: 3_500_000, load: None };
 /// assert_eq!(s.now_ns - s.rtt_ns, 1_000_000);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +119,9 @@ pub struct Sample {
     /// The release time, monotonic nanoseconds (Java's `startTime + rtt`). Only [`WindowedLimit`] reads
     /// it, to close its windows on sample timestamps rather than on a clock.
     pub now_ns: u64,
+    /// The load the server reported with its answer, if it sent one
+    /// ([`Balancer::release_loaded`](crate::Balancer::release_loaded)). Only [`KneeLimit`] reads it.
+    pub load: Option<ServerLoad>,
 }
 
 /// A concurrency-limit algorithm. The parameters live in the implementing value (shared, read-only, in
@@ -133,7 +138,7 @@ pub struct Sample {
 /// g2.reset(&state);
 /// assert_eq!(g2.limit(&state), 20);
 /// // Steady RTT and a full window: gradient 1, so the estimate grows by smoothing * queue = 0.8.
-/// let s = Sample { rtt_ns: 1_000_000, inflight: 20, dropped: false, now_ns: 1_000_000 };
+/// let s = Sample { rtt_ns: 1_000_000, inflight: 20, dropped: false, now_ns: 1_000_000, load: None };
 /// assert_eq!(g2.update(&state, &s, 0), 20); // 20.8
 /// assert_eq!(g2.update(&state, &s, 0), 21); // 21.6
 /// ```

@@ -325,6 +325,7 @@ fn samples() -> impl Strategy<Value = Vec<(Sample, u64)>> {
                         inflight,
                         dropped,
                         now_ns: now,
+                        load: None,
                     },
                     random,
                 )

@@ -136,6 +136,7 @@ mod tests {
             inflight: 1,
             dropped: false,
             now_ns: at_ms * MS,
+            load: None,
         }
     }
 

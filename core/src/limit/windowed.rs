@@ -119,7 +119,7 @@ pub enum SampleWindow {
 /// w.validate().unwrap();
 /// let state = LimitState::new();
 /// w.reset(&state);
-/// let s = |now_ns| Sample { rtt_ns: 1_000_000, inflight: 8, dropped: false, now_ns };
+/// let s = |now_ns| Sample { rtt_ns: 1_000_000, inflight: 8, dropped: false, now_ns, load: None };
 /// assert_eq!(w.update(&state, &s(1_000_000), 0), 10); // first window: 1 sample, discarded
 /// assert_eq!(w.update(&state, &s(500_000_000), 0), 10); // accumulating until 1.001 s
 /// assert_eq!(w.update(&state, &s(1_600_000_000), 0), 11); // closes with 2 samples: AIMD +1
@@ -413,6 +413,7 @@ impl Limit for WindowedLimit {
                     inflight: w.max_inflight,
                     dropped: w.dropped,
                     now_ns: sample.now_ns,
+                    load: None,
                 };
                 self.inner.update(state, &aggregate, random)
             }
@@ -437,6 +438,7 @@ mod tests {
             inflight,
             dropped,
             now_ns,
+            load: None,
         }
     }
 

@@ -539,6 +539,7 @@ impl Model {
                         inflight: lease.inflight_at_acquire(),
                         dropped,
                         now_ns: t,
+                        load: None,
                     };
                     // The balancer's release passes no random bits (0).
                     m.limit = config

@@ -155,6 +155,17 @@ pub fn all() -> Vec<PolicyDef> {
             refused: default_queue(),
         },
         PolicyDef {
+            name: "weir-knee-probation-load",
+            about: "weir-knee-probation reading the servers' load reports: each answer's utilization \
+                    (calls in progress over capacity, as ORCA reports it) is released with it, and the knee \
+                    limit reads it in place of the latency (utilization 1 is the knee)",
+            default: false,
+            kind: Kind::Balancer(|n, seed| {
+                Box::new(WeirPolicy::waiting(Config { seed, ..knee_probation() }, n).reading_load())
+            }),
+            refused: default_queue(),
+        },
+        PolicyDef {
             name: "weir-slow",
             about: "weir's default configuration with the slowness term (LowestScore::slow_ratio 2: a node \
                     whose successes take twice the fastest node's time or more counts its calls in flight \

@@ -1,6 +1,7 @@
 //! weir's policies in the simulator: the real core ([`weir::Balancer`]), one per client.
 
 use weir::balance::Rejected;
+use weir::limit::ServerLoad;
 use weir::{Balancer, Config, HeapBalancer, Lease, Rng};
 
 use weir::backoff::BackoffConfig;
@@ -23,6 +24,8 @@ pub struct WeirPolicy {
     elsewhere: bool,
     /// The tried nodes' ids, for `acquire_excluding` (kept to save an allocation per retry).
     exclude: Vec<u64>,
+    /// Releases carry the server's load report, where its answer has one (`Balancer::release_loaded`).
+    reads_load: bool,
 }
 
 /// The rule of [`WeirPolicy::retrying_elsewhere`] where the scenario has none: every 5xx, 429, reset and
@@ -55,6 +58,16 @@ impl WeirPolicy {
             refused: None,
             elsewhere: false,
             exclude: Vec::new(),
+            reads_load: false,
+        }
+    }
+
+    /// The same policy, releasing each answer with the utilization its server reported
+    /// ([`Balancer::release_loaded`]).
+    pub fn reading_load(self) -> WeirPolicy {
+        WeirPolicy {
+            reads_load: true,
+            ..self
         }
     }
 
@@ -114,12 +127,18 @@ impl Balance for WeirPolicy {
 
     fn complete(&mut self, pick: Pick, done: &Completion, now: u64) {
         if let Some(raw) = pick.lease {
-            let outcome = done.reply.outcome();
-            if self
-                .balancer
-                .release(Lease::from_raw(raw), outcome, now)
-                .is_err()
-            {
+            let (lease, outcome) = (Lease::from_raw(raw), done.reply.outcome());
+            // A report the core refuses (a utilization above 1,000) is not one the engine sends; it
+            // would be released without.
+            let load = done
+                .report
+                .filter(|_| self.reads_load)
+                .and_then(|r| ServerLoad::from_utilization(r.utilization).ok());
+            let released = match load {
+                Some(load) => self.balancer.release_loaded(lease, outcome, now, load),
+                None => self.balancer.release(lease, outcome, now),
+            };
+            if released.is_err() {
                 self.stale_releases += 1;
             }
         }

@@ -78,6 +78,21 @@ pub struct Random {
     pub tick_ns: u64,
     /// Largest rare jump in time (1 step in 100), which lets windows age and counters decay.
     pub jump_ns: u64,
+    /// Whether half the releases carry a server load report.
+    pub loads: Loads,
+}
+
+/// The server load reports of a random script.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loads {
+    /// None.
+    None,
+    /// Half the releases carry one (`release_loaded`), from idle to half past the knee, the knee's own
+    /// thresholds among them.
+    Reported,
+    /// The same reports drawn but withheld (every release plain): the same script as `Reported`, for a
+    /// test that the reports move the limits.
+    Withheld,
 }
 
 /// The parameters of a latency script: a fixed membership of healthy nodes, acquires at random
@@ -118,6 +133,7 @@ pub fn specs() -> Vec<Spec> {
         max_held,
         tick_ns: 20 * MS,
         jump_ns: 20 * S,
+        loads: Loads::None,
     };
     let fixed2 = LimitAlgorithm::Fixed(FixedLimit { limit: 2 });
     // The weighted family over the average, with the cascade's floor.
@@ -183,7 +199,8 @@ pub fn specs() -> Vec<Spec> {
             about: "The default's family with a knee limit (knee 1.5, hold 1.25, ratio 0.75, 4 in 1..12, \
                     armed for 5 s after a drop): the random RTTs read as cuts, holds and growth on a \
                     node that dropped a call in the last 5 s, as growth alone on the others, and drops \
-                    cut to what was in flight and arm the node.",
+                    cut to what was in flight and arm the node. Half the releases carry the server's \
+                    load report (release_loaded), which an armed node reads in place of the latency.",
             config: Config {
                 limit: LimitAlgorithm::Knee(KneeLimit {
                     initial_limit: 4,
@@ -201,7 +218,10 @@ pub fn specs() -> Vec<Spec> {
                 ..Config::default()
             },
             capacity: 5,
-            script: Script::Random(random(13, 600, 5, 20)),
+            script: Script::Random(Random {
+                loads: Loads::Reported,
+                ..random(13, 600, 5, 20)
+            }),
         },
         Spec {
             name: "decay-lowest-score-probation",
@@ -514,6 +534,23 @@ impl Gen {
     }
 }
 
+/// The load report of a release under `loads`: drawn for half of them unless there are none, and sent
+/// if `Reported`.
+fn report(loads: Loads, s: &mut Rng) -> Option<u32> {
+    let drawn = (loads != Loads::None && s.bool()).then(|| load(s))?;
+    (loads == Loads::Reported).then_some(drawn)
+}
+
+/// A server's load report in thousandths: one in eight at a threshold of the knee trace's limit (its
+/// hold band starts above 833, 1.25 / 1.5 of the knee, and its knee is above 1000), the others from
+/// idle to half past the knee.
+fn load(s: &mut Rng) -> u32 {
+    match s.u32(..8) {
+        0 => [833, 834, 1_000, 1_001][s.usize(..4)],
+        _ => s.u32(..=1_500),
+    }
+}
+
 /// A healthy node's outcome for a roll `r` in 0..100: mostly successes, a failure in 50.
 fn healthy(r: u32) -> Outcome {
     match r {
@@ -575,9 +612,11 @@ fn random(g: &mut Gen, r: &Random) {
             _ if must_release || (450..880).contains(&roll) && !held.is_empty() => {
                 let (k, id) = held.swap_remove(s.usize(..held.len()));
                 let o = outcome(id, late, &mut s);
+                let load = report(r.loads, &mut s);
                 g.step(Op::Release {
                     lease: k,
                     outcome: o,
+                    load,
                 });
                 released.push((k, id));
             }
@@ -596,10 +635,12 @@ fn random(g: &mut Gen, r: &Random) {
                     .collect();
                 let k = free[s.usize(..free.len())];
                 let o = Outcome::ALL[s.usize(..6)];
+                let load = report(r.loads, &mut s);
                 assert_eq!(
                     g.step(Op::Release {
                         lease: k,
-                        outcome: o
+                        outcome: o,
+                        load,
                     }),
                     Answer::Err(ErrorKind::InvalidLease)
                 );
@@ -669,7 +710,8 @@ fn latency(g: &mut Gen, l: &Latency) {
                 assert_eq!(
                     g.step(Op::Release {
                         lease: k,
-                        outcome: o
+                        outcome: o,
+                        load: None,
                     }),
                     Answer::Ok
                 );
@@ -724,7 +766,14 @@ impl Gen {
     }
 
     fn release(&mut self, k: u32, outcome: Outcome, want: Want) {
-        self.check(Op::Release { lease: k, outcome }, want);
+        self.check(
+            Op::Release {
+                lease: k,
+                outcome,
+                load: None,
+            },
+            want,
+        );
     }
 
     /// An acquire that may be refused by the give-up rule (`AllBusy`): the lease and its node if granted.

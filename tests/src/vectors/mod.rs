@@ -24,10 +24,11 @@ pub use run::{replay, replay_file, replay_text, Mismatch, Runner, Summary};
 
 use std::fmt::{self, Write as _};
 use weir::balance::{NodeSnapshot, NodeState, Stats};
+use weir::limit::ServerLoad;
 use weir::{Config, Outcome};
 
 /// The first line of every trace file.
-pub const MAGIC: &str = "weir-trace 4";
+pub const MAGIC: &str = "weir-trace 5";
 /// The longest line a trace may hold, in bytes, newline included (a C replay can read lines with
 /// `fgets` into a buffer of this size).
 pub const MAX_LINE: usize = 512;
@@ -136,12 +137,16 @@ pub enum Op {
         /// The ids excluded.
         exclude: Exclude,
     },
-    /// `Balancer::release(Lease::from_raw(raw of L<lease>), outcome, t)`.
+    /// `Balancer::release(Lease::from_raw(raw of L<lease>), outcome, t)`, or `release_loaded` with
+    /// the load.
     Release {
         /// The lease's number.
         lease: u32,
         /// The outcome reported.
         outcome: Outcome,
+        /// The server's load report in thousandths (`release_loaded`: `Balancer::release_loaded` with
+        /// `ServerLoad::from_permille`), or none (`release`).
+        load: Option<u32>,
     },
     /// `Balancer::add(id)`.
     Add {
@@ -529,8 +534,21 @@ fn op_line(s: &Step) -> String {
             };
             format!("acquire_excluding {t} L{lease} {ids} {a}")
         }
-        Op::Release { lease, outcome } => format!(
+        Op::Release {
+            lease,
+            outcome,
+            load: None,
+        } => format!(
             "release {t} L{lease} {} {} {a}",
+            outcome as u8,
+            outcome_name(outcome)
+        ),
+        Op::Release {
+            lease,
+            outcome,
+            load: Some(load),
+        } => format!(
+            "release_loaded {t} L{lease} {} {} {load} {a}",
             outcome as u8,
             outcome_name(outcome)
         ),
@@ -667,7 +685,8 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
                 }
                 end = Some(n);
             }
-            "acquire" | "acquire_excluding" | "release" | "add" | "remove" | "lame_duck"
+            "acquire" | "acquire_excluding" | "release" | "release_loaded" | "add" | "remove"
+            | "lame_duck"
                 if header_done =>
             {
                 current = Some(parse_op(n, kind, args, &mut leases)?);
@@ -948,7 +967,8 @@ fn parse_op(
             let answer = acquired(n, a, leases)?;
             (time(t)?, Op::Acquire { lease }, answer)
         }
-        ("release", [t, lease, code, name, a]) => {
+        ("release", [t, lease, code, name, a])
+        | ("release_loaded", [t, lease, code, name, _, a]) => {
             let lease = lease_name(n, lease)?;
             match leases.get(lease as usize - 1) {
                 Some(Some(_)) => {}
@@ -969,8 +989,35 @@ fn parse_op(
                     ),
                 ));
             }
+            let load = match args {
+                [_, _, _, _, load, _] => {
+                    let p = uint(n, "load", load)?;
+                    let p = u32::try_from(p)
+                        .ok()
+                        .filter(|&p| ServerLoad::from_permille(p).is_ok())
+                        .ok_or_else(|| {
+                            bad(
+                                n,
+                                format!(
+                                    "load {p} is above {} thousandths",
+                                    ServerLoad::MAX_PERMILLE
+                                ),
+                            )
+                        })?;
+                    Some(p)
+                }
+                _ => None,
+            };
             let answer = parse_answer(n, a, &[InvalidLease, NodeRemoved], false)?;
-            (time(t)?, Op::Release { lease, outcome }, answer)
+            (
+                time(t)?,
+                Op::Release {
+                    lease,
+                    outcome,
+                    load,
+                },
+                answer,
+            )
         }
         ("add", [t, id, a]) => (
             time(t)?,

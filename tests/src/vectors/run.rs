@@ -7,6 +7,7 @@ use super::{
 use std::fmt;
 use std::path::Path;
 use weir::balance::{MembershipError, NodeSnapshot, RawLease, Rejected, ReleaseError};
+use weir::limit::ServerLoad;
 use weir::{HeapBalancer, Lease, Rng};
 
 /// A balancer, the trace's one generator, and the raw leases by number: what both the generator and
@@ -91,11 +92,23 @@ impl Runner {
                     }
                 }
             }
-            Op::Release { lease, outcome } => {
+            Op::Release {
+                lease,
+                outcome,
+                load,
+            } => {
                 let Some(Some(raw)) = self.leases.get(lease as usize - 1).copied() else {
                     return Err(format!("L{lease} was never granted"));
                 };
-                match b.release(Lease::from_raw(raw), outcome, t) {
+                let released = match load {
+                    None => b.release(Lease::from_raw(raw), outcome, t),
+                    Some(p) => {
+                        let load = ServerLoad::from_permille(p)
+                            .map_err(|e| format!("L{lease}'s load {p}: {e}"))?;
+                        b.release_loaded(Lease::from_raw(raw), outcome, t, load)
+                    }
+                };
+                match released {
                     Ok(()) => Answer::Ok,
                     Err(ReleaseError::InvalidLease) => Answer::Err(ErrorKind::InvalidLease),
                     Err(ReleaseError::NodeRemoved { id }) if id == raw.id => {

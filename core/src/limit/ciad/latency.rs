@@ -52,6 +52,7 @@ mod tests {
             inflight,
             dropped,
             now_ns: at_ms * MS,
+            load: None,
         }
     }
 
