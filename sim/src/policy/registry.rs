@@ -157,8 +157,9 @@ pub fn all() -> Vec<PolicyDef> {
         PolicyDef {
             name: "weir-knee-probation-load",
             about: "weir-knee-probation reading the servers' load reports: each answer's utilization \
-                    (calls in progress over capacity, as ORCA reports it) is released with it, and the knee \
-                    limit reads it in place of the latency (utilization 1 is the knee)",
+                    (calls in progress over capacity, as ORCA reports it) is released with it \
+                    (Balancer::release_loaded), and the knee limit reads it in place of the latency, \
+                    under the same arm (past the knee above 1)",
             default: false,
             kind: Kind::Balancer(|n, seed| {
                 Box::new(WeirPolicy::waiting(Config { seed, ..knee_probation() }, n).reading_load())
