@@ -27,6 +27,9 @@ fn reports_give_clients_that_join_a_loaded_fleet_the_knee() {
         // On the report's seed, latency alone: 88.8 to 91.2 % (the fleet collapses once the joiners
         // are many, or the load steps up); with the reports each stays above 98 %.
         assert!(reports > 97.0, "{scenario}: {reports}");
-        assert!(reports > latency + 5.0, "{scenario}: {latency} -> {reports}");
+        assert!(
+            reports > latency + 5.0,
+            "{scenario}: {latency} -> {reports}"
+        );
     }
 }

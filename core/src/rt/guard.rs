@@ -14,6 +14,7 @@
 use super::clock::monotonic_now;
 use super::rng::with_thread_rng;
 use crate::balance::{Balancer, Lease, NodeSlot, Outcome, Rejected, ReleaseError, Waiting};
+use crate::limit::ServerLoad;
 use crate::overload::{NotInFlight, Overloaded, Promise, Shedder};
 use core::ops::Deref;
 use std::sync::Arc;
@@ -21,12 +22,25 @@ use std::time::Instant;
 
 /// What a lease guard needs of its balancer, whatever holds it (a reference or an `Arc`).
 trait TakesLeases {
-    fn release_now(&self, lease: Lease, outcome: Outcome) -> Result<(), ReleaseError>;
+    fn release_now(
+        &self,
+        lease: Lease,
+        outcome: Outcome,
+        load: Option<ServerLoad>,
+    ) -> Result<(), ReleaseError>;
 }
 
 impl<S: AsRef<[NodeSlot]>, W: Waiting> TakesLeases for Balancer<S, W> {
-    fn release_now(&self, lease: Lease, outcome: Outcome) -> Result<(), ReleaseError> {
-        self.release(lease, outcome, monotonic_now())
+    fn release_now(
+        &self,
+        lease: Lease,
+        outcome: Outcome,
+        load: Option<ServerLoad>,
+    ) -> Result<(), ReleaseError> {
+        match load {
+            Some(load) => self.release_loaded(lease, outcome, monotonic_now(), load),
+            None => self.release(lease, outcome, monotonic_now()),
+        }
     }
 }
 
@@ -60,9 +74,9 @@ where
             .unwrap_or_else(|| unreachable!("a guard's lease is taken only as the guard goes"))
     }
 
-    fn complete(mut self, outcome: Outcome) -> Result<(), ReleaseError> {
+    fn complete(mut self, outcome: Outcome, load: Option<ServerLoad>) -> Result<(), ReleaseError> {
         match self.lease.take() {
-            Some(lease) => self.balancer.release_now(lease, outcome),
+            Some(lease) => self.balancer.release_now(lease, outcome, load),
             None => Err(ReleaseError::InvalidLease),
         }
     }
@@ -80,7 +94,7 @@ where
                 _ => Outcome::Ignored,
             };
             // The only possible error is that the node was removed meanwhile: nothing left to do.
-            let _ = self.balancer.release_now(lease, outcome);
+            let _ = self.balancer.release_now(lease, outcome, None);
         }
     }
 }
@@ -249,7 +263,23 @@ macro_rules! lease_guard_methods {
             /// assert!(guard.complete(Outcome::Success).is_err()); // NodeRemoved
             /// ```
             pub fn complete(self, outcome: Outcome) -> Result<(), ReleaseError> {
-                self.0.complete(outcome)
+                self.0.complete(outcome, None)
+            }
+
+            /// [`complete`](Self::complete) with the load the server reported in its answer: the
+            /// release is [`Balancer::release_loaded`]'s (see [`ServerLoad`]).
+            ///
+            /// ```
+            /// use weir::limit::ServerLoad;
+            /// use weir::{Config, HeapBalancer, Outcome};
+            /// let b = HeapBalancer::with_capacity(1, Config::default()).unwrap();
+            /// b.add(3).unwrap();
+            /// let load = ServerLoad::from_utilization(0.4).unwrap();
+            /// b.acquire_guard().unwrap().complete_loaded(Outcome::Success, load).unwrap();
+            /// assert_eq!(b.stats().released(Outcome::Success), 1);
+            /// ```
+            pub fn complete_loaded(self, outcome: Outcome, load: ServerLoad) -> Result<(), ReleaseError> {
+                self.0.complete(outcome, Some(load))
             }
 
             /// Gives the call a deadline: dropped without an outcome at or after `deadline`, the guard

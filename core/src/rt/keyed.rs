@@ -22,6 +22,7 @@
 use super::heap::{HeapBalancer, HeapOwnedLeaseGuard};
 use super::wait::WaitError;
 use crate::balance::{Config, ConfigError, MembershipError, Outcome, Rejected, ReleaseError};
+use crate::limit::ServerLoad;
 use core::fmt;
 use core::future::Future;
 use core::hash::Hash;
@@ -373,6 +374,12 @@ impl<K> KeyedGuard<K> {
     /// Releases the lease with `outcome`: [`OwnedLeaseGuard::complete`](crate::rt::OwnedLeaseGuard::complete).
     pub fn complete(self, outcome: Outcome) -> Result<(), ReleaseError> {
         self.guard.complete(outcome)
+    }
+
+    /// Releases the lease with `outcome` and the server's load report:
+    /// [`OwnedLeaseGuard::complete_loaded`](crate::rt::OwnedLeaseGuard::complete_loaded).
+    pub fn complete_loaded(self, outcome: Outcome, load: ServerLoad) -> Result<(), ReleaseError> {
+        self.guard.complete_loaded(outcome, load)
     }
 
     /// Gives the call a deadline: [`OwnedLeaseGuard::with_deadline`](crate::rt::OwnedLeaseGuard::with_deadline).
