@@ -1905,6 +1905,28 @@ weir_status weir_balancer_release(const struct weir_balancer *balancer,
                                   uint64_t now_ns);
 
 /**
+ * As `weir_balancer_release`, with the load the node's server reported in its answer: its
+ * `utilization`, the calls it has in progress over the most it serves well (its knee), so 1.0 is at
+ * its knee and above 1.0 past it (as gRPC's ORCA reports carry it, or a response header of the
+ * server's own), kept to the nearest thousandth. Only the knee limit (`WEIR_LIMIT_KNEE`) reads it, in
+ * place of the call's latency and, as the latency, only within `weir_knee_limit.armed_for_ns` of the
+ * node's last drop: a utilization above 1.0 eases the node's limit, one above `hold / knee` holds it.
+ * Every other limit, and the health models, ignore it. Errors as `weir_balancer_release`'s, and
+ * `WEIR_ERR_INVALID_ARGUMENT` for a `utilization` that is NaN, infinite, negative or above 1000 (the
+ * message says which): the lease stays in flight and untouched, as with an invalid outcome.
+ *
+ * # Safety
+ * As `weir_balancer_release`'s.
+ *
+ * Thread safety: safe from any thread, lock-free.
+ */
+weir_status weir_balancer_release_loaded(const struct weir_balancer *balancer,
+                                         struct weir_lease *lease,
+                                         weir_outcome outcome,
+                                         uint64_t now_ns,
+                                         double utilization);
+
+/**
  * Writes node `id`'s snapshot at `now_ns` to `*out`. Errors: `WEIR_ERR_UNKNOWN_ID`, `WEIR_ERR_NULL`.
  *
  * # Safety

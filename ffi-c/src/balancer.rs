@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use weir_core::balance::{
     MembershipError, NodeSnapshot, NodeState, RawLease, Rejected, ReleaseError, Stats,
 };
+use weir_core::limit::ServerLoad;
 use weir_core::rt::{monotonic_now, with_thread_rng, WaitError};
 use weir_core::{HeapBalancer, Lease, Outcome};
 
@@ -239,6 +240,12 @@ fn release_error(e: ReleaseError) -> Error {
         _ => WEIR_ERR_INVALID_LEASE,
     };
     Error::new(status, e.to_string())
+}
+
+/// The load a server's utilization reports, or `WEIR_ERR_INVALID_ARGUMENT` with the core's reason.
+fn load_from_c(utilization: f64) -> Result<ServerLoad, Error> {
+    ServerLoad::from_utilization(utilization)
+        .map_err(|e| Error::invalid("utilization", format_args!("{utilization} is refused: {e}")))
 }
 
 /// Builds a balancer with room for `capacity` nodes (1 ..= 65,536) from `config`, validated by the core,
@@ -560,13 +567,62 @@ pub unsafe extern "C" fn weir_balancer_release(
     outcome: weir_outcome,
     now_ns: u64,
 ) -> weir_status {
+    // SAFETY: the caller's contract above is `release`'s.
+    unsafe { release(balancer, lease, outcome, now_ns, None) }
+}
+
+/// As `weir_balancer_release`, with the load the node's server reported in its answer: its
+/// `utilization`, the calls it has in progress over the most it serves well (its knee), so 1.0 is at
+/// its knee and above 1.0 past it (as gRPC's ORCA reports carry it, or a response header of the
+/// server's own), kept to the nearest thousandth. Only the knee limit (`WEIR_LIMIT_KNEE`) reads it, in
+/// place of the call's latency and, as the latency, only within `weir_knee_limit.armed_for_ns` of the
+/// node's last drop: a utilization above 1.0 eases the node's limit, one above `hold / knee` holds it.
+/// Every other limit, and the health models, ignore it. Errors as `weir_balancer_release`'s, and
+/// `WEIR_ERR_INVALID_ARGUMENT` for a `utilization` that is NaN, infinite, negative or above 1000 (the
+/// message says which): the lease stays in flight and untouched, as with an invalid outcome.
+///
+/// # Safety
+/// As `weir_balancer_release`'s.
+///
+/// Thread safety: safe from any thread, lock-free.
+#[no_mangle]
+pub unsafe extern "C" fn weir_balancer_release_loaded(
+    balancer: *const weir_balancer,
+    lease: *mut weir_lease,
+    outcome: weir_outcome,
+    now_ns: u64,
+    utilization: f64,
+) -> weir_status {
+    // SAFETY: the caller's contract above is `release`'s.
+    unsafe { release(balancer, lease, outcome, now_ns, Some(utilization)) }
+}
+
+/// The body of both releases: `utilization` is the server's report (`weir_balancer_release_loaded`),
+/// or none (`weir_balancer_release`). Every argument is checked before the lease is released, so a
+/// refused one leaves it in flight and untouched.
+///
+/// # Safety
+/// `weir_balancer_release`'s contract.
+#[inline]
+unsafe fn release(
+    balancer: *const weir_balancer,
+    lease: *mut weir_lease,
+    outcome: weir_outcome,
+    now_ns: u64,
+    utilization: Option<f64>,
+) -> weir_status {
     guard(|| {
         // SAFETY: the caller's contract above.
         let b = unsafe { self::balancer(balancer) }?;
         // SAFETY: the caller's contract above.
         let lease = unsafe { arg_mut(lease, "lease") }?;
         let outcome = outcome_from_c(outcome)?;
-        let result = b.release(Lease::from_raw((*lease).into()), outcome, now_ns);
+        let load = utilization.map(load_from_c).transpose()?;
+        let raw = Lease::from_raw((*lease).into());
+        let result = match load {
+            None => b.release(raw, outcome, now_ns),
+            Some(load) => b.release_loaded(raw, outcome, now_ns, load),
+        };
         if !matches!(result, Err(ReleaseError::InvalidLease)) {
             // Closed (released, or its node gone): tag 0 belongs to no balancer, so this copy of the
             // lease can never be released again, whatever else is in flight on its node.
@@ -757,7 +813,7 @@ mod tests {
     }
 
     #[test]
-    fn an_invalid_outcome_leaves_the_lease_in_flight_and_untouched() {
+    fn an_invalid_outcome_or_utilization_leaves_the_lease_in_flight_and_untouched() {
         let b = balancer_with(&[1]);
         let mut lease = weir_lease::default();
         unsafe {
@@ -768,11 +824,20 @@ mod tests {
                 crate::WEIR_ERR_INVALID_ARGUMENT
             );
             assert_eq!((lease, stats(b).in_flight), (copy, 1));
+            for u in [f64::NAN, f64::INFINITY, -0.5, 1_000.5] {
+                assert_eq!(
+                    weir_balancer_release_loaded(b, &mut lease, WEIR_OUTCOME_SUCCESS, 20, u),
+                    crate::WEIR_ERR_INVALID_ARGUMENT,
+                    "{u}"
+                );
+                assert_eq!((lease, stats(b).in_flight), (copy, 1), "{u}");
+            }
             assert_eq!(
-                weir_balancer_release(b, &mut lease, WEIR_OUTCOME_IGNORED, 20),
+                weir_balancer_release_loaded(b, &mut lease, WEIR_OUTCOME_IGNORED, 20, 1_000.0),
                 crate::WEIR_OK
             );
-            assert_eq!(stats(b).in_flight, 0);
+            let s = stats(b);
+            assert_eq!((lease.balancer, s.in_flight, s.released[3]), (0, 0, 1));
             weir_balancer_free(b);
         }
     }

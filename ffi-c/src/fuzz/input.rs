@@ -192,6 +192,33 @@ impl Fuzz<'_> {
         }
     }
 
+    /// A release's load report: none (`weir_balancer_release`) two times in three, else a utilization
+    /// for `weir_balancer_release_loaded`, often at or just past an end of [0, 1000], or one of
+    /// [`Bytes::edgy_f64`]'s values.
+    pub(super) fn utilization(&mut self) -> Option<f64> {
+        let i = &mut self.input;
+        match i.u8() % 6 {
+            0 => Some(i.pick(&[
+                0.0,
+                -0.0,
+                -f64::MIN_POSITIVE,
+                0.0005,
+                0.875,
+                1.0,
+                1.2,
+                999.9995,
+                1_000.0,
+                f64::from_bits(1_000f64.to_bits() + 1),
+                1_000.5,
+                f64::NAN,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+            ])),
+            1 => Some(i.edgy_f64()),
+            _ => None,
+        }
+    }
+
     /// Whether to pass NULL for a pointer argument.
     pub(super) fn null(&mut self) -> bool {
         self.input.one_in(24)

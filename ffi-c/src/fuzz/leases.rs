@@ -162,20 +162,28 @@ impl Fuzz<'_> {
 
     /// Releases `lease` into side `k` (or NULL) and checks the status against the model: `held` is the
     /// index of the held lease it is (a copy of, possibly with its non-identity fields changed), if any.
+    /// With a load report now and then (`weir_balancer_release_loaded`), valid or not.
     pub(super) fn release(&mut self, k: usize, lease: weir_lease, held: Option<usize>) {
         let outcome = self.outcome();
         let now = self.time();
+        let utilization = self.utilization();
         let h = self.handle(k);
         let null_lease = self.null();
         let mut passed = lease;
+        let (b, l) = (
+            h.unwrap_or(null_mut()),
+            if null_lease { null_mut() } else { &mut passed },
+        );
         // SAFETY: NULL or valid pointers.
         let status = unsafe {
-            weir_balancer_release(
-                h.unwrap_or(null_mut()),
-                if null_lease { null_mut() } else { &mut passed },
-                outcome,
-                now,
-            )
+            match utilization {
+                None => weir_balancer_release(b, l, outcome, now),
+                Some(u) => weir_balancer_release_loaded(b, l, outcome, now, u),
+            }
+        };
+        let call = match utilization {
+            None => "weir_balancer_release",
+            Some(_) => "weir_balancer_release_loaded",
         };
         // A closed lease (released, or its node removed) has its balancer tag cleared; any other status
         // leaves it untouched.
@@ -183,12 +191,9 @@ impl Fuzz<'_> {
         if status == WEIR_OK || status == WEIR_ERR_NODE_REMOVED {
             closed.balancer = 0;
         }
-        assert_eq!(
-            passed, closed,
-            "weir_balancer_release's write to the lease ({status})"
-        );
+        assert_eq!(passed, closed, "{call}'s write to the lease ({status})");
         expect_in(
-            "weir_balancer_release",
+            call,
             status,
             &[
                 WEIR_OK,
@@ -202,9 +207,14 @@ impl Fuzz<'_> {
             assert_eq!(status, WEIR_ERR_NULL);
             return;
         }
-        if outcome as usize >= WEIR_OUTCOME_COUNT {
+        // The header's range: NaN, infinities, negatives and anything above 1000 are refused.
+        let bad_load = utilization.is_some_and(|u| !(0.0..=1_000.0).contains(&u));
+        if outcome as usize >= WEIR_OUTCOME_COUNT || bad_load {
             // The lease stays in flight.
-            assert_eq!(status, WEIR_ERR_INVALID_ARGUMENT, "outcome {outcome}");
+            assert_eq!(
+                status, WEIR_ERR_INVALID_ARGUMENT,
+                "{call}: outcome {outcome}, utilization {utilization:?}"
+            );
             self.stats.refused += 1;
             return;
         }
@@ -222,7 +232,7 @@ impl Fuzz<'_> {
         assert_eq!(
             status,
             expected,
-            "weir_balancer_release({lease:?}, outcome {outcome}) into a balancer holding {:?}: {}",
+            "{call}({lease:?}, outcome {outcome}, load {utilization:?}) into a balancer holding {:?}: {}",
             s.held,
             message()
         );
@@ -240,6 +250,7 @@ impl Fuzz<'_> {
         } else {
             s.released[outcome as usize] += 1;
             self.stats.released += 1;
+            self.stats.loaded += u64::from(utilization.is_some());
         }
         // The held copy keeps its tag (a copy of a released lease); the one passed in has it cleared.
         self.dead.push(h.lease);

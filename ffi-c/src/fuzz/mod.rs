@@ -36,7 +36,9 @@ pub struct Stats {
     pub granted: u64,
     /// Releases that succeeded.
     pub released: u64,
-    /// Releases refused as expected (invalid, stale, bad outcome).
+    /// Of those, releases with a load report (`weir_balancer_release_loaded`).
+    pub loaded: u64,
+    /// Releases refused as expected (invalid, stale, bad outcome or load report).
     pub refused: u64,
     /// Releases of a lease already released that succeeded because another lease with the same identity
     /// (balancer, slot, generation, node id) was in flight: the balancer keeps no per-lease record, so it

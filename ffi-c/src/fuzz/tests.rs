@@ -28,6 +28,7 @@ fn drive(first: u64, mut stop: impl FnMut(u64) -> bool) -> (u64, Stats) {
         total.calls += s.calls;
         total.granted += s.granted;
         total.released += s.released;
+        total.loaded += s.loaded;
         total.refused += s.refused;
         total.twins += s.twins;
         seed += 1;
@@ -44,9 +45,10 @@ fn drive(first: u64, mut stop: impl FnMut(u64) -> bool) -> (u64, Stats) {
 fn random_call_sequences_keep_the_contract() {
     let (runs, stats) = drive(1, |done| done >= 1_000);
     assert_eq!(runs, 1_000);
-    // The sequences exercise what they are meant to: grants, releases and refusals.
+    // The sequences exercise what they are meant to: grants, releases (with load reports too) and
+    // refusals.
     assert!(
-        stats.granted > 1_000 && stats.released > 500 && stats.refused > 500,
+        stats.granted > 1_000 && stats.released > 500 && stats.loaded > 100 && stats.refused > 500,
         "{stats:?}"
     );
 }

@@ -1287,6 +1287,86 @@ static void test_stats(void) {
     weir_balancer_free(b);
 }
 
+/* A release with the server's load report is counted as a release: the same sequence of outcomes,
+ * released plainly into one default balancer and with reports into another, leaves the same counters,
+ * and the same health and limit (the default's CIAD limit does not read the report). */
+static void test_release_loaded_counts(void) {
+    weir_balancer *plain = make(weir_config_default(), 1);
+    weir_balancer *loaded = make(weir_config_default(), 1);
+    CHECK_OK(weir_balancer_add(plain, 1));
+    CHECK_OK(weir_balancer_add(loaded, 1));
+    const double reports[] = {0.0, 0.5, 1.0, 1.2, 999.9995, 1000.0};
+    for (weir_outcome o = WEIR_OUTCOME_SUCCESS; o <= WEIR_OUTCOME_CLIENT_ERROR; o++) {
+        weir_lease p, l;
+        CHECK_OK(weir_balancer_acquire(plain, 100, &p));
+        CHECK_OK(weir_balancer_acquire(loaded, 100, &l));
+        CHECK_OK(weir_balancer_release(plain, &p, o, 200));
+        CHECK_OK(weir_balancer_release_loaded(loaded, &l, o, 200, reports[o]));
+        CHECK(l.balancer == 0);
+    }
+    weir_balancer_statistics a = stats(plain), b = stats(loaded);
+    weir_node_info na, nb;
+    CHECK_OK(weir_balancer_node_snapshot(plain, 1, 200, &na));
+    CHECK_OK(weir_balancer_node_snapshot(loaded, 1, 200, &nb));
+    for (int o = 0; o < WEIR_OUTCOME_COUNT; o++) {
+        CHECK(b.released[o] == 1 && a.released[o] == 1);
+        CHECK(nb.released[o] == 1 && na.released[o] == 1);
+    }
+    CHECK(a.acquired == b.acquired && a.in_flight == 0 && b.in_flight == 0);
+    CHECK(na.limit == nb.limit && na.has_data && nb.has_data);
+    CHECK(na.successes == nb.successes && na.failures == nb.failures && na.penalty == nb.penalty);
+    check_conserved(loaded);
+    weir_balancer_free(plain);
+    weir_balancer_free(loaded);
+}
+
+/* A knee-limited node after the core's own example: 20 leases at 0 (its initial limit); with `armed`,
+ * the 20th times out at 1 ms (the limit falls to 0.9 x 20 = 18 and the drop arms the knee); then the
+ * 19th answers at 2 ms with the server reporting `utilization`. Writes the limit before that answer to
+ * `*before` and returns the limit after it. */
+static uint32_t knee_after_report(int armed, double utilization, uint32_t *before) {
+    weir_config c = weir_config_default();
+    c.limit = weir_limit_knee_default();
+    weir_balancer *b = make(c, 1);
+    CHECK_OK(weir_balancer_add(b, 1));
+    weir_lease held[20];
+    for (int i = 0; i < 20; i++) {
+        CHECK_OK(weir_balancer_acquire(b, 0, &held[i]));
+    }
+    if (armed) {
+        CHECK_OK(weir_balancer_release(b, &held[19], WEIR_OUTCOME_DROPPED, MS));
+    }
+    weir_node_info info;
+    CHECK_OK(weir_balancer_node_snapshot(b, 1, MS, &info));
+    *before = info.limit;
+    CHECK_OK(weir_balancer_release_loaded(b, &held[18], WEIR_OUTCOME_SUCCESS, 2 * MS, utilization));
+    CHECK_OK(weir_balancer_node_snapshot(b, 1, 2 * MS, &info));
+    for (int i = 0; i < 20; i++) {
+        if (held[i].balancer != 0) {
+            CHECK_OK(weir_balancer_release(b, &held[i], WEIR_OUTCOME_IGNORED, 3 * MS));
+        }
+    }
+    check_conserved(b);
+    weir_balancer_free(b);
+    return info.limit;
+}
+
+/* The report reaches the knee limit, which reads it in place of the latency while a drop arms it:
+ * past the knee (1.2) the armed node's limit eases from 18 to 17.9 (17 whole calls); in the hold band
+ * (0.9, above hold / knee = 0.875) it holds; well below it (0.5) the success may grow it, never lower
+ * it. Unarmed (no drop yet), the report is not read and the same 1.2 does not lower the limit. */
+static void test_release_loaded_knee(void) {
+    uint32_t before = 0;
+    CHECK(knee_after_report(1, 1.2, &before) == 17);
+    CHECK(before == 18);
+    CHECK(knee_after_report(1, 0.9, &before) == 18);
+    CHECK(before == 18);
+    uint32_t low = knee_after_report(1, 0.5, &before);
+    CHECK(before == 18 && low >= 18);
+    uint32_t unarmed = knee_after_report(0, 1.2, &before);
+    CHECK(before == 20 && unarmed >= 20);
+}
+
 /* Per-node counts: a node counts its own releases from its add, so a node added into the slot another
  * left starts at 0, while the balancer's counters keep the old node's. */
 static void test_node_released(void) {
@@ -1347,6 +1427,8 @@ int main(void) {
     test_acquire_excluding();
     test_acquire_wait();
     test_release_outcomes();
+    test_release_loaded_counts();
+    test_release_loaded_knee();
     test_http_status();
     test_retryable();
     test_errno();

@@ -2,6 +2,7 @@
  * naming the argument and writes nothing; integers standing for enums are range-checked; a lease
  * released twice, forged or foreign changes nothing; outputs are written only on success. The program
  * reads include/weir.h and fails if the header declares a function this file does not exercise. */
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -64,6 +65,7 @@ static const char *const covered[] = {
     "weir_balancer_acquire_excluding",
     "weir_balancer_acquire_wait",
     "weir_balancer_release",
+    "weir_balancer_release_loaded",
     "weir_outcome_from_http_status",
     "weir_outcome_is_retryable",
     "weir_outcome_from_errno",
@@ -291,6 +293,9 @@ static void test_null_arguments(void) {
     weir_balancer_statistics held = stats(b);
     CHECK_NULL_ARG(weir_balancer_release(NULL, &real, WEIR_OUTCOME_SUCCESS, 20), "balancer");
     CHECK_NULL_ARG(weir_balancer_release(b, NULL, WEIR_OUTCOME_SUCCESS, 20), "lease");
+    CHECK_NULL_ARG(weir_balancer_release_loaded(NULL, &real, WEIR_OUTCOME_SUCCESS, 20, 0.5), "balancer");
+    CHECK_NULL_ARG(weir_balancer_release_loaded(b, NULL, WEIR_OUTCOME_SUCCESS, 20, 0.5), "lease");
+    CHECK_NULL_ARG(weir_balancer_release_loaded(b, NULL, WEIR_OUTCOME_SUCCESS, 20, NAN), "lease");
     weir_balancer_statistics after = stats(b);
     CHECK(same_stats(&held, &after));
     CHECK_OK(weir_balancer_release(b, &real, WEIR_OUTCOME_SUCCESS, 20));
@@ -459,6 +464,38 @@ static void test_enum_ranges(void) {
     }
     CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_CLIENT_ERROR, 10));
     check_room(b, 2);
+
+    /* Utilizations NaN, infinite, negative or above 1000 leave the lease in flight, its tag and every
+     * other byte as they were, and change nothing (an invalid outcome is named first); the ends of the
+     * range, -0 included, are reports. */
+    CHECK_OK(weir_balancer_acquire(b, 20, &l));
+    const weir_lease copy = l;
+    const weir_balancer_statistics held = stats(b);
+    const double loads[] = {NAN, -NAN, INFINITY, -INFINITY, -0.5, -DBL_MIN, 1000.5,
+                            nextafter(1000.0, INFINITY), DBL_MAX};
+    for (size_t i = 0; i < sizeof loads / sizeof loads[0]; i++) {
+        CHECK_STATUS(weir_balancer_release_loaded(b, &l, WEIR_OUTCOME_SUCCESS, 30, loads[i]),
+                     WEIR_ERR_INVALID_ARGUMENT);
+        CHECK_MESSAGE("utilization: ");
+        CHECK_MESSAGE("a server load must");
+        CHECK(!check_names_rust(weir_last_error_message()));
+        CHECK(memcmp(&l, &copy, sizeof l) == 0);
+        weir_balancer_statistics now = stats(b);
+        CHECK(same_stats(&held, &now));
+    }
+    CHECK_STATUS(weir_balancer_release_loaded(b, &l, WEIR_OUTCOME_COUNT, 30, NAN),
+                 WEIR_ERR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("outcome");
+    CHECK(memcmp(&l, &copy, sizeof l) == 0);
+    CHECK_OK(weir_balancer_release_loaded(b, &l, WEIR_OUTCOME_SUCCESS, 30, 1000.0));
+    CHECK(l.balancer == 0 && in_flight(b, 1) == 0);
+    const double ends[] = {0.0, -0.0, DBL_MIN};
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+        CHECK_OK(weir_balancer_acquire(b, 40, &l));
+        CHECK_OK(weir_balancer_release_loaded(b, &l, WEIR_OUTCOME_SUCCESS, 50, ends[i]));
+    }
+    CHECK(stats(b).released[WEIR_OUTCOME_SUCCESS] == held.released[WEIR_OUTCOME_SUCCESS] + 4);
+    check_room(b, 2);
     weir_balancer_free(b);
 
     /* HTTP statuses outside 100..=599. */
@@ -507,6 +544,23 @@ static void test_leases(void) {
     CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, 20));
     check_refused_release(b, &l, WEIR_ERR_INVALID_LEASE, 1, 0);
     check_room(b, limit);
+    /* The same with a load report, either release first. */
+    for (int loaded_first = 0; loaded_first < 2; loaded_first++) {
+        CHECK_OK(weir_balancer_acquire(b, 10, &l));
+        if (loaded_first) {
+            CHECK_OK(weir_balancer_release_loaded(b, &l, WEIR_OUTCOME_SUCCESS, 20, 0.5));
+            check_refused_release(b, &l, WEIR_ERR_INVALID_LEASE, 1, 0);
+        } else {
+            CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, 20));
+        }
+        const weir_balancer_statistics before_again = stats(b);
+        CHECK_STATUS(weir_balancer_release_loaded(b, &l, WEIR_OUTCOME_SUCCESS, 30, 0.5),
+                     WEIR_ERR_INVALID_LEASE);
+        CHECK_MESSAGE("already released");
+        const weir_balancer_statistics after_again = stats(b);
+        CHECK(same_stats(&before_again, &after_again));
+        check_room(b, limit);
+    }
 
     /* Forged: each identifying field changed in turn, while the real lease is in flight. */
     CHECK_OK(weir_balancer_acquire(b, 30, &l));

@@ -19,6 +19,8 @@
 
 /* How many traces had their metrics text compared (tests/vectors/metrics/). */
 static int metrics_compared = 0;
+/* How many release_loaded lines were replayed, over all the files. */
+static long loaded_releases = 0;
 
 typedef struct replay {
     const char *file;
@@ -542,8 +544,8 @@ static long replay_file(const char *path) {
             break;
         }
         if (r.line == 1) {
-            if (strcmp(line, "weir-trace 4\n") != 0) {
-                MISMATCH(&r, "not a version 4 trace");
+            if (strcmp(line, "weir-trace 5\n") != 0) {
+                MISMATCH(&r, "not a version 5 trace");
             }
             continue;
         }
@@ -645,10 +647,11 @@ static long replay_file(const char *path) {
         }
         step_t = t;
         int excluding = strcmp(kind, "acquire_excluding") == 0;
-        if (strcmp(kind, "acquire") == 0 || excluding || strcmp(kind, "release") == 0) {
+        int loaded = strcmp(kind, "release_loaded") == 0;
+        if (strcmp(kind, "acquire") == 0 || excluding || strcmp(kind, "release") == 0 || loaded) {
             uint64_t k;
             if (tok[2][0] != 'L' || !parse_u64(tok[2] + 1, &k) || k == 0 ||
-                (excluding ? n != 5 : n != 4 && n != 6)) {
+                (excluding ? n != 5 : loaded ? n != 7 : n != 4 && n != 6)) {
                 MISMATCH(&r, "bad lease name or field count");
                 break;
             }
@@ -714,6 +717,17 @@ static long replay_file(const char *path) {
                 } else {
                     check_answer(&r, kind, st, answer);
                 }
+            } else if (loaded) {
+                /* The load in thousandths, at most 1000000; as a utilization, load / 1000.0 rounds back
+                 * to the same thousandths (the core rounds to the nearest). */
+                uint32_t code, load;
+                if (!parse_u32(tok[3], &code) || !parse_u32(tok[5], &load) || load > 1000000) {
+                    MISMATCH(&r, "bad release_loaded line");
+                    break;
+                }
+                weir_status st = weir_balancer_release_loaded(b, lease, code, t, load / 1000.0);
+                check_answer(&r, "release_loaded", st, tok[6]);
+                loaded_releases++;
             } else {
                 uint32_t code;
                 if (n != 6 || !parse_u32(tok[3], &code)) {
@@ -912,7 +926,9 @@ int main(void) {
         free(names[i]);
     }
     CHECK(opt_in_replayed[0] && opt_in_replayed[1]);
-    printf("%zu trace files, %ld steps replayed\n", count, total);
+    printf("%zu trace files, %ld steps replayed, %ld of them loaded releases\n", count, total,
+           loaded_releases);
+    CHECK(loaded_releases > 0); /* the knee trace's */
     CHECK(metrics_compared == 2); /* the .prom files of tests/vectors/metrics */
     return check_summary("test_vectors");
 }
