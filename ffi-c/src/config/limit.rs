@@ -216,6 +216,9 @@ pub struct weir_ciad_limit {
 /// times what was in flight, held while the smoothed ratio is between `hold` and `knee`, and grown
 /// below `hold`; every client of a server sees its RTT, so they all cut together. The latency is read
 /// so only within `armed_for_ns` of the node's last drop; outside it the limit moves on drops alone.
+/// A release with the server's load report (`weir_balancer_release_loaded`) is read in place of the
+/// latency, under the same arm: a utilization above 1 counts as past the knee, above `hold / knee` as
+/// in the hold band.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct weir_knee_limit {
