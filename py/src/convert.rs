@@ -6,6 +6,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyFloat, PyInt, PyType};
+use weir::limit::ServerLoad;
 
 /// Seconds since an arbitrary start, from the clock every call of this module uses when `now=` is omitted
 /// (the core's monotonic clock: the same clock as the Rust `std` layer).
@@ -173,6 +174,16 @@ pub fn int_in(value: &Bound<'_, PyAny>, name: &str, lo: u64, hi: u64) -> PyResul
 
 /// A float parameter (an int is accepted too); NaN is refused here, ranges by the caller or the core.
 pub fn float(value: &Bound<'_, PyAny>, name: &str) -> PyResult<f64> {
+    float_type(value, name)?;
+    let f: f64 = value.extract()?;
+    if f.is_nan() {
+        return Err(PyValueError::new_err(format!("{name} must not be NaN")));
+    }
+    Ok(f)
+}
+
+/// Refuses anything but a float or an int (bool included) with `TypeError`, naming the parameter.
+fn float_type(value: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
     if value.is_instance_of::<pyo3::types::PyBool>()
         || !(value.is_instance_of::<PyFloat>() || value.is_instance_of::<PyInt>())
     {
@@ -181,11 +192,28 @@ pub fn float(value: &Bound<'_, PyAny>, name: &str) -> PyResult<f64> {
             value.get_type().name()?
         )));
     }
-    let f: f64 = value.extract()?;
-    if f.is_nan() {
-        return Err(PyValueError::new_err(format!("{name} must not be NaN")));
+    Ok(())
+}
+
+/// The `load=` of a release: `None` (no report) or the server's utilization as a float or an int (1.0 at
+/// its knee), as the core's [`ServerLoad::from_utilization`] takes it. Refuses other types with
+/// `TypeError`, and what the core refuses (NaN, infinities, negative, above 1000) with `ValueError` and
+/// the core's message.
+pub fn server_load(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<ServerLoad>> {
+    let Some(v) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    float_type(v, "load")?;
+    // An int too large for a float is out of range either way: past the top, or below 0.
+    let f = match v.extract::<f64>() {
+        Ok(f) => f,
+        Err(_) if v.lt(0)? => f64::MIN,
+        Err(_) => f64::MAX,
+    };
+    match ServerLoad::from_utilization(f) {
+        Ok(load) => Ok(Some(load)),
+        Err(e) => Err(PyValueError::new_err(format!("{e}, got {}", v.repr()?))),
     }
-    Ok(f)
 }
 
 /// A bool parameter, strictly (no truthiness: `1` and `"yes"` are refused).

@@ -6,7 +6,8 @@
 //! status's outcome, anything else FAILURE); an explicit `succeeded()`, `failed()`, `dropped()`,
 //! `ignore()`, `throttled()`, `client_error()`, `http_status(code)`, `raised(exc)` or `release(outcome)`
 //! inside the block wins. A second release raises `LeaseError` and changes nothing. A lease
-//! garbage-collected unreleased is released as IGNORED (`Drop`).
+//! garbage-collected unreleased is released as IGNORED (`Drop`). A release by hand (but `raised`) may carry
+//! the load the server reported with its answer (`load=`, the core's `Balancer::release_loaded`).
 //!
 //! A classifier that raises, or returns something that is not an outcome, still releases the lease (with
 //! `weir.outcome_for_exception`'s answer), then its error propagates, chained to the block's exception:
@@ -22,7 +23,7 @@
 //! thread, as a blocking `acquire(timeout=...)` would have.
 
 use crate::balancer::Inner;
-use crate::convert::{int_in, now_ns, secs, weir_err};
+use crate::convert::{int_in, now_ns, secs, server_load, weir_err};
 use crate::wait::{LoopWake, Pending};
 use pyo3::exceptions::{PyBaseException, PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -31,6 +32,7 @@ use pyo3::types::PyType;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use weir::balance::{RawLease, ReleaseError};
+use weir::limit::ServerLoad;
 use weir::Outcome;
 
 /// A lease the core granted, and its node object.
@@ -135,26 +137,38 @@ impl Lease {
         Ok(())
     }
 
-    /// Releases with `outcome` at `now_ns` (the flag already taken). Ok(false): the node was removed.
-    fn finish(&self, py: Python<'_>, outcome: Outcome, now_ns: u64) -> PyResult<bool> {
-        let raw = self.grant(py)?.raw;
-        match self
-            .inner
-            .core
-            .release(weir::Lease::from_raw(raw), outcome, now_ns)
-        {
+    /// Releases with `outcome` at `now_ns`, with the server's load report if there is one (the flag
+    /// already taken). Ok(false): the node was removed.
+    fn finish(
+        &self,
+        py: Python<'_>,
+        outcome: Outcome,
+        now_ns: u64,
+        load: Option<ServerLoad>,
+    ) -> PyResult<bool> {
+        let lease = weir::Lease::from_raw(self.grant(py)?.raw);
+        let core = &self.inner.core;
+        let released = match load {
+            None => core.release(lease, outcome, now_ns),
+            Some(load) => core.release_loaded(lease, outcome, now_ns, load),
+        };
+        match released {
             Ok(()) => Ok(true),
             Err(ReleaseError::NodeRemoved { .. }) => Ok(false),
             Err(e) => Err(weir_err(py, "LeaseError", e.to_string())),
         }
     }
 
+    /// Releases with `outcome` at `now` (checked against the lease's clock) and the load report `load`
+    /// (`load=`, checked first: a refused one leaves the lease unreleased, as a refused outcome does).
     fn release_with(
         &self,
         py: Python<'_>,
         outcome: Outcome,
         now: Option<&Bound<'_, PyAny>>,
+        load: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
+        let load = server_load(load)?;
         // A lease in waiting gets its node first (so the release is dated after the grant).
         self.grant(py)?;
         let given = now.filter(|n| !n.is_none());
@@ -163,7 +177,7 @@ impl Lease {
         }
         let (t, _) = now_ns(given)?;
         self.take(py)?;
-        self.finish(py, outcome, t)
+        self.finish(py, outcome, t, load)
     }
 
     fn mismatch(&self, py: Python<'_>) -> PyErr {
@@ -195,7 +209,7 @@ impl Lease {
             if self.released.swap(true, Ordering::AcqRel) {
                 return Ok(false);
             }
-            self.finish(py, Outcome::Ignored, self.grant(py)?.raw.start)?;
+            self.finish(py, Outcome::Ignored, self.grant(py)?.raw.start, None)?;
             return Err(weir_err(
                 py,
                 "ClockMismatch",
@@ -211,7 +225,7 @@ impl Lease {
             }
         };
         if !self.released.swap(true, Ordering::AcqRel) {
-            self.finish(py, outcome, weir::rt::monotonic_now())?;
+            self.finish(py, outcome, weir::rt::monotonic_now(), None)?;
         }
         match error {
             Some(e) => Err(e),
@@ -370,58 +384,99 @@ impl Lease {
     /// Releases with `outcome` (a `weir.Outcome`). Returns True if it was recorded, False if the node was
     /// removed meanwhile (the slot is returned, nothing else is recorded). Raises LeaseError if released
     /// already, ClockMismatch if `now` is given for a monotonic lease or missing for a test-clock one.
-    #[pyo3(signature = (outcome, *, now=None))]
+    ///
+    /// `load` is the load the server reported with its answer, if it did: its utilization, the calls it
+    /// has in progress over the most it serves well (1.0 at its knee), kept in thousandths. The `Knee`
+    /// limit reads it in place of the call's latency within `armed_for` of the node's last drop (above
+    /// 1.0 eases the limit, above `hold / knee` holds it); the other limits ignore it. ValueError for
+    /// NaN, infinities, a negative load or one above 1000, TypeError for a non-number (the lease stays
+    /// unreleased).
+    #[pyo3(signature = (outcome, *, now=None, load=None))]
     fn release(
         &self,
         py: Python<'_>,
         outcome: &Bound<'_, PyAny>,
         now: Option<&Bound<'_, PyAny>>,
+        load: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let o = outcome_arg(outcome)?;
-        self.release_with(py, o, now)
+        self.release_with(py, o, now, load)
     }
     /// Releases as SUCCESS (the node answered as it should); see `release`.
-    #[pyo3(signature = (*, now=None))]
-    fn succeeded(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        self.release_with(py, Outcome::Success, now)
+    #[pyo3(signature = (*, now=None, load=None))]
+    fn succeeded(
+        &self,
+        py: Python<'_>,
+        now: Option<&Bound<'_, PyAny>>,
+        load: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.release_with(py, Outcome::Success, now, load)
     }
     /// Releases as FAILURE (a 5xx, connection refused or reset); see `release`.
-    #[pyo3(signature = (*, now=None))]
-    fn failed(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        self.release_with(py, Outcome::Failure, now)
+    #[pyo3(signature = (*, now=None, load=None))]
+    fn failed(
+        &self,
+        py: Python<'_>,
+        now: Option<&Bound<'_, PyAny>>,
+        load: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.release_with(py, Outcome::Failure, now, load)
     }
     /// Releases as DROPPED (timeout or overload: 503, 504, a deadline); see `release`.
-    #[pyo3(signature = (*, now=None))]
-    fn dropped(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        self.release_with(py, Outcome::Dropped, now)
+    #[pyo3(signature = (*, now=None, load=None))]
+    fn dropped(
+        &self,
+        py: Python<'_>,
+        now: Option<&Bound<'_, PyAny>>,
+        load: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.release_with(py, Outcome::Dropped, now, load)
     }
-    /// Releases as IGNORED (not the node's fault: a cancelled call); see `release`.
-    #[pyo3(signature = (*, now=None))]
-    fn ignore(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        self.release_with(py, Outcome::Ignored, now)
+    /// Releases as IGNORED (not the node's fault: a cancelled call); see `release`. A `load` is checked
+    /// as everywhere, and no limit reads it with this outcome.
+    #[pyo3(signature = (*, now=None, load=None))]
+    fn ignore(
+        &self,
+        py: Python<'_>,
+        now: Option<&Bound<'_, PyAny>>,
+        load: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.release_with(py, Outcome::Ignored, now, load)
     }
     /// Releases as THROTTLED (a 429); see `release`.
-    #[pyo3(signature = (*, now=None))]
-    fn throttled(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        self.release_with(py, Outcome::Throttled, now)
+    #[pyo3(signature = (*, now=None, load=None))]
+    fn throttled(
+        &self,
+        py: Python<'_>,
+        now: Option<&Bound<'_, PyAny>>,
+        load: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.release_with(py, Outcome::Throttled, now, load)
     }
     /// Releases as CLIENT_ERROR (another 4xx); see `release`.
-    #[pyo3(signature = (*, now=None))]
-    fn client_error(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        self.release_with(py, Outcome::ClientError, now)
+    #[pyo3(signature = (*, now=None, load=None))]
+    fn client_error(
+        &self,
+        py: Python<'_>,
+        now: Option<&Bound<'_, PyAny>>,
+        load: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.release_with(py, Outcome::ClientError, now, load)
     }
-    /// Releases with the outcome of an HTTP status (see `weir.Outcome.from_http_status`); ValueError for
-    /// a status outside 100..=599 (the lease stays unreleased).
-    #[pyo3(signature = (status, *, now=None))]
+    /// Releases with the outcome of an HTTP status (see `weir.Outcome.from_http_status`) and the load the
+    /// response reported (see `release`); ValueError for a status outside 100..=599 (the lease stays
+    /// unreleased).
+    #[pyo3(signature = (status, *, now=None, load=None))]
     fn http_status(
         &self,
         py: Python<'_>,
         status: &Bound<'_, PyAny>,
         now: Option<&Bound<'_, PyAny>>,
+        load: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let code = outcome_from_http_status(status)?;
         let o = Outcome::from_code(code).ok_or_else(|| PyValueError::new_err("status"))?;
-        self.release_with(py, o, now)
+        self.release_with(py, o, now, load)
     }
     /// Releases with the outcome of the exception `exc` by the balancer's classifier (`classify=`, by
     /// default `weir.outcome_for_exception`: a timeout DROPPED, a cancellation IGNORED, ...): what a `with`
@@ -441,7 +496,7 @@ impl Lease {
             )));
         }
         let (outcome, error) = self.classify(py, exc);
-        let recorded = self.release_with(py, outcome, now)?;
+        let recorded = self.release_with(py, outcome, now, None)?;
         match error {
             Some(e) => Err(e),
             None => Ok(recorded),
@@ -551,7 +606,7 @@ impl Lease {
                 } else {
                     weir::rt::monotonic_now()
                 };
-                self.finish(py, Outcome::Ignored, now)?;
+                self.finish(py, Outcome::Ignored, now, None)?;
             }
         }
         Ok(())

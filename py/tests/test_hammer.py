@@ -1,5 +1,5 @@
-"""Eight threads hammer one balancer with 100,000 acquire/release pairs each; every counter is conserved
-exactly."""
+"""Eight threads hammer one balancer with 100,000 acquire/release pairs each (half the releases with a
+server load report); every counter is conserved exactly."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def test_eight_threads_conserve_every_counter() -> None:
             if lease.node not in nodes:
                 wrong_node[k] += 1
             o = outcomes[(i + k) % 6]
-            lease.release(o)
+            # Every other release carries a load report (0.6 or 1.8), counted as any release is.
+            lease.release(o, load=None if i % 2 else 0.6 * (i % 4))
             mine[o] += 1
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(THREADS)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -52,17 +52,17 @@ def test_explicit_outcome_inside_the_block_wins() -> None:
     assert released(b) == (1, 0, 1, 0, 0, 0)
 
 
-@pytest.mark.parametrize(
-    "method, code",
-    [
-        ("succeeded", 0),
-        ("failed", 1),
-        ("dropped", 2),
-        ("ignore", 3),
-        ("throttled", 4),
-        ("client_error", 5),
-    ],
-)
+OUTCOME_METHODS = [
+    ("succeeded", 0),
+    ("failed", 1),
+    ("dropped", 2),
+    ("ignore", 3),
+    ("throttled", 4),
+    ("client_error", 5),
+]
+
+
+@pytest.mark.parametrize("method, code", OUTCOME_METHODS)
 def test_each_outcome_method(method: str, code: int) -> None:
     b = one()
     lease = b.acquire()
@@ -148,6 +148,135 @@ def test_release_from_another_thread_exactly_once() -> None:
         t.join()
     assert (len(wins), len(errors)) == (64, 64 * 3)
     assert b.stats().in_flight == 0 and b.stats().released_total == 64
+
+
+@pytest.mark.parametrize("method, code", OUTCOME_METHODS)
+def test_a_loaded_release_is_counted_as_a_release(method: str, code: int) -> None:
+    b = one()
+    for load in (0.8, 1, 0, 1000, 0.0005):
+        assert getattr(b.acquire(), method)(load=load) is True
+    assert b.acquire().release(weir.Outcome(code), load=2.5) is True
+    assert getattr(b.acquire(), method)(load=None) is True  # no report: the plain release
+    want = [0] * 6
+    want[code] = 7
+    assert released(b) == tuple(want)
+    assert b.stats().in_flight == 0
+
+
+def test_a_loaded_http_status_is_counted_as_its_outcome() -> None:
+    b = one()
+    assert b.acquire().http_status(503, load=1.5) is True
+    assert b.acquire().http_status(200, load=0.25) is True
+    assert released(b) == (1, 0, 1, 0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    "bad, error, message",
+    [
+        (float("nan"), ValueError, "a server load must be a finite number, got nan"),
+        (float("inf"), ValueError, "a server load must be a finite number, got inf"),
+        (float("-inf"), ValueError, "a server load must be a finite number, got -inf"),
+        (-0.5, ValueError, "a server load must not be negative, got -0.5"),
+        (-1, ValueError, "a server load must not be negative, got -1"),
+        (-(2**2000), ValueError, "a server load must not be negative, got -"),
+        (1000.5, ValueError, "a server load must be at most 1000 (a utilization of 1000x), got 1000.5"),
+        (2**2000, ValueError, "a server load must be at most 1000 (a utilization of 1000x), got "),
+        ("x", TypeError, "load must be a float, not str"),
+        ("0.5", TypeError, "load must be a float, not str"),
+        (True, TypeError, "load must be a float, not bool"),
+        ([0.5], TypeError, "load must be a float, not list"),
+    ],
+    ids=repr,
+)
+def test_a_refused_load_leaves_the_lease_releasable(bad: Any, error: type, message: str) -> None:
+    b = one()
+    lease = b.acquire()
+    for release in (
+        lambda: lease.succeeded(load=bad),
+        lambda: lease.dropped(load=bad),
+        lambda: lease.ignore(load=bad),
+        lambda: lease.release(weir.Outcome.FAILURE, load=bad),
+        lambda: lease.http_status(503, load=bad),
+    ):
+        with pytest.raises(error) as refused:
+            release()
+        assert str(refused.value).startswith(message)
+        assert not isinstance(refused.value, weir.WeirError)
+    assert not lease.released and b.stats().in_flight == 1  # every refusal left it in flight
+    assert released(b) == (0, 0, 0, 0, 0, 0)
+    assert lease.succeeded(load=0.5) is True
+    assert released(b) == (1, 0, 0, 0, 0, 0) and b.stats().in_flight == 0
+
+
+def test_a_test_clock_lease_refuses_a_bad_load_before_its_clock() -> None:
+    # The load is an argument checked first, as the outcome is: a bad one on a test-clock lease released
+    # without now= is a ValueError, not a ClockMismatch, and the lease is still releasable.
+    b = one()
+    lease = b.acquire(now=1.0)
+    with pytest.raises(ValueError, match="finite") as refused:
+        lease.succeeded(load=float("nan"))
+    assert not isinstance(refused.value, weir.ClockMismatch)
+    with pytest.raises(weir.ClockMismatch):
+        lease.succeeded(load=0.5)
+    assert lease.succeeded(now=1.5, load=0.5) is True
+
+
+def test_a_released_lease_released_again_with_a_load() -> None:
+    b = one()
+    lease = b.acquire()
+    lease.succeeded(load=0.5)
+    before = b.stats()
+    for again in (
+        lambda: lease.succeeded(load=0.5),
+        lambda: lease.dropped(load=1.5),
+        lambda: lease.release(weir.Outcome.FAILURE, load=0),
+        lambda: lease.http_status(200, load=1),
+    ):
+        with pytest.raises(weir.LeaseError, match="already released"):
+            again()
+    # A bad load is refused as an argument first, as a bad outcome is on a released lease.
+    with pytest.raises(ValueError, match="outcome must be between 0 and 5"):
+        lease.release(6)
+    with pytest.raises(ValueError, match="must not be negative"):
+        lease.succeeded(load=-1.0)
+    assert b.stats() == before
+
+
+def knee_node_after(load: Optional[float]) -> int:
+    """The limit of a node under the knee limit (initial limit 20) after a drop arms it (the limit falls
+    to 0.9 x 20 = 18) and one success 1 ms later reports `load`."""
+    b = weir.Balancer([1], weir.Config(limit=weir.Knee(), seed=1))
+    leases = [b.acquire(now=0.0) for _ in range(20)]
+    assert b.node(1, now=0.0).limit == 20
+    leases.pop().dropped(now=0.001)
+    assert b.node(1, now=0.001).limit == 18
+    leases.pop().succeeded(now=0.002, load=load)
+    limit = b.node(1, now=0.002).limit
+    for lease in leases:
+        lease.ignore(now=0.003)
+    return limit
+
+
+def test_the_knee_limit_reads_the_servers_load() -> None:
+    # Armed by the drop, the knee reads the report in place of the latency: 20 % past the server's knee
+    # eases the limit by 0.1 (18 - 0.1 = 17.9: 17 whole calls), half its knee grows it (past 18, still 18
+    # whole calls), as the success without a report at this latency does.
+    assert knee_node_after(1.2) == 17
+    assert knee_node_after(0.5) == 18
+    assert knee_node_after(None) == 18
+
+
+def test_other_limits_ignore_the_servers_load() -> None:
+    for limit in (weir.Fixed(20), weir.Aimd(initial_limit=20)):
+        b = weir.Balancer([1], weir.Config(limit=limit, seed=1))
+        leases = [b.acquire(now=0.0) for _ in range(20)]
+        for lease in leases[:10]:
+            lease.succeeded(now=0.002, load=1000)
+        plain = weir.Balancer([1], weir.Config(limit=limit, seed=1))
+        others = [plain.acquire(now=0.0) for _ in range(20)]
+        for lease in others[:10]:
+            lease.succeeded(now=0.002)
+        assert b.node(1, now=0.002) == plain.node(1, now=0.002)
 
 
 def test_clocks_never_mix() -> None:

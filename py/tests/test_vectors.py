@@ -92,3 +92,40 @@ def test_a_windowed_knee_limit_is_read() -> None:
                          min_window=0.001, max_window=0.002, min_samples=3, min_rtt_threshold=1e-6)
     assert lines.limit("limit") == want
     assert lines.used == set(pairs)
+
+
+def test_the_knee_traces_load_reports_are_replayed(tmp_path: Path) -> None:
+    # The knee trace releases half its leases with the server's load report, and the reports are read: the
+    # same file with every report withheld (`release_loaded` lines as plain `release` lines) is refused.
+    src = (VECTORS / "decay-lowest-score-knee.trace").read_text().split("\n")
+    loaded = [i for i, line in enumerate(src) if line.startswith("release_loaded ")]
+    assert len(loaded) >= 100  # 116 when written
+    for i in loaded:
+        f = src[i].split(" ")
+        src[i] = " ".join(["release", *f[1:5], f[6]])
+    withheld = tmp_path / "withheld.trace"
+    withheld.write_text("\n".join(src))
+    with pytest.raises(Mismatch, match="withheld.trace:"):
+        replay(withheld)
+
+
+@pytest.mark.parametrize("load", ["1000001", "4294967296", "-1", "+5", "1.5", "x", ""])
+def test_a_bad_load_field_is_refused(tmp_path: Path, load: str) -> None:
+    src = (VECTORS / "decay-lowest-score-knee.trace").read_text().split("\n")
+    i = next(i for i, line in enumerate(src) if line.startswith("release_loaded "))
+    f = src[i].split(" ")
+    f[5] = load
+    src[i] = " ".join(f)
+    bad = tmp_path / "bad-load.trace"
+    bad.write_text("\n".join(src))
+    with pytest.raises(Mismatch, match=f"bad-load.trace:{i + 1}: load"):
+        replay(bad)
+
+
+def test_only_format_5_is_read(tmp_path: Path) -> None:
+    src = (VECTORS / "edges-decay.trace").read_text()
+    assert src.startswith("weir-trace 5\n")
+    old = tmp_path / "old.trace"
+    old.write_text(src.replace("weir-trace 5\n", "weir-trace 4\n", 1))
+    with pytest.raises(Mismatch, match="old.trace:1: not a weir-trace 5 file"):
+        replay(old)

@@ -211,14 +211,26 @@ class ConfigLines:
 
 OUTCOMES = ["success", "failure", "dropped", "ignored", "throttled", "client_error"]
 
+# The highest load a `release_loaded` line may give, in thousandths (the core's ServerLoad::MAX_PERMILLE).
+MAX_PERMILLE = 1_000_000
+
+
+def load_permille(path: Path, lineno: int, text: str) -> int:
+    """A `release_loaded` line's load: decimal digits only, a u32 at most MAX_PERMILLE."""
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_PERMILLE:
+        raise Mismatch(
+            f"{path.name}:{lineno}: load {text!r} is not a whole number of thousandths up to {MAX_PERMILLE}"
+        )
+    return int(text)
+
 
 def replay(path: Path, at_end: Optional[Callable[[weir.Balancer, int], None]] = None) -> int:
     """Replays one file; returns the number of steps. Raises Mismatch naming the line and field.
 
     ``at_end`` is called with the balancer and the last step's time (ns) once the file is replayed."""
     lines = path.read_text().split("\n")
-    if lines[0] != "weir-trace 4":
-        raise Mismatch(f"{path.name}:1: not a weir-trace 4 file")
+    if lines[0] != "weir-trace 5":
+        raise Mismatch(f"{path.name}:1: not a weir-trace 5 file")
     pairs: Dict[str, str] = {}
     b: Optional[weir.Balancer] = None
     rng: Optional[weir.Rng] = None
@@ -327,11 +339,15 @@ def replay(path: Path, at_end: Optional[Callable[[weir.Balancer, int], None]] = 
                     got_answer = "all_busy"
                 except weir.NoNodes:
                     got_answer = "no_active_nodes"
-            elif kind == "release":
+            elif kind in ("release", "release_loaded"):
                 code, name = int(f[3]), f[4]
                 check(lineno, "outcome name", OUTCOMES[code], name)
+                check(lineno, "field count", len(f), 6 if kind == "release" else 7)
+                # The report in thousandths as the utilization the binding takes: permille / 1000 is the
+                # float nearest it, which the core's rounding to the nearest thousandth maps back exactly.
+                load = None if kind == "release" else load_permille(path, lineno, f[5]) / 1000
                 try:
-                    recorded = leases[f[2]].release(weir.Outcome(code), now=now)
+                    recorded = leases[f[2]].release(weir.Outcome(code), now=now, load=load)
                     got_answer = "ok" if recorded else "node_removed"
                 except weir.LeaseError:
                     got_answer = "invalid_lease"

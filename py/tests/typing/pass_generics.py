@@ -23,7 +23,7 @@ def address_of(b: weir.Balancer[Tuple[str, int]]) -> Tuple[str, int]:
     if lease is None:
         raise weir.NoCapacity("busy")
     host, port = lease.node
-    lease.succeeded()
+    lease.succeeded(load=0.8)
     return host, port
 
 
