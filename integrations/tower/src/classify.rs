@@ -7,6 +7,12 @@
 //! | [`GrpcStatus`] | `http::Response`: its `grpc-status` header through [`grpc_outcome`], else as [`HttpStatus`] | [`error_outcome`] (with the `tonic` feature, a `tonic::Status` in the chain by its code) |
 //! | [`ByResult`] | any response: `Success` | [`error_outcome`] |
 //! | a closure `Fn(&Res) -> Outcome` | what it returns | [`error_outcome`] |
+//! | [`OrcaLoad<C>`](OrcaLoad) | as `C`, and the server's load report from its `endpoint-load-metrics` header ([`orca_load`]) | as `C` |
+//!
+//! A classifier may also read the server's own report of its load in a response
+//! ([`Classify::load`]): the lease is then released with it
+//! ([`Balancer::release_loaded`](weir::Balancer::release_loaded)), and the knee limit reads it in place
+//! of the call's latency. Only [`OrcaLoad`] reads one; the others report none.
 //!
 //! Errors reach a classifier as `&(dyn Error + 'static)`, the inner service's error converted into a
 //! `tower::BoxError` (tower's convention), so one rule serves every service: [`error_outcome`] walks the
@@ -15,7 +21,11 @@
 
 use std::error::Error as StdError;
 use std::io;
+use weir::limit::ServerLoad;
 use weir::Outcome;
+
+mod orca;
+pub use orca::{orca_load, OrcaLoad, ENDPOINT_LOAD_METRICS};
 
 /// Turns what an inner service returned into the [`Outcome`] its lease is released with.
 ///
@@ -46,6 +56,40 @@ pub trait Classify<Res> {
     /// The outcome of a call that failed with `error`; by default [`error_outcome`].
     fn error(&self, error: &(dyn StdError + 'static)) -> Outcome {
         error_outcome(error)
+    }
+
+    /// The server's own report of its load, if `response` carries one: the lease is then released
+    /// with it ([`Balancer::release_loaded`](weir::Balancer::release_loaded)) rather than without
+    /// ([`release`](weir::Balancer::release)). By default `None`: no report. [`OrcaLoad`] reads gRPC's
+    /// ORCA report from a response header.
+    ///
+    /// Only the knee limit reads a report ([`KneeLimit`](weir::limit::KneeLimit), in place of the
+    /// call's latency, within [`armed_for_ns`](weir::limit::KneeLimit::armed_for_ns) of the node's last
+    /// drop); every other limiter ignores it. Asked once per response, after [`response`](Self::response);
+    /// never for an error.
+    ///
+    /// ```
+    /// use weir::limit::ServerLoad;
+    /// use weir::Outcome;
+    /// use weir_tower::Classify;
+    ///
+    /// /// Answers of (status, utilization in thousandths).
+    /// struct Reported;
+    /// impl Classify<(u16, u32)> for Reported {
+    ///     fn response(&self, &(status, _): &(u16, u32)) -> Outcome {
+    ///         Outcome::from_http_status(status).unwrap_or(Outcome::Failure)
+    ///     }
+    ///     fn load(&self, &(_, permille): &(u16, u32)) -> Option<ServerLoad> {
+    ///         ServerLoad::from_permille(permille).ok()
+    ///     }
+    /// }
+    /// assert_eq!(Reported.load(&(200, 1_200)).map(ServerLoad::utilization), Some(1.2));
+    /// let closure = |_: &(u16, u32)| Outcome::Success;
+    /// assert_eq!(closure.load(&(200, 1_200)), None); // a closure reports no load
+    /// ```
+    fn load(&self, response: &Res) -> Option<ServerLoad> {
+        let _ = response;
+        None
     }
 }
 

@@ -1,7 +1,8 @@
 //! The response future: the inner call's future and the lease it holds. When the inner future completes,
 //! the classifier names the outcome and the lease is released with it (the RTT the limiter sees ends
-//! here); if the future is dropped first, its [`Held`] lease is released as `Ignored`. Either way the slot
-//! comes back exactly once. With a deadline ([`Builder::deadline`](crate::Builder::deadline)), one that
+//! here), and with the server's load report where the classifier reads one in the response; if the
+//! future is dropped first, its [`Held`] lease is released as `Ignored`. Either way the slot comes back
+//! exactly once. With a deadline ([`Builder::deadline`](crate::Builder::deadline)), one that
 //! passes first drops the inner future and releases the lease as `Dropped` ([`Error::DeadlinePassed`]).
 //!
 //! [`Held`] is the core's `OwnedLeaseGuard` less its acquire: the balance acquires with its own generator
@@ -17,11 +18,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use tower::BoxError;
+use weir::limit::ServerLoad;
 use weir::rt::monotonic_now;
 use weir::{HeapBalancer, Lease, Outcome};
 
-/// A lease with its balancer: released with an outcome by [`Held::complete`], or as `Ignored` when
-/// dropped.
+/// A lease with its balancer: released with an outcome (and the server's load report, if its answer
+/// carried one) by [`Held::complete`], or as `Ignored` when dropped: the one place a call's lease is
+/// released, with or without retries.
 pub(crate) struct Held {
     balancer: Arc<HeapBalancer>,
     lease: Option<Lease>,
@@ -39,17 +42,22 @@ impl Held {
         &self.balancer
     }
 
-    pub(crate) fn complete(&mut self, outcome: Outcome) {
+    /// Releases the lease, if it is still held, with `outcome` and the server's `load` report.
+    pub(crate) fn complete(&mut self, outcome: Outcome, load: Option<ServerLoad>) {
         if let Some(lease) = self.lease.take() {
+            let now = monotonic_now();
             // An error means the node was removed meanwhile: nothing to record.
-            let _ = self.balancer.release(lease, outcome, monotonic_now());
+            let _ = match load {
+                Some(load) => self.balancer.release_loaded(lease, outcome, now, load),
+                None => self.balancer.release(lease, outcome, now),
+            };
         }
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.complete(Outcome::Ignored);
+        self.complete(Outcome::Ignored, None);
     }
 }
 
@@ -124,17 +132,19 @@ where
         let Some(inner) = this.inner.as_mut().as_pin_mut() else {
             return Poll::Ready(Err(this.failed.take().unwrap_or(Error::NotReady)));
         };
-        let (outcome, result) = match ready!(poll_attempt(inner, this.classify, this.deadline, cx))
-        {
-            Attempt::Answered(answer, outcome) => (outcome, answer.map_err(Error::Inner)),
-            Attempt::Abandoned(outcome, error) => {
-                // The call is abandoned: dropping its future cancels it beneath.
-                this.inner.set(None);
-                (outcome, Err(error))
-            }
-        };
+        let (outcome, load, result) =
+            match ready!(poll_attempt(inner, this.classify, this.deadline, cx)) {
+                Attempt::Answered(answer, outcome, load) => {
+                    (outcome, load, answer.map_err(Error::Inner))
+                }
+                Attempt::Abandoned(outcome, error) => {
+                    // The call is abandoned: dropping its future cancels it beneath.
+                    this.inner.set(None);
+                    (outcome, None, Err(error))
+                }
+            };
         if let Some(lease) = this.lease.as_mut() {
-            lease.complete(outcome);
+            lease.complete(outcome, load);
         }
         Poll::Ready(result)
     }
@@ -142,8 +152,9 @@ where
 
 /// How a call under a deadline ended: see [`poll_attempt`].
 pub(crate) enum Attempt<T> {
-    /// The call answered: its answer, and the outcome the classifier gives it.
-    Answered(Result<T, BoxError>, Outcome),
+    /// The call answered: its answer, the outcome the classifier gives it, and the load report the
+    /// classifier reads in it (never one with an error).
+    Answered(Result<T, BoxError>, Outcome, Option<ServerLoad>),
     /// The deadline passed first (`Dropped`, [`Error::DeadlinePassed`]), or cannot be timed here
     /// (`Ignored`, [`Error::NoTimer`]): the outcome to release the lease with, and the caller's error.
     /// The caller drops the call's future.
@@ -167,12 +178,13 @@ where
     Poll::Ready(match attempt.poll(cx) {
         Poll::Ready(Ok(response)) => {
             let outcome = classify.response(&response);
-            Attempt::Answered(Ok(response), outcome)
+            let load = classify.load(&response);
+            Attempt::Answered(Ok(response), outcome, load)
         }
         Poll::Ready(Err(error)) => {
             let error: BoxError = error.into();
             let outcome = classify.error(&*error);
-            Attempt::Answered(Err(error), outcome)
+            Attempt::Answered(Err(error), outcome, None)
         }
         Poll::Pending => match ready!(deadline.poll(cx)) {
             Ok(()) => Attempt::Abandoned(Outcome::TIMEOUT, Error::DeadlinePassed),

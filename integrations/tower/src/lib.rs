@@ -97,6 +97,7 @@
 //! | [`Builder`], [`BalanceLayer`], [`Fixed`] | building one from the core's [`Config`](weir::Config): from a `tower::discover::Discover` stream, from a fixed list, or as a layer; each call's deadline ([`Builder::deadline`]) |
 //! | [`retry`]: [`Retry`], [`RetryFuture`] | retrying failed idempotent requests on another node within a [`RetryBudget`](weir::RetryBudget) ([`Builder::retry`]) |
 //! | [`Classify`], [`HttpStatus`], [`GrpcStatus`], [`ByResult`], [`classify::error_outcome`] | responses and errors into weir [`Outcome`](weir::Outcome)s |
+//! | [`OrcaLoad`], [`classify::orca_load`] | a classifier's reading of the server's own load report (gRPC's ORCA, the `endpoint-load-metrics` header), released with the lease ([`Classify::load`]) for the knee limit: see "Load reports" |
 //! | [`Error`], [`Refused`] | why a call was refused or failed |
 //! | [`ResponseFuture`] | the call in flight, holding its lease |
 //! | [`Metrics`] | the balance's metrics in Prometheus' text format, nodes named by key: [`Balance::write_metrics`], or a handle from [`Balance::metrics`] for a `/metrics` handler on another task |
@@ -120,6 +121,17 @@
 //!   [`Error::Inner`]; downcast to get yours back.
 //! - Not `Clone`, like tower's `Balance`: share it behind `tower::buffer::Buffer`.
 //!
+//! # Load reports
+//! A server may say how loaded it is in each answer: gRPC's ORCA load report, which HTTP servers send
+//! as the `endpoint-load-metrics` header (`application_utilization:0.62, cpu_utilization:0.55`).
+//! [`OrcaLoad`] wraps any classifier of `http::Response`s and reads it ([`classify::orca_load`]); the
+//! lease is then released with the report ([`Balancer::release_loaded`](weir::Balancer::release_loaded)).
+//! Only the knee limit ([`KneeLimit`](weir::limit::KneeLimit), `LimitAlgorithm::Knee`) reads it, in
+//! place of the call's latency, and only within a minute of the node's last drop; under any other
+//! limit it changes nothing. Every client of a server reads the same report, so a client that starts
+//! while the fleet is loaded finds the servers' knee, where its latency alone would not. A classifier
+//! of your own reports one through [`Classify::load`]; the others report none, and release as before.
+//!
 //! # Features
 //! - `tonic`: [`classify::error_outcome`] also reads a `tonic::Status` in an error's chain by its code
 //!   ([`classify::grpc_outcome`]). gRPC responses are classified without it ([`GrpcStatus`]).
@@ -136,7 +148,7 @@ pub mod retry;
 
 pub use balance::Balance;
 pub use builder::{BalanceLayer, Builder, Fixed, DEFAULT_CAPACITY, DEFAULT_WAIT};
-pub use classify::{ByResult, Classify, GrpcStatus, HttpStatus};
+pub use classify::{ByResult, Classify, GrpcStatus, HttpStatus, OrcaLoad};
 pub use error::{Error, Refused};
 pub use future::ResponseFuture;
 pub use metrics::Metrics;

@@ -57,6 +57,7 @@ use std::time::Duration;
 use tokio::time::{Instant, Sleep};
 use tower::{BoxError, Service};
 use weir::backoff::{BackoffConfig, Jitter};
+use weir::limit::ServerLoad;
 use weir::rt::{monotonic_now, with_thread_rng};
 use weir::{Backoff, HeapBalancer, Outcome, RetryBudget};
 
@@ -658,19 +659,19 @@ where
                         *this.step = Step::Done;
                         return Poll::Ready(Err(Error::NotReady));
                     };
-                    let (answer, outcome) =
+                    let (answer, outcome, load) =
                         match ready!(poll_attempt(attempt, this.classify, this.deadline, cx)) {
-                            Attempt::Answered(answer, outcome) => (answer, outcome),
+                            Attempt::Answered(answer, outcome, load) => (answer, outcome, load),
                             Attempt::Abandoned(outcome, error) => {
                                 // The attempt is abandoned: dropping its future cancels it beneath.
                                 this.attempt.set(None);
-                                release(this.lease, outcome);
+                                release(this.lease, outcome, None);
                                 *this.step = Step::Done;
                                 return Poll::Ready(Err(error));
                             }
                         };
                     this.attempt.set(None);
-                    release(this.lease, outcome);
+                    release(this.lease, outcome, load);
                     let Some(shared) = this.shared.as_deref() else {
                         *this.step = Step::Done;
                         return Poll::Ready(answer.map_err(Error::Inner));
@@ -773,7 +774,7 @@ where
                                 Poll::Pending => Poll::Pending,
                                 // Nothing was sent: not the node's timeout.
                                 Poll::Ready(r) => {
-                                    release(this.lease, Outcome::Ignored);
+                                    release(this.lease, Outcome::Ignored, None);
                                     *this.step = Step::Done;
                                     *this.last = None;
                                     Poll::Ready(Err(r.err().unwrap_or(Error::DeadlinePassed)))
@@ -783,7 +784,7 @@ where
                         Poll::Ready(Err(_)) => {
                             // The copy failed before anything was sent: the node is not blamed here
                             // (the balance evicts a failed service at its own next poll of it).
-                            release(this.lease, Outcome::Ignored);
+                            release(this.lease, Outcome::Ignored, None);
                             *this.service = None;
                             return Poll::Ready(finish(this.step, this.last));
                         }
@@ -792,7 +793,7 @@ where
                     let (Some(mut service), Some(request)) =
                         (this.service.take(), this.spare.take())
                     else {
-                        release(this.lease, Outcome::Ignored);
+                        release(this.lease, Outcome::Ignored, None);
                         return Poll::Ready(finish(this.step, this.last));
                     };
                     *this.retries_left -= 1;
@@ -808,10 +809,10 @@ where
     }
 }
 
-/// Releases the lease held, if any, with `outcome`.
-fn release(lease: &mut Option<Held>, outcome: Outcome) {
+/// Releases the lease held, if any, with `outcome` and the server's `load` report.
+fn release(lease: &mut Option<Held>, outcome: Outcome, load: Option<ServerLoad>) {
     if let Some(mut held) = lease.take() {
-        held.complete(outcome);
+        held.complete(outcome, load);
     }
 }
 

@@ -137,3 +137,28 @@ fn a_retried_request_allocates_nothing() {
     assert_eq!(st.in_flight, 0);
     assert_eq!(st.released(Outcome::Failure), u64::from(REQUESTS));
 }
+
+#[test]
+fn reading_a_load_report_allocates_nothing() {
+    use weir_tower::classify::{OrcaLoad, ENDPOINT_LOAD_METRICS};
+    use weir_tower::{Classify, HttpStatus};
+    let answer = |lines: &[&'static str]| {
+        let mut response = http::Response::new(());
+        for line in lines {
+            let value = http::HeaderValue::from_static(line);
+            response.headers_mut().append(ENDPOINT_LOAD_METRICS, value);
+        }
+        response
+    };
+    let responses = [
+        answer(&["application_utilization:0.62, cpu_utilization:0.55, rps_fractional:120"]),
+        answer(&["TEXT named_metrics.q=3", "TEXT cpu_utilization=1.5"]),
+        answer(&["cpu_utilization:0.5, garbage"]),
+        answer(&[]),
+    ];
+    let classify = OrcaLoad(HttpStatus);
+    let (loads, allocations) = count(|| responses.each_ref().map(|r| classify.load(r)));
+    assert_eq!(allocations, 0);
+    let permille = loads.map(|l| l.map(weir::limit::ServerLoad::permille));
+    assert_eq!(permille, [Some(620), Some(1_500), None, None]);
+}
