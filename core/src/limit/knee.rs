@@ -56,9 +56,9 @@
 //!   joined: a client that starts while the fleet is loaded learns a no-load RTT that is already loaded
 //!   (at 70 % of a contended server's capacity, some 1.7 times the true one), and its latency knee lies
 //!   past the server's cliff, where the report puts it at the cliff. In the simulator, with servers that
-//!   report (as `grpc-wrr` reads them), the at-capacity family's worst case rose from 88.5 to 95.3 %
-//!   (`capacity_clients_join` 88.5 to 98.3), and no lightly loaded scenario moved by more than 0.1
-//!   point. Under the arm, as the latency is: a server whose report says it is past its nominal
+//!   report (as `grpc-wrr` reads them) and with probation, the at-capacity family's worst case rose from
+//!   88.5 to 95.3 % (`capacity_clients_join` 88.5 to 98.3), and no lightly loaded scenario's success
+//!   moved. Under the arm, as the latency is: a server whose report says it is past its nominal
 //!   capacity but that serves every call in time (dialogue's fixed-latency servers, reported against a
 //!   pool of 100) is not cut, which cost `black_hole` 1.1 points when the report was read always.
 //!
