@@ -1,6 +1,7 @@
-"""Local test servers on 127.0.0.1 ephemeral ports, each in a thread of its own: a healthy one, one that
-answers 500, a closed port (connections refused), one that accepts and never answers (black-holed), and
-one that sends half its body and stalls. Every server counts what reached it and stops at the end of the
+"""Local test servers on 127.0.0.1 ephemeral ports, each in a thread of its own: a healthy one (with
+headers of the test's choosing, and a status of its choosing once), one that answers 500, a closed port
+(connections refused), one that accepts and never answers (black-holed), and one that sends half its body
+and stalls. Every server counts what reached it and stops at the end of the
 `with` block that started it; `Fleet` starts the first four together."""
 
 from __future__ import annotations
@@ -12,16 +13,15 @@ import sys
 import threading
 from collections import Counter
 from types import TracebackType
-from typing import Any, Callable, List, Optional, Type, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Type, TypeVar
 
 S = TypeVar("S", bound="Server")
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    """Answers every method with ``status`` and a JSON echo of what it received, and a path with
-    ``/redirect`` in it with a 302 to the relative ``/landed?from=redirect``."""
+    """Answers every method with its server's status and headers and a JSON echo of what it received,
+    and a path with ``/redirect`` in it with a 302 to the relative ``/landed?from=redirect``."""
 
-    status = 200
     protocol_version = "HTTP/1.1"
     # The head and the body go out in two writes: without this, the client's delayed ACK holds the
     # second one back 40 ms.
@@ -30,9 +30,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _answer(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        server: Server = self.server.owner  # type: ignore[attr-defined]
+        server: HttpServer = self.server.owner  # type: ignore[attr-defined]
         with server.lock:
             server.requests += 1
+            status, headers = server.status, server.headers
+            if server.next_status is not None:
+                status, headers, server.next_status = server.next_status, {}, None
         echo = json.dumps(
             {
                 "method": self.command,
@@ -49,7 +52,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        self.send_response(self.status)
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(echo)))
         self.end_headers()
@@ -100,18 +105,26 @@ class _Quiet(http.server.ThreadingHTTPServer):
 
 
 class HttpServer(Server):
-    """Answers every request with ``status`` (200: healthy, 500: failing)."""
+    """Answers every request with ``status`` (200: healthy, 500: failing) and ``headers``, but the one
+    after :meth:`once`."""
 
-    def __init__(self, status: int = 200) -> None:
+    def __init__(self, status: int = 200, headers: Optional[Dict[str, str]] = None) -> None:
         super().__init__()
-        handler = type("Handler", (_Handler,), {"status": status})
-        self._server = _Quiet(("127.0.0.1", 0), handler)
+        self.status = status
+        self.headers = dict(headers or {})
+        self.next_status: Optional[int] = None
+        self._server = _Quiet(("127.0.0.1", 0), _Handler)
         self._server.owner = self  # type: ignore[attr-defined]
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
         self._thread.daemon = True
         self._thread.start()
+
+    def once(self, status: int) -> None:
+        """Answers the next request with ``status`` (and none of ``headers``), then as before."""
+        with self.lock:
+            self.next_status = status
 
     def close(self) -> None:
         self._server.shutdown()

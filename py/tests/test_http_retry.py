@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import httpx
 import pytest
@@ -17,70 +17,10 @@ import requests
 import weir
 import weir.httpx
 import weir.requests
+from clients import KINDS, Client
 from servers import BlackHole, HttpServer, Refusing, Server
 
 O = weir.Outcome
-TIMEOUT = 0.2
-KINDS = ["httpx", "httpx-async", "requests"]
-
-
-class Client:
-    """One kind of client over ``urls``: ``send`` returns the status or raises the library's error."""
-
-    def __init__(self, kind: str, urls: List[str], **options: Any) -> None:
-        self.kind = kind
-        self.loop: Optional[asyncio.AbstractEventLoop] = None
-        if kind == "httpx":
-            self.transport: Any = weir.httpx.Transport(urls, **options)
-            self.client: Any = httpx.Client(
-                transport=self.transport, base_url="http://users", timeout=TIMEOUT
-            )
-        elif kind == "httpx-async":
-            self.transport = weir.httpx.AsyncTransport(urls, **options)
-            self.loop = asyncio.new_event_loop()
-            self.client = httpx.AsyncClient(
-                transport=self.transport, base_url="http://users", timeout=TIMEOUT
-            )
-        else:
-            self.transport = weir.requests.Adapter(urls, **options)
-            self.client = requests.Session()
-            self.client.mount("http://users/", self.transport)
-
-    @property
-    def balancer(self) -> weir.Balancer:
-        balancer: weir.Balancer = self.transport.balancer
-        return balancer
-
-    @property
-    def budget(self) -> weir.RetryBudget:
-        budget: weir.RetryBudget = self.transport.retry_budget
-        return budget
-
-    def send(self, method: str = "GET", body: Optional[bytes] = None, streamed: bool = False) -> int:
-        if self.kind == "requests":
-            data: Any = iter([body or b""]) if streamed else body
-            r = self.client.request(method, "http://users/", data=data, timeout=TIMEOUT)
-            return int(r.status_code)
-        if self.loop is None:
-            content: Any = iter([body or b""]) if streamed else body
-            return int(self.client.request(method, "/", content=content).status_code)
-
-        async def chunks() -> Any:
-            yield body or b""
-
-        async def go() -> int:
-            content: Any = chunks() if streamed else body
-            r = await self.client.request(method, "/", content=content)
-            return int(r.status_code)
-
-        return self.loop.run_until_complete(asyncio.wait_for(go(), 30))
-
-    def close(self) -> None:
-        if self.loop is not None:
-            self.loop.run_until_complete(self.client.aclose())
-            self.loop.close()
-        else:
-            self.client.close()
 
 
 ERRORS = (httpx.TransportError, requests.RequestException)

@@ -1,13 +1,15 @@
 """What the HTTP integrations (``weir.httpx``, ``weir.requests``) share, without importing either library:
 a balancer's membership following a list of base URLs (or a callable returning the current list), the
-wait option, the retry option, the outcome of a status, and releasing a lease exactly once from whichever
-path ends a call first (the response read to its end, closed, or failed while it was read).
+wait option, the retry option, the outcome of a status, the load a server reports in its answer's
+``endpoint-load-metrics`` header, and releasing a lease exactly once from whichever path ends a call
+first (the response read to its end, closed, or failed while it was read).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import re
 import threading
 import time
 from datetime import timedelta
@@ -18,12 +20,14 @@ from weir._weir import Backoff, Balancer, Lease, RetryBudget
 
 __all__ = [
     "IDEMPOTENT",
+    "LOAD_HEADER",
     "Members",
     "Nodes",
     "Retry",
     "not_a_base_url",
     "release",
     "release_raised",
+    "server_load",
     "status_outcome",
     "wait_timeout",
 ]
@@ -331,11 +335,66 @@ def status_outcome(status: int) -> Outcome:
         return Outcome.FAILURE
 
 
-def release(lease: Lease, outcome: Outcome) -> None:
-    """Releases ``lease`` with ``outcome`` unless another path already did."""
+LOAD_HEADER = "endpoint-load-metrics"
+"""The header a server reports its load in: gRPC's ORCA load report, in the native HTTP encoding that
+Envoy parses (read by :func:`server_load`)."""
+
+# A decimal number, as a load report writes one: digits with an optional fraction and exponent, ASCII
+# only (Python's float() would take "nan", "1_000" and other scripts' digits too).
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_UTILIZATIONS = ("application_utilization", "cpu_utilization")
+_MAX_LOAD = 1000.0
+
+
+def server_load(header: Optional[str]) -> Optional[float]:
+    """The utilization a server reports in an ``endpoint-load-metrics`` header (:data:`LOAD_HEADER`), as
+    ``Lease.release(..., load=)`` takes it (1.0 at the server's knee), or None when there is no header or
+    it cannot be read. Never raises: a report that cannot be read is no report.
+
+    The header is gRPC's ORCA load report in the native HTTP encoding Envoy parses: comma-separated
+    ``name:value`` pairs (``application_utilization:0.62, cpu_utilization:0.55, rps_fractional:120``),
+    whitespace allowed around each token; an older spelling, ``TEXT`` and a space before ``name=value``
+    pairs, is read too. Several header lines, which httpx and requests join with ", ", are one list. The
+    utilization is ``application_utilization`` when it is given and above 0, else ``cpu_utilization``
+    when it is given (the order of gRPC's and Envoy's weighted round robin); none of the two, no report.
+    Other names (``mem_utilization``, ``rps_fractional``, ``named_metrics.*``, names to come) are skipped.
+    A pair that is not a name and a finite decimal number, a name given twice, or a utilization that is
+    negative or above 1000 (what a lease refuses) makes the whole header unreadable.
+    """
+    if not isinstance(header, str):
+        return None
+    values: Dict[str, float] = {}
+    for token in header.split(","):
+        pair = token.strip()
+        if pair.startswith("TEXT "):
+            pair = pair[len("TEXT ") :]
+        if not pair:
+            continue
+        # The separator is whichever of ":" (the native spelling) and "=" (TEXT's) comes first; a name
+        # holds neither.
+        cut = min((i for i in (pair.find(":"), pair.find("=")) if i >= 0), default=-1)
+        if cut < 0:
+            return None
+        name, value = pair[:cut].strip(), pair[cut + 1 :].strip()
+        if not name or name in values or _NUMBER.fullmatch(value) is None:
+            return None
+        number = float(value)
+        if not math.isfinite(number):
+            return None
+        values[name] = number
+    application = values.get(_UTILIZATIONS[0])
+    load = application if application is not None and application > 0 else values.get(_UTILIZATIONS[1])
+    if load is None or not 0 <= load <= _MAX_LOAD:
+        return None
+    return load
+
+
+def release(lease: Lease, outcome: Outcome, load: Optional[float] = None) -> None:
+    """Releases ``lease`` with ``outcome`` (and the server's reported ``load``, from
+    :func:`server_load`) unless another path already did."""
     if not lease.released:
         try:
-            lease.release(outcome)
+            lease.release(outcome, load=load)
         except LeaseError:
             pass
 

@@ -22,6 +22,14 @@ by the balancer's ``classify`` (:func:`weir.outcome_for_exception` by default: a
 or reset connection FAILURE, a cancelled task IGNORED). The response keeps the URL that was asked for, so
 a relative redirect is balanced again.
 
+A response that carries the node's load report, gRPC's ORCA ``endpoint-load-metrics`` header in its
+native HTTP encoding (``application_utilization:0.62, cpu_utilization:0.55``; the older ``TEXT
+application_utilization=0.62`` too), releases its lease with that utilization as ``load=`` (1.0 is the
+server at its knee; ``application_utilization``, else ``cpu_utilization``). Only a :class:`weir.Knee`
+limit reads it, within a minute (its ``armed_for``) of the node's last drop, in place of the latency: so
+a client that starts while the fleet is loaded still finds the servers' knee. A header that cannot be
+read counts as none, and a response without one is released as before.
+
 When every node is at its concurrency limit a request waits up to ``wait`` seconds (0.1 by default, as
 weir-tower; 0 fails at once) for room, then raises :class:`weir.NoCapacity`; with no node at all it raises
 :class:`weir.NoNodes`. ``transport.balancer`` is the :class:`weir.Balancer`, for ``stats()`` and
@@ -54,12 +62,14 @@ import httpx
 import weir
 from weir._http import (
     IDEMPOTENT,
+    LOAD_HEADER,
     Members,
     Nodes,
     Retry,
     not_a_base_url,
     release,
     release_raised,
+    server_load,
     status_outcome,
     wait_timeout,
 )
@@ -254,28 +264,33 @@ async def _adrain(response: httpx.Response) -> Optional[Exception]:
 
 def _hold(lease: Lease, response: httpx.Response, asynchronous: bool) -> httpx.Response:
     """Gives ``response`` a body (of the client's kind) that releases ``lease`` when it is closed, or
-    releases it now if the inner transport read the body already (a mock does)."""
+    releases it now if the inner transport read the body already (a mock does). Either way the lease is
+    released with the status's outcome and the load the server reported in the head, if it did."""
     outcome = status_outcome(response.status_code)
+    load = server_load(response.headers.get(LOAD_HEADER))
     stream = response.stream
     if not response.is_closed:
         if asynchronous and isinstance(stream, httpx.AsyncByteStream):
-            response.stream = _AsyncStream(stream, lease, outcome)
+            response.stream = _AsyncStream(stream, lease, outcome, load)
             return response
         if not asynchronous and isinstance(stream, httpx.SyncByteStream):
-            response.stream = _SyncStream(stream, lease, outcome)
+            response.stream = _SyncStream(stream, lease, outcome, load)
             return response
-    release(lease, outcome)
+    release(lease, outcome, load)
     return response
 
 
 class _SyncStream(httpx.SyncByteStream):
-    """A response body that holds its lease until it is closed (released with the status's outcome), or
-    until reading it fails (released with the error's)."""
+    """A response body that holds its lease until it is closed (released with the status's outcome and
+    the server's reported load), or until reading it fails (released with the error's outcome)."""
 
-    def __init__(self, inner: httpx.SyncByteStream, lease: Lease, outcome: Outcome) -> None:
+    def __init__(
+        self, inner: httpx.SyncByteStream, lease: Lease, outcome: Outcome, load: Optional[float]
+    ) -> None:
         self._inner = inner
         self._lease = lease
         self._outcome = outcome
+        self._load = load
 
     def __iter__(self) -> Iterator[bytes]:
         try:
@@ -292,16 +307,19 @@ class _SyncStream(httpx.SyncByteStream):
         try:
             self._inner.close()
         finally:
-            release(self._lease, self._outcome)
+            release(self._lease, self._outcome, self._load)
 
 
 class _AsyncStream(httpx.AsyncByteStream):
     """:class:`_SyncStream` for ``httpx.AsyncClient``."""
 
-    def __init__(self, inner: httpx.AsyncByteStream, lease: Lease, outcome: Outcome) -> None:
+    def __init__(
+        self, inner: httpx.AsyncByteStream, lease: Lease, outcome: Outcome, load: Optional[float]
+    ) -> None:
         self._inner = inner
         self._lease = lease
         self._outcome = outcome
+        self._load = load
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
@@ -317,4 +335,4 @@ class _AsyncStream(httpx.AsyncByteStream):
         try:
             await self._inner.aclose()
         finally:
-            release(self._lease, self._outcome)
+            release(self._lease, self._outcome, self._load)

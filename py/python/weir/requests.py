@@ -18,6 +18,13 @@ the balancer's ``classify`` (:func:`weir.outcome_for_exception` by default: a ti
 or reset connection FAILURE). The response keeps the URL that was asked for (``r.url``, ``r.request``),
 so a relative redirect is balanced again.
 
+The node's load report, when a response has one (an ``endpoint-load-metrics`` header, gRPC's ORCA report
+as Envoy reads it over HTTP: ``application_utilization:0.62, cpu_utilization:0.55``, or the older ``TEXT
+cpu_utilization=0.55``), goes with the release as ``load=``: its utilization, 1.0 at the server's knee.
+A :class:`weir.Knee` limit alone reads it, and only in the minute (``armed_for``) after the node's last
+drop, where it stands in for the latency, so that a client started while the fleet is loaded still finds
+the servers' knee. A header that cannot be read counts as none; without one, nothing changes.
+
 When every node is at its concurrency limit a request waits up to ``wait`` seconds (0.1 by default; 0
 fails at once) for room, then raises :class:`weir.NoCapacity`; with no node at all, :class:`weir.NoNodes`.
 ``adapter.balancer`` is the :class:`weir.Balancer`, for ``stats()`` and ``nodes()``.
@@ -50,12 +57,14 @@ import requests.adapters
 import weir
 from weir._http import (
     IDEMPOTENT,
+    LOAD_HEADER,
     Members,
     Nodes,
     Retry,
     not_a_base_url,
     release,
     release_raised,
+    server_load,
     status_outcome,
     wait_timeout,
 )
@@ -145,7 +154,8 @@ class Adapter(requests.adapters.HTTPAdapter):
         self, request: requests.PreparedRequest, lease: Lease, stream: bool, **kwargs: Any
     ) -> requests.Response:
         """One attempt on ``lease``'s node: the response, its lease released once its body is read (at
-        once unless ``stream``), or the error, its lease released with the error's outcome."""
+        once unless ``stream``) with the status's outcome and the server's reported load, or the error,
+        its lease released with the error's outcome."""
         try:
             response = super().send(self._to(request, lease.node), stream=stream, **kwargs)
         except BaseException as exc:
@@ -154,15 +164,16 @@ class Adapter(requests.adapters.HTTPAdapter):
         response.url = request.url or response.url
         response.request = request
         outcome = status_outcome(response.status_code)
+        load = server_load(response.headers.get(LOAD_HEADER))
         if stream:
-            _hold(response, lease, outcome)
+            _hold(response, lease, outcome, load)
             return response
         try:
             response.content  # noqa: B018 (read now, so the lease ends with the body)
         except BaseException as exc:
             release_raised(lease, exc)
             raise
-        release(lease, outcome)
+        release(lease, outcome, load)
         return response
 
     def _to(self, request: requests.PreparedRequest, node: str) -> requests.PreparedRequest:
@@ -200,13 +211,14 @@ def _parse(node: str) -> SplitResult:
     return url
 
 
-def _hold(response: requests.Response, lease: Lease, outcome: Outcome) -> None:
+def _hold(response: requests.Response, lease: Lease, outcome: Outcome, load: Optional[float]) -> None:
     """Holds ``lease`` until the streamed body of ``response`` has been read or the response closed.
 
     urllib3 hands its connection back (``raw.release_conn``) at the end of the body, after an error
     while reading it, and when requests closes the response; the lease is released then, with the
-    status's outcome, or with the error's when a read raised. A ``release_conn`` from inside a read
-    waits for that read to finish, so an error it raises is seen first.
+    status's outcome and the server's reported ``load``, or with the error's outcome when a read
+    raised. A ``release_conn`` from inside a read waits for that read to finish, so an error it raises
+    is seen first.
     """
     # urllib3's response: its methods are replaced on this one instance.
     raw: Any = response.raw
@@ -217,7 +229,7 @@ def _hold(response: requests.Response, lease: Lease, outcome: Outcome) -> None:
         nonlocal ended
         ended = True
         if reading == 0:
-            release(lease, outcome)
+            release(lease, outcome, load)
 
     def enter() -> None:
         nonlocal reading
@@ -229,7 +241,7 @@ def _hold(response: requests.Response, lease: Lease, outcome: Outcome) -> None:
         if exc is not None:
             release_raised(lease, exc)
         elif ended and reading == 0:
-            release(lease, outcome)
+            release(lease, outcome, load)
 
     def read_with(method: Callable[..., Any]) -> Callable[..., Any]:
         def read(*args: Any, **kwargs: Any) -> Any:
