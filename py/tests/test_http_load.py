@@ -8,6 +8,7 @@ knee, where one below its knee keeps its limit."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any, List, Optional, Tuple
 
 import pytest
@@ -36,7 +37,6 @@ O = weir.Outcome
         # application_utilization when above 0, else cpu_utilization (gRPC's and Envoy's order).
         ("cpu_utilization:0.4, application_utilization:0.9", 0.9),
         ("application_utilization:0, cpu_utilization:0.4", 0.4),
-        ("application_utilization:-0.5, cpu_utilization:0.4", 0.4),
         ("application_utilization:0.0, cpu_utilization:0", 0.0),
         ("application_utilization:0", None),
         ("rps_fractional:120, eps:3", None),
@@ -68,6 +68,9 @@ O = weir.Outcome
         ("cpu_utilization:1e400", None),
         ("cpu_utilization:" + "9" * 400, None),
         ("cpu_utilization:-0.1", None),
+        # Either utilization below 0 breaks the report, even the one not read.
+        ("application_utilization:-0.5, cpu_utilization:0.4", None),
+        ("application_utilization:0.4, cpu_utilization:-1", None),
         ("application_utilization:5000, cpu_utilization:0.5", None),
         # NaN and infinities, in any pair.
         ("cpu_utilization:nan", None),
@@ -232,3 +235,20 @@ def test_every_answer_is_released_with_its_report(kind: str, monkeypatch: pytest
                 client.close()
             assert seen[-2:] == [(server.url, O.SUCCESS, None)] * 2
     assert len(seen) == 8
+
+
+def test_the_shared_header_cases_read_as_weir_tower_reads_them() -> None:
+    # tests/vectors/load-headers.txt: weir-tower's classify::orca_load is checked against it too.
+    path = Path(__file__).resolve().parents[2] / "tests" / "vectors" / "load-headers.txt"
+    cases = 0
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if line.startswith("#"):
+            continue
+        want, _, rest = line.partition("|")
+        assert rest.endswith("|"), f"line {n}"
+        header = rest[:-1]
+        load = server_load(header)
+        got = None if load is None else int(load * 1000 + 0.5)
+        assert got == (None if want == "none" else int(want)), f"line {n}: {header!r}"
+        cases += 1
+    assert cases >= 60

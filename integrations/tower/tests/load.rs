@@ -149,3 +149,33 @@ async fn a_retrying_balance_releases_with_the_report_too() -> Result<(), BoxErro
     }
     Ok(())
 }
+
+/// The headers of `tests/vectors/load-headers.txt`, which the Python integrations' reader
+/// (`weir._http.server_load`) is checked against too: both read every one alike.
+#[test]
+fn the_shared_header_cases_read_as_the_python_reader_reads_them() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/vectors/load-headers.txt"
+    );
+    let text = std::fs::read_to_string(path).expect("tests/vectors/load-headers.txt");
+    let mut cases = 0;
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.starts_with('#'))
+    {
+        let (want, rest) = line.split_once('|').expect("expected|header|");
+        let header = rest.strip_suffix('|').expect("a header ends with |");
+        let want = (want != "none").then(|| want.parse::<u32>().expect("thousandths"));
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            ENDPOINT_LOAD_METRICS,
+            header.parse().expect("a header value"),
+        );
+        let got = weir_tower::classify::orca_load(&headers).map(weir::limit::ServerLoad::permille);
+        assert_eq!(got, want, "line {}: {header:?}", n + 1);
+        cases += 1;
+    }
+    assert!(cases >= 60, "{cases} cases");
+}

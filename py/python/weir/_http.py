@@ -358,8 +358,9 @@ def server_load(header: Optional[str]) -> Optional[float]:
     utilization is ``application_utilization`` when it is given and above 0, else ``cpu_utilization``
     when it is given (the order of gRPC's and Envoy's weighted round robin); none of the two, no report.
     Other names (``mem_utilization``, ``rps_fractional``, ``named_metrics.*``, names to come) are skipped.
-    A pair that is not a name and a finite decimal number, a name given twice, or a utilization that is
-    negative or above 1000 (what a lease refuses) makes the whole header unreadable.
+    A pair that is not a name and a finite decimal number, a name given twice, either utilization below
+    0, or the one read above 1000 (what a lease refuses) makes the whole header unreadable. weir-tower's
+    ``classify::orca_load`` reads a header by the same rules.
     """
     if not isinstance(header, str):
         return None
@@ -382,6 +383,8 @@ def server_load(header: Optional[str]) -> Optional[float]:
         if not math.isfinite(number):
             return None
         values[name] = number
+    if any(values.get(name, 0.0) < 0 for name in _UTILIZATIONS):
+        return None
     application = values.get(_UTILIZATIONS[0])
     load = application if application is not None and application > 0 else values.get(_UTILIZATIONS[1])
     if load is None or not 0 <= load <= _MAX_LOAD:

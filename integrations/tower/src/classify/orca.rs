@@ -12,8 +12,8 @@
 //! Envoy's newer releases ask for a `TEXT ` prefix before the pairs (older ones read the pairs bare),
 //! and some servers (vLLM's) write each pair `name=value`; all of these are read, in any mix:
 //! `TEXT application_utilization=0.62, cpu_utilization=0.55`. Unlike Envoy, which refuses a report with
-//! a name it does not know, names other than the two utilizations are skipped, so a server may send
-//! metrics of its own.
+//! a name it does not know, names other than the two utilizations are skipped (their values must still
+//! be numbers), so a server may send metrics of its own.
 //!
 //! The classifier is named as the crate's others are, by what it reads: [`HttpStatus`] the status,
 //! [`GrpcStatus`](super::GrpcStatus) the `grpc-status` header, [`OrcaLoad`] the ORCA load report.
@@ -37,8 +37,6 @@ pub const ENDPOINT_LOAD_METRICS: &str = "endpoint-load-metrics";
 
 /// The prefix Envoy's newer releases ask for before the pairs (`TEXT name:value, ...`).
 const TEXT_PREFIX: &str = "TEXT ";
-/// The prefixes of the report's other encodings (a serialized protobuf, JSON), which are not read.
-const OTHER_PREFIXES: [&str; 2] = ["BIN ", "JSON "];
 
 /// A classifier of `http::Response`s that also reads the server's load report: outcomes and errors
 /// as `C` classifies them ([`HttpStatus`] by default), and the load from the response's
@@ -116,19 +114,19 @@ impl<B, C: Classify<http::Response<B>>> Classify<http::Response<B>> for OrcaLoad
 /// The server's utilization from the `endpoint-load-metrics` headers, in the native HTTP encoding
 /// (see the module docs of [`classify`](super)): `application_utilization` where it is above 0, else
 /// `cpu_utilization` (the order in which gRPC's and Envoy's weighted round robin read them), as a
-/// [`ServerLoad`]. Allocates nothing.
+/// [`ServerLoad`]. Allocates nothing. The rules are those of the Python integrations' reader
+/// (`weir._http.server_load`), so both read a header alike:
 ///
-/// - Pairs are separated by commas, a name from its value by `:` or `=`, with any whitespace around
-///   either; each header line may start with `TEXT `. Several header lines are read as one list (as
-///   HTTP joins them).
-/// - Names other than those two (`rps_fractional`, `named_metrics.*`, ...) are skipped, whatever their
-///   value; empty items (a trailing comma) too.
+/// - The header lines are one comma-separated list (as HTTP joins them); empty items are skipped.
+///   Each item is `name:value` or `name=value` (split at the first of the two), after an optional
+///   `TEXT ` prefix, with whitespace around either.
+/// - Names other than those two (`rps_fractional`, `named_metrics.*`, ...) are skipped, but their
+///   values must be numbers too.
 /// - `None`, with no report recorded: no header, or no utilization in it (an
 ///   `application_utilization` of 0 with no `cpu_utilization`, as gRPC reads an unset field); a header
-///   that is not visible ASCII, is in another encoding (`BIN `, `JSON `), or has an item that is not a
-///   pair; either utilization given twice, or with a value that is not a number, is NaN, infinite or
-///   negative (the report is broken, so neither is trusted); a utilization above
-///   [`ServerLoad::MAX_UTILIZATION`].
+///   that is not visible ASCII; an item that is not a name and a finite decimal number (so the `BIN `
+///   and `JSON ` encodings too); a name given twice; a utilization below 0; the one read above
+///   [`ServerLoad::MAX_UTILIZATION`]. A report with any of these is broken, and none of it is trusted.
 ///
 /// ```
 /// use weir::limit::ServerLoad;
@@ -149,65 +147,61 @@ impl<B, C: Classify<http::Response<B>>> Classify<http::Response<B>> for OrcaLoad
 /// assert_eq!(load(&[]), None);
 /// ```
 pub fn orca_load(headers: &http::HeaderMap) -> Option<ServerLoad> {
-    let mut report = Report::default();
-    for line in headers.get_all(ENDPOINT_LOAD_METRICS) {
-        report.read_line(line.to_str().ok()?)?;
+    let values = headers.get_all(ENDPOINT_LOAD_METRICS);
+    // Every line visible ASCII, or no report.
+    for line in &values {
+        line.to_str().ok()?;
     }
-    report.utilization()
-}
-
-/// The two utilizations a report gives, as read so far.
-#[derive(Default)]
-struct Report {
-    application: Option<f64>,
-    cpu: Option<f64>,
-}
-
-impl Report {
-    /// Reads one header line's pairs; `None` if the line is not a report that can be trusted.
-    fn read_line(&mut self, line: &str) -> Option<()> {
-        let line = line.trim_start();
-        if OTHER_PREFIXES.iter().any(|p| line.starts_with(p)) {
+    // The items of every line, in order (a line that is not visible ASCII was refused above).
+    let items = || {
+        values
+            .iter()
+            .flat_map(|line| line.to_str().unwrap_or_default().split(','))
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+    };
+    let (mut application, mut cpu) = (None, None);
+    for (n, item) in items().enumerate() {
+        let (name, value) = pair(item)?;
+        // A name given twice: which one the server meant cannot be told, so the report is broken.
+        if items()
+            .take(n)
+            .any(|earlier| pair(earlier).map(|p| p.0) == Some(name))
+        {
             return None;
         }
-        let pairs = line.strip_prefix(TEXT_PREFIX).unwrap_or(line);
-        for item in pairs.split(',') {
-            let item = item.trim();
-            if item.is_empty() {
-                continue;
-            }
-            let (name, value) = item.split_once([':', '='])?;
-            let (name, value) = (name.trim_end(), value.trim_start());
-            if name.is_empty() || value.is_empty() {
-                return None;
-            }
-            let slot = match name {
-                "application_utilization" => &mut self.application,
-                "cpu_utilization" => &mut self.cpu,
-                _ => continue,
-            };
-            if slot.is_some() {
-                // Given twice: which one the server meant cannot be told.
-                return None;
-            }
-            let utilization: f64 = value.parse().ok()?;
-            if !utilization.is_finite() || utilization < 0.0 {
-                return None;
-            }
-            *slot = Some(utilization);
+        match name {
+            "application_utilization" => application = Some(value),
+            "cpu_utilization" => cpu = Some(value),
+            _ => {}
         }
-        Some(())
     }
+    // A utilization below 0 is a broken report, whichever is read.
+    if application.is_some_and(|u: f64| u < 0.0) || cpu.is_some_and(|u: f64| u < 0.0) {
+        return None;
+    }
+    let utilization = match (application, cpu) {
+        (Some(application), _) if application > 0.0 => application,
+        (_, Some(cpu)) => cpu,
+        _ => return None,
+    };
+    ServerLoad::from_utilization(utilization).ok()
+}
 
-    /// The utilization the report gives, if any: the application's where it is above 0, else the CPU's.
-    fn utilization(&self) -> Option<ServerLoad> {
-        let utilization = match (self.application, self.cpu) {
-            (Some(application), _) if application > 0.0 => application,
-            (_, Some(cpu)) => cpu,
-            _ => return None,
-        };
-        ServerLoad::from_utilization(utilization).ok()
-    }
+/// One item's name and value: `name:value` or `name=value` (split at the first of the two), after an
+/// optional `TEXT ` prefix, whitespace trimmed; `None` if the name is empty or the value is not a
+/// finite decimal number.
+fn pair(item: &str) -> Option<(&str, f64)> {
+    let item = item.strip_prefix(TEXT_PREFIX).unwrap_or(item);
+    let (name, value) = item.split_once([':', '='])?;
+    let (name, value) = (name.trim(), value.trim());
+    // Digits, one point, an exponent and signs only: no `inf`, `NaN` or `infinity`, which Rust's
+    // parser would read.
+    let decimal = value
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+    let value: f64 = value.parse().ok().filter(|_| decimal)?;
+    (!name.is_empty() && value.is_finite()).then_some((name, value))
 }
 
 #[cfg(test)]
@@ -238,6 +232,13 @@ mod tests {
         assert_eq!(
             permille(&["  TEXT   cpu_utilization =  0.25 ,eps: 3 ,, named_metrics.q=9 ,"]),
             Some(250)
+        );
+        // A tab is whitespace too.
+        assert_eq!(permille(&["cpu_utilization:\t0.5"]), Some(500));
+        // Either utilization below 0 breaks the report, even the one not read.
+        assert_eq!(
+            permille(&["application_utilization:0.4, cpu_utilization:-1"]),
+            None
         );
         // The prefix is a word of its own: without the space it is a malformed item.
         assert_eq!(permille(&["TEXTcpu_utilization:0.25"]), None);
@@ -294,15 +295,20 @@ mod tests {
             permille(&["named_metrics.queue:1, cpu_utilization:0.5, x-y:"]),
             None
         );
-        // Unknown names are skipped whatever their value; the utilization is still read.
+        // Unknown names are skipped, but their values must be numbers (negative ones too).
         assert_eq!(
-            permille(&["named_metrics.queue:abc, cpu_utilization:0.5, mem_utilization:-3"]),
+            permille(&["named_metrics.queue:abc, cpu_utilization:0.5"]),
+            None
+        );
+        assert_eq!(
+            permille(&["named_metrics.queue:7, cpu_utilization:0.5, mem_utilization:-3"]),
             Some(500)
         );
+        assert_eq!(permille(&["rps_fractional:inf, cpu_utilization:0.5"]), None);
     }
 
     #[test]
-    fn a_utilization_given_twice_gives_no_report() {
+    fn a_name_given_twice_gives_no_report() {
         assert_eq!(
             permille(&["cpu_utilization:0.5, cpu_utilization:0.5"]),
             None
@@ -311,8 +317,12 @@ mod tests {
             permille(&["application_utilization:0.5", "application_utilization:0.7"]),
             None
         );
-        // Other names twice are skipped like any other.
-        assert_eq!(permille(&["eps:1, eps:2, cpu_utilization:0.5"]), Some(500));
+        // Any name twice, even one not read, in two spellings or on two lines.
+        assert_eq!(permille(&["eps:1, eps:2, cpu_utilization:0.5"]), None);
+        assert_eq!(
+            permille(&["cpu_utilization:0.5", "TEXT eps=1, eps:1"]),
+            None
+        );
     }
 
     #[test]
@@ -347,8 +357,12 @@ mod tests {
             permille(&["cpu_utilization:0.8", "application_utilization:0.3"]),
             Some(300)
         );
-        // A broken line breaks the report.
+        // A broken line breaks the report; the prefix may start any item.
         assert_eq!(permille(&["cpu_utilization:0.8", "garbage"]), None);
+        assert_eq!(
+            permille(&["rps_fractional:1, TEXT cpu_utilization=0.7"]),
+            Some(700)
+        );
         // A line that is not visible ASCII.
         let mut headers = http::HeaderMap::new();
         headers.append(
