@@ -526,9 +526,8 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     /// a server that reports its load finds the same knee, a client that joins a loaded fleet included
     /// (within a minute of the node's last drop, as it reads the latency:
     /// [`armed_for_ns`](crate::limit::KneeLimit::armed_for_ns)); the other limiters and the health
-    /// models ignore it. A report with an outcome the limiter does not
-    /// read (`Failure` in the weighted family, `Ignored`, `Throttled` in the lowest-score family) is
-    /// dropped with it.
+    /// models ignore it. A report with an outcome the limiter does not read (`Failure` in the weighted
+    /// family, `Ignored`, `Throttled` in the lowest-score family) is dropped with it.
     ///
     /// ```
     /// use weir::limit::{KneeLimit, LimitAlgorithm, ServerLoad};
