@@ -10,13 +10,15 @@ use std::time::Instant;
 
 /// The algorithm selections that core/README.md documents, beside `algorithms` (all of them): the
 /// default's (`Config::default()`), the cascade's (`Config::cascade()`), and one of each other health model
-/// and limiter family. `cargo xtask ci` lints each on its own.
-const FEATURE_SETS: [&str; 5] = [
+/// and limiter family, and the default's with the slowness term (`slow`). `cargo xtask ci` lints each on
+/// its own.
+const FEATURE_SETS: [&str; 6] = [
     "decay,ciad",
     "buckets,fixed",
     "ewma,aimd",
     "decay,vegas,gradient,gradient2,windowed",
     "decay,knee",
+    "decay,slow,ciad",
 ];
 
 /// Runs every check, in CI's order; the first failure stops it.

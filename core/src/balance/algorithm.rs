@@ -19,6 +19,7 @@ use crate::balance::slot::NodeSlot;
 #[cfg(any(feature = "buckets", feature = "ewma"))]
 use crate::balance::weighted::{self, Weighted};
 use crate::error::ConfigError;
+#[cfg(feature = "slow")]
 use crate::internal::sync::AtomicU64;
 use fastrand::Rng;
 
@@ -166,7 +167,7 @@ impl Prepared {
             // slowness code refreshes the scan word as a change of penalty does. Forgiveness reads when
             // the call was sent (`now - rtt_ns`): a call sent before the node's last failure does not
             // forgive it.
-            #[cfg(feature = "decay")]
+            #[cfg(feature = "slow")]
             Prepared::Lowest(p) if p.slow != 0.0 => {
                 let moved =
                     outcome == Outcome::Success && h.note_rtt(p, now, rtt_ns, scope.fastest);
@@ -263,12 +264,14 @@ impl Prepared {
         now: u64,
         horizon: u64,
         epoch: u64,
-        fastest: &AtomicU64,
+        #[cfg(feature = "slow")] fastest: &AtomicU64,
         refresh: impl Fn(&NodeSlot),
     ) {
         match self {
-            #[cfg(feature = "decay")]
+            #[cfg(feature = "slow")]
             Prepared::Lowest(p) => p.rotate(used, now, horizon, epoch, fastest, refresh),
+            #[cfg(all(feature = "decay", not(feature = "slow")))]
+            Prepared::Lowest(p) => p.rotate(used, now, horizon, epoch, refresh),
             #[cfg(any(feature = "buckets", feature = "ewma"))]
             Prepared::Weighted(w) => w.rotate(used, refresh),
         }

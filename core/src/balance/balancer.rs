@@ -49,6 +49,7 @@ pub struct Balancer<S: AsRef<[NodeSlot]>, W: Waiting = ()> {
     pub(crate) active: AtomicU64,
     /// The lowest-score family's fastest latency estimate, `f32` bits (see `lowest/pace.rs`): written by
     /// the clock's rotation, read by the refreshes of the nodes' scan words.
+    #[cfg(feature = "slow")]
     pub(crate) fastest: AtomicU64,
     /// The balancer's clock (see `clock.rs`): its rotation word is read by every acquire and written once
     /// per epoch, as read-mostly as `active`.
@@ -126,6 +127,7 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
             slots,
             prepared: Prepared::unprepared(config),
             active: AtomicU64::new(0),
+            #[cfg(feature = "slow")]
             fastest: AtomicU64::new(0),
             clock: Clock::unset(),
             span: AtomicU64::new(0),
@@ -211,6 +213,7 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
             rotation: self.clock.word(),
             active: &self.active,
             ctl: &s.ctl,
+            #[cfg(feature = "slow")]
             fastest: &self.fastest,
         }
     }
@@ -473,16 +476,12 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
             return;
         };
         let algorithm = &self.prepared.algorithm;
-        algorithm.rotate(
-            self.used(),
-            now,
-            self.clock.horizon(seen),
-            epoch,
-            &self.fastest,
-            |s| {
-                algorithm.refresh_cache(&s.health, now, self.scope(s));
-            },
-        );
+        let refresh = |s: &NodeSlot| algorithm.refresh_cache(&s.health, now, self.scope(s));
+        let horizon = self.clock.horizon(seen);
+        #[cfg(feature = "slow")]
+        algorithm.rotate(self.used(), now, horizon, epoch, &self.fastest, refresh);
+        #[cfg(not(feature = "slow"))]
+        algorithm.rotate(self.used(), now, horizon, epoch, refresh);
     }
 
     /// Reports the outcome of a lease's call; `now` is monotonic nanoseconds.

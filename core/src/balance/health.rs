@@ -65,7 +65,7 @@ pub(crate) struct Scope<'a> {
     pub(crate) ctl: &'a AtomicU64,
     /// The balancer's fastest latency estimate (`f32` bits; the lowest-score family's slowness term, see
     /// `lowest/pace.rs`).
-    #[cfg_attr(not(feature = "decay"), allow(dead_code))]
+    #[cfg(feature = "slow")]
     pub(crate) fastest: &'a AtomicU64,
 }
 
@@ -296,6 +296,7 @@ pub(crate) mod testing {
         pub(crate) rotation: AtomicU64,
         pub(crate) active: AtomicU64,
         pub(crate) ctl: AtomicU64,
+        #[cfg(feature = "slow")]
         pub(crate) fastest: AtomicU64,
     }
 
@@ -305,6 +306,7 @@ pub(crate) mod testing {
                 rotation: AtomicU64::new(start),
                 active: AtomicU64::new((1 << 32) | u64::from(floor.to_bits())),
                 ctl: AtomicU64::new(word::pack(word::ACTIVE, 0, 100, 0)),
+                #[cfg(feature = "slow")]
                 fastest: AtomicU64::new(0),
             }
         }
@@ -314,6 +316,7 @@ pub(crate) mod testing {
                 rotation: &self.rotation,
                 active: &self.active,
                 ctl: &self.ctl,
+                #[cfg(feature = "slow")]
                 fastest: &self.fastest,
             }
         }

@@ -101,13 +101,13 @@ pub(crate) fn fixed(p: f32) -> u64 {
 /// The lowest-score family's slowness code in the scan word: bits 49..56, above the penalty (below 2^49,
 /// see [`lowest_units`]). A node's calls in flight count `1 + code / 4` times each in its score (see
 /// `lowest/pace.rs`); code 0, the node is not slow, and the score is `in_flight + penalty` exactly.
-#[cfg_attr(not(feature = "decay"), allow(dead_code))]
+#[cfg(feature = "slow")]
 pub(crate) const SLOW_SHIFT: u32 = 49;
 /// The slowness code's bits in the scan word.
-#[cfg_attr(not(feature = "decay"), allow(dead_code))]
+#[cfg(feature = "slow")]
 pub(crate) const SLOW_BITS: u64 = 0xFF << SLOW_SHIFT;
 /// One step of the slowness code, in the fixed point of a score: a quarter of a call in flight.
-#[cfg_attr(not(feature = "decay"), allow(dead_code))]
+#[cfg(feature = "slow")]
 pub(crate) const SLOW_STEP: u32 = P_FRACTION - 2;
 
 /// The lowest-score family's scan word of an active node: its penalty in fixed point (`fixed`) and its
@@ -115,7 +115,7 @@ pub(crate) const SLOW_STEP: u32 = P_FRACTION - 2;
 /// penalty` (the cost that tower's and Finagle's peak EWMA give, `(in_flight + 1) * latency`, over the
 /// fastest node's latency, less 1 so that a node that is not slow scores `in_flight + penalty`): the
 /// `m - 1` is added here, the product by [`score`].
-#[cfg_attr(not(feature = "decay"), allow(dead_code))]
+#[cfg(feature = "slow")]
 #[inline]
 pub(crate) fn lowest_units(penalty: u64, code: u64) -> u64 {
     // Below 2^49: a penalty of at most 2^48 plus at most 255 * 2^14.
@@ -126,11 +126,20 @@ pub(crate) fn lowest_units(penalty: u64, code: u64) -> u64 {
 /// penalty part (see [`lowest_units`]), with `m` in fixed point from its slowness code. Below 2^50 for
 /// every active node (`in_flight < 2^24`, `m < 2^22`); the absent scan word, which holds no code, keeps
 /// its key above every other.
-#[cfg_attr(not(feature = "decay"), allow(dead_code))]
+#[cfg(feature = "slow")]
 #[inline(always)]
 pub(crate) fn score(inflight: u64, units: u64) -> u64 {
     let code = (units & SLOW_BITS) >> SLOW_SHIFT;
     inflight * ((1 << P_FRACTION) + (code << SLOW_STEP)) + (units & !SLOW_BITS)
+}
+
+/// [`score`] without the `slow` feature, where no scan word holds a slowness code: `in_flight *
+/// 2^P_FRACTION` plus the scan word's penalty.
+#[cfg(not(feature = "slow"))]
+#[cfg_attr(not(feature = "decay"), allow(dead_code))]
+#[inline(always)]
+pub(crate) fn score(inflight: u64, units: u64) -> u64 {
+    (inflight << P_FRACTION) + units
 }
 
 /// The scan word of a slot without an active node in the lowest-score family: above every score its
@@ -171,6 +180,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "slow")]
     fn a_slow_nodes_calls_count_as_its_code_says() {
         let one = 1u64 << P_FRACTION;
         // Code 0: `in_flight + penalty`, as without the term.

@@ -306,6 +306,7 @@ impl Health {
         for (word, h) in self.ring[..2].iter().zip([&d.success, &d.failure]) {
             settle_word(word, at, h, forget);
         }
+        #[cfg(feature = "slow")]
         if d.slow != 0.0 {
             self.settle_estimate(at, d, forget);
         }

@@ -15,6 +15,7 @@
 //! that a scan reads two words per node, the control word and the scan word, and nothing else.
 
 mod decay;
+#[cfg(feature = "slow")]
 mod pace;
 mod scan;
 
@@ -29,6 +30,7 @@ use crate::balance::outcome::Outcome;
 use crate::balance::slot::NodeSlot;
 use crate::balance::word;
 use crate::error::ConfigError;
+#[cfg(feature = "slow")]
 use crate::internal::sync::AtomicU64;
 
 /// The lowest-score family's parameters: two time-decayed counters per node, successes and failures, the
@@ -135,6 +137,9 @@ pub struct LowestScore {
     /// calls in flight each, a node five times slower then gets at most 0.01 % of the calls, and with 5 to
     /// 20 each 1.1 % to 1.2 %, against 6 % to 20 % without it (`core/tests/slow.rs`). Validation:
     /// `ConfigError::Penalty`.
+    ///
+    /// Needs the `slow` feature (in `algorithms`, so in every default, C and Python build).
+    #[cfg(feature = "slow")]
     pub slow_ratio: f32,
 }
 
@@ -154,6 +159,7 @@ impl LowestScore {
         probe_fraction: 0.0,
         #[cfg(feature = "probation")]
         forgiveness: 0.0,
+        #[cfg(feature = "slow")]
         slow_ratio: 0.0,
     };
 
@@ -195,11 +201,15 @@ impl LowestScore {
         if !(cost(self.probe_fraction) && cost(self.forgiveness)) {
             return Err(ConfigError::Probation);
         }
+        #[cfg(feature = "slow")]
         if !(self.slow_ratio == 0.0 || (1.0..=64.0).contains(&self.slow_ratio)) {
             return Err(ConfigError::Penalty);
         }
         out.success.fill(self.success_half_life_ns);
-        out.slow = f64::from(self.slow_ratio);
+        #[cfg(feature = "slow")]
+        {
+            out.slow = f64::from(self.slow_ratio);
+        }
         out.failure.fill(self.failure_half_life_ns);
         out.dropped = f64::from(self.dropped_cost);
         out.throttled = f64::from(self.throttled_cost);
@@ -247,6 +257,7 @@ pub(crate) struct Prepared {
     pub(crate) client_error: f64,
     pub(crate) penalty: Penalty,
     /// `LowestScore::slow_ratio` (0: off).
+    #[cfg(feature = "slow")]
     pub(crate) slow: f64,
     /// `LowestScore::probe_fraction` in units of 2^-32 (0: no probes, and no draw).
     #[cfg(feature = "probation")]
@@ -276,6 +287,7 @@ impl Prepared {
             per_failure: 0.0,
             per_doubling: 0.0,
         },
+        #[cfg(feature = "slow")]
         slow: 0.0,
         #[cfg(feature = "probation")]
         probe: 0,
@@ -303,11 +315,11 @@ impl Prepared {
     /// term is on (see `scan.rs`, `fast_key`).
     #[inline]
     pub(crate) fn choose_fast(&self, slots: &[NodeSlot], rng: &mut fastrand::Rng) -> Choice {
+        #[cfg(feature = "slow")]
         if self.slow != 0.0 {
-            lowest_fast::<true>(slots, rng)
-        } else {
-            lowest_fast::<false>(slots, rng)
+            return lowest_fast::<true>(slots, rng);
         }
+        lowest_fast::<false>(slots, rng)
     }
 
     /// The clock's rotation to `now` (see `Balancer::rotate`): the counters of the slots due, settled,
@@ -321,11 +333,12 @@ impl Prepared {
         now: u64,
         horizon: u64,
         epoch: u64,
-        fastest: &AtomicU64,
+        #[cfg(feature = "slow")] fastest: &AtomicU64,
         refresh: impl Fn(&NodeSlot),
     ) {
         let forget = now.saturating_sub(horizon) >= (1u64 << 31) << decay::TICK_SHIFT;
         let part = if forget { used } else { rotated(used, epoch) };
+        #[cfg(feature = "slow")]
         if self.slow != 0.0 {
             pace::rotate_reference(part, core::ptr::eq(part.as_ptr(), used.as_ptr()), fastest);
         }
@@ -347,6 +360,7 @@ impl Family for Prepared {
 
     /// The penalty, and its fixed point for the scan word.
     #[inline]
+    #[cfg(feature = "slow")]
     fn reading(&self, h: &Health, at: u64, scope: Scope<'_>) -> (f32, u64) {
         let pen = h.decayed(at, self).2 as f32;
         let code = if self.slow != 0.0 {
@@ -355,6 +369,14 @@ impl Family for Prepared {
             0
         };
         (pen, word::lowest_units(word::fixed(pen), code))
+    }
+
+    /// The penalty, and its fixed point for the scan word (without the `slow` feature, no slowness code).
+    #[inline]
+    #[cfg(not(feature = "slow"))]
+    fn reading(&self, h: &Health, at: u64, _: Scope<'_>) -> (f32, u64) {
+        let pen = h.decayed(at, self).2 as f32;
+        (pen, word::fixed(pen))
     }
 
     fn view(&self, h: &Health, now: u64) -> View {

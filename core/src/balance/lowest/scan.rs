@@ -438,6 +438,7 @@ mod tests {
     #[test]
     fn fast_scan_picks_the_drawn_tie_in_slot_order() {
         fast_scan_picks_the_drawn_tie::<false>();
+        #[cfg(feature = "slow")]
         fast_scan_picks_the_drawn_tie::<true>();
     }
 
@@ -456,6 +457,7 @@ mod tests {
                         2 => 1 << P_FRACTION,
                         // Calls counting twice (code 4), so with one in flight it ties a node with
                         // penalty 1 or with three in flight and none.
+                        #[cfg(feature = "slow")]
                         3 if SLOW => word::lowest_units(0, 4),
                         _ => 0,
                     };
