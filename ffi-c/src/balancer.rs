@@ -618,11 +618,7 @@ unsafe fn release(
         let lease = unsafe { arg_mut(lease, "lease") }?;
         let outcome = outcome_from_c(outcome)?;
         let load = utilization.map(load_from_c).transpose()?;
-        let raw = Lease::from_raw((*lease).into());
-        let result = match load {
-            None => b.release(raw, outcome, now_ns),
-            Some(load) => b.release_loaded(raw, outcome, now_ns, load),
-        };
+        let result = b.release_loaded(Lease::from_raw((*lease).into()), outcome, now_ns, load);
         if !matches!(result, Err(ReleaseError::InvalidLease)) {
             // Closed (released, or its node gone): tag 0 belongs to no balancer, so this copy of the
             // lease can never be released again, whatever else is in flight on its node.

@@ -147,12 +147,7 @@ impl Lease {
         load: Option<ServerLoad>,
     ) -> PyResult<bool> {
         let lease = weir::Lease::from_raw(self.grant(py)?.raw);
-        let core = &self.inner.core;
-        let released = match load {
-            None => core.release(lease, outcome, now_ns),
-            Some(load) => core.release_loaded(lease, outcome, now_ns, load),
-        };
-        match released {
+        match self.inner.core.release_loaded(lease, outcome, now_ns, load) {
             Ok(()) => Ok(true),
             Err(ReleaseError::NodeRemoved { .. }) => Ok(false),
             Err(e) => Err(weir_err(py, "LeaseError", e.to_string())),

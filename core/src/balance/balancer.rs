@@ -516,11 +516,12 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     /// assert_eq!(a.release(weir::Lease::from_raw(raw), Outcome::Success, 10), Ok(()));
     /// ```
     pub fn release(&self, lease: Lease, outcome: Outcome, now: u64) -> Result<(), ReleaseError> {
-        self.release_with(lease, outcome, now, None)
+        self.release_loaded(lease, outcome, now, None)
     }
 
-    /// [`release`](Self::release) with the load the node's server reported in its answer (see
-    /// [`ServerLoad`]): the same release, and the limiter's sample carries the report. A
+    /// [`release`](Self::release) with the load the node's server reported in its answer, if it sent
+    /// one (see [`ServerLoad`]; `None` is exactly `release`): the same release, and the limiter's sample
+    /// carries the report. A
     /// [`KneeLimit`](crate::limit::KneeLimit) reads it in place of the call's latency, so every client of
     /// a server that reports its load finds the same knee, a client that joins a loaded fleet included
     /// (within a minute of the node's last drop, as it reads the latency:
@@ -541,26 +542,16 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     /// assert_eq!(b.node(1, 1_000_000).unwrap().limit, 18);
     /// // The 19th answers with the server 20 % past its knee: eased to 18 less 0.1, 17.9.
     /// let past = ServerLoad::from_utilization(1.2).unwrap();
-    /// b.release_loaded(leases.pop().unwrap(), Outcome::Success, 2_000_000, past).unwrap();
+    /// b.release_loaded(leases.pop().unwrap(), Outcome::Success, 2_000_000, Some(past)).unwrap();
     /// assert_eq!(b.node(1, 2_000_000).unwrap().limit, 17);
     /// // At 90 % of its knee (the hold band, above 1.75 / 2): held.
     /// let near = ServerLoad::from_utilization(0.9).unwrap();
-    /// b.release_loaded(leases.pop().unwrap(), Outcome::Success, 3_000_000, near).unwrap();
+    /// b.release_loaded(leases.pop().unwrap(), Outcome::Success, 3_000_000, Some(near)).unwrap();
     /// assert_eq!(b.node(1, 3_000_000).unwrap().limit, 17);
     /// # for lease in leases { b.release(lease, Outcome::Success, 4_000_000).unwrap(); }
     /// ```
-    pub fn release_loaded(
-        &self,
-        lease: Lease,
-        outcome: Outcome,
-        now: u64,
-        load: ServerLoad,
-    ) -> Result<(), ReleaseError> {
-        self.release_with(lease, outcome, now, Some(load))
-    }
-
     #[inline]
-    fn release_with(
+    pub fn release_loaded(
         &self,
         lease: Lease,
         outcome: Outcome,

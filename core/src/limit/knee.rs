@@ -221,9 +221,7 @@ impl KneeLimit {
             let p = u64::from(load.permille());
             return if p > 1_000 {
                 Step::Ease
-            } else if p * ((self.knee * 256.0) as u64).min(1 << 20)
-                > 1_000 * ((self.hold * 256.0) as u64).min(1 << 20)
-            {
+            } else if p * rtt::fixed_ratio(self.knee) > 1_000 * rtt::fixed_ratio(self.hold) {
                 Step::Hold
             } else {
                 Step::Grow

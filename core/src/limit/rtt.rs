@@ -69,9 +69,14 @@ impl Reading {
     /// [`MAX_RTT_NS`] as it, so neither product overflows. `false` while there is no baseline.
     #[inline]
     pub fn rtt_above(self, rtt_ns: u64, ratio: f64) -> bool {
-        let r = ((ratio * 256.0) as u64).min(1 << 20);
-        self.baseline != 0 && rtt_ns.min(MAX_RTT_NS) * 256 > r * self.baseline
+        self.baseline != 0 && rtt_ns.min(MAX_RTT_NS) * 256 > fixed_ratio(ratio) * self.baseline
     }
+}
+
+/// `ratio` in fixed point, to 1/256; a ratio above 2^12 acts as 2^12 (see [`Reading::rtt_above`]).
+#[inline]
+pub(super) fn fixed_ratio(ratio: f64) -> u64 {
+    ((ratio * 256.0) as u64).min(1 << 20)
 }
 
 /// Forgets the node's RTTs (a node being added).

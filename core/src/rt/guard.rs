@@ -37,10 +37,7 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> TakesLeases for Balancer<S, W> {
         outcome: Outcome,
         load: Option<ServerLoad>,
     ) -> Result<(), ReleaseError> {
-        match load {
-            Some(load) => self.release_loaded(lease, outcome, monotonic_now(), load),
-            None => self.release(lease, outcome, monotonic_now()),
-        }
+        self.release_loaded(lease, outcome, monotonic_now(), load)
     }
 }
 

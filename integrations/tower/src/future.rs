@@ -45,12 +45,10 @@ impl Held {
     /// Releases the lease, if it is still held, with `outcome` and the server's `load` report.
     pub(crate) fn complete(&mut self, outcome: Outcome, load: Option<ServerLoad>) {
         if let Some(lease) = self.lease.take() {
-            let now = monotonic_now();
             // An error means the node was removed meanwhile: nothing to record.
-            let _ = match load {
-                Some(load) => self.balancer.release_loaded(lease, outcome, now, load),
-                None => self.balancer.release(lease, outcome, now),
-            };
+            let _ = self
+                .balancer
+                .release_loaded(lease, outcome, monotonic_now(), load);
         }
     }
 }

@@ -134,11 +134,11 @@ impl Balance for WeirPolicy {
                 .report
                 .filter(|_| self.reads_load)
                 .and_then(|r| ServerLoad::from_utilization(r.utilization).ok());
-            let released = match load {
-                Some(load) => self.balancer.release_loaded(lease, outcome, now, load),
-                None => self.balancer.release(lease, outcome, now),
-            };
-            if released.is_err() {
+            if self
+                .balancer
+                .release_loaded(lease, outcome, now, load)
+                .is_err()
+            {
                 self.stale_releases += 1;
             }
         }

@@ -100,15 +100,13 @@ impl Runner {
                 let Some(Some(raw)) = self.leases.get(lease as usize - 1).copied() else {
                     return Err(format!("L{lease} was never granted"));
                 };
-                let released = match load {
-                    None => b.release(Lease::from_raw(raw), outcome, t),
-                    Some(p) => {
-                        let load = ServerLoad::from_permille(p)
-                            .map_err(|e| format!("L{lease}'s load {p}: {e}"))?;
-                        b.release_loaded(Lease::from_raw(raw), outcome, t, load)
-                    }
-                };
-                match released {
+                let load = load
+                    .map(|p| {
+                        ServerLoad::from_permille(p)
+                            .map_err(|e| format!("L{lease}'s load {p}: {e}"))
+                    })
+                    .transpose()?;
+                match b.release_loaded(Lease::from_raw(raw), outcome, t, load) {
                     Ok(()) => Answer::Ok,
                     Err(ReleaseError::InvalidLease) => Answer::Err(ErrorKind::InvalidLease),
                     Err(ReleaseError::NodeRemoved { id }) if id == raw.id => {
