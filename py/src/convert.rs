@@ -172,10 +172,18 @@ pub fn int_in(value: &Bound<'_, PyAny>, name: &str, lo: u64, hi: u64) -> PyResul
     Ok(v as u64)
 }
 
-/// A float parameter (an int is accepted too); NaN is refused here, ranges by the caller or the core.
+/// A float parameter (an int is accepted too); NaN, and an int beyond a float's range, are refused
+/// here, other ranges by the caller or the core.
 pub fn float(value: &Bound<'_, PyAny>, name: &str) -> PyResult<f64> {
     float_type(value, name)?;
-    let f: f64 = value.extract()?;
+    // Only an int can fail to convert (Python's `OverflowError`): a bad value of the parameter, named as
+    // every other is, not an arithmetic error.
+    let Ok(f) = value.extract::<f64>() else {
+        return Err(PyValueError::new_err(format!(
+            "{name} is beyond a float's range, got an int of {} digits",
+            value.str()?.to_string().trim_start_matches('-').len()
+        )));
+    };
     if f.is_nan() {
         return Err(PyValueError::new_err(format!("{name} must not be NaN")));
     }

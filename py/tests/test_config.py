@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from datetime import timedelta
 from typing import Any, Callable
@@ -340,6 +341,38 @@ def test_slow_ratios_outside_0_and_1_to_64_are_refused(value: float, says: str) 
 def test_bad_values_name_the_parameter(cls: Callable[..., Any], kwargs: dict[str, Any], exc: type[Exception], match: str) -> None:
     with pytest.raises(exc, match=match):
         cls(**kwargs)
+
+
+def _float_parameters() -> list[tuple[type, str]]:
+    """Every keyword of an exported class whose default is a float: the parameters a float can set."""
+    found = []
+    for name in sorted(weir.__all__ if hasattr(weir, "__all__") else dir(weir)):
+        cls = getattr(weir, name)
+        if not isinstance(cls, type) or not getattr(cls, "__text_signature__", None):
+            continue
+        for p in inspect.signature(cls).parameters.values():
+            if isinstance(p.default, float):
+                found.append((cls, p.name))
+    return found
+
+
+FLOAT_PARAMETERS = _float_parameters()
+
+
+def test_the_float_parameters_are_found() -> None:
+    # The scan finds the classes it must (a scan that found nothing would pass the test below vacuously).
+    names = {f"{c.__name__}.{p}" for c, p in FLOAT_PARAMETERS}
+    assert {"LowestScore.penalty", "Knee.hold", "RetryBudget.ratio", "Throttle.k", "Ciad.backoff_ratio"} <= names
+    assert len(FLOAT_PARAMETERS) >= 25
+
+
+@pytest.mark.parametrize("cls,param", FLOAT_PARAMETERS, ids=[f"{c.__name__}.{p}" for c, p in FLOAT_PARAMETERS])
+@pytest.mark.parametrize("huge", [10**400, -(10**400)])
+def test_an_int_beyond_a_float_is_a_value_error_naming_the_parameter(cls: type, param: str, huge: int) -> None:
+    # Python's own conversion raises OverflowError, which is no ValueError: every parameter refuses such an
+    # int as it refuses any other value out of range, with ValueError naming it.
+    with pytest.raises(ValueError, match=param):
+        cls(**{param: huge})
 
 
 def test_positional_misuse_is_refused() -> None:
