@@ -79,7 +79,7 @@ pub enum ConfigError {
     /// `penalty` and `ratio_penalty` must be finite and in [0, 10^6], and `slow_ratio` 0 or in [1, 64].
     Penalty,
     /// [`LowestScore`](crate::balance::LowestScore)'s `probe_fraction` and `forgiveness` must be finite
-    /// and in [0, 1].
+    /// and in [0, 1], and its `probe_after_ns` 0 or between 1 ms and 1 hour.
     Probation,
 }
 
@@ -131,7 +131,10 @@ impl fmt::Display for ConfigError {
             ConfigError::Penalty => {
                 "penalty and ratio_penalty must be finite and in [0, 1e6], slow_ratio 0 or in [1, 64]"
             }
-            ConfigError::Probation => "probe_fraction and forgiveness must be finite and in [0, 1]",
+            ConfigError::Probation => {
+                "probe_fraction and forgiveness must be finite and in [0, 1], probe_after_ns 0 or \
+                 between 1 ms and 1 hour"
+            }
         })
     }
 }

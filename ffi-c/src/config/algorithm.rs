@@ -52,6 +52,12 @@ pub struct weir_lowest_score {
     /// written more than a clock epoch before (250 ms by default): a probe answered well by a node
     /// avoided since its last failure.
     pub forgiveness: f32,
+    /// Timed probes: 0 (off, the default), or 1 ms to 1 hour in nanoseconds. A member that carries a
+    /// penalty, has no call in flight and has not failed for this long is the next acquire's first try
+    /// (as nginx's `fail_timeout`): a client hears of a recovered node within about this long whatever
+    /// its call rate, and a node that stays broken costs it one call per period (see the Rust docs of
+    /// `LowestScore::probe_after_ns`).
+    pub probe_after_ns: u64,
     /// Slow nodes: 0 (off, the default), or in [1, 64]. A node whose recent successes took at least this
     /// many times as long as the fastest node's counts each of its calls in flight that many times over
     /// (in steps of a quarter): the peak-EWMA cost `(in_flight + 1) * latency` over the fastest node's
@@ -87,6 +93,7 @@ impl From<LowestScore> for weir_lowest_score {
             ratio_penalty: l.ratio_penalty,
             probe_fraction: l.probe_fraction,
             forgiveness: l.forgiveness,
+            probe_after_ns: l.probe_after_ns,
             slow_ratio: l.slow_ratio,
         }
     }
@@ -104,6 +111,7 @@ impl From<weir_lowest_score> for LowestScore {
             ratio_penalty: l.ratio_penalty,
             probe_fraction: l.probe_fraction,
             forgiveness: l.forgiveness,
+            probe_after_ns: l.probe_after_ns,
             slow_ratio: l.slow_ratio,
         }
     }
@@ -253,6 +261,7 @@ mod tests {
             ratio_penalty: 9.0,
             probe_fraction: 0.2,
             forgiveness: 0.5,
+            probe_after_ns: 4_000_000,
             slow_ratio: 2.5,
         };
         let core = LowestScore {
@@ -265,6 +274,7 @@ mod tests {
             ratio_penalty: 9.0,
             probe_fraction: 0.2,
             forgiveness: 0.5,
+            probe_after_ns: 4_000_000,
             slow_ratio: 2.5,
         };
         assert_eq!(LowestScore::from(c), core);
@@ -276,8 +286,8 @@ mod tests {
         // Probation and the slowness term are off in the filler, as in the core's default.
         let d = weir_algorithm_lowest_score_default().lowest_score;
         assert_eq!(
-            (d.probe_fraction, d.forgiveness, d.slow_ratio),
-            (0.0, 0.0, 0.0)
+            (d.probe_fraction, d.forgiveness, d.probe_after_ns, d.slow_ratio),
+            (0.0, 0.0, 0, 0.0)
         );
     }
 }

@@ -27,6 +27,7 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
             ratio_penalty,
             probe_fraction,
             forgiveness,
+            probe_after_ns,
             slow_ratio,
         }) => {
             out.put("algorithm", "lowest_score");
@@ -39,6 +40,7 @@ pub(super) fn tokens(c: &Config) -> Vec<(String, String)> {
             out.put("algorithm.ratio_penalty", float32(ratio_penalty));
             out.put("algorithm.probe_fraction", float32(probe_fraction));
             out.put("algorithm.forgiveness", float32(forgiveness));
+            out.put("algorithm.probe_after_ns", probe_after_ns);
             out.put("algorithm.slow_ratio", float32(slow_ratio));
         }
         Algorithm::Weighted(Weighted {
@@ -292,6 +294,7 @@ pub(super) fn parse(tokens: Vec<(String, String, usize)>) -> Result<Config, Pars
             ratio_penalty: k.f32("algorithm.ratio_penalty")?,
             probe_fraction: k.f32("algorithm.probe_fraction")?,
             forgiveness: k.f32("algorithm.forgiveness")?,
+            probe_after_ns: k.u64("algorithm.probe_after_ns")?,
             slow_ratio: k.f32("algorithm.slow_ratio")?,
         }),
         (w, _) if w == "weighted" => {

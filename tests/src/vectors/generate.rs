@@ -179,6 +179,7 @@ pub fn specs() -> Vec<Spec> {
                     ratio_penalty: 12.5,
                     probe_fraction: 0.0,
                     forgiveness: 0.0,
+                    probe_after_ns: 0,
                     slow_ratio: 0.0,
                 }),
                 limit: LimitAlgorithm::Aimd(AimdLimit {

@@ -123,6 +123,22 @@ pub struct LowestScore {
     /// Needs the `probation` feature.
     #[cfg(feature = "probation")]
     pub forgiveness: f32,
+    /// Timed probes (default 0, off; else 1 ms ..= 1 hour): a member that carries a penalty, has no call
+    /// in flight and has not failed for this long is the next acquire's first try, as a node marked dead
+    /// is tried again after nginx's `fail_timeout` or Finagle's first mark-dead period (5 s). The clock's
+    /// rotation marks such a member (one at a time, the one longest without a failure, among the slots it
+    /// refreshes), and the next acquire takes it if it has room. A probe that fails writes the failures
+    /// again, so the node waits another `probe_after_ns`; with `forgiveness`, one that succeeds takes all
+    /// of them (it was sent an epoch or more after the last failure), and the node is back.
+    ///
+    /// What it buys, and what it costs, do not depend on the call rate, as the `probe_fraction`'s do: a
+    /// client that sends a few calls per second hears of a recovered node within about `probe_after_ns`
+    /// (with `probe_fraction` alone, only after some `n / probe_fraction` calls), and a node that stays
+    /// broken costs each client one call per `probe_after_ns`.
+    ///
+    /// Needs the `probation` feature. Validation: `ConfigError::Probation`.
+    #[cfg(feature = "probation")]
+    pub probe_after_ns: u64,
     /// Slow nodes (default 0, off; else finite, in [1, 64]): a node whose recent successes took at least
     /// this many times as long as the fastest node's counts each of its calls in flight that many times
     /// over (in steps of a quarter), so that a node five times slower takes a call only when its peers
@@ -159,6 +175,8 @@ impl LowestScore {
         probe_fraction: 0.0,
         #[cfg(feature = "probation")]
         forgiveness: 0.0,
+        #[cfg(feature = "probation")]
+        probe_after_ns: 0,
         #[cfg(feature = "slow")]
         slow_ratio: 0.0,
     };
@@ -198,7 +216,10 @@ impl LowestScore {
             return Err(ConfigError::Penalty);
         }
         #[cfg(feature = "probation")]
-        if !(cost(self.probe_fraction) && cost(self.forgiveness)) {
+        if !(cost(self.probe_fraction)
+            && cost(self.forgiveness)
+            && (self.probe_after_ns == 0 || HALF_LIFE_NS.contains(&self.probe_after_ns)))
+        {
             return Err(ConfigError::Probation);
         }
         #[cfg(feature = "slow")]
@@ -225,6 +246,8 @@ impl LowestScore {
             out.keep = 1.0 - f64::from(self.forgiveness);
             // At most an hour over 4 in ticks of about 1 ms: within u32.
             out.quiet = (self.clock_ns() >> decay::TICK_SHIFT) as u32;
+            // At most an hour in ticks (3.4 million): within u32; at least 1 when on.
+            out.probe_after = (self.probe_after_ns >> decay::TICK_SHIFT).max(u64::from(self.probe_after_ns != 0)) as u32;
         }
         Ok(())
     }
@@ -269,6 +292,9 @@ pub(crate) struct Prepared {
     /// ago than this.
     #[cfg(feature = "probation")]
     pub(crate) quiet: u32,
+    /// `LowestScore::probe_after_ns` in counter ticks (0: no timed probes).
+    #[cfg(feature = "probation")]
+    pub(crate) probe_after: u32,
 }
 
 /// `Prepared::probe` of a fraction of 1.
@@ -295,6 +321,8 @@ impl Prepared {
         keep: 1.0,
         #[cfg(feature = "probation")]
         quiet: 0,
+        #[cfg(feature = "probation")]
+        probe_after: 0,
     };
 
     /// What the limiter is told of `outcome`: a drop on `Failure` and `Dropped`, as dialogue's endpoint
