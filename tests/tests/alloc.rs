@@ -79,9 +79,10 @@ fn configs() -> Vec<Config> {
         client_error_cost: 0.25,
         penalty,
         ratio_penalty,
-        // Probation on: probes and forgiveness allocate nothing either.
+        // Probation on: probes, timed probes and forgiveness allocate nothing either.
         probe_fraction: 0.05,
         forgiveness: 0.5,
+        probe_after_ns: 5_000_000,
         // The slowness term on: the latency estimates and the rotation's reference allocate nothing.
         slow_ratio: 2.0,
     });
