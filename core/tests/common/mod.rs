@@ -38,9 +38,10 @@ pub const K: Constants = {
         client_error_cost,
         penalty,
         ratio_penalty,
-        // Probation is off in the default: no probes, no forgiveness.
+        // Probation is off in the default: no probes, timed or drawn, no forgiveness.
         probe_fraction: _,
         forgiveness: _,
+        probe_after_ns: _,
         // The slowness term reads latencies, which the penalty's model leaves out.
         slow_ratio: _,
     } = LowestScore::DEFAULT;

@@ -142,6 +142,8 @@ pub fn decay_params(config: &Config) -> Option<decay::Params> {
             // Probes draw from the generator: the strategies keep them off, so the model's picks hold.
             probe_fraction: _,
             forgiveness,
+            // Timed probes pick a node the model's lowest score would not: the strategies keep them off.
+            probe_after_ns: _,
             // The strategies keep the slowness term off (the model's scores read no RTT).
             slow_ratio: _,
         }) => Some(decay::Params {
