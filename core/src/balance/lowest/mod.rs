@@ -138,6 +138,32 @@ pub struct LowestScore {
     /// (with `probe_fraction` alone, only after some `n / probe_fraction` calls), and a node that stays
     /// broken costs each client one call per `probe_after_ns`.
     ///
+    /// ```
+    /// use weir::balance::{Algorithm, LowestScore};
+    /// use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
+    /// const S: u64 = 1_000_000_000;
+    /// let lowest = LowestScore { probe_after_ns: 2 * S, forgiveness: 0.5, ..LowestScore::DEFAULT };
+    /// let config = Config { algorithm: Algorithm::LowestScore(lowest), ..Config::default() };
+    /// let b = Balancer::new([const { NodeSlot::new() }; 2], config).unwrap();
+    /// b.add(1).unwrap();
+    /// b.add(2).unwrap();
+    /// let mut rng = Rng::with_seed(1);
+    /// // Node 1 fails a call at 1 s.
+    /// let (x, y) = (b.acquire(S, &mut rng).unwrap(), b.acquire(S, &mut rng).unwrap());
+    /// let (one, two) = if x.node_id() == 1 { (x, y) } else { (y, x) };
+    /// b.release(one, Outcome::Failure, S).unwrap();
+    /// b.release(two, Outcome::Success, S).unwrap();
+    /// // At 2 s it is avoided; at 3.5 s, quiet for 2 s, it is the next acquire's first try.
+    /// let lease = b.acquire(2 * S, &mut rng).unwrap();
+    /// assert_eq!(lease.node_id(), 2);
+    /// b.release(lease, Outcome::Success, 2 * S).unwrap();
+    /// let probe = b.acquire(3 * S + S / 2, &mut rng).unwrap();
+    /// assert_eq!(probe.node_id(), 1);
+    /// // Its success takes the failures away: the node is back.
+    /// b.release(probe, Outcome::Success, 3 * S + S / 2).unwrap();
+    /// assert_eq!(b.node(1, 3 * S + S / 2).unwrap().penalty, 0.0);
+    /// ```
+    ///
     /// Needs the `probation` feature. Validation: `ConfigError::Probation`.
     #[cfg(feature = "probation")]
     pub probe_after_ns: u64,
