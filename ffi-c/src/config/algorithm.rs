@@ -286,7 +286,12 @@ mod tests {
         // Probation and the slowness term are off in the filler, as in the core's default.
         let d = weir_algorithm_lowest_score_default().lowest_score;
         assert_eq!(
-            (d.probe_fraction, d.forgiveness, d.probe_after_ns, d.slow_ratio),
+            (
+                d.probe_fraction,
+                d.forgiveness,
+                d.probe_after_ns,
+                d.slow_ratio
+            ),
             (0.0, 0.0, 0, 0.0)
         );
     }
