@@ -31,19 +31,20 @@ def test_all_trace_files_are_found() -> None:
     [
         ("decay-lowest-score-probation.trace", "probe_fraction", "0.2"),
         ("decay-lowest-score-probation.trace", "forgiveness", "0.5"),
+        ("decay-lowest-score-probation.trace", "probe_after_ns", "2000000000"),
         ("decay-lowest-score-slow.trace", "slow_ratio", "2.0"),
     ],
     ids=lambda x: str(x),
 )
 def test_opt_in_terms_are_replayed_with_their_values(tmp_path: Path, name: str, key: str, value: str) -> None:
-    # The probation trace runs both fractions and the slow trace the slowness term, and each is read: the
-    # same file with one of them off (the default, 0) is refused, so the exact replay above depends on
-    # each reaching the balancer.
+    # The probation trace runs both fractions and timed probes, the slow trace the slowness term, and each
+    # is read: the same file with one of them off (the default, 0) is refused, so the exact replay above
+    # depends on each reaching the balancer.
     src = (VECTORS / name).read_text()
     line = f"config algorithm.{key}={value}\n"
     assert src.count(line) == 1, key
     off = tmp_path / f"{key}-off.trace"
-    off.write_text(src.replace(line, f"config algorithm.{key}=0.0\n"))
+    off.write_text(src.replace(line, f"config algorithm.{key}={'0' if key.endswith('_ns') else '0.0'}\n"))
     with pytest.raises(Mismatch, match=f"{key}-off.trace:"):
         replay(off)
 
