@@ -19,7 +19,7 @@ def test_defaults_are_the_cores() -> None:
     assert (d.success_half_life, d.failure_half_life, d.throttled_cost, d.client_error_cost) == (1.0, 30.0, 0.1, 0.01)
     assert d.dropped_cost == 0.1 and weir.LowestScore(dropped_cost=1.0).dropped_cost == 1.0
     assert (d.penalty, d.ratio_penalty) == (10.0, 16.0)
-    assert (d.probe_fraction, d.forgiveness, d.slow_ratio) == (0.0, 0.0, 0.0)
+    assert (d.probe_fraction, d.forgiveness, d.probe_after, d.slow_ratio) == (0.0, 0.0, 0.0, 0.0)
     assert weir.LowestScore(slow_ratio=2.5).slow_ratio == 2.5
     probation = weir.LowestScore(probe_fraction=0.01, forgiveness=0.5)
     assert (probation.probe_fraction, probation.forgiveness, probation.ratio_penalty) == (0.01, 0.5, 16.0)
@@ -94,11 +94,12 @@ def test_the_algorithm_families_and_the_config() -> None:
     assert repr(pick) == "Weighted(health=Ewma(half_life=20), draw=Draw.WEIGHTED_PICK, weight_exponent=2.5, floor=0.0001)"
     assert repr(weir.LowestScore(penalty=4)) == (
         "LowestScore(success_half_life=1.0, failure_half_life=30.0, dropped_cost=0.1, throttled_cost=0.1, "
-        "client_error_cost=0.01, penalty=4.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0, slow_ratio=0.0)"
+        "client_error_cost=0.01, penalty=4.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0, probe_after=0.0, "
+        "slow_ratio=0.0)"
     )
     # Probation's fields read back from the repr, and each one sets the algorithm apart.
     probation = weir.LowestScore(probe_fraction=0.2, forgiveness=0.5)
-    assert repr(probation).endswith("ratio_penalty=16.0, probe_fraction=0.2, forgiveness=0.5, slow_ratio=0.0)")
+    assert repr(probation).endswith("ratio_penalty=16.0, probe_fraction=0.2, forgiveness=0.5, probe_after=0.0, slow_ratio=0.0)")
     assert eval(repr(probation), {"LowestScore": weir.LowestScore}) == probation
     assert hash(probation) == hash(weir.LowestScore(probe_fraction=0.2, forgiveness=0.5))
     assert len({weir.LowestScore(), probation, weir.LowestScore(probe_fraction=0.2), weir.LowestScore(forgiveness=0.5)}) == 4
@@ -106,7 +107,7 @@ def test_the_algorithm_families_and_the_config() -> None:
     assert weir.Balancer(config=probation_config).config.algorithm == probation
     # So does the slowness term's ratio, and a balancer built with it reports it.
     slow = weir.LowestScore(slow_ratio=2.0)
-    assert repr(slow).endswith("forgiveness=0.0, slow_ratio=2.0)")
+    assert repr(slow).endswith("forgiveness=0.0, probe_after=0.0, slow_ratio=2.0)")
     assert eval(repr(slow), {"LowestScore": weir.LowestScore}) == slow
     assert hash(slow) == hash(weir.LowestScore(slow_ratio=2.0))
     assert len({weir.LowestScore(), slow, weir.LowestScore(slow_ratio=4.0)}) == 3
@@ -142,6 +143,11 @@ BAD: list[tuple[Callable[..., Any], dict[str, Any], type[Exception], str]] = [
     (weir.LowestScore, {"forgiveness": -0.5}, ValueError, "probe_fraction and forgiveness"),
     (weir.LowestScore, {"probe_fraction": "0.1"}, TypeError, "probe_fraction must be a float"),
     (weir.LowestScore, {"forgiveness": True}, TypeError, "forgiveness must be a float, not bool"),
+    (weir.LowestScore, {"probe_after": 0.0005}, ValueError, "probe_after 0 or between 1 ms and 1 hour"),
+    (weir.LowestScore, {"probe_after": 3601.0}, ValueError, "probe_after 0 or between 1 ms and 1 hour"),
+    (weir.LowestScore, {"probe_after": -5.0}, ValueError, "probe_after must not be negative"),
+    (weir.LowestScore, {"probe_after": math.nan}, ValueError, "probe_after must not be NaN"),
+    (weir.LowestScore, {"probe_after": "5s"}, TypeError, "probe_after must be a number of seconds"),
     (weir.LowestScore, {"slow_ratio": 0.5}, ValueError, "slow_ratio 0 or in \\[1, 64\\]"),
     (weir.LowestScore, {"slow_ratio": "2"}, TypeError, "slow_ratio must be a float"),
     (weir.LowestScore, {"success_half_life": "1s"}, TypeError, "success_half_life must be a number of seconds"),
@@ -278,9 +284,13 @@ def test_a_bad_knee_arm_is_refused(armed_for: Any, error: type[Exception], says:
     assert str(e.value) == says if says == ARM else str(e.value).startswith(says), str(e.value)
 
 
-# Probation's two fractions: out of [0, 1] is the core's rule, named by the class; NaN and the infinities
-# are refused on the way in, as every f32 parameter's are, naming the parameter.
-PROBATION = "LowestScore: probe_fraction and forgiveness must be finite and in [0, 1]"
+# Probation's two fractions: out of [0, 1] is the core's rule, named by the class (one rule with timed
+# probes' period, one message); NaN and the infinities are refused on the way in, as every f32 parameter's
+# are, naming the parameter.
+PROBATION = (
+    "LowestScore: probe_fraction and forgiveness must be finite and in [0, 1], probe_after 0 or between 1 ms "
+    "and 1 hour"
+)
 
 
 @pytest.mark.parametrize("name", ["probe_fraction", "forgiveness"])
@@ -302,6 +312,63 @@ def test_probation_fractions_outside_0_to_1_are_refused(name: str, value: float,
     # The edges are in.
     for edge in (0.0, 1.0):
         assert getattr(weir.LowestScore(**{name: edge}), name) == edge
+
+
+# Timed probes' period: 0 (off) or 1 ms to 1 hour is the core's rule, shared with the two fractions (one
+# error, one message); what is no duration at all is refused on the way in, naming the parameter.
+
+
+@pytest.mark.parametrize(
+    "value, error, says",
+    [
+        (-1.0, ValueError, "probe_after must not be negative, got -1"),
+        (-1, ValueError, "probe_after must not be negative, got -1"),
+        (timedelta(seconds=-1), ValueError, "probe_after must not be negative, got datetime.timedelta"),
+        (math.nan, ValueError, "probe_after must not be NaN"),
+        (math.inf, ValueError, "probe_after is too large"),
+        (0.0005, ValueError, PROBATION),
+        (0.000999999, ValueError, PROBATION),
+        # Below half a nanosecond a float rounds to 0, which would be off: refused as any value under 1 ms.
+        (1e-10, ValueError, PROBATION),
+        (5e-324, ValueError, PROBATION),
+        (3600.000000001, ValueError, PROBATION),
+        (7200, ValueError, PROBATION),
+        (timedelta(hours=1, microseconds=1), ValueError, PROBATION),
+        (True, TypeError, "probe_after must be a number of seconds (float or int) or a datetime.timedelta, not bool"),
+        ("5", TypeError, "probe_after must be a number of seconds (float or int) or a datetime.timedelta, not str"),
+        ([5.0], TypeError, "probe_after must be a number of seconds"),
+    ],
+    ids=str,
+)
+def test_a_bad_probe_period_is_refused(value: Any, error: type[Exception], says: str) -> None:
+    with pytest.raises(error) as e:
+        weir.LowestScore(probe_after=value)
+    assert type(e.value) is error and str(e.value).startswith(says), str(e.value)
+    if says == PROBATION:
+        # The same class and text as a fraction out of range.
+        with pytest.raises(ValueError) as p:
+            weir.LowestScore(forgiveness=2.0)
+        assert str(p.value) == str(e.value) == PROBATION
+
+
+@pytest.mark.parametrize(
+    "value, seconds",
+    [(0, 0.0), (0.0, 0.0), (-0.0, 0.0), (timedelta(0), 0.0), (0.001, 0.001), (timedelta(milliseconds=1), 0.001),
+     (5.0, 5.0), (5, 5.0), (timedelta(seconds=5), 5.0), (0.123456789, 0.123456789), (3600, 3600.0),
+     (3600.0, 3600.0), (timedelta(hours=1), 3600.0)],
+    ids=str,
+)
+def test_a_probe_period_reads_back_and_sets_the_algorithm_apart(value: Any, seconds: float) -> None:
+    timed = weir.LowestScore(forgiveness=0.5, probe_after=value)
+    assert timed.probe_after == seconds and type(timed.probe_after) is float
+    assert repr(timed).endswith(f"forgiveness=0.5, probe_after={seconds!r}, slow_ratio=0.0)")
+    # The repr builds it again, to the nanosecond, and a config and a balancer carry it as it is.
+    again = eval(repr(timed), {"LowestScore": weir.LowestScore})
+    assert again == timed and hash(again) == hash(timed) and again.probe_after == seconds
+    assert weir.Balancer(config=weir.Config(algorithm=timed, seed=3)).config.algorithm == timed
+    others = {weir.LowestScore(forgiveness=0.5, probe_after=s) for s in (0.0, 0.001, 5.0, 3600.0)}
+    assert len(others) == 4 and (timed in others) == (seconds in (0.0, 0.001, 5.0, 3600.0))
+    assert (timed == weir.LowestScore(forgiveness=0.5)) == (seconds == 0.0)
 
 
 # The slowness term's ratio: neither 0 nor in [1, 64] is the core's rule, which it shares with the

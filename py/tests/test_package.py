@@ -86,7 +86,7 @@ def test_lease_async_entry_is_an_already_done_awaitable() -> None:
 CONSTRUCTORS = {
     "Config": ({}, {"algorithm": None, "limit": None, "max_waiters": 1024, "seed": None}),
     "LowestScore": ({}, {"success_half_life": 1.0, "failure_half_life": 30.0, "penalty": 10.0, "probe_fraction": 0.0,
-                     "forgiveness": 0.0, "slow_ratio": 0.0}),
+                     "forgiveness": 0.0, "probe_after": 0.0, "slow_ratio": 0.0}),
     "Weighted": ({}, {"health": None, "draw": "cascade", "weight_exponent": 3.0, "floor": 0.0001}),
     "Buckets": ({}, {"count": 6, "width": 5.0, "decay": 3.0}),
     "Ewma": ({}, {"half_life": 32}),

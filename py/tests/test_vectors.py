@@ -31,19 +31,20 @@ def test_all_trace_files_are_found() -> None:
     [
         ("decay-lowest-score-probation.trace", "probe_fraction", "0.2"),
         ("decay-lowest-score-probation.trace", "forgiveness", "0.5"),
+        ("decay-lowest-score-probation.trace", "probe_after_ns", "2000000000"),
         ("decay-lowest-score-slow.trace", "slow_ratio", "2.0"),
     ],
     ids=lambda x: str(x),
 )
 def test_opt_in_terms_are_replayed_with_their_values(tmp_path: Path, name: str, key: str, value: str) -> None:
-    # The probation trace runs both fractions and the slow trace the slowness term, and each is read: the
-    # same file with one of them off (the default, 0) is refused, so the exact replay above depends on
-    # each reaching the balancer.
+    # The probation trace runs both fractions and timed probes, the slow trace the slowness term, and each
+    # is read: the same file with one of them off (the default, 0) is refused, so the exact replay above
+    # depends on each reaching the balancer.
     src = (VECTORS / name).read_text()
     line = f"config algorithm.{key}={value}\n"
     assert src.count(line) == 1, key
     off = tmp_path / f"{key}-off.trace"
-    off.write_text(src.replace(line, f"config algorithm.{key}=0.0\n"))
+    off.write_text(src.replace(line, f"config algorithm.{key}={'0' if key.endswith('_ns') else '0.0'}\n"))
     with pytest.raises(Mismatch, match=f"{key}-off.trace:"):
         replay(off)
 
@@ -129,3 +130,38 @@ def test_only_format_5_is_read(tmp_path: Path) -> None:
     old.write_text(src.replace("weir-trace 5\n", "weir-trace 4\n", 1))
     with pytest.raises(Mismatch, match="old.trace:1: not a weir-trace 5 file"):
         replay(old)
+
+
+LOWEST_SCORE_KEYS = {
+    "algorithm": "lowest_score", "algorithm.success_half_life_ns": "1000000000",
+    "algorithm.failure_half_life_ns": "30000000000", "algorithm.dropped_cost": "0.1", "algorithm.throttled_cost": "0.1",
+    "algorithm.client_error_cost": "0.01", "algorithm.penalty": "10.0", "algorithm.ratio_penalty": "16.0",
+    "algorithm.probe_fraction": "0.0", "algorithm.forgiveness": "0.5", "algorithm.slow_ratio": "0.0",
+}
+
+
+@pytest.mark.parametrize("ns", [0, 1_000_000, 1_000_001, 1_234_567_891, 999_999_999_999, 3_600_000_000_000])
+def test_the_probe_period_is_read_to_the_nanosecond(ns: int) -> None:
+    # The traces give timed probes' period in ns; the binding takes seconds, and every valid period crosses
+    # exactly: its neighbours a nanosecond either side make other algorithms.
+    def read(value: int) -> weir.LowestScore:
+        pairs = {**LOWEST_SCORE_KEYS, "algorithm.probe_after_ns": str(value)}
+        lines = ConfigLines(pairs)
+        algorithm = lines.algorithm()
+        assert lines.used == set(pairs) and isinstance(algorithm, weir.LowestScore)
+        return algorithm
+
+    got = read(ns)
+    assert round(got.probe_after * 1_000_000_000) == ns and got.forgiveness == 0.5
+    assert (got == weir.LowestScore(forgiveness=0.5)) == (ns == 0)
+    neighbours = [read(n) for n in (ns - 1, ns + 1) if 1_000_000 <= n <= 3_600_000_000_000]
+    assert len(neighbours) == (0 if ns == 0 else 1 if ns in (1_000_000, 3_600_000_000_000) else 2)
+    assert all(n != got for n in neighbours)
+
+
+def test_a_lowest_score_config_without_the_probe_period_is_refused() -> None:
+    with pytest.raises(Mismatch, match="missing config key algorithm.probe_after_ns"):
+        ConfigLines(dict(LOWEST_SCORE_KEYS)).algorithm()
+    # And a period the core refuses is refused as the class refuses it.
+    with pytest.raises(ValueError, match="probe_after 0 or between 1 ms and 1 hour"):
+        ConfigLines({**LOWEST_SCORE_KEYS, "algorithm.probe_after_ns": "999999"}).algorithm()

@@ -75,6 +75,7 @@ class ConfigLines:
                 ratio_penalty=f32(self.get("algorithm.ratio_penalty")),
                 probe_fraction=f32(self.get("algorithm.probe_fraction")),
                 forgiveness=f32(self.get("algorithm.forgiveness")),
+                probe_after=secs(self.u("algorithm.probe_after_ns")),
                 slow_ratio=f32(self.get("algorithm.slow_ratio")),
             )
         if kind == "weighted":

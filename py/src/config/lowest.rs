@@ -1,9 +1,9 @@
 //! `LowestScore`: the lowest-score family's parameters (the default algorithm's).
 
-use super::{check_algorithm, f32_arg, f32_shown, fmt_f, hash_str};
+use super::{check_algorithm, config_error, f32_arg, f32_shown, fmt_f, hash_str};
 use crate::convert::{duration_ns, secs};
 use pyo3::prelude::*;
-use weir::balance::{Algorithm, LowestScore as Params};
+use weir::balance::{Algorithm, ConfigError, LowestScore as Params};
 
 /// The default algorithm: each call goes to the node with room whose score, its calls in flight plus a
 /// failure penalty from two time-decayed counters (successes and failures), is lowest.
@@ -17,7 +17,7 @@ pub struct LowestScore {
 #[pymethods]
 impl LowestScore {
     #[new]
-    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, dropped_cost=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None, probe_fraction=None, forgiveness=None, slow_ratio=None), text_signature = "(*, success_half_life=1.0, failure_half_life=30.0, dropped_cost=0.1, throttled_cost=0.1, client_error_cost=0.01, penalty=10.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0, slow_ratio=0.0)")]
+    #[pyo3(signature = (*, success_half_life=None, failure_half_life=None, dropped_cost=None, throttled_cost=None, client_error_cost=None, penalty=None, ratio_penalty=None, probe_fraction=None, forgiveness=None, probe_after=None, slow_ratio=None), text_signature = "(*, success_half_life=1.0, failure_half_life=30.0, dropped_cost=0.1, throttled_cost=0.1, client_error_cost=0.01, penalty=10.0, ratio_penalty=16.0, probe_fraction=0.0, forgiveness=0.0, probe_after=0.0, slow_ratio=0.0)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         success_half_life: Option<&Bound<'_, PyAny>>,
@@ -29,6 +29,7 @@ impl LowestScore {
         ratio_penalty: Option<&Bound<'_, PyAny>>,
         probe_fraction: Option<&Bound<'_, PyAny>>,
         forgiveness: Option<&Bound<'_, PyAny>>,
+        probe_after: Option<&Bound<'_, PyAny>>,
         slow_ratio: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut p = Params::DEFAULT;
@@ -58,6 +59,14 @@ impl LowestScore {
         }
         if let Some(v) = forgiveness {
             p.forgiveness = f32_arg(v, "forgiveness")?;
+        }
+        if let Some(v) = probe_after {
+            p.probe_after_ns = duration_ns(v, "probe_after")?;
+            // A positive float below half a nanosecond rounds to 0, which is "off": refused as the core
+            // refuses any other value under 1 ms, not turned off in silence.
+            if p.probe_after_ns == 0 && v.extract::<f64>().is_ok_and(|s| s > 0.0) {
+                return Err(config_error(ConfigError::Probation, "LowestScore"));
+            }
         }
         if let Some(v) = slow_ratio {
             p.slow_ratio = f32_arg(v, "slow_ratio")?;
@@ -117,6 +126,17 @@ impl LowestScore {
     fn forgiveness(&self) -> f64 {
         f32_shown(self.params.forgiveness)
     }
+    /// Timed probes (default 0.0, off; else 0.001 to 3600 seconds): a member that carries a penalty, has
+    /// no call in flight and has not failed for this long is the next acquire's first try (one at a time,
+    /// marked at the clock's rotation, every 250 ms by default), as nginx tries a node again after its
+    /// `fail_timeout`. A failed probe makes the node wait as long again; with `forgiveness`, a successful
+    /// one takes all its failures. Unlike `probe_fraction`'s, its cost and delay do not depend on the call
+    /// rate: a recovered node is heard of within about `probe_after`, and a broken one costs a call per
+    /// `probe_after`.
+    #[getter]
+    fn probe_after(&self) -> f64 {
+        secs(self.params.probe_after_ns)
+    }
     /// Slow nodes (default 0.0, off; else in [1, 64]): a node whose recent successes took at least this
     /// many times as long as the fastest node's counts each of its calls in flight that many times over,
     /// so a node five times slower takes a call only when its peers have about five times its calls in
@@ -129,7 +149,7 @@ impl LowestScore {
     }
     fn __repr__(&self) -> String {
         format!(
-            "LowestScore(success_half_life={}, failure_half_life={}, dropped_cost={}, throttled_cost={}, client_error_cost={}, penalty={}, ratio_penalty={}, probe_fraction={}, forgiveness={}, slow_ratio={})",
+            "LowestScore(success_half_life={}, failure_half_life={}, dropped_cost={}, throttled_cost={}, client_error_cost={}, penalty={}, ratio_penalty={}, probe_fraction={}, forgiveness={}, probe_after={}, slow_ratio={})",
             fmt_f(self.success_half_life()),
             fmt_f(self.failure_half_life()),
             fmt_f(self.dropped_cost()),
@@ -139,6 +159,7 @@ impl LowestScore {
             fmt_f(self.ratio_penalty()),
             fmt_f(self.probe_fraction()),
             fmt_f(self.forgiveness()),
+            fmt_f(self.probe_after()),
             fmt_f(self.slow_ratio())
         )
     }

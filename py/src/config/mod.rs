@@ -315,7 +315,10 @@ pub fn config_error(e: ConfigError, what: &str) -> PyErr {
         ConfigError::Penalty => {
             "penalty and ratio_penalty must be finite and in [0, 1e6], slow_ratio 0 or in [1, 64]"
         }
-        ConfigError::Probation => "probe_fraction and forgiveness must be finite and in [0, 1]",
+        ConfigError::Probation => {
+            "probe_fraction and forgiveness must be finite and in [0, 1], probe_after 0 or between 1 ms \
+             and 1 hour"
+        }
         _ => return PyValueError::new_err(format!("{what}: {e}")),
     };
     PyValueError::new_err(format!("{what}: {rule}"))

@@ -19,6 +19,8 @@ always = weir.Knee(armed_for=0)
 armed_for: float = weir.Knee(armed_for=datetime.timedelta(seconds=5)).armed_for
 probation = weir.Config(algorithm=weir.LowestScore(probe_fraction=0.01, forgiveness=0.5))
 forgiveness: float = weir.LowestScore().forgiveness
+timed = weir.Config(algorithm=weir.LowestScore(forgiveness=0.5, probe_after=5.0))
+probe_after: float = weir.LowestScore(probe_after=datetime.timedelta(seconds=2)).probe_after
 slow = weir.Config(algorithm=weir.LowestScore(slow_ratio=2.0))
 slow_ratio: float = weir.LowestScore().slow_ratio
 
@@ -41,4 +43,5 @@ def host_of(b: weir.Balancer[tuple[str, int]]) -> str:
 describe(config)
 describe(cascade.config)
 host_of(default)
-print(by_value, knee, windowed_knee.inner, hold, always, armed_for, probation, forgiveness, slow, slow_ratio)
+print(by_value, knee, windowed_knee.inner, hold, always, armed_for, probation, forgiveness, timed, probe_after, slow,
+      slow_ratio)
