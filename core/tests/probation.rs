@@ -27,12 +27,18 @@ fn recovered_share_at(
     forgiveness: f32,
     secs: u64,
 ) -> (Vec<f64>, f64) {
+    let lowest = LowestScore {
+        probe_fraction,
+        forgiveness,
+        ..LowestScore::DEFAULT
+    };
+    recovered_share_with(every, lowest, secs)
+}
+
+/// [`recovered_share_at`] with the lowest-score family's parameters `lowest`.
+fn recovered_share_with(every: u64, lowest: LowestScore, secs: u64) -> (Vec<f64>, f64) {
     let config = Config {
-        algorithm: Algorithm::LowestScore(LowestScore {
-            probe_fraction,
-            forgiveness,
-            ..LowestScore::DEFAULT
-        }),
+        algorithm: Algorithm::LowestScore(lowest),
         ..Config::default()
     };
     let mut l = Load::new(&[1, 2, 3], config, 11);
@@ -95,4 +101,86 @@ fn at_light_load_one_success_after_a_quiet_epoch_brings_the_node_back() {
     eprintln!("100 calls/s: {after:.2?}");
     let held = after[5..].iter().sum::<f64>() / (after.len() - 5) as f64;
     assert!(held >= 0.9 / 3.0, "{held}");
+}
+
+/// The lowest-score family with forgiveness 0.5, drawn probes `probe_fraction` and timed probes every
+/// `probe_after_ns`.
+fn timed(probe_fraction: f32, probe_after_ns: u64) -> LowestScore {
+    LowestScore {
+        probe_fraction,
+        forgiveness: 0.5,
+        probe_after_ns,
+        ..LowestScore::DEFAULT
+    }
+}
+
+#[test]
+fn at_a_few_calls_per_second_timed_probes_bring_the_node_back_where_drawn_ones_do_not() {
+    // 10 calls/s: a 1 % probe reaches node 3 about once every 30 s, so the node stays out for many
+    // seconds after its recovery (here 20 s, with nothing in the first 10); a timed probe every 2 s
+    // reaches it within about 2 s of the recovery whatever the rate, and its success takes every failure
+    // away. Averaged from 5 s on, at 0.8 of the fair share: ten calls a second are too few for each
+    // second, or even 250 calls, to show a third within a few hundredths.
+    let held = |after: &[f64]| after[5..].iter().sum::<f64>() / (after.len() - 5) as f64;
+    let (drawn, _) = recovered_share_with(100 * MS, timed(0.01, 0), 30);
+    eprintln!("drawn probes alone, 10 calls/s: {drawn:.2?}");
+    assert!(drawn[..10].iter().all(|&s| s == 0.0), "{drawn:.2?}");
+    let (after, during) = recovered_share_with(100 * MS, timed(0.01, 2 * SEC), 30);
+    eprintln!("timed probes every 2 s, 10 calls/s: {after:.2?}, during the fault {during:.3}");
+    assert!(held(&after) >= 0.8 / 3.0, "{}", held(&after));
+    // Within 3 s of the recovery node 3 has been called again.
+    assert!(after[..3].iter().any(|&s| s > 0.0), "{after:.2?}");
+}
+
+#[test]
+fn a_node_that_stays_broken_costs_one_call_per_period_whatever_the_rate() {
+    // Node 3 fails every call from 5 s on, with timed probes every second and no drawn ones: from 6 s
+    // (learnt) to 30 s it gets one call per second or a little less (a probe goes out at the first clock
+    // rotation, every 250 ms, at which the node has been quiet a second), at 100 and at 1,000 calls/s
+    // alike; without timed probes, none.
+    for every in [10 * MS, MS] {
+        for (probe_after, least, most) in [(SEC, 18, 25), (0, 0, 0)] {
+            let config = Config {
+                algorithm: Algorithm::LowestScore(timed(0.0, probe_after)),
+                ..Config::default()
+            };
+            let mut l = Load::new(&[1, 2, 3], config, 11);
+            l.run_until(30 * SEC, every, |id, t, _| {
+                Some(match id {
+                    3 if t >= 5 * SEC => (MS, Outcome::Failure),
+                    _ => (10 * MS, Outcome::Success),
+                })
+            });
+            let calls = l.picks_of(3, 6 * SEC, 30 * SEC);
+            eprintln!(
+                "every {every} ns, probe_after {probe_after}: {calls} calls to the broken node"
+            );
+            assert!(
+                (least..=most).contains(&calls),
+                "every {every} ns, probe_after {probe_after}: {calls}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_timed_probe_in_flight_is_the_only_one() {
+    // Node 3 fails fast from 5 s to 10 s, then answers every call only after 2.5 s, with a timeout: a
+    // probe's call stays in flight 2.5 s, and the node is not marked again while it is, so from 11 s to
+    // 30 s it gets about one call per 3.5 s (2.5 s in flight, 1 s quiet), not one per clock epoch.
+    let config = Config {
+        algorithm: Algorithm::LowestScore(timed(0.0, SEC)),
+        ..Config::default()
+    };
+    let mut l = Load::new(&[1, 2, 3], config, 11);
+    l.run_until(30 * SEC, 10 * MS, |id, t, _| {
+        Some(match id {
+            3 if (5 * SEC..10 * SEC).contains(&t) => (MS, Outcome::Failure),
+            3 if t >= 10 * SEC => (2_500 * MS, Outcome::Dropped),
+            _ => (10 * MS, Outcome::Success),
+        })
+    });
+    let calls = l.picks_of(3, 11 * SEC, 30 * SEC);
+    eprintln!("{calls} calls to the node that times out");
+    assert!((3..=7).contains(&calls), "{calls}");
 }

@@ -396,6 +396,36 @@ fn the_slow_trace_depends_on_its_slowness_term() {
     assert!(share(&on) < share(&without) / 2.0);
 }
 
+/// The probation trace takes timed probes: the same script with `probe_after_ns` 0 answers some acquire
+/// otherwise (a penalised node quiet for 2 s after one of the script's jumps in time is tried first).
+#[test]
+fn the_probation_trace_takes_timed_probes() {
+    let spec = spec("decay-lowest-score-probation");
+    let Algorithm::LowestScore(lowest) = spec.config.algorithm else {
+        panic!("not the lowest-score family: {:?}", spec.config.algorithm)
+    };
+    assert_eq!(lowest.probe_after_ns, 2_000_000_000);
+    let answers = |probe_after_ns: u64| -> Vec<Answer> {
+        let mut s = spec.clone();
+        s.config.algorithm = Algorithm::LowestScore(LowestScore {
+            probe_after_ns,
+            ..lowest
+        });
+        generate::generate(&s)
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Step(s) => Some(s.answer.clone()),
+                Item::Reseed(_) => None,
+            })
+            .collect()
+    };
+    let (on, off) = (answers(lowest.probe_after_ns), answers(0));
+    let first = on.iter().zip(&off).position(|(a, b)| a != b);
+    eprintln!("probation trace without timed probes: first other answer at step {first:?}");
+    assert!(first.is_some(), "no acquire took a timed probe");
+}
+
 /// The knee trace covers the knee's rules and its arm: its nodes' limits, step by step, differ from the
 /// same script's with no knee in reach (knee and hold 10^9: the latency never reads as load), with
 /// the latency read always (`armed_for_ns` 0: the nodes that never drop would ease and hold too), and

@@ -19,7 +19,7 @@ use crate::balance::slot::NodeSlot;
 #[cfg(any(feature = "buckets", feature = "ewma"))]
 use crate::balance::weighted::{self, Weighted};
 use crate::error::ConfigError;
-#[cfg(feature = "slow")]
+#[cfg(any(feature = "slow", feature = "probation"))]
 use crate::internal::sync::AtomicU64;
 use fastrand::Rng;
 
@@ -251,6 +251,17 @@ impl Prepared {
             Prepared::Lowest(_) => lowest::lowest_excluding(slots, rng, skip),
             #[cfg(any(feature = "buckets", feature = "ewma"))]
             Prepared::Weighted(w) => w.choose_excluding(slots, rng, skip),
+        }
+    }
+
+    /// Timed probes (the lowest-score family's `probe_after_ns`): marks in `due` the slot the next
+    /// acquire tries first, among those the rotation of `epoch` refreshed (see `lowest::Prepared::mark_due`).
+    #[cfg(feature = "probation")]
+    #[inline]
+    pub(crate) fn mark_due(&self, used: &[NodeSlot], now: u64, epoch: u64, due: &AtomicU64) {
+        match self {
+            Prepared::Lowest(p) if p.probe_after != 0 => p.mark_due(used, now, epoch, due),
+            _ => {}
         }
     }
 

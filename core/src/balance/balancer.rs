@@ -54,6 +54,12 @@ pub struct Balancer<S: AsRef<[NodeSlot]>, W: Waiting = ()> {
     /// The balancer's clock (see `clock.rs`): its rotation word is read by every acquire and written once
     /// per epoch, as read-mostly as `active`.
     pub(crate) clock: Clock,
+    /// The slot due for a timed probe, plus 1 (0: none): marked by the clock's rotation, taken by the
+    /// next acquire (see [`LowestScore::probe_after_ns`](crate::balance::LowestScore::probe_after_ns)).
+    /// Read by every acquire and written at most twice per epoch, so as read-mostly as `clock`; never
+    /// written without timed probes.
+    #[cfg(feature = "probation")]
+    pub(crate) due: AtomicU64,
     /// The slots the scans read, `..hi`, with `hi` in the low 32 bits: every slot from `hi` on is vacant
     /// and drained, so what an acquire, a release or a membership change costs follows the members (and
     /// the slots still draining), not the capacity. The high 32 bits are a version that every change
@@ -129,6 +135,8 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
             active: AtomicU64::new(0),
             #[cfg(feature = "slow")]
             fastest: AtomicU64::new(0),
+            #[cfg(feature = "probation")]
+            due: AtomicU64::new(0),
             clock: Clock::unset(),
             span: AtomicU64::new(0),
             peak: AtomicU64::new(0),
@@ -281,6 +289,10 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
         let mut slots = self.used();
         if let Some(seen) = self.clock.due(now) {
             self.rotate(now, seen);
+        }
+        #[cfg(feature = "probation")]
+        if let Some(lease) = self.take_due(slots, now) {
+            return Ok(lease);
         }
         let mut rescans = 0;
         // The first choice is over the scan words alone (one word per node); if the node it names has no
@@ -482,6 +494,35 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
         algorithm.rotate(self.used(), now, horizon, epoch, &self.fastest, refresh);
         #[cfg(not(feature = "slow"))]
         algorithm.rotate(self.used(), now, horizon, epoch, refresh);
+        #[cfg(feature = "probation")]
+        algorithm.mark_due(self.used(), now, epoch, &self.due);
+    }
+
+    /// A timed probe (see [`LowestScore::probe_after_ns`](crate::balance::LowestScore::probe_after_ns)):
+    /// the lease of the slot the clock's rotation marked, if one is marked and it has room; the mark is
+    /// taken either way, so one acquire probes it. One load when nothing is marked.
+    ///
+    /// Relaxed (the load and the swap): the mark only names a slot; the admission's compare-and-swap
+    /// reads the slot's state and room afresh (`Acquire`), so a mark read late, or naming a slot whose
+    /// node left or was replaced meanwhile, sends at most one call where the lowest score might not
+    /// have (a decision of a moment earlier), and the swap's atomicity alone makes one taker.
+    #[cfg(feature = "probation")]
+    #[inline]
+    fn take_due(&self, slots: &[NodeSlot], now: u64) -> Option<Lease> {
+        if self.due.load(Relaxed) == 0 {
+            return None;
+        }
+        self.take_marked(slots, now)
+    }
+
+    #[cfg(feature = "probation")]
+    #[cold]
+    #[inline(never)]
+    fn take_marked(&self, slots: &[NodeSlot], now: u64) -> Option<Lease> {
+        let i = usize::try_from(self.due.swap(0, Relaxed).checked_sub(1)?).ok()?;
+        let s = slots.get(i)?;
+        let (c, inflight) = admit(s)?;
+        Some(self.lease(s, i, c, inflight, now))
     }
 
     /// Reports the outcome of a lease's call; `now` is monotonic nanoseconds.

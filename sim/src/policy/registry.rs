@@ -167,6 +167,16 @@ pub fn all() -> Vec<PolicyDef> {
             refused: default_queue(),
         },
         PolicyDef {
+            name: "weir-knee-probation-timed",
+            about: "weir-knee-probation with timed probes (LowestScore::probe_after_ns 5 s, Finagle's first \
+                    mark-dead period): a penalised node with no call in flight and no failure for 5 s is the \
+                    next acquire's first try, so a client hears of a recovered node within seconds whatever \
+                    its call rate, and a node that stays broken costs it one call per 5 s",
+            default: false,
+            kind: Kind::Balancer(|n, seed| waiting(timed(knee_probation()), n, seed)),
+            refused: default_queue(),
+        },
+        PolicyDef {
             name: "weir-slow",
             about: "weir's default configuration with the slowness term (LowestScore::slow_ratio 2: a node \
                     whose successes take twice the fastest node's time or more counts its calls in flight \
@@ -419,6 +429,15 @@ fn knee_probation() -> Config {
     if let Algorithm::LowestScore(lowest) = &mut c.algorithm {
         lowest.probe_fraction = 0.01;
         lowest.forgiveness = 0.5;
+    }
+    c
+}
+
+/// `c` with timed probes every 5 s (Finagle marks a node dead for 5 s at first; the ramp-back goal's
+/// bound is 5 s).
+fn timed(mut c: Config) -> Config {
+    if let Algorithm::LowestScore(lowest) = &mut c.algorithm {
+        lowest.probe_after_ns = 5_000_000_000;
     }
     c
 }

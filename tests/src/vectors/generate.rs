@@ -227,12 +227,15 @@ pub fn specs() -> Vec<Spec> {
         Spec {
             name: "decay-lowest-score-probation",
             about: "The default's family with probation: a fifth of the acquires probe a random member, \
-                    if it has room (probe_fraction 0.2, so that 600 steps hold many), each success takes 0.5 of \
-                    its node's failures away (forgiveness 0.5); CIAD limit with fast start.",
+                    if it has room (probe_fraction 0.2, so that 600 steps hold many), a penalised member \
+                    quiet for 2 s with no call in flight is the next acquire's first try (probe_after_ns, \
+                    met after the script's jumps in time), each success takes 0.5 of its node's failures \
+                    away (forgiveness 0.5); CIAD limit with fast start.",
             config: Config {
                 algorithm: Algorithm::LowestScore(LowestScore {
                     probe_fraction: 0.2,
                     forgiveness: 0.5,
+                    probe_after_ns: 2 * S,
                     ..LowestScore::DEFAULT
                 }),
                 seed: 17,

@@ -292,6 +292,15 @@ impl Health {
         )
     }
 
+    /// How many ticks before `now` the failure counter was last written (by a failure, or by
+    /// forgiveness); `None` while it is empty (the zero word: no failures, or settled).
+    #[cfg(feature = "probation")]
+    pub(super) fn failures_quiet_for(&self, now: u64) -> Option<u32> {
+        // SeqCst: see `add_decayed`.
+        let w = self.ring[1].load(SeqCst);
+        (w != 0).then(|| age(unpack(w).1, tick(now)))
+    }
+
     /// Whether the failure counter is empty (the zero word): a success then leaves the penalty at 0.
     #[inline]
     fn no_failures(&self) -> bool {

@@ -30,8 +30,10 @@ use crate::balance::outcome::Outcome;
 use crate::balance::slot::NodeSlot;
 use crate::balance::word;
 use crate::error::ConfigError;
-#[cfg(feature = "slow")]
+#[cfg(any(feature = "slow", feature = "probation"))]
 use crate::internal::sync::AtomicU64;
+#[cfg(feature = "probation")]
+use crate::internal::sync::Ordering::Relaxed;
 
 /// The lowest-score family's parameters: two time-decayed counters per node, successes and failures, the
 /// failure penalty they give, and the score `in_flight + penalty` each call is sent by (see the module docs
@@ -247,7 +249,8 @@ impl LowestScore {
             // At most an hour over 4 in ticks of about 1 ms: within u32.
             out.quiet = (self.clock_ns() >> decay::TICK_SHIFT) as u32;
             // At most an hour in ticks (3.4 million): within u32; at least 1 when on.
-            out.probe_after = (self.probe_after_ns >> decay::TICK_SHIFT).max(u64::from(self.probe_after_ns != 0)) as u32;
+            out.probe_after = (self.probe_after_ns >> decay::TICK_SHIFT)
+                .max(u64::from(self.probe_after_ns != 0)) as u32;
         }
         Ok(())
     }
@@ -377,6 +380,47 @@ impl Prepared {
     }
 }
 
+#[cfg(feature = "probation")]
+impl Prepared {
+    /// Timed probes ([`LowestScore::probe_after_ns`], `probe_after` ticks, above 0): among the slots
+    /// the rotation of `epoch` refreshed (all of them up to [`ROTATED`], a part in turn above), the
+    /// member that carries a penalty, has no call in flight and whose failures were last written at
+    /// least `probe_after` ticks before `now`, the longest ago of them (the first on a tie), is marked in
+    /// `due` for the next acquire, unless a mark is still there (one probe at a time). Deterministic: no
+    /// draw. A probe that fails writes the failures again, and the node waits its time once more; while
+    /// the probe is in flight, the node has a call in flight.
+    ///
+    /// Relaxed (every read, and the store): the mark is a hint that the acquire re-checks by admitting the
+    /// slot (see `Balancer::take_due`); a reading a moment old marks what a rotation a moment earlier
+    /// would have.
+    pub(crate) fn mark_due(&self, used: &[NodeSlot], now: u64, epoch: u64, due: &AtomicU64) {
+        if due.load(Relaxed) != 0 {
+            return;
+        }
+        let mut longest: Option<(u32, usize)> = None;
+        let part = rotated_range(used.len(), epoch);
+        let start = part.start;
+        for (k, s) in used.get(part).unwrap_or_default().iter().enumerate() {
+            let c = s.ctl.load(Relaxed);
+            if word::state(c) != word::ACTIVE
+                || word::inflight(c) != 0
+                || scan::penalty_units(s) == 0
+            {
+                continue;
+            }
+            let Some(quiet) = s.health.failures_quiet_for(now) else {
+                continue;
+            };
+            if quiet >= self.probe_after && longest.is_none_or(|(q, _)| quiet > q) {
+                longest = Some((quiet, start + k));
+            }
+        }
+        if let Some((_, i)) = longest {
+            due.store(i as u64 + 1, Relaxed);
+        }
+    }
+}
+
 impl Family for Prepared {
     /// Records `outcome` as the family reads it (see [`LowestScore`]): a success adds 1 to the
     /// successes; `Failure` 1 to the failures, `Dropped`, `Throttled` and `ClientError` their costs;
@@ -438,16 +482,21 @@ pub(crate) const ROTATED: usize = SAMPLE_ABOVE;
 /// node's penalty, which moves in steps `w` epochs apart.
 #[inline]
 fn rotated(used: &[NodeSlot], epoch: u64) -> &[NodeSlot] {
-    if used.len() <= ROTATED {
-        return used;
-    }
-    let parts = used.len().div_ceil(ROTATED).next_power_of_two();
-    // `parts` is a power of two: a shift, and a mask for the epoch's part.
-    let size = (used.len() + parts - 1) >> parts.trailing_zeros();
-    let start = (epoch & (parts as u64 - 1)) as usize * size;
     // Checked slicing: the last parts may be short or empty.
-    used.get(start..used.len().min(start + size))
+    used.get(rotated_range(used.len(), epoch))
         .unwrap_or_default()
+}
+
+/// Where [`rotated`]'s part lies among `len` slots.
+fn rotated_range(len: usize, epoch: u64) -> core::ops::Range<usize> {
+    if len <= ROTATED {
+        return 0..len;
+    }
+    let parts = len.div_ceil(ROTATED).next_power_of_two();
+    // `parts` is a power of two: a shift, and a mask for the epoch's part.
+    let size = (len + parts - 1) >> parts.trailing_zeros();
+    let start = (epoch & (parts as u64 - 1)) as usize * size;
+    start..len.min(start + size)
 }
 
 #[cfg(all(test, not(loom)))]

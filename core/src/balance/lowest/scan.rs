@@ -42,7 +42,7 @@ fn key(s: &NodeSlot) -> u64 {
 /// The penalty part of a slot's scan word (its penalty and slowness code): 0 for a node that carries
 /// neither, and for a node made active a moment ago whose scan word still reads absent.
 #[inline(always)]
-fn penalty_units(s: &NodeSlot) -> u64 {
+pub(super) fn penalty_units(s: &NodeSlot) -> u64 {
     s.health.units() & (KEY_ABSENT - 1)
 }
 
