@@ -529,6 +529,92 @@ static void test_refused_probation(void) {
     CHECK(failures[2] == 0.0);
 }
 
+/* What a two-node default balancer (fixed limit, forgiveness 0.5, failures halving every 30 s) with
+ * timed probes after `probe_after_ns` does with node 2 after one failure at 1 s (a lease lands on it
+ * among calls released at once as successes): how many of 50 calls at 1.5 s land on it (`early`);
+ * whether the first call at 2.5 s does (`probed`), released with `outcome`, and node 2's failures
+ * after that (`failures`); how many of 50 calls at 3 s land on it (`later`); and whether the first
+ * call at 4 s does (`again`). Every other call is released at once as a success. */
+typedef struct timed_probe {
+    int early;
+    int probed;
+    double failures;
+    int later;
+    int again;
+} timed_probe;
+
+/* Acquires at `now` and releases as a success at once, `calls` times: how many land on node 2. */
+static int calls_on_node_2(weir_balancer *b, uint64_t now, weir_rng *rng, int calls) {
+    int reached = 0;
+    for (int i = 0; i < calls; i++) {
+        weir_lease l;
+        CHECK_OK(weir_balancer_acquire_with_rng(b, now, rng, &l));
+        reached += l.node_id == 2;
+        CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, now));
+    }
+    return reached;
+}
+
+/* One acquire at `now`, released at once with `outcome`: whether it landed on node 2. */
+static int first_on_node_2(weir_balancer *b, uint64_t now, weir_rng *rng, weir_outcome outcome) {
+    weir_lease l;
+    CHECK_OK(weir_balancer_acquire_with_rng(b, now, rng, &l));
+    CHECK_OK(weir_balancer_release(b, &l, outcome, now));
+    return l.node_id == 2;
+}
+
+static timed_probe timed_probes(uint64_t probe_after_ns, weir_outcome outcome) {
+    weir_config c = weir_config_default();
+    c.algorithm.lowest_score.forgiveness = 0.5f;
+    c.algorithm.lowest_score.probe_after_ns = probe_after_ns;
+    weir_balancer *b = two_nodes(c);
+    weir_rng rng = weir_rng_seed(13);
+    weir_lease l;
+    int tries = 0;
+    do {
+        REQUIRE(tries++ < 64);
+        CHECK_OK(weir_balancer_acquire_with_rng(b, SEC, &rng, &l));
+        if (l.node_id != 2) {
+            CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, SEC));
+        }
+    } while (l.node_id != 2);
+    CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_FAILURE, SEC));
+    timed_probe t;
+    t.early = calls_on_node_2(b, SEC + 500 * MS, &rng, 50);
+    t.probed = first_on_node_2(b, 2500 * MS, &rng, outcome);
+    weir_node_info info;
+    CHECK_OK(weir_balancer_node_snapshot(b, 2, 2500 * MS, &info));
+    t.failures = info.failures;
+    t.later = calls_on_node_2(b, 3 * SEC, &rng, 50);
+    t.again = first_on_node_2(b, 4 * SEC, &rng, WEIR_OUTCOME_SUCCESS);
+    weir_balancer_free(b);
+    return t;
+}
+
+/* Timed probes: a node that failed once is avoided until `probe_after_ns` has passed since, then the
+ * first call of the clock epoch that marks it tries it. A probe answered well takes all its failures
+ * (forgiveness), and the node is back among the calls; one that fails rewrites them, and the node waits
+ * another period. Off (0), the node is avoided throughout. */
+static void test_timed_probes(void) {
+    const timed_probe back = timed_probes(SEC, WEIR_OUTCOME_SUCCESS);
+    CHECK(back.early == 0);
+    CHECK(back.probed == 1);
+    CHECK(back.failures == 0.0);
+    CHECK(back.later > 10 && back.later < 40); /* about half: the two score alike again */
+    const timed_probe broken = timed_probes(SEC, WEIR_OUTCOME_FAILURE);
+    CHECK(broken.early == 0);
+    CHECK(broken.probed == 1);
+    CHECK(broken.failures > 1.9 && broken.failures <= 2.0);
+    CHECK(broken.later == 0); /* 0.5 s after the failed probe: not yet */
+    CHECK(broken.again == 1); /* 1.5 s after it: probed again */
+    const timed_probe off = timed_probes(0, WEIR_OUTCOME_SUCCESS);
+    CHECK(off.early == 0);
+    CHECK(off.probed == 0);
+    CHECK(off.failures > 0.9 && off.failures <= 1.0);
+    CHECK(off.later == 0);
+    CHECK(off.again == 0);
+}
+
 /* A two-node default balancer (fixed limit) with the slowness term at `slow_ratio`: four calls on
  * each node, 5 ms on node 1 and 50 ms on node 2, over more than a clock epoch (so the rotation takes
  * node 1's latency as the fastest); then, a second later, 9 acquires held at once: returns how many
@@ -1449,6 +1535,7 @@ int main(void) {
     test_refused_configs();
     test_refused_knee();
     test_refused_probation();
+    test_timed_probes();
     test_refused_slow_ratio();
     test_membership();
     test_acquire();
