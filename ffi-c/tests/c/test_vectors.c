@@ -21,6 +21,8 @@
 static int metrics_compared = 0;
 /* How many release_loaded lines were replayed, over all the files. */
 static long loaded_releases = 0;
+/* How many files with timed probes on (algorithm.probe_after_ns) were replayed to the end. */
+static int timed_probe_files = 0;
 
 typedef struct replay {
     const char *file;
@@ -780,6 +782,9 @@ static long replay_file(const char *path) {
     }
     weir_balancer_free(b);
     CHECK(!r.failed);
+    timed_probe_files += !r.failed && steps > 0 &&
+                         config.algorithm.family == WEIR_ALGORITHM_LOWEST_SCORE &&
+                         config.algorithm.lowest_score.probe_after_ns != 0;
     return r.failed ? -1 : steps;
 }
 
@@ -945,6 +950,7 @@ int main(void) {
     printf("%zu trace files, %ld steps replayed, %ld of them loaded releases\n", count, total,
            loaded_releases);
     CHECK(loaded_releases > 0); /* the knee trace's */
+    CHECK(timed_probe_files > 0); /* the probation trace */
     CHECK(metrics_compared == 2); /* the .prom files of tests/vectors/metrics */
     return check_summary("test_vectors");
 }
