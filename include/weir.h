@@ -134,8 +134,8 @@ typedef uint32_t weir_algorithm_family;
 
 /**
  * The lowest-score family's parameters: two time-decayed counters per node, successes and failures,
- * the failure penalty they give, probation and the slowness term (defaults: 1 s, 30 s, 0.1, 0.1, 0.01,
- * 10, 16, 0, 0, 0).
+ * the failure penalty they give, probation, timed probes and the slowness term (defaults: 1 s, 30 s,
+ * 0.1, 0.1, 0.01, 10, 16, 0, 0, 0, 0).
  */
 typedef struct weir_lowest_score {
   /**
@@ -184,6 +184,14 @@ typedef struct weir_lowest_score {
    * avoided since its last failure.
    */
   float forgiveness;
+  /**
+   * Timed probes: 0 (off, the default), or 1 ms to 1 hour in nanoseconds. A member that carries a
+   * penalty, has no call in flight and has not failed for this long is the next acquire's first try
+   * (as nginx's `fail_timeout`): a client hears of a recovered node within about this long whatever
+   * its call rate, and a node that stays broken costs it one call per period (see the Rust docs of
+   * `LowestScore::probe_after_ns`).
+   */
+  uint64_t probe_after_ns;
   /**
    * Slow nodes: 0 (off, the default), or in [1, 64]. A node whose recent successes took at least this
    * many times as long as the fastest node's counts each of its calls in flight that many times over
@@ -2119,9 +2127,9 @@ weir_status weir_config_validate(const struct weir_config *config);
 
 /**
  * The lowest-score family with its defaults (successes halve every 1 s, failures every 30 s; costs 1,
- * 0.1, 0.01; penalties 10 and 16; no probation: probe fraction and forgiveness 0; no slowness term:
- * slow ratio 0), the default configuration's. The weighted family's parameters hold the original
- * cascade's.
+ * 0.1, 0.01; penalties 10 and 16; no probation: probe fraction and forgiveness 0; no timed probes:
+ * probe_after_ns 0; no slowness term: slow ratio 0), the default configuration's. The weighted
+ * family's parameters hold the original cascade's.
  *
  * Thread safety: a pure function; safe from any thread.
  */

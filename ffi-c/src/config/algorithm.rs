@@ -19,8 +19,8 @@ pub const WEIR_ALGORITHM_LOWEST_SCORE: weir_algorithm_family = 0;
 pub const WEIR_ALGORITHM_WEIGHTED: weir_algorithm_family = 1;
 
 /// The lowest-score family's parameters: two time-decayed counters per node, successes and failures,
-/// the failure penalty they give, probation and the slowness term (defaults: 1 s, 30 s, 0.1, 0.1, 0.01,
-/// 10, 16, 0, 0, 0).
+/// the failure penalty they give, probation, timed probes and the slowness term (defaults: 1 s, 30 s,
+/// 0.1, 0.1, 0.01, 10, 16, 0, 0, 0, 0).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct weir_lowest_score {
@@ -158,9 +158,9 @@ pub(super) fn algorithm_from_c(c: &weir_algorithm) -> Result<Algorithm, Error> {
 }
 
 /// The lowest-score family with its defaults (successes halve every 1 s, failures every 30 s; costs 1,
-/// 0.1, 0.01; penalties 10 and 16; no probation: probe fraction and forgiveness 0; no slowness term:
-/// slow ratio 0), the default configuration's. The weighted family's parameters hold the original
-/// cascade's.
+/// 0.1, 0.01; penalties 10 and 16; no probation: probe fraction and forgiveness 0; no timed probes:
+/// probe_after_ns 0; no slowness term: slow ratio 0), the default configuration's. The weighted
+/// family's parameters hold the original cascade's.
 ///
 /// Thread safety: a pure function; safe from any thread.
 #[no_mangle]
@@ -215,6 +215,7 @@ mod tests {
         let probation = LowestScore {
             probe_fraction: 0.01,
             forgiveness: 1.0,
+            probe_after_ns: 3_600_000_000_000,
             slow_ratio: 64.0,
             ..slow
         };

@@ -52,7 +52,8 @@ pub(crate) fn config_error(e: ConfigError, c: &weir_config) -> Error {
                                  and in [0, 1e6], slow_ratio 0 or in [1, 64]"
             .to_owned(),
         ConfigError::Probation => "algorithm.lowest_score.probe_fraction and forgiveness must be \
-                                   finite and in [0, 1]"
+                                   finite and in [0, 1], probe_after_ns 0 or between 1 ms and 1 \
+                                   hour"
             .to_owned(),
         ConfigError::MaxWaiters => "max_waiters must be at most 2^20 (1,048,576)".to_owned(),
         ConfigError::LimitRange => match inner_algorithm(&c.limit) {
@@ -159,7 +160,7 @@ mod tests {
     #[test]
     fn every_refused_config_is_named_in_the_headers_words() {
         type Case = (fn(&mut weir_config), &'static str);
-        let cases: [Case; 48] = [
+        let cases: [Case; 52] = [
             (
                 |c| c.algorithm.weighted.health.buckets.count = 0,
                 "algorithm.weighted.health.buckets.count must be between 1 and 8",
@@ -232,6 +233,23 @@ mod tests {
             (
                 |c| *c = lowest_score(|l| l.forgiveness = f32::INFINITY),
                 "algorithm.lowest_score.probe_fraction and forgiveness",
+            ),
+            (
+                |c| *c = lowest_score(|l| l.probe_after_ns = 1),
+                "algorithm.lowest_score.probe_fraction and forgiveness must be finite and in [0, 1], \
+                 probe_after_ns 0 or between 1 ms and 1 hour",
+            ),
+            (
+                |c| *c = lowest_score(|l| l.probe_after_ns = 999_999),
+                "probe_after_ns 0 or between 1 ms and 1 hour",
+            ),
+            (
+                |c| *c = lowest_score(|l| l.probe_after_ns = 3_600_000_000_001),
+                "probe_after_ns 0 or between 1 ms and 1 hour",
+            ),
+            (
+                |c| *c = lowest_score(|l| l.probe_after_ns = u64::MAX),
+                "probe_after_ns 0 or between 1 ms and 1 hour",
             ),
             (
                 |c| c.max_waiters = (1 << 20) + 1,
@@ -453,6 +471,21 @@ mod tests {
         let mut c = weir_config_default();
         change(&mut c.algorithm.lowest_score);
         c
+    }
+
+    /// The ends of `probe_after_ns`'s range, and 0 (off), pass where the values just outside them are
+    /// refused above.
+    #[test]
+    fn the_ends_of_probe_after_ns_are_accepted() {
+        for probe_after_ns in [0, 1_000_000, 1_000_000_000, 3_600_000_000_000] {
+            let mut c = weir_config_default();
+            c.algorithm.lowest_score.probe_after_ns = probe_after_ns;
+            assert_eq!(
+                unsafe { weir_config_validate(&c) },
+                WEIR_OK,
+                "{probe_after_ns}"
+            );
+        }
     }
 
     /// `l` changed by `change`.

@@ -137,7 +137,7 @@ mod tests {
     fn unknown_tags_and_bad_values_name_their_field() {
         type Case = (fn(&mut weir_config), weir_status, &'static str);
         let weighted = |c: &mut weir_config| c.algorithm.family = WEIR_ALGORITHM_WEIGHTED;
-        let cases: [Case; 12] = [
+        let cases: [Case; 13] = [
             (
                 |c| c.algorithm.family = 2,
                 WEIR_ERR_INVALID_ARGUMENT,
@@ -207,6 +207,11 @@ mod tests {
                 "algorithm.lowest_score.probe_fraction and forgiveness",
             ),
             (
+                |c| c.algorithm.lowest_score.probe_after_ns = 1,
+                WEIR_ERR_INVALID_CONFIG,
+                "probe_after_ns 0 or between 1 ms and 1 hour",
+            ),
+            (
                 |c| c.algorithm.lowest_score.slow_ratio = -1.0,
                 WEIR_ERR_INVALID_CONFIG,
                 "algorithm.lowest_score.penalty and ratio_penalty must be finite and in [0, 1e6], \
@@ -248,6 +253,7 @@ mod tests {
         let mut c = weir_config_cascade();
         c.algorithm.lowest_score.success_half_life_ns = 0;
         c.algorithm.lowest_score.probe_fraction = f32::NAN;
+        c.algorithm.lowest_score.probe_after_ns = u64::MAX;
         c.algorithm.lowest_score.slow_ratio = 0.5;
         assert_eq!(config_from_c(&c), Ok(Config::cascade()));
     }

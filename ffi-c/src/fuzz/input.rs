@@ -161,6 +161,27 @@ impl Bytes<'_> {
             _ => self.edgy_u64(),
         }
     }
+    /// A lowest-score `probe_after_ns` (0, off, or 1 ms ..= 1 hour): 0, at or just past an end of the
+    /// range, at the counters' tick (2^20 ns, just above 1 ms) or a clock epoch, or one of
+    /// [`Bytes::edgy_u64`]'s values.
+    pub(super) fn edgy_probe_after_ns(&mut self) -> u64 {
+        match self.u8() % 2 {
+            0 => self.pick(&[
+                0,
+                1,
+                999_999,
+                1_000_000,
+                (1 << 20) - 1,
+                1 << 20,
+                250_000_000,
+                1_000_000_000,
+                3_600_000_000_000,
+                3_600_000_000_001,
+                u64::MAX,
+            ]),
+            _ => self.edgy_u64(),
+        }
+    }
 }
 
 impl Fuzz<'_> {
@@ -265,7 +286,7 @@ impl Fuzz<'_> {
             let i = &mut self.input;
             let l = &mut c.algorithm.lowest_score;
             let w = &mut c.algorithm.weighted;
-            match i.u8() % 51 {
+            match i.u8() % 52 {
                 0 => c.algorithm.family = i.edgy_u32() % 3,
                 1 => l.success_half_life_ns = i.edgy_u64(),
                 2 => l.failure_half_life_ns = i.edgy_u64(),
@@ -316,6 +337,7 @@ impl Fuzz<'_> {
                 47 => l.forgiveness = i.edgy_fraction(),
                 48 => l.slow_ratio = i.edgy_slow_ratio(),
                 49 => c.limit.knee.armed_for_ns = i.edgy_armed_ns(),
+                50 => l.probe_after_ns = i.edgy_probe_after_ns(),
                 _ => c.max_waiters = i.edgy_u32(),
             }
         }

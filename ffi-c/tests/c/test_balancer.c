@@ -171,6 +171,7 @@ static void test_presets(void) {
     CHECK(ls->penalty == 10.0f);
     CHECK(ls->ratio_penalty == 16.0f);
     CHECK(ls->probe_fraction == 0.0f && ls->forgiveness == 0.0f); /* probation off */
+    CHECK(ls->probe_after_ns == 0);                                 /* timed probes off */
     CHECK(ls->slow_ratio == 0.0f);                                  /* the slowness term off */
     /* The family not chosen holds the original cascade's parameters. */
     const weir_weighted *w = &d.algorithm.weighted;
@@ -197,6 +198,7 @@ static void test_presets(void) {
     CHECK(s.algorithm.lowest_score.success_half_life_ns == 1 * SEC);
     CHECK(s.algorithm.lowest_score.probe_fraction == 0.0f);
     CHECK(s.algorithm.lowest_score.forgiveness == 0.0f);
+    CHECK(s.algorithm.lowest_score.probe_after_ns == 0);
     CHECK(s.algorithm.lowest_score.slow_ratio == 0.0f);
     CHECK(s.limit.algorithm == WEIR_LIMIT_FIXED && s.limit.fixed.limit == 100);
     CHECK(s.seed == 0 && s.max_waiters == 1024);
@@ -206,6 +208,7 @@ static void test_presets(void) {
     CHECK(a.lowest_score.success_half_life_ns == 1 * SEC);
     CHECK(a.lowest_score.failure_half_life_ns == 30 * SEC && a.lowest_score.ratio_penalty == 16.0f);
     CHECK(a.lowest_score.probe_fraction == 0.0f && a.lowest_score.forgiveness == 0.0f);
+    CHECK(a.lowest_score.probe_after_ns == 0);
     CHECK(a.lowest_score.slow_ratio == 0.0f);
     CHECK(a.weighted.health.model == WEIR_HEALTH_BUCKETS && a.weighted.draw == WEIR_DRAW_CASCADE);
     a = weir_algorithm_weighted_default();
@@ -443,14 +446,17 @@ static int probation_reaches(float probe_fraction, float forgiveness, double *fa
     return reached;
 }
 
-/* Probation's two fractions out of [0, 1] or not finite: refused as WEIR_ERR_INVALID_CONFIG with the
- * header's words, by validation and construction (which writes no balancer, see CHECK_REFUSED); the
- * ends and -0 are accepted, and a refusal leaves nothing behind that a valid probation balancer built
- * next would see: it reports the fractions it was given and decides. */
+/* Probation's two fractions out of [0, 1] or not finite, and a timed probes' period neither 0 nor
+ * within 1 ms ..= 1 hour: refused as WEIR_ERR_INVALID_CONFIG with the header's words (one message for
+ * the three, the core's ConfigError::Probation), by validation and construction (which writes no
+ * balancer, see CHECK_REFUSED); the ends, 0 and -0 are accepted, and a refusal leaves nothing behind
+ * that a valid probation balancer built next would see: it reports the values it was given and
+ * decides. */
 static void test_refused_probation(void) {
     const weir_config d = weir_config_default();
     const char *const why = "invalid config: algorithm.lowest_score.probe_fraction and forgiveness "
-                            "must be finite and in [0, 1]";
+                            "must be finite and in [0, 1], probe_after_ns 0 or between 1 ms and 1 "
+                            "hour";
     const float bad[] = {NAN, -0.01f, 1.01f, INFINITY, -INFINITY, 1.0f + FLT_EPSILON};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_REFUSED(d, c_.algorithm.lowest_score.probe_fraction = bad[i], WEIR_ERR_INVALID_CONFIG,
@@ -463,6 +469,18 @@ static void test_refused_probation(void) {
         CHECK_REFUSED(d,
                       (c_.algorithm.lowest_score.probe_fraction = 0.5f,
                        c_.algorithm.lowest_score.forgiveness = bad[i]),
+                      WEIR_ERR_INVALID_CONFIG, why);
+    }
+    const uint64_t bad_after[] = {1, MS - 1, 3600 * SEC + 1, 3601 * SEC, UINT64_MAX};
+    for (size_t i = 0; i < sizeof bad_after / sizeof bad_after[0]; i++) {
+        CHECK_REFUSED(d, c_.algorithm.lowest_score.probe_after_ns = bad_after[i],
+                      WEIR_ERR_INVALID_CONFIG, why);
+        CHECK(strcmp(weir_last_error_message(), why) == 0);
+        /* Good fractions do not make up for it. */
+        CHECK_REFUSED(d,
+                      (c_.algorithm.lowest_score.probe_fraction = 0.5f,
+                       c_.algorithm.lowest_score.forgiveness = 0.5f,
+                       c_.algorithm.lowest_score.probe_after_ns = bad_after[i]),
                       WEIR_ERR_INVALID_CONFIG, why);
     }
     /* Another refused field of the family keeps its own message: the checks come in the core's order. */
@@ -478,15 +496,23 @@ static void test_refused_probation(void) {
         c.algorithm.lowest_score.forgiveness = edges[i][1];
         CHECK_OK(weir_config_validate(&c));
     }
-    /* Built after the refusals: the balancer reports the fractions it was given, and decides by them. */
+    const uint64_t good_after[] = {0, MS, SEC, 3600 * SEC};
+    for (size_t i = 0; i < sizeof good_after / sizeof good_after[0]; i++) {
+        weir_config c = d;
+        c.algorithm.lowest_score.probe_after_ns = good_after[i];
+        CHECK_OK(weir_config_validate(&c));
+    }
+    /* Built after the refusals: the balancer reports the values it was given, and decides by them. */
     weir_config p = d;
     p.algorithm.lowest_score.probe_fraction = 1.0f;
     p.algorithm.lowest_score.forgiveness = 0.5f;
+    p.algorithm.lowest_score.probe_after_ns = 3600 * SEC;
     weir_balancer *b = make(p, 1);
     weir_config back = config_of(b);
     CHECK(back.algorithm.family == WEIR_ALGORITHM_LOWEST_SCORE);
     CHECK(back.algorithm.lowest_score.probe_fraction == 1.0f);
     CHECK(back.algorithm.lowest_score.forgiveness == 0.5f);
+    CHECK(back.algorithm.lowest_score.probe_after_ns == 3600 * SEC);
     CHECK(back.algorithm.lowest_score.ratio_penalty == 16.0f);
     weir_balancer_free(b);
     const int off = probation_reaches(0.0f, 0.0f, NULL);
@@ -501,6 +527,92 @@ static void test_refused_probation(void) {
     CHECK(failures[0] > 3.9 && failures[0] <= 4.0);
     CHECK(failures[1] > 1.9 && failures[1] <= 2.0);
     CHECK(failures[2] == 0.0);
+}
+
+/* What a two-node default balancer (fixed limit, forgiveness 0.5, failures halving every 30 s) with
+ * timed probes after `probe_after_ns` does with node 2 after one failure at 1 s (a lease lands on it
+ * among calls released at once as successes): how many of 50 calls at 1.5 s land on it (`early`);
+ * whether the first call at 2.5 s does (`probed`), released with `outcome`, and node 2's failures
+ * after that (`failures`); how many of 50 calls at 3 s land on it (`later`); and whether the first
+ * call at 4 s does (`again`). Every other call is released at once as a success. */
+typedef struct timed_probe {
+    int early;
+    int probed;
+    double failures;
+    int later;
+    int again;
+} timed_probe;
+
+/* Acquires at `now` and releases as a success at once, `calls` times: how many land on node 2. */
+static int calls_on_node_2(weir_balancer *b, uint64_t now, weir_rng *rng, int calls) {
+    int reached = 0;
+    for (int i = 0; i < calls; i++) {
+        weir_lease l;
+        CHECK_OK(weir_balancer_acquire_with_rng(b, now, rng, &l));
+        reached += l.node_id == 2;
+        CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, now));
+    }
+    return reached;
+}
+
+/* One acquire at `now`, released at once with `outcome`: whether it landed on node 2. */
+static int first_on_node_2(weir_balancer *b, uint64_t now, weir_rng *rng, weir_outcome outcome) {
+    weir_lease l;
+    CHECK_OK(weir_balancer_acquire_with_rng(b, now, rng, &l));
+    CHECK_OK(weir_balancer_release(b, &l, outcome, now));
+    return l.node_id == 2;
+}
+
+static timed_probe timed_probes(uint64_t probe_after_ns, weir_outcome outcome) {
+    weir_config c = weir_config_default();
+    c.algorithm.lowest_score.forgiveness = 0.5f;
+    c.algorithm.lowest_score.probe_after_ns = probe_after_ns;
+    weir_balancer *b = two_nodes(c);
+    weir_rng rng = weir_rng_seed(13);
+    weir_lease l;
+    int tries = 0;
+    do {
+        REQUIRE(tries++ < 64);
+        CHECK_OK(weir_balancer_acquire_with_rng(b, SEC, &rng, &l));
+        if (l.node_id != 2) {
+            CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, SEC));
+        }
+    } while (l.node_id != 2);
+    CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_FAILURE, SEC));
+    timed_probe t;
+    t.early = calls_on_node_2(b, SEC + 500 * MS, &rng, 50);
+    t.probed = first_on_node_2(b, 2500 * MS, &rng, outcome);
+    weir_node_info info;
+    CHECK_OK(weir_balancer_node_snapshot(b, 2, 2500 * MS, &info));
+    t.failures = info.failures;
+    t.later = calls_on_node_2(b, 3 * SEC, &rng, 50);
+    t.again = first_on_node_2(b, 4 * SEC, &rng, WEIR_OUTCOME_SUCCESS);
+    weir_balancer_free(b);
+    return t;
+}
+
+/* Timed probes: a node that failed once is avoided until `probe_after_ns` has passed since, then the
+ * first call of the clock epoch that marks it tries it. A probe answered well takes all its failures
+ * (forgiveness), and the node is back among the calls; one that fails rewrites them, and the node waits
+ * another period. Off (0), the node is avoided throughout. */
+static void test_timed_probes(void) {
+    const timed_probe back = timed_probes(SEC, WEIR_OUTCOME_SUCCESS);
+    CHECK(back.early == 0);
+    CHECK(back.probed == 1);
+    CHECK(back.failures == 0.0);
+    CHECK(back.later > 10 && back.later < 40); /* about half: the two score alike again */
+    const timed_probe broken = timed_probes(SEC, WEIR_OUTCOME_FAILURE);
+    CHECK(broken.early == 0);
+    CHECK(broken.probed == 1);
+    CHECK(broken.failures > 1.9 && broken.failures <= 2.0);
+    CHECK(broken.later == 0); /* 0.5 s after the failed probe: not yet */
+    CHECK(broken.again == 1); /* 1.5 s after it: probed again */
+    const timed_probe off = timed_probes(0, WEIR_OUTCOME_SUCCESS);
+    CHECK(off.early == 0);
+    CHECK(off.probed == 0);
+    CHECK(off.failures > 0.9 && off.failures <= 1.0);
+    CHECK(off.later == 0);
+    CHECK(off.again == 0);
 }
 
 /* A two-node default balancer (fixed limit) with the slowness term at `slow_ratio`: four calls on
@@ -565,6 +677,7 @@ static void test_refused_slow_ratio(void) {
     CHECK(back.algorithm.family == WEIR_ALGORITHM_LOWEST_SCORE);
     CHECK(back.algorithm.lowest_score.slow_ratio == 2.0f);
     CHECK(back.algorithm.lowest_score.forgiveness == 0.0f);
+    CHECK(back.algorithm.lowest_score.probe_after_ns == 0);
     weir_balancer_free(b);
     /* Node 2, ten times slower, counts each call about ten times over: node 1 takes all nine calls
      * (its ninth scores 8, node 2's first about 8.75); without the term they split evenly. */
@@ -622,6 +735,8 @@ static void test_refused_configs(void) {
                   "algorithm.lowest_score.probe_fraction");
     CHECK_REFUSED(d, c_.algorithm.lowest_score.forgiveness = -0.01f, WEIR_ERR_INVALID_CONFIG,
                   "forgiveness"); /* every value: test_refused_probation */
+    CHECK_REFUSED(d, c_.algorithm.lowest_score.probe_after_ns = 3601 * SEC, WEIR_ERR_INVALID_CONFIG,
+                  "probe_after_ns 0 or between 1 ms and 1 hour"); /* every value: the same */
     CHECK_REFUSED(d, c_.algorithm.lowest_score.slow_ratio = 0.5f, WEIR_ERR_INVALID_CONFIG,
                   "slow_ratio 0 or in [1, 64]"); /* every value: test_refused_slow_ratio */
     /* The weighted family: */
@@ -1420,6 +1535,7 @@ int main(void) {
     test_refused_configs();
     test_refused_knee();
     test_refused_probation();
+    test_timed_probes();
     test_refused_slow_ratio();
     test_membership();
     test_acquire();

@@ -445,6 +445,7 @@ static void test_enum_ranges(void) {
     c.algorithm.lowest_score.penalty = -1.0f;
     c.algorithm.lowest_score.probe_fraction = NAN;
     c.algorithm.lowest_score.forgiveness = 2.0f;
+    c.algorithm.lowest_score.probe_after_ns = UINT64_MAX;
     c.algorithm.lowest_score.slow_ratio = 0.5f;
     CHECK_OK(weir_config_validate(&c));
 
@@ -710,6 +711,10 @@ static void test_outputs_only_on_success(void) {
     CHECK_UNTOUCHED(nb);
     bad = weir_config_default();
     bad.algorithm.lowest_score.slow_ratio = 0.5f;
+    CHECK_STATUS(weir_balancer_new(&bad, 1, &nb), WEIR_ERR_INVALID_CONFIG);
+    CHECK_UNTOUCHED(nb);
+    bad = weir_config_default();
+    bad.algorithm.lowest_score.probe_after_ns = 1;
     CHECK_STATUS(weir_balancer_new(&bad, 1, &nb), WEIR_ERR_INVALID_CONFIG);
     CHECK_UNTOUCHED(nb);
     bad = weir_config_default();

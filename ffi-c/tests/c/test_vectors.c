@@ -21,6 +21,8 @@
 static int metrics_compared = 0;
 /* How many release_loaded lines were replayed, over all the files. */
 static long loaded_releases = 0;
+/* How many files with timed probes on (algorithm.probe_after_ns) were replayed to the end. */
+static int timed_probe_files = 0;
 
 typedef struct replay {
     const char *file;
@@ -324,6 +326,7 @@ static int set_lowest_score_field(weir_lowest_score *l, const char *f, const cha
     if (strcmp(f, "ratio_penalty") == 0) return parse_f32(v, &l->ratio_penalty);
     if (strcmp(f, "probe_fraction") == 0) return parse_f32(v, &l->probe_fraction);
     if (strcmp(f, "forgiveness") == 0) return parse_f32(v, &l->forgiveness);
+    if (strcmp(f, "probe_after_ns") == 0) return parse_u64(v, &l->probe_after_ns);
     if (strcmp(f, "slow_ratio") == 0) return parse_f32(v, &l->slow_ratio);
     return 0;
 }
@@ -779,6 +782,9 @@ static long replay_file(const char *path) {
     }
     weir_balancer_free(b);
     CHECK(!r.failed);
+    timed_probe_files += !r.failed && steps > 0 &&
+                         config.algorithm.family == WEIR_ALGORITHM_LOWEST_SCORE &&
+                         config.algorithm.lowest_score.probe_after_ns != 0;
     return r.failed ? -1 : steps;
 }
 
@@ -836,23 +842,37 @@ static int same_penalties(const weir_lowest_score *l, const weir_lowest_score *b
 }
 
 /* Probation's keys set the lowest-score fields they name and nothing else; the weighted family has no
- * such keys, and the format no spelling for NaN. */
+ * such keys, and the format no spelling for NaN or a negative period. A period the core refuses parses,
+ * and is refused by validation. */
 static void test_probation_keys(void) {
     const weir_config base = weir_config_default();
     weir_config c = base;
     CHECK(set_config_key(&c, "algorithm", "lowest_score"));
     CHECK(set_config_key(&c, "algorithm.probe_fraction", "0.2"));
     CHECK(set_config_key(&c, "algorithm.forgiveness", "0.5"));
+    CHECK(c.algorithm.lowest_score.probe_after_ns == 0);
+    CHECK(set_config_key(&c, "algorithm.probe_after_ns", "5000000000"));
     CHECK(c.algorithm.lowest_score.probe_fraction == 0.2f);
     CHECK(c.algorithm.lowest_score.forgiveness == 0.5f);
+    CHECK(c.algorithm.lowest_score.probe_after_ns == 5 * 1000000000ull);
     CHECK(same_penalties(&c.algorithm.lowest_score, &base.algorithm.lowest_score));
     CHECK(c.algorithm.lowest_score.slow_ratio == 0.0f);
     CHECK_OK(weir_config_validate(&c));
+    CHECK(set_config_key(&c, "algorithm.probe_after_ns", "18446744073709551615"));
+    CHECK(c.algorithm.lowest_score.probe_after_ns == UINT64_MAX);
+    CHECK_STATUS(weir_config_validate(&c), WEIR_ERR_INVALID_CONFIG);
+    CHECK(set_config_key(&c, "algorithm.probe_after_ns", "0"));
+    CHECK_OK(weir_config_validate(&c));
     CHECK(!set_config_key(&c, "algorithm.probe_fraction", "nan"));
     CHECK(!set_config_key(&c, "algorithm.forgiveness", ""));
+    CHECK(!set_config_key(&c, "algorithm.probe_after_ns", "-1"));
+    CHECK(!set_config_key(&c, "algorithm.probe_after_ns", "18446744073709551616"));
+    CHECK(!set_config_key(&c, "algorithm.probe_after_ns", "1.5"));
+    CHECK(c.algorithm.lowest_score.probe_after_ns == 0);
     CHECK(set_config_key(&c, "algorithm", "weighted"));
     CHECK(!set_config_key(&c, "algorithm.probe_fraction", "0.2"));
     CHECK(!set_config_key(&c, "algorithm.forgiveness", "0.5"));
+    CHECK(!set_config_key(&c, "algorithm.probe_after_ns", "5000000000"));
 }
 
 /* The slowness term's key sets the lowest-score field it names and nothing else; the weighted family
@@ -864,7 +884,8 @@ static void test_slow_ratio_key(void) {
     CHECK(c.algorithm.lowest_score.slow_ratio == 2.0f);
     CHECK(same_penalties(&c.algorithm.lowest_score, &base.algorithm.lowest_score));
     CHECK(c.algorithm.lowest_score.probe_fraction == 0.0f &&
-          c.algorithm.lowest_score.forgiveness == 0.0f);
+          c.algorithm.lowest_score.forgiveness == 0.0f &&
+          c.algorithm.lowest_score.probe_after_ns == 0);
     CHECK_OK(weir_config_validate(&c));
     CHECK(set_config_key(&c, "algorithm.slow_ratio", "0.5"));
     CHECK_STATUS(weir_config_validate(&c), WEIR_ERR_INVALID_CONFIG);
@@ -929,6 +950,7 @@ int main(void) {
     printf("%zu trace files, %ld steps replayed, %ld of them loaded releases\n", count, total,
            loaded_releases);
     CHECK(loaded_releases > 0); /* the knee trace's */
+    CHECK(timed_probe_files > 0); /* the probation trace */
     CHECK(metrics_compared == 2); /* the .prom files of tests/vectors/metrics */
     return check_summary("test_vectors");
 }
