@@ -354,6 +354,18 @@ fn the_generator_seed_matters() {
     assert!(replay(&trace).is_err());
 }
 
+/// Each acquire's answer in the trace `spec` generates, in order.
+fn picks(spec: &generate::Spec) -> Vec<Answer> {
+    generate::generate(spec)
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Step(s) if matches!(s.op, Op::Acquire { .. }) => Some(s.answer),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The slow trace covers the slowness term: its node 1, whose calls take eight times as long as the
 /// others', gets less than half the share of the acquires that the same script gives it without the
 /// term (`slow_ratio` 0), and the two files' picks part within the first half of the acquires.
@@ -366,17 +378,6 @@ fn the_slow_trace_depends_on_its_slowness_term() {
         ..LowestScore::DEFAULT
     });
     assert_ne!(spec.config, off.config);
-    // Each acquire's answer, in order.
-    let picks = |s: &generate::Spec| -> Vec<Answer> {
-        generate::generate(s)
-            .items
-            .iter()
-            .filter_map(|i| match i {
-                Item::Step(s) if matches!(s.op, Op::Acquire { .. }) => Some(s.answer),
-                _ => None,
-            })
-            .collect()
-    };
     let (on, without) = (picks(&spec), picks(&off));
     let share = |p: &[Answer]| {
         let granted = p.iter().filter(|a| matches!(a, Answer::Node(_))).count();
@@ -405,24 +406,14 @@ fn the_probation_trace_takes_timed_probes() {
         panic!("not the lowest-score family: {:?}", spec.config.algorithm)
     };
     assert_eq!(lowest.probe_after_ns, 2_000_000_000);
-    let answers = |probe_after_ns: u64| -> Vec<Answer> {
-        let mut s = spec.clone();
-        s.config.algorithm = Algorithm::LowestScore(LowestScore {
-            probe_after_ns,
-            ..lowest
-        });
-        generate::generate(&s)
-            .items
-            .iter()
-            .filter_map(|i| match i {
-                Item::Step(s) => Some(s.answer.clone()),
-                Item::Reseed(_) => None,
-            })
-            .collect()
-    };
-    let (on, off) = (answers(lowest.probe_after_ns), answers(0));
+    let mut off = spec.clone();
+    off.config.algorithm = Algorithm::LowestScore(LowestScore {
+        probe_after_ns: 0,
+        ..lowest
+    });
+    let (on, off) = (picks(&spec), picks(&off));
     let first = on.iter().zip(&off).position(|(a, b)| a != b);
-    eprintln!("probation trace without timed probes: first other answer at step {first:?}");
+    eprintln!("probation trace without timed probes: first other pick at acquire {first:?}");
     assert!(first.is_some(), "no acquire took a timed probe");
 }
 
