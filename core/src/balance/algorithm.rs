@@ -19,7 +19,7 @@ use crate::balance::slot::NodeSlot;
 #[cfg(any(feature = "buckets", feature = "ewma"))]
 use crate::balance::weighted::{self, Weighted};
 use crate::error::ConfigError;
-#[cfg(any(feature = "slow", feature = "probation"))]
+#[cfg(feature = "slow")]
 use crate::internal::sync::AtomicU64;
 use fastrand::Rng;
 
@@ -254,14 +254,14 @@ impl Prepared {
         }
     }
 
-    /// Timed probes (the lowest-score family's `probe_after_ns`): marks in `due` the slot the next
-    /// acquire tries first, among those the rotation of `epoch` refreshed (see `lowest::Prepared::mark_due`).
+    /// Timed probes (the lowest-score family's `probe_after_ns`): the slot the acquire that ran the
+    /// rotation of `epoch` tries first, among those the rotation refreshed (see `lowest::Prepared::due`).
     #[cfg(feature = "probation")]
     #[inline]
-    pub(crate) fn mark_due(&self, used: &[NodeSlot], now: u64, epoch: u64, due: &AtomicU64) {
+    pub(crate) fn due(&self, used: &[NodeSlot], now: u64, epoch: u64) -> Option<usize> {
         match self {
-            Prepared::Lowest(p) if p.probe_after != 0 => p.mark_due(used, now, epoch, due),
-            _ => {}
+            Prepared::Lowest(p) if p.probe_after != 0 => p.due(used, now, epoch),
+            _ => None,
         }
     }
 

@@ -54,12 +54,6 @@ pub struct Balancer<S: AsRef<[NodeSlot]>, W: Waiting = ()> {
     /// The balancer's clock (see `clock.rs`): its rotation word is read by every acquire and written once
     /// per epoch, as read-mostly as `active`.
     pub(crate) clock: Clock,
-    /// The slot due for a timed probe, plus 1 (0: none): marked by the clock's rotation, taken by the
-    /// next acquire (see [`LowestScore::probe_after_ns`](crate::balance::LowestScore::probe_after_ns)).
-    /// Read by every acquire and written at most twice per epoch, so as read-mostly as `clock`; never
-    /// written without timed probes.
-    #[cfg(feature = "probation")]
-    pub(crate) due: AtomicU64,
     /// The slots the scans read, `..hi`, with `hi` in the low 32 bits: every slot from `hi` on is vacant
     /// and drained, so what an acquire, a release or a membership change costs follows the members (and
     /// the slots still draining), not the capacity. The high 32 bits are a version that every change
@@ -135,8 +129,6 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
             active: AtomicU64::new(0),
             #[cfg(feature = "slow")]
             fastest: AtomicU64::new(0),
-            #[cfg(feature = "probation")]
-            due: AtomicU64::new(0),
             clock: Clock::unset(),
             span: AtomicU64::new(0),
             peak: AtomicU64::new(0),
@@ -288,11 +280,9 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     pub fn acquire_uncounted(&self, now: u64, rng: &mut Rng) -> Result<Lease, Rejected> {
         let mut slots = self.used();
         if let Some(seen) = self.clock.due(now) {
-            self.rotate(now, seen);
-        }
-        #[cfg(feature = "probation")]
-        if let Some(lease) = self.take_due(slots, now) {
-            return Ok(lease);
+            if let Some(lease) = self.rotate_and_probe(slots, now, seen) {
+                return Ok(lease);
+            }
         }
         let mut rescans = 0;
         // The first choice is over the scan words alone (one word per node); if the node it names has no
@@ -411,6 +401,7 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
         }
         let slots = self.used();
         if let Some(seen) = self.clock.due(now) {
+            // A retry takes no timed probe: the node stays due, for the next rotation's acquire.
             self.rotate(now, seen);
         }
         // Relaxed: a vacant slot's id may be stale, but such a slot is no candidate whatever it holds;
@@ -481,12 +472,14 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     /// `now`), rotates to its own epoch, so a single wild `now` misleads at most until the next acquire
     /// with a sane one. While a rotation runs, concurrent acquires may still see the previous epoch's
     /// values for the few nodes not yet refreshed: the decision of a moment earlier.
+    ///
+    /// Returns the slot due for a timed probe, if any (see
+    /// [`LowestScore::probe_after_ns`](crate::balance::LowestScore::probe_after_ns)): the caller, the one
+    /// acquire that ran the rotation, tries it first.
     #[cold]
     #[inline(never)]
-    fn rotate(&self, now: u64, seen: u64) {
-        let Some(epoch) = self.clock.claim(now, seen) else {
-            return;
-        };
+    fn rotate(&self, now: u64, seen: u64) -> Option<usize> {
+        let epoch = self.clock.claim(now, seen)?;
         let algorithm = &self.prepared.algorithm;
         let refresh = |s: &NodeSlot| algorithm.refresh_cache(&s.health, now, self.scope(s));
         let horizon = self.clock.horizon(seen);
@@ -495,31 +488,17 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
         #[cfg(not(feature = "slow"))]
         algorithm.rotate(self.used(), now, horizon, epoch, refresh);
         #[cfg(feature = "probation")]
-        algorithm.mark_due(self.used(), now, epoch, &self.due);
+        return algorithm.due(self.used(), now, epoch);
+        #[cfg(not(feature = "probation"))]
+        None
     }
 
-    /// A timed probe (see [`LowestScore::probe_after_ns`](crate::balance::LowestScore::probe_after_ns)):
-    /// the lease of the slot the clock's rotation marked, if one is marked and it has room; the mark is
-    /// taken either way, so one acquire probes it. One load when nothing is marked.
-    ///
-    /// Relaxed (the load and the swap): the mark only names a slot; the admission's compare-and-swap
-    /// reads the slot's state and room afresh (`Acquire`), so a mark read late, or naming a slot whose
-    /// node left or was replaced meanwhile, sends at most one call where the lowest score might not
-    /// have (a decision of a moment earlier), and the swap's atomicity alone makes one taker.
-    #[cfg(feature = "probation")]
-    #[inline]
-    fn take_due(&self, slots: &[NodeSlot], now: u64) -> Option<Lease> {
-        if self.due.load(Relaxed) == 0 {
-            return None;
-        }
-        self.take_marked(slots, now)
-    }
-
-    #[cfg(feature = "probation")]
+    /// [`rotate`](Self::rotate) for an acquire over `slots`: a timed probe's lease, if the rotation
+    /// found a slot due and it has room (the acquire's first try).
     #[cold]
     #[inline(never)]
-    fn take_marked(&self, slots: &[NodeSlot], now: u64) -> Option<Lease> {
-        let i = usize::try_from(self.due.swap(0, Relaxed).checked_sub(1)?).ok()?;
+    fn rotate_and_probe(&self, slots: &[NodeSlot], now: u64, seen: u64) -> Option<Lease> {
+        let i = self.rotate(now, seen)?;
         let s = slots.get(i)?;
         let (c, inflight) = admit(s)?;
         Some(self.lease(s, i, c, inflight, now))

@@ -30,7 +30,7 @@ use crate::balance::outcome::Outcome;
 use crate::balance::slot::NodeSlot;
 use crate::balance::word;
 use crate::error::ConfigError;
-#[cfg(any(feature = "slow", feature = "probation"))]
+#[cfg(feature = "slow")]
 use crate::internal::sync::AtomicU64;
 #[cfg(feature = "probation")]
 use crate::internal::sync::Ordering::Relaxed;
@@ -126,12 +126,14 @@ pub struct LowestScore {
     #[cfg(feature = "probation")]
     pub forgiveness: f32,
     /// Timed probes (default 0, off; else 1 ms ..= 1 hour): a member that carries a penalty, has no call
-    /// in flight and has not failed for this long is the next acquire's first try, as a node marked dead
-    /// is tried again after nginx's `fail_timeout` or Finagle's first mark-dead period (5 s). The clock's
-    /// rotation marks such a member (one at a time, the one longest without a failure, among the slots it
-    /// refreshes), and the next acquire takes it if it has room. A probe that fails writes the failures
-    /// again, so the node waits another `probe_after_ns`; with `forgiveness`, one that succeeds takes all
-    /// of them (it was sent an epoch or more after the last failure), and the node is back.
+    /// in flight and has not failed for this long is tried again, as a node marked dead is after nginx's
+    /// `fail_timeout` or Finagle's first mark-dead period (5 s). The acquire that runs the clock's
+    /// rotation (the first of each epoch, a quarter of the shorter half-life) tries such a member first,
+    /// if it has room: one per rotation, the one longest without a failure, among the slots the rotation
+    /// refreshes. The other acquires decide as without the field, and pay nothing for it. A probe that
+    /// fails writes the failures again, so the node waits another `probe_after_ns`; with `forgiveness`,
+    /// one that succeeds takes all of them (it was sent an epoch or more after the last failure), and the
+    /// node is back.
     ///
     /// What it buys, and what it costs, do not depend on the call rate, as the `probe_fraction`'s do: a
     /// client that sends a few calls per second hears of a recovered node within about `probe_after_ns`
@@ -411,18 +413,14 @@ impl Prepared {
     /// Timed probes ([`LowestScore::probe_after_ns`], `probe_after` ticks, above 0): among the slots
     /// the rotation of `epoch` refreshed (all of them up to [`ROTATED`], a part in turn above), the
     /// member that carries a penalty, has no call in flight and whose failures were last written at
-    /// least `probe_after` ticks before `now`, the longest ago of them (the first on a tie), is marked in
-    /// `due` for the next acquire, unless a mark is still there (one probe at a time). Deterministic: no
-    /// draw. A probe that fails writes the failures again, and the node waits its time once more; while
-    /// the probe is in flight, the node has a call in flight.
+    /// least `probe_after` ticks before `now`, the longest ago of them (the first on a tie): the slot the
+    /// acquire that ran the rotation tries first. Deterministic: no draw. A probe that fails writes the
+    /// failures again, and the node waits its time once more; while the probe is in flight, the node has
+    /// a call in flight and is not due.
     ///
-    /// Relaxed (every read, and the store): the mark is a hint that the acquire re-checks by admitting the
-    /// slot (see `Balancer::take_due`); a reading a moment old marks what a rotation a moment earlier
-    /// would have.
-    pub(crate) fn mark_due(&self, used: &[NodeSlot], now: u64, epoch: u64, due: &AtomicU64) {
-        if due.load(Relaxed) != 0 {
-            return;
-        }
+    /// Relaxed (the control words): the acquire admits the slot with a compare-and-swap that reads its
+    /// state and room afresh; a reading a moment old names what a rotation a moment earlier would have.
+    pub(crate) fn due(&self, used: &[NodeSlot], now: u64, epoch: u64) -> Option<usize> {
         let mut longest: Option<(u32, usize)> = None;
         let part = rotated_range(used.len(), epoch);
         let start = part.start;
@@ -441,9 +439,7 @@ impl Prepared {
                 longest = Some((quiet, start + k));
             }
         }
-        if let Some((_, i)) = longest {
-            due.store(i as u64 + 1, Relaxed);
-        }
+        longest.map(|(_, i)| i)
     }
 }
 
