@@ -280,9 +280,12 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     pub fn acquire_uncounted(&self, now: u64, rng: &mut Rng) -> Result<Lease, Rejected> {
         let mut slots = self.used();
         if let Some(seen) = self.clock.due(now) {
+            #[cfg(feature = "probation")]
             if let Some(lease) = self.rotate_and_probe(slots, now, seen) {
                 return Ok(lease);
             }
+            #[cfg(not(feature = "probation"))]
+            self.rotate(now, seen);
         }
         let mut rescans = 0;
         // The first choice is over the scan words alone (one word per node); if the node it names has no
@@ -495,6 +498,7 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
 
     /// [`rotate`](Self::rotate) for an acquire over `slots`: a timed probe's lease, if the rotation
     /// found a slot due and it has room (the acquire's first try).
+    #[cfg(feature = "probation")]
     #[cold]
     #[inline(never)]
     fn rotate_and_probe(&self, slots: &[NodeSlot], now: u64, seen: u64) -> Option<Lease> {
