@@ -177,6 +177,17 @@ pub fn all() -> Vec<PolicyDef> {
             refused: default_queue(),
         },
         PolicyDef {
+            name: "weir-knee-probation-load-timed",
+            about: "weir-knee-probation-load with the timed probes of weir-knee-probation-timed (5 s)",
+            default: false,
+            kind: Kind::Balancer(|n, seed| {
+                Box::new(
+                    WeirPolicy::waiting(Config { seed, ..timed(knee_probation()) }, n).reading_load(),
+                )
+            }),
+            refused: default_queue(),
+        },
+        PolicyDef {
             name: "weir-slow",
             about: "weir's default configuration with the slowness term (LowestScore::slow_ratio 2: a node \
                     whose successes take twice the fastest node's time or more counts its calls in flight \
