@@ -35,13 +35,24 @@ fn recovered_share_at(
     recovered_share_with(every, lowest, secs)
 }
 
-/// [`recovered_share_at`] with the lowest-score family's parameters `lowest`.
-fn recovered_share_with(every: u64, lowest: LowestScore, secs: u64) -> (Vec<f64>, f64) {
+/// Nodes 1, 2 and 3 under the lowest-score family's parameters `lowest` and the default's limit.
+fn three_nodes(lowest: LowestScore) -> Load {
     let config = Config {
         algorithm: Algorithm::LowestScore(lowest),
         ..Config::default()
     };
-    let mut l = Load::new(&[1, 2, 3], config, 11);
+    Load::new(&[1, 2, 3], config, 11)
+}
+
+/// The mean of the shares per second from the sixth on: what a node holds once it is back, where a
+/// few calls a second are too few for each second to show its share.
+fn held(after: &[f64]) -> f64 {
+    after[5..].iter().sum::<f64>() / (after.len() - 5) as f64
+}
+
+/// [`recovered_share_at`] with the lowest-score family's parameters `lowest`.
+fn recovered_share_with(every: u64, lowest: LowestScore, secs: u64) -> (Vec<f64>, f64) {
+    let mut l = three_nodes(lowest);
     l.run_until((15 + secs) * SEC, every, |id, t, _| {
         Some(match id {
             3 if (5 * SEC..15 * SEC).contains(&t) => (MS, Outcome::Failure),
@@ -99,8 +110,7 @@ fn at_light_load_one_success_after_a_quiet_epoch_brings_the_node_back() {
     // Halving alone left it out for 20 s.
     let (after, _) = recovered_share_at(10 * MS, 0.01, 0.5, 20);
     eprintln!("100 calls/s: {after:.2?}");
-    let held = after[5..].iter().sum::<f64>() / (after.len() - 5) as f64;
-    assert!(held >= 0.9 / 3.0, "{held}");
+    assert!(held(&after) >= 0.9 / 3.0, "{}", held(&after));
 }
 
 /// The lowest-score family with forgiveness 0.5, drawn probes `probe_fraction` and timed probes every
@@ -121,7 +131,6 @@ fn at_a_few_calls_per_second_timed_probes_bring_the_node_back_where_drawn_ones_d
     // reaches it within about 2 s of the recovery whatever the rate, and its success takes every failure
     // away. Averaged from 5 s on, at 0.8 of the fair share: ten calls a second are too few for each
     // second, or even 250 calls, to show a third within a few hundredths.
-    let held = |after: &[f64]| after[5..].iter().sum::<f64>() / (after.len() - 5) as f64;
     let (drawn, _) = recovered_share_with(100 * MS, timed(0.01, 0), 30);
     eprintln!("drawn probes alone, 10 calls/s: {drawn:.2?}");
     assert!(drawn[..10].iter().all(|&s| s == 0.0), "{drawn:.2?}");
@@ -140,11 +149,7 @@ fn a_node_that_stays_broken_costs_one_call_per_period_whatever_the_rate() {
     // alike; without timed probes, none.
     for every in [10 * MS, MS] {
         for (probe_after, least, most) in [(SEC, 18, 25), (0, 0, 0)] {
-            let config = Config {
-                algorithm: Algorithm::LowestScore(timed(0.0, probe_after)),
-                ..Config::default()
-            };
-            let mut l = Load::new(&[1, 2, 3], config, 11);
+            let mut l = three_nodes(timed(0.0, probe_after));
             l.run_until(30 * SEC, every, |id, t, _| {
                 Some(match id {
                     3 if t >= 5 * SEC => (MS, Outcome::Failure),
@@ -166,13 +171,9 @@ fn a_node_that_stays_broken_costs_one_call_per_period_whatever_the_rate() {
 #[test]
 fn a_timed_probe_in_flight_is_the_only_one() {
     // Node 3 fails fast from 5 s to 10 s, then answers every call only after 2.5 s, with a timeout: a
-    // probe's call stays in flight 2.5 s, and the node is not marked again while it is, so from 11 s to
+    // probe's call stays in flight 2.5 s, and the node is not tried again while it is, so from 11 s to
     // 30 s it gets about one call per 3.5 s (2.5 s in flight, 1 s quiet), not one per clock epoch.
-    let config = Config {
-        algorithm: Algorithm::LowestScore(timed(0.0, SEC)),
-        ..Config::default()
-    };
-    let mut l = Load::new(&[1, 2, 3], config, 11);
+    let mut l = three_nodes(timed(0.0, SEC));
     l.run_until(30 * SEC, 10 * MS, |id, t, _| {
         Some(match id {
             3 if (5 * SEC..10 * SEC).contains(&t) => (MS, Outcome::Failure),
