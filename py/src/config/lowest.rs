@@ -128,7 +128,7 @@ impl LowestScore {
     }
     /// Timed probes (default 0.0, off; else 0.001 to 3600 seconds): a member that carries a penalty, has
     /// no call in flight and has not failed for this long is the next acquire's first try (one at a time,
-    /// marked at the clock's rotation, every 250 ms by default), as nginx tries a node again after its
+    /// chosen at the clock's rotation, every 250 ms by default), as nginx tries a node again after its
     /// `fail_timeout`. A failed probe makes the node wait as long again; with `forgiveness`, a successful
     /// one takes all its failures. Unlike `probe_fraction`'s, its cost and delay do not depend on the call
     /// rate: a recovered node is heard of within about `probe_after`, and a broken one costs a call per
