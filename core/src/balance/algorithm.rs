@@ -265,6 +265,34 @@ impl Prepared {
         }
     }
 
+    /// Health checks (see `Balancer::due_check`): the slot due for one, claimed; only the lowest-score
+    /// family names any.
+    #[cfg(feature = "probation")]
+    pub(crate) fn due_check(&self, used: &[NodeSlot], now: u64, quiet_ns: u64) -> Option<usize> {
+        match self {
+            #[cfg(feature = "decay")]
+            Prepared::Lowest(p) => p.due_check(used, now, quiet_ns),
+            #[cfg(any(feature = "buckets", feature = "ewma"))]
+            Prepared::Weighted(_) => None,
+        }
+    }
+
+    /// A health check's answer (see `Balancer::report_check`), recorded and the cached value refreshed;
+    /// false (nothing done) in a family that takes no checks.
+    #[cfg(feature = "probation")]
+    pub(crate) fn report_check(&self, h: &Health, healthy: bool, now: u64, scope: Scope<'_>) -> bool {
+        match self {
+            #[cfg(feature = "decay")]
+            Prepared::Lowest(p) => {
+                p.report_check(h, healthy, now);
+                h.refresh(self, now, scope);
+                true
+            }
+            #[cfg(any(feature = "buckets", feature = "ewma"))]
+            Prepared::Weighted(_) => false,
+        }
+    }
+
     /// The clock's rotation to `now`, with `horizon` the latest date a release could have had under the
     /// rotation it replaces and `epoch` the new clock epoch: the family ages what it caches, and calls
     /// `refresh` on each slot whose cached value must be recomputed.

@@ -122,9 +122,45 @@ impl fmt::Display for ReleaseError {
     }
 }
 
+/// A health check's answer that was not recorded ([`Balancer::report_check`](crate::balance::Balancer::report_check)).
+/// The balancer's state is left exactly as it was.
+///
+/// ```
+/// use weir::balance::CheckError;
+/// use weir::{Balancer, Config, NodeSlot};
+/// let b = Balancer::new([const { NodeSlot::new() }; 1], Config::default()).unwrap();
+/// assert_eq!(b.report_check(7, true, 0), Err(CheckError::UnknownId(7)));
+/// let cascade = Balancer::new([const { NodeSlot::new() }; 1], Config::cascade()).unwrap();
+/// cascade.add(7).unwrap();
+/// assert_eq!(cascade.report_check(7, true, 0).unwrap_err().to_string(),
+///     "health checks are read by the lowest-score family only");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CheckError {
+    /// No member has this id.
+    UnknownId(u64),
+    /// The balancer's algorithm is not the lowest-score family's, which alone keeps the penalties that
+    /// checks readmit from (the weighted family's window comes back by its own trickle).
+    NotLowestScore,
+}
+
+impl fmt::Display for CheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CheckError::UnknownId(id) => write!(f, "no node with id {id}"),
+            CheckError::NotLowestScore => {
+                f.write_str("health checks are read by the lowest-score family only")
+            }
+        }
+    }
+}
+
 #[cfg(feature = "std")]
 impl std::error::Error for Rejected {}
 #[cfg(feature = "std")]
 impl std::error::Error for MembershipError {}
 #[cfg(feature = "std")]
 impl std::error::Error for ReleaseError {}
+#[cfg(feature = "std")]
+impl std::error::Error for CheckError {}

@@ -9,6 +9,7 @@
 //! | file | concept |
 //! |---|---|
 //! | `balancer.rs` | [`Balancer`]: acquire, release, snapshots |
+//! | `check.rs` | [`Balancer::due_check`], [`Balancer::report_check`]: health checks that bring an avoided node back |
 //! | `membership.rs` | [`Balancer::add`], [`Balancer::remove`], [`Balancer::set_lame_duck`]; the span of slots the scans read |
 //! | `algorithm.rs` | [`Algorithm`]: the families, and the one dispatch to the configured one |
 //! | `lowest/` | the lowest-score family ([`LowestScore`], the default's): decayed counters, a penalty, the lowest-score scans |
@@ -22,7 +23,7 @@
 //! | `word.rs` | the two words the acquire scan reads per node: the control word and the scan word |
 //! | `slot.rs` | [`NodeSlot`]: one node's storage |
 //! | `snapshot.rs` | [`NodeSnapshot`], [`NodeState`], [`Stats`] |
-//! | `error.rs` | [`Rejected`], [`MembershipError`], [`ReleaseError`] ([`ConfigError`] is shared with [`crate::limit`]) |
+//! | `error.rs` | [`Rejected`], [`MembershipError`], [`ReleaseError`], [`CheckError`] ([`ConfigError`] is shared with [`crate::limit`]) |
 //!
 //! The files depend on each other in one direction: `word.rs` and `outcome.rs` on nothing of the
 //! balancer; `health.rs` on them; each family (`lowest/`, `weighted/`) on those and the slot, and never
@@ -32,6 +33,8 @@
 
 mod algorithm;
 mod balancer;
+#[cfg(feature = "probation")]
+mod check;
 mod clock;
 mod config;
 mod error;
@@ -52,7 +55,7 @@ pub use crate::error::ConfigError;
 pub use algorithm::Algorithm;
 pub use balancer::Balancer;
 pub use config::{Config, MAX_NODES, MAX_WAITERS};
-pub use error::{MembershipError, Rejected, ReleaseError};
+pub use error::{CheckError, MembershipError, Rejected, ReleaseError};
 pub use lease::{Lease, RawLease};
 #[cfg(feature = "decay")]
 pub use lowest::LowestScore;

@@ -301,6 +301,34 @@ impl Health {
         (w != 0).then(|| age(unpack(w).1, tick(now)))
     }
 
+    /// Claims the node for a health check (see `Balancer::due_check`): the failure counter, if it reads
+    /// above 0 at `now` and was last written at least `quiet` ticks before, is written again with the
+    /// same reading at `now`, so the node is not due again (for another check, or a timed probe) for
+    /// `quiet` more ticks. False if a failure or another claim wrote it meanwhile, or it has settled.
+    #[cfg(feature = "probation")]
+    pub(super) fn claim_check(&self, now: u64, quiet: u32, d: &Prepared) -> bool {
+        let at = tick(now);
+        // SeqCst: as the counters' other accesses (see `add_decayed`).
+        self.ring[1]
+            .fetch_update(SeqCst, SeqCst, |w| {
+                let value = read(w, at, &d.failure);
+                (value > 0.0 && age(unpack(w).1, at) >= quiet).then(|| stored(w, at, value))
+            })
+            .is_ok()
+    }
+
+    /// A health check answered well (see `Balancer::report_check`): every failure is forgiven, as a
+    /// success sent a whole epoch after the last failure forgives under `forgiveness`. The successes
+    /// are left as they are: a check is not a call. The caller refreshes the penalty.
+    #[cfg(feature = "probation")]
+    pub(super) fn forgive_all(&self) {
+        // SeqCst: see `add_decayed` (a failure's refresh must see the word this replaces, or the
+        // refresh after this swap the failure).
+        self.ring[1].swap(0, SeqCst);
+        #[cfg(loom)]
+        crate::internal::sync::fence(SeqCst);
+    }
+
     /// Whether the failure counter is empty (the zero word): a success then leaves the penalty at 0.
     #[inline]
     fn no_failures(&self) -> bool {

@@ -33,7 +33,7 @@ use crate::error::ConfigError;
 #[cfg(feature = "slow")]
 use crate::internal::sync::AtomicU64;
 #[cfg(feature = "probation")]
-use crate::internal::sync::Ordering::Relaxed;
+use crate::internal::sync::Ordering::{Acquire, Relaxed};
 
 /// The lowest-score family's parameters: two time-decayed counters per node, successes and failures, the
 /// failure penalty they give, and the score `in_flight + penalty` each call is sent by (see the module docs
@@ -440,6 +440,51 @@ impl Prepared {
             }
         }
         longest.map(|(_, i)| i)
+    }
+
+    /// Health checks (`Balancer::due_check`): over every slot in `used`, the member that a timed probe
+    /// would take with a period of `quiet_ns` (`quiet` ticks, rounded down) (in service, a penalty, no call in flight, failures
+    /// last written `quiet` ticks ago or more, the longest ago first, the first on a tie), claimed for
+    /// the check ([`Health::claim_check`]): its failures are dated `now` again, so neither another
+    /// check nor a timed probe takes it for `quiet` more ticks. `None` if no member is due, or if what
+    /// was due changed under the claim (a failure landed, another caller claimed it): the next call
+    /// looks again.
+    ///
+    /// Acquire (the control words): the caller reads the slot's id after its state.
+    pub(crate) fn due_check(&self, used: &[NodeSlot], now: u64, quiet_ns: u64) -> Option<usize> {
+        // Ages above 2^31 ticks read as 0 (see `decay.rs`): a longer quiet is never met.
+        let quiet = u32::try_from(quiet_ns >> decay::TICK_SHIFT)
+            .ok()
+            .filter(|&q| q <= i32::MAX as u32)?;
+        let mut longest: Option<(u32, usize)> = None;
+        for (i, s) in used.iter().enumerate() {
+            let c = s.ctl.load(Acquire);
+            if word::state(c) != word::ACTIVE
+                || word::inflight(c) != 0
+                || scan::penalty_units(s) == 0
+            {
+                continue;
+            }
+            let Some(q) = s.health.failures_quiet_for(now) else {
+                continue;
+            };
+            if q >= quiet && longest.is_none_or(|(l, _)| q > l) {
+                longest = Some((q, i));
+            }
+        }
+        let (_, i) = longest?;
+        used.get(i)?.health.claim_check(now, quiet, self).then_some(i)
+    }
+
+    /// A health check's answer for `h` at `now` (`Balancer::report_check`): healthy forgives every
+    /// failure, failed records one, as a call's `Failure` would (so the node waits its period again).
+    /// The caller refreshes the penalty.
+    pub(crate) fn report_check(&self, h: &Health, healthy: bool, now: u64) {
+        if healthy {
+            h.forgive_all();
+        } else {
+            h.record_decay(self, now, Outcome::Failure, now);
+        }
     }
 }
 
