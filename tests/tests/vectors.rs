@@ -274,6 +274,8 @@ fn files_cover_every_case() {
     let mut outcomes = std::collections::HashSet::new();
     let (mut reseeds, mut lame_on, mut lame_off, mut readds) = (0, 0, 0, 0);
     let (mut excluded_elsewhere, mut excluded_fallbacks) = (0, 0);
+    // Health checks: nodes named and not, checks reported healthy and failed.
+    let (mut named, mut unnamed, mut healthy, mut failed) = (0, 0, 0, 0);
     for (f, t) in &traces {
         let mut removed = Vec::new();
         let mut steps = 0;
@@ -294,6 +296,10 @@ fn files_cover_every_case() {
                     outcomes.insert(outcome as u8);
                 }
                 (Op::LameDuck { on: true, .. }, Answer::Ok) => lame_on += 1,
+                (Op::DueCheck { .. }, Answer::Node(_)) => named += 1,
+                (Op::DueCheck { .. }, Answer::Nothing) => unnamed += 1,
+                (Op::ReportCheck { healthy: true, .. }, Answer::Ok) => healthy += 1,
+                (Op::ReportCheck { healthy: false, .. }, Answer::Ok) => failed += 1,
                 (Op::LameDuck { on: false, .. }, Answer::Ok) => lame_off += 1,
                 (Op::Remove { id }, Answer::Ok) => removed.push(id),
                 (Op::Add { id }, Answer::Ok) if removed.contains(&id) => readds += 1,
@@ -313,10 +319,10 @@ fn files_cover_every_case() {
                 s.nodes.len()
             );
         }
-        // The hand-written scripts: the edge cases, and the retries elsewhere.
+        // The hand-written scripts: the edge cases, the retries elsewhere and the health checks.
         let edges = f.file_stem().is_some_and(|s| {
             let s = s.to_string_lossy();
-            s.starts_with("edges") || s == "retry-elsewhere"
+            s.starts_with("edges") || s == "retry-elsewhere" || s == "decay-lowest-score-checks"
         });
         assert!(
             edges || (300..=2_000).contains(&steps),
@@ -333,6 +339,7 @@ fn files_cover_every_case() {
         assert!(outcomes.contains(&(o as u8)), "no release with {o:?}");
     }
     assert!(reseeds > 0 && lame_on > 0 && lame_off > 0 && readds > 0);
+    assert!(named > 2 && unnamed > 2 && healthy > 1 && failed > 1);
 }
 
 /// The generator's spec of the file `<name>.trace`.

@@ -280,7 +280,13 @@ impl Prepared {
     /// A health check's answer (see `Balancer::report_check`), recorded and the cached value refreshed;
     /// false (nothing done) in a family that takes no checks.
     #[cfg(feature = "probation")]
-    pub(crate) fn report_check(&self, h: &Health, healthy: bool, now: u64, scope: Scope<'_>) -> bool {
+    pub(crate) fn report_check(
+        &self,
+        h: &Health,
+        healthy: bool,
+        now: u64,
+        scope: Scope<'_>,
+    ) -> bool {
         match self {
             #[cfg(feature = "decay")]
             Prepared::Lowest(p) => {

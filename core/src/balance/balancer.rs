@@ -478,10 +478,11 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     ///
     /// Returns the slot due for a timed probe, if any (see
     /// [`LowestScore::probe_after_ns`](crate::balance::LowestScore::probe_after_ns)): the caller, the one
-    /// acquire that ran the rotation, tries it first.
+    /// acquire that ran the rotation, tries it first (a health check's `due_check`, which also moves
+    /// the clock, leaves it).
     #[cold]
     #[inline(never)]
-    fn rotate(&self, now: u64, seen: u64) -> Option<usize> {
+    pub(crate) fn rotate(&self, now: u64, seen: u64) -> Option<usize> {
         let epoch = self.clock.claim(now, seen)?;
         let algorithm = &self.prepared.algorithm;
         let refresh = |s: &NodeSlot| algorithm.refresh_cache(&s.health, now, self.scope(s));

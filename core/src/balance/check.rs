@@ -29,8 +29,8 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     /// when no node is due, when the algorithm is not the lowest-score family's, and when what was due
     /// changed while this call claimed it (a failure landed, another caller claimed it first). Calling it
     /// costs a read of every slot in use: call it on a timer (a tenth of `quiet_ns` is plenty), not per
-    /// call. `now` is dated as a release's is (never past the end of the epoch after the newest
-    /// acquire's, see [`release`](Self::release)).
+    /// call. It keeps the balancer's clock as an acquire does (`now` moves it forward), so a checker on
+    /// its own timer finds nodes due while no call is made.
     ///
     /// ```
     /// use weir::{Balancer, Config, NodeSlot, Outcome, Rng};
@@ -56,6 +56,11 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     /// assert_eq!(b.node(1, 3 * S + S / 2).unwrap().penalty, 0.0);
     /// ```
     pub fn due_check(&self, now: u64, quiet_ns: u64) -> Option<u64> {
+        // The clock moves as an acquire moves it, so that a checker on its own timer sees time pass
+        // while no call is made (a timed probe the rotation finds due is left to the acquires).
+        if let Some(seen) = self.clock.due(now) {
+            let _ = self.rotate(now, seen);
+        }
         let now = now.min(self.clock.horizon_now());
         let used = self.used();
         let i = self.prepared.algorithm.due_check(used, now, quiet_ns)?;

@@ -57,6 +57,11 @@ pub enum Script {
     },
     /// Calls that each take an RTT drawn for their node, one node's several times as long.
     Latency(Latency),
+    /// The hand-written health checks (`due_check`, `report_check`), with this generator seed.
+    Checks {
+        /// The seed of the trace's generator.
+        seed: u64,
+    },
 }
 
 /// The parameters of a random script.
@@ -438,6 +443,16 @@ pub fn specs() -> Vec<Spec> {
             script: Script::Edges { seed: 3 },
         },
         Spec {
+            name: "decay-lowest-score-checks",
+            about: "Health checks under Config::default(): a node that failed is named for a check once \
+                    quiet for the period (2 s) and not again within it, a failed check records a failure \
+                    and dates it, a healthy one forgives the node, which takes calls again; a node in \
+                    lame duck or with a call in flight is not named.",
+            config: Config::default(),
+            capacity: 4,
+            script: Script::Checks { seed: 23 },
+        },
+        Spec {
             name: "retry-elsewhere",
             about: "Retries elsewhere (acquire_excluding) under Config::default() with Fixed(2): a failing \
                     node's requests retried on the others, the fallback to a tried node when no other has \
@@ -459,7 +474,7 @@ pub fn specs() -> Vec<Spec> {
 pub fn generate(spec: &Spec) -> Trace {
     let seed = match spec.script {
         Script::Random(r) => r.seed,
-        Script::Edges { seed } | Script::RetryElsewhere { seed } => seed,
+        Script::Edges { seed } | Script::RetryElsewhere { seed } | Script::Checks { seed } => seed,
         Script::Latency(l) => l.seed,
     };
     let trace = Trace {
@@ -480,6 +495,7 @@ pub fn generate(spec: &Spec) -> Trace {
         Script::Edges { .. } => edges(&mut g),
         Script::RetryElsewhere { .. } => retry_elsewhere(&mut g),
         Script::Latency(l) => latency(&mut g, &l),
+        Script::Checks { .. } => checks(&mut g),
     }
     g.trace
 }
@@ -1011,4 +1027,149 @@ fn edges(g: &mut Gen) {
     g.check(Op::Add { id: 7 }, OK);
     let (k, _) = g.take(Is(Answer::Node(7)));
     g.release(k, Outcome::Success, OK);
+    // Health checks: an unknown id is refused in every family; the weighted family takes none.
+    let lowest = matches!(g.trace.config.algorithm, Algorithm::LowestScore(_));
+    let taken = |ok: Want| if lowest { ok } else { err(NotLowestScore) };
+    g.check(Op::DueCheck { quiet_ns: 0 }, Is(Answer::Nothing));
+    g.check(
+        Op::ReportCheck {
+            id: 42,
+            healthy: true,
+        },
+        err(UnknownId),
+    );
+    g.check(
+        Op::ReportCheck {
+            id: 7,
+            healthy: false,
+        },
+        taken(OK),
+    );
+    // A failed check is a failure: with no quiet asked, node 7 is due at once, and again.
+    let named = if lowest {
+        Answer::Node(7)
+    } else {
+        Answer::Nothing
+    };
+    g.check(Op::DueCheck { quiet_ns: 0 }, Is(named));
+    g.check(Op::DueCheck { quiet_ns: 0 }, Is(named));
+    // A quiet longer than any counter's age is never met.
+    g.check(Op::DueCheck { quiet_ns: max }, Is(Answer::Nothing));
+    g.check(
+        Op::ReportCheck {
+            id: 7,
+            healthy: true,
+        },
+        taken(OK),
+    );
+    g.check(Op::DueCheck { quiet_ns: 0 }, Is(Answer::Nothing));
+}
+
+/// Health checks under the default (capacity 4): node 2 fails every call; it is named for a check once
+/// its failures have been quiet for 2 s, then not again within 2 s; a failed check keeps it out, a
+/// healthy one brings it back. Nodes in lame duck or with a call in flight are not named.
+fn checks(g: &mut Gen) {
+    const QUIET: u64 = 2 * S;
+    let due = |g: &mut Gen, want: Answer| g.check(Op::DueCheck { quiet_ns: QUIET }, Is(want));
+    for id in [1, 2, 3] {
+        g.check(Op::Add { id }, OK);
+    }
+    let mut failed = 0;
+    for _ in 0..30 {
+        g.t += 10 * MS;
+        let (k, id) = g.take(AnyNode);
+        failed += u32::from(id == 2);
+        let o = if id == 2 {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        };
+        g.release(k, o, OK);
+    }
+    assert!(failed > 0, "checks script: node 2 was never called");
+    // Clean nodes are never named; node 2 only once quiet for the period.
+    due(g, Answer::Nothing);
+    g.t += S;
+    due(g, Answer::Nothing);
+    g.t += S + S / 2;
+    due(g, Answer::Node(2));
+    // Named: not again within the period, whoever asks.
+    due(g, Answer::Nothing);
+    // The check failed: a failure, dated now, so node 2 waits another period.
+    g.check(
+        Op::ReportCheck {
+            id: 2,
+            healthy: false,
+        },
+        OK,
+    );
+    g.t += S;
+    due(g, Answer::Nothing);
+    g.t += S + S / 10;
+    due(g, Answer::Node(2));
+    // The next check answers well: node 2 is forgiven and takes calls as any idle node.
+    g.check(
+        Op::ReportCheck {
+            id: 2,
+            healthy: true,
+        },
+        OK,
+    );
+    due(g, Answer::Nothing);
+    let mut back = 0;
+    for _ in 0..30 {
+        g.t += 10 * MS;
+        let (k, id) = g.take(AnyNode);
+        back += u32::from(id == 2);
+        g.release(k, Outcome::Success, OK);
+    }
+    assert!(back > 0, "checks script: node 2 did not come back");
+    // Node 3 fails with a second call in flight: while it holds that call, or is in lame duck, it is
+    // not named.
+    let (mut on3, mut others) = (Vec::new(), Vec::new());
+    while on3.len() < 2 {
+        let (k, id) = g.take(AnyNode);
+        if id == 3 {
+            on3.push(k)
+        } else {
+            others.push(k)
+        }
+    }
+    for k in others {
+        g.release(k, Outcome::Success, OK);
+    }
+    g.release(on3[0], Outcome::Failure, OK);
+    let held = on3[1];
+    g.t += 3 * S;
+    due(g, Answer::Nothing);
+    g.release(held, Outcome::Failure, OK);
+    g.t += 3 * S;
+    g.check(Op::LameDuck { id: 3, on: true }, OK);
+    due(g, Answer::Nothing);
+    g.check(Op::LameDuck { id: 3, on: false }, OK);
+    due(g, Answer::Node(3));
+    // A checker on its own timer may report any member, named or not, in lame duck too.
+    g.check(Op::LameDuck { id: 1, on: true }, OK);
+    g.check(
+        Op::ReportCheck {
+            id: 1,
+            healthy: false,
+        },
+        OK,
+    );
+    g.check(Op::LameDuck { id: 1, on: false }, OK);
+    g.check(
+        Op::ReportCheck {
+            id: 3,
+            healthy: true,
+        },
+        OK,
+    );
+    g.check(
+        Op::ReportCheck {
+            id: 4,
+            healthy: true,
+        },
+        err(UnknownId),
+    );
 }

@@ -28,7 +28,7 @@ use weir::limit::ServerLoad;
 use weir::{Config, Outcome};
 
 /// The first line of every trace file.
-pub const MAGIC: &str = "weir-trace 5";
+pub const MAGIC: &str = "weir-trace 6";
 /// The longest line a trace may hold, in bytes, newline included (a C replay can read lines with
 /// `fgets` into a buffer of this size).
 pub const MAX_LINE: usize = 512;
@@ -165,13 +165,27 @@ pub enum Op {
         /// Into lame duck (`true`) or back into rotation.
         on: bool,
     },
+    /// `Balancer::due_check(t, quiet_ns)`: the node due for a health check, or none.
+    DueCheck {
+        /// How long the node's failures must have been quiet.
+        quiet_ns: u64,
+    },
+    /// `Balancer::report_check(id, healthy, t)`.
+    ReportCheck {
+        /// The node id.
+        id: u64,
+        /// The check's answer.
+        healthy: bool,
+    },
 }
 
 /// What an operation answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Answer {
-    /// An acquire granted a lease on this node.
+    /// An acquire granted a lease on this node, or `due_check` named it.
     Node(u64),
+    /// `due_check` named no node (`none` in the files).
+    Nothing,
     /// A release or membership change succeeded.
     Ok,
     /// The operation was refused.
@@ -195,11 +209,13 @@ pub enum ErrorKind {
     UnknownId,
     /// `MembershipError::CapacityFull` (add).
     CapacityFull,
+    /// `CheckError::NotLowestScore` (report_check).
+    NotLowestScore,
 }
 
 impl ErrorKind {
     /// Every kind, in the order of the README's table.
-    pub const ALL: [ErrorKind; 7] = [
+    pub const ALL: [ErrorKind; 8] = [
         ErrorKind::NoActiveNodes,
         ErrorKind::AllBusy,
         ErrorKind::InvalidLease,
@@ -207,6 +223,7 @@ impl ErrorKind {
         ErrorKind::DuplicateId,
         ErrorKind::UnknownId,
         ErrorKind::CapacityFull,
+        ErrorKind::NotLowestScore,
     ];
 
     /// The name written in the files.
@@ -219,6 +236,7 @@ impl ErrorKind {
             ErrorKind::DuplicateId => "duplicate_id",
             ErrorKind::UnknownId => "unknown_id",
             ErrorKind::CapacityFull => "capacity_full",
+            ErrorKind::NotLowestScore => "not_lowest_score",
         }
     }
 
@@ -515,6 +533,7 @@ fn join(kind: &str, fields: &[Field]) -> String {
 fn answer_token(a: Answer) -> String {
     match a {
         Answer::Node(id) => id.to_string(),
+        Answer::Nothing => "none".into(),
         Answer::Ok => "ok".into(),
         Answer::Err(k) => k.name().into(),
     }
@@ -557,6 +576,8 @@ fn op_line(s: &Step) -> String {
         Op::LameDuck { id, on } => {
             format!("lame_duck {t} {id} {} {a}", if on { "on" } else { "off" })
         }
+        Op::DueCheck { quiet_ns } => format!("due_check {t} {quiet_ns} {a}"),
+        Op::ReportCheck { id, healthy } => format!("report_check {t} {id} {healthy} {a}"),
     }
 }
 
@@ -686,7 +707,7 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
                 end = Some(n);
             }
             "acquire" | "acquire_excluding" | "release" | "release_loaded" | "add" | "remove"
-            | "lame_duck"
+            | "lame_duck" | "due_check" | "report_check"
                 if header_done =>
             {
                 current = Some(parse_op(n, kind, args, &mut leases)?);
@@ -1046,6 +1067,35 @@ fn parse_op(
                     on,
                 },
                 parse_answer(n, a, &[UnknownId], false)?,
+            )
+        }
+        ("due_check", [t, quiet, a]) => {
+            let answer = if *a == "none" {
+                Answer::Nothing
+            } else {
+                parse_answer(n, a, &[], true)?
+            };
+            (
+                time(t)?,
+                Op::DueCheck {
+                    quiet_ns: uint(n, "quiet_ns", quiet)?,
+                },
+                answer,
+            )
+        }
+        ("report_check", [t, id, healthy, a]) => {
+            let healthy = match *healthy {
+                "true" => true,
+                "false" => false,
+                other => return Err(bad(n, format!("`{other}` is not true or false"))),
+            };
+            (
+                time(t)?,
+                Op::ReportCheck {
+                    id: uint(n, "id", id)?,
+                    healthy,
+                },
+                parse_answer(n, a, &[UnknownId, NotLowestScore], false)?,
             )
         }
         _ => return Err(bad(n, format!("wrong number of fields for `{kind}`"))),

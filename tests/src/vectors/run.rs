@@ -6,7 +6,7 @@ use super::{
 };
 use std::fmt;
 use std::path::Path;
-use weir::balance::{MembershipError, NodeSnapshot, RawLease, Rejected, ReleaseError};
+use weir::balance::{CheckError, MembershipError, NodeSnapshot, RawLease, Rejected, ReleaseError};
 use weir::limit::ServerLoad;
 use weir::{HeapBalancer, Lease, Rng};
 
@@ -126,6 +126,19 @@ impl Runner {
             Op::Add { id } => membership(b.add(id))?,
             Op::Remove { id } => membership(b.remove(id))?,
             Op::LameDuck { id, on } => membership(b.set_lame_duck(id, on))?,
+            Op::DueCheck { quiet_ns } => b
+                .due_check(t, quiet_ns)
+                .map_or(Answer::Nothing, Answer::Node),
+            Op::ReportCheck { id, healthy } => match b.report_check(id, healthy, t) {
+                Ok(()) => Answer::Ok,
+                Err(CheckError::UnknownId(_)) => Answer::Err(ErrorKind::UnknownId),
+                Err(CheckError::NotLowestScore) => Answer::Err(ErrorKind::NotLowestScore),
+                Err(other) => {
+                    return Err(format!(
+                        "report_check refused for an unknown reason: {other}"
+                    ))
+                }
+            },
         })
     }
 
@@ -189,6 +202,7 @@ pub struct Summary {
 fn answer_text(a: Answer) -> String {
     match a {
         Answer::Node(id) => format!("node {id}"),
+        Answer::Nothing => "none".into(),
         Answer::Ok => "ok".into(),
         Answer::Err(k) => k.name().into(),
     }

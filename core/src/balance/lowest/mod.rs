@@ -473,7 +473,10 @@ impl Prepared {
             }
         }
         let (_, i) = longest?;
-        used.get(i)?.health.claim_check(now, quiet, self).then_some(i)
+        used.get(i)?
+            .health
+            .claim_check(now, quiet, self)
+            .then_some(i)
     }
 
     /// A health check's answer for `h` at `now` (`Balancer::report_check`): healthy forgives every
