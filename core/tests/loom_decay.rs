@@ -340,3 +340,68 @@ fn decay_forgiveness_races_failure() {
         );
     });
 }
+
+/// Two checkers ask at once for a node due for a health check: node 1 failed at 0 and has been quiet
+/// for the period, so it is due, and exactly one of them is handed it (the claim is one
+/// compare-and-swap of its failure counter).
+#[test]
+fn decay_checkers_race_for_a_due_node() {
+    const QUIET: u64 = 2_000_000_000;
+    model(3, || {
+        let (b, _) = setup(&[], &[]);
+        let l = lease_on(&b, 1, 0);
+        b.release(l, Outcome::Failure, 0).unwrap();
+        // The clock moved to 3 s by an acquire before the race (node 2's: node 1 is avoided).
+        let l = b
+            .acquire(3 * 1_000_000_000, &mut Rng::with_seed(0))
+            .unwrap();
+        assert_eq!(l.node_id(), 2);
+        b.release(l, Outcome::Ignored, 3 * 1_000_000_000).unwrap();
+        let b2 = b.clone();
+        let t = thread::spawn(move || b2.due_check(3 * 1_000_000_000, QUIET));
+        let mine = b.due_check(3 * 1_000_000_000, QUIET);
+        let theirs = t.join().unwrap();
+        let mut got = [mine, theirs];
+        got.sort();
+        assert_eq!(got, [None, Some(1)]);
+    });
+}
+
+/// A healthy check's report races a failure on node 1, which had failed before. Either order is
+/// right: forgiven then failed (F = 1) or failed then forgiven (F = 0); the cached penalty must be the
+/// one of the final counters. Node 2 is brought to the same counters afterwards, sequentially, and the
+/// twins' cached penalties must tie (both picked, each for some seeds).
+#[test]
+fn decay_healthy_check_races_failure() {
+    model(3, || {
+        let (b, mut leases) = setup(&[Outcome::Failure], &[Outcome::Failure]);
+        // `setup` recorded node 2's racing failure already: forgive it, to replay node 1's order below.
+        b.report_check(2, true, 0).unwrap();
+        let b2 = b.clone();
+        let t = thread::spawn(move || b2.report_check(1, true, 0));
+        assert_eq!(
+            b.release(leases.pop().unwrap(), Outcome::Failure, 0),
+            Ok(())
+        );
+        assert_eq!(t.join().unwrap(), Ok(()));
+        let f = b.node(1, 0).unwrap().failures;
+        assert!(f == 0.0 || f == 1.0, "{f}");
+        if f == 1.0 {
+            let l = lease_on(&b, 2, 0);
+            b.release(l, Outcome::Failure, 0).unwrap();
+        }
+        let (one, two) = (b.node(1, 0).unwrap(), b.node(2, 0).unwrap());
+        assert_eq!((one.successes, one.failures), (two.successes, two.failures));
+        let mut picked = [false; 2];
+        for seed in 0..4 {
+            let l = b.acquire(0, &mut Rng::with_seed(seed)).unwrap();
+            picked[l.node_id() as usize - 1] = true;
+            b.release(l, Outcome::Ignored, 0).unwrap();
+        }
+        assert_eq!(
+            picked,
+            [true, true],
+            "node 1's cached penalty missed F = {f}"
+        );
+    });
+}
