@@ -313,6 +313,50 @@ impl<K: Hash + Eq> Keyed<K> {
         self.balancer.set_lame_duck(id, lame_duck)
     }
 
+    /// The key due for a health check now ([`Balancer::due_check`](crate::Balancer::due_check) at
+    /// [`monotonic_now`](crate::rt::monotonic_now)): a key whose calls failed, quiet for `quiet` since,
+    /// with no call in flight; naming it holds it from every other caller for `quiet`. Send the key your
+    /// own health request and give its answer to [`report_check`](Self::report_check). Call it on a
+    /// timer (a tenth of `quiet` is plenty): it reads every node.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use weir::{Config, Outcome};
+    /// let keyed = weir::rt::Keyed::with_capacity(2, Config::default()).unwrap();
+    /// keyed.add("a").unwrap();
+    /// keyed.acquire().unwrap().complete(Outcome::Failure).unwrap();
+    /// // With no quiet asked, "a" is due at once; its check answered well, it is forgiven.
+    /// let due = keyed.due_check(Duration::ZERO).unwrap();
+    /// assert_eq!(*due, "a");
+    /// keyed.report_check(&due, true).unwrap();
+    /// assert_eq!(keyed.due_check(Duration::ZERO), None);
+    /// assert!(keyed.report_check(&"b", true).is_err());
+    /// ```
+    #[cfg(feature = "probation")]
+    pub fn due_check(&self, quiet: std::time::Duration) -> Option<Arc<K>> {
+        let quiet_ns = u64::try_from(quiet.as_nanos()).unwrap_or(u64::MAX);
+        let id = self.balancer.due_check(super::monotonic_now(), quiet_ns)?;
+        self.key_of(id)
+    }
+
+    /// Records the answer of `key`'s health check
+    /// ([`Balancer::report_check`](crate::Balancer::report_check) at the monotonic clock's now):
+    /// healthy forgives its failures, so it takes calls again; failed is one more failure, and the key
+    /// waits another `quiet`. A key that is not here is [`CheckError::UnknownId`] with id 0 (as in
+    /// [`set_lame_duck`](Self::set_lame_duck)).
+    #[cfg(feature = "probation")]
+    pub fn report_check(&self, key: &K, healthy: bool) -> Result<(), crate::balance::CheckError> {
+        let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        let id = members
+            .by_key
+            .get(key)
+            .copied()
+            .ok_or(crate::balance::CheckError::UnknownId(0))?;
+        // Under the lock, as `set_lame_duck`.
+        self.balancer
+            .report_check(id, healthy, super::monotonic_now())
+    }
+
     /// The guard with its key, or `None` (the lease released as `Ignored`) if the node was removed.
     fn keyed(&self, guard: HeapOwnedLeaseGuard) -> Option<KeyedGuard<K>> {
         let key = self.key_of(guard.node_id())?;
