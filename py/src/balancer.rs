@@ -23,7 +23,7 @@
 //! it is then ordered after the removal, as if it had started a moment later.
 
 use crate::config::{algorithm_name, config_from, limit_name, Config};
-use crate::convert::{int_in, now_ns, weir_err, weir_type, Timeout};
+use crate::convert::{boolean, duration_ns, int_in, now_ns, weir_err, weir_type, Timeout};
 use crate::lease::{Granted, Lease};
 use crate::metrics::{node_name, Format};
 use crate::rng::{draw, Rng};
@@ -36,7 +36,9 @@ use pyo3::types::{PyDict, PyInt, PyTuple};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use weir::balance::{MembershipError, NodeSnapshot, NodeState, RawLease, Rejected, MAX_NODES};
+use weir::balance::{
+    CheckError, MembershipError, NodeSnapshot, NodeState, RawLease, Rejected, MAX_NODES,
+};
 use weir::{HeapBalancer, Outcome};
 
 /// The first id given to a node that is not its own id.
@@ -414,7 +416,7 @@ impl Balancer {
         lame_duck: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let on = match lame_duck {
-            Some(v) => crate::convert::boolean(v, "lame_duck")?,
+            Some(v) => boolean(v, "lame_duck")?,
             None => true,
         };
         let members = self.inner.members(py);
@@ -423,6 +425,60 @@ impl Balancer {
             .core
             .set_lame_duck(id, on)
             .map_err(|e| membership_error(py, e, node))
+    }
+
+    /// The node due for a health check, or None. Health checks bring back a node the balancer avoids
+    /// since it failed, without sending it a caller's call: a member in rotation that carries a penalty,
+    /// has no call in flight and whose last failure is `quiet` or more old (seconds or a timedelta) is
+    /// due, the one quiet longest first. Naming it restarts its quiet period, so it is not named again
+    /// within `quiet`: send it your own health request and give the answer to `report_check`. Call it on
+    /// a timer (a tenth of `quiet` is plenty), not per call: it reads every node. Always None under the
+    /// weighted family (`Config.cascade()`). `now` dates it as it dates an acquire.
+    ///
+    /// GIL: held for the call; lock-free but for the lookup of the node object.
+    #[pyo3(signature = (quiet, *, now=None))]
+    fn due_check(
+        &self,
+        py: Python<'_>,
+        quiet: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let quiet_ns = duration_ns(quiet, "quiet")?;
+        let (t, _) = now_ns(now)?;
+        let Some(id) = self.inner.core.due_check(t, quiet_ns) else {
+            return Ok(None);
+        };
+        // A node removed since the core named it is no longer due.
+        let members = self.inner.members(py);
+        Ok(members.by_id.get(&id).map(|n| n.clone_ref(py)))
+    }
+
+    /// Records the answer of a health check of `node` (see `due_check`): `healthy=True` forgives all its
+    /// failures (penalty 0), so the next calls take it as any idle node; False records one failure and
+    /// restarts its quiet period. A check is not a call: no statistic and no concurrency limit counts
+    /// it. Any member may be reported, whether or not `due_check` named it. Raises UnknownNode if it is
+    /// not a member, WeirError under the weighted family (`Config.cascade()`), which takes no checks.
+    #[pyo3(signature = (node, healthy, *, now=None))]
+    fn report_check(
+        &self,
+        py: Python<'_>,
+        node: &Bound<'_, PyAny>,
+        healthy: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let healthy = boolean(healthy, "healthy")?;
+        let (t, _) = now_ns(now)?;
+        let members = self.inner.members(py);
+        let id = self.id_of(py, &members, node)?;
+        self.inner
+            .core
+            .report_check(id, healthy, t)
+            .map_err(|e| match e {
+                CheckError::UnknownId(id) => {
+                    membership_error(py, MembershipError::UnknownId(id), node)
+                }
+                other => weir_err(py, "WeirError", other.to_string()),
+            })
     }
 
     fn __contains__(&self, py: Python<'_>, node: &Bound<'_, PyAny>) -> PyResult<bool> {

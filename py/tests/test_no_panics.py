@@ -96,7 +96,7 @@ def test_constructors(cls: Callable[..., Any]) -> None:
 
 def test_balancer_and_lease_methods() -> None:
     b = weir.Balancer(["a", 0, 2**64 - 1], weir.Config(limit=weir.Fixed(2), seed=1))
-    for name in ("add", "remove", "set_lame_duck", "node", "__contains__"):
+    for name in ("add", "remove", "set_lame_duck", "node", "__contains__", "due_check"):
         for v in HOSTILE:
             call_safely(getattr(b, name), v)
     for name in ("acquire", "try_acquire", "nodes"):
@@ -105,6 +105,10 @@ def test_balancer_and_lease_methods() -> None:
                 call_safely(getattr(b, name), **{param: v})
     for v in HOSTILE:
         call_safely(b.set_lame_duck, "a", v)
+        call_safely(b.due_check, 1.0, now=v)
+        for healthy in (True, v):
+            call_safely(b.report_check, v, healthy)
+            call_safely(b.report_check, "a", healthy, now=v)
     lease = weir.Balancer(["n"], weir.Config(seed=1)).acquire()
     for name in ("release", "http_status", "raised"):
         for v in HOSTILE:

@@ -64,7 +64,7 @@ def test_the_root_httpx_example_runs(servers: List[HttpServer]) -> None:
 
 
 def test_the_contract_by_hand_http_example_runs(servers: List[HttpServer]) -> None:
-    scope = run(block(CONTRACT_BLOCKS, "urllib.request.urlopen"), servers, {})
+    scope = run(block(CONTRACT_BLOCKS, "urllib.request.urlopen", "def get("), servers, {})
     assert all(scope["get"]("/x").startswith(b'{"method": "GET"') for _ in range(5))
     assert scope["backends"].stats().released(weir.Outcome.SUCCESS) == 5
 
@@ -160,11 +160,42 @@ def test_the_contract_configuration_example_runs() -> None:
     assert cascade.config == weir.Config(algorithm=weir.Weighted(), limit=weir.Fixed(100), seed=7)
 
 
+def test_the_contract_health_check_example_runs() -> None:
+    # Two backends, one answering 503: both fail a call and are avoided; each check names the one quiet
+    # longest, and its answer forgives the healthy one and keeps the other out.
+    servers = [HttpServer(), HttpServer(503)]
+    try:
+        scope = run(block(CONTRACT_BLOCKS, "due_check"), servers, {})
+        # The example's own checker waits a tenth of its 5 s period before its first check: stopped here.
+        scope["stop"].set()
+        backends = scope["backends"]
+        good, bad = (s.url for s in servers)
+        assert sorted(backends) == sorted([good, bad])
+        first, second = backends.acquire(), backends.acquire()
+        assert {first.node, second.node} == {good, bad}
+        first.failed()
+        second.failed()
+        failures = backends.node(bad).failures
+        assert backends.due_check(3600.0) is None
+        scope["check"](0.0)
+        scope["check"](0.0)
+        assert [s.requests for s in servers] == [1, 1]
+        assert backends.node(good).penalty == 0.0
+        assert backends.node(bad).failures > failures
+        # The failed check dated the bad node's failures anew: it is not due within a period.
+        scope["check"](3600.0)
+        assert [s.requests for s in servers] == [1, 1]
+    finally:
+        for server in servers:
+            server.close()
+
+
 def test_every_python_block_of_these_pages_is_run() -> None:
     """Each block is one that a test above runs, so a new block needs a test."""
     run_by_tests = {
         block(ROOT_BLOCKS, "weir.httpx.Transport"),
-        block(CONTRACT_BLOCKS, "urllib.request.urlopen"),
+        block(CONTRACT_BLOCKS, "urllib.request.urlopen", "def get("),
+        block(CONTRACT_BLOCKS, "due_check"),
         block(CONTRACT_BLOCKS, "try_acquire"),
         block(CONTRACT_BLOCKS, "weir.Config.cascade("),
         block(PY_BLOCKS, "weir.httpx.Transport", "users"),

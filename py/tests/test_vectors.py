@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 import weir
-from vectors import VECTORS, ConfigLines, Mismatch, replay
+from vectors import VECTORS, ConfigLines, Mismatch, quiet_secs, replay
 
 FILES = sorted(VECTORS.glob("*.trace"))
 
@@ -123,13 +124,91 @@ def test_a_bad_load_field_is_refused(tmp_path: Path, load: str) -> None:
         replay(bad)
 
 
-def test_only_format_5_is_read(tmp_path: Path) -> None:
+def test_only_format_6_is_read(tmp_path: Path) -> None:
     src = (VECTORS / "edges-decay.trace").read_text()
-    assert src.startswith("weir-trace 5\n")
+    assert src.startswith("weir-trace 6\n")
     old = tmp_path / "old.trace"
-    old.write_text(src.replace("weir-trace 5\n", "weir-trace 4\n", 1))
-    with pytest.raises(Mismatch, match="old.trace:1: not a weir-trace 5 file"):
+    old.write_text(src.replace("weir-trace 6\n", "weir-trace 5\n", 1))
+    with pytest.raises(Mismatch, match="old.trace:1: not a weir-trace 6 file"):
         replay(old)
+
+
+def test_the_health_checks_are_met() -> None:
+    # The files name nodes for checks and refuse them under the weighted family, and the replay reaches
+    # each answer: a replay that skipped the lines would count none.
+    met: Counter[str] = Counter()
+    for path in FILES:
+        replay(path, met=met)
+    assert met["due_check node"] >= 1 and met["due_check none"] >= 1
+    assert met["report_check ok"] >= 1 and met["report_check unknown_id"] >= 1
+    assert met["report_check not_lowest_score"] >= 1
+
+
+@pytest.mark.parametrize("quiet_ns", ["0", "1000000000", "4000000000"])
+def test_the_quiet_period_is_read(tmp_path: Path, quiet_ns: str) -> None:
+    # The checks trace names node 2 once it has been quiet 2 s: the same file with every 2 s period
+    # changed (none due at once, or due after half or twice the time) is refused.
+    src = (VECTORS / "decay-lowest-score-checks.trace").read_text().split("\n")
+    changed = 0
+    for i, line in enumerate(src):
+        f = line.split(" ")
+        if f[0] == "due_check" and f[2] == "2000000000":
+            f[2] = quiet_ns
+            src[i] = " ".join(f)
+            changed += 1
+    assert changed >= 3
+    other = tmp_path / f"quiet-{quiet_ns}.trace"
+    other.write_text("\n".join(src))
+    with pytest.raises(Mismatch, match=f"quiet-{quiet_ns}.trace:"):
+        replay(other)
+
+
+@pytest.mark.parametrize("healthy", ["true", "false"])
+def test_the_checks_answer_is_read(tmp_path: Path, healthy: str) -> None:
+    # Each answer the checks trace reports for a member changes what follows: the same file with one
+    # report's answer turned round is refused.
+    src = (VECTORS / "decay-lowest-score-checks.trace").read_text().split("\n")
+    i = next(i for i, line in enumerate(src) if line.startswith("report_check ") and line.endswith(f" {healthy} ok"))
+    f = src[i].split(" ")
+    f[3] = "false" if healthy == "true" else "true"
+    src[i] = " ".join(f)
+    turned = tmp_path / "turned.trace"
+    turned.write_text("\n".join(src))
+    with pytest.raises(Mismatch, match="turned.trace:"):
+        replay(turned)
+
+
+@pytest.mark.parametrize(
+    "kind, field, value",
+    [("due_check", 3, "none"), ("report_check", 4, "unknown_id"), ("report_check", 3, "yes")],
+    ids=lambda x: str(x),
+)
+def test_a_changed_check_line_is_caught(tmp_path: Path, kind: str, field: int, value: str) -> None:
+    # A node named changed to none, a report's ok to unknown_id, and a healthy field that is no bool are
+    # each refused at their line.
+    src = (VECTORS / "decay-lowest-score-checks.trace").read_text().split("\n")
+    i = next(
+        i for i, line in enumerate(src)
+        if line.startswith(kind + " ") and (line.split(" ")[-1].isdigit() or line.endswith(" ok"))
+    )
+    f = src[i].split(" ")
+    f[field] = value
+    src[i] = " ".join(f)
+    bad = tmp_path / "bad-check.trace"
+    bad.write_text("\n".join(src))
+    with pytest.raises(Mismatch, match=f"bad-check.trace:{i + 1}: "):
+        replay(bad)
+
+
+@pytest.mark.parametrize("ns", [0, 1, 2_000_000_000, 3_600_000_000_000, 2**64 - 1])
+def test_a_quiet_period_crosses_exactly(ns: int) -> None:
+    assert quiet_secs(ns) == ns / 1_000_000_000
+
+
+@pytest.mark.parametrize("ns", [2**64 - 2, 2**60 + 1])
+def test_a_quiet_period_a_float_cannot_carry_is_refused(ns: int) -> None:
+    with pytest.raises(AssertionError, match="does not cross float seconds exactly"):
+        quiet_secs(ns)
 
 
 LOWEST_SCORE_KEYS = {

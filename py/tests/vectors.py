@@ -4,7 +4,9 @@ generator, and every answer, snapshot and counter compared exactly (floats bit f
 
 from __future__ import annotations
 
+import math
 import struct
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -225,13 +227,37 @@ def load_permille(path: Path, lineno: int, text: str) -> int:
     return int(text)
 
 
-def replay(path: Path, at_end: Optional[Callable[[weir.Balancer, int], None]] = None) -> int:
+# The most nanoseconds a duration may have (the core's u64).
+MAX_NS = 2**64 - 1
+
+
+def quiet_secs(ns: int) -> float:
+    """A `due_check` line's quiet period as the float seconds the binding takes, checked to reach the core
+    as exactly `ns` by the binding's rule: seconds times 1e9 rounded to the nearest nanosecond (half away
+    from zero), past 2**64 refused, 2**64 itself taken as the most a duration holds, 2**64 - 1 (a float
+    cannot hold u64::MAX, which the traces use for "never")."""
+    s = ns / NS
+    x = s * 1e9
+    whole = math.floor(x)
+    got = whole + 1 if x - whole >= 0.5 else whole
+    if got > 2**64 or min(got, MAX_NS) != ns:
+        raise AssertionError(f"a quiet period of {ns} ns does not cross float seconds exactly")
+    return s
+
+
+def replay(
+    path: Path,
+    at_end: Optional[Callable[[weir.Balancer, int], None]] = None,
+    met: Optional[Counter[str]] = None,
+) -> int:
     """Replays one file; returns the number of steps. Raises Mismatch naming the line and field.
 
-    ``at_end`` is called with the balancer and the last step's time (ns) once the file is replayed."""
+    ``at_end`` is called with the balancer and the last step's time (ns) once the file is replayed. ``met``
+    counts the health checks' answers the file gave (`due_check node`, `due_check none`, `report_check ok`,
+    `report_check unknown_id`, `report_check not_lowest_score`)."""
     lines = path.read_text().split("\n")
-    if lines[0] != "weir-trace 5":
-        raise Mismatch(f"{path.name}:1: not a weir-trace 5 file")
+    if lines[0] != "weir-trace 6":
+        raise Mismatch(f"{path.name}:1: not a weir-trace 6 file")
     pairs: Dict[str, str] = {}
     b: Optional[weir.Balancer] = None
     rng: Optional[weir.Rng] = None
@@ -371,6 +397,33 @@ def replay(path: Path, at_end: Optional[Callable[[weir.Balancer, int], None]] = 
                     got_answer = "capacity_full"
                 except weir.UnknownNode:
                     got_answer = "unknown_id"
+            elif kind == "due_check":
+                check(lineno, "field count", len(f), 4)
+                due = b.due_check(quiet_secs(int(f[2])), now=now)
+                if due is None:
+                    got_answer = "none"
+                else:
+                    # The traces' nodes are their own ids: the object named is the int.
+                    check(lineno, "node object type", type(due), int)
+                    got_answer = str(due)
+                if met is not None:
+                    met["due_check " + ("none" if due is None else "node")] += 1
+            elif kind == "report_check":
+                check(lineno, "field count", len(f), 5)
+                if f[3] not in ("true", "false"):
+                    raise Mismatch(f"{path.name}:{lineno}: healthy: not a bool: {f[3]}")
+                try:
+                    b.report_check(int(f[2]), f[3] == "true", now=now)
+                    got_answer = "ok"
+                except weir.UnknownNode:
+                    got_answer = "unknown_id"
+                except weir.WeirError as e:
+                    # Only the base class, with the core's message: any other error is a mismatch.
+                    if type(e) is not weir.WeirError or "lowest-score family" not in str(e):
+                        raise
+                    got_answer = "not_lowest_score"
+                if met is not None:
+                    met["report_check " + got_answer] += 1
             else:
                 raise Mismatch(f"{path.name}:{lineno}: unknown line kind {kind}")
             check(lineno, kind, got_answer, answer)

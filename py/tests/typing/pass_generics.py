@@ -3,6 +3,7 @@ leases and snapshots (`Balancer[N]`, `Lease[N]`, `NodeInfo[N]`)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import List, Optional, Tuple
 
 import weir
@@ -41,6 +42,14 @@ def members(b: weir.Balancer[str]) -> List[str]:
     return names + list(b)
 
 
+def check_one(b: weir.Balancer[Tuple[str, int]]) -> Optional[Tuple[str, int]]:
+    # The node due for a health check is a node of the balancer, reported back as one.
+    node: Optional[Tuple[str, int]] = b.due_check(5.0)
+    if node is not None:
+        b.report_check(node, True, now=weir.monotonic())
+    return b.due_check(timedelta(seconds=5), now=1.5)
+
+
 def anything(b: weir.Balancer) -> int:
     # Unparametrized, the nodes are Any.
     n: int = b.acquire().node
@@ -50,4 +59,5 @@ def anything(b: weir.Balancer) -> int:
 url_of(urls)
 address_of(inferred)
 members(urls)
+check_one(inferred)
 print(untyped, anything)
