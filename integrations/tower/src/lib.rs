@@ -142,6 +142,7 @@ pub mod classify;
 mod deadline;
 mod error;
 mod future;
+mod members;
 mod metrics;
 mod nodes;
 pub mod retry;
