@@ -60,6 +60,7 @@
 //! in flight complete; their outcomes are no longer recorded). tower's `Change` has no lame duck: that is
 //! [`Balance::set_lame_duck`], or the inner service answering `Pending` (above).
 
+use crate::check::Checks;
 use crate::classify::Classify;
 use crate::deadline::Deadline;
 use crate::error::{Error, Refused};
@@ -106,7 +107,8 @@ pub struct Balance<D: Discover, C, R = NoRetry> {
     rng: Rng,
     /// The wait `poll_ready` is in, if no node had room.
     waiting: Option<Waiting>,
-    /// The members' names for [`Balance::metrics`]' handles: kept from the first handle on.
+    /// The members' names for [`Balance::metrics`]' handles and their keys for [`Balance::checks`]':
+    /// each table is kept from the first handle that reads it on.
     mirrors: Mirrors<D::Key>,
     /// Each request's deadline ([`Builder::deadline`](crate::Builder::deadline)), if any: it covers
     /// the wait for room in `poll_ready` too.
@@ -332,6 +334,26 @@ where
             self.retry.retry_budget().cloned(),
             self.retry.retry_backoff().cloned(),
         )
+    }
+
+    /// A handle for a health checker on another task (see [`Checks`]): it asks which node the balancer
+    /// stopped calling is due for a check, and reports the check's answer, naming nodes by key. The
+    /// balance keeps the handles' table of keys from the first call on (membership changes update it;
+    /// requests never touch it); every call returns a handle on the same table. The handle is `Send`,
+    /// `Sync` and `'static` when the key is `Send` and `'static`.
+    ///
+    /// ```
+    /// # use weir_tower::{Builder, ByResult};
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// use std::time::Duration;
+    /// let mut balance = Builder::new(weir::Config::default()).classify(ByResult).build_list([("a", svc)]).unwrap();
+    /// let checks = balance.checks();
+    /// let checker = std::thread::spawn(move || checks.due(Duration::from_secs(2)));
+    /// assert_eq!(checker.join().unwrap(), None); // nothing failed: nothing to check
+    /// ```
+    pub fn checks(&mut self) -> Checks<D::Key> {
+        let keys = self.mirrors.keys(self.nodes.iter().map(|n| (n.id, &n.key)));
+        Checks::new(Arc::clone(&self.balancer), keys)
     }
 
     /// Adds `service` under `key`, replacing the key's node if it has one.

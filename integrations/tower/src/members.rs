@@ -1,11 +1,12 @@
 //! The members as a balance's handles see them: a table by node id that the balance writes on each
 //! membership change once a handle asked for it, and that the handles read from any task. [`Metrics`]
-//! reads the members' names (their keys' `Display`).
+//! reads the members' names (their keys' `Display`), [`Checks`] their keys.
 //!
 //! Off the hot path: `call` and the response futures never touch a table; the balance takes its lock on
 //! membership changes, a handle once per node it reads.
 //!
 //! [`Metrics`]: crate::Metrics
+//! [`Checks`]: crate::Checks
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -50,6 +51,17 @@ impl<V> Members<V> {
     pub(crate) fn with<T>(&self, id: u64, read: impl FnOnce(Option<&V>) -> T) -> T {
         read(self.lock().get(&id))
     }
+
+    /// The id of a member whose value is `value`: a scan of the table, made by a handle once per
+    /// question, never by a call.
+    pub(crate) fn id_of(&self, value: &V) -> Option<u64>
+    where
+        V: PartialEq,
+    {
+        self.lock()
+            .iter()
+            .find_map(|(&id, v)| (v == value).then_some(id))
+    }
 }
 
 /// A table the balance keeps for its handles, and how a member's key becomes its value there.
@@ -77,11 +89,16 @@ impl<K, V> Mirror<K, V> {
 pub(crate) struct Mirrors<K> {
     /// The members' names, for [`Metrics`](crate::Metrics).
     names: Option<Mirror<K, String>>,
+    /// The members' keys, for [`Checks`](crate::Checks).
+    keys: Option<Mirror<K, K>>,
 }
 
 impl<K> Default for Mirrors<K> {
     fn default() -> Self {
-        Mirrors { names: None }
+        Mirrors {
+            names: None,
+            keys: None,
+        }
     }
 }
 
@@ -100,9 +117,21 @@ impl<K> Mirrors<K> {
         Arc::clone(&mirror.table)
     }
 
+    /// The table of keys, made of the members `now` holds if it is the first.
+    pub(crate) fn keys<'a>(&mut self, now: impl Iterator<Item = (u64, &'a K)>) -> Arc<Members<K>>
+    where
+        K: Clone + 'a,
+    {
+        let mirror = self.keys.get_or_insert_with(|| Mirror::new(now, K::clone));
+        Arc::clone(&mirror.table)
+    }
+
     /// Node `id` joined under `key`.
     pub(crate) fn insert(&self, id: u64, key: &K) {
         if let Some(m) = &self.names {
+            m.table.insert(id, (m.of)(key));
+        }
+        if let Some(m) = &self.keys {
             m.table.insert(id, (m.of)(key));
         }
     }
@@ -110,6 +139,9 @@ impl<K> Mirrors<K> {
     /// Node `id` left.
     pub(crate) fn remove(&self, id: u64) {
         if let Some(m) = &self.names {
+            m.table.remove(id);
+        }
+        if let Some(m) = &self.keys {
             m.table.remove(id);
         }
     }
@@ -125,13 +157,16 @@ mod tests {
         mirrors.insert(1, &"a"); // no table yet: nothing to keep
         let names = mirrors.names([(1, &"a")].into_iter());
         mirrors.insert(2, &"b");
+        let keys = mirrors.keys([(1, &"a"), (2, &"b")].into_iter());
         // A second handle shares the table, whatever it is told of the members.
-        assert!(Arc::ptr_eq(&names, &mirrors.names(std::iter::empty())));
+        assert!(Arc::ptr_eq(&keys, &mirrors.keys(std::iter::empty())));
         mirrors.remove(1);
         mirrors.insert(3, &"c");
         assert_eq!(names.len(), 2);
         assert_eq!(names.with(2, |n| n.cloned()), Some("b".to_owned()));
-        assert_eq!(names.with(3, |n| n.cloned()), Some("c".to_owned()));
         assert_eq!(names.with(1, |n| n.cloned()), None);
+        assert_eq!(keys.with(3, |k| k.copied()), Some("c"));
+        assert_eq!(keys.id_of(&"b"), Some(2));
+        assert_eq!(keys.id_of(&"a"), None);
     }
 }
