@@ -60,11 +60,13 @@
 //! in flight complete; their outcomes are no longer recorded). tower's `Change` has no lame duck: that is
 //! [`Balance::set_lame_duck`], or the inner service answering `Pending` (above).
 
+use crate::check::Checks;
 use crate::classify::Classify;
 use crate::deadline::Deadline;
 use crate::error::{Error, Refused};
 use crate::future::{Held, ResponseFuture};
-use crate::metrics::{Metrics, Names, Naming};
+use crate::members::Mirrors;
+use crate::metrics::Metrics;
 use crate::nodes::Nodes;
 use crate::retry::{NoRetry, Retry, RetryFuture, RetryMode, RetryRequest, Shared};
 use std::fmt;
@@ -105,9 +107,9 @@ pub struct Balance<D: Discover, C, R = NoRetry> {
     rng: Rng,
     /// The wait `poll_ready` is in, if no node had room.
     waiting: Option<Waiting>,
-    /// The members' names for [`Balance::metrics`]' handles, and how a key becomes one: none until the
-    /// first handle is asked for.
-    names: Option<Naming<D::Key>>,
+    /// The members' names for [`Balance::metrics`]' handles and their keys for [`Balance::checks`]':
+    /// each table is kept from the first handle that reads it on.
+    mirrors: Mirrors<D::Key>,
     /// Each request's deadline ([`Builder::deadline`](crate::Builder::deadline)), if any: it covers
     /// the wait for room in `poll_ready` too.
     deadline: Option<Duration>,
@@ -160,7 +162,7 @@ where
             reserved: None,
             refused: None,
             waiting: None,
-            names: None,
+            mirrors: Mirrors::default(),
             deadline,
             waiting_since: None,
             waited: Duration::ZERO,
@@ -323,28 +325,40 @@ where
     where
         D::Key: fmt::Display,
     {
-        let naming = self.names.get_or_insert_with(|| {
-            let names = Arc::new(Names::default());
-            for node in self.nodes.iter() {
-                names.insert(node.id, node.key.to_string());
-            }
-            Naming {
-                names,
-                name: |key: &D::Key| key.to_string(),
-            }
-        });
+        let names = self
+            .mirrors
+            .names(self.nodes.iter().map(|n| (n.id, &n.key)));
         Metrics::new(
             Arc::clone(&self.balancer),
-            Arc::clone(&naming.names),
+            names,
             self.retry.retry_budget().cloned(),
             self.retry.retry_backoff().cloned(),
         )
     }
 
+    /// A handle for a health checker on another task (see [`Checks`]): it asks which node the balancer
+    /// stopped calling is due for a check, and reports the check's answer, naming nodes by key. The
+    /// balance keeps the handles' table of keys from the first call on (membership changes update it;
+    /// requests never touch it); every call returns a handle on the same table. The handle is `Send`,
+    /// `Sync` and `'static` when the key is `Send` and `'static`.
+    ///
+    /// ```
+    /// # use weir_tower::{Builder, ByResult};
+    /// # let svc = tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// use std::time::Duration;
+    /// let mut balance = Builder::new(weir::Config::default()).classify(ByResult).build_list([("a", svc)]).unwrap();
+    /// let checks = balance.checks();
+    /// let checker = std::thread::spawn(move || checks.due(Duration::from_secs(2)));
+    /// assert_eq!(checker.join().unwrap(), None); // nothing failed: nothing to check
+    /// ```
+    pub fn checks(&mut self) -> Checks<D::Key> {
+        let keys = self.mirrors.keys(self.nodes.iter().map(|n| (n.id, &n.key)));
+        Checks::new(Arc::clone(&self.balancer), keys)
+    }
+
     /// Adds `service` under `key`, replacing the key's node if it has one.
     pub(crate) fn insert(&mut self, key: D::Key, service: D::Service) -> Result<(), Error> {
         self.remove(&key);
-        let name = self.names.as_ref().map(|n| (n.name)(&key));
         let shared = self.shared.as_deref();
         let id = self.nodes.insert(key, service);
         if let (Some(shared), Some(node)) = (shared, self.nodes.get(id)) {
@@ -357,8 +371,8 @@ where
             }
             return Err(Error::Membership(e));
         }
-        if let (Some(naming), Some(name)) = (&self.names, name) {
-            naming.names.insert(id, name);
+        if let Some(node) = self.nodes.get(id) {
+            self.mirrors.insert(id, &node.key);
         }
         Ok(())
     }
@@ -382,9 +396,7 @@ where
             }
             // Its node is a member: the core cannot refuse.
             let _ = self.balancer.remove(id);
-            if let Some(naming) = &self.names {
-                naming.names.remove(id);
-            }
+            self.mirrors.remove(id);
         }
     }
 

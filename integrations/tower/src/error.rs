@@ -1,4 +1,5 @@
-//! The service's error: why weir refused a call ([`Refused`]), or what failed beneath it.
+//! The service's error: why weir refused a call ([`Refused`]), or what failed beneath it; and why a
+//! health check's answer was refused ([`CheckError`]).
 
 use std::fmt;
 use tower::BoxError;
@@ -72,6 +73,48 @@ impl From<WaitError> for Refused {
             WaitError::NoActiveNodes => Refused::NoActiveNodes,
             // Timeout, and anything the core adds later: the wait ended without a lease.
             _ => Refused::Timeout,
+        }
+    }
+}
+
+/// Why [`Checks::report`](crate::Checks::report) recorded nothing: the balancer's state is as it was.
+///
+/// ```
+/// use weir_tower::CheckError;
+/// assert_eq!(CheckError::UnknownKey.to_string(), "no node has this key");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CheckError {
+    /// No member has this key: it never joined, or it left (discovery removed it, or its service
+    /// failed), perhaps while its check was under way. The answer is moot: drop it.
+    UnknownKey,
+    /// The balancer's algorithm is not the lowest-score family's (`Config::cascade()`, the weighted
+    /// family), which alone keeps the penalties a check forgives
+    /// ([`weir::balance::CheckError::NotLowestScore`]); under it no node is ever due either.
+    NotLowestScore,
+}
+
+impl fmt::Display for CheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CheckError::UnknownKey => f.write_str("no node has this key"),
+            CheckError::NotLowestScore => {
+                f.write_str("health checks are read by the lowest-score family only")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CheckError {}
+
+impl From<weir::balance::CheckError> for CheckError {
+    fn from(e: weir::balance::CheckError) -> Self {
+        match e {
+            // The key's node left between the lookup of its id and the report.
+            weir::balance::CheckError::UnknownId(_) => CheckError::UnknownKey,
+            // NotLowestScore, and anything the core adds later: the core keeps nothing to record.
+            _ => CheckError::NotLowestScore,
         }
     }
 }

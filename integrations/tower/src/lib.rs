@@ -100,6 +100,7 @@
 //! | [`OrcaLoad`], [`classify::orca_load`] | a classifier's reading of the server's own load report (gRPC's ORCA, the `endpoint-load-metrics` header), released with the lease ([`Classify::load`]) for the knee limit: see "Load reports" |
 //! | [`Error`], [`Refused`] | why a call was refused or failed |
 //! | [`ResponseFuture`] | the call in flight, holding its lease |
+//! | [`Checks`], [`CheckError`] | health checks: a handle from [`Balance::checks`] for a checker task that sends the application's health request to the nodes the balance stopped calling, and brings back those that answer well (see "Health checks") |
 //! | [`Metrics`] | the balance's metrics in Prometheus' text format, nodes named by key: [`Balance::write_metrics`], or a handle from [`Balance::metrics`] for a `/metrics` handler on another task |
 //!
 //! # Contract
@@ -132,24 +133,36 @@
 //! while the fleet is loaded finds the servers' knee, where its latency alone would not. A classifier
 //! of your own reports one through [`Classify::load`]; the others report none, and release as before.
 //!
+//! # Health checks
+//! The outcomes of real calls take a failing node out of rotation; under `Config::default()` it then
+//! stays out while its failures fade (a half-life of 30 s). A checker task brings it back as soon as it
+//! answers well, without spending any caller's call on it while it is still broken (HAProxy's `observe`
+//! with its checks): [`Balance::checks`] gives it a handle, [`Checks::due`] names a node whose failures
+//! have been quiet for a period, the checker sends it the application's own health request, and
+//! [`Checks::report`] records the answer (healthy: forgiven, called again at once; failed: checked again a
+//! period later). Only the lowest-score family (the default) has checks; the [`Checks`] docs show the loop.
+//!
 //! # Features
 //! - `tonic`: [`classify::error_outcome`] also reads a `tonic::Status` in an error's chain by its code
 //!   ([`classify::grpc_outcome`]). gRPC responses are classified without it ([`GrpcStatus`]).
 
 pub mod balance;
 mod builder;
+mod check;
 pub mod classify;
 mod deadline;
 mod error;
 mod future;
+mod members;
 mod metrics;
 mod nodes;
 pub mod retry;
 
 pub use balance::Balance;
 pub use builder::{BalanceLayer, Builder, Fixed, DEFAULT_CAPACITY, DEFAULT_WAIT};
+pub use check::Checks;
 pub use classify::{ByResult, Classify, GrpcStatus, HttpStatus, OrcaLoad};
-pub use error::{Error, Refused};
+pub use error::{CheckError, Error, Refused};
 pub use future::ResponseFuture;
 pub use metrics::Metrics;
 pub use retry::{Retry, RetryFuture};

@@ -4,11 +4,12 @@
 //! The numbers are the core's ([`weir::metrics`]): the same atomics a snapshot reads, so a scrape never
 //! blocks or slows a call. Nodes are named by their keys' `Display` (`node="backend-a"`); the handle keeps
 //! its own table of those names, written when membership changes (off the hot path: `call` and the
-//! response future never touch it) and read one name at a time while a scrape writes its lines.
+//! response future never touch it, see [`members`](crate::members)) and read one name at a time while a
+//! scrape writes its lines.
 
-use std::collections::HashMap;
+use crate::members::Members;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use weir::metrics::{node_id_name, MetricsFormat};
 use weir::rt::monotonic_now;
 use weir::{Backoff, HeapBalancer, RetryBudget};
@@ -29,7 +30,7 @@ use weir::{Backoff, HeapBalancer, RetryBudget};
 #[derive(Clone)]
 pub struct Metrics {
     balancer: Arc<HeapBalancer>,
-    names: Arc<Names>,
+    names: Arc<Members<String>>,
     budget: Option<Arc<RetryBudget>>,
     backoff: Option<Arc<Backoff>>,
 }
@@ -37,7 +38,7 @@ pub struct Metrics {
 impl Metrics {
     pub(crate) fn new(
         balancer: Arc<HeapBalancer>,
-        names: Arc<Names>,
+        names: Arc<Members<String>>,
         budget: Option<Arc<RetryBudget>>,
         backoff: Option<Arc<Backoff>>,
     ) -> Self {
@@ -75,7 +76,13 @@ impl Metrics {
         out: &mut W,
         format: &MetricsFormat<'_>,
     ) -> fmt::Result {
-        let names = |id: u64, w: &mut dyn fmt::Write| self.names.write(id, w);
+        // A node the balance does not know (one added on the balancer directly) is named by its id.
+        let names = |id: u64, w: &mut dyn fmt::Write| {
+            self.names.with(id, |name| match name {
+                Some(name) => w.write_str(name),
+                None => node_id_name(id, w),
+            })
+        };
         let now = monotonic_now();
         self.balancer.write_metrics(out, format, &names, now)?;
         write_retry_metrics(
@@ -118,48 +125,4 @@ pub(crate) fn write_retry_metrics<W: fmt::Write + ?Sized>(
         backoff.write_metrics(out, format, now)?;
     }
     Ok(())
-}
-
-/// What a balance keeps for its metrics handles once one is asked for: the shared table of names, and how
-/// a key becomes one (its `Display`, captured where the key type is known to have one).
-pub(crate) struct Naming<K> {
-    pub(crate) names: Arc<Names>,
-    pub(crate) name: fn(&K) -> String,
-}
-
-/// The members' names by node id, shared by a balance and its metrics handles.
-#[derive(Default)]
-pub(crate) struct Names {
-    /// A `Mutex`, not on the hot path: the balance takes it on membership changes, a scrape once per node
-    /// name it writes.
-    by_id: Mutex<HashMap<u64, String>>,
-}
-
-impl Names {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, String>> {
-        // Nothing can panic while the lock is held (map operations and writing a name), so a poisoned
-        // lock still holds a consistent map.
-        self.by_id.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn insert(&self, id: u64, name: String) {
-        self.lock().insert(id, name);
-    }
-
-    pub(crate) fn remove(&self, id: u64) {
-        self.lock().remove(&id);
-    }
-
-    fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    /// The name of node `id`: its key's, or the decimal id for a node the balance does not know (one
-    /// added on the balancer directly).
-    fn write(&self, id: u64, out: &mut dyn fmt::Write) -> fmt::Result {
-        match self.lock().get(&id) {
-            Some(name) => out.write_str(name),
-            None => node_id_name(id, out),
-        }
-    }
 }
