@@ -1500,6 +1500,13 @@ typedef struct weir_backoff_statistics {
 #define WEIR_ERR_RETRY_BUDGET_EXHAUSTED 19
 
 /**
+ * A health check's answer was refused because the balancer's algorithm is the weighted family's
+ * (`WEIR_ALGORITHM_WEIGHTED`), which takes no checks: only the lowest-score family keeps the penalties
+ * a check readmits a node from. Nothing changed.
+ */
+#define WEIR_ERR_NOT_LOWEST_SCORE 20
+
+/**
  * The default: the node with room whose in-flight count plus failure penalty is lowest
  * (`weir_algorithm.lowest_score`).
  */
@@ -1936,6 +1943,57 @@ weir_status weir_balancer_release_loaded(const struct weir_balancer *balancer,
                                          weir_outcome outcome,
                                          uint64_t now_ns,
                                          double utilization);
+
+/**
+ * Names a node to send a health check to at `now_ns`, if one is due: writes `*due` (true or false)
+ * and, when true, the node's id to `*node_id` (left alone otherwise). No node due is not an error: the
+ * status is `WEIR_OK`. Send the check (a connect, a health endpoint: your own), then report its answer
+ * with `weir_balancer_report_check`.
+ *
+ * Health checks readmit a node that passive health (the outcomes of real calls) took out, without
+ * spending a caller's call on a node that may still be broken. A node is due when the lowest-score
+ * family avoids it (it carries a penalty), it is in rotation with no call in flight, and its failures
+ * were last recorded `quiet_ns` or more before `now_ns`; of several, the one quiet longest. Naming it
+ * dates its failures `now_ns` again, so no call names it again (nor takes it as a timed probe,
+ * `weir_lowest_score.probe_after_ns`) within another `quiet_ns`. `quiet_ns` is counted in the
+ * counters' ticks (2^20 ns, about 1.05 ms), rounded down; any value is valid: 0 makes every avoided
+ * node due at once (each call names one), `UINT64_MAX` never. Under `WEIR_ALGORITHM_WEIGHTED` no node
+ * is ever due.
+ *
+ * Call it on a timer (a tenth of `quiet_ns` is plenty), not per call: it reads every member. It moves
+ * the balancer's clock as an acquire does, so a checker on its own timer finds nodes due while no
+ * call is made. Errors: `WEIR_ERR_NULL` (nothing changed).
+ *
+ * # Safety
+ * `balancer` is NULL or a live handle; `due` and `node_id` are NULL or writable.
+ *
+ * Thread safety: safe from any thread, concurrently with traffic, lock-free.
+ */
+weir_status weir_balancer_due_check(const struct weir_balancer *balancer,
+                                    uint64_t now_ns,
+                                    uint64_t quiet_ns,
+                                    bool *due,
+                                    uint64_t *node_id);
+
+/**
+ * Records the answer of a health check of node `id` at `now_ns` (see `weir_balancer_due_check`):
+ * `healthy` true forgives every failure the node has, so its penalty is 0 and the next acquires call
+ * it as any idle node; false records one failure, as a call released with `WEIR_OUTCOME_FAILURE`
+ * does, and dates the node's failures `now_ns`, so it is due again `quiet_ns` later. A check is not a
+ * call: it counts in no statistic and no concurrency limit. Any member may be reported, whether or not
+ * `weir_balancer_due_check` named it, and in lame duck too. Errors: `WEIR_ERR_UNKNOWN_ID`,
+ * `WEIR_ERR_NOT_LOWEST_SCORE` (the balancer's family is `WEIR_ALGORITHM_WEIGHTED`, which takes no
+ * checks), `WEIR_ERR_NULL`; each leaves the state as it was.
+ *
+ * # Safety
+ * `balancer` is NULL or a live handle.
+ *
+ * Thread safety: safe from any thread, concurrently with traffic, lock-free.
+ */
+weir_status weir_balancer_report_check(const struct weir_balancer *balancer,
+                                       uint64_t id,
+                                       bool healthy,
+                                       uint64_t now_ns);
 
 /**
  * Writes node `id`'s snapshot at `now_ns` to `*out`. Errors: `WEIR_ERR_UNKNOWN_ID`, `WEIR_ERR_NULL`.

@@ -4,8 +4,8 @@
 use crate::boundary::{
     arg, arg_mut, free_handle, guard, into_handle, weir_status, write_list, Error, Out,
     WEIR_ERR_ALL_BUSY, WEIR_ERR_CAPACITY_FULL, WEIR_ERR_DUPLICATE_ID, WEIR_ERR_INVALID_LEASE,
-    WEIR_ERR_NODE_REMOVED, WEIR_ERR_NO_ACTIVE_NODES, WEIR_ERR_QUEUE_FULL, WEIR_ERR_TIMEOUT,
-    WEIR_ERR_UNKNOWN_ID,
+    WEIR_ERR_NODE_REMOVED, WEIR_ERR_NOT_LOWEST_SCORE, WEIR_ERR_NO_ACTIVE_NODES,
+    WEIR_ERR_QUEUE_FULL, WEIR_ERR_TIMEOUT, WEIR_ERR_UNKNOWN_ID,
 };
 use crate::config::{config_error, config_from_c, config_to_c, weir_config};
 use crate::metrics::{weir_metrics_format, write_text};
@@ -14,7 +14,7 @@ use crate::rng::{weir_rng, with_caller_rng};
 use std::ffi::c_char;
 use std::time::{Duration, Instant};
 use weir_core::balance::{
-    MembershipError, NodeSnapshot, NodeState, RawLease, Rejected, ReleaseError, Stats,
+    CheckError, MembershipError, NodeSnapshot, NodeState, RawLease, Rejected, ReleaseError, Stats,
 };
 use weir_core::limit::ServerLoad;
 use weir_core::rt::{monotonic_now, with_thread_rng, WaitError};
@@ -628,6 +628,93 @@ unsafe fn release(
     })
 }
 
+/// The health-check refusals as statuses: the weighted family's names the family the check needs.
+fn check_error(e: CheckError) -> Error {
+    match e {
+        CheckError::UnknownId(_) => Error::new(WEIR_ERR_UNKNOWN_ID, e.to_string()),
+        _ => Error::new(
+            WEIR_ERR_NOT_LOWEST_SCORE,
+            format!(
+                "{e}: this balancer's algorithm.family is WEIR_ALGORITHM_WEIGHTED, not \
+                 WEIR_ALGORITHM_LOWEST_SCORE"
+            ),
+        ),
+    }
+}
+
+/// Names a node to send a health check to at `now_ns`, if one is due: writes `*due` (true or false)
+/// and, when true, the node's id to `*node_id` (left alone otherwise). No node due is not an error: the
+/// status is `WEIR_OK`. Send the check (a connect, a health endpoint: your own), then report its answer
+/// with `weir_balancer_report_check`.
+///
+/// Health checks readmit a node that passive health (the outcomes of real calls) took out, without
+/// spending a caller's call on a node that may still be broken. A node is due when the lowest-score
+/// family avoids it (it carries a penalty), it is in rotation with no call in flight, and its failures
+/// were last recorded `quiet_ns` or more before `now_ns`; of several, the one quiet longest. Naming it
+/// dates its failures `now_ns` again, so no call names it again (nor takes it as a timed probe,
+/// `weir_lowest_score.probe_after_ns`) within another `quiet_ns`. `quiet_ns` is counted in the
+/// counters' ticks (2^20 ns, about 1.05 ms), rounded down; any value is valid: 0 makes every avoided
+/// node due at once (each call names one), `UINT64_MAX` never. Under `WEIR_ALGORITHM_WEIGHTED` no node
+/// is ever due.
+///
+/// Call it on a timer (a tenth of `quiet_ns` is plenty), not per call: it reads every member. It moves
+/// the balancer's clock as an acquire does, so a checker on its own timer finds nodes due while no
+/// call is made. Errors: `WEIR_ERR_NULL` (nothing changed).
+///
+/// # Safety
+/// `balancer` is NULL or a live handle; `due` and `node_id` are NULL or writable.
+///
+/// Thread safety: safe from any thread, concurrently with traffic, lock-free.
+#[no_mangle]
+pub unsafe extern "C" fn weir_balancer_due_check(
+    balancer: *const weir_balancer,
+    now_ns: u64,
+    quiet_ns: u64,
+    due: *mut bool,
+    node_id: *mut u64,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let b = unsafe { self::balancer(balancer) }?;
+        let due = unsafe { Out::new(due, "due") }?;
+        let node_id = unsafe { Out::new(node_id, "node_id") }?;
+        let named = b.due_check(now_ns, quiet_ns);
+        due.write(named.is_some());
+        if let Some(id) = named {
+            node_id.write(id);
+        }
+        Ok(())
+    })
+}
+
+/// Records the answer of a health check of node `id` at `now_ns` (see `weir_balancer_due_check`):
+/// `healthy` true forgives every failure the node has, so its penalty is 0 and the next acquires call
+/// it as any idle node; false records one failure, as a call released with `WEIR_OUTCOME_FAILURE`
+/// does, and dates the node's failures `now_ns`, so it is due again `quiet_ns` later. A check is not a
+/// call: it counts in no statistic and no concurrency limit. Any member may be reported, whether or not
+/// `weir_balancer_due_check` named it, and in lame duck too. Errors: `WEIR_ERR_UNKNOWN_ID`,
+/// `WEIR_ERR_NOT_LOWEST_SCORE` (the balancer's family is `WEIR_ALGORITHM_WEIGHTED`, which takes no
+/// checks), `WEIR_ERR_NULL`; each leaves the state as it was.
+///
+/// # Safety
+/// `balancer` is NULL or a live handle.
+///
+/// Thread safety: safe from any thread, concurrently with traffic, lock-free.
+#[no_mangle]
+pub unsafe extern "C" fn weir_balancer_report_check(
+    balancer: *const weir_balancer,
+    id: u64,
+    healthy: bool,
+    now_ns: u64,
+) -> weir_status {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        unsafe { self::balancer(balancer) }?
+            .report_check(id, healthy, now_ns)
+            .map_err(check_error)
+    })
+}
+
 /// Writes node `id`'s snapshot at `now_ns` to `*out`. Errors: `WEIR_ERR_UNKNOWN_ID`, `WEIR_ERR_NULL`.
 ///
 /// # Safety
@@ -893,6 +980,85 @@ mod tests {
             );
             weir_balancer_free(b);
             weir_balancer_free(null_mut());
+        }
+    }
+
+    #[test]
+    fn health_checks_refuse_null_an_unknown_id_and_the_weighted_family_and_change_nothing() {
+        use crate::boundary::testing::fails;
+        let b = balancer_with(&[1]);
+        let (mut due, mut id) = (true, 77_u64);
+        unsafe {
+            fails(
+                weir_balancer_due_check(null(), 1, 0, &mut due, &mut id),
+                crate::WEIR_ERR_NULL,
+                "`balancer`",
+            );
+            fails(
+                weir_balancer_due_check(b, 1, 0, null_mut(), &mut id),
+                crate::WEIR_ERR_NULL,
+                "`due`",
+            );
+            fails(
+                weir_balancer_due_check(b, 1, 0, &mut due, null_mut()),
+                crate::WEIR_ERR_NULL,
+                "`node_id`",
+            );
+            assert_eq!((due, id), (true, 77));
+            // Nothing is avoided: nothing is due, and the id is left alone.
+            assert_eq!(
+                weir_balancer_due_check(b, 1, 0, &mut due, &mut id),
+                crate::WEIR_OK
+            );
+            assert_eq!((due, id), (false, 77));
+            fails(
+                weir_balancer_report_check(null(), 1, true, 1),
+                crate::WEIR_ERR_NULL,
+                "`balancer`",
+            );
+            fails(
+                weir_balancer_report_check(b, 9, false, 1),
+                WEIR_ERR_UNKNOWN_ID,
+                "no node with id 9",
+            );
+            assert_eq!(
+                weir_balancer_due_check(b, 2, 0, &mut due, &mut id),
+                crate::WEIR_OK
+            );
+            assert!(!due, "a refused report recorded a failure");
+            // A failed check is a failure, not a call: node 1 is avoided and due at once with a quiet of
+            // 0, and no counter moved.
+            let before = stats(b);
+            assert_eq!(weir_balancer_report_check(b, 1, false, 3), crate::WEIR_OK);
+            assert_eq!(stats(b), before);
+            assert_eq!(
+                weir_balancer_due_check(b, 4, 0, &mut due, &mut id),
+                crate::WEIR_OK
+            );
+            assert_eq!((due, id), (true, 1));
+            weir_balancer_free(b);
+        }
+        let config = crate::weir_config_cascade();
+        let mut w = null_mut();
+        unsafe {
+            assert_eq!(weir_balancer_new(&config, 2, &mut w), crate::WEIR_OK);
+            assert_eq!(weir_balancer_add(w, 1), crate::WEIR_OK);
+            fails(
+                weir_balancer_report_check(w, 1, false, 1),
+                WEIR_ERR_NOT_LOWEST_SCORE,
+                "WEIR_ALGORITHM_WEIGHTED",
+            );
+            fails(
+                weir_balancer_report_check(w, 2, true, 1),
+                WEIR_ERR_UNKNOWN_ID,
+                "no node with id 2",
+            );
+            assert_eq!(
+                weir_balancer_due_check(w, 2, 0, &mut due, &mut id),
+                crate::WEIR_OK
+            );
+            assert!(!due, "the weighted family named a node");
+            weir_balancer_free(w);
         }
     }
 

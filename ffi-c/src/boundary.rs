@@ -60,10 +60,14 @@ pub const WEIR_ERR_UNSUPPORTED: weir_status = 17;
 pub const WEIR_ERR_IO: weir_status = 18;
 /// The retry budget is spent: answer the request with the failure it had.
 pub const WEIR_ERR_RETRY_BUDGET_EXHAUSTED: weir_status = 19;
+/// A health check's answer was refused because the balancer's algorithm is the weighted family's
+/// (`WEIR_ALGORITHM_WEIGHTED`), which takes no checks: only the lowest-score family keeps the penalties
+/// a check readmits a node from. Nothing changed.
+pub const WEIR_ERR_NOT_LOWEST_SCORE: weir_status = 20;
 
 /// Every status code with its name and meaning, in code order (the one table `weir_status_str` and the
 /// tests read).
-pub(crate) const STATUS_TEXT: [&CStr; 20] = [
+pub(crate) const STATUS_TEXT: [&CStr; 21] = [
     c"WEIR_OK: success",
     c"WEIR_ERR_NULL: a required pointer argument was NULL",
     c"WEIR_ERR_PANIC: a panic was caught at the C boundary (a bug in weir)",
@@ -84,6 +88,7 @@ pub(crate) const STATUS_TEXT: [&CStr; 20] = [
     c"WEIR_ERR_UNSUPPORTED: not supported on this system",
     c"WEIR_ERR_IO: reading a system source failed",
     c"WEIR_ERR_RETRY_BUDGET_EXHAUSTED: the retry budget is spent",
+    c"WEIR_ERR_NOT_LOWEST_SCORE: health checks are read by the lowest-score family only",
 ];
 
 /// What an export's body returns on failure: a status code and the message for

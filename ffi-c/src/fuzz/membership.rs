@@ -81,6 +81,7 @@ impl Fuzz<'_> {
             stale: 0,
             busy: 0,
             empty: 0,
+            lowest_score: back.algorithm.family == WEIR_ALGORITHM_LOWEST_SCORE,
         });
     }
 

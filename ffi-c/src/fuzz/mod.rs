@@ -20,6 +20,9 @@
 //!   is at most the node's limit;
 //! - a lease released, forged, mutated or from another balancer is refused, except where it is
 //!   indistinguishable from a held one (see [`Stats::twins`]).
+//! - a node `weir_balancer_due_check` names is a member in rotation that the program holds no lease on,
+//!   under the lowest-score family only; `weir_balancer_report_check` refuses an unknown id, then every
+//!   check under the weighted family, moves no counter, and a healthy check leaves the node no penalty.
 //!
 //! Pointers passed are always NULL or valid: the contract makes anything else the caller's undefined
 //! behaviour, so a fuzzer that passed them would find only itself.
@@ -45,6 +48,12 @@ pub struct Stats {
     /// cannot tell the two apart (the contract asks to release each lease once). The model then retires
     /// one of the held twins in its place, so the counters still match exactly.
     pub twins: u64,
+    /// Health checks: `weir_balancer_due_check` calls that named a node.
+    pub named: u64,
+    /// `weir_balancer_report_check` calls recorded.
+    pub reported: u64,
+    /// Of the reports, those refused as `WEIR_ERR_NOT_LOWEST_SCORE`.
+    pub not_lowest_score: u64,
 }
 
 /// Decodes `data` into calls of the C ABI and checks the contract after each; panics on a violation.
@@ -75,6 +84,7 @@ pub fn run(data: &[u8]) -> Stats {
     f.stats
 }
 
+mod checks;
 mod input;
 mod leases;
 mod membership;
@@ -107,6 +117,9 @@ struct Side {
     busy: u64,
     /// `WEIR_ERR_NO_ACTIVE_NODES` returned, by either acquire.
     empty: u64,
+    /// The family is the lowest-score one (`WEIR_ALGORITHM_LOWEST_SCORE`), which alone takes health
+    /// checks.
+    lowest_score: bool,
 }
 
 struct Fuzz<'a> {
@@ -120,8 +133,7 @@ struct Fuzz<'a> {
     stats: Stats,
 }
 
-const ALL_STATUSES: std::ops::RangeInclusive<weir_status> =
-    WEIR_OK..=WEIR_ERR_RETRY_BUDGET_EXHAUSTED;
+const ALL_STATUSES: std::ops::RangeInclusive<weir_status> = WEIR_OK..=WEIR_ERR_NOT_LOWEST_SCORE;
 
 fn message() -> String {
     let p = weir_last_error_message();
@@ -183,7 +195,7 @@ fn same_identity(a: &weir_lease, b: &weir_lease) -> bool {
 impl Fuzz<'_> {
     fn step(&mut self) {
         self.stats.calls += 1;
-        match self.input.u8() % 20 {
+        match self.input.u8() % 21 {
             0 => self.new_balancer(),
             1 => self.free_balancer(),
             2 | 3 => self.add(),
@@ -198,6 +210,7 @@ impl Fuzz<'_> {
             16 => self.node_snapshot(),
             17 => self.nodes(),
             18 => self.config_calls(),
+            19 => self.health_check(),
             _ => self.pure_calls(),
         }
     }

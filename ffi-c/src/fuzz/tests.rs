@@ -31,6 +31,9 @@ fn drive(first: u64, mut stop: impl FnMut(u64) -> bool) -> (u64, Stats) {
         total.loaded += s.loaded;
         total.refused += s.refused;
         total.twins += s.twins;
+        total.named += s.named;
+        total.reported += s.reported;
+        total.not_lowest_score += s.not_lowest_score;
         seed += 1;
     }
     (seed - first, total)
@@ -45,10 +48,14 @@ fn drive(first: u64, mut stop: impl FnMut(u64) -> bool) -> (u64, Stats) {
 fn random_call_sequences_keep_the_contract() {
     let (runs, stats) = drive(1, |done| done >= 1_000);
     assert_eq!(runs, 1_000);
-    // The sequences exercise what they are meant to: grants, releases (with load reports too) and
-    // refusals.
+    // The sequences exercise what they are meant to: grants, releases (with load reports too),
+    // refusals, and health checks named, recorded and refused by the weighted family.
     assert!(
         stats.granted > 1_000 && stats.released > 500 && stats.loaded > 100 && stats.refused > 500,
+        "{stats:?}"
+    );
+    assert!(
+        stats.named > 10 && stats.reported > 10 && stats.not_lowest_score > 10,
         "{stats:?}"
     );
 }
@@ -126,13 +133,17 @@ fn for_a_while() {
     let (runs, s) = drive(first, |_| Instant::now() >= until);
     println!(
         "weir-fuzz: {runs} executions (sequences from seed {first}) in {:.0} s: {} calls, {} leases \
-         granted, {} released, {} releases refused, {} re-releases accepted as a held twin; \
-         findings: 0 (a finding stops the run, naming its seed)",
+         granted, {} released, {} releases refused, {} re-releases accepted as a held twin, {} nodes \
+         named for a health check, {} checks recorded, {} refused by the weighted family; findings: 0 \
+         (a finding stops the run, naming its seed)",
         t0.elapsed().as_secs_f64(),
         s.calls,
         s.granted,
         s.released,
         s.refused,
-        s.twins
+        s.twins,
+        s.named,
+        s.reported,
+        s.not_lowest_score
     );
 }

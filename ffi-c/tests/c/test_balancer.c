@@ -120,6 +120,7 @@ static void test_status_names(void) {
         "WEIR_ERR_UNSUPPORTED:",
         "WEIR_ERR_IO:",
         "WEIR_ERR_RETRY_BUDGET_EXHAUSTED:",
+        "WEIR_ERR_NOT_LOWEST_SCORE:",
     };
     const weir_status codes[] = {
         WEIR_OK,
@@ -142,16 +143,17 @@ static void test_status_names(void) {
         WEIR_ERR_UNSUPPORTED,
         WEIR_ERR_IO,
         WEIR_ERR_RETRY_BUDGET_EXHAUSTED,
+        WEIR_ERR_NOT_LOWEST_SCORE,
     };
     const int n = (int)(sizeof codes / sizeof codes[0]);
     for (int i = 0; i < n; i++) {
-        CHECK(codes[i] == i); /* stable codes, 0 ..= 19 in order */
+        CHECK(codes[i] == i); /* stable codes, 0 ..= 20 in order */
         const char *s = weir_status_str(codes[i]);
         REQUIRE(s != NULL);
         CHECK(strncmp(s, names[i], strlen(names[i])) == 0);
         CHECK(strlen(s) > strlen(names[i]) + 1); /* a meaning follows the name */
     }
-    const weir_status unknown[] = {-1, 20, 21, 1000, INT32_MAX, INT32_MIN};
+    const weir_status unknown[] = {-1, 21, 22, 1000, INT32_MAX, INT32_MIN};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = weir_status_str(unknown[i]);
         REQUIRE(s != NULL);
@@ -563,22 +565,28 @@ static int first_on_node_2(weir_balancer *b, uint64_t now, weir_rng *rng, weir_o
     return l.node_id == 2;
 }
 
+/* Acquires at `now` until a lease lands on node 2 (the others released as successes), and releases
+ * that one as a failure: node 2 fails once, node 1 only succeeds. */
+static void fail_node_2(weir_balancer *b, uint64_t now, weir_rng *rng) {
+    weir_lease l;
+    int tries = 0;
+    do {
+        REQUIRE(tries++ < 64);
+        CHECK_OK(weir_balancer_acquire_with_rng(b, now, rng, &l));
+        if (l.node_id != 2) {
+            CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, now));
+        }
+    } while (l.node_id != 2);
+    CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_FAILURE, now));
+}
+
 static timed_probe timed_probes(uint64_t probe_after_ns, weir_outcome outcome) {
     weir_config c = weir_config_default();
     c.algorithm.lowest_score.forgiveness = 0.5f;
     c.algorithm.lowest_score.probe_after_ns = probe_after_ns;
     weir_balancer *b = two_nodes(c);
     weir_rng rng = weir_rng_seed(13);
-    weir_lease l;
-    int tries = 0;
-    do {
-        REQUIRE(tries++ < 64);
-        CHECK_OK(weir_balancer_acquire_with_rng(b, SEC, &rng, &l));
-        if (l.node_id != 2) {
-            CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_SUCCESS, SEC));
-        }
-    } while (l.node_id != 2);
-    CHECK_OK(weir_balancer_release(b, &l, WEIR_OUTCOME_FAILURE, SEC));
+    fail_node_2(b, SEC, &rng);
     timed_probe t;
     t.early = calls_on_node_2(b, SEC + 500 * MS, &rng, 50);
     t.probed = first_on_node_2(b, 2500 * MS, &rng, outcome);
@@ -613,6 +621,105 @@ static void test_timed_probes(void) {
     CHECK(off.failures > 0.9 && off.failures <= 1.0);
     CHECK(off.later == 0);
     CHECK(off.again == 0);
+}
+
+/* weir_balancer_due_check at `now` with `quiet`: 0 when no node is due (the id left alone), else the
+ * id named. */
+static uint64_t named(const weir_balancer *b, uint64_t now, uint64_t quiet) {
+    bool due = true;
+    uint64_t id = UINT64_MAX;
+    CHECK_OK(weir_balancer_due_check(b, now, quiet, &due, &id));
+    CHECK(due || id == UINT64_MAX);
+    return due ? id : 0;
+}
+
+/* Node 2 of a two-node default balancer fails once at 1 s; checks with a 2 s quiet period. */
+static void test_health_checks(void) {
+    const uint64_t quiet = 2 * SEC;
+    weir_balancer *b = two_nodes(weir_config_default());
+    weir_rng rng = weir_rng_seed(13);
+    CHECK(named(b, SEC, 0) == 0); /* nothing avoided, nothing due */
+    fail_node_2(b, SEC, &rng);
+    weir_node_info info;
+    CHECK_OK(weir_balancer_node_snapshot(b, 2, SEC, &info));
+    CHECK(info.penalty > 0.0);
+    /* Avoided, and not due before the quiet period has passed. */
+    CHECK(calls_on_node_2(b, 2 * SEC, &rng, 50) == 0);
+    CHECK(named(b, 2 * SEC, quiet) == 0);
+    CHECK(named(b, 2 * SEC, UINT64_MAX) == 0);
+    /* Quiet 2.5 s: named once, and not again at once (the check is under way). */
+    const weir_balancer_statistics before = stats(b);
+    CHECK(named(b, 3500 * MS, quiet) == 2);
+    CHECK(named(b, 3500 * MS, quiet) == 0);
+    CHECK(named(b, 4500 * MS, quiet) == 0); /* naming it dated it anew: 1 s ago */
+    /* The check failed: one more failure, dated now, so another quiet period passes first. */
+    weir_node_info failed;
+    CHECK_OK(weir_balancer_node_snapshot(b, 2, 4500 * MS, &info));
+    CHECK_OK(weir_balancer_report_check(b, 2, false, 4500 * MS));
+    CHECK_OK(weir_balancer_node_snapshot(b, 2, 4500 * MS, &failed));
+    CHECK(failed.failures > info.failures + 0.99 && failed.failures <= info.failures + 1.0);
+    CHECK(failed.penalty > info.penalty);
+    CHECK(named(b, 6 * SEC, quiet) == 0);
+    CHECK(named(b, 7 * SEC, quiet) == 2);
+    /* A check is not a call: no counter moved, no lease, no release. */
+    const weir_balancer_statistics after = stats(b);
+    CHECK(memcmp(&before, &after, sizeof before) == 0);
+    CHECK(calls_on_node_2(b, 7 * SEC, &rng, 50) == 0);
+    /* The check answered well: node 2 is forgiven (penalty 0) and takes acquires again. */
+    CHECK_OK(weir_balancer_report_check(b, 2, true, 7 * SEC));
+    CHECK_OK(weir_balancer_node_snapshot(b, 2, 7 * SEC, &info));
+    CHECK(info.penalty == 0.0 && info.failures == 0.0);
+    CHECK(named(b, 7 * SEC, 0) == 0); /* nothing avoided any more */
+    CHECK(calls_on_node_2(b, 7 * SEC, &rng, 50) > 10);
+    /* Quiet 0: a node avoided is due at once, and again at once. */
+    CHECK_OK(weir_balancer_report_check(b, 1, false, 8 * SEC));
+    CHECK(named(b, 8 * SEC, 0) == 1);
+    CHECK(named(b, 8 * SEC, 0) == 1);
+    check_conserved(b);
+    weir_balancer_free(b);
+}
+
+/* The refusals: NULL arguments (nothing written), an unknown id, the weighted family's checks. */
+static void test_health_check_refusals(void) {
+    weir_balancer *b = two_nodes(weir_config_default());
+    CHECK_OK(weir_balancer_report_check(b, 1, false, SEC)); /* node 1 is due at once with quiet 0 */
+    bool due = true;
+    uint64_t id = 77;
+    CHECK_STATUS(weir_balancer_due_check(NULL, SEC, 0, &due, &id), WEIR_ERR_NULL);
+    CHECK_MESSAGE("balancer");
+    CHECK_STATUS(weir_balancer_due_check(b, SEC, 0, NULL, &id), WEIR_ERR_NULL);
+    CHECK_MESSAGE("due");
+    CHECK_STATUS(weir_balancer_due_check(b, SEC, 0, &due, NULL), WEIR_ERR_NULL);
+    CHECK_MESSAGE("node_id");
+    CHECK(due && id == 77);
+    CHECK(named(b, SEC, 0) == 1); /* the refused calls claimed nothing */
+    CHECK_STATUS(weir_balancer_report_check(NULL, 1, true, SEC), WEIR_ERR_NULL);
+    CHECK_MESSAGE("balancer");
+    CHECK_STATUS(weir_balancer_report_check(b, 3, true, SEC), WEIR_ERR_UNKNOWN_ID);
+    CHECK_MESSAGE("no node with id 3");
+    CHECK(strcmp(weir_status_str(WEIR_ERR_NOT_LOWEST_SCORE),
+                 "WEIR_ERR_NOT_LOWEST_SCORE: health checks are read by the lowest-score family "
+                 "only") == 0);
+    weir_node_info info;
+    CHECK_OK(weir_balancer_node_snapshot(b, 1, SEC, &info));
+    CHECK(info.penalty > 0.0); /* the healthy report of an unknown id forgave nobody */
+    weir_balancer_free(b);
+
+    weir_balancer *w = two_nodes(weir_config_cascade());
+    CHECK_STATUS(weir_balancer_report_check(w, 1, false, SEC), WEIR_ERR_NOT_LOWEST_SCORE);
+    CHECK_MESSAGE("health checks are read by the lowest-score family only");
+    CHECK_MESSAGE("WEIR_ALGORITHM_WEIGHTED");
+    CHECK(!check_names_rust(weir_last_error_message()));
+    CHECK_STATUS(weir_balancer_report_check(w, 1, true, SEC), WEIR_ERR_NOT_LOWEST_SCORE);
+    CHECK_STATUS(weir_balancer_report_check(w, 3, true, SEC), WEIR_ERR_UNKNOWN_ID);
+    weir_lease l;
+    CHECK_OK(weir_balancer_acquire(w, SEC, &l));
+    CHECK_OK(weir_balancer_release(w, &l, WEIR_OUTCOME_FAILURE, SEC));
+    const uint64_t quiets[] = {0, 1, (1u << 20) - 1, 1u << 20, 1ull << 51, UINT64_MAX};
+    for (size_t i = 0; i < sizeof quiets / sizeof quiets[0]; i++) {
+        CHECK(named(w, 10 * SEC, quiets[i]) == 0); /* the weighted family names none */
+    }
+    weir_balancer_free(w);
 }
 
 /* A two-node default balancer (fixed limit) with the slowness term at `slow_ratio`: four calls on
@@ -1536,6 +1643,8 @@ int main(void) {
     test_refused_knee();
     test_refused_probation();
     test_timed_probes();
+    test_health_checks();
+    test_health_check_refusals();
     test_refused_slow_ratio();
     test_membership();
     test_acquire();

@@ -66,6 +66,8 @@ static const char *const covered[] = {
     "weir_balancer_acquire_wait",
     "weir_balancer_release",
     "weir_balancer_release_loaded",
+    "weir_balancer_due_check",
+    "weir_balancer_report_check",
     "weir_outcome_from_http_status",
     "weir_outcome_is_retryable",
     "weir_outcome_from_errno",
@@ -299,6 +301,20 @@ static void test_null_arguments(void) {
     weir_balancer_statistics after = stats(b);
     CHECK(same_stats(&held, &after));
     CHECK_OK(weir_balancer_release(b, &real, WEIR_OUTCOME_SUCCESS, 20));
+
+    /* The health checks (the bool is compared by its bytes: 0xA5 is no bool to read as one). */
+    bool due;
+    uint64_t due_id;
+    FILL(due);
+    FILL(due_id);
+    CHECK_NULL_ARG(weir_balancer_due_check(NULL, 30, 0, &due, &due_id), "balancer");
+    CHECK_UNTOUCHED(due);
+    CHECK_UNTOUCHED(due_id);
+    CHECK_NULL_ARG(weir_balancer_due_check(b, 30, 0, NULL, &due_id), "due");
+    CHECK_UNTOUCHED(due_id);
+    CHECK_NULL_ARG(weir_balancer_due_check(b, 30, 0, &due, NULL), "node_id");
+    CHECK_UNTOUCHED(due);
+    CHECK_NULL_ARG(weir_balancer_report_check(NULL, 1, false, 30), "balancer");
 
     CHECK_NULL_ARG(weir_outcome_from_http_status(200, NULL), "out");
     CHECK_NULL_ARG(weir_outcome_from_http_status(99, NULL), "out"); /* NULL comes first */
@@ -690,6 +706,19 @@ static void test_outputs_only_on_success(void) {
     weir_node_info buf[1];
     size_t len;
     CHECK_STATUS(weir_balancer_add(b, 2), WEIR_ERR_CAPACITY_FULL);
+    /* No node due is no error: `*due` is written (false), the id is not. The weighted family takes
+     * no checks; an unknown id is refused first. */
+    bool due;
+    uint64_t due_id;
+    FILL(due_id);
+    CHECK_OK(weir_balancer_due_check(b, 0, 0, &due, &due_id));
+    CHECK(!due);
+    CHECK_UNTOUCHED(due_id);
+    CHECK_STATUS(weir_balancer_report_check(b, 2, true, 0), WEIR_ERR_UNKNOWN_ID);
+    CHECK_MESSAGE("no node with id 2");
+    CHECK_STATUS(weir_balancer_report_check(b, 1, true, 0), WEIR_ERR_NOT_LOWEST_SCORE);
+    CHECK_MESSAGE("WEIR_ALGORITHM_LOWEST_SCORE");
+    CHECK(!check_names_rust(weir_last_error_message()));
     FILL(buf);
     FILL(len);
     CHECK_STATUS(weir_balancer_nodes(b, 0, buf, 0, &len), WEIR_ERR_BUFFER_TOO_SMALL);

@@ -1,6 +1,6 @@
-/* One balancer hammered from 8 threads while another thread changes membership, then every counter
- * checked exactly against what the threads counted (with a CIAD limit, then a knee limit); and the same
- * with waiting acquires that queue. */
+/* One balancer hammered from 8 threads while another thread changes membership and runs health checks,
+ * then every counter checked exactly against what the threads counted (with a CIAD limit, then a knee
+ * limit); and the same with waiting acquires that queue. */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -91,6 +91,7 @@ struct churn {
     volatile int stop; /* written by main after the workers are joined */
     pthread_mutex_t lock;
     uint64_t changes;
+    uint64_t checks; /* nodes weir_balancer_due_check named */
     uint64_t unexpected;
 };
 
@@ -118,6 +119,19 @@ static void *change_membership(void *arg) {
             } else if (s != WEIR_ERR_CAPACITY_FULL) {
                 c->unexpected++;
             }
+        }
+        /* A checker on this thread: a node named is reported at once, well or not (this thread alone
+         * removes nodes, so it is still a member). A check moves no counter the workers tally. */
+        bool due = false;
+        uint64_t named = 0;
+        s = weir_balancer_due_check(c->balancer, weir_now_ns(), (r >> 24) % 2 == 0 ? 0 : 1000000u,
+                                    &due, &named);
+        c->unexpected += s != WEIR_OK;
+        if (due) {
+            c->checks++;
+            c->unexpected += named == 0 || named > NODES;
+            s = weir_balancer_report_check(c->balancer, named, (r >> 32) % 2 == 0, weir_now_ns());
+            c->unexpected += s != WEIR_OK;
         }
         c->changes++;
         for (volatile int spin = 0; spin < 2000; spin++) {
@@ -228,10 +242,10 @@ static void hammer_config(const char *name, weir_config c) {
         CHECK(total.released[o] > 0);
     }
     printf("hammer (%s): %llu leases, %llu busy, %llu without active nodes, %llu stale, %llu "
-           "membership changes\n",
+           "membership changes, %llu health checks\n",
            name, (unsigned long long)total.acquired, (unsigned long long)total.all_busy,
            (unsigned long long)total.no_active, (unsigned long long)total.stale,
-           (unsigned long long)churn.changes);
+           (unsigned long long)churn.changes, (unsigned long long)churn.checks);
     weir_balancer_free(b);
 }
 

@@ -23,6 +23,10 @@ static int metrics_compared = 0;
 static long loaded_releases = 0;
 /* How many files with timed probes on (algorithm.probe_after_ns) were replayed to the end. */
 static int timed_probe_files = 0;
+/* How many due_check lines named a node, and report_check lines answered not_lowest_score, over all
+ * the files. */
+static long checks_named = 0;
+static long checks_not_lowest_score = 0;
 
 typedef struct replay {
     const char *file;
@@ -363,6 +367,7 @@ static weir_status status_of(const char *answer) {
         {"duplicate_id", WEIR_ERR_DUPLICATE_ID},
         {"unknown_id", WEIR_ERR_UNKNOWN_ID},
         {"capacity_full", WEIR_ERR_CAPACITY_FULL},
+        {"not_lowest_score", WEIR_ERR_NOT_LOWEST_SCORE},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strcmp(answer, table[i].name) == 0) {
@@ -547,8 +552,8 @@ static long replay_file(const char *path) {
             break;
         }
         if (r.line == 1) {
-            if (strcmp(line, "weir-trace 5\n") != 0) {
-                MISMATCH(&r, "not a version 5 trace");
+            if (strcmp(line, "weir-trace 6\n") != 0) {
+                MISMATCH(&r, "not a version 6 trace");
             }
             continue;
         }
@@ -758,6 +763,37 @@ static long replay_file(const char *path) {
             }
             check_answer(&r, "lame_duck", weir_balancer_set_lame_duck(b, id, strcmp(tok[3], "on") == 0),
                          tok[4]);
+        } else if (strcmp(kind, "due_check") == 0) {
+            /* A node id, or `none`: no node due is no error (WEIR_OK with *due false). */
+            uint64_t quiet, want = 0, got = 0;
+            bool due = false;
+            const int want_due = tok[3][0] >= '0' && tok[3][0] <= '9';
+            if (n != 4 || !parse_u64(tok[2], &quiet) ||
+                (want_due ? !parse_u64(tok[3], &want) : strcmp(tok[3], "none") != 0)) {
+                MISMATCH(&r, "bad due_check line");
+                break;
+            }
+            weir_status st = weir_balancer_due_check(b, t, quiet, &due, &got);
+            if (st != WEIR_OK) {
+                MISMATCH(&r, "due_check: %s (%s)", weir_status_str(st), weir_last_error_message());
+            } else if (!want_due && due) {
+                MISMATCH(&r, "due_check: expected none, got node %" PRIu64, got);
+            } else if (want_due && !due) {
+                MISMATCH(&r, "due_check: expected node %s, got none", tok[3]);
+            } else if (want_due && got != want) {
+                MISMATCH(&r, "due_check: expected node %s, got %" PRIu64, tok[3], got);
+            }
+            checks_named += want_due && !r.failed;
+        } else if (strcmp(kind, "report_check") == 0) {
+            uint64_t id;
+            bool healthy;
+            if (n != 5 || !parse_u64(tok[2], &id) || !parse_bool(tok[3], &healthy)) {
+                MISMATCH(&r, "bad report_check line");
+                break;
+            }
+            weir_status st = weir_balancer_report_check(b, id, healthy, t);
+            check_answer(&r, "report_check", st, tok[4]);
+            checks_not_lowest_score += st == WEIR_ERR_NOT_LOWEST_SCORE && !r.failed;
         } else {
             MISMATCH(&r, "unknown line kind `%s`", kind);
             break;
@@ -929,7 +965,7 @@ int main(void) {
     }
     closedir(d);
     qsort(names, count, sizeof names[0], by_name);
-    REQUIRE(count >= 15); /* the files tests/vectors/README.md lists */
+    REQUIRE(count >= 16); /* the files tests/vectors/README.md lists */
     long total = 0;
     /* The files that run probation and the slowness term, each replayed bit for bit. */
     const char *const opt_in[] = {"decay-lowest-score-probation.trace", "decay-lowest-score-slow.trace"};
@@ -951,6 +987,10 @@ int main(void) {
            loaded_releases);
     CHECK(loaded_releases > 0); /* the knee trace's */
     CHECK(timed_probe_files > 0); /* the probation trace */
+    printf("%ld due_check lines named a node, %ld report_check lines answered not_lowest_score\n",
+           checks_named, checks_not_lowest_score);
+    CHECK(checks_named > 0);            /* the checks trace, edges-decay */
+    CHECK(checks_not_lowest_score > 0); /* edges-buckets, edges-ewma */
     CHECK(metrics_compared == 2); /* the .prom files of tests/vectors/metrics */
     return check_summary("test_vectors");
 }
