@@ -554,3 +554,51 @@ fn checks_leave_the_calls_draws_as_they_were() {
     checked.checks = 0;
     assert_eq!(checked, plain);
 }
+
+/// weir's checking client: a node that answers 500 is avoided after its first failure, checked every 2 s
+/// while it stays broken (no call reaches it between checks), and called again once a check passes.
+#[test]
+fn a_checking_weir_client_brings_a_recovered_node_back_without_calling_it() {
+    use weir_sim::policy::weir::WeirPolicy;
+    let mut s = scenario(
+        vec![
+            ServerSpec::new("broken", Behavior::status(500, 10 * MS))
+                .then(20 * SEC, Behavior::ok(10 * MS)),
+            ServerSpec::new("healthy", Behavior::ok(10 * MS)),
+        ],
+        vec![Arrivals::burst(0, 300, 100 * MS)],
+    );
+    s.abort = 40 * SEC;
+    let run = |checks: bool| {
+        engine::run(&s, &move |_, seed| {
+            let p = WeirPolicy::waiting(
+                weir::Config {
+                    seed,
+                    ..weir::Config::default()
+                },
+                2,
+            );
+            Box::new(if checks { p.checking(2 * SEC) } else { p })
+        })
+    };
+    let r = run(true);
+    let broken = &r.sent_per_second[0];
+    let sent = |from: usize, to: usize| broken.iter().take(to).skip(from).sum::<u64>();
+    // The first call to it fails; none follows while it is broken.
+    assert!(sent(0, 2) >= 1, "{broken:?}");
+    assert_eq!(sent(2, 20), 0, "{broken:?}");
+    // A check every 2 s from the first failure (answered at once, 10 ms later; then 2 s quiet).
+    assert!((8..=10).contains(&r.checks), "{}", r.checks);
+    // Back within a check period of its recovery, with about its share from then on.
+    assert!(sent(20, 23) > 0, "{broken:?}");
+    assert!(sent(23, 30) >= 20, "{broken:?}");
+    // Without checks, nothing brings it back (the default has no probes).
+    let plain = run(false);
+    assert_eq!(plain.checks, 0);
+    assert_eq!(
+        plain.sent_per_second[0].iter().skip(2).sum::<u64>(),
+        0,
+        "{:?}",
+        plain.sent_per_second[0]
+    );
+}
