@@ -149,6 +149,10 @@ pub struct CellResult {
     pub bucket_ns: u64,
     /// Virtual time the run ended.
     pub end_ns: u64,
+    /// Health checks the clients sent (their policies' [`due_check`](crate::policy::Balance::due_check)):
+    /// none of them is a request or an attempt, so no other figure counts them. Not in the report's
+    /// tables.
+    pub checks: u64,
 }
 
 impl CellResult {

@@ -401,3 +401,204 @@ fn a_waiting_weir_client_queues_up_to_its_bound_and_fails_at_once_without_nodes(
     // The second waited 100 ms for b, then took 10 ms: well before a's answer at 1 s.
     assert_eq!(r.client_p99_ns, SEC);
 }
+
+/// Sends every request to the last server in its list and, with `checking`, asks for a check of server 0
+/// before each try (whether or not its list still has it). Records every check's answer.
+#[derive(Default)]
+struct Checker {
+    servers: Vec<ServerId>,
+    checking: bool,
+    answers: Vec<(ServerId, bool, u64)>,
+}
+
+impl Balance for Checker {
+    fn pick(&mut self, _now: u64, _rng: &mut Rng) -> Option<Pick> {
+        Some(Pick {
+            server: *self.servers.last()?,
+            lease: None,
+            tag: 0,
+        })
+    }
+    fn complete(&mut self, _pick: Pick, _done: &Completion, _now: u64) {}
+    fn set_servers(&mut self, servers: &[ServerId], _now: u64) {
+        self.servers = servers.to_vec();
+    }
+    fn set_draining(&mut self, _server: ServerId, _draining: bool, _now: u64) {}
+    fn due_check(&mut self, _now: u64) -> Option<ServerId> {
+        self.checking.then_some(0)
+    }
+    fn check_answered(&mut self, server: ServerId, healthy: bool, now: u64) {
+        self.answers.push((server, healthy, now));
+    }
+}
+
+/// Runs `s` with one [`Checker`] client; returns the figures and the checks' answers it heard.
+fn run_checker(s: &Scenario, checking: bool) -> (CellResult, Vec<(ServerId, bool, u64)>) {
+    use std::sync::{Arc, Mutex};
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    /// Hands the answers over when the engine drops the client at the end of the run.
+    struct Report(Checker, Arc<Mutex<Vec<(ServerId, bool, u64)>>>);
+    impl Drop for Report {
+        fn drop(&mut self) {
+            self.1.lock().unwrap().append(&mut self.0.answers);
+        }
+    }
+    impl Balance for Report {
+        fn pick(&mut self, now: u64, rng: &mut Rng) -> Option<Pick> {
+            self.0.pick(now, rng)
+        }
+        fn complete(&mut self, pick: Pick, done: &Completion, now: u64) {
+            self.0.complete(pick, done, now)
+        }
+        fn set_servers(&mut self, servers: &[ServerId], now: u64) {
+            self.0.set_servers(servers, now)
+        }
+        fn set_draining(&mut self, server: ServerId, draining: bool, now: u64) {
+            self.0.set_draining(server, draining, now)
+        }
+        fn due_check(&mut self, now: u64) -> Option<ServerId> {
+            self.0.due_check(now)
+        }
+        fn check_answered(&mut self, server: ServerId, healthy: bool, now: u64) {
+            self.0.check_answered(server, healthy, now)
+        }
+    }
+    let sink = Arc::clone(&heard);
+    let r = engine::run(s, &move |_, _| {
+        Box::new(Report(
+            Checker {
+                checking,
+                ..Checker::default()
+            },
+            Arc::clone(&sink),
+        ))
+    });
+    let answers = std::mem::take(&mut *heard.lock().unwrap());
+    (r, answers)
+}
+
+#[test]
+fn a_check_is_answered_from_the_servers_behaviour_and_is_no_attempt() {
+    let hole = Behavior {
+        latency: Latency::Never,
+        status: StatusFn::Fixed(200),
+    };
+    // Server 0 (checked, never called): fast 500s until 3 s, then healthy, a black hole from 5 s, down from
+    // 7 s, and removed at 8.5 s; twice as slow as nominal. Server 1 takes every request.
+    let checked = ServerSpec::new("checked", Behavior::status(500, 10 * MS))
+        .then(3 * SEC, Behavior::ok(10 * MS))
+        .then(5 * SEC, hole)
+        .then(7 * SEC, Behavior::DOWN)
+        .slowness(2.0);
+    let mut s = scenario(
+        vec![checked, ServerSpec::new("served", Behavior::ok(10 * MS))],
+        vec![Arrivals::burst(0, 10, SEC)],
+    );
+    s.actions = vec![(8500 * MS, Action::Remove(0))];
+    let (r, answers) = run_checker(&s, true);
+    let at = |t: u64, after: u64| t * SEC + after;
+    assert_eq!(
+        answers,
+        vec![
+            // 500 after its 10 ms, times the slowness.
+            (0, false, at(0, 20 * MS)),
+            (0, false, at(1, 20 * MS)),
+            (0, false, at(2, 20 * MS)),
+            (0, true, at(3, 20 * MS)),
+            (0, true, at(4, 20 * MS)),
+            // No answer: failed at the check timeout.
+            (0, false, at(5, engine::CHECK_TIMEOUT)),
+            (0, false, at(6, engine::CHECK_TIMEOUT)),
+            // Refused, then removed: failed at once (and the policy still hears of it).
+            (0, false, at(7, 0)),
+            (0, false, at(8, 0)),
+            (0, false, at(9, 0)),
+        ]
+    );
+    assert_eq!(r.checks, 10);
+    // No attempt, answer or busy time of the checks'.
+    assert_eq!(
+        (r.server_attempts, r.server_answers, r.succeeded),
+        (10, 10, 10)
+    );
+    assert_eq!(r.per_server_attempts, vec![0, 10]);
+    assert_eq!(r.server_busy_ns, u128::from(10 * 10 * MS));
+    assert!(r.series[0].sent.iter().all(|&n| n == 0));
+}
+
+#[test]
+fn checks_leave_the_calls_draws_as_they_were() {
+    // Both servers draw: server 0's checks their latency and error, server 1's calls theirs. Checks that
+    // drew from the server's generator would change the calls' latencies and errors.
+    let drawn = Behavior {
+        latency: Latency::LogNormal {
+            median: 10 * MS,
+            sigma: 0.5,
+        },
+        status: StatusFn::ErrorRate { code: 500, p: 0.3 },
+    };
+    let s = scenario(
+        vec![
+            ServerSpec::new("checked", drawn),
+            ServerSpec::new("served", drawn),
+        ],
+        vec![Arrivals::burst(0, 200, 10 * MS)],
+    );
+    let (plain, none) = run_checker(&s, false);
+    let (mut checked, answers) = run_checker(&s, true);
+    assert_eq!((plain.checks, none.len()), (0, 0));
+    assert_eq!((checked.checks, answers.len()), (200, 200));
+    // Some checks fail (30 % of them, drawn), some pass.
+    let failed = answers.iter().filter(|a| !a.1).count();
+    assert!((30..=90).contains(&failed), "{failed}");
+    checked.checks = 0;
+    assert_eq!(checked, plain);
+}
+
+/// weir's checking client: a node that answers 500 is avoided after its first failure, checked every 2 s
+/// while it stays broken (no call reaches it between checks), and called again once a check passes.
+#[test]
+fn a_checking_weir_client_brings_a_recovered_node_back_without_calling_it() {
+    use weir_sim::policy::weir::WeirPolicy;
+    let mut s = scenario(
+        vec![
+            ServerSpec::new("broken", Behavior::status(500, 10 * MS))
+                .then(20 * SEC, Behavior::ok(10 * MS)),
+            ServerSpec::new("healthy", Behavior::ok(10 * MS)),
+        ],
+        vec![Arrivals::burst(0, 300, 100 * MS)],
+    );
+    s.abort = 40 * SEC;
+    let run = |checks: bool| {
+        engine::run(&s, &move |_, seed| {
+            let p = WeirPolicy::waiting(
+                weir::Config {
+                    seed,
+                    ..weir::Config::default()
+                },
+                2,
+            );
+            Box::new(if checks { p.checking(2 * SEC) } else { p })
+        })
+    };
+    let r = run(true);
+    let broken = &r.sent_per_second[0];
+    let sent = |from: usize, to: usize| broken.iter().take(to).skip(from).sum::<u64>();
+    // The first call to it fails; none follows while it is broken.
+    assert!(sent(0, 2) >= 1, "{broken:?}");
+    assert_eq!(sent(2, 20), 0, "{broken:?}");
+    // A check every 2 s from the first failure (answered at once, 10 ms later; then 2 s quiet).
+    assert!((8..=10).contains(&r.checks), "{}", r.checks);
+    // Back within a check period of its recovery, with about its share from then on.
+    assert!(sent(20, 23) > 0, "{broken:?}");
+    assert!(sent(23, 30) >= 20, "{broken:?}");
+    // Without checks, nothing brings it back (the default has no probes).
+    let plain = run(false);
+    assert_eq!(plain.checks, 0);
+    assert_eq!(
+        plain.sent_per_second[0].iter().skip(2).sum::<u64>(),
+        0,
+        "{:?}",
+        plain.sent_per_second[0]
+    );
+}

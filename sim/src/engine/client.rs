@@ -180,9 +180,11 @@ impl Engine<'_> {
     }
 
     /// Request `r` (new, or retrying) asks its balancer for a server: sends, fails fast, or queues. A
-    /// request joins the back of a non-empty queue rather than jump it.
+    /// request joins the back of a non-empty queue rather than jump it. The client first sends the health
+    /// check its balancer says is due, if one is.
     pub(super) fn attempt(&mut self, r: RequestId) {
         let c = self.requests[r].client;
+        self.check_if_due(c);
         let client = &mut self.clients[c];
         let Stack::Balancer { policy, queue } = &mut client.stack else {
             return;

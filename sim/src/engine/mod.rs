@@ -20,14 +20,25 @@
 //! retries, deadlines on queued requests), or dialogue's whole client ([`DialogueClient`]), which keeps its
 //! own queues and limiters.
 //!
+//! A balancer client also sends the health checks its policy asks for ([`Balance::due_check`], asked once
+//! per try of a request, before the pick). A check is answered from the server's behaviour when it arrives,
+//! takes no worker and joins no queue, changes no server state, and is no attempt, request, answer or busy
+//! time in the figures ([`CellResult::checks`] counts them); its answer, after the server's no-load time
+//! (at once when the server refuses, at [`CHECK_TIMEOUT`] when it would not answer by then), goes to the
+//! policy ([`Balance::check_answered`]). Its draws come from a generator of its own, so a row that checks
+//! draws its calls as its twin without checks does, as far as their calls go the same way (see
+//! `check.rs`).
+//!
 //! | file | holds |
 //! |---|---|
 //! | `mod.rs` | the state every side shares, the event queue and its loop, the oracle, the final figures |
 //! | `client.rs` | arrivals, picks, the engine's queue and its deadlines, answers reaching the client |
 //! | `retry.rs` | the scenario's retry rule: backoff, retry budget, retries coming due |
 //! | `server.rs` | admission, service time, crashes, the status at completion, load reports |
+//! | `check.rs` | health checks: the answer and time of a check from the server's behaviour at its arrival |
 //! | `membership.rs` | the scenario's actions (servers added, removed, drained) and what each client sees |
 
+mod check;
 mod client;
 mod membership;
 mod retry;
@@ -39,6 +50,7 @@ use std::ops::{Index, IndexMut};
 
 use weir::{subset::SplitMix64, Rng};
 
+pub use self::check::CHECK_TIMEOUT;
 use self::membership::uri_order;
 use self::retry::Retrier;
 use self::server::{nominal_capacity, OneMinuteRate};
@@ -90,6 +102,15 @@ enum Ev {
     Recover(ServerId),
     /// Scenario action `.0`.
     Act(usize),
+    /// A health check's answer reaches its client.
+    CheckDone {
+        /// The client that sent it.
+        client: usize,
+        /// The server it checked.
+        server: ServerId,
+        /// Its answer.
+        healthy: bool,
+    },
 }
 
 #[derive(PartialEq, Eq)]
@@ -249,11 +270,17 @@ struct Engine<'s> {
     arrival_queued: bool,
     /// The time of the last arrival put in the event queue.
     last_arrival: u64,
+    /// The time of the latest event other than a check's answer: the run's end once every request has
+    /// ended (a check's answer does not extend the run).
+    until: u64,
     /// dialogue's scenarios: the generator that assigns requests to (client, endpoint) pairs.
     chooser: Option<JavaRandom>,
     /// The generator every dialogue client shares.
     java: JavaRandom,
     fx: Vec<Effect>,
+    /// The health checks' generator (see `check.rs`), its own so that checks leave every other draw as
+    /// it was.
+    check_rng: Rng,
     latencies: Vec<u64>,
     oracle_sum: f64,
     out: CellResult,
@@ -374,9 +401,11 @@ impl<'s> Engine<'s> {
             streams,
             arrival_queued: false,
             last_arrival: 0,
+            until: 0,
             chooser: s.java.map(|j| JavaRandom::new(j.chooser)),
             java,
             fx: Vec::new(),
+            check_rng: Rng::with_seed(derive(s.seed, 7, 0)),
             latencies: Vec::new(),
             oracle_sum: 0.0,
             out: CellResult {
@@ -471,6 +500,9 @@ impl<'s> Engine<'s> {
                 break;
             }
             self.now = e.at;
+            if !matches!(e.ev, Ev::CheckDone { .. }) {
+                self.until = e.at;
+            }
             match e.ev {
                 Ev::Arrive(i) => self.arrive(i),
                 Ev::ServerDone(a) => self.server_done(a),
@@ -488,6 +520,11 @@ impl<'s> Engine<'s> {
                     self.servers[s].down = false;
                 }
                 Ev::Act(i) => self.act(i),
+                Ev::CheckDone {
+                    client,
+                    server,
+                    healthy,
+                } => self.check_done(client, server, healthy),
             }
         }
         self.finish()
@@ -545,7 +582,7 @@ impl<'s> Engine<'s> {
         let end = if unfinished > 0 {
             self.s.abort
         } else {
-            self.now
+            self.until
         };
         self.out.server_held_ns = self.out.server_busy_ns;
         for at in &self.attempts {

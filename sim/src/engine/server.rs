@@ -70,40 +70,8 @@ impl Engine<'_> {
             Some(0)
         } else {
             let scale = req.cost * spec.slowness;
-            let d = match b.latency {
-                Latency::Fixed(d) => Some(d),
-                Latency::Linear { base, capacity } => {
-                    // dialogue's integer arithmetic: `base + base·active/capacity`, `5·base` beyond.
-                    let cap = u64::from(capacity.max(1));
-                    let active = u64::from(server.active);
-                    Some(if active <= cap {
-                        base.saturating_add(base.saturating_mul(active) / cap)
-                    } else {
-                        base.saturating_mul(5)
-                    })
-                }
-                Latency::Uniform { low, high } => {
-                    Some((low as f64 + server.rng.f64() * high.saturating_sub(low) as f64) as u64)
-                }
-                Latency::LogNormal { median, sigma } => {
-                    Some((median as f64 * (sigma * normal(&mut server.rng)).exp()) as u64)
-                }
-                Latency::Never => None,
-                Latency::Queue { median, sigma, .. } => Some(if sigma == 0.0 {
-                    median
-                } else {
-                    (median as f64 * (sigma * normal(&mut server.rng)).exp()) as u64
-                }),
-            };
-            // Capped, so that `now + d` cannot overflow: a log-normal draw with a wide `sigma` (a scenario
-            // file may give any) saturates to u64::MAX.
-            let d = d.map(|d| {
-                if scale == 1.0 {
-                    d.min(u64::MAX / 4)
-                } else {
-                    (d as f64 * scale).min(u64::MAX as f64 / 4.0) as u64
-                }
-            });
+            let d =
+                service_time(b.latency, server.active, &mut server.rng).map(|d| scaled(d, scale));
             match (b.latency, d) {
                 // The service starts when a worker is free: FIFO, so the earliest free worker.
                 (Latency::Queue { workers, .. }, Some(service)) => {
@@ -299,7 +267,7 @@ impl OneMinuteRate {
     }
 
     /// The one-minute rate, per second, at `now`.
-    fn rate(&mut self, now: u64) -> f64 {
+    pub(super) fn rate(&mut self, now: u64) -> f64 {
         self.tick_if_necessary(now);
         self.rate * 1e9
     }
@@ -307,6 +275,46 @@ impl OneMinuteRate {
     fn mark(&mut self, now: u64) {
         self.tick_if_necessary(now);
         self.uncounted += 1;
+    }
+}
+
+/// The service time of a call under `latency` with `active` calls in progress (itself included), before
+/// any queueing and scaling; `None` for a server that never answers. The draws come from `rng`.
+pub(super) fn service_time(latency: Latency, active: u32, rng: &mut Rng) -> Option<u64> {
+    match latency {
+        Latency::Fixed(d) => Some(d),
+        Latency::Linear { base, capacity } => {
+            // dialogue's integer arithmetic: `base + base·active/capacity`, `5·base` beyond.
+            let cap = u64::from(capacity.max(1));
+            let active = u64::from(active);
+            Some(if active <= cap {
+                base.saturating_add(base.saturating_mul(active) / cap)
+            } else {
+                base.saturating_mul(5)
+            })
+        }
+        Latency::Uniform { low, high } => {
+            Some((low as f64 + rng.f64() * high.saturating_sub(low) as f64) as u64)
+        }
+        Latency::LogNormal { median, sigma } => {
+            Some((median as f64 * (sigma * normal(rng)).exp()) as u64)
+        }
+        Latency::Never => None,
+        Latency::Queue { median, sigma, .. } => Some(if sigma == 0.0 {
+            median
+        } else {
+            (median as f64 * (sigma * normal(rng)).exp()) as u64
+        }),
+    }
+}
+
+/// A service time `d` times `scale`, capped so that `now + d` cannot overflow: a log-normal draw with a
+/// wide `sigma` (a scenario file may give any) saturates to u64::MAX.
+pub(super) fn scaled(d: u64, scale: f64) -> u64 {
+    if scale == 1.0 {
+        d.min(u64::MAX / 4)
+    } else {
+        (d as f64 * scale).min(u64::MAX as f64 / 4.0) as u64
     }
 }
 

@@ -116,8 +116,9 @@ pub enum Refusal {
 /// A client-side balancing policy.
 ///
 /// Calls arrive in this order: [`set_servers`](Balance::set_servers) once before anything else, then any
-/// interleaving of picks, completions (exactly one per pick, possibly after the server left the list) and
-/// membership changes.
+/// interleaving of picks, completions (exactly one per pick, possibly after the server left the list),
+/// membership changes and health checks (exactly one answer per check named, possibly after the server left
+/// the list).
 pub trait Balance {
     /// A new attempt: the server to send it to, or `None` when the policy refuses to send it now.
     fn pick(&mut self, now: u64, rng: &mut Rng) -> Option<Pick>;
@@ -148,6 +149,20 @@ pub trait Balance {
             rule: scenario,
             budget: None,
         }
+    }
+    /// A health check to send at `now`: the server the client should check, or `None` (by default, the
+    /// policy sends no checks). The engine asks once per try of a request (its arrival and each retry),
+    /// before the pick, and sends the check beside the request, not in its place; its answer comes back
+    /// through [`check_answered`](Balance::check_answered). A check is not an attempt: it gets no
+    /// [`complete`](Balance::complete), and no figure counts it as a request or an attempt.
+    fn due_check(&mut self, now: u64) -> Option<ServerId> {
+        let _ = now;
+        None
+    }
+    /// The answer of the health check to `server` that [`due_check`](Balance::due_check) named: `healthy`
+    /// or not, at `now` (once per check, possibly after the server left the client's list).
+    fn check_answered(&mut self, server: ServerId, healthy: bool, now: u64) {
+        let _ = (server, healthy, now);
     }
 }
 

@@ -188,6 +188,34 @@ pub fn all() -> Vec<PolicyDef> {
             refused: default_queue(),
         },
         PolicyDef {
+            name: "weir-checked",
+            about: "weir's default configuration with health checks: before a call the client asks the \
+                    balancer for a node it avoids that has been quiet for 2 s (HAProxy's default check \
+                    interval) and sends that node a check (Balancer::due_check), whose answer forgives the \
+                    node's failures or records one more (report_check), so a recovered node comes back \
+                    without a caller's call spent on it",
+            default: false,
+            kind: Kind::Balancer(|n, seed| Box::new(checked(Config::default(), n, seed))),
+            refused: default_queue(),
+        },
+        PolicyDef {
+            name: "weir-knee-checked",
+            about: "weir-knee with the health checks of weir-checked in place of probes (no drawn or timed \
+                    probe), each success halving its node's failures (forgiveness 0.5)",
+            default: false,
+            kind: Kind::Balancer(|n, seed| Box::new(checked(knee_checked(), n, seed))),
+            refused: default_queue(),
+        },
+        PolicyDef {
+            name: "weir-knee-checked-load",
+            about: "weir-knee-checked reading the servers' load reports, as weir-knee-probation-load does",
+            default: false,
+            kind: Kind::Balancer(|n, seed| {
+                Box::new(checked(knee_checked(), n, seed).reading_load())
+            }),
+            refused: default_queue(),
+        },
+        PolicyDef {
             name: "weir-slow",
             about: "weir's default configuration with the slowness term (LowestScore::slow_ratio 2: a node \
                     whose successes take twice the fastest node's time or more counts its calls in flight \
@@ -449,6 +477,27 @@ fn knee_probation() -> Config {
 fn timed(mut c: Config) -> Config {
     if let Algorithm::LowestScore(lowest) = &mut c.algorithm {
         lowest.probe_after_ns = 5_000_000_000;
+    }
+    c
+}
+
+/// How long a node the balancer avoids stays quiet before its client checks it: 2 s, HAProxy's default
+/// check interval (`inter 2s`), not tuned.
+pub const CHECK_QUIET_NS: u64 = 2_000_000_000;
+
+/// [`waiting`]'s client sending health checks every [`CHECK_QUIET_NS`] to the nodes it avoids.
+fn checked(config: Config, servers: usize, seed: u64) -> WeirPolicy {
+    WeirPolicy::waiting(Config { seed, ..config }, servers).checking(CHECK_QUIET_NS)
+}
+
+/// [`knee`] with forgiveness (each success halves the failures) and no probe of either kind: a node it
+/// avoids comes back by health checks alone.
+fn knee_checked() -> Config {
+    let mut c = knee();
+    if let Algorithm::LowestScore(lowest) = &mut c.algorithm {
+        lowest.probe_fraction = 0.0;
+        lowest.probe_after_ns = 0;
+        lowest.forgiveness = 0.5;
     }
     c
 }

@@ -26,6 +26,10 @@ pub struct WeirPolicy {
     exclude: Vec<u64>,
     /// Releases carry the server's load report, where its answer has one (`Balancer::release_loaded`).
     reads_load: bool,
+    /// Health checks (`Balancer::due_check`) to the nodes the balancer avoids, each quiet this long.
+    check_quiet_ns: Option<u64>,
+    /// Check answers the core refused (a node removed while its check was under way): no-ops, counted.
+    stale_checks: u64,
 }
 
 /// The rule of [`WeirPolicy::retrying_elsewhere`] where the scenario has none: every 5xx, 429, reset and
@@ -59,6 +63,8 @@ impl WeirPolicy {
             elsewhere: false,
             exclude: Vec::new(),
             reads_load: false,
+            check_quiet_ns: None,
+            stale_checks: 0,
         }
     }
 
@@ -67,6 +73,16 @@ impl WeirPolicy {
     pub fn reading_load(self) -> WeirPolicy {
         WeirPolicy {
             reads_load: true,
+            ..self
+        }
+    }
+
+    /// The same policy, sending health checks: before each try, the client asks
+    /// [`Balancer::due_check`] with `quiet_ns` for a node it avoids that is due for one, sends it a check,
+    /// and reports the answer with [`Balancer::report_check`].
+    pub fn checking(self, quiet_ns: u64) -> WeirPolicy {
+        WeirPolicy {
+            check_quiet_ns: Some(quiet_ns),
             ..self
         }
     }
@@ -116,6 +132,11 @@ impl WeirPolicy {
     /// Releases the core reported as stale (the node left while the attempt was in flight).
     pub fn stale_releases(&self) -> u64 {
         self.stale_releases
+    }
+
+    /// Check answers the core refused (the node left while its check was under way).
+    pub fn stale_checks(&self) -> u64 {
+        self.stale_checks
     }
 }
 
@@ -192,6 +213,23 @@ impl Balance for WeirPolicy {
             budget: Some(RetryBudgetConfig::default()),
         }
     }
+
+    fn due_check(&mut self, now: u64) -> Option<ServerId> {
+        let quiet_ns = self.check_quiet_ns?;
+        self.balancer
+            .due_check(now, quiet_ns)
+            .map(|id| id as ServerId)
+    }
+
+    fn check_answered(&mut self, server: ServerId, healthy: bool, now: u64) {
+        if self
+            .balancer
+            .report_check(server as u64, healthy, now)
+            .is_err()
+        {
+            self.stale_checks += 1;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -227,6 +265,51 @@ mod tests {
         assert_eq!(p.stale_releases(), seen[0] as u64);
         p.set_draining(2, true, 4);
         assert!((0..50).all(|_| p.pick(5, &mut rng).unwrap().server == 3));
+    }
+
+    #[test]
+    fn checking_names_an_avoided_node_and_reports_the_answer_to_the_core() {
+        const S: u64 = 1_000_000_000;
+        let ok = Completion {
+            reply: Reply::Status(200),
+            rtt_ns: 1,
+            report: None,
+        };
+        let failed = Completion {
+            reply: Reply::Status(500),
+            ..ok
+        };
+        let mut rng = Rng::with_seed(5);
+        let mut plain = WeirPolicy::new(Config::default(), 2);
+        let mut p = WeirPolicy::new(Config::default(), 2).checking(2 * S);
+        let later = 3 * S + S / 2;
+        for q in [&mut plain, &mut p] {
+            q.set_servers(&[0, 1], 0);
+            // Node 1 fails once, and is avoided from then on.
+            loop {
+                let pick = q.pick(S, &mut rng).unwrap();
+                let one = pick.server == 1;
+                q.complete(pick, if one { &failed } else { &ok }, S);
+                if one {
+                    break;
+                }
+            }
+            let pick = q.pick(later, &mut rng).unwrap();
+            assert_eq!(pick.server, 0);
+            q.complete(pick, &ok, later);
+        }
+        // Quiet for 2.5 s: due for a check, named once, where the policy checks at all.
+        assert_eq!(plain.due_check(later), None);
+        assert_eq!(p.due_check(later), Some(1));
+        assert_eq!(p.due_check(later), None);
+        assert!(p.balancer.node(1, later).unwrap().penalty > 0.0);
+        p.check_answered(1, true, later);
+        assert_eq!(p.balancer.node(1, later).unwrap().penalty, 0.0);
+        assert_eq!(p.stale_checks(), 0);
+        // An answer for a node that left meanwhile: refused by the core, counted.
+        p.set_servers(&[0], later);
+        p.check_answered(1, false, later);
+        assert_eq!(p.stale_checks(), 1);
     }
 
     #[test]
