@@ -84,21 +84,64 @@ fn checks_bring_a_recovered_node_back_and_spend_no_call_on_it_while_broken() {
     );
 }
 
+type Heap = Balancer<Box<[weir::NodeSlot]>, weir::rt::Waiters>;
+
+/// A call to node `id` at `t` that fails (the other node's calls, until `id` is picked, succeed).
+fn fail_on(b: &Heap, id: u64, t: u64, rng: &mut Rng) {
+    let lease = loop {
+        let l = b.acquire(t, rng).unwrap();
+        if l.node_id() == id {
+            break l;
+        }
+        b.release(l, Outcome::Success, t).unwrap();
+    };
+    b.release(lease, Outcome::Failure, t).unwrap();
+}
+
 /// Node 1 of a two-node default balancer failed once at 1 s; nothing else happened.
-fn one_failed() -> Balancer<Box<[weir::NodeSlot]>, weir::rt::Waiters> {
+fn one_failed() -> Heap {
     let b = Balancer::with_capacity(2, Config::default()).unwrap();
     b.add(1).unwrap();
     b.add(2).unwrap();
-    let mut rng = Rng::with_seed(1);
-    let lease = loop {
-        let l = b.acquire(SEC, &mut rng).unwrap();
-        if l.node_id() == 1 {
-            break l;
-        }
-        b.release(l, Outcome::Success, SEC).unwrap();
-    };
-    b.release(lease, Outcome::Failure, SEC).unwrap();
+    fail_on(&b, 1, SEC, &mut Rng::with_seed(1));
     b
+}
+
+/// The first time from `from`, in steps of 100 ms, at which node 1 is named for a check.
+fn next_due(b: &Heap, from: u64) -> u64 {
+    (0..2_000)
+        .map(|k| from + k * 100 * MS)
+        .find(|&t| b.due_check(t, QUIET) == Some(1))
+        .expect("node 1 due within 200 s")
+}
+
+#[test]
+fn a_node_that_fails_soon_after_each_readmission_waits_twice_as_long_each_time() {
+    let b = one_failed();
+    let mut rng = Rng::with_seed(2);
+    let mut failed_at = SEC;
+    let mut waits = Vec::new();
+    for _ in 0..8 {
+        let due = next_due(&b, failed_at);
+        waits.push((due - failed_at) / (100 * MS));
+        b.report_check(1, true, due).unwrap();
+        // Readmitted, and failing again half a second later: a relapse.
+        failed_at = due + 500 * MS;
+        fail_on(&b, 1, failed_at, &mut rng);
+    }
+    // In tenths of a second: 2 s, then doubled at each relapse up to 2^6 times (128 s).
+    assert_eq!(waits, [20, 40, 80, 160, 320, 640, 1280, 1280]);
+    // Readmitted, and well for longer than the failure half-life (30 s): a recovery, and the next
+    // fault is checked after 2 s again.
+    let due = next_due(&b, failed_at);
+    b.report_check(1, true, due).unwrap();
+    let later = due + 31 * SEC;
+    fail_on(&b, 1, later, &mut rng);
+    assert_eq!(next_due(&b, later) - later, QUIET);
+    // A failed check is no relapse without a readmission: the node waits 2 s again.
+    let t = next_due(&b, later);
+    b.report_check(1, false, t).unwrap();
+    assert_eq!(next_due(&b, t) - t, QUIET);
 }
 
 #[test]

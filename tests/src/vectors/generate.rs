@@ -447,7 +447,8 @@ pub fn specs() -> Vec<Spec> {
             about: "Health checks under Config::default(): a node that failed is named for a check once \
                     quiet for the period (2 s) and not again within it, a failed check records a failure \
                     and dates it, a healthy one forgives the node, which takes calls again; a node in \
-                    lame duck or with a call in flight is not named.",
+                    lame duck or with a call in flight is not named; a node that fails again soon after \
+                    its readmission waits twice the period.",
             config: Config::default(),
             capacity: 4,
             script: Script::Checks { seed: 23 },
@@ -1067,7 +1068,8 @@ fn edges(g: &mut Gen) {
 
 /// Health checks under the default (capacity 4): node 2 fails every call; it is named for a check once
 /// its failures have been quiet for 2 s, then not again within 2 s; a failed check keeps it out, a
-/// healthy one brings it back. Nodes in lame duck or with a call in flight are not named.
+/// healthy one brings it back. Nodes in lame duck or with a call in flight are not named. A node that
+/// fails again soon after its readmission waits twice the period.
 fn checks(g: &mut Gen) {
     const QUIET: u64 = 2 * S;
     let due = |g: &mut Gen, want: Answer| g.check(Op::DueCheck { quiet_ns: QUIET }, Is(want));
@@ -1172,4 +1174,27 @@ fn checks(g: &mut Gen) {
         },
         err(UnknownId),
     );
+    // Node 3 was readmitted by its check: a failure soon after is a relapse, and it waits twice the
+    // period before its next check.
+    let k = loop {
+        let (k, id) = g.take(AnyNode);
+        if id == 3 {
+            break k;
+        }
+        g.release(k, Outcome::Success, OK);
+    };
+    g.release(k, Outcome::Failure, OK);
+    g.t += QUIET + S / 2;
+    // Node 1's failed check is 2 s old: it is due (and answers well), node 3 is not.
+    due(g, Answer::Node(1));
+    g.check(
+        Op::ReportCheck {
+            id: 1,
+            healthy: true,
+        },
+        OK,
+    );
+    due(g, Answer::Nothing);
+    g.t += QUIET;
+    due(g, Answer::Node(3));
 }

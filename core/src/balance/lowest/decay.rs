@@ -94,6 +94,10 @@ impl Halving {
     }
 }
 
+/// The readmission word's mark (see `Health::readmit`): bit 31 of its low half.
+#[cfg(feature = "probation")]
+const READMITTED: u32 = 1 << 31;
+
 /// The tick of `now`: its nanoseconds over [`TICK_NS`], modulo 2^32.
 #[inline]
 pub(crate) fn tick(now: u64) -> u32 {
@@ -195,6 +199,10 @@ impl Health {
         };
         let halving = if is_failure { &d.failure } else { &d.success };
         self.add_decayed(is_failure, amount, now, halving);
+        #[cfg(feature = "probation")]
+        if is_failure {
+            self.note_relapse(d, now);
+        }
         #[cfg(feature = "probation")]
         if !is_failure && d.keep < 1.0 && !self.no_failures() {
             self.forgive(d, now, sent);
@@ -315,6 +323,60 @@ impl Health {
                 (value > 0.0 && age(unpack(w).1, at) >= quiet).then(|| stored(w, at, value))
             })
             .is_ok()
+    }
+
+    /// A health check answered well on a node with failures (see `Balancer::report_check`): marks it
+    /// readmitted at `now` in the readmission word (`ring[3]`: the relapses counted so far in bits
+    /// 63..32, bit 31 set while a readmission is marked, its tick's low 31 bits below), keeping its
+    /// relapses. A healthy report on a node without failures readmits nothing.
+    #[cfg(feature = "probation")]
+    pub(super) fn readmit(&self, now: u64) {
+        if self.no_failures() {
+            return;
+        }
+        let at = u64::from(tick(now) & !READMITTED);
+        // Relaxed: the readmission word is read and written by this node's failures and checks only,
+        // each a read-modify-write on it alone; what it holds paces the checks and orders nothing else.
+        let _ = self.ring[3].fetch_update(Relaxed, Relaxed, |w| {
+            Some((w & !0xFFFF_FFFF) | u64::from(READMITTED) | at)
+        });
+    }
+
+    /// A failure at `now`: if the node was readmitted by a health check (a mark in the readmission word,
+    /// see [`readmit`](Self::readmit)), the mark is spent, and the node relapsed if the failure came
+    /// within the failure half-life (`d.relapse` ticks) of it (one more relapse), or recovered for good
+    /// in between if later (the relapses start again from 0). One load of a word that stays 0 where no
+    /// health check ever readmitted the node.
+    #[cfg(feature = "probation")]
+    fn note_relapse(&self, d: &Prepared, now: u64) {
+        // Relaxed: see `readmit`.
+        if self.ring[3].load(Relaxed) as u32 & READMITTED == 0 {
+            return;
+        }
+        let at = tick(now) & !READMITTED;
+        let _ = self.ring[3].fetch_update(Relaxed, Relaxed, |w| {
+            let mark = w as u32;
+            if mark & READMITTED == 0 {
+                return None;
+            }
+            // Ticks modulo 2^31; a failure dated before the mark (threads race, clocks jitter) came
+            // at it.
+            let since = at.wrapping_sub(mark & !READMITTED) & !READMITTED;
+            let since = if since >= 1 << 30 { 0 } else { since };
+            let relapses = (w >> 32) as u32;
+            Some(if since < d.relapse {
+                u64::from(relapses.saturating_add(1)) << 32
+            } else {
+                0
+            })
+        });
+    }
+
+    /// The relapses counted in the readmission word (see [`readmit`](Self::readmit)).
+    #[cfg(feature = "probation")]
+    pub(super) fn relapses(&self) -> u32 {
+        // Relaxed: see `readmit`.
+        (self.ring[3].load(Relaxed) >> 32) as u32
     }
 
     /// A health check answered well (see `Balancer::report_check`): every failure is forgiven, as a

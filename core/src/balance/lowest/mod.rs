@@ -279,6 +279,8 @@ impl LowestScore {
             // At most an hour in ticks (3.4 million): within u32; at least 1 when on.
             out.probe_after = (self.probe_after_ns >> decay::TICK_SHIFT)
                 .max(u64::from(self.probe_after_ns != 0)) as u32;
+            // At most an hour in ticks, as above.
+            out.relapse = (self.failure_half_life_ns >> decay::TICK_SHIFT) as u32;
         }
         Ok(())
     }
@@ -326,7 +328,16 @@ pub(crate) struct Prepared {
     /// `LowestScore::probe_after_ns` in counter ticks (0: no timed probes).
     #[cfg(feature = "probation")]
     pub(crate) probe_after: u32,
+    /// The failure half-life in counter ticks: a node that fails again within it of a health check's
+    /// readmission relapsed, and waits twice as long before it is due for a check again (see
+    /// `Health::note_relapse`).
+    #[cfg(feature = "probation")]
+    pub(crate) relapse: u32,
 }
+
+/// The most relapses a health check's quiet is doubled for: 2^6 times the quiet asked.
+#[cfg(feature = "probation")]
+pub(crate) const MAX_RELAPSES: u32 = 6;
 
 /// `Prepared::probe` of a fraction of 1.
 #[cfg(feature = "probation")]
@@ -354,6 +365,8 @@ impl Prepared {
         quiet: 0,
         #[cfg(feature = "probation")]
         probe_after: 0,
+        #[cfg(feature = "probation")]
+        relapse: 0,
     };
 
     /// What the limiter is told of `outcome`: a drop on `Failure` and `Dropped`, as dialogue's endpoint
@@ -450,13 +463,17 @@ impl Prepared {
     /// was due changed under the claim (a failure landed, another caller claimed it): the next call
     /// looks again.
     ///
+    /// A node that relapsed after its last readmissions (failed again within the failure half-life of
+    /// a healthy check, `Health::relapses`) waits `quiet` doubled once per relapse, at most
+    /// [`MAX_RELAPSES`] times: a node that fails a call in two, or whose checks do not represent its
+    /// calls, is let back ever more rarely (2, 4, 8, ... 128 s with a quiet of 2 s), as Finagle's and
+    /// Envoy's ejection times grow, while a node that recovers for good after one fault is back within
+    /// `quiet`.
+    ///
     /// Acquire (the control words): the caller reads the slot's id after its state.
     pub(crate) fn due_check(&self, used: &[NodeSlot], now: u64, quiet_ns: u64) -> Option<usize> {
-        // Ages above 2^31 ticks read as 0 (see `decay.rs`): a longer quiet is never met.
-        let quiet = u32::try_from(quiet_ns >> decay::TICK_SHIFT)
-            .ok()
-            .filter(|&q| q <= i32::MAX as u32)?;
-        let mut longest: Option<(u32, usize)> = None;
+        let base = quiet_ns >> decay::TICK_SHIFT;
+        let mut longest: Option<(u32, u32, usize)> = None;
         for (i, s) in used.iter().enumerate() {
             let c = s.ctl.load(Acquire);
             if word::state(c) != word::ACTIVE
@@ -468,11 +485,17 @@ impl Prepared {
             let Some(q) = s.health.failures_quiet_for(now) else {
                 continue;
             };
-            if q >= quiet && longest.is_none_or(|(l, _)| q > l) {
-                longest = Some((q, i));
+            // `base` is below 2^44: doubled at most `MAX_RELAPSES` times, it stays within u64. Ages
+            // above 2^31 ticks read as 0 (see `decay.rs`): a longer quiet is never met.
+            let quiet = base << s.health.relapses().min(MAX_RELAPSES);
+            let Some(quiet) = u32::try_from(quiet).ok().filter(|&q| q <= i32::MAX as u32) else {
+                continue;
+            };
+            if q >= quiet && longest.is_none_or(|(l, _, _)| q > l) {
+                longest = Some((q, quiet, i));
             }
         }
-        let (_, i) = longest?;
+        let (_, quiet, i) = longest?;
         used.get(i)?
             .health
             .claim_check(now, quiet, self)
@@ -484,6 +507,7 @@ impl Prepared {
     /// The caller refreshes the penalty.
     pub(crate) fn report_check(&self, h: &Health, healthy: bool, now: u64) {
         if healthy {
+            h.readmit(now);
             h.forgive_all();
         } else {
             h.record_decay(self, now, Outcome::Failure, now);
