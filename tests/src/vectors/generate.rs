@@ -786,6 +786,11 @@ impl Gen {
         expect(k, got, want)
     }
 
+    /// `report_check(id, healthy)`, which must answer `want`.
+    fn report(&mut self, id: u64, healthy: bool, want: Want) {
+        self.check(Op::ReportCheck { id, healthy }, want);
+    }
+
     fn release(&mut self, k: u32, outcome: Outcome, want: Want) {
         self.check(
             Op::Release {
@@ -1032,20 +1037,8 @@ fn edges(g: &mut Gen) {
     let lowest = matches!(g.trace.config.algorithm, Algorithm::LowestScore(_));
     let taken = |ok: Want| if lowest { ok } else { err(NotLowestScore) };
     g.check(Op::DueCheck { quiet_ns: 0 }, Is(Answer::Nothing));
-    g.check(
-        Op::ReportCheck {
-            id: 42,
-            healthy: true,
-        },
-        err(UnknownId),
-    );
-    g.check(
-        Op::ReportCheck {
-            id: 7,
-            healthy: false,
-        },
-        taken(OK),
-    );
+    g.report(42, true, err(UnknownId));
+    g.report(7, false, taken(OK));
     // A failed check is a failure: with no quiet asked, node 7 is due at once, and again.
     let named = if lowest {
         Answer::Node(7)
@@ -1056,13 +1049,7 @@ fn edges(g: &mut Gen) {
     g.check(Op::DueCheck { quiet_ns: 0 }, Is(named));
     // A quiet longer than any counter's age is never met.
     g.check(Op::DueCheck { quiet_ns: max }, Is(Answer::Nothing));
-    g.check(
-        Op::ReportCheck {
-            id: 7,
-            healthy: true,
-        },
-        taken(OK),
-    );
+    g.report(7, true, taken(OK));
     g.check(Op::DueCheck { quiet_ns: 0 }, Is(Answer::Nothing));
 }
 
@@ -1098,25 +1085,13 @@ fn checks(g: &mut Gen) {
     // Named: not again within the period, whoever asks.
     due(g, Answer::Nothing);
     // The check failed: a failure, dated now, so node 2 waits another period.
-    g.check(
-        Op::ReportCheck {
-            id: 2,
-            healthy: false,
-        },
-        OK,
-    );
+    g.report(2, false, OK);
     g.t += S;
     due(g, Answer::Nothing);
     g.t += S + S / 10;
     due(g, Answer::Node(2));
     // The next check answers well: node 2 is forgiven and takes calls as any idle node.
-    g.check(
-        Op::ReportCheck {
-            id: 2,
-            healthy: true,
-        },
-        OK,
-    );
+    g.report(2, true, OK);
     due(g, Answer::Nothing);
     let mut back = 0;
     for _ in 0..30 {
@@ -1152,28 +1127,10 @@ fn checks(g: &mut Gen) {
     due(g, Answer::Node(3));
     // A checker on its own timer may report any member, named or not, in lame duck too.
     g.check(Op::LameDuck { id: 1, on: true }, OK);
-    g.check(
-        Op::ReportCheck {
-            id: 1,
-            healthy: false,
-        },
-        OK,
-    );
+    g.report(1, false, OK);
     g.check(Op::LameDuck { id: 1, on: false }, OK);
-    g.check(
-        Op::ReportCheck {
-            id: 3,
-            healthy: true,
-        },
-        OK,
-    );
-    g.check(
-        Op::ReportCheck {
-            id: 4,
-            healthy: true,
-        },
-        err(UnknownId),
-    );
+    g.report(3, true, OK);
+    g.report(4, true, err(UnknownId));
     // Node 3 was readmitted by its check: a failure soon after is a relapse, and it waits twice the
     // period before its next check.
     let k = loop {
@@ -1187,13 +1144,7 @@ fn checks(g: &mut Gen) {
     g.t += QUIET + S / 2;
     // Node 1's failed check is 2 s old: it is due (and answers well), node 3 is not.
     due(g, Answer::Node(1));
-    g.check(
-        Op::ReportCheck {
-            id: 1,
-            healthy: true,
-        },
-        OK,
-    );
+    g.report(1, true, OK);
     due(g, Answer::Nothing);
     g.t += QUIET;
     due(g, Answer::Node(3));

@@ -335,6 +335,18 @@ pub(crate) struct Prepared {
     pub(crate) relapse: u32,
 }
 
+/// How many ticks the failures of `s` have been quiet at `now`, if it is a member a timed probe or a
+/// health check may take: in service, with no call in flight, and avoided (a penalty). Its control word
+/// is loaded with `order`.
+#[cfg(feature = "probation")]
+fn avoided_quiet(s: &NodeSlot, now: u64, order: crate::internal::sync::Ordering) -> Option<u32> {
+    let c = s.ctl.load(order);
+    if word::state(c) != word::ACTIVE || word::inflight(c) != 0 || scan::penalty_units(s) == 0 {
+        return None;
+    }
+    s.health.failures_quiet_for(now)
+}
+
 /// The most relapses a health check's quiet is doubled for: 2^6 times the quiet asked.
 #[cfg(feature = "probation")]
 pub(crate) const MAX_RELAPSES: u32 = 6;
@@ -438,14 +450,7 @@ impl Prepared {
         let part = rotated_range(used.len(), epoch);
         let start = part.start;
         for (k, s) in used.get(part).unwrap_or_default().iter().enumerate() {
-            let c = s.ctl.load(Relaxed);
-            if word::state(c) != word::ACTIVE
-                || word::inflight(c) != 0
-                || scan::penalty_units(s) == 0
-            {
-                continue;
-            }
-            let Some(quiet) = s.health.failures_quiet_for(now) else {
+            let Some(quiet) = avoided_quiet(s, now, Relaxed) else {
                 continue;
             };
             if quiet >= self.probe_after && longest.is_none_or(|(q, _)| quiet > q) {
@@ -475,14 +480,7 @@ impl Prepared {
         let base = quiet_ns >> decay::TICK_SHIFT;
         let mut longest: Option<(u32, u32, usize)> = None;
         for (i, s) in used.iter().enumerate() {
-            let c = s.ctl.load(Acquire);
-            if word::state(c) != word::ACTIVE
-                || word::inflight(c) != 0
-                || scan::penalty_units(s) == 0
-            {
-                continue;
-            }
-            let Some(q) = s.health.failures_quiet_for(now) else {
+            let Some(q) = avoided_quiet(s, now, Acquire) else {
                 continue;
             };
             // `base` is below 2^44: doubled at most `MAX_RELAPSES` times, it stays within u64. Ages
