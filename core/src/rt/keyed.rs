@@ -342,7 +342,8 @@ impl<K: Hash + Eq> Keyed<K> {
     /// Records the answer of `key`'s health check
     /// ([`Balancer::report_check`](crate::Balancer::report_check) at the monotonic clock's now):
     /// healthy forgives its failures, so it takes calls again; failed is one more failure, and the key
-    /// waits another `quiet`. A key that is not here is [`CheckError::UnknownId`] with id 0 (as in
+    /// waits another `quiet`. A key that is not here is
+    /// [`CheckError::UnknownId`](crate::balance::CheckError::UnknownId) with id 0 (as in
     /// [`set_lame_duck`](Self::set_lame_duck)).
     #[cfg(feature = "probation")]
     pub fn report_check(&self, key: &K, healthy: bool) -> Result<(), crate::balance::CheckError> {
