@@ -1958,7 +1958,8 @@ weir_status weir_balancer_release_loaded(const struct weir_balancer *balancer,
  * `weir_lowest_score.probe_after_ns`) within another `quiet_ns`. `quiet_ns` is counted in the
  * counters' ticks (2^20 ns, about 1.05 ms), rounded down; any value is valid: 0 makes every avoided
  * node due at once (each call names one), `UINT64_MAX` never. Under `WEIR_ALGORITHM_WEIGHTED` no node
- * is ever due.
+ * is ever due. A node that fails again within the failure half-life of a healthy check's readmission
+ * (a relapse) needs `quiet_ns` doubled once per relapse, up to 2^6 times, before it is due again.
  *
  * Call it on a timer (a tenth of `quiet_ns` is plenty), not per call: it reads every member. It moves
  * the balancer's clock as an acquire does, so a checker on its own timer finds nodes due while no

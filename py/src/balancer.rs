@@ -432,8 +432,10 @@ impl Balancer {
     /// has no call in flight and whose last failure is `quiet` or more old (seconds or a timedelta) is
     /// due, the one quiet longest first. Naming it restarts its quiet period, so it is not named again
     /// within `quiet`: send it your own health request and give the answer to `report_check`. Call it on
-    /// a timer (a tenth of `quiet` is plenty), not per call: it reads every node. Always None under the
-    /// weighted family (`Config.cascade()`). `now` dates it as it dates an acquire.
+    /// a timer (a tenth of `quiet` is plenty), not per call: it reads every node. A node that fails again
+    /// within the failure half-life of a healthy check's readmission (a relapse) waits `quiet` doubled
+    /// once per relapse, up to 2**6 times. Always None under the weighted family (`Config.cascade()`).
+    /// `now` dates it as it dates an acquire.
     ///
     /// GIL: held for the call; lock-free but for the lookup of the node object.
     #[pyo3(signature = (quiet, *, now=None))]

@@ -24,6 +24,11 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
     /// instead, each client spends one call per period on it. A node with a call in flight is left to
     /// that call's outcome.
     ///
+    /// A node that relapses waits longer: one that fails again within the failure half-life of a
+    /// healthy check's readmission needs `quiet_ns` doubled once per relapse (up to 2^6 times) before
+    /// it is due again, so a node that fails a call in two, or whose checks do not represent its calls,
+    /// is let back ever more rarely; a failure after that long starts the count again.
+    ///
     /// `quiet_ns` is counted in the counters' ticks (2^20 ns, about 1.05 ms), rounded down; 0 makes
     /// every avoided node due at once (each call names one, the longest quiet first). Returns `None`
     /// when no node is due, when the algorithm is not the lowest-score family's, and when what was due
