@@ -627,6 +627,8 @@ pub fn lowest_score_may(model: &Model) -> (Vec<u64>, bool) {
     struct Key {
         id: u64,
         key: u64,
+        /// The penalty part of the key.
+        pen: u64,
         room: bool,
         tol: u64,
     }
@@ -641,6 +643,7 @@ pub fn lowest_score_may(model: &Model) -> (Vec<u64>, bool) {
             Key {
                 id,
                 key: (u64::from(m.in_flight) << 16) + decay::fixed(cached),
+                pen: decay::fixed(cached),
                 room: m.in_flight < m.limit,
                 tol: 2 + (f64::from(cached) * 65_536.0 * 1e-6) as u64,
             }
@@ -663,11 +666,24 @@ pub fn lowest_score_may(model: &Model) -> (Vec<u64>, bool) {
         .filter(|&k| k <= best)
         .map(|k| k.max(floor))
         .max();
-    let refuse = threshold.is_some_and(|t| best > 2 * t);
-    let boundary = full.iter().any(|h| {
-        h.key.abs_diff(best) <= h.tol + best_tol
-            || best.abs_diff(2 * h.key.max(floor)) <= 2 * h.tol + best_tol
-    });
+    // The rule refuses only a best node with a penalty: one busier than a full node by its calls alone
+    // is taken. Where the nodes tied at the best key differ in that, or a penalty is within the
+    // tolerance of 0, either answer is the core's to give.
+    let best_pens: Vec<u64> = keys
+        .iter()
+        .filter(|k| k.room && k.key == best)
+        .map(|k| k.pen)
+        .collect();
+    let penalised = best_pens.iter().all(|&p| p != 0);
+    let unsure = best_pens.iter().any(|&p| p != 0 && p <= best_tol)
+        || !penalised && best_pens.iter().any(|&p| p != 0);
+    let past = threshold.is_some_and(|t| best > 2 * t);
+    let refuse = past && penalised;
+    let boundary = past && unsure
+        || full.iter().any(|h| {
+            h.key.abs_diff(best) <= h.tol + best_tol
+                || best.abs_diff(2 * h.key.max(floor)) <= 2 * h.tol + best_tol
+        });
     match (refuse, boundary) {
         (true, false) => (Vec::new(), true),
         (false, false) => (allowed, false),
