@@ -6,7 +6,8 @@
 //! # The cached value
 //! `cache` holds the node's *cached value* as an `f32`: the value the acquire scan uses as it is, so that
 //! the scan reads one word per node and nothing else, and 0 for a node that is not active (lame duck,
-//! removed, being added). It is recomputed by every release that records an outcome, by every membership
+//! removed, being added). It is recomputed by every release that records an outcome (in the lowest-score
+//! family, every failure: a success waits for the rotation, see `lowest/decay.rs`), by every membership
 //! change (the states change then, and the weighted family's floor), and by the rotation that the
 //! balancer runs once per clock epoch (`Balancer::rotate`): a family's reading changes only when a write
 //! lands or when the clock enters a new epoch, so an acquire never checks an expiry. The balancer's

@@ -1,5 +1,5 @@
 //! `log2` of a double of at least 1, from its bits, a table and a short polynomial: what the
-//! lowest-score family's penalty spends on a failing node's every release (see `balance/lowest/decay.rs`).
+//! lowest-score family's penalty spends on each failure and each rotation (see `balance/lowest/decay.rs`).
 //!
 //! # The rule
 //! `x = 2^e · m` with `m` in [1, 2): `e` is the exponent field of `x`'s bits, and the top 6 bits of the

@@ -489,9 +489,9 @@ impl Model {
                             };
                         }
                         *has_data = true;
-                        // A success with no failure recorded leaves the penalty at 0: no refresh. One
-                        // that forgave refreshes, even where it emptied the counter.
-                        refresh = failure || forgives || *failures != 0;
+                        // A success leaves the cached penalty to the next rotation; one that forgave
+                        // refreshes, even where it emptied the counter.
+                        refresh = failure || forgives;
                     }
                 } else if outcome.as_cascade() != Outcome::Ignored {
                     let success = outcome == Outcome::Success;

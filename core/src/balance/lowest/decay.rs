@@ -23,8 +23,16 @@
 //! of the exact value below a ratio of 2 (within `2^-48` plus half an ulp of the result anywhere),
 //! exact at powers of two, and the same bits on every target.
 //! A node's score is `in_flight + P`. The cached `P` (an `f32` in the cache word, and in fixed point with
-//! `P_FRACTION` fractional bits in the scan word, see `word.rs`) is recomputed by each of the node's releases and by
-//! every rotation, which is what makes a failing node's penalty fade as its failures decay.
+//! `P_FRACTION` fractional bits in the scan word, see `word.rs`) is recomputed by each of the node's failures
+//! and by every rotation, which is what makes a failing node's penalty fade as its failures decay.
+//!
+//! A success does not recompute it (unless it forgives, see `forgive`): its success is in the counter at
+//! once and in the cached `P` from the next rotation, at most a clock epoch later (a quarter of the
+//! shorter half-life: 250 ms by default), as the successes' decay already is. Only a failure must move
+//! a node's calls at once; a success lowers `P`, and at a few calls per epoch the acquire that rotates
+//! reads it before it chooses. Recomputing `P` on each success was half of a release's time on a node
+//! with failures (a division, a `log2` and a compare-and-swap on the release's critical path: 99 ns
+//! against 51 ns per pair at 3 nodes, on the benchmarks' workload).
 
 use super::Prepared;
 use crate::balance::health::{Health, View};
@@ -209,9 +217,9 @@ impl Health {
             // Refresh even where the forgiveness emptied the counter: the cached penalty is the old one.
             return true;
         }
-        // With no failures the penalty is 0 whatever the successes: nothing to recompute (see
-        // `add_decayed` for why a failure recorded meanwhile cannot miss this success).
-        is_failure || !self.no_failures()
+        // A success leaves the cached penalty to the next rotation (see the module docs): only a failure
+        // must move the node's calls at once.
+        is_failure
     }
 
     /// The counters' reading at `now`.
@@ -230,11 +238,11 @@ impl Health {
     fn add_decayed(&self, failure: bool, amount: f64, now: u64, h: &Halving) {
         let word = &self.ring[usize::from(failure)];
         let at = tick(now);
-        // SeqCst: a success that skips the refresh (see `record_decay`) loads the failure counter after
-        // its own write, and a failure's refresh loads the success counter after its own: with both sides
-        // SeqCst, at least one of them sees the other's write (the store-buffering pattern), so no refresh
-        // that the success skipped leaves a reading without it. On x86 these are the same instructions as
-        // weaker orderings.
+        // SeqCst: a forgiving success (see `record_decay`) loads the failure counter after its own write,
+        // and a failure's refresh loads the success counter after its own: with both sides SeqCst, at
+        // least one of them sees the other's write (the store-buffering pattern), so a failure that the
+        // forgiveness missed is in the failure's own refresh, with the success. On x86 these are the same
+        // instructions as weaker orderings.
         let _ = word.fetch_update(SeqCst, SeqCst, |w| Some(added(w, at, amount, h)));
         // loom models SeqCst accesses as AcqRel; this fence is the guarantee the SeqCst accesses above and
         // below have in C++20, in the form loom checks (as in `rt::queue`).
@@ -285,7 +293,7 @@ impl Health {
     }
 
     /// The success and failure counters read at `now`, and the penalty they give. Always inlined: a
-    /// refresh of a node with failures computes it on every release, and as a call it would spill what
+    /// refresh computes it on every failure and every rotation, and as a call it would spill what
     /// the refresh holds in registers.
     #[inline(always)]
     pub(super) fn decayed(&self, now: u64, d: &Prepared) -> (f64, f64, f64) {
