@@ -303,14 +303,24 @@ impl<K: Hash + Eq> Keyed<K> {
     /// assert!(keyed.set_lame_duck(&"b", true).is_err());
     /// ```
     pub fn set_lame_duck(&self, key: &K, lame_duck: bool) -> Result<(), MembershipError> {
+        self.with_id(key, MembershipError::UnknownId(0), |id| {
+            self.balancer.set_lame_duck(id, lame_duck)
+        })
+    }
+
+    /// `f` of `key`'s id, under the members' lock, so that a concurrent `remove` and `add` of the key
+    /// cannot slip between the lookup and `f`; `unknown` if the key is not here.
+    fn with_id<T, E>(
+        &self,
+        key: &K,
+        unknown: E,
+        f: impl FnOnce(u64) -> Result<T, E>,
+    ) -> Result<T, E> {
         let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
-        let id = members
-            .by_key
-            .get(key)
-            .copied()
-            .ok_or(MembershipError::UnknownId(0))?;
-        // Under the lock, so that a concurrent `remove` and `add` of the key cannot slip between.
-        self.balancer.set_lame_duck(id, lame_duck)
+        let id = members.by_key.get(key).copied().ok_or(unknown)?;
+        let done = f(id);
+        drop(members);
+        done
     }
 
     /// The key due for a health check now ([`Balancer::due_check`](crate::Balancer::due_check) at
@@ -347,15 +357,10 @@ impl<K: Hash + Eq> Keyed<K> {
     /// [`set_lame_duck`](Self::set_lame_duck)).
     #[cfg(feature = "probation")]
     pub fn report_check(&self, key: &K, healthy: bool) -> Result<(), crate::balance::CheckError> {
-        let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
-        let id = members
-            .by_key
-            .get(key)
-            .copied()
-            .ok_or(crate::balance::CheckError::UnknownId(0))?;
-        // Under the lock, as `set_lame_duck`.
-        self.balancer
-            .report_check(id, healthy, super::monotonic_now())
+        self.with_id(key, crate::balance::CheckError::UnknownId(0), |id| {
+            self.balancer
+                .report_check(id, healthy, super::monotonic_now())
+        })
     }
 
     /// The guard with its key, or `None` (the lease released as `Ignored`) if the node was removed.

@@ -280,7 +280,7 @@ impl OneMinuteRate {
 
 /// The service time of a call under `latency` with `active` calls in progress (itself included), before
 /// any queueing and scaling; `None` for a server that never answers. The draws come from `rng`.
-pub(super) fn service_time(latency: Latency, active: u32, rng: &mut Rng) -> Option<u64> {
+fn service_time(latency: Latency, active: u32, rng: &mut Rng) -> Option<u64> {
     match latency {
         Latency::Fixed(d) => Some(d),
         Latency::Linear { base, capacity } => {
@@ -310,7 +310,7 @@ pub(super) fn service_time(latency: Latency, active: u32, rng: &mut Rng) -> Opti
 
 /// A service time `d` times `scale`, capped so that `now + d` cannot overflow: a log-normal draw with a
 /// wide `sigma` (a scenario file may give any) saturates to u64::MAX.
-pub(super) fn scaled(d: u64, scale: f64) -> u64 {
+fn scaled(d: u64, scale: f64) -> u64 {
     if scale == 1.0 {
         d.min(u64::MAX / 4)
     } else {
