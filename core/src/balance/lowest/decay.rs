@@ -399,7 +399,9 @@ impl Health {
         crate::internal::sync::fence(SeqCst);
     }
 
-    /// Whether the failure counter is empty (the zero word): a success then leaves the penalty at 0.
+    /// Whether the failure counter is empty (the zero word): a success then has nothing to forgive, and
+    /// a health check nothing to readmit.
+    #[cfg(feature = "probation")]
     #[inline]
     fn no_failures(&self) -> bool {
         // SeqCst: see `add_decayed`.
