@@ -9,7 +9,7 @@
 //! pairs allocations         allocations per pair of every workload at N = 16, as `weir-bench-fact:` lines
 //! pairs interleave          weir's new default and the cascade (3, 16 and 64 nodes, every
 //!                           limiter on each, 3 members in the largest capacity), the Mutex baseline
-//!                           and tower at 16 nodes in interleaved rounds of about 2 ms each: per
+//!                           (3, 16 and 64 nodes) and tower (16) in interleaved rounds of about 2 ms each: per
 //!                           workload the median and 10th percentile time per pair over rounds, and
 //!                           the median over rounds of each one's time over the new default's pair
 //!                           (`vs_default`) and over the cascade's (`vs_cascade`) in the same round, as
@@ -224,6 +224,7 @@ fn interleave() {
             ("mutex", 64),
             ("weir-default", 3),
             ("limiter-cascade-fixed", 3),
+            ("mutex", 3),
             ("sparse-default", 3),
             ("sparse-cascade", 3),
         ]

@@ -110,6 +110,7 @@ pub(super) fn one_pair(d: &Data) -> Vec<Slot> {
         slot("cross_mutex_64", cross("mutex", 64)),
         slot("cross_default_3", cross(DEFAULT, 3)),
         slot("cross_cascade_3", cross(CASCADE, 3)),
+        slot("cross_mutex_3", cross("mutex", 3)),
     ]
 }
 
