@@ -1507,6 +1507,14 @@ typedef struct weir_backoff_statistics {
 #define WEIR_ERR_NOT_LOWEST_SCORE 20
 
 /**
+ * `weir_balancer_acquire_wait` was shed: its balancer's queue stood, and newer callers were served ahead
+ * of it after it had waited more than 100 ms, so it is answered before its deadline rather than held to
+ * it. An overload answer, as `WEIR_ERR_ALL_BUSY` is: answer the request, or retry (a retry joins the
+ * back of the queue, which a standing queue serves first).
+ */
+#define WEIR_ERR_SHED 21
+
+/**
  * The default: the node with room whose in-flight count plus failure penalty is lowest
  * (`weir_algorithm.lowest_score`).
  */
@@ -1886,9 +1894,10 @@ weir_status weir_balancer_acquire_excluding(const struct weir_balancer *balancer
  * caller blocks, in a bounded queue (`weir_config.max_waiters`; first come first served, newest first
  * once the oldest waiter has waited more than 100 ms), until a release makes room or
  * `deadline_ns` (on the `weir_now_ns()` clock) passes. The lease is acquired at `weir_now_ns()`:
- * release it with times from the same clock. Errors: `WEIR_ERR_TIMEOUT`, `WEIR_ERR_QUEUE_FULL` (too
- * many waiting, or waiting off), `WEIR_ERR_NO_ACTIVE_NODES` (a waiting acquire waits for room, not for
- * membership), `WEIR_ERR_NULL`.
+ * release it with times from the same clock. Errors: `WEIR_ERR_TIMEOUT`, `WEIR_ERR_SHED` (the queue
+ * stood and served newer callers first, once this one had waited more than 100 ms: answered before the
+ * deadline), `WEIR_ERR_QUEUE_FULL` (too many waiting, or waiting off), `WEIR_ERR_NO_ACTIVE_NODES` (a
+ * waiting acquire waits for room, not for membership), `WEIR_ERR_NULL`.
  *
  * # Safety
  * `balancer` is NULL or a live handle; `out` is NULL or writable.

@@ -45,7 +45,8 @@ struct Report {
     /// Released with `Success` (the others with `Failure`).
     successes: u64,
     failures: u64,
-    /// `WaitError::Timeout` answers (blocking, and `time_out`) and futures dropped at their deadline.
+    /// `WaitError::Timeout` answers (blocking, and `time_out`), `WaitError::Shed` ones, and futures
+    /// dropped at their deadline.
     timeouts: u64,
     /// Of those, the `WaitError::Timeout` answers: refusals.
     timeout_answers: u64,
@@ -113,6 +114,13 @@ fn worker(b: &HeapBalancer, t: usize, holding: &AtomicU64, peak: &AtomicU64) -> 
                 }
                 Some(Err(WaitError::Timeout)) => {
                     assert!(Instant::now() >= deadline, "thread {t}: timed out early");
+                    r.timeouts += 1;
+                    r.timeout_answers += 1;
+                    continue;
+                }
+                // A waiter late to wake at its deadline may be shed first, once the queue serves a
+                // newcomer that came 100 ms after it: counted as a timeout, and answered as one.
+                Some(Err(WaitError::Shed)) => {
                     r.timeouts += 1;
                     r.timeout_answers += 1;
                     continue;

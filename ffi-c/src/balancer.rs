@@ -5,7 +5,7 @@ use crate::boundary::{
     arg, arg_mut, free_handle, guard, into_handle, weir_status, write_list, Error, Out,
     WEIR_ERR_ALL_BUSY, WEIR_ERR_CAPACITY_FULL, WEIR_ERR_DUPLICATE_ID, WEIR_ERR_INVALID_LEASE,
     WEIR_ERR_NODE_REMOVED, WEIR_ERR_NOT_LOWEST_SCORE, WEIR_ERR_NO_ACTIVE_NODES,
-    WEIR_ERR_QUEUE_FULL, WEIR_ERR_TIMEOUT, WEIR_ERR_UNKNOWN_ID,
+    WEIR_ERR_QUEUE_FULL, WEIR_ERR_SHED, WEIR_ERR_TIMEOUT, WEIR_ERR_UNKNOWN_ID,
 };
 use crate::config::{config_error, config_from_c, config_to_c, weir_config};
 use crate::metrics::{weir_metrics_format, write_text};
@@ -507,9 +507,10 @@ pub unsafe extern "C" fn weir_balancer_acquire_excluding(
 /// caller blocks, in a bounded queue (`weir_config.max_waiters`; first come first served, newest first
 /// once the oldest waiter has waited more than 100 ms), until a release makes room or
 /// `deadline_ns` (on the `weir_now_ns()` clock) passes. The lease is acquired at `weir_now_ns()`:
-/// release it with times from the same clock. Errors: `WEIR_ERR_TIMEOUT`, `WEIR_ERR_QUEUE_FULL` (too
-/// many waiting, or waiting off), `WEIR_ERR_NO_ACTIVE_NODES` (a waiting acquire waits for room, not for
-/// membership), `WEIR_ERR_NULL`.
+/// release it with times from the same clock. Errors: `WEIR_ERR_TIMEOUT`, `WEIR_ERR_SHED` (the queue
+/// stood and served newer callers first, once this one had waited more than 100 ms: answered before the
+/// deadline), `WEIR_ERR_QUEUE_FULL` (too many waiting, or waiting off), `WEIR_ERR_NO_ACTIVE_NODES` (a
+/// waiting acquire waits for room, not for membership), `WEIR_ERR_NULL`.
 ///
 /// # Safety
 /// `balancer` is NULL or a live handle; `out` is NULL or writable.
@@ -535,7 +536,10 @@ pub unsafe extern "C" fn weir_balancer_acquire_wait(
             let status = match e {
                 WaitError::QueueFull { .. } => WEIR_ERR_QUEUE_FULL,
                 WaitError::Timeout => WEIR_ERR_TIMEOUT,
-                _ => WEIR_ERR_NO_ACTIVE_NODES,
+                WaitError::Shed => WEIR_ERR_SHED,
+                WaitError::NoActiveNodes => WEIR_ERR_NO_ACTIVE_NODES,
+                // The core's error is non-exhaustive: a refusal it adds later is a want of room.
+                _ => WEIR_ERR_ALL_BUSY,
             };
             Error::new(status, e.to_string())
         })?;

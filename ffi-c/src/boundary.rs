@@ -64,10 +64,15 @@ pub const WEIR_ERR_RETRY_BUDGET_EXHAUSTED: weir_status = 19;
 /// (`WEIR_ALGORITHM_WEIGHTED`), which takes no checks: only the lowest-score family keeps the penalties
 /// a check readmits a node from. Nothing changed.
 pub const WEIR_ERR_NOT_LOWEST_SCORE: weir_status = 20;
+/// `weir_balancer_acquire_wait` was shed: its balancer's queue stood, and newer callers were served ahead
+/// of it after it had waited more than 100 ms, so it is answered before its deadline rather than held to
+/// it. An overload answer, as `WEIR_ERR_ALL_BUSY` is: answer the request, or retry (a retry joins the
+/// back of the queue, which a standing queue serves first).
+pub const WEIR_ERR_SHED: weir_status = 21;
 
 /// Every status code with its name and meaning, in code order (the one table `weir_status_str` and the
 /// tests read).
-pub(crate) const STATUS_TEXT: [&CStr; 21] = [
+pub(crate) const STATUS_TEXT: [&CStr; 22] = [
     c"WEIR_OK: success",
     c"WEIR_ERR_NULL: a required pointer argument was NULL",
     c"WEIR_ERR_PANIC: a panic was caught at the C boundary (a bug in weir)",
@@ -89,6 +94,7 @@ pub(crate) const STATUS_TEXT: [&CStr; 21] = [
     c"WEIR_ERR_IO: reading a system source failed",
     c"WEIR_ERR_RETRY_BUDGET_EXHAUSTED: the retry budget is spent",
     c"WEIR_ERR_NOT_LOWEST_SCORE: health checks are read by the lowest-score family only",
+    c"WEIR_ERR_SHED: the queue stood and newer callers were served first: answered before the deadline",
 ];
 
 /// What an export's body returns on failure: a status code and the message for

@@ -504,8 +504,9 @@ impl Balancer {
     ///
     /// `timeout` is how long to wait for room, in seconds or a timedelta: 0, the default, never waits
     /// (NoCapacity at once), None waits for as long as it takes; the same in `acquire_async`.
-    /// A wait is first come first served (newest first once the queue has stood 100 ms), with the GIL
-    /// released, on the monotonic clock, so it cannot be combined with `now` or `rng`. Called on the
+    /// A wait is first come first served (newest first once the queue has stood 100 ms; a wait with a
+    /// timeout that it then passes over for callers that came more than 100 ms later raises NoCapacity
+    /// at once, an overload answer, where one with None waits on), with the GIL released, on the monotonic clock, so it cannot be combined with `now` or `rng`. Called on the
     /// thread of a running asyncio event loop, it never blocks: with no room at once it returns a lease
     /// in waiting, which `async with` waits for on the loop (any other use waits with the thread). `now`
     /// (seconds) dates the acquire for tests, and the lease must then be released with an explicit time
@@ -544,16 +545,18 @@ impl Balancer {
         let deadline = timeout
             .ns()
             .and_then(|ns| Instant::now().checked_add(Duration::from_nanos(ns)));
+        let Some(deadline) = deadline else {
+            // No deadline (None, or one past what the platform's clock can hold): the core's blocking
+            // wait has one, so a standing queue could shed it; a lease in waiting, whose core wait has
+            // none, waits with this thread instead, for as long as it takes.
+            let lease = Lease::waiting(py, &self.inner, timeout.ns())?;
+            lease.grant(py)?;
+            return Ok(lease);
+        };
         loop {
             let core = Arc::clone(&self.inner.core);
-            let waited = py.detach(move || {
-                // No deadline (None, or one past what the platform's clock can hold) waits "forever" (a
-                // century).
-                let deadline = deadline
-                    .or_else(|| Instant::now().checked_add(Duration::from_secs(3_155_760_000)))
-                    .unwrap_or_else(Instant::now);
-                core.acquire_wait_owned(deadline).map(|g| g.into_lease())
-            });
+            let waited =
+                py.detach(move || core.acquire_wait_owned(deadline).map(|g| g.into_lease()));
             match waited {
                 Ok(lease) => {
                     if let Some(l) = self.inner.wrap(py, lease, false) {

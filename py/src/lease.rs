@@ -101,7 +101,7 @@ impl Lease {
     }
 
     /// The lease and its node; a lease in waiting waits for them with this thread first.
-    fn grant(&self, py: Python<'_>) -> PyResult<&Granted> {
+    pub(crate) fn grant(&self, py: Python<'_>) -> PyResult<&Granted> {
         match self.got() {
             Some(g) => Ok(g),
             None => self.block(py),

@@ -51,6 +51,17 @@ type CoreWait = WaitOwned<Box<[NodeSlot]>>;
 /// reached by parking this long repeatedly).
 const MAX_PARK: Duration = Duration::from_secs(3600);
 
+/// The core's waiting future for a waiter, `bounded` when it has a deadline: a standing queue may then
+/// shed it (`WaitError::Shed`, raised as `NoCapacity`); one that waits for ever is never shed.
+fn core_wait(inner: &Inner, bounded: bool) -> CoreWait {
+    let wait = Arc::clone(&inner.core).acquire_async_owned();
+    if bounded {
+        wait.bounded()
+    } else {
+        wait
+    }
+}
+
 /// Why a waiting acquire got no lease, as the Python exception it raises.
 pub fn wait_error(py: Python<'_>, e: WaitError, timeout_ns: Option<u64>) -> PyErr {
     match e {
@@ -69,6 +80,12 @@ pub fn wait_error(py: Python<'_>, e: WaitError, timeout_ns: Option<u64>) -> PyEr
             py,
             "NoNodes",
             "no node is in rotation (none added, all removed, or all in lame duck)",
+        ),
+        WaitError::Shed => weir_err(
+            py,
+            "NoCapacity",
+            "the queue stood and newer callers were served first: answered before the timeout \
+             (an overload answer: answer the request, or retry)",
         ),
         other => weir_err(py, "NoCapacity", other.to_string()),
     }
@@ -160,7 +177,7 @@ impl Pending {
             timeout_ns,
             grant: OnceLock::new(),
             state: Mutex::new(State {
-                step: Step::Waiting(Arc::clone(&inner.core).acquire_async_owned()),
+                step: Step::Waiting(core_wait(inner, deadline.is_some())),
                 waker: Waker::noop().clone(),
             }),
         }
@@ -231,7 +248,7 @@ impl Pending {
                     }
                     // Its node was removed before it was picked up (the lease went back): wait again,
                     // at the back of the queue, as if it had arrived a moment later.
-                    None => *step = Step::Waiting(Arc::clone(&inner.core).acquire_async_owned()),
+                    None => *step = Step::Waiting(core_wait(inner, self.deadline.is_some())),
                 },
                 Poll::Ready(Err(e)) => {
                     *step = Step::Ended(Ended::Refused(e));

@@ -134,3 +134,54 @@ def test_refusals_are_the_calls_that_gave_no_lease() -> None:
 
     asyncio.run(no_nodes_async())
     assert (empty.stats().rejected_no_active, empty.stats().waits) == (3, 0)
+
+
+# The patient waiter blocks in acquire(timeout=None), whose note on its changed meaning is not the point here.
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_standing_queue_sheds_a_wait_with_a_timeout_it_passes_over() -> None:
+    """Once a waiter that joined more than 100 ms after the oldest is served ahead of it, a wait with a
+    timeout is answered at once (``NoCapacity``, counted as timed out), while a wait with no timeout
+    waits on."""
+    b = one_slot()
+    held = b.acquire()
+    answers: dict[str, object] = {}
+    release_new = threading.Event()
+
+    def wait(name: str, timeout: float | None, hold: threading.Event | None = None) -> None:
+        try:
+            lease = b.acquire(timeout=timeout)
+        except weir.NoCapacity as e:
+            answers[name] = str(e)
+        else:
+            answers[name] = lease.node
+            if hold is not None:
+                hold.wait(30)
+            lease.succeeded()
+
+    old = threading.Thread(target=wait, args=("old", 30))
+    old.start()
+    until_waiting(b, 1)
+    patient = threading.Thread(target=wait, args=("patient", None))
+    patient.start()
+    until_waiting(b, 2)
+    time.sleep(0.15)
+    new = threading.Thread(target=wait, args=("new", 30, release_new))
+    new.start()
+    until_waiting(b, 3)
+    held.succeeded()  # serves the newest, and sheds the old one with a timeout
+    old.join(timeout=30)
+    assert "served first" in str(answers["old"]), answers
+    deadline = time.monotonic() + 30
+    while "new" not in answers:
+        assert time.monotonic() < deadline, answers
+        time.sleep(0.001)
+    assert answers["new"] == "a", answers
+    assert b.stats().waiting == 1  # the patient one
+    assert "patient" not in answers
+    release_new.set()  # the newest releases: that serves the patient one
+    new.join(timeout=30)
+    patient.join(timeout=30)
+    assert answers["patient"] == "a"
+    st = b.stats()
+    assert waits(st) == (3, 2, 1, 0, 0)
+    assert st.rejected_all_busy == 1

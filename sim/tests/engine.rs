@@ -402,6 +402,46 @@ fn a_waiting_weir_client_queues_up_to_its_bound_and_fails_at_once_without_nodes(
     assert_eq!(r.client_p99_ns, SEC);
 }
 
+/// A waiting weir client's queue that stands serves its newest request first and, as the core does, sheds
+/// each request with a deadline that joined more than `weir::rt::STANDING_NS` before the one served (a
+/// fail-fast refusal); requests with no deadline wait on, and a burst that joined together drains whole.
+#[test]
+fn a_standing_weir_queue_sheds_the_requests_with_a_deadline_it_passes_over() {
+    use weir::limit::{FixedLimit, LimitAlgorithm};
+    use weir_sim::policy::weir::WeirPolicy;
+    let config = weir::Config {
+        limit: LimitAlgorithm::Fixed(FixedLimit { limit: 1 }),
+        max_waiters: 8,
+        ..weir::Config::default()
+    };
+    let run = |s: &Scenario| {
+        let servers = s.servers.len();
+        engine::run(s, &move |_, _| {
+            Box::new(WeirPolicy::waiting(config, servers))
+        })
+    };
+    // r0 is sent at 0; r1 at 60 ms (it waited 60 ms: in order); r3 arrives at 110 ms; at 120 ms the
+    // oldest, r2, has waited more than 100 ms: the newest, r3, is sent, and r2, queued 110 ms before
+    // it, is shed.
+    let mut s = scenario(
+        vec![ServerSpec::new("a", Behavior::ok(60 * MS))],
+        vec![Arrivals::burst(0, 3, 1), Arrivals::burst(110 * MS, 1, 1)],
+    );
+    let r = run(&s);
+    assert_eq!((r.succeeded, r.fail_fast), (4, 0));
+    s.clients.deadline = Some(10 * SEC);
+    let r = run(&s);
+    assert_eq!(
+        (r.succeeded, r.fail_fast, r.codes.get(&RequestEnd::FailFast)),
+        (3, 1, Some(&1))
+    );
+    assert_eq!(r.per_server_attempts, vec![3]);
+    // Four that arrive together stand past 100 ms too, but nobody newer is served ahead of them.
+    s.arrivals = vec![Arrivals::burst(0, 4, 1)];
+    let r = run(&s);
+    assert_eq!((r.succeeded, r.fail_fast), (4, 0));
+}
+
 /// Sends every request to the last server in its list and, with `checking`, asks for a check of server 0
 /// before each try (whether or not its list still has it). Records every check's answer.
 #[derive(Default)]

@@ -121,7 +121,8 @@ impl<'a, S: AsRef<[NodeSlot]>> Wait<'a, S> {
     /// [`Wait::time_out`] counts it): the async wait with a deadline. `timer` is the caller's runtime's
     /// (for tokio, `tokio::time::sleep_until(deadline)`); a lease handed over as the timer completes
     /// wins, as in [`acquire_wait`](crate::Balancer::acquire_wait). Dropping the future cancels the
-    /// wait, as dropping a [`Wait`] does.
+    /// wait, as dropping a [`Wait`] does. The wait is [`bounded`](Wait::bounded): a standing queue may
+    /// answer it early, with [`WaitError::Shed`].
     ///
     /// ```
     /// use std::future::{ready, Future};
@@ -140,13 +141,11 @@ impl<'a, S: AsRef<[NodeSlot]>> Wait<'a, S> {
     /// assert!(matches!(pin!(wait).poll(&mut cx), Poll::Ready(Err(WaitError::Timeout))));
     /// assert_eq!(b.stats().waits_timed_out, 1);
     /// ```
-    pub async fn within(
-        mut self,
-        timer: impl Future,
-    ) -> Result<LeaseGuard<'a, S, Waiters>, WaitError> {
-        match race(timer, &mut self).await {
+    pub async fn within(self, timer: impl Future) -> Result<LeaseGuard<'a, S, Waiters>, WaitError> {
+        let mut this = self.bounded();
+        match race(timer, &mut this).await {
             Some(answer) => answer,
-            None => self.time_out(),
+            None => this.time_out(),
         }
     }
 }
@@ -172,12 +171,13 @@ impl<S: AsRef<[NodeSlot]>> WaitOwned<S> {
     /// }
     /// ```
     pub async fn within(
-        mut self,
+        self,
         timer: impl Future,
     ) -> Result<OwnedLeaseGuard<S, Waiters>, WaitError> {
-        match race(timer, &mut self).await {
+        let mut this = self.bounded();
+        match race(timer, &mut this).await {
             Some(answer) => answer,
-            None => self.time_out(),
+            None => this.time_out(),
         }
     }
 }

@@ -9,7 +9,8 @@
 //! enters rotation (an add, or the end of a lame duck). Both come here, to `Waiters::wake`: one load of
 //! the waiter count, and when someone waits, a drain under the queue's lock (`Waiters::drain`): while a
 //! caller waits at the front (or, once the queue stands, at the back), an acquire is made for it and the
-//! lease it gets is handed over. The rules a caller sees are in the module docs of `rt` ("Waiting for
+//! lease it gets is handed over; a grant at the back sheds the bounded waiters it passed over
+//! (`Waiters::shed_passed_over`), who pick up their answer as the served pick up their lease. The rules a caller sees are in the module docs of `rt` ("Waiting for
 //! room"); how they are kept is here.
 //!
 //! # Memory ordering
@@ -105,7 +106,8 @@ pub(super) struct Tally {
     pub(super) waits: AtomicU64,
     /// Callers a drain handed a lease to.
     pub(super) granted: AtomicU64,
-    /// Callers that left because their deadline passed.
+    /// Callers that left because of their deadline: it passed, or a standing queue shed them before it
+    /// (see [`Waiters::shed_passed_over`]).
     pub(super) timed_out: AtomicU64,
     /// Futures dropped while they waited.
     pub(super) cancelled: AtomicU64,
@@ -125,6 +127,10 @@ pub(super) struct Queue {
     pub(super) waiting: VecDeque<Waiter>,
     /// Leases handed to callers that have not picked them up yet, in ticket order.
     pub(super) served: VecDeque<(u64, Lease)>,
+    /// Callers shed from a standing queue that have not picked up their answer yet, in ticket order.
+    pub(super) shed: VecDeque<u64>,
+    /// How many of `waiting` are bounded (a drain looks for callers to shed only while some are).
+    pub(super) bounded: usize,
     next_ticket: u64,
     /// The drains' generator, seeded on first use (the balancer's seed is not known at construction).
     pub(super) rng: Option<Rng>,
@@ -135,6 +141,8 @@ pub(super) struct Waiter {
     ticket: u64,
     /// When it joined, at [`clock`].
     since: u64,
+    /// Its caller gives up at a deadline of its own: it may be shed (see [`Waiters::shed_passed_over`]).
+    bounded: bool,
     pub(super) wake: Wake,
 }
 
@@ -173,6 +181,24 @@ impl Queue {
         self.served.remove(i).map(|s| s.1)
     }
 
+    /// Whether `ticket` was shed (its answer [`WaitError::Shed`]); picks the answer up.
+    pub(super) fn take_shed(&mut self, ticket: u64) -> bool {
+        match self.shed.binary_search(&ticket) {
+            Ok(i) => {
+                self.shed.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Takes the waiter at `i` out of `waiting`, keeping the bounded count.
+    fn take_waiter(&mut self, i: usize) -> Option<Waiter> {
+        let w = self.waiting.remove(i)?;
+        self.bounded -= usize::from(w.bounded);
+        Some(w)
+    }
+
     pub(super) fn position(&self, ticket: u64) -> Option<usize> {
         self.waiting
             .binary_search_by_key(&ticket, |w| w.ticket)
@@ -195,6 +221,8 @@ impl Waiting for Waiters {
             queue: Mutex::new(Queue {
                 waiting: VecDeque::new(),
                 served: VecDeque::new(),
+                shed: VecDeque::new(),
+                bounded: 0,
                 next_ticket: 0,
                 rng: None,
             }),
@@ -235,12 +263,12 @@ impl Waiters {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes `ticket` out of the waiting callers; `false` if it is not there (it was served).
+    /// Takes `ticket` out of the waiting callers; `false` if it is not there (it was served, or shed).
     pub(super) fn leave(&self, q: &mut Queue, ticket: u64) -> bool {
         let Some(i) = q.position(ticket) else {
             return false;
         };
-        q.waiting.remove(i);
+        q.take_waiter(i);
         // Relaxed: under the lock, and only the value matters (see "Memory ordering").
         self.count.fetch_sub(1, Relaxed);
         true
@@ -280,29 +308,20 @@ impl Waiters {
         woken: &mut Vec<(u64, Wake)>,
     ) -> Option<Rejected> {
         let seed = b.config().seed;
-        let Queue {
-            waiting,
-            served,
-            rng,
-            ..
-        } = q;
-        let rng = rng.get_or_insert_with(|| Rng::with_seed(thread_seed(seed, QUEUE_ORDINAL)));
         let now = clock();
         // While the oldest waiter has waited less than `STANDING_NS`, the front; once it has waited
         // longer, the back: the newest waiter, whose caller has the most of its time left.
         let limit = self.standing_ns;
-        let standing = |w: &VecDeque<Waiter>| {
-            w.front()
-                .is_some_and(|w| now.saturating_sub(w.since) > limit)
-        };
         loop {
-            let newest = standing(waiting);
-            let taken = if newest {
-                waiting.pop_back()
-            } else {
-                waiting.pop_front()
-            };
-            let w = taken?;
+            let newest = q
+                .waiting
+                .front()
+                .is_some_and(|w| now.saturating_sub(w.since) > limit);
+            let at = if newest { q.waiting.len() - 1 } else { 0 };
+            let w = q.take_waiter(at)?;
+            let rng = q
+                .rng
+                .get_or_insert_with(|| Rng::with_seed(thread_seed(seed, QUEUE_ORDINAL)));
             // Uncounted: an attempt on the waiter's behalf, not an answer to it (see `Stats`).
             match b.acquire_uncounted(now, rng) {
                 Ok(lease) => {
@@ -310,19 +329,50 @@ impl Waiters {
                     self.count.fetch_sub(1, Relaxed);
                     Tally::bump(&self.tally.granted);
                     // `served` stays in ticket order (its lookups are binary searches).
-                    let at = served.partition_point(|s| s.0 < w.ticket);
-                    served.insert(at, (w.ticket, lease));
+                    let at = q.served.partition_point(|s| s.0 < w.ticket);
+                    q.served.insert(at, (w.ticket, lease));
                     woken.push((w.ticket, w.wake));
+                    if newest {
+                        self.shed_passed_over(q, w.since, woken);
+                    }
                 }
                 Err(refused) => {
+                    q.bounded += usize::from(w.bounded);
                     if newest {
-                        waiting.push_back(w);
+                        q.waiting.push_back(w);
                     } else {
-                        waiting.push_front(w);
+                        q.waiting.push_front(w);
                     }
                     return Some(refused);
                 }
             }
+        }
+    }
+
+    /// A standing queue has just served the caller that joined at `served_since`, ahead of its oldest:
+    /// each bounded caller that joined more than `STANDING_NS` before it was passed over by a newcomer,
+    /// and leaves now, answered [`WaitError::Shed`] (counted as timed out), woken. Callers without a
+    /// deadline stay, and so does a burst that joined together, however long it takes to drain (see the
+    /// module docs of [`rt`](crate::rt), "Draining").
+    fn shed_passed_over(&self, q: &mut Queue, served_since: u64, woken: &mut Vec<(u64, Wake)>) {
+        let mut i = 0;
+        // The earliest callers are at the front (arrival order): stop at the first that is not.
+        while q.bounded != 0 {
+            let Some(w) = q.waiting.get(i) else { break };
+            if served_since.saturating_sub(w.since) <= self.standing_ns {
+                break;
+            }
+            if !w.bounded {
+                i += 1;
+                continue;
+            }
+            let Some(w) = q.take_waiter(i) else { break };
+            // Relaxed: under the lock, and only the value matters (see "Memory ordering").
+            self.count.fetch_sub(1, Relaxed);
+            Tally::bump(&self.tally.timed_out);
+            let at = q.shed.partition_point(|&t| t < w.ticket);
+            q.shed.insert(at, w.ticket);
+            woken.push((w.ticket, w.wake));
         }
     }
 
@@ -355,10 +405,12 @@ impl Waiters {
     }
 
     /// Steps 3 and 4 of the module docs: joins the queue (to be woken by `wake`) and drains it once.
+    /// A `bounded` caller gives up at a deadline of its own, and may be shed.
     pub(super) fn join<S: AsRef<[NodeSlot]>>(
         &self,
         b: &Balancer<S, Waiters>,
         wake: Wake,
+        bounded: bool,
     ) -> Result<Entered, WaitError> {
         let bound = self.bound;
         if bound == 0 {
@@ -375,8 +427,10 @@ impl Waiters {
             q.waiting.push_back(Waiter {
                 ticket,
                 since: clock(),
+                bounded,
                 wake,
             });
+            q.bounded += usize::from(bounded);
             // SeqCst: the increment of the store-buffering pattern with the releases' load (see "Memory
             // ordering").
             self.count.fetch_add(1, SeqCst);

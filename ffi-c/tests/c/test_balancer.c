@@ -121,6 +121,7 @@ static void test_status_names(void) {
         "WEIR_ERR_IO:",
         "WEIR_ERR_RETRY_BUDGET_EXHAUSTED:",
         "WEIR_ERR_NOT_LOWEST_SCORE:",
+        "WEIR_ERR_SHED:",
     };
     const weir_status codes[] = {
         WEIR_OK,
@@ -144,16 +145,17 @@ static void test_status_names(void) {
         WEIR_ERR_IO,
         WEIR_ERR_RETRY_BUDGET_EXHAUSTED,
         WEIR_ERR_NOT_LOWEST_SCORE,
+        WEIR_ERR_SHED,
     };
     const int n = (int)(sizeof codes / sizeof codes[0]);
     for (int i = 0; i < n; i++) {
-        CHECK(codes[i] == i); /* stable codes, 0 ..= 20 in order */
+        CHECK(codes[i] == i); /* stable codes, 0 ..= 21 in order */
         const char *s = weir_status_str(codes[i]);
         REQUIRE(s != NULL);
         CHECK(strncmp(s, names[i], strlen(names[i])) == 0);
         CHECK(strlen(s) > strlen(names[i]) + 1); /* a meaning follows the name */
     }
-    const weir_status unknown[] = {-1, 21, 22, 1000, INT32_MAX, INT32_MIN};
+    const weir_status unknown[] = {-1, 22, 23, 1000, INT32_MAX, INT32_MIN};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = weir_status_str(unknown[i]);
         REQUIRE(s != NULL);
@@ -1251,6 +1253,63 @@ static void test_acquire_wait(void) {
     weir_balancer_free(b);
 }
 
+struct timed_wait {
+    weir_balancer *balancer;
+    weir_status status;
+};
+
+/* Waits (deadline in 30 s) and releases the lease it gets at once. */
+static void *wait_and_release(void *arg) {
+    struct timed_wait *w = arg;
+    weir_lease l;
+    w->status = weir_balancer_acquire_wait(w->balancer, weir_now_ns() + 30 * SEC, &l);
+    if (w->status == WEIR_OK) {
+        (void)weir_balancer_release(w->balancer, &l, WEIR_OUTCOME_SUCCESS, weir_now_ns());
+    }
+    return NULL;
+}
+
+static void until_waiting(const weir_balancer *b, uint64_t n) {
+    uint64_t give_up = weir_now_ns() + 30 * SEC;
+    while (stats(b).waiting != n && weir_now_ns() < give_up) {
+        sleep_ms(1);
+    }
+    CHECK(stats(b).waiting == n);
+}
+
+/* A standing queue (its oldest waiter waited more than 100 ms) serves the newest waiter first and sheds
+ * the one it passed over: WEIR_ERR_SHED, before that one's deadline, counted as timed out. */
+static void test_acquire_wait_shed(void) {
+    weir_config c = fixed(1);
+    c.max_waiters = 4;
+    weir_balancer *b = make(c, 1);
+    CHECK_OK(weir_balancer_add(b, 1));
+    weir_lease held;
+    CHECK_OK(weir_balancer_acquire_wait(b, weir_now_ns() + SEC, &held));
+    struct timed_wait old = {b, -1}, newer = {b, -1};
+    pthread_t t_old, t_new;
+    int created = pthread_create(&t_old, NULL, wait_and_release, &old);
+    REQUIRE(created == 0);
+    until_waiting(b, 1);
+    sleep_ms(150);
+    created = pthread_create(&t_new, NULL, wait_and_release, &newer);
+    REQUIRE(created == 0);
+    until_waiting(b, 2);
+    CHECK_OK(weir_balancer_release(b, &held, WEIR_OUTCOME_SUCCESS, weir_now_ns()));
+    int joined = pthread_join(t_old, NULL);
+    REQUIRE(joined == 0);
+    joined = pthread_join(t_new, NULL);
+    REQUIRE(joined == 0);
+    CHECK(old.status == WEIR_ERR_SHED);
+    CHECK(newer.status == WEIR_OK);
+    weir_balancer_statistics s = stats(b);
+    CHECK(s.waits == 2 && s.waits_granted == 1 && s.waits_timed_out == 1 && s.waiting == 0);
+    CHECK(s.rejected_all_busy == 1 && s.in_flight == 0);
+    CHECK(strncmp(weir_status_str(WEIR_ERR_SHED), "WEIR_ERR_SHED: ", 15) == 0);
+    check_conserved(b);
+    weir_balancer_free(b);
+}
+
 static void test_release_outcomes(void) {
     weir_balancer *b = make(fixed(10), 1);
     CHECK_OK(weir_balancer_add(b, 1));
@@ -1651,6 +1710,7 @@ int main(void) {
     test_acquire_with_rng();
     test_acquire_excluding();
     test_acquire_wait();
+    test_acquire_wait_shed();
     test_release_outcomes();
     test_release_loaded_counts();
     test_release_loaded_knee();

@@ -29,7 +29,9 @@
 //! # Waiting for room
 //! When weir refuses because every node in rotation is at its limit, `poll_ready` waits in the core's
 //! queue (the async waiting acquire, newest first once the queue stands: see `weir::rt`) until a lease
-//! frees up or the wait's deadline passes ([`Refused::Timeout`]); with a wait of zero it gives up at once
+//! frees up or the wait's deadline passes ([`Refused::Timeout`]); a wait that a standing queue passes
+//! over for newer requests, once it has waited more than 100 ms, is answered then ([`Refused::Shed`]);
+//! with a wait of zero it gives up at once
 //! ([`Refused::AllBusy`]). When no node is in rotation only because services are not ready, it waits for
 //! them under the same deadline. When no node is in rotation at all, it gives up at once with
 //! [`Refused::NoActiveNodes`]. Giving up is a refusal (below). A request's deadline
@@ -510,7 +512,7 @@ where
                     };
                     self.waiting = Some(Waiting {
                         lease: (r != Rejected::NoActiveNodes)
-                            .then(|| Arc::clone(&self.balancer).acquire_async_owned()),
+                            .then(|| Arc::clone(&self.balancer).acquire_async_owned().bounded()),
                         deadline,
                     })
                 }
@@ -586,7 +588,9 @@ impl Waiting {
                         balancer.count_refusal(r);
                         return Poll::Ready(Err(Refused::NoActiveNodes));
                     }
-                    Err(_) => self.lease = Some(Arc::clone(balancer).acquire_async_owned()),
+                    Err(_) => {
+                        self.lease = Some(Arc::clone(balancer).acquire_async_owned().bounded())
+                    }
                 }
             }
             let Some(lease) = self.lease.as_mut() else {

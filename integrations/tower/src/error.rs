@@ -14,6 +14,14 @@ use weir::rt::WaitError;
 /// ```
 /// use weir_tower::Refused;
 /// assert_eq!(Refused::Timeout.to_string(), "no node had room before the wait's deadline");
+/// // The core's answers to a wait, as the service gives them:
+/// use weir::rt::WaitError;
+/// assert_eq!(Refused::from(WaitError::Timeout), Refused::Timeout);
+/// assert_eq!(Refused::from(WaitError::Shed), Refused::Shed);
+/// assert_eq!(
+///     Refused::from(WaitError::QueueFull { max_waiters: 4 }),
+///     Refused::QueueFull { max_waiters: 4 }
+/// );
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -28,6 +36,11 @@ pub enum Refused {
     },
     /// No node had room before the wait's deadline ([`Builder::wait`](crate::Builder::wait)).
     Timeout,
+    /// No node had room, and the core's queue of waiting requests stood: it served newer requests first
+    /// once this one had waited more than 100 ms, and answered it then, before the wait's deadline
+    /// (`weir::rt::WaitError::Shed`). An overload answer, as [`Refused::AllBusy`] is. Only a queue
+    /// shared by several callers sheds: behind one `Buffer`, a balance has one waiting request at most.
+    Shed,
     /// No node is in rotation (none discovered, all removed or in lame duck), and none is only
     /// waiting for its service to become ready.
     NoActiveNodes,
@@ -46,6 +59,9 @@ impl fmt::Display for Refused {
                 "no node has room and the queue of {max_waiters} waiting callers is full"
             ),
             Refused::Timeout => f.write_str("no node had room before the wait's deadline"),
+            Refused::Shed => f.write_str(
+                "no node had room, and the queue stood and served newer requests first: answered before the wait's deadline",
+            ),
             Refused::NoActiveNodes => f.write_str("no node is in rotation"),
             Refused::NoTimer => f.write_str(
                 "no node has room, and waiting needs a tokio runtime with its time driver on this thread",
@@ -71,6 +87,7 @@ impl From<WaitError> for Refused {
         match e {
             WaitError::QueueFull { max_waiters } => Refused::QueueFull { max_waiters },
             WaitError::NoActiveNodes => Refused::NoActiveNodes,
+            WaitError::Shed => Refused::Shed,
             // Timeout, and anything the core adds later: the wait ended without a lease.
             _ => Refused::Timeout,
         }

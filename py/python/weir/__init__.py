@@ -226,7 +226,9 @@ class Balancer(_weir.Balancer[N]):
         queue of waiters (first come first served, newest first once it has stood 100 ms; shared with
         threads in ``acquire(timeout=...)``, at most ``max_waiters``) and the release that frees a slot
         hands it over and wakes this task through the loop. Raises NoCapacity when the timeout passes (or
-        at once when ``max_waiters`` callers wait already), NoNodes when no node is in rotation.
+        at once when ``max_waiters`` callers wait already, or when the queue stands and serves callers
+        that came more than 100 ms after this one first: a wait with a timeout is then answered early, as
+        an overload; one with ``timeout=None`` waits on), NoNodes when no node is in rotation.
         Cancelling the awaiting task (``asyncio.timeout``, ``wait_for``, ``task.cancel()``) takes it out
         of the queue at once; a lease handed over at that moment goes back as IGNORED, to the next
         waiter. In ``stats()``, a call that gets its lease is no refusal, whether or not it waited; a

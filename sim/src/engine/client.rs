@@ -219,7 +219,8 @@ impl Engine<'_> {
                     queue.push_back(r);
                     self.requests[r].queued_at = self.now;
                     // The attempt deadline bounds a wait in the engine's queue; a waiting weir client
-                    // waits as dialogue's queue does, with no deadline of its own.
+                    // waits until the request's own deadline (`deadline`), or until its standing queue
+                    // sheds it (`shed`).
                     if let Some(t) = self.s.clients.timeout.filter(|_| refusal == Refusal::Queue) {
                         self.at(self.now + t, Ev::QueueDeadline(r));
                     }
@@ -232,7 +233,7 @@ impl Engine<'_> {
     /// Sends queued requests of client `c` until its balancer refuses one: in order, except that a
     /// waiting weir client ([`Refusal::Wait`]) serves its newest request first while its queue stands,
     /// as weir's waiting acquire does (the oldest request has waited more than
-    /// `weir::rt::STANDING_NS`).
+    /// `weir::rt::STANDING_NS`), and then sheds the requests it passed over ([`Engine::shed`]).
     pub(super) fn drain(&mut self, c: usize) {
         loop {
             let client = &mut self.clients[c];
@@ -261,6 +262,36 @@ impl Engine<'_> {
                 queue.pop_front();
             }
             self.send(q, pick);
+            if newest {
+                self.shed(c, self.requests[q].queued_at);
+            }
+        }
+    }
+
+    /// Client `c`'s standing queue has just served the request queued at `served_at`, ahead of its
+    /// oldest: as weir's waiting acquire does (`weir::rt::WaitError::Shed`), each waiting request with a
+    /// deadline (the user's, [`ClientSpec::deadline`](crate::model::ClientSpec)) queued more than
+    /// `weir::rt::STANDING_NS` before it leaves, answered as a fail-fast refusal is (retried when the
+    /// client retries). A request with no deadline waits on.
+    fn shed(&mut self, c: usize, served_at: u64) {
+        if self.s.clients.deadline.is_none() {
+            return;
+        }
+        let Stack::Balancer { queue, .. } = &mut self.clients[c].stack else {
+            return;
+        };
+        let mut shed = Vec::new();
+        while let Some(&r) = queue.front() {
+            if served_at.saturating_sub(self.requests[r].queued_at) <= weir::rt::STANDING_NS {
+                break;
+            }
+            queue.pop_front();
+            shed.push(r);
+        }
+        for r in shed {
+            self.out.fail_fast += 1;
+            self.requests[r].tries += 1;
+            self.retry_or_end(r, None, RequestEnd::FailFast);
         }
     }
 

@@ -106,7 +106,8 @@ pub enum Refusal {
     /// most `max_waiters` requests (one more fails fast), a request refused because no node is in rotation
     /// fails at once ([`Balance::no_nodes`]), a node coming into rotation also drains the queue, and the
     /// queue is served newest first while its oldest request has waited more than
-    /// `weir::rt::STANDING_NS`.
+    /// `weir::rt::STANDING_NS`, each such drain shedding the requests with a deadline that waited longer
+    /// than that (`weir::rt::WaitError::Shed`, a fail-fast refusal to the client).
     Wait {
         /// The core's `Config::max_waiters`.
         max_waiters: usize,
