@@ -1,5 +1,5 @@
 //! Loom models of the waiting acquires (`rt::wait`, over the queue of `rt::queue`): no lost wake-up, no
-//! lost or leaked lease.
+//! lost or leaked lease, and a shed waiter answered and woken.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p weir-lb --release --test
 //! loom_wait`.
@@ -15,8 +15,9 @@
 //!
 //! The guards release at `monotonic_now`, a clock that moves from one of loom's replays of a schedule
 //! to the next; a model must take the same path in every replay, so the waiters here release as
-//! `Ignored` (which records nothing dated), and the waiting layer dates its own acquires at a constant
-//! under `cfg(loom)`. For the same reason the fast path draws from a fresh generator under loom rather
+//! `Ignored` (which records nothing dated), and the waiting layer dates its own acquires and joins at a
+//! time the model sets under `cfg(loom)` (`weir::rt::set_loom_clock`, 0 unless it does: the shedding
+//! model moves it between two joins it orders itself). For the same reason the fast path draws from a fresh generator under loom rather
 //! than the thread's (loom's threads share one OS thread, and its thread-locals).
 //!
 //! What loom cannot model, and how the models stand in for it: loom treats `SeqCst` loads, stores and
@@ -300,4 +301,78 @@ fn protocol_keeps_the_wake_up() {
 #[should_panic(expected = "lost wake-up")]
 fn protocol_without_the_joiners_fence_loses_it() {
     protocol(false);
+}
+
+/// A standing queue sheds the waiter it passes over: A (bounded) joined at 0; at twice the standing
+/// interval B joins, blocking (bounded too), while the only slot is released. Whichever drain takes the
+/// slot (the release's or B's join), either A is served (B had not joined yet: B then waits, and A's
+/// lease, given back, serves it) or B is, and A is shed and answered at once: never both, never
+/// neither, and no wake-up lost (B's condition variable, A's waker).
+#[test]
+fn a_grant_to_a_newcomer_sheds_the_oldest() {
+    model(3, || {
+        weir::rt::set_loom_clock(0);
+        let b = Arc::new(balancer(1, 1));
+        b.add(1).unwrap();
+        let held = b.acquire(0, &mut Rng::with_seed(1)).unwrap();
+        let mut a = pin!(b.acquire_async().bounded());
+        let woken = std::sync::Arc::new(Woken(std::sync::atomic::AtomicBool::new(false)));
+        let waker = Waker::from(std::sync::Arc::clone(&woken));
+        assert!(a
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        weir::rt::set_loom_clock(2 * weir::rt::STANDING_NS);
+        let newer = {
+            let b = b.clone();
+            thread::spawn(move || {
+                let lease = b.acquire_wait(never()).expect("the newest is never shed");
+                lease.complete(Outcome::Ignored).unwrap();
+            })
+        };
+        b.release(held, Outcome::Success, 0).unwrap();
+        // One of the two drains took the slot the release freed, for A or for B: A has its answer.
+        let shed = match a.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(Ok(lease)) => {
+                lease.complete(Outcome::Ignored).unwrap();
+                false
+            }
+            Poll::Ready(Err(e)) => {
+                assert_eq!(e, weir::rt::WaitError::Shed);
+                true
+            }
+            Poll::Pending => panic!("the release answered nobody"),
+        };
+        // Served or shed, A's task was woken to pick its answer up.
+        assert!(
+            woken.0.load(std::sync::atomic::Ordering::SeqCst),
+            "A was not woken"
+        );
+        newer.join().unwrap();
+        let st = b.stats();
+        assert_settled(&st, if shed { 2 } else { 3 });
+        if shed {
+            // B waited and was served; A waited and was shed, its answer a refusal.
+            assert_eq!(st.waits, 2, "{st:?}");
+            assert_eq!(
+                (st.waits_granted, st.waits_timed_out, st.rejected_all_busy),
+                (1, 1, 1),
+                "{st:?}"
+            );
+        } else {
+            // A was served; B waited for A's lease, or came after it and took the free slot at once.
+            assert!((1..=2).contains(&st.waits), "{st:?}");
+            assert_all_served(&st, 2);
+        }
+    });
+}
+
+/// A waker that records that it was called (the models poll on the model's own thread, so a plain
+/// atomic will do).
+struct Woken(std::sync::atomic::AtomicBool);
+
+impl std::task::Wake for Woken {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }

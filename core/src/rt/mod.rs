@@ -205,6 +205,8 @@ pub use clock::monotonic_now;
 pub use guard::{LeaseGuard, OwnedLeaseGuard, PromiseGuard};
 pub use heap::{HeapBalancer, HeapLeaseGuard, HeapOwnedLeaseGuard, HeapWait, HeapWaitOwned};
 pub use keyed::{Keyed, KeyedGuard};
+#[cfg(loom)]
+pub use queue::set_loom_clock;
 pub use queue::{Waiters, STANDING_NS};
 pub use rng::{thread_seed, with_thread_rng};
 pub use wait::{Wait, WaitError, WaitOwned};

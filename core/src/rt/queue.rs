@@ -66,15 +66,31 @@ use std::collections::VecDeque;
 use std::sync::{Arc, PoisonError};
 use std::vec::Vec;
 
-/// The time the waiting acquires date their calls at: [`monotonic_now`]. Under loom, a constant: a model
-/// must take the same path each time loom replays a schedule, and a clock that moves between replays
-/// (into a new epoch of the balancer's clock, say) would change it.
+/// The time the waiting acquires date their calls at: [`monotonic_now`]. Under loom, a time the model
+/// sets ([`set_loom_clock`], 0 until it does): a model must take the same path each time loom replays a
+/// schedule, and a clock that moves between replays (into a new epoch of the balancer's clock, say)
+/// would change it.
 #[inline]
 pub(super) fn clock() -> u64 {
     #[cfg(loom)]
-    return 0;
+    return LOOM_CLOCK.with(core::cell::Cell::get);
     #[cfg(not(loom))]
     monotonic_now()
+}
+
+#[cfg(loom)]
+std::thread_local! {
+    /// The waiting acquires' clock under loom. A model's threads run on the OS thread of its test, so
+    /// they all read the value the model set, and the tests that run at once each have their own.
+    static LOOM_CLOCK: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+}
+
+/// Under loom, sets the time the waiting acquires read (the models' stand-in for time passing between
+/// two steps they order themselves, such as a waiter's join and a later one's).
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn set_loom_clock(now_ns: u64) {
+    LOOM_CLOCK.with(|c| c.set(now_ns));
 }
 
 /// The generator ordinal of the queue's draws: `thread_seed(seed, QUEUE_ORDINAL)`, one no thread gets.
