@@ -10,7 +10,7 @@
 //! the waiter count, and when someone waits, a drain under the queue's lock (`Waiters::drain`): while a
 //! caller waits at the front (or, once the queue stands, at the back), an acquire is made for it and the
 //! lease it gets is handed over; a grant at the back sheds the bounded waiters it passed over
-//! (`Waiters::shed_passed_over`), who pick up their answer as the served pick up their lease. The rules a caller sees are in the module docs of `rt` ("Waiting for
+//! (`Waiters::shed_passed_over`), who pick up their answer where the served pick up their lease. The rules a caller sees are in the module docs of `rt` ("Waiting for
 //! room"); how they are kept is here.
 //!
 //! # Memory ordering
@@ -141,10 +141,9 @@ impl Tally {
 pub(super) struct Queue {
     /// The callers not served yet, in arrival order (so in ticket order).
     pub(super) waiting: VecDeque<Waiter>,
-    /// Leases handed to callers that have not picked them up yet, in ticket order.
-    pub(super) served: VecDeque<(u64, Lease)>,
-    /// Callers shed from a standing queue that have not picked up their answer yet, in ticket order.
-    pub(super) shed: VecDeque<u64>,
+    /// Answers handed to callers that have not picked them up yet, in ticket order: a lease, or
+    /// [`WaitError::Shed`].
+    pub(super) answered: VecDeque<(u64, Result<Lease, WaitError>)>,
     /// How many of `waiting` are bounded (a drain looks for callers to shed only while some are).
     pub(super) bounded: usize,
     next_ticket: u64,
@@ -192,20 +191,23 @@ pub(super) enum Entered {
 }
 
 impl Queue {
-    pub(super) fn take_served(&mut self, ticket: u64) -> Option<Lease> {
-        let i = self.served.binary_search_by_key(&ticket, |s| s.0).ok()?;
-        self.served.remove(i).map(|s| s.1)
+    /// The answer handed to `ticket`, if a drain gave it one; picks it up.
+    pub(super) fn take_answer(&mut self, ticket: u64) -> Option<Result<Lease, WaitError>> {
+        let i = self.answered.binary_search_by_key(&ticket, |a| a.0).ok()?;
+        self.answered.remove(i).map(|a| a.1)
     }
 
-    /// Whether `ticket` was shed (its answer [`WaitError::Shed`]); picks the answer up.
-    pub(super) fn take_shed(&mut self, ticket: u64) -> bool {
-        match self.shed.binary_search(&ticket) {
-            Ok(i) => {
-                self.shed.remove(i);
-                true
-            }
-            Err(_) => false,
-        }
+    /// Hands `answer` to the waiter `w` took out of `waiting`, and queues its wake-up.
+    fn answer(
+        &mut self,
+        w: Waiter,
+        answer: Result<Lease, WaitError>,
+        woken: &mut Vec<(u64, Wake)>,
+    ) {
+        // `answered` stays in ticket order (its lookups are binary searches).
+        let at = self.answered.partition_point(|a| a.0 < w.ticket);
+        self.answered.insert(at, (w.ticket, answer));
+        woken.push((w.ticket, w.wake));
     }
 
     /// Takes the waiter at `i` out of `waiting`, keeping the bounded count.
@@ -236,8 +238,7 @@ impl Waiting for Waiters {
             },
             queue: Mutex::new(Queue {
                 waiting: VecDeque::new(),
-                served: VecDeque::new(),
-                shed: VecDeque::new(),
+                answered: VecDeque::new(),
                 bounded: 0,
                 next_ticket: 0,
                 rng: None,
@@ -279,7 +280,8 @@ impl Waiters {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes `ticket` out of the waiting callers; `false` if it is not there (it was served, or shed).
+    /// Takes `ticket` out of the waiting callers; `false` if it is not there (it was answered: served, or
+    /// shed).
     pub(super) fn leave(&self, q: &mut Queue, ticket: u64) -> bool {
         let Some(i) = q.position(ticket) else {
             return false;
@@ -344,12 +346,10 @@ impl Waiters {
                     // Relaxed: under the lock, and only the value matters (see "Memory ordering").
                     self.count.fetch_sub(1, Relaxed);
                     Tally::bump(&self.tally.granted);
-                    // `served` stays in ticket order (its lookups are binary searches).
-                    let at = q.served.partition_point(|s| s.0 < w.ticket);
-                    q.served.insert(at, (w.ticket, lease));
-                    woken.push((w.ticket, w.wake));
+                    let since = w.since;
+                    q.answer(w, Ok(lease), woken);
                     if newest {
-                        self.shed_passed_over(q, w.since, woken);
+                        self.shed_passed_over(q, since, woken);
                     }
                 }
                 Err(refused) => {
@@ -386,9 +386,7 @@ impl Waiters {
             // Relaxed: under the lock, and only the value matters (see "Memory ordering").
             self.count.fetch_sub(1, Relaxed);
             Tally::bump(&self.tally.timed_out);
-            let at = q.shed.partition_point(|&t| t < w.ticket);
-            q.shed.insert(at, w.ticket);
-            woken.push((w.ticket, w.wake));
+            q.answer(w, Err(WaitError::Shed), woken);
         }
     }
 
@@ -454,11 +452,11 @@ impl Waiters {
             // missed our increment is seen by the drain (see "Memory ordering").
             fence(SeqCst);
             let refused = self.drain(b, &mut q, &mut woken);
-            // A caller the drain served (counted granted) or left waiting has waited; one that leaves for
-            // want of members has not (it is answered as at step 1).
-            let entered = if let Some(lease) = q.take_served(ticket) {
+            // A caller the drain answered (counted granted, or shed) or left waiting has waited; one that
+            // leaves for want of members has not (it is answered as at step 1).
+            let entered = if let Some(answer) = q.take_answer(ticket) {
                 Tally::bump(&self.tally.waits);
-                Ok(Entered::Served(lease))
+                answer.map(Entered::Served)
             } else if refused == Some(Rejected::NoActiveNodes) {
                 self.leave(&mut q, ticket);
                 Err(WaitError::NoActiveNodes)
@@ -468,9 +466,9 @@ impl Waiters {
             };
             (entered, ticket)
         };
-        for (served, w) in woken {
+        for (answered, w) in woken {
             // Not ourselves: we are awake, and a task that woke itself would only be polled again.
-            if served != ticket {
+            if answered != ticket {
                 w.wake();
             }
         }

@@ -259,11 +259,8 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S, Waiters> {
         let mut q = self.waiting.lock();
         loop {
             // A lease handed over wins over a deadline passed at the same time: it is never lost.
-            if let Some(lease) = q.take_served(ticket) {
-                return Ok(lease);
-            }
-            if q.take_shed(ticket) {
-                return Err(WaitError::Shed);
+            if let Some(answer) = q.take_answer(ticket) {
+                return answer;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -304,13 +301,11 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S, Waiters> {
             },
             State::Queued(ticket) => {
                 let mut q = self.waiting.lock();
-                if let Some(lease) = q.take_served(ticket) {
-                    Ok(lease)
-                } else if q.take_shed(ticket) {
-                    Err(WaitError::Shed)
+                if let Some(answer) = q.take_answer(ticket) {
+                    answer
                 } else {
                     let i = q.position(ticket).unwrap_or_else(|| {
-                        unreachable!("a queued waiter is waiting or served until it leaves")
+                        unreachable!("a queued waiter is waiting or answered until it leaves")
                     });
                     if let Some(Waiter {
                         wake: Wake::Task(w),
@@ -349,11 +344,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S, Waiters> {
                 } else {
                     // A lease handed over wins over a deadline passed at the same time: never lost. A
                     // caller shed before its deadline gets that answer (counted when it was shed).
-                    match q.take_served(ticket) {
-                        Some(lease) => Ok(lease),
-                        None if q.take_shed(ticket) => Err(WaitError::Shed),
-                        None => Err(WaitError::Timeout),
-                    }
+                    q.take_answer(ticket).unwrap_or(Err(WaitError::Timeout))
                 }
             }
             // It gave its answer already, which was counted then.
@@ -377,11 +368,7 @@ impl<S: AsRef<[NodeSlot]>> Balancer<S, Waiters> {
                 None
             } else {
                 // Served, or shed (its answer, never picked up, is dropped with it).
-                let lease = q.take_served(ticket);
-                if lease.is_none() {
-                    q.take_shed(ticket);
-                }
-                lease
+                q.take_answer(ticket).and_then(Result::ok)
             }
         };
         if let Some(lease) = handed {
@@ -645,7 +632,7 @@ mod tests {
         assert_eq!((waiting(b), st.waiting), (0, 0));
         assert_waits_conserved(&st);
         let q = b.waiting.lock();
-        assert!(q.waiting.is_empty() && q.served.is_empty() && q.shed.is_empty());
+        assert!(q.waiting.is_empty() && q.answered.is_empty());
         assert_eq!(q.bounded, 0);
         st
     }
@@ -821,7 +808,7 @@ mod tests {
             // 5 waits: 1 granted, 3 shed (as timed out), 1 waiting; 2 answers given so far.
             assert_eq!(counts(&st), (5, 1, 3, 0, 2, 0));
             assert_waits_conserved(&st);
-            assert!(b.waiting.lock().shed.is_empty());
+            assert!(b.waiting.lock().answered.is_empty());
             // The next release serves the one left (the newest now), which sheds nobody.
             lease.complete(Outcome::Success).unwrap();
             let last = match poll_once(&mut free, &waker) {
@@ -1113,7 +1100,7 @@ mod tests {
         }
         held.complete(Outcome::Success).unwrap();
         // The lease is the first's now; it is dropped before it picks it up.
-        assert_eq!(b.waiting.lock().served.len(), 1);
+        assert_eq!(b.waiting.lock().answered.len(), 1);
         drop(first);
         assert_eq!(b.stats().released(Outcome::Ignored), 1);
         assert_eq!(b.stats().in_flight, 1);
@@ -1223,7 +1210,7 @@ mod tests {
         assert_eq!(counts(&assert_settled(&b)), (0, 0, 0, 0, 1, 0));
         // No waiter ever joined: the queue never allocated, and its generator was never seeded.
         let q = b.waiting.lock();
-        assert_eq!((q.waiting.capacity(), q.served.capacity()), (0, 0));
+        assert_eq!((q.waiting.capacity(), q.answered.capacity()), (0, 0));
         assert!(q.rng.is_none());
     }
 
