@@ -201,19 +201,14 @@ impl Engine<'_> {
             Some(pick) => self.send(r, pick),
             None => match policy.on_refusal() {
                 Refusal::FailFast => {
-                    // A local refusal is a try like any other: retried (with backoff) when the client
-                    // retries at all, as a caller treats a 503.
-                    self.out.fail_fast += 1;
-                    self.requests[r].tries += 1;
-                    self.retry_or_end(r, None, RequestEnd::FailFast);
+                    // A local refusal (see `fail_fast`).
+                    self.fail_fast(r);
                 }
                 Refusal::Wait { max_waiters }
                     if policy.no_nodes() || queue.len() >= max_waiters =>
                 {
                     // The waiting acquire's own refusals: nothing in rotation, or the queue is full.
-                    self.out.fail_fast += 1;
-                    self.requests[r].tries += 1;
-                    self.retry_or_end(r, None, RequestEnd::FailFast);
+                    self.fail_fast(r);
                 }
                 refusal @ (Refusal::Queue | Refusal::Wait { .. }) => {
                     queue.push_back(r);
@@ -228,6 +223,14 @@ impl Engine<'_> {
                 }
             },
         }
+    }
+
+    /// Request `r`'s try ends in the client itself, refused: a try like any other, retried (with
+    /// backoff) when the client retries at all, as a caller treats a 503.
+    fn fail_fast(&mut self, r: RequestId) {
+        self.out.fail_fast += 1;
+        self.requests[r].tries += 1;
+        self.retry_or_end(r, None, RequestEnd::FailFast);
     }
 
     /// Sends queued requests of client `c` until its balancer refuses one: in order, except that a
@@ -289,9 +292,7 @@ impl Engine<'_> {
             shed.push(r);
         }
         for r in shed {
-            self.out.fail_fast += 1;
-            self.requests[r].tries += 1;
-            self.retry_or_end(r, None, RequestEnd::FailFast);
+            self.fail_fast(r);
         }
     }
 
