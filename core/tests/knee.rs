@@ -150,6 +150,7 @@ fn run(
                 dropped: false,
                 now_ns: t,
                 load: None,
+                failed: false,
             };
             limit.update(&states[c.client], &sample, 0);
             if t >= measure_from {
@@ -170,6 +171,7 @@ fn run(
                     dropped: true,
                     now_ns: t,
                     load: None,
+                    failed: false,
                 };
                 limit.update(&states[c], &sample, 0);
             }

@@ -28,6 +28,7 @@ fn sample(rtt_ns: u64, inflight: u32, dropped: bool, now_ns: u64) -> Sample {
         dropped,
         now_ns,
         load: None,
+        failed: false,
     }
 }
 

@@ -614,6 +614,7 @@ impl<S: AsRef<[NodeSlot]>, W: Waiting> Balancer<S, W> {
                 dropped,
                 now_ns: now,
                 load,
+                failed: dropped && outcome == Outcome::Failure,
             });
         if live {
             self.prepared.algorithm.record_outcome(

@@ -10,11 +10,14 @@ use core::fmt;
 /// | outcome       | `LowestScore` (the default) | `Weighted` (the cascade) | limiter, `LowestScore` | limiter, `Weighted` |
 /// |---------------|---------------------------|-------------------------------|------------------------|------------------------|
 /// | `Success`     | successes + 1             | +1 finished, +1 succeeded     | success sample (RTT)   | success sample (RTT)   |
-/// | `Failure`     | failures + 1              | +1 finished                   | drop (backs off)       | ignored                |
+/// | `Failure`     | failures + 1              | +1 finished                   | drop (backs off)¹      | ignored                |
 /// | `Dropped`     | failures + 1              | +1 finished                   | drop (backs off)       | drop (backs off)       |
 /// | `Throttled`   | failures + 0.1            | +1 finished (as `Dropped`)    | ignored                | drop (as `Dropped`)    |
 /// | `ClientError` | failures + 0.01           | untouched (as `Ignored`)      | success sample (RTT)   | ignored (as `Ignored`) |
 /// | `Ignored`     | untouched                 | untouched                     | ignored                | ignored                |
+///
+/// ¹ marked [`failed`](crate::limit::Sample::failed): the knee limit cuts from its limit, as CIAD does,
+/// not to what was in flight, since an error is no measure of the node's capacity.
 ///
 /// In the weighted family `Throttled` is exactly `Dropped` and `ClientError` exactly `Ignored`, so
 /// [`Config::cascade()`](crate::Config::cascade) decides as the original cascade does whichever one a

@@ -19,7 +19,7 @@ use core::time::Duration;
 /// let aimd = AimdLimit { initial_limit: 30, ..AimdLimit::default() };
 /// let state = LimitState::new();
 /// aimd.reset(&state);
-/// let drop = Sample { rtt_ns: 0, inflight: 0, dropped: true, now_ns: 0, load: None };
+/// let drop = Sample { rtt_ns: 0, inflight: 0, dropped: true, now_ns: 0, load: None, failed: false };
 /// assert_eq!(aimd.update(&state, &drop, 0), 27);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -145,6 +145,7 @@ mod tests {
             dropped: false,
             now_ns: rtt_ns,
             load: None,
+            failed: false,
         }
     }
 

@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 /// assert_eq!(fixed.initial_limit(), 100);
 /// let state = LimitState::new();
 /// fixed.reset(&state);
-/// let drop = Sample { rtt_ns: 0, inflight: 1, dropped: true, now_ns: 0, load: None };
+/// let drop = Sample { rtt_ns: 0, inflight: 1, dropped: true, now_ns: 0, load: None, failed: false };
 /// assert_eq!(fixed.update(&state, &drop, 0), 100);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

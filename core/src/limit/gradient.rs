@@ -50,7 +50,7 @@ const MAX_PROBE_INTERVAL: u32 = 1 << 30;
 /// let state = LimitState::new();
 /// g.reset(&state);
 /// // No queueing (gradient 1): 50 + max(4, SQRT(50)) = 57.
-/// let s = Sample { rtt_ns: 10_000_000, inflight: 25, dropped: false, now_ns: 0, load: None };
+/// let s = Sample { rtt_ns: 10_000_000, inflight: 25, dropped: false, now_ns: 0, load: None, failed: false };
 /// assert_eq!(g.update(&state, &s, 0), 57);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -220,6 +220,7 @@ mod tests {
             dropped,
             now_ns: 0,
             load: None,
+            failed: false,
         }
     }
 

@@ -46,7 +46,7 @@ const DECAY: f64 = 0.95;
 /// g2.validate().unwrap();
 /// let state = LimitState::new();
 /// g2.reset(&state);
-/// let drop = Sample { rtt_ns: 1_000, inflight: 20, dropped: true, now_ns: 0, load: None };
+/// let drop = Sample { rtt_ns: 1_000, inflight: 20, dropped: true, now_ns: 0, load: None, failed: false };
 /// assert_eq!(g2.update(&state, &drop, 0), 20); // 20 * 0.9 = 18, floored at min_limit 20
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -185,6 +185,7 @@ mod tests {
             dropped: false,
             now_ns: 0,
             load: None,
+            failed: false,
         }
     }
 

@@ -30,6 +30,18 @@
 //! - a drop (a timeout or an overload answer, as the balancer feeds the limiter one): the limit falls to
 //!   `backoff_ratio x min(limit, in flight)` at once, as CIAD's does, so a limit far above what was in
 //!   flight falls to what was.
+//! - the node's own error (a drop with [`Sample::failed`], the lowest-score family's
+//!   [`Outcome::Failure`](crate::balance::Outcome::Failure): a 500, a reset): CIAD's cut exactly,
+//!   `floor(backoff_ratio x limit)`. An error says nothing of how many calls the node can serve, so
+//!   what was in flight when it came is no measure to cut to: a node that fails one endpoint of two
+//!   answers an error every other call, and the overload's cut held its limit near 1 while the
+//!   other endpoint's calls waited in the client. In the simulator this brought the knee's client
+//!   mean back to the default's where every node fails part of its calls
+//!   (`one_endpoint_dies_on_each_server` 6.3 to 4.4 s; `all_nodes_500` 4.1 to 3.0 s, where the
+//!   overload's cut had kept calls waiting in the client through the outage, 80.9 % success against
+//!   73.7) and moved none of the at-capacity family by more than a point. It arms the knee as a drop
+//!   does: a proxy in front of a dead node answers errors, and without the arm its clients' knees
+//!   stayed unread (`capacity_proxies_dead_node` 97.9 to 85.0 %).
 //! - ratio between [`hold`](KneeLimit::hold) (1.75) and the knee: the limit holds. The band keeps a
 //!   server that sits at its knee from cutting and growing on alternate calls.
 //! - ratio below `hold`: a success that found the node nearly full (in flight at least
@@ -135,7 +147,7 @@ const LIMIT_MASK: u64 = (1 << 40) - 1;
 /// let knee = KneeLimit::default();
 /// let state = LimitState::new();
 /// knee.reset(&state);
-/// let ok = |rtt_ms: u64, inflight: u32| Sample { rtt_ns: rtt_ms * 1_000_000, inflight, dropped: false, now_ns: 0, load: None };
+/// let ok = |rtt_ms: u64, inflight: u32| Sample { rtt_ns: rtt_ms * 1_000_000, inflight, dropped: false, now_ns: 0, load: None, failed: false };
 /// // Full calls at 10 ms: +1 each (the slow start), the first 16 of them teaching the baseline.
 /// let grown: Vec<u32> = (0..20).map(|_| knee.update(&state, &ok(10, knee.limit(&state)), 0)).collect();
 /// assert_eq!(grown[19], 40);
@@ -196,8 +208,10 @@ impl Default for KneeLimit {
 /// What one sample does to the limit.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Step {
-    /// A drop: a multiplicative cut.
+    /// A drop: a multiplicative cut from what was in flight.
     Drop,
+    /// The node's own error: CIAD's cut, from the limit.
+    Error,
     /// Past the knee: a step down of `1 - backoff_ratio`.
     Ease,
     Hold,
@@ -209,7 +223,11 @@ impl KneeLimit {
     #[inline]
     fn step(&self, state: &LimitState, sample: &Sample) -> Step {
         if sample.dropped {
-            return Step::Drop;
+            return if sample.failed {
+                Step::Error
+            } else {
+                Step::Drop
+            };
         }
         if sample.rtt_ns == 0 {
             return Step::Grow;
@@ -257,7 +275,7 @@ impl KneeLimit {
         // write clears the last drop's tick; armed, every write keeps it.
         let (step, arm) = if self.armed(w, tick) {
             (step, w & ARM_BITS)
-        } else if step == Step::Drop {
+        } else if matches!(step, Step::Drop | Step::Error) {
             (step, 0)
         } else {
             (Step::Grow, 0)
@@ -273,6 +291,12 @@ impl KneeLimit {
                 let base = l.min(u64::from(inflight) << FRAC);
                 let at = DROPPED | (tick << ARM_SHIFT);
                 return Some(CUT | at | ((base * b) >> FRAC).clamp(min, max.max(min)));
+            }
+            Step::Error => {
+                // dialogue's floor: a cut from a limit below 10 still takes a whole call.
+                let at = DROPPED | (tick << ARM_SHIFT);
+                let floored = ((l * b) >> FRAC) & !(ONE - 1);
+                return Some(CUT | at | floored.clamp(min, max.max(min)));
             }
             Step::Ease => {
                 let base = l.min(u64::from(inflight) << FRAC);
@@ -372,6 +396,7 @@ mod tests {
             dropped: false,
             now_ns: at_ms * MS,
             load: None,
+            failed: false,
         }
     }
 
@@ -436,6 +461,49 @@ mod tests {
         assert_eq!(KneeLimit::exact(&st), 1.0);
         // A drop's RTT is not the node's service time: the RTT words are untouched.
         assert_eq!((st.load(1), st.load(2)), (0, 0));
+    }
+
+    #[test]
+    fn an_error_cuts_from_the_limit_with_the_floor_and_arms_the_knee() {
+        let k = KneeLimit {
+            initial_limit: 40,
+            ..KneeLimit::default()
+        };
+        let st = fresh(k);
+        let error = Sample {
+            dropped: true,
+            failed: true,
+            ..ok(5, 2, 0)
+        };
+        // floor(0.9 x 40) = 36, however few were in flight (an overload would cut to 0.9 x 2).
+        assert_eq!(k.update(&st, &error, 0), 36);
+        assert_eq!(KneeLimit::exact(&st), 36.0);
+        // floor(0.9 x 36) = floor(32.4) = 32: the floor takes a whole call off each time.
+        assert_eq!(k.update(&st, &error, 0), 32);
+        assert_eq!(KneeLimit::exact(&st), 32.0);
+        // Small limits keep falling by one a cut: floor(0.9 x 5) = 4, and to min, never below.
+        for _ in 0..40 {
+            k.update(&st, &error, 0);
+        }
+        assert_eq!(KneeLimit::exact(&st), 1.0);
+        // The error armed the knee: a call past twice the baseline now eases (the first 16 teach
+        // the baseline at 5 ms, at a fill too low to grow the limit).
+        let k = KneeLimit {
+            initial_limit: 40,
+            ..KneeLimit::default()
+        };
+        let st = fresh(k);
+        for _ in 0..16 {
+            k.update(&st, &ok(5, 1, 0), 0);
+        }
+        assert_eq!(k.update(&st, &ok(50, 30, 0), 0), 40, "not armed: no ease");
+        k.update(&st, &error, 0);
+        assert_eq!(k.limit(&st), 36);
+        assert_eq!(
+            k.update(&st, &ok(50, 30, 0), 0),
+            29,
+            "armed: eased to 30 - 0.1"
+        );
     }
 
     #[test]

@@ -98,14 +98,15 @@ use crate::error::ConfigError;
 /// The largest concurrency limit a node can have (the limit is stored in 24 bits of the node's control word).
 pub const MAX_LIMIT: u32 = (1 << 24) - 1;
 
-/// One observation fed to a limit algorithm when a lease is released with
-/// [`Outcome::Success`](crate::balance::Outcome::Success) (`dropped == false`) or
-/// [`Outcome::Dropped`](crate::balance::Outcome::Dropped) (`dropped == true`).
+/// One observation fed to a limit algorithm when a lease is released with an outcome its family feeds
+/// the limiter (see [`Outcome`](crate::balance::Outcome)): a success (`dropped == false`), or a
+/// timeout, an overload answer or, in the lowest-score family, an error (`dropped == true`; an error
+/// also sets `failed`).
 ///
 /// ```
 /// use weir::limit::Sample;
 /// // Acquired at t = 1 ms as the 3rd request in flight, released at t = 3.5 ms.
-/// let s = Sample { rtt_ns: 2_500_000, inflight: 3, dropped: false, now_ns: 3_500_000, load: None };
+/// let s = Sample { rtt_ns: 2_500_000, inflight: 3, dropped: false, now_ns: 3_500_000, load: None, failed: false };
 /// assert_eq!(s.now_ns - s.rtt_ns, 1_000_000);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +123,11 @@ pub struct Sample {
     /// The load the server reported with its answer, if it sent one
     /// ([`Balancer::release_loaded`](crate::Balancer::release_loaded)). Only [`KneeLimit`] reads it.
     pub load: Option<ServerLoad>,
+    /// With `dropped`: the drop was the node's own error
+    /// ([`Outcome::Failure`](crate::balance::Outcome::Failure): a 500, a reset), not a timeout or an
+    /// overload answer. Only [`KneeLimit`] reads it: an error says nothing of how many calls the node
+    /// can serve, so its cut is CIAD's, from the limit, not the overload's, to what was in flight.
+    pub failed: bool,
 }
 
 /// A concurrency-limit algorithm. The parameters live in the implementing value (shared, read-only, in
@@ -138,7 +144,7 @@ pub struct Sample {
 /// g2.reset(&state);
 /// assert_eq!(g2.limit(&state), 20);
 /// // Steady RTT and a full window: gradient 1, so the estimate grows by smoothing * queue = 0.8.
-/// let s = Sample { rtt_ns: 1_000_000, inflight: 20, dropped: false, now_ns: 1_000_000, load: None };
+/// let s = Sample { rtt_ns: 1_000_000, inflight: 20, dropped: false, now_ns: 1_000_000, load: None, failed: false };
 /// assert_eq!(g2.update(&state, &s, 0), 20); // 20.8
 /// assert_eq!(g2.update(&state, &s, 0), 21); // 21.6
 /// ```

@@ -306,18 +306,24 @@ fn algorithm() -> impl Strategy<Value = LimitAlgorithm> {
 }
 
 /// Samples with RTTs from zero to huge, in-flight counts from small to `u32::MAX`, time that mostly moves
-/// forward but sometimes back, and random bits.
+/// forward but sometimes back, drops that are errors or overloads, and random bits.
 fn samples() -> impl Strategy<Value = Vec<(Sample, u64)>> {
     let rtt = prop_oneof![Just(0u64), 0u64..2_000, 0u64..10_000_000_000, any::<u64>()];
     let inflight = prop_oneof![0u32..64, 0u32..400, any::<u32>()];
     prop::collection::vec(
-        (rtt, inflight, any::<bool>(), -100i64..2_000, any::<u64>()),
+        (
+            rtt,
+            inflight,
+            any::<(bool, bool)>(),
+            -100i64..2_000,
+            any::<u64>(),
+        ),
         0..80,
     )
     .prop_map(|v| {
         let mut now = 1_000u64;
         v.into_iter()
-            .map(|(rtt_ns, inflight, dropped, dt, random)| {
+            .map(|(rtt_ns, inflight, (dropped, error), dt, random)| {
                 now = now.saturating_add_signed(dt);
                 (
                     Sample {
@@ -326,6 +332,7 @@ fn samples() -> impl Strategy<Value = Vec<(Sample, u64)>> {
                         dropped,
                         now_ns: now,
                         load: None,
+                        failed: dropped && error,
                     },
                     random,
                 )

@@ -142,6 +142,7 @@ mod tests {
             dropped: false,
             now_ns: at_ms * MS,
             load: None,
+            failed: false,
         }
     }
 

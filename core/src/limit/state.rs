@@ -84,7 +84,7 @@ const _: () = assert!(W_SAMPLES + PERCENTILE_CAPACITY == LIMIT_WORDS);
 /// static STATE: LimitState = LimitState::new(); // const: it can live in a `static`
 /// let aimd = AimdLimit::default();
 /// aimd.reset(&STATE);
-/// let s = Sample { rtt_ns: 1_000_000, inflight: 10, dropped: false, now_ns: 1_000_000, load: None };
+/// let s = Sample { rtt_ns: 1_000_000, inflight: 10, dropped: false, now_ns: 1_000_000, load: None, failed: false };
 /// assert_eq!(aimd.update(&STATE, &s, 0), 21);
 /// assert_eq!(aimd.limit(&STATE), 21);
 /// ```

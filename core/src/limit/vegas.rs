@@ -127,7 +127,7 @@ impl VegasStep {
 /// };
 /// let state = LimitState::new();
 /// vegas.reset(&state);
-/// let s = |rtt_ns, inflight| Sample { rtt_ns, inflight, dropped: false, now_ns: 0, load: None };
+/// let s = |rtt_ns, inflight| Sample { rtt_ns, inflight, dropped: false, now_ns: 0, load: None, failed: false };
 /// assert_eq!(vegas.update(&state, &s(10_000_000, 10), 0), 10); // sets the no-load RTT
 /// assert_eq!(vegas.update(&state, &s(10_000_000, 11), 0), 16); // no queue: + beta
 /// ```
@@ -301,6 +301,7 @@ mod tests {
             dropped: false,
             now_ns: 0,
             load: None,
+            failed: false,
         }
     }
 

@@ -119,7 +119,7 @@ pub enum SampleWindow {
 /// w.validate().unwrap();
 /// let state = LimitState::new();
 /// w.reset(&state);
-/// let s = |now_ns| Sample { rtt_ns: 1_000_000, inflight: 8, dropped: false, now_ns, load: None };
+/// let s = |now_ns| Sample { rtt_ns: 1_000_000, inflight: 8, dropped: false, now_ns, load: None, failed: false };
 /// assert_eq!(w.update(&state, &s(1_000_000), 0), 10); // first window: 1 sample, discarded
 /// assert_eq!(w.update(&state, &s(500_000_000), 0), 10); // accumulating until 1.001 s
 /// assert_eq!(w.update(&state, &s(1_600_000_000), 0), 11); // closes with 2 samples: AIMD +1
@@ -414,6 +414,7 @@ impl Limit for WindowedLimit {
                     dropped: w.dropped,
                     now_ns: sample.now_ns,
                     load: None,
+                    failed: false,
                 };
                 self.inner.update(state, &aggregate, random)
             }
@@ -439,6 +440,7 @@ mod tests {
             dropped,
             now_ns,
             load: None,
+            failed: false,
         }
     }
 

@@ -542,6 +542,7 @@ impl Model {
                         dropped,
                         now_ns: t,
                         load: None,
+                        failed: false,
                     };
                     // The balancer's release passes no random bits (0).
                     m.limit = config

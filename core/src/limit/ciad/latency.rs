@@ -53,6 +53,7 @@ mod tests {
             dropped,
             now_ns: at_ms * MS,
             load: None,
+            failed: false,
         }
     }
 

@@ -52,7 +52,7 @@ pub use latency::BASELINE_DRIFT_NS;
 /// let ciad = CiadLimit::default();
 /// let state = LimitState::new();
 /// ciad.reset(&state);
-/// let drop = Sample { rtt_ns: 1_000, inflight: 20, dropped: true, now_ns: 1_000, load: None };
+/// let drop = Sample { rtt_ns: 1_000, inflight: 20, dropped: true, now_ns: 1_000, load: None, failed: false };
 /// assert_eq!(ciad.update(&state, &drop, 0), 18); // floor(20 * 0.9)
 /// // 19 in flight >= floor(18 * 0.9) = 16: 18 + 1/18 = 18.055...
 /// let ok = Sample { dropped: false, inflight: 19, ..drop };
@@ -87,7 +87,7 @@ pub struct CiadLimit {
     /// let ciad = CiadLimit { rtt_tolerance: 2.0, ..CiadLimit::default() };
     /// let state = LimitState::new();
     /// ciad.reset(&state);
-    /// let ok = |rtt_ms: u64| Sample { rtt_ns: rtt_ms * 1_000_000, inflight: 1, dropped: false, now_ns: 0, load: None };
+    /// let ok = |rtt_ms: u64| Sample { rtt_ns: rtt_ms * 1_000_000, inflight: 1, dropped: false, now_ns: 0, load: None, failed: false };
     /// assert_eq!(ciad.update(&state, &ok(20), 0), 20); // the baseline: 20 ms
     /// // The smoothed RTT climbs 25, 29.7, 34.1, 38.2, 42.1 ms...: past 40 ms (2 x 20) each success is
     /// // a drop (the baseline cannot drift here: every sample is dated 0).
@@ -215,6 +215,7 @@ mod tests {
             dropped,
             now_ns: 1_000,
             load: None,
+            failed: false,
         }
     }
 
