@@ -46,7 +46,19 @@
 //!   server that sits at its knee from cutting and growing on alternate calls.
 //! - ratio below `hold`: a success that found the node nearly full (in flight at least
 //!   `backoff_ratio x limit`) raises the limit by 1 until the node's first cut (a slow start, doubling per
-//!   round trip) and by `1 / limit` after it (about 1 per round trip).
+//!   round trip) and after it by `1 / limit` (about 1 per round trip) times the room left below the
+//!   hold band, `(hold - ratio) / (hold - 1)`: the whole step at no load, half of it halfway to `hold`.
+//!   The smoothed RTT says what the server held some 16 calls ago, and every client of the server grows
+//!   at once: ten clients that each add a call per round trip add ten per round trip to the server,
+//!   and the forty or so they add while the average catches up carry a contended server through the
+//!   band and past its knee before any of them holds. Tapered, the fleet's growth slows as the band
+//!   nears, the way Vegas and Gradient scale theirs by the latency they read. In the simulator this
+//!   raised the at-capacity family's worst case without load reports from 88.8 to 90.9 %
+//!   (`weir-knee-probation`: `capacity_contended_step` 88.8 to 90.9, `capacity_clients_join` 90.8 to
+//!   95.6), at a cost of 2.8 points on `capacity_proxies_dead_node`, whose errors cut each limit as the
+//!   slower growth restores it, and moved no lightly loaded scenario by more than half a point. A
+//!   server's load report carries no such lag, and below the band a success that read one grows by the
+//!   whole step.
 //!
 //! - armed by a drop: the latency is read as load (the two rules that ease past the knee, and the hold
 //!   band) only within [`armed_for_ns`](KneeLimit::armed_for_ns) (60 s) of the node's last drop; outside
@@ -215,7 +227,8 @@ enum Step {
     /// Past the knee: a step down of `1 - backoff_ratio`.
     Ease,
     Hold,
-    Grow,
+    /// A growth, scaled by `n / 256`.
+    Grow(u64),
 }
 
 impl KneeLimit {
@@ -230,7 +243,7 @@ impl KneeLimit {
             };
         }
         if sample.rtt_ns == 0 {
-            return Step::Grow;
+            return Step::Grow(256);
         }
         let reading = TRACKER.observe(state, sample);
         if let Some(load) = sample.load {
@@ -242,7 +255,7 @@ impl KneeLimit {
             } else if p * rtt::fixed_ratio(self.knee) > 1_000 * rtt::fixed_ratio(self.hold) {
                 Step::Hold
             } else {
-                Step::Grow
+                Step::Grow(256)
             };
         }
         // The call itself or the average past the knee (see the module docs): one comparison, of the
@@ -252,7 +265,10 @@ impl KneeLimit {
         } else if reading.above(self.hold) {
             Step::Hold
         } else {
-            Step::Grow
+            // The ratio in 1/256, as `rtt_above` compares it; no baseline yet (the warm-up): the
+            // whole step.
+            let ratio = (reading.smoothed.min(1 << 40) * 256).checked_div(reading.baseline);
+            Step::Grow(ratio.map_or(256, |r| grade(r, rtt::fixed_ratio(self.hold))))
         }
     }
 
@@ -278,7 +294,7 @@ impl KneeLimit {
         } else if matches!(step, Step::Drop | Step::Error) {
             (step, 0)
         } else {
-            (Step::Grow, 0)
+            (Step::Grow(256), 0)
         };
         let (l, cut) = (w & LIMIT_MASK, (w & CUT) | arm);
         let (min, max) = (
@@ -302,15 +318,15 @@ impl KneeLimit {
                 let base = l.min(u64::from(inflight) << FRAC);
                 return Some(cut | CUT | base.saturating_sub(ONE - b).clamp(min, max.max(min)));
             }
-            Step::Grow if u64::from(inflight) >= (l * b) >> (2 * FRAC) => {
+            Step::Grow(g) if u64::from(inflight) >= (l * b) >> (2 * FRAC) => {
                 let inc = if cut & CUT != 0 {
-                    (ONE << FRAC) / l.max(ONE)
+                    ((ONE << FRAC) / l.max(ONE) * g.max(1)) >> 8
                 } else {
                     ONE
                 };
                 (l + inc).clamp(min, max.max(min))
             }
-            Step::Grow => return None,
+            Step::Grow(_) => return None,
         };
         Some(cut | next)
     }
@@ -320,6 +336,16 @@ impl KneeLimit {
     fn exact(state: &LimitState) -> f64 {
         (state.load(0) & LIMIT_MASK) as f64 / ONE as f64
     }
+}
+
+/// The growth's scale, in 1/256: 1 at a ratio `r` of 1 (no load), falling to 0 at the hold `h`
+/// (both in 1/256).
+#[inline]
+fn grade(r: u64, h: u64) -> u64 {
+    if h <= 256 {
+        return 256;
+    }
+    (h.saturating_sub(r) * 256 / (h - 256)).min(256)
 }
 
 /// The published limit of a word 0.
@@ -553,6 +579,62 @@ mod tests {
     }
 
     #[test]
+    fn growth_tapers_to_nothing_at_the_hold_band_on_the_latency_alone() {
+        let (k, st) = at_10ms();
+        // A drop ends the slow start: 0.9 x 20 = 18.
+        let drop = Sample {
+            dropped: true,
+            ..ok(10, 20, 32)
+        };
+        assert_eq!(k.update(&st, &drop, 0), 18);
+        // Full calls at 10 ms (a ratio of 1): 1/limit each, the whole step.
+        let before = KneeLimit::exact(&st);
+        k.update(&st, &ok(10, 18, 33), 0);
+        assert!((KneeLimit::exact(&st) - (before + 1.0 / before)).abs() < 1e-4);
+        // Calls at 13.75 ms, once the smoothed RTT has reached them, are a ratio of 1.375: halfway
+        // from 1 to the hold (1.75), so half the step.
+        for i in 0..200 {
+            k.update(&st, &ok(13, 1, 34 + i), 0);
+            k.update(
+                &st,
+                &Sample {
+                    rtt_ns: 14_500_000,
+                    ..ok(14, 1, 34 + i)
+                },
+                0,
+            );
+        }
+        let r = st.load(1) & ((1 << 40) - 1);
+        assert!((13_700_000..13_800_000).contains(&r), "{r}");
+        let before = KneeLimit::exact(&st);
+        let l = k.limit(&st);
+        k.update(
+            &st,
+            &Sample {
+                rtt_ns: 13_750_000,
+                ..ok(14, l, 300)
+            },
+            0,
+        );
+        let step = KneeLimit::exact(&st) - before;
+        assert!(
+            (step - 0.5 / before).abs() < 0.02 / before,
+            "{step} against {}",
+            0.5 / before
+        );
+        // A server's report carries no lag: below the band it grows by the whole step, whatever the
+        // latency says.
+        let before = KneeLimit::exact(&st);
+        let report = Sample {
+            load: Some(ServerLoad::from_permille(800).unwrap()),
+            rtt_ns: 13_750_000,
+            ..ok(14, l, 301)
+        };
+        k.update(&st, &report, 0);
+        assert!((KneeLimit::exact(&st) - (before + 1.0 / before)).abs() < 1e-4);
+    }
+
+    #[test]
     fn one_call_past_the_knee_eases_before_the_average_does() {
         let (k, st) = at_10ms();
         assert_eq!(k.limit(&st), 40);
@@ -560,9 +642,11 @@ mod tests {
         // the smoothed RTT only to 10.9 ms. The limit falls to the 30 in flight, less 0.1.
         assert_eq!(k.update(&st, &ok(25, 30, 32), 0), 29);
         assert!((KneeLimit::exact(&st) - 29.9).abs() < 1e-3);
-        // The next call at 10 ms grows it again (+1/29.9: past the slow start).
+        // The next call at 10 ms grows it again, past the slow start by 1/29.9 scaled by the room
+        // left below the hold band: the smoothed RTT is 10.88 ms, a ratio of 278/256 against a hold
+        // of 448/256, so (448 - 278) / (448 - 256) = 226/256 of it.
         k.update(&st, &ok(10, 30, 33), 0);
-        assert!((KneeLimit::exact(&st) - (29.9 + 1.0 / 29.9)).abs() < 1e-3);
+        assert!((KneeLimit::exact(&st) - (29.9 + 226.0 / 256.0 / 29.9)).abs() < 2e-4);
         // A call of 19 ms, in the hold band on its own, neither holds nor cuts: the average decides.
         let before = KneeLimit::exact(&st);
         k.update(&st, &ok(19, 30, 34), 0);
