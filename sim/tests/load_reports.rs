@@ -24,11 +24,12 @@ fn reports_give_clients_that_join_a_loaded_fleet_the_knee() {
         let latency = success(scenario, "weir-knee-probation");
         let reports = success(scenario, "weir-knee-probation-load");
         eprintln!("{scenario}: latency alone {latency:.1} %, with reports {reports:.1} %");
-        // On the report's seed, latency alone: 88.8 to 91.2 % (the fleet collapses once the joiners
-        // are many, or the load steps up); with the reports each stays above 98 %.
+        // On the report's seed, latency alone: 90.9 to 94.3 % (the fleet still crosses the cliff
+        // once the joiners are many, or the load steps up; before growth tapered below the hold band
+        // it was 88.8 to 91.2); with the reports each stays above 98 %.
         assert!(reports > 97.0, "{scenario}: {reports}");
         assert!(
-            reports > latency + 5.0,
+            reports > latency + 3.0,
             "{scenario}: {latency} -> {reports}"
         );
     }

@@ -31,8 +31,8 @@
 //!   `backoff_ratio x min(limit, in flight)` at once, as CIAD's does, so a limit far above what was in
 //!   flight falls to what was.
 //! - the node's own error (a drop with [`Sample::failed`], the lowest-score family's
-//!   [`Outcome::Failure`](crate::balance::Outcome::Failure): a 500, a reset): CIAD's cut exactly,
-//!   `floor(backoff_ratio x limit)`. An error says nothing of how many calls the node can serve, so
+//!   [`Outcome::Failure`](crate::balance::Outcome::Failure): a 500, a reset): CIAD's cut,
+//!   `floor(backoff_ratio x limit)`, tapered as below. An error says nothing of how many calls the node can serve, so
 //!   what was in flight when it came is no measure to cut to: a node that fails one endpoint of two
 //!   answers an error every other call, and the overload's cut held its limit near 1 while the
 //!   other endpoint's calls waited in the client. In the simulator this brought the knee's client
@@ -41,7 +41,13 @@
 //!   overload's cut had kept calls waiting in the client through the outage, 80.9 % success against
 //!   73.7) and moved none of the at-capacity family by more than a point. It arms the knee as a drop
 //!   does: a proxy in front of a dead node answers errors, and without the arm its clients' knees
-//!   stayed unread (`capacity_proxies_dead_node` 97.9 to 85.0 %).
+//!   stayed unread (`capacity_proxies_dead_node` 97.9 to 85.0 %). Its cut tapers as growth does
+//!   (below): by the room left below the hold band at the node's latency as its last success left
+//!   it, whole at the no-load RTT. Where a node's errors are background noise, its limit settles
+//!   where its errors' cuts and its successes' growth balance; tapering one and not the other moves
+//!   that point, and tapered growth alone left the contended survivors of
+//!   `capacity_proxies_dead_node` (2 % errors each, at a ratio near the hold) limits that starved
+//!   them (93.4 % against 96.2 before the taper, 97.8 with both).
 //! - ratio between [`hold`](KneeLimit::hold) (1.75) and the knee: the limit holds. The band keeps a
 //!   server that sits at its knee from cutting and growing on alternate calls.
 //! - ratio below `hold`: a success that found the node nearly full (in flight at least
@@ -55,8 +61,8 @@
 //!   nears, the way Vegas and Gradient scale theirs by the latency they read. In the simulator this
 //!   raised the at-capacity family's worst case without load reports from 88.8 to 90.9 %
 //!   (`weir-knee-probation`: `capacity_contended_step` 88.8 to 90.9, `capacity_clients_join` 90.8 to
-//!   95.6), at a cost of 2.8 points on `capacity_proxies_dead_node`, whose errors cut each limit as the
-//!   slower growth restores it, and moved no lightly loaded scenario by more than half a point. A
+//!   95.6), with the error's cut tapered alike (above), and moved no lightly loaded scenario by more
+//!   than half a point. A
 //!   server's load report carries no such lag, and below the band a success that read one grows by the
 //!   whole step.
 //!
@@ -222,8 +228,8 @@ impl Default for KneeLimit {
 enum Step {
     /// A drop: a multiplicative cut from what was in flight.
     Drop,
-    /// The node's own error: CIAD's cut, from the limit.
-    Error,
+    /// The node's own error: CIAD's cut, from the limit, scaled by `n / 256`.
+    Error(u64),
     /// Past the knee: a step down of `1 - backoff_ratio`.
     Ease,
     Hold,
@@ -237,7 +243,7 @@ impl KneeLimit {
     fn step(&self, state: &LimitState, sample: &Sample) -> Step {
         if sample.dropped {
             return if sample.failed {
-                Step::Error
+                Step::Error(self.room(rtt::current(state)))
             } else {
                 Step::Drop
             };
@@ -265,11 +271,17 @@ impl KneeLimit {
         } else if reading.above(self.hold) {
             Step::Hold
         } else {
-            // The ratio in 1/256, as `rtt_above` compares it; no baseline yet (the warm-up): the
-            // whole step.
-            let ratio = (reading.smoothed.min(1 << 40) * 256).checked_div(reading.baseline);
-            Step::Grow(ratio.map_or(256, |r| grade(r, rtt::fixed_ratio(self.hold))))
+            Step::Grow(self.room(reading))
         }
+    }
+
+    /// The room left below the hold band, in 1/256 (see [`grade`]); the whole of it without a
+    /// baseline (the warm-up).
+    #[inline]
+    fn room(&self, reading: rtt::Reading) -> u64 {
+        // The ratio in 1/256, as `rtt_above` compares it.
+        let ratio = (reading.smoothed.min(1 << 40) * 256).checked_div(reading.baseline);
+        ratio.map_or(256, |r| grade(r, rtt::fixed_ratio(self.hold)))
     }
 
     /// Whether word 0 `w` reads the latency at `tick` (a drop tick, see [`ARM_TICK`]): always with
@@ -291,7 +303,7 @@ impl KneeLimit {
         // write clears the last drop's tick; armed, every write keeps it.
         let (step, arm) = if self.armed(w, tick) {
             (step, w & ARM_BITS)
-        } else if matches!(step, Step::Drop | Step::Error) {
+        } else if matches!(step, Step::Drop | Step::Error(_)) {
             (step, 0)
         } else {
             (Step::Grow(256), 0)
@@ -308,11 +320,12 @@ impl KneeLimit {
                 let at = DROPPED | (tick << ARM_SHIFT);
                 return Some(CUT | at | ((base * b) >> FRAC).clamp(min, max.max(min)));
             }
-            Step::Error => {
+            Step::Error(g) => {
                 // dialogue's floor: a cut from a limit below 10 still takes a whole call.
                 let at = DROPPED | (tick << ARM_SHIFT);
                 let floored = ((l * b) >> FRAC) & !(ONE - 1);
-                return Some(CUT | at | floored.clamp(min, max.max(min)));
+                let next = l - ((l - floored.min(l)) * g >> 8);
+                return Some(CUT | at | next.clamp(min, max.max(min)));
             }
             Step::Ease => {
                 let base = l.min(u64::from(inflight) << FRAC);
@@ -518,11 +531,20 @@ mod tests {
             initial_limit: 40,
             ..KneeLimit::default()
         };
-        let st = fresh(k);
-        for _ in 0..16 {
-            k.update(&st, &ok(5, 1, 0), 0);
-        }
-        assert_eq!(k.update(&st, &ok(50, 30, 0), 0), 40, "not armed: no ease");
+        let learnt = || {
+            let st = fresh(k);
+            for _ in 0..16 {
+                k.update(&st, &ok(5, 1, 0), 0);
+            }
+            st
+        };
+        assert_eq!(
+            k.update(&learnt(), &ok(50, 30, 0), 0),
+            40,
+            "not armed: no ease"
+        );
+        let st = learnt();
+        // At the baseline's latency (a ratio of 1) the cut is whole.
         k.update(&st, &error, 0);
         assert_eq!(k.limit(&st), 36);
         assert_eq!(
@@ -632,6 +654,28 @@ mod tests {
         };
         k.update(&st, &report, 0);
         assert!((KneeLimit::exact(&st) - (before + 1.0 / before)).abs() < 1e-4);
+        // An error's cut tapers with the growth: half of CIAD's (from the limit to the floor of 0.9
+        // of it) at this ratio, so a node's background errors and its successes balance where they
+        // did at any latency.
+        let before = KneeLimit::exact(&st);
+        let error = Sample {
+            dropped: true,
+            failed: true,
+            ..ok(14, l, 302)
+        };
+        k.update(&st, &error, 0);
+        let whole = before - (before * 0.9).floor();
+        let cut = before - KneeLimit::exact(&st);
+        assert!(
+            (cut - whole / 2.0).abs() < 0.02 * whole,
+            "{cut} against {whole} / 2"
+        );
+        // An overload's drop is a load signal and cuts whole: 0.9 x min(limit, in flight).
+        let drop = Sample {
+            dropped: true,
+            ..ok(14, 10, 303)
+        };
+        assert_eq!(k.update(&st, &drop, 0), 9);
     }
 
     #[test]

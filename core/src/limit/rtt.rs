@@ -79,6 +79,14 @@ pub(super) fn fixed_ratio(ratio: f64) -> u64 {
     ((ratio * 256.0) as u64).min(1 << 20)
 }
 
+/// The node's latency as its last success left it, without feeding a sample (a drop's reading).
+pub(super) fn current(state: &LimitState) -> Reading {
+    Reading {
+        smoothed: state.load(SMOOTHED) & MAX_RTT_NS,
+        baseline: state.load(BASELINE) >> TICK_BITS,
+    }
+}
+
 /// Forgets the node's RTTs (a node being added).
 pub(super) fn reset(state: &LimitState) {
     state.store(SMOOTHED, 0);
