@@ -324,7 +324,7 @@ impl KneeLimit {
                 // dialogue's floor: a cut from a limit below 10 still takes a whole call.
                 let at = DROPPED | (tick << ARM_SHIFT);
                 let floored = ((l * b) >> FRAC) & !(ONE - 1);
-                let next = l - ((l - floored.min(l)) * g >> 8);
+                let next = l - (((l - floored.min(l)) * g) >> 8);
                 return Some(CUT | at | next.clamp(min, max.max(min)));
             }
             Step::Ease => {
