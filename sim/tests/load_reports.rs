@@ -24,9 +24,10 @@ fn reports_give_clients_that_join_a_loaded_fleet_the_knee() {
         let latency = success(scenario, "weir-knee-probation");
         let reports = success(scenario, "weir-knee-probation-load");
         eprintln!("{scenario}: latency alone {latency:.1} %, with reports {reports:.1} %");
-        // On the report's seed, latency alone: 90.9 to 94.3 % (the fleet still crosses the cliff
+        // On the report's seed, latency alone: 92.1 to 94.7 % (the fleet still crosses the cliff
         // once the joiners are many, or the load steps up; before growth tapered below the hold band
-        // it was 88.8 to 91.2); with the reports each stays above 98 %.
+        // and the lagging average stopped easing a drained server it was 88.8 to 91.2); with the
+        // reports each stays above 98 %.
         assert!(reports > 97.0, "{scenario}: {reports}");
         assert!(
             reports > latency + 3.0,
