@@ -34,7 +34,7 @@
 //!   some 16 calls after the server has drained, and each of them eased the limit again, which took
 //!   a client with few calls in flight far below its share: on `capacity_contended_step` the
 //!   servers' calls in progress swung between about 20 and 45 around a knee of 40. Holding there
-//!   raised the at-capacity family's worst case without load reports from 90.9 to 92.0 %
+//!   raised the at-capacity family's worst case without load reports from 90.8 to 92.0 %
 //!   (`weir-knee-probation`, that scenario) and moved none of the 40 lightly loaded ones.
 //! - a drop (a timeout or an overload answer, as the balancer feeds the limiter one): the limit falls to
 //!   `backoff_ratio x min(limit, in flight)` at once, as CIAD's does, so a limit far above what was in
@@ -43,9 +43,8 @@
 //!   [`Outcome::Failure`](crate::balance::Outcome::Failure): a 500, a reset): CIAD's cut,
 //!   `floor(backoff_ratio x limit)`, tapered as below. An error says nothing of how many calls the
 //!   node can serve, so what was in flight when it came is no measure to cut to: a node that fails
-//!   one endpoint of two
-//!   answers an error every other call, and the overload's cut held its limit near 1 while the
-//!   other endpoint's calls waited in the client. In the simulator this brought the knee's client
+//!   one endpoint of two answers an error every other call, and the overload's cut held its limit
+//!   near 1 while the other endpoint's calls waited in the client. In the simulator this brought the knee's client
 //!   mean back to the default's where every node fails part of its calls
 //!   (`one_endpoint_dies_on_each_server` 6.3 to 4.4 s; `all_nodes_500` 4.1 to 3.0 s, where the
 //!   overload's cut had kept calls waiting in the client through the outage, 80.9 % success against
@@ -69,12 +68,11 @@
 //!   and the forty or so they add while the average catches up carry a contended server through the
 //!   band and past its knee before any of them holds. Tapered, the fleet's growth slows as the band
 //!   nears, the way Vegas and Gradient scale theirs by the latency they read. In the simulator this
-//!   raised the at-capacity family's worst case without load reports from 88.8 to 90.9 %
-//!   (`weir-knee-probation`: `capacity_contended_step` 88.8 to 90.9, `capacity_clients_join` 90.8 to
-//!   95.6), with the error's cut tapered alike (above), and moved no lightly loaded scenario by more
-//!   than half a point. A
-//!   server's load report carries no such lag, and below the band a success that read one grows by the
-//!   whole step.
+//!   raised the at-capacity family's worst case without load reports from 88.8 to 90.8 %
+//!   (`weir-knee-probation`: `capacity_contended_step` 88.8 to 90.8, `capacity_clients_join` 90.8 to
+//!   94.6), with the error's cut tapered alike (above), and moved no lightly loaded scenario by more
+//!   than half a point. A server's load report carries no such lag, and below the band a success that
+//!   read one grows by the whole step.
 //!
 //! - armed by a drop: the latency is read as load (the two rules that ease past the knee, and the hold
 //!   band) only within [`armed_for_ns`](KneeLimit::armed_for_ns) (60 s) of the node's last drop; outside
