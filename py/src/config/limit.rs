@@ -542,10 +542,12 @@ impl Ciad {
 }
 
 /// A cap at each server's latency knee, which every client of the server reads alike: the limit is cut
-/// to `backoff_ratio` of what was in flight while a node's smoothed RTT, or one call's RTT, is over
-/// `knee` times its slowly drifting no-load RTT (or on a drop), holds between `hold` and `knee` times,
-/// and grows below `hold`. The latency is read so only within `armed_for` seconds of the node's last
-/// drop; outside it the limit grows on successes and is cut by drops alone.
+/// towards what was in flight when one call's RTT is over `knee` times the node's slowly drifting
+/// no-load RTT, or its smoothed RTT is while the call is over `hold` times (to `backoff_ratio` of it on
+/// a timeout or a 503); it holds between `hold` and `knee` times, and grows below `hold`, the more
+/// slowly the nearer it is. An error (`lease.failure()`) cuts it by `backoff_ratio` of the limit,
+/// tapered alike. The latency is read so only within `armed_for` seconds of the node's last drop;
+/// outside it the limit grows on successes and is cut by drops alone.
 ///
 /// GIL: immutable.
 #[pyclass(frozen, module = "weir")]
