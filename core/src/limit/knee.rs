@@ -289,9 +289,9 @@ impl KneeLimit {
     /// baseline (the warm-up).
     #[inline]
     fn room(&self, reading: rtt::Reading) -> u64 {
-        // The ratio in 1/256, as `rtt_above` compares it.
-        let ratio = (reading.smoothed.min(1 << 40) * 256).checked_div(reading.baseline);
-        ratio.map_or(256, |r| grade(r, rtt::fixed_ratio(self.hold)))
+        reading
+            .ratio()
+            .map_or(256, |r| grade(r, rtt::fixed_ratio(self.hold)))
     }
 
     /// Whether word 0 `w` reads the latency at `tick` (a drop tick, see [`ARM_TICK`]): always with

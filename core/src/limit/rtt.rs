@@ -71,6 +71,14 @@ impl Reading {
     pub fn rtt_above(self, rtt_ns: u64, ratio: f64) -> bool {
         self.baseline != 0 && rtt_ns.min(MAX_RTT_NS) * 256 > fixed_ratio(ratio) * self.baseline
     }
+
+    /// The smoothed RTT over the baseline in fixed point, to 1/256 and rounded down (the scale
+    /// [`rtt_above`](Self::rtt_above) compares in); `None` while there is no baseline.
+    #[cfg(feature = "knee")]
+    #[inline]
+    pub fn ratio(self) -> Option<u64> {
+        (self.smoothed.min(MAX_RTT_NS) * 256).checked_div(self.baseline)
+    }
 }
 
 /// `ratio` in fixed point, to 1/256; a ratio above 2^12 acts as 2^12 (see [`Reading::rtt_above`]).
@@ -80,6 +88,7 @@ pub(super) fn fixed_ratio(ratio: f64) -> u64 {
 }
 
 /// The node's latency as its last success left it, without feeding a sample (a drop's reading).
+#[cfg(feature = "knee")]
 pub(super) fn current(state: &LimitState) -> Reading {
     Reading {
         smoothed: state.load(SMOOTHED) & MAX_RTT_NS,
