@@ -568,12 +568,12 @@ typedef struct weir_ciad_limit {
 /**
  * Knee (weir's: 20, 1, 1000, 0.9, knee 2, hold 1.75, armed for 60 s): the limit of a node whose call
  * took more than `knee` times its no-load RTT, or whose smoothed RTT is past that while the call is
- * past `hold` times, is cut to what was in flight less 0.1, as on an overload's drop to
- * `backoff_ratio` times it; held while the smoothed ratio is between `hold` and `knee`; grown below
- * `hold`, by less the nearer it is (an error, `WEIR_OUTCOME_FAILURE`, cuts by CIAD's
- * `floor(backoff_ratio x limit)` step, tapered alike); every client of a server sees its RTT, so
- * they all cut together. The latency is read
- * so only within `armed_for_ns` of the node's last drop; outside it the limit moves on drops alone.
+ * past `hold` times, is cut to what was in flight less 0.1 (an overload's drop cuts it to
+ * `backoff_ratio` times what was in flight); it holds while the smoothed ratio is between `hold` and
+ * `knee`, and grows below `hold`, by less the nearer it is. An error (`WEIR_OUTCOME_FAILURE`) cuts it
+ * by CIAD's `floor(backoff_ratio x limit)` step, tapered alike. Every client of a server sees its
+ * RTT, so they all cut together. The latency is read so only within `armed_for_ns` of the node's
+ * last drop; outside it the limit moves on drops alone.
  * A release with the server's load report (`weir_balancer_release_loaded`) is read in place of the
  * latency, under the same arm: a utilization above 1 counts as past the knee, above `hold / knee` as
  * in the hold band.
